@@ -1,0 +1,243 @@
+// Package schemas holds jetlet's wire types (CONTRACT.md sections 3 to 6), their
+// JSON Schemas and the decode-and-validate entry point for intents. It is the leaf
+// of the module: it imports nothing of ours.
+package schemas
+
+import (
+	"encoding/json"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// APIVersion is the apiVersion of every jetlet message.
+const APIVersion = "jetlet.dev/v1"
+
+// Kinds of jetlet messages.
+const (
+	KindPodIntent      = "PodIntent"
+	KindSyncResult     = "SyncResult"
+	KindLifecycleEvent = "LifecycleEvent"
+	KindNode           = "Node"
+)
+
+// Op is what an intent asks of the node.
+type Op string
+
+const (
+	OpApply  Op = "apply"
+	OpDelete Op = "delete"
+)
+
+// PodIntent is a scheduler's desired state for one pod on one node.
+type PodIntent struct {
+	APIVersion         string      `json:"apiVersion"`
+	Kind               string      `json:"kind"`
+	Op                 Op          `json:"op,omitempty"`
+	Revision           int64       `json:"revision,omitempty"`
+	GracePeriodSeconds *int64      `json:"gracePeriodSeconds,omitempty"`
+	Pod                *corev1.Pod `json:"pod"`
+}
+
+// Outcome says how an intent was settled.
+type Outcome string
+
+const (
+	OutcomeSynced     Outcome = "Synced"
+	OutcomeFailed     Outcome = "Failed"
+	OutcomeRejected   Outcome = "Rejected"
+	OutcomeSuperseded Outcome = "Superseded"
+	OutcomeStale      Outcome = "Stale"
+)
+
+// Action names used in SyncResult.actions, after kubelet's SyncAction.
+const (
+	ActionCreatePodSandbox = "CreatePodSandbox"
+	ActionKillPodSandbox   = "KillPodSandbox"
+	ActionRemovePodSandbox = "RemovePodSandbox"
+	ActionStartContainer   = "StartContainer"
+	ActionKillContainer    = "KillContainer"
+	ActionInitContainer    = "InitContainer"
+	ActionPullImage        = "PullImage"
+)
+
+// ActionResult is the outcome of one action of a sync.
+type ActionResult struct {
+	Action  string `json:"action"`
+	Target  string `json:"target"`
+	Error   string `json:"error"`
+	Message string `json:"message"`
+}
+
+// SyncResult answers exactly one intent.
+type SyncResult struct {
+	APIVersion string         `json:"apiVersion"`
+	Kind       string         `json:"kind"`
+	Node       string         `json:"node"`
+	UID        string         `json:"uid"`
+	Namespace  string         `json:"namespace"`
+	Name       string         `json:"name"`
+	IntentSeq  uint64         `json:"intentSeq"`
+	Revision   int64          `json:"revision"`
+	Op         Op             `json:"op"`
+	Outcome    Outcome        `json:"outcome"`
+	Error      string         `json:"error"`
+	Actions    []ActionResult `json:"actions"`
+	Status     *PodStatus     `json:"status,omitempty"`
+	ReceivedAt time.Time      `json:"receivedAt"`
+	FinishedAt time.Time      `json:"finishedAt"`
+}
+
+// EventType is the type of a LifecycleEvent; it is also the last subject token.
+type EventType string
+
+const (
+	EventSandboxCreated   EventType = "SandboxCreated"
+	EventSandboxStopped   EventType = "SandboxStopped"
+	EventSandboxRemoved   EventType = "SandboxRemoved"
+	EventContainerCreated EventType = "ContainerCreated"
+	EventContainerStarted EventType = "ContainerStarted"
+	EventContainerDied    EventType = "ContainerDied"
+	EventContainerKilled  EventType = "ContainerKilled"
+	EventContainerRemoved EventType = "ContainerRemoved"
+	EventBackOff          EventType = "BackOff"
+	EventImagePulled      EventType = "ImagePulled"
+	EventImagePullFailed  EventType = "ImagePullFailed"
+	EventUnhealthy        EventType = "Unhealthy"
+	EventPodTerminated    EventType = "PodTerminated"
+	EventIntentRejected   EventType = "IntentRejected"
+)
+
+// EventTypes lists every event type, in the contract's order.
+var EventTypes = []EventType{
+	EventSandboxCreated, EventSandboxStopped, EventSandboxRemoved,
+	EventContainerCreated, EventContainerStarted, EventContainerDied,
+	EventContainerKilled, EventContainerRemoved, EventBackOff,
+	EventImagePulled, EventImagePullFailed, EventUnhealthy,
+	EventPodTerminated, EventIntentRejected,
+}
+
+// Reasons carried by ContainerDied and ContainerKilled events.
+const (
+	ReasonCompleted     = "Completed"
+	ReasonError         = "Error"
+	ReasonOOMKilled     = "OOMKilled"
+	ReasonSpecChanged   = "SpecChanged"
+	ReasonLivenessProbe = "LivenessProbe"
+	ReasonStartupProbe  = "StartupProbe"
+	ReasonPodDeleted    = "PodDeleted"
+	ReasonUnknown       = "Unknown"
+)
+
+// LifecycleEvent is one container or sandbox fact, for audit.
+type LifecycleEvent struct {
+	APIVersion  string    `json:"apiVersion"`
+	Kind        string    `json:"kind"`
+	ID          string    `json:"id"`
+	Type        EventType `json:"type"`
+	Node        string    `json:"node"`
+	UID         string    `json:"uid"`
+	Namespace   string    `json:"namespace"`
+	Pod         string    `json:"pod"`
+	Container   string    `json:"container,omitempty"`
+	ContainerID string    `json:"containerId,omitempty"`
+	SandboxID   string    `json:"sandboxId,omitempty"`
+	Attempt     uint32    `json:"attempt"`
+	ExitCode    *int32    `json:"exitCode,omitempty"`
+	Reason      string    `json:"reason,omitempty"`
+	Message     string    `json:"message,omitempty"`
+	Time        time.Time `json:"time"`
+	IntentSeq   uint64    `json:"intentSeq,omitempty"`
+	Revision    int64     `json:"revision,omitempty"`
+}
+
+// PodPhase follows Kubernetes, plus Terminating and Terminated for deletes.
+type PodPhase string
+
+const (
+	PhasePending     PodPhase = "Pending"
+	PhaseRunning     PodPhase = "Running"
+	PhaseSucceeded   PodPhase = "Succeeded"
+	PhaseFailed      PodPhase = "Failed"
+	PhaseTerminating PodPhase = "Terminating"
+	PhaseTerminated  PodPhase = "Terminated"
+)
+
+// SandboxState mirrors the CRI sandbox states.
+type SandboxState string
+
+const (
+	SandboxReady    SandboxState = "Ready"
+	SandboxNotReady SandboxState = "NotReady"
+)
+
+// ContainerState mirrors the CRI container states.
+type ContainerState string
+
+const (
+	ContainerCreated ContainerState = "Created"
+	ContainerRunning ContainerState = "Running"
+	ContainerExited  ContainerState = "Exited"
+	ContainerUnknown ContainerState = "Unknown"
+	// ContainerWaiting is a container that has no instance yet, or is backing off.
+	ContainerWaiting ContainerState = "Waiting"
+)
+
+// SandboxStatus is the pod's newest sandbox.
+type SandboxStatus struct {
+	ID    string       `json:"id"`
+	State SandboxState `json:"state"`
+	IPs   []string     `json:"ips"`
+}
+
+// ContainerStatus is one container of a PodStatus.
+type ContainerStatus struct {
+	Name         string         `json:"name"`
+	ContainerID  string         `json:"containerId"`
+	Image        string         `json:"image"`
+	State        ContainerState `json:"state"`
+	Reason       string         `json:"reason"`
+	Message      string         `json:"message,omitempty"`
+	ExitCode     int32          `json:"exitCode"`
+	RestartCount int32          `json:"restartCount"`
+	StartedAt    string         `json:"startedAt"`
+	FinishedAt   string         `json:"finishedAt"`
+	Ready        bool           `json:"ready"`
+}
+
+// PodStatus is the latest status of one pod, kept in the jetlet_status bucket.
+type PodStatus struct {
+	UID            string            `json:"uid"`
+	Namespace      string            `json:"namespace"`
+	Name           string            `json:"name"`
+	Node           string            `json:"node"`
+	Revision       int64             `json:"revision"`
+	IntentSeq      uint64            `json:"intentSeq"`
+	Phase          PodPhase          `json:"phase"`
+	Sandbox        *SandboxStatus    `json:"sandbox"`
+	InitContainers []ContainerStatus `json:"initContainers"`
+	Containers     []ContainerStatus `json:"containers"`
+	ObservedAt     time.Time         `json:"observedAt"`
+}
+
+// PodCounts summarises the pods of a node by phase.
+type PodCounts struct {
+	Total   int              `json:"total"`
+	ByPhase map[PodPhase]int `json:"byPhase"`
+}
+
+// NodeRecord is the heartbeat kept in the jetlet_nodes bucket, key <node>.
+type NodeRecord struct {
+	APIVersion        string          `json:"apiVersion"`
+	Kind              string          `json:"kind"`
+	Node              string          `json:"node"`
+	JetletVersion     string          `json:"jetletVersion"`
+	RuntimeName       string          `json:"runtimeName"`
+	RuntimeVersion    string          `json:"runtimeVersion"`
+	RuntimeAPIVersion string          `json:"runtimeApiVersion"`
+	RuntimeEndpoint   string          `json:"runtimeEndpoint"`
+	Pods              PodCounts       `json:"pods"`
+	StartedAt         time.Time       `json:"startedAt"`
+	HeartbeatAt       time.Time       `json:"heartbeatAt"`
+	Extra             json.RawMessage `json:"extra,omitempty"`
+}
