@@ -1,0 +1,197 @@
+// Package events publishes what jetlet tells the world (results, lifecycle
+// events, pod status, node heartbeats) and provisions the streams and buckets
+// that carry them.
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// StreamsConfig sizes the streams and buckets of CONTRACT.md section 2.
+type StreamsConfig struct {
+	// SubjectPrefix is the first token of every subject.
+	SubjectPrefix string
+	// Replicas of every stream and bucket (1, 3 or 5 on a cluster).
+	Replicas int
+	// IntentHistory is how many intents are kept per pod subject.
+	IntentHistory int64
+	// MaxAge bounds the age of results, events and dead letters. Intents never
+	// age out: the last one per pod is the desired state.
+	MaxAge time.Duration
+	// DuplicateWindow is the Nats-Msg-Id dedupe window of intents, results and
+	// events.
+	DuplicateWindow time.Duration
+	// NodeTTL removes the heartbeat of a node that stopped sending it.
+	NodeTTL time.Duration
+	// TerminatedStatusTTL removes the last status of a deleted pod.
+	TerminatedStatusTTL time.Duration
+	// Storage is file storage unless set to memory (tests, benchmarks).
+	Storage jetstream.StorageType
+}
+
+// SetDefaults fills what is unset with the contract's defaults.
+func (c *StreamsConfig) SetDefaults() {
+	if c.SubjectPrefix == "" {
+		c.SubjectPrefix = schemas.DefaultSubjectPrefix
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	if c.IntentHistory == 0 {
+		c.IntentHistory = 16
+	}
+	if c.MaxAge == 0 {
+		c.MaxAge = 7 * 24 * time.Hour
+	}
+	if c.DuplicateWindow == 0 {
+		c.DuplicateWindow = 2 * time.Minute
+	}
+	if c.NodeTTL == 0 {
+		c.NodeTTL = time.Minute
+	}
+	if c.TerminatedStatusTTL == 0 {
+		c.TerminatedStatusTTL = time.Hour
+	}
+}
+
+// Validate rejects settings JetStream would refuse or that break the contract.
+func (c *StreamsConfig) Validate() error {
+	switch {
+	case c.Replicas < 1 || c.Replicas > 5:
+		return fmt.Errorf("replicas %d: must be 1 to 5", c.Replicas)
+	case c.IntentHistory < 1 || c.IntentHistory > 64:
+		return fmt.Errorf("intent history %d: must be 1 to 64", c.IntentHistory)
+	case c.MaxAge < 0:
+		return fmt.Errorf("max age %s: must not be negative", c.MaxAge)
+	case c.DuplicateWindow <= 0:
+		return fmt.Errorf("duplicate window %s: must be positive", c.DuplicateWindow)
+	case c.MaxAge > 0 && c.DuplicateWindow > c.MaxAge:
+		return fmt.Errorf("duplicate window %s exceeds max age %s", c.DuplicateWindow, c.MaxAge)
+	case c.NodeTTL < time.Second:
+		return fmt.Errorf("node TTL %s: must be at least 1s", c.NodeTTL)
+	case c.TerminatedStatusTTL < time.Second:
+		return fmt.Errorf("terminated status TTL %s: must be at least 1s", c.TerminatedStatusTTL)
+	}
+	return nil
+}
+
+// StreamConfigs returns the four streams as jetlet wants them. Each captures
+// `<prefix>.<kind>.>` rather than the exact token count, so that a message on a
+// malformed subject is still stored and can be dead-lettered instead of lost.
+func (c StreamsConfig) StreamConfigs() []jetstream.StreamConfig {
+	p := c.SubjectPrefix
+	base := func(name, desc, subject string) jetstream.StreamConfig {
+		return jetstream.StreamConfig{
+			Name:        name,
+			Description: desc,
+			Subjects:    []string{p + "." + subject + ".>"},
+			Retention:   jetstream.LimitsPolicy,
+			Storage:     c.Storage,
+			Replicas:    c.Replicas,
+			Discard:     jetstream.DiscardOld,
+			Duplicates:  c.DuplicateWindow,
+			AllowDirect: true,
+		}
+	}
+	intents := base(schemas.StreamIntents, "jetlet pod intents: desired state per pod", "intent")
+	intents.MaxMsgsPerSubject = c.IntentHistory
+	results := base(schemas.StreamResults, "jetlet sync results: one per intent", "result")
+	results.MaxAge = c.MaxAge
+	evs := base(schemas.StreamEvents, "jetlet container and sandbox lifecycle events", "event")
+	evs.MaxAge = c.MaxAge
+	dead := base(schemas.StreamDead, "jetlet intents no pod could be read from", "dead")
+	dead.MaxAge = c.MaxAge
+	return []jetstream.StreamConfig{intents, results, evs, dead}
+}
+
+// BucketConfigs returns the two KV buckets as jetlet wants them.
+func (c StreamsConfig) BucketConfigs() []jetstream.KeyValueConfig {
+	return []jetstream.KeyValueConfig{
+		{
+			Bucket:      schemas.BucketStatus,
+			Description: "jetlet: latest status of every pod, key <node>.<uid>",
+			History:     1,
+			Storage:     c.Storage,
+			Replicas:    c.Replicas,
+			// Enables per-message TTLs: the Terminated status of a deleted pod
+			// expires on its own while live pods' statuses never do.
+			LimitMarkerTTL: c.TerminatedStatusTTL,
+		},
+		{
+			Bucket:      schemas.BucketNodes,
+			Description: "jetlet: node heartbeats, key <node>",
+			History:     1,
+			TTL:         c.NodeTTL,
+			Storage:     c.Storage,
+			Replicas:    c.Replicas,
+		},
+	}
+}
+
+// Provision creates the streams and buckets that are absent and updates the ones
+// whose config differs. Several jetlet processes may run it at once against one
+// NATS: creation races settle on whichever config landed first, and a config
+// that cannot be updated in place (storage type, for one) is kept and logged,
+// never deleted.
+func Provision(ctx context.Context, js jetstream.JetStream, cfg StreamsConfig, log zerolog.Logger) error {
+	for _, sc := range cfg.StreamConfigs() {
+		if err := ensureStream(ctx, js, sc, log); err != nil {
+			return err
+		}
+	}
+	for _, kc := range cfg.BucketConfigs() {
+		if err := ensureBucket(ctx, js, kc, log); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig, log zerolog.Logger) error {
+	// Two tries: a concurrent creator can make the first one fail with "already
+	// in use" between our update (not found) and our create.
+	var err error
+	for range 2 {
+		if _, err = js.CreateOrUpdateStream(ctx, want); err == nil {
+			log.Debug().Str("stream", want.Name).Msg("stream provisioned")
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			break
+		}
+	}
+	return keepExisting(ctx, js, want.Name, err, log)
+}
+
+func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig, log zerolog.Logger) error {
+	var err error
+	for range 2 {
+		if _, err = js.CreateOrUpdateKeyValue(ctx, want); err == nil {
+			log.Debug().Str("bucket", want.Bucket).Msg("bucket provisioned")
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) && !errors.Is(err, jetstream.ErrBucketExists) {
+			break
+		}
+	}
+	return keepExisting(ctx, js, "KV_"+want.Bucket, err, log)
+}
+
+// keepExisting settles a failed create-or-update: an existing stream is used as
+// it is (with a warning naming the refused change); no stream at all is fatal.
+func keepExisting(ctx context.Context, js jetstream.JetStream, stream string, updateErr error, log zerolog.Logger) error {
+	if _, err := js.Stream(ctx, stream); err != nil {
+		return fmt.Errorf("provision stream %s: %w", stream, updateErr)
+	}
+	log.Warn().Err(updateErr).Str("stream", stream).
+		Msg("stream exists with a config that cannot be updated to jetlet's; using it as it is")
+	return nil
+}

@@ -1,0 +1,166 @@
+package events_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/jetlet/jetlet/events"
+	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/natstest"
+)
+
+func defaultStreams(t *testing.T) events.StreamsConfig {
+	t.Helper()
+	var cfg events.StreamsConfig
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func TestProvisionCreatesContractStreamsAndBuckets(t *testing.T) {
+	_, js := natstest.Connect(t, natstest.RunServer(t))
+	ctx := t.Context()
+	cfg := defaultStreams(t)
+	if err := events.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		schemas.StreamIntents: "jetlet.intent.>",
+		schemas.StreamResults: "jetlet.result.>",
+		schemas.StreamEvents:  "jetlet.event.>",
+		schemas.StreamDead:    "jetlet.dead.>",
+	}
+	for name, subject := range want {
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			t.Fatalf("stream %s: %v", name, err)
+		}
+		got := s.CachedInfo().Config
+		if len(got.Subjects) != 1 || got.Subjects[0] != subject {
+			t.Errorf("%s subjects = %v, want [%s]", name, got.Subjects, subject)
+		}
+		if got.Retention != jetstream.LimitsPolicy {
+			t.Errorf("%s retention = %v, want limits", name, got.Retention)
+		}
+	}
+	intents, _ := js.Stream(ctx, schemas.StreamIntents)
+	if ic := intents.CachedInfo().Config; ic.MaxMsgsPerSubject != 16 || ic.Duplicates != 2*time.Minute || ic.MaxAge != 0 {
+		t.Errorf("intents: per-subject %d, duplicates %s, max age %s; want 16, 2m, none", ic.MaxMsgsPerSubject, ic.Duplicates, ic.MaxAge)
+	}
+	for _, name := range []string{schemas.StreamResults, schemas.StreamEvents} {
+		s, _ := js.Stream(ctx, name)
+		if age := s.CachedInfo().Config.MaxAge; age != 7*24*time.Hour {
+			t.Errorf("%s max age = %s, want 168h", name, age)
+		}
+	}
+	status, err := js.KeyValue(ctx, schemas.BucketStatus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := status.Status(ctx)
+	if st.History() != 1 {
+		t.Errorf("status history = %d, want 1", st.History())
+	}
+	nodes, err := js.KeyValue(ctx, schemas.BucketNodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, _ := nodes.Status(ctx)
+	if ns.History() != 1 || ns.TTL() != time.Minute {
+		t.Errorf("nodes history %d ttl %s, want 1 and 1m", ns.History(), ns.TTL())
+	}
+}
+
+func TestProvisionIsIdempotentAndConcurrent(t *testing.T) {
+	_, js := natstest.Connect(t, natstest.RunServer(t))
+	cfg := defaultStreams(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() { errs <- events.Provision(t.Context(), js, cfg, zerolog.Nop()) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent provision: %v", err)
+		}
+	}
+	if err := events.Provision(t.Context(), js, cfg, zerolog.Nop()); err != nil {
+		t.Fatalf("second provision: %v", err)
+	}
+}
+
+func TestProvisionUpdatesCompatibleAndKeepsMessages(t *testing.T) {
+	_, js := natstest.Connect(t, natstest.RunServer(t))
+	ctx := t.Context()
+	cfg := defaultStreams(t)
+	if err := events.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, "jetlet.intent.n1.u1", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxAge = 24 * time.Hour
+	cfg.IntentHistory = 4
+	if err := events.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := js.Stream(ctx, schemas.StreamResults)
+	if age := s.CachedInfo().Config.MaxAge; age != 24*time.Hour {
+		t.Errorf("results max age = %s after update, want 24h", age)
+	}
+	in, _ := js.Stream(ctx, schemas.StreamIntents)
+	info, _ := in.Info(ctx)
+	if info.Config.MaxMsgsPerSubject != 4 || info.State.Msgs != 1 {
+		t.Errorf("intents: per-subject %d msgs %d, want 4 and 1", info.Config.MaxMsgsPerSubject, info.State.Msgs)
+	}
+}
+
+func TestProvisionKeepsAnIncompatibleStream(t *testing.T) {
+	_, js := natstest.Connect(t, natstest.RunServer(t))
+	ctx := context.Background()
+	cfg := defaultStreams(t)
+	memory := cfg
+	memory.Storage = jetstream.MemoryStorage
+	if err := events.Provision(ctx, js, memory, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	// File storage cannot replace memory storage in place: the stream stays.
+	if err := events.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
+		t.Fatalf("provision over incompatible streams: %v", err)
+	}
+	s, _ := js.Stream(ctx, schemas.StreamEvents)
+	if got := s.CachedInfo().Config.Storage; got != jetstream.MemoryStorage {
+		t.Errorf("storage = %v, want the existing memory storage", got)
+	}
+}
+
+func TestStreamsConfigValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*events.StreamsConfig)
+	}{
+		{"too many replicas", func(c *events.StreamsConfig) { c.Replicas = 7 }},
+		{"history too large", func(c *events.StreamsConfig) { c.IntentHistory = 65 }},
+		{"negative age", func(c *events.StreamsConfig) { c.MaxAge = -time.Second }},
+		{"dedupe beyond age", func(c *events.StreamsConfig) { c.MaxAge = time.Minute; c.DuplicateWindow = time.Hour }},
+		{"node ttl tiny", func(c *events.StreamsConfig) { c.NodeTTL = time.Millisecond }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := defaultStreams(t)
+			tt.mutate(&cfg)
+			if err := cfg.Validate(); err == nil {
+				t.Error("Validate accepted it")
+			}
+		})
+	}
+}
