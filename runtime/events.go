@@ -1,0 +1,59 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// GetContainerEvents subscribes to the runtime's container events (the
+// Evented PLEG stream) and calls handle for each, in order, from the calling
+// goroutine. It blocks until ctx is done (returning nil), or the stream
+// fails or ends (returning an error).
+//
+// Runtimes without the call (containerd 1.6) make it return an error
+// wrapping ErrUnimplemented at once, before any event: callers fall back to
+// relisting. When the runtime closes the stream cleanly the error wraps
+// ErrUnavailable, since the caller must resubscribe and relist either way.
+// No timeout applies; the call is never retried.
+func (c *Client) GetContainerEvents(ctx context.Context, handle func(*runtimeapi.ContainerEventResponse)) error {
+	const method = "GetContainerEvents"
+	conn, err := c.connection(method)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	err = c.recvEvents(ctx, conn, handle)
+	if c.cfg.Observe != nil {
+		c.cfg.Observe(method, time.Since(start), err)
+	}
+	return err
+}
+
+func (c *Client) recvEvents(ctx context.Context, conn *connection, handle func(*runtimeapi.ContainerEventResponse)) error {
+	const method = "GetContainerEvents"
+	stream, err := conn.runtime.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return convertError(c.target, method, err)
+	}
+	for {
+		ev, err := stream.Recv()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, io.EOF) {
+				return fmt.Errorf("%w: cri %s at %s: the runtime closed the event stream", ErrUnavailable, method, c.target)
+			}
+			return convertError(c.target, method, err)
+		}
+		handle(ev)
+	}
+}
