@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/jetlet/jetlet/events"
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// runConfig is everything `jetlet run` is told on its command line.
+type runConfig struct {
+	node                  string
+	dataDir               string
+	nats                  natsFlags
+	natsListen            string
+	runtimeEndpoint       string
+	runtimeRequestTimeout time.Duration
+	workers               int
+	httpListen            string
+	allowPrivileged       bool
+	logLevel              string
+	shutdownTimeout       time.Duration
+	streams               events.StreamsConfig
+}
+
+func newRunCommand() *cobra.Command {
+	var cfg runConfig
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the node agent: consume intents, drive the CRI runtime, publish results and events",
+		Long: `Run the node agent for one node.
+
+Without --nats-url an embedded NATS server with JetStream starts in-process,
+storing under --data-dir and listening on --nats-listen. Without
+--runtime-endpoint the embedded process runtime starts on a socket under
+--data-dir. Every flag can also be set with its JETLET_<FLAG> variable.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := setupLogging(cfg.logLevel, os.Stderr); err != nil {
+				return err
+			}
+			if err := cfg.validate(); err != nil {
+				return err
+			}
+			return newAgent(cfg).run(cmd.Context())
+		},
+	}
+	host, _ := os.Hostname()
+	fs := cmd.Flags()
+	fs.StringVar(&cfg.node, "node", strings.ToLower(host), "node name (a DNS-1123 label)")
+	fs.StringVar(&cfg.dataDir, "data-dir", "./jetlet-data", "directory for the embedded NATS store, the embedded runtime and pod data")
+	cfg.nats.register(fs, "")
+	fs.StringVar(&cfg.natsListen, "nats-listen", "127.0.0.1:4222", "embedded NATS listen address (port 0 picks a free port); ignored with --nats-url")
+	fs.StringVar(&cfg.runtimeEndpoint, "runtime-endpoint", "", "CRI runtime endpoint (unix:///run/containerd/containerd.sock); empty starts the embedded process runtime")
+	fs.DurationVar(&cfg.runtimeRequestTimeout, "runtime-request-timeout", 2*time.Minute, "timeout of every CRI call but image pulls")
+	fs.IntVar(&cfg.workers, "workers", 16, "pods synced concurrently")
+	fs.StringVar(&cfg.httpListen, "http-listen", "127.0.0.1:9464", "address of /healthz, /readyz and /metrics (port 0 picks a free port)")
+	fs.BoolVar(&cfg.allowPrivileged, "allow-privileged", false, "accept privileged containers")
+	fs.StringVar(&cfg.logLevel, "log-level", "info", "trace, debug, info, warn or error")
+	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for in-flight syncs and publishes")
+	fs.StringVar(&cfg.streams.SubjectPrefix, "subject-prefix", schemas.DefaultSubjectPrefix, "first token of every jetlet subject")
+	fs.IntVar(&cfg.streams.Replicas, "replicas", 1, "replicas of the streams and buckets jetlet creates")
+	fs.Int64Var(&cfg.streams.IntentHistory, "intent-history", 16, "intents kept per pod in JETLET_INTENTS")
+	fs.DurationVar(&cfg.streams.MaxAge, "max-age", 7*24*time.Hour, "max age of results, events and dead letters")
+	fs.DurationVar(&cfg.streams.DuplicateWindow, "duplicate-window", 2*time.Minute, "Nats-Msg-Id dedupe window of intents, results and events")
+	fs.DurationVar(&cfg.streams.NodeTTL, "node-ttl", time.Minute, "how long a node's heartbeat outlives it in jetlet_nodes")
+	fs.DurationVar(&cfg.streams.TerminatedStatusTTL, "terminated-status-ttl", time.Hour, "how long the Terminated status of a deleted pod stays in jetlet_status")
+	annotateEnv(fs)
+	return cmd
+}
+
+func (c *runConfig) validate() error {
+	if !schemas.ValidNodeName(c.node) {
+		return fmt.Errorf("--node %q: not a DNS-1123 label (lower-case letters, digits and '-', at most 63); set --node or JETLET_NODE", c.node)
+	}
+	if c.dataDir == "" {
+		return errors.New("--data-dir must not be empty")
+	}
+	if c.workers < 1 {
+		return fmt.Errorf("--workers %d: must be at least 1", c.workers)
+	}
+	if c.runtimeRequestTimeout <= 0 {
+		return fmt.Errorf("--runtime-request-timeout %s: must be positive", c.runtimeRequestTimeout)
+	}
+	if c.shutdownTimeout <= 0 {
+		return fmt.Errorf("--shutdown-timeout %s: must be positive", c.shutdownTimeout)
+	}
+	if strings.ContainsAny(c.streams.SubjectPrefix, ".*> \t") || c.streams.SubjectPrefix == "" {
+		return fmt.Errorf("--subject-prefix %q: must be one subject token", c.streams.SubjectPrefix)
+	}
+	if _, err := c.nats.options(); err != nil {
+		return err
+	}
+	c.streams.SetDefaults()
+	return c.streams.Validate()
+}
+
+// agent is one running `jetlet run`: it owns the process's parts and their
+// start-up and shutdown order.
+type agent struct {
+	cfg   runConfig
+	log   zerolog.Logger
+	ready readiness
+
+	provisioned atomic.Bool
+}
+
+func newAgent(cfg runConfig) *agent {
+	return &agent{cfg: cfg, log: logger.With().Str("component", "agent").Str("node", cfg.node).Logger()}
+}
+
+func (a *agent) run(ctx context.Context) error {
+	if err := os.MkdirAll(a.cfg.dataDir, 0o755); err != nil {
+		return fmt.Errorf("--data-dir: %w", err)
+	}
+	reg := newRegistry()
+	web, err := listenHTTP(a.cfg.httpListen, &a.ready, reg)
+	if err != nil {
+		return err
+	}
+	a.log.Info().Str("address", "http://"+web.addr()).Msg("serving /healthz, /readyz and /metrics")
+	webErr := make(chan error, 1)
+	go func() { webErr <- web.serve() }()
+
+	var embedded *server.Server
+	if a.cfg.nats.url == "" {
+		embedded, err = startEmbeddedNATS(a.cfg.natsListen, a.cfg.dataDir, a.cfg.node, logger.With().Str("component", "nats-server").Logger())
+		if err != nil {
+			return err
+		}
+		a.log.Info().Str("url", embedded.ClientURL()).Str("store", embedded.StoreDir()).Msg("embedded NATS server listening")
+	}
+	nc, err := a.connect(embedded)
+	if err != nil {
+		return err
+	}
+	a.ready.add("nats", func() error {
+		if !nc.IsConnected() {
+			return fmt.Errorf("not connected (%s)", nc.Status())
+		}
+		return nil
+	})
+	a.ready.add("streams", func() error {
+		if !a.provisioned.Load() {
+			return errors.New("not provisioned yet")
+		}
+		return nil
+	})
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+
+	runErr := a.provision(ctx, js)
+	if runErr == nil {
+		a.log.Info().Msg("jetlet ready")
+		select {
+		case <-ctx.Done():
+		case runErr = <-webErr:
+		}
+	}
+	a.log.Info().Msg("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), a.cfg.shutdownTimeout)
+	defer cancel()
+	if err := nc.FlushWithContext(shutdownCtx); err != nil && nc.IsConnected() {
+		a.log.Warn().Err(err).Msg("flush on shutdown")
+	}
+	nc.Close()
+	if err := web.shutdown(shutdownCtx); err != nil {
+		a.log.Warn().Err(err).Msg("http shutdown")
+	}
+	if embedded != nil {
+		embedded.Shutdown()
+		embedded.WaitForShutdown()
+	}
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		return runErr
+	}
+	a.log.Info().Msg("stopped")
+	return nil
+}
+
+// connect connects to the embedded server in-process, or to --nats-url,
+// retrying forever in the background.
+func (a *agent) connect(embedded *server.Server) (*nats.Conn, error) {
+	opts, err := a.cfg.nats.options()
+	if err != nil {
+		return nil, err
+	}
+	natsLog := logger.With().Str("component", "nats").Logger()
+	opts = append(opts, reconnectForever(natsLog)...)
+	opts = append(opts, nats.Name("jetlet run "+a.cfg.node))
+	url := a.cfg.nats.url
+	if embedded != nil {
+		url = embedded.ClientURL()
+		opts = append(opts, nats.InProcessServer(embedded))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
+	}
+	return nc, nil
+}
+
+// provision creates the streams and buckets, retrying while NATS is not
+// reachable yet.
+func (a *agent) provision(ctx context.Context, js jetstream.JetStream) error {
+	log := logger.With().Str("component", "provision").Logger()
+	b := backoff.WithContext(backoff.NewExponentialBackOff(backoff.WithMaxElapsedTime(0), backoff.WithMaxInterval(10*time.Second)), ctx)
+	err := backoff.RetryNotify(func() error {
+		attemptCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return events.Provision(attemptCtx, js, a.cfg.streams, log)
+	}, b, func(err error, next time.Duration) {
+		log.Warn().Err(err).Dur("retry_in", next).Msg("provisioning streams and buckets failed; retrying")
+	})
+	if err != nil {
+		return err
+	}
+	a.provisioned.Store(true)
+	log.Info().Msg("streams and buckets provisioned")
+	return nil
+}

@@ -1,0 +1,229 @@
+// Package jetlettest builds the jetlet binary and runs it as a real process in
+// tests, reading its JSON logs to learn the addresses it listens on.
+package jetlettest
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary builds ./cmd/jetlet once per test process (with -race when the test
+// binary has it) and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "jetlet-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "jetlet")
+		args := []string{"build", "-o", binPath}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		cmd := exec.Command("go", append(args, "github.com/jetlet/jetlet/cmd/jetlet")...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// Process is a running jetlet.
+type Process struct {
+	t    testing.TB
+	cmd  *exec.Cmd
+	done chan struct{}
+
+	mu    sync.Mutex
+	lines []map[string]any
+	raw   bytes.Buffer
+	cond  *sync.Cond
+}
+
+// Start runs jetlet with args; the process is killed when the test ends if it
+// is still running.
+func Start(t testing.TB, args ...string) *Process {
+	t.Helper()
+	return StartEnv(t, nil, args...)
+}
+
+// StartEnv is Start with extra environment variables.
+func StartEnv(t testing.TB, env []string, args ...string) *Process {
+	t.Helper()
+	p := &Process{t: t, done: make(chan struct{})}
+	p.cond = sync.NewCond(&p.mu)
+	p.cmd = exec.Command(Binary(t), args...)
+	p.cmd.Env = append(os.Environ(), env...)
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go p.read(stderr)
+	t.Cleanup(func() {
+		if !p.Exited() {
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("jetlet %s logs:\n%s", strings.Join(args, " "), p.Logs())
+		}
+	})
+	return p
+}
+
+func (p *Process) read(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		var line map[string]any
+		_ = json.Unmarshal(sc.Bytes(), &line)
+		p.mu.Lock()
+		p.raw.Write(sc.Bytes())
+		p.raw.WriteByte('\n')
+		if line != nil {
+			p.lines = append(p.lines, line)
+		}
+		p.cond.Broadcast()
+		p.mu.Unlock()
+	}
+	_ = p.cmd.Wait()
+	p.mu.Lock()
+	close(p.done)
+	p.cond.Broadcast()
+	p.mu.Unlock()
+}
+
+// Logs returns everything the process logged so far.
+func (p *Process) Logs() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.raw.String()
+}
+
+// WaitLog waits for a log line whose message is msg and returns it; it fails
+// the test when the process exits first or the timeout passes.
+func (p *Process) WaitLog(msg string, timeout time.Duration) map[string]any {
+	p.t.Helper()
+	timer := time.AfterFunc(timeout, func() {
+		p.mu.Lock()
+		p.cond.Broadcast()
+		p.mu.Unlock()
+	})
+	defer timer.Stop()
+	deadline := time.Now().Add(timeout)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	seen := 0
+	for {
+		for ; seen < len(p.lines); seen++ {
+			if p.lines[seen]["message"] == msg {
+				return p.lines[seen]
+			}
+		}
+		select {
+		case <-p.done:
+			p.t.Fatalf("jetlet exited before logging %q", msg)
+		default:
+		}
+		if !time.Now().Before(deadline) {
+			p.t.Fatalf("jetlet did not log %q within %s", msg, timeout)
+		}
+		p.cond.Wait()
+	}
+}
+
+// HTTPAddr waits for the HTTP server's address.
+func (p *Process) HTTPAddr() string {
+	p.t.Helper()
+	return p.WaitLog("serving /healthz, /readyz and /metrics", 30*time.Second)["address"].(string)
+}
+
+// NATSURL waits for the embedded NATS server's client URL.
+func (p *Process) NATSURL() string {
+	p.t.Helper()
+	return p.WaitLog("embedded NATS server listening", 30*time.Second)["url"].(string)
+}
+
+// WaitReady polls /readyz until it answers 200.
+func (p *Process) WaitReady(timeout time.Duration) {
+	p.t.Helper()
+	url := p.HTTPAddr() + "/readyz"
+	deadline := time.Now().Add(timeout)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			if !time.Now().Before(deadline) {
+				p.t.Fatalf("/readyz still %d after %s: %s", resp.StatusCode, timeout, body)
+			}
+		} else if !time.Now().Before(deadline) {
+			p.t.Fatalf("/readyz: %v", err)
+		}
+		select {
+		case <-p.done:
+			p.t.Fatal("jetlet exited while waiting for /readyz")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Signal sends sig to the process.
+func (p *Process) Signal(sig syscall.Signal) {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// Wait waits for the process to exit and returns its exit code; it fails the
+// test when the timeout passes first.
+func (p *Process) Wait(timeout time.Duration) int {
+	p.t.Helper()
+	select {
+	case <-p.done:
+		return p.cmd.ProcessState.ExitCode()
+	case <-time.After(timeout):
+		p.t.Fatalf("jetlet still running after %s", timeout)
+		return -1
+	}
+}
+
+// Exited reports whether the process has exited.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package jetlettest
+
+const raceEnabled = true
