@@ -1,0 +1,336 @@
+package reconcile
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// PodActions is the plan computePodActions makes for one pod, after kubelet's
+// podActions.
+type PodActions struct {
+	// KillPod: stop every running container and every sandbox of the pod.
+	KillPod bool
+	// CreateSandbox: (re)create the sandbox. With KillPod, the old one is
+	// stopped first and the init containers are purged.
+	CreateSandbox bool
+	// SandboxID is the existing sandbox, to start containers in (or, with
+	// CreateSandbox, the one being replaced).
+	SandboxID string
+	// Attempt of the sandbox to create.
+	Attempt uint32
+	// NextInitContainerToStart, if any; app containers are then not started.
+	NextInitContainerToStart *corev1.Container
+	// ContainersToStart are indexes into pod.Spec.Containers.
+	ContainersToStart []int
+	// ContainersToKill, in spec order.
+	ContainersToKill []ContainerToKill
+}
+
+// ContainerToKill is one container instance the plan stops.
+type ContainerToKill struct {
+	// ID of the instance.
+	ID string
+	// Name of the container.
+	Name string
+	// Container is its spec (init or app).
+	Container *corev1.Container
+	// Reason is one of the contract's ContainerKilled reasons: SpecChanged,
+	// LivenessProbe, StartupProbe, Unknown.
+	Reason string
+	// Message says why, for people.
+	Message string
+}
+
+// Probes are the probe results the plan consults; nil members know nothing.
+type Probes struct {
+	Liveness ProbeResults
+	Startup  ProbeResults
+}
+
+// String renders the plan on one line, for logs and test failures.
+func (a PodActions) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "KillPod=%t CreateSandbox=%t", a.KillPod, a.CreateSandbox)
+	if a.SandboxID != "" {
+		fmt.Fprintf(&b, " SandboxID=%s", a.SandboxID)
+	}
+	fmt.Fprintf(&b, " Attempt=%d", a.Attempt)
+	if a.NextInitContainerToStart != nil {
+		fmt.Fprintf(&b, " NextInit=%s", a.NextInitContainerToStart.Name)
+	}
+	fmt.Fprintf(&b, " Start=%v", a.ContainersToStart)
+	if len(a.ContainersToKill) > 0 {
+		b.WriteString(" Kill=[")
+		for i, k := range a.ContainersToKill {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%s(%s) %s: %s", k.Name, k.ID, k.Reason, k.Message)
+		}
+		b.WriteString("]")
+	}
+	return b.String()
+}
+
+// networkNamespaceForPod is the network namespace mode the pod's sandbox must have.
+func networkNamespaceForPod(pod *corev1.Pod) NamespaceMode {
+	if pod.Spec.HostNetwork {
+		return NamespaceNode
+	}
+	return NamespacePod
+}
+
+// podSandboxChanged says whether a new sandbox is needed, its attempt, and the
+// id of the current one.
+func podSandboxChanged(pod *corev1.Pod, status *PodStatus) (bool, uint32, string) {
+	if status == nil || len(status.SandboxStatuses) == 0 {
+		return true, 0, ""
+	}
+	ready := 0
+	for _, s := range status.SandboxStatuses {
+		if s.State == SandboxReady {
+			ready++
+		}
+	}
+	newest := status.SandboxStatuses[0]
+	switch {
+	case ready > 1:
+		// Several ready sandboxes: reconcile them into one.
+		return true, newest.Metadata.Attempt + 1, newest.ID
+	case newest.State != SandboxReady:
+		return true, newest.Metadata.Attempt + 1, newest.ID
+	case newest.Namespaces.Network != networkNamespaceForPod(pod):
+		// hostNetwork changed: a new sandbox, the old one is not reused.
+		return true, newest.Metadata.Attempt + 1, ""
+	case !pod.Spec.HostNetwork && newest.IP == "":
+		return true, newest.Metadata.Attempt + 1, newest.ID
+	}
+	return false, newest.Metadata.Attempt, newest.ID
+}
+
+// shouldRestartOnFailure: Always, OnFailure and the empty policy restart a
+// failed container; Never does not.
+func shouldRestartOnFailure(pod *corev1.Pod) bool {
+	return pod.Spec.RestartPolicy != corev1.RestartPolicyNever
+}
+
+func containerSucceeded(c *corev1.Container, status *PodStatus) bool {
+	cs := status.FindContainerStatusByName(c.Name)
+	if cs == nil || cs.State == ContainerRunning {
+		return false
+	}
+	return cs.ExitCode == 0
+}
+
+// isInitContainerFailed: an init container failed when it was OOM-killed,
+// exited non-zero, or is in an unknown state.
+func isInitContainerFailed(cs *ContainerStatus) bool {
+	switch {
+	case cs.Reason == schemas.ReasonOOMKilled:
+		return true
+	case cs.State == ContainerExited && cs.ExitCode != 0:
+		return true
+	case cs.State == ContainerUnknown:
+		return true
+	}
+	return false
+}
+
+// findNextInitContainerToRun returns the status of the last failed init
+// container (if any), the next init container to run, and whether
+// initialisation is done.
+func findNextInitContainerToRun(pod *corev1.Pod, status *PodStatus) (*ContainerStatus, *corev1.Container, bool) {
+	inits := pod.Spec.InitContainers
+	if len(inits) == 0 {
+		return nil, nil, true
+	}
+	// A running app container means every init container ran at some point,
+	// even if their instances have been removed since.
+	for i := range pod.Spec.Containers {
+		cs := status.FindContainerStatusByName(pod.Spec.Containers[i].Name)
+		if cs != nil && cs.State == ContainerRunning {
+			return nil, nil, true
+		}
+	}
+	// The last failed one, if any.
+	for i := len(inits) - 1; i >= 0; i-- {
+		cs := status.FindContainerStatusByName(inits[i].Name)
+		if cs != nil && isInitContainerFailed(cs) {
+			return cs, &inits[i], false
+		}
+	}
+	// No failure: find the furthest one that ran.
+	for i := len(inits) - 1; i >= 0; i-- {
+		cs := status.FindContainerStatusByName(inits[i].Name)
+		if cs == nil {
+			continue
+		}
+		if cs.State == ContainerRunning {
+			return nil, nil, false
+		}
+		if cs.State == ContainerExited {
+			if i == len(inits)-1 {
+				return nil, nil, true
+			}
+			return nil, &inits[i+1], false
+		}
+	}
+	return nil, &inits[0], false
+}
+
+// shouldContainerBeRestarted says whether a container that is not running
+// must be (re)started, after kubelet's ShouldContainerBeRestarted.
+func shouldContainerBeRestarted(c *corev1.Container, pod *corev1.Pod, status *PodStatus) bool {
+	if pod.DeletionTimestamp != nil {
+		return false
+	}
+	cs := status.FindContainerStatusByName(c.Name)
+	if cs == nil {
+		// Never started (or every instance was garbage collected).
+		return true
+	}
+	switch cs.State {
+	case ContainerRunning:
+		return false
+	case ContainerUnknown, ContainerCreated:
+		return true
+	}
+	switch pod.Spec.RestartPolicy {
+	case corev1.RestartPolicyNever:
+		return false
+	case corev1.RestartPolicyOnFailure:
+		return cs.ExitCode != 0
+	}
+	return true
+}
+
+// ComputePodActions decides what SyncPod must do to bring the runtime's pod
+// to the spec. It is pure: the same pod, status and probe results give the
+// same plan.
+func ComputePodActions(pod *corev1.Pod, status *PodStatus, probes Probes) PodActions {
+	if status == nil {
+		status = &PodStatus{}
+	}
+	create, attempt, sandboxID := podSandboxChanged(pod, status)
+	a := PodActions{
+		KillPod:       create,
+		CreateSandbox: create,
+		SandboxID:     sandboxID,
+		Attempt:       attempt,
+	}
+
+	// A new sandbox means everything is killed and recreated, init
+	// containers included.
+	if create {
+		if !shouldRestartOnFailure(pod) && attempt != 0 && len(status.ContainerStatuses) != 0 {
+			// A pod that must not restart and already ran: it is done, do not
+			// give it a new sandbox. (No container status at all means none was
+			// ever created: retry the sandbox.)
+			a.CreateSandbox = false
+			return a
+		}
+		var toStart []int
+		for i := range pod.Spec.Containers {
+			c := &pod.Spec.Containers[i]
+			if pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure && containerSucceeded(c, status) {
+				continue
+			}
+			toStart = append(toStart, i)
+		}
+		// Initialised and nothing to start: no new sandbox.
+		if len(toStart) == 0 {
+			if _, _, done := findNextInitContainerToRun(pod, status); done {
+				a.CreateSandbox = false
+				return a
+			}
+		}
+		if len(pod.Spec.InitContainers) != 0 {
+			a.NextInitContainerToStart = &pod.Spec.InitContainers[0]
+			return a
+		}
+		a.ContainersToStart = toStart
+		return a
+	}
+
+	// Initialisation first.
+	last, next, done := findNextInitContainerToRun(pod, status)
+	if !done {
+		if next != nil {
+			failed := last != nil && isInitContainerFailed(last)
+			if failed && !shouldRestartOnFailure(pod) {
+				a.KillPod = true
+			} else {
+				if last != nil && last.State == ContainerUnknown {
+					// Stop it before starting it again: never two instances.
+					a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{
+						ID: last.ID, Name: next.Name, Container: next, Reason: schemas.ReasonUnknown,
+						Message: fmt.Sprintf("Init container is in %q state, try killing it before restart", last.State),
+					})
+				}
+				a.NextInitContainerToStart = next
+			}
+		}
+		// Failed or still in progress: app containers wait.
+		return a
+	}
+
+	keep := 0
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		cs := status.FindContainerStatusByName(c.Name)
+		if cs == nil || cs.State != ContainerRunning {
+			if shouldContainerBeRestarted(c, pod, status) {
+				a.ContainersToStart = append(a.ContainersToStart, i)
+				if cs != nil && cs.State == ContainerUnknown {
+					// It may still run: kill it first.
+					a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{
+						ID: cs.ID, Name: c.Name, Container: c, Reason: schemas.ReasonUnknown,
+						Message: fmt.Sprintf("Container is in %q state, try killing it before restart", cs.State),
+					})
+				}
+			}
+			continue
+		}
+		// Running: kill it if its spec changed or a probe failed.
+		var reason, message string
+		restart := shouldRestartOnFailure(pod)
+		if cs.Hash != HashContainer(c) {
+			reason = schemas.ReasonSpecChanged
+			message = fmt.Sprintf("Container %s definition changed", c.Name)
+			// A new spec restarts, whatever the policy.
+			restart = true
+		} else if r, ok := probeGet(probes.Liveness, cs.ID); ok && r == ProbeFailure {
+			reason = schemas.ReasonLivenessProbe
+			message = fmt.Sprintf("Container %s failed liveness probe", c.Name)
+		} else if r, ok := probeGet(probes.Startup, cs.ID); ok && r == ProbeFailure {
+			reason = schemas.ReasonStartupProbe
+			message = fmt.Sprintf("Container %s failed startup probe", c.Name)
+		} else {
+			keep++
+			continue
+		}
+		if restart {
+			message += ", will be restarted"
+			a.ContainersToStart = append(a.ContainersToStart, i)
+		}
+		a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{
+			ID: cs.ID, Name: c.Name, Container: c, Reason: reason, Message: message,
+		})
+	}
+	if keep == 0 && len(a.ContainersToStart) == 0 {
+		// Nothing runs and nothing will: stop the sandbox too.
+		a.KillPod = true
+	}
+	return a
+}
+
+func probeGet(p ProbeResults, id string) (ProbeResult, bool) {
+	if p == nil {
+		return ProbeUnknown, false
+	}
+	return p.Get(id)
+}

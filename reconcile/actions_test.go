@@ -1,0 +1,475 @@
+package reconcile
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// makeBasePodAndStatus: a pod of three running containers in one ready
+// sandbox, converged (kubelet's TestComputePodActions style).
+func makeBasePodAndStatus() (*corev1.Pod, *PodStatus) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{UID: "12345678", Name: "foo", Namespace: "new"},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyAlways,
+			Containers: []corev1.Container{
+				{Name: "foo1", Image: "busybox", Command: []string{"sleep", "1000"}},
+				{Name: "foo2", Image: "busybox", Command: []string{"sleep", "1000"}},
+				{Name: "foo3", Image: "busybox", Command: []string{"sleep", "1000"}},
+			},
+		},
+	}
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	status := &PodStatus{
+		UID: "12345678", Name: "foo", Namespace: "new",
+		IPs: []string{"10.0.0.1"},
+		SandboxStatuses: []*SandboxStatus{{
+			ID:       "sandboxID",
+			Metadata: SandboxMetadata{Name: "foo", Namespace: "new", UID: "12345678", Attempt: 0},
+			State:    SandboxReady,
+			IP:       "10.0.0.1",
+		}},
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		status.ContainerStatuses = append(status.ContainerStatuses, &ContainerStatus{
+			ID: fmt.Sprintf("id%d", i+1), Name: c.Name, SandboxID: "sandboxID",
+			State: ContainerRunning, Hash: HashContainer(c), CreatedAt: t0, StartedAt: t0,
+		})
+	}
+	return pod, status
+}
+
+func addInitContainers(pod *corev1.Pod) {
+	pod.Spec.InitContainers = []corev1.Container{
+		{Name: "init1", Image: "busybox", Command: []string{"true"}},
+		{Name: "init2", Image: "busybox", Command: []string{"true"}},
+	}
+}
+
+// initStatus returns the status of a pod with init containers, none of whose
+// app containers has been created.
+func setInitStatuses(pod *corev1.Pod, status *PodStatus, states map[string]*ContainerStatus) {
+	status.ContainerStatuses = nil
+	for _, name := range []string{"init2", "init1"} {
+		if cs, ok := states[name]; ok {
+			cs.Name, cs.ID, cs.Init = name, name+"-id", true
+			for i := range pod.Spec.InitContainers {
+				if pod.Spec.InitContainers[i].Name == name {
+					cs.Hash = HashContainer(&pod.Spec.InitContainers[i])
+				}
+			}
+			status.ContainerStatuses = append(status.ContainerStatuses, cs)
+		}
+	}
+}
+
+type fakeProbes map[string]ProbeResult
+
+func (f fakeProbes) Get(id string) (ProbeResult, bool) { r, ok := f[id]; return r, ok }
+
+// plan is the comparable shape of PodActions.
+type plan struct {
+	KillPod, CreateSandbox bool
+	SandboxID              string
+	Attempt                uint32
+	NextInit               string
+	Start                  []int
+	Kill                   []string // name/id/reason
+}
+
+func planOf(a PodActions) plan {
+	p := plan{KillPod: a.KillPod, CreateSandbox: a.CreateSandbox, SandboxID: a.SandboxID, Attempt: a.Attempt, Start: a.ContainersToStart}
+	if a.NextInitContainerToStart != nil {
+		p.NextInit = a.NextInitContainerToStart.Name
+	}
+	for _, k := range a.ContainersToKill {
+		p.Kill = append(p.Kill, k.Name+"/"+k.ID+"/"+k.Reason)
+	}
+	return p
+}
+
+func TestComputePodActions(t *testing.T) {
+	exited := func(code int32) func(*ContainerStatus) {
+		return func(cs *ContainerStatus) { cs.State, cs.ExitCode = ContainerExited, code }
+	}
+	setState := func(s ContainerState) func(*ContainerStatus) {
+		return func(cs *ContainerStatus) { cs.State = s }
+	}
+	onContainer := func(status *PodStatus, i int, f func(*ContainerStatus)) { f(status.ContainerStatuses[i]) }
+	allExited := func(status *PodStatus, code int32) {
+		for _, cs := range status.ContainerStatuses {
+			cs.State, cs.ExitCode = ContainerExited, code
+		}
+	}
+
+	tests := []struct {
+		name   string
+		mutate func(pod *corev1.Pod, status *PodStatus)
+		probes Probes
+		want   plan
+	}{
+		{
+			name: "converged pod: nothing to do",
+			want: plan{SandboxID: "sandboxID"},
+		},
+		{
+			name:   "no sandbox: create one (attempt 0) and start every container",
+			mutate: func(_ *corev1.Pod, s *PodStatus) { s.SandboxStatuses = nil; s.ContainerStatuses = nil },
+			want:   plan{KillPod: true, CreateSandbox: true, Start: []int{0, 1, 2}},
+		},
+		{
+			name:   "sandbox not ready: kill the pod, new sandbox attempt 1, start all",
+			mutate: func(_ *corev1.Pod, s *PodStatus) { s.SandboxStatuses[0].State = SandboxNotReady },
+			want:   plan{KillPod: true, CreateSandbox: true, SandboxID: "sandboxID", Attempt: 1, Start: []int{0, 1, 2}},
+		},
+		{
+			name: "several ready sandboxes: reconcile into a new one",
+			mutate: func(_ *corev1.Pod, s *PodStatus) {
+				s.SandboxStatuses = append(s.SandboxStatuses, &SandboxStatus{ID: "older", State: SandboxReady, IP: "10.0.0.2", Metadata: SandboxMetadata{Attempt: 0}})
+				s.SandboxStatuses[0].Metadata.Attempt = 3
+			},
+			want: plan{KillPod: true, CreateSandbox: true, SandboxID: "sandboxID", Attempt: 4, Start: []int{0, 1, 2}},
+		},
+		{
+			name:   "network namespace changed (now hostNetwork): new sandbox, old id not reused",
+			mutate: func(p *corev1.Pod, _ *PodStatus) { p.Spec.HostNetwork = true },
+			want:   plan{KillPod: true, CreateSandbox: true, Attempt: 1, Start: []int{0, 1, 2}},
+		},
+		{
+			name: "network namespace changed (no longer hostNetwork)",
+			mutate: func(_ *corev1.Pod, s *PodStatus) {
+				s.SandboxStatuses[0].Namespaces.Network = NamespaceNode
+			},
+			want: plan{KillPod: true, CreateSandbox: true, Attempt: 1, Start: []int{0, 1, 2}},
+		},
+		{
+			name:   "sandbox without IP for a pod network pod: new sandbox",
+			mutate: func(_ *corev1.Pod, s *PodStatus) { s.SandboxStatuses[0].IP = "" },
+			want:   plan{KillPod: true, CreateSandbox: true, SandboxID: "sandboxID", Attempt: 1, Start: []int{0, 1, 2}},
+		},
+		{
+			name: "host network pod without IP: fine",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				p.Spec.HostNetwork = true
+				s.SandboxStatuses[0].Namespaces.Network = NamespaceNode
+				s.SandboxStatuses[0].IP = ""
+			},
+			want: plan{SandboxID: "sandboxID"},
+		},
+		{
+			name: "Never, sandbox dead after containers ran: done, no new sandbox",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				s.SandboxStatuses[0].State = SandboxNotReady
+				allExited(s, 0)
+			},
+			want: plan{KillPod: true, SandboxID: "sandboxID", Attempt: 1},
+		},
+		{
+			name: "Never, sandbox dead and no container ever created: retry the sandbox",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				s.SandboxStatuses[0].State = SandboxNotReady
+				s.ContainerStatuses = nil
+			},
+			want: plan{KillPod: true, CreateSandbox: true, SandboxID: "sandboxID", Attempt: 1, Start: []int{0, 1, 2}},
+		},
+		{
+			name: "OnFailure, sandbox dead, every container succeeded: no new sandbox",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+				s.SandboxStatuses[0].State = SandboxNotReady
+				allExited(s, 0)
+			},
+			want: plan{KillPod: true, SandboxID: "sandboxID", Attempt: 1},
+		},
+		{
+			name: "OnFailure, sandbox dead, one container failed: new sandbox, start only that one",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+				s.SandboxStatuses[0].State = SandboxNotReady
+				allExited(s, 0)
+				s.ContainerStatuses[1].ExitCode = 2
+			},
+			want: plan{KillPod: true, CreateSandbox: true, SandboxID: "sandboxID", Attempt: 1, Start: []int{1}},
+		},
+		{
+			name:   "Always, container exited 0: restart it",
+			mutate: func(_ *corev1.Pod, s *PodStatus) { onContainer(s, 0, exited(0)) },
+			want:   plan{SandboxID: "sandboxID", Start: []int{0}},
+		},
+		{
+			name:   "Always, container exited 1: restart it",
+			mutate: func(_ *corev1.Pod, s *PodStatus) { onContainer(s, 1, exited(1)) },
+			want:   plan{SandboxID: "sandboxID", Start: []int{1}},
+		},
+		{
+			name: "empty restart policy acts as Always",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				p.Spec.RestartPolicy = ""
+				onContainer(s, 2, exited(0))
+			},
+			want: plan{SandboxID: "sandboxID", Start: []int{2}},
+		},
+		{
+			name: "OnFailure, container exited 0: not restarted",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+				onContainer(s, 0, exited(0))
+			},
+			want: plan{SandboxID: "sandboxID"},
+		},
+		{
+			name: "OnFailure, container exited 1: restarted",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+				onContainer(s, 0, exited(1))
+			},
+			want: plan{SandboxID: "sandboxID", Start: []int{0}},
+		},
+		{
+			name: "Never, container exited 1: not restarted",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				onContainer(s, 0, exited(1))
+			},
+			want: plan{SandboxID: "sandboxID"},
+		},
+		{
+			name: "Never, every container exited: kill the pod (stop the sandbox)",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				allExited(s, 0)
+			},
+			want: plan{KillPod: true, SandboxID: "sandboxID"},
+		},
+		{
+			name: "OnFailure, every container succeeded: kill the pod",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+				allExited(s, 0)
+			},
+			want: plan{KillPod: true, SandboxID: "sandboxID"},
+		},
+		{
+			name:   "container in unknown state: kill it, then start it",
+			mutate: func(_ *corev1.Pod, s *PodStatus) { onContainer(s, 1, setState(ContainerUnknown)) },
+			want:   plan{SandboxID: "sandboxID", Start: []int{1}, Kill: []string{"foo2/id2/Unknown"}},
+		},
+		{
+			name: "container created but not started: start a new one, even under Never",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				onContainer(s, 2, setState(ContainerCreated))
+			},
+			want: plan{SandboxID: "sandboxID", Start: []int{2}},
+		},
+		{
+			name:   "container never created: start it",
+			mutate: func(_ *corev1.Pod, s *PodStatus) { s.ContainerStatuses = s.ContainerStatuses[:2] },
+			want:   plan{SandboxID: "sandboxID", Start: []int{2}},
+		},
+		{
+			name:   "spec changed: kill and restart only that container",
+			mutate: func(p *corev1.Pod, _ *PodStatus) { p.Spec.Containers[1].Image = "busybox:2" },
+			want:   plan{SandboxID: "sandboxID", Start: []int{1}, Kill: []string{"foo2/id2/SpecChanged"}},
+		},
+		{
+			name: "spec changed under Never: restarted all the same",
+			mutate: func(p *corev1.Pod, _ *PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "b"}}
+			},
+			want: plan{SandboxID: "sandboxID", Start: []int{0}, Kill: []string{"foo1/id1/SpecChanged"}},
+		},
+		{
+			name:   "liveness probe failed under Always: kill and restart",
+			probes: Probes{Liveness: fakeProbes{"id1": ProbeFailure}},
+			want:   plan{SandboxID: "sandboxID", Start: []int{0}, Kill: []string{"foo1/id1/LivenessProbe"}},
+		},
+		{
+			name:   "liveness probe failed under Never: kill, no restart, pod lives on",
+			mutate: func(p *corev1.Pod, _ *PodStatus) { p.Spec.RestartPolicy = corev1.RestartPolicyNever },
+			probes: Probes{Liveness: fakeProbes{"id1": ProbeFailure}},
+			want:   plan{SandboxID: "sandboxID", Kill: []string{"foo1/id1/LivenessProbe"}},
+		},
+		{
+			name:   "liveness probe success: kept",
+			probes: Probes{Liveness: fakeProbes{"id1": ProbeSuccess}},
+			want:   plan{SandboxID: "sandboxID"},
+		},
+		{
+			name:   "startup probe failed: kill and restart",
+			probes: Probes{Startup: fakeProbes{"id3": ProbeFailure}},
+			want:   plan{SandboxID: "sandboxID", Start: []int{2}, Kill: []string{"foo3/id3/StartupProbe"}},
+		},
+		{
+			name: "single container under Never, liveness failed: kill it and the pod",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				p.Spec.Containers = p.Spec.Containers[:1]
+				s.ContainerStatuses = s.ContainerStatuses[:1]
+			},
+			probes: Probes{Liveness: fakeProbes{"id1": ProbeFailure}},
+			want:   plan{KillPod: true, SandboxID: "sandboxID", Kill: []string{"foo1/id1/LivenessProbe"}},
+		},
+		{
+			name: "pod being deleted: exited containers are not restarted",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				now := metav1.Now()
+				p.DeletionTimestamp = &now
+				allExited(s, 1)
+			},
+			want: plan{KillPod: true, SandboxID: "sandboxID"},
+		},
+		{
+			name: "init containers, new pod: sandbox and the first init container only",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				addInitContainers(p)
+				s.SandboxStatuses, s.ContainerStatuses = nil, nil
+			},
+			want: plan{KillPod: true, CreateSandbox: true, NextInit: "init1"},
+		},
+		{
+			name: "init containers, sandbox ready, none ran: first init container",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				addInitContainers(p)
+				setInitStatuses(p, s, nil)
+			},
+			want: plan{SandboxID: "sandboxID", NextInit: "init1"},
+		},
+		{
+			name: "init container running: wait",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				addInitContainers(p)
+				setInitStatuses(p, s, map[string]*ContainerStatus{"init1": {State: ContainerRunning}})
+			},
+			want: plan{SandboxID: "sandboxID"},
+		},
+		{
+			name: "first init container succeeded: the second is next",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				addInitContainers(p)
+				setInitStatuses(p, s, map[string]*ContainerStatus{"init1": {State: ContainerExited}})
+			},
+			want: plan{SandboxID: "sandboxID", NextInit: "init2"},
+		},
+		{
+			name: "every init container succeeded: start the app containers",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				addInitContainers(p)
+				setInitStatuses(p, s, map[string]*ContainerStatus{"init1": {State: ContainerExited}, "init2": {State: ContainerExited}})
+			},
+			want: plan{SandboxID: "sandboxID", Start: []int{0, 1, 2}},
+		},
+		{
+			name: "init container failed under Always: run it again",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				addInitContainers(p)
+				setInitStatuses(p, s, map[string]*ContainerStatus{"init1": {State: ContainerExited}, "init2": {State: ContainerExited, ExitCode: 1}})
+			},
+			want: plan{SandboxID: "sandboxID", NextInit: "init2"},
+		},
+		{
+			name: "init container failed under OnFailure: run it again",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+				addInitContainers(p)
+				setInitStatuses(p, s, map[string]*ContainerStatus{"init1": {State: ContainerExited, ExitCode: 3}})
+			},
+			want: plan{SandboxID: "sandboxID", NextInit: "init1"},
+		},
+		{
+			name: "init container failed under Never: kill the pod",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				addInitContainers(p)
+				setInitStatuses(p, s, map[string]*ContainerStatus{"init1": {State: ContainerExited, ExitCode: 3}})
+			},
+			want: plan{KillPod: true, SandboxID: "sandboxID"},
+		},
+		{
+			name: "init container OOM-killed with exit 0 counts as failed",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				addInitContainers(p)
+				setInitStatuses(p, s, map[string]*ContainerStatus{"init1": {State: ContainerExited, Reason: "OOMKilled"}})
+			},
+			want: plan{KillPod: true, SandboxID: "sandboxID"},
+		},
+		{
+			name: "init container unknown under Always: kill it, then run it again",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				addInitContainers(p)
+				setInitStatuses(p, s, map[string]*ContainerStatus{"init1": {State: ContainerUnknown}})
+			},
+			want: plan{SandboxID: "sandboxID", NextInit: "init1", Kill: []string{"init1/init1-id/Unknown"}},
+		},
+		{
+			name: "init container unknown under Never: kill the pod",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				addInitContainers(p)
+				setInitStatuses(p, s, map[string]*ContainerStatus{"init1": {State: ContainerUnknown}})
+			},
+			want: plan{KillPod: true, SandboxID: "sandboxID"},
+		},
+		{
+			name: "init containers removed but an app container runs: initialised",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				addInitContainers(p)
+			},
+			want: plan{SandboxID: "sandboxID"},
+		},
+		{
+			name: "init containers, sandbox dead: new sandbox from the first init container",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				addInitContainers(p)
+				s.SandboxStatuses[0].State = SandboxNotReady
+				setInitStatuses(p, s, map[string]*ContainerStatus{"init1": {State: ContainerExited}, "init2": {State: ContainerExited}})
+			},
+			want: plan{KillPod: true, CreateSandbox: true, SandboxID: "sandboxID", Attempt: 1, NextInit: "init1"},
+		},
+		{
+			name: "OnFailure, sandbox dead, apps succeeded and init done: no new sandbox",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+				addInitContainers(p)
+				s.SandboxStatuses[0].State = SandboxNotReady
+				allExited(s, 0)
+				s.ContainerStatuses = append(s.ContainerStatuses,
+					&ContainerStatus{ID: "i2", Name: "init2", State: ContainerExited, Init: true},
+					&ContainerStatus{ID: "i1", Name: "init1", State: ContainerExited, Init: true})
+			},
+			want: plan{KillPod: true, SandboxID: "sandboxID", Attempt: 1},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pod, status := makeBasePodAndStatus()
+			if tc.mutate != nil {
+				tc.mutate(pod, status)
+			}
+			got := ComputePodActions(pod, status, tc.probes)
+			if !reflect.DeepEqual(planOf(got), tc.want) {
+				t.Errorf("got  %+v\nwant %+v\nplan: %s", planOf(got), tc.want, got)
+			}
+		})
+	}
+}
+
+func TestPodActionsString(t *testing.T) {
+	pod, status := makeBasePodAndStatus()
+	pod.Spec.Containers[1].Image = "busybox:2"
+	got := ComputePodActions(pod, status, Probes{}).String()
+	want := `KillPod=false CreateSandbox=false SandboxID=sandboxID Attempt=0 Start=[1] Kill=[foo2(id2) SpecChanged: Container foo2 definition changed, will be restarted]`
+	if got != want {
+		t.Errorf("String() = %q\nwant       %q", got, want)
+	}
+}
