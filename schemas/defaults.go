@@ -1,0 +1,152 @@
+package schemas
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// SetPodDefaults fills in what the Kubernetes API server would before kubelet
+// sees a pod: restartPolicy Always, terminationGracePeriodSeconds 30,
+// dnsPolicy ClusterFirst, an empty pod securityContext, enableServiceLinks
+// true, and for every container the pull policy, termination message, port,
+// probe and handler defaults. A volume without a source becomes an emptyDir.
+// It only fills empty fields, so applying it twice changes nothing.
+func SetPodDefaults(pod *corev1.Pod) {
+	spec := &pod.Spec
+	if spec.RestartPolicy == "" {
+		spec.RestartPolicy = corev1.RestartPolicyAlways
+	}
+	if spec.TerminationGracePeriodSeconds == nil {
+		g := DefaultGracePeriodSeconds
+		spec.TerminationGracePeriodSeconds = &g
+	}
+	if spec.DNSPolicy == "" {
+		spec.DNSPolicy = corev1.DNSClusterFirst
+	}
+	if spec.SecurityContext == nil {
+		spec.SecurityContext = &corev1.PodSecurityContext{}
+	}
+	if spec.EnableServiceLinks == nil {
+		t := true
+		spec.EnableServiceLinks = &t
+	}
+	if spec.SchedulerName == "" {
+		spec.SchedulerName = corev1.DefaultSchedulerName
+	}
+	for i := range spec.Volumes {
+		v := &spec.Volumes[i]
+		if v.VolumeSource == (corev1.VolumeSource{}) {
+			v.EmptyDir = &corev1.EmptyDirVolumeSource{}
+		}
+		if v.HostPath != nil && v.HostPath.Type == nil {
+			t := corev1.HostPathUnset
+			v.HostPath.Type = &t
+		}
+	}
+	for i := range spec.InitContainers {
+		setContainerDefaults(&spec.InitContainers[i], spec.HostNetwork)
+	}
+	for i := range spec.Containers {
+		setContainerDefaults(&spec.Containers[i], spec.HostNetwork)
+	}
+}
+
+func setContainerDefaults(c *corev1.Container, hostNetwork bool) {
+	if c.ImagePullPolicy == "" {
+		if imageWantsAlwaysPull(c.Image) {
+			c.ImagePullPolicy = corev1.PullAlways
+		} else {
+			c.ImagePullPolicy = corev1.PullIfNotPresent
+		}
+	}
+	if c.TerminationMessagePath == "" {
+		c.TerminationMessagePath = corev1.TerminationMessagePathDefault
+	}
+	if c.TerminationMessagePolicy == "" {
+		c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
+	}
+	for i := range c.Ports {
+		p := &c.Ports[i]
+		if p.Protocol == "" {
+			p.Protocol = corev1.ProtocolTCP
+		}
+		if hostNetwork && p.HostPort == 0 {
+			p.HostPort = p.ContainerPort
+		}
+	}
+	// Limits given without requests are also the requests.
+	for name, q := range c.Resources.Limits {
+		if c.Resources.Requests == nil {
+			c.Resources.Requests = corev1.ResourceList{}
+		}
+		if _, set := c.Resources.Requests[name]; !set {
+			c.Resources.Requests[name] = q.DeepCopy()
+		}
+	}
+	for i := range c.Env {
+		if f := c.Env[i].ValueFrom; f != nil && f.FieldRef != nil && f.FieldRef.APIVersion == "" {
+			f.FieldRef.APIVersion = "v1"
+		}
+	}
+	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
+		if p != nil {
+			setProbeDefaults(p)
+		}
+	}
+	if c.Lifecycle != nil {
+		for _, h := range []*corev1.LifecycleHandler{c.Lifecycle.PostStart, c.Lifecycle.PreStop} {
+			if h != nil && h.HTTPGet != nil {
+				setHTTPGetDefaults(h.HTTPGet)
+			}
+		}
+	}
+}
+
+func setProbeDefaults(p *corev1.Probe) {
+	if p.TimeoutSeconds == 0 {
+		p.TimeoutSeconds = 1
+	}
+	if p.PeriodSeconds == 0 {
+		p.PeriodSeconds = 10
+	}
+	if p.SuccessThreshold == 0 {
+		p.SuccessThreshold = 1
+	}
+	if p.FailureThreshold == 0 {
+		p.FailureThreshold = 3
+	}
+	if p.HTTPGet != nil {
+		setHTTPGetDefaults(p.HTTPGet)
+	}
+	if p.GRPC != nil && p.GRPC.Service == nil {
+		s := ""
+		p.GRPC.Service = &s
+	}
+}
+
+func setHTTPGetDefaults(h *corev1.HTTPGetAction) {
+	if h.Path == "" {
+		h.Path = "/"
+	}
+	if h.Scheme == "" {
+		h.Scheme = corev1.URISchemeHTTP
+	}
+}
+
+// imageWantsAlwaysPull reports whether an image reference has no digest and
+// either no tag or the tag "latest": such an image can change under the same
+// name, so the API server defaults its pull policy to Always.
+func imageWantsAlwaysPull(image string) bool {
+	if strings.Contains(image, "@") {
+		return false
+	}
+	// A tag follows the last ':' after the last '/'; a ':' before it is a
+	// registry port.
+	name := image[strings.LastIndex(image, "/")+1:]
+	i := strings.LastIndex(name, ":")
+	if i < 0 {
+		return true
+	}
+	return name[i+1:] == "latest"
+}

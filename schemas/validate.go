@@ -1,0 +1,626 @@
+package schemas
+
+import (
+	"net/netip"
+	"path"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Patterns of the names the API server checks. The JSON Schemas carry the
+// same patterns (see schemagen_test.go).
+const (
+	dnsLabelPattern     = `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	dnsSubdomainPattern = `^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// Printable ASCII but '=': what a process environment can carry.
+	envNamePattern  = `^[ -<>-~]+$`
+	portNamePattern = `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// Resource names this node can account for.
+	resourceNamePattern = `^(cpu|memory|ephemeral-storage|hugepages-.+)$`
+	fieldPathPattern    = `^(metadata\.(name|namespace|uid|labels|annotations)|metadata\.(labels|annotations)\['[^']+'\]|spec\.(nodeName|serviceAccountName)|status\.(hostIP|hostIPs|podIP|podIPs))$`
+	resourceRefPattern  = `^(limits|requests)\.(cpu|memory|ephemeral-storage|hugepages-.+)$`
+)
+
+var (
+	dnsLabelRE     = regexp.MustCompile(dnsLabelPattern)
+	dnsSubdomainRE = regexp.MustCompile(dnsSubdomainPattern)
+	envNameRE      = regexp.MustCompile(envNamePattern)
+	portNameRE     = regexp.MustCompile(portNamePattern)
+	resourceNameRE = regexp.MustCompile(resourceNamePattern)
+	fieldPathRE    = regexp.MustCompile(fieldPathPattern)
+	resourceRefRE  = regexp.MustCompile(resourceRefPattern)
+	hasLetterRE    = regexp.MustCompile(`[a-z]`)
+)
+
+func isDNSLabel(s string) bool     { return len(s) <= 63 && dnsLabelRE.MatchString(s) }
+func isDNSSubdomain(s string) bool { return len(s) <= 253 && dnsSubdomainRE.MatchString(s) }
+
+// isPortName is the IANA service name rule: at most 15 characters, lowercase
+// letters, digits and single hyphens, at least one letter.
+func isPortName(s string) bool {
+	return len(s) <= 15 && portNameRE.MatchString(s) && hasLetterRE.MatchString(s) && !strings.Contains(s, "--")
+}
+
+func idx(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
+
+func validateMetadata(e *errs, m *metav1.ObjectMeta, subjectUID string) {
+	const p = "pod.metadata"
+	switch {
+	case m.Name == "":
+		e.invalid(p+".name", "required")
+	case !isDNSSubdomain(m.Name):
+		e.invalid(p+".name", "must be a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', at most 253 characters)")
+	}
+	switch {
+	case m.Namespace == "":
+		e.invalid(p+".namespace", "required")
+	case !isDNSLabel(m.Namespace):
+		e.invalid(p+".namespace", "must be a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)")
+	}
+	switch {
+	case m.UID == "":
+		e.invalid(p+".uid", "required")
+	case !ValidUID(string(m.UID)):
+		e.invalid(p+".uid", "not a valid pod UID (1 to 128 of A-Z a-z 0-9 _ -)")
+	case string(m.UID) != subjectUID:
+		e.invalid(p+".uid", "is "+strconv.Quote(string(m.UID))+" but the subject's uid is "+strconv.Quote(subjectUID))
+	}
+}
+
+func validatePodSpec(e *errs, s *corev1.PodSpec, allowPrivileged bool) {
+	const p = "pod.spec"
+
+	// Fields this node cannot honour.
+	if len(s.EphemeralContainers) > 0 {
+		e.unsupported(p+".ephemeralContainers", "ephemeral containers are added through the API server's ephemeralcontainers subresource, which this node does not have")
+	}
+	if len(s.ResourceClaims) > 0 {
+		e.unsupported(p+".resourceClaims", "dynamic resource allocation needs the API server")
+	}
+	if len(s.ImagePullSecrets) > 0 {
+		e.unsupported(p+".imagePullSecrets", "this node cannot read Secrets; configure registry credentials in the container runtime")
+	}
+	if s.OS != nil && s.OS.Name != corev1.Linux {
+		e.unsupported(p+".os.name", "this node runs linux pods only")
+	}
+
+	switch s.RestartPolicy {
+	case corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever:
+	default:
+		e.invalid(p+".restartPolicy", `must be "Always", "OnFailure" or "Never"`)
+	}
+	switch s.DNSPolicy {
+	case corev1.DNSClusterFirst, corev1.DNSClusterFirstWithHostNet, corev1.DNSDefault:
+	case corev1.DNSNone:
+		if s.DNSConfig == nil {
+			e.invalid(p+".dnsConfig", `required when dnsPolicy is "None"`)
+		}
+	default:
+		e.invalid(p+".dnsPolicy", `must be "ClusterFirst", "ClusterFirstWithHostNet", "Default" or "None"`)
+	}
+	if g := s.TerminationGracePeriodSeconds; g != nil && *g < 0 {
+		e.invalid(p+".terminationGracePeriodSeconds", "must be >= 0")
+	}
+	if d := s.ActiveDeadlineSeconds; d != nil && *d < 1 {
+		e.invalid(p+".activeDeadlineSeconds", "must be a positive integer")
+	}
+	if s.Hostname != "" && !isDNSLabel(s.Hostname) {
+		e.invalid(p+".hostname", "must be a DNS-1123 label")
+	}
+	if s.Subdomain != "" && !isDNSLabel(s.Subdomain) {
+		e.invalid(p+".subdomain", "must be a DNS-1123 label")
+	}
+	if s.ShareProcessNamespace != nil && *s.ShareProcessNamespace && s.HostPID {
+		e.invalid(p+".shareProcessNamespace", "cannot be true together with hostPID")
+	}
+	if s.HostUsers != nil && !*s.HostUsers && (s.HostNetwork || s.HostPID || s.HostIPC) {
+		e.invalid(p+".hostUsers", "cannot be false together with hostNetwork, hostPID or hostIPC")
+	}
+	for i, a := range s.HostAliases {
+		if _, err := netip.ParseAddr(a.IP); err != nil {
+			e.invalid(idx(p+".hostAliases", i)+".ip", "must be an IP address")
+		}
+	}
+	validateResourceList(e, p+".overhead", s.Overhead)
+	if s.Resources != nil {
+		validateResources(e, p+".resources", s.Resources)
+	}
+
+	volumes := validateVolumes(e, s.Volumes)
+
+	if len(s.Containers) == 0 {
+		e.invalid(p+".containers", "at least one container is required")
+	}
+	names := map[string]bool{}
+	for i := range s.InitContainers {
+		validateContainer(e, idx(p+".initContainers", i), &s.InitContainers[i], true, names, volumes, s.HostNetwork, allowPrivileged)
+	}
+	for i := range s.Containers {
+		validateContainer(e, idx(p+".containers", i), &s.Containers[i], false, names, volumes, s.HostNetwork, allowPrivileged)
+	}
+}
+
+// validateVolumes checks the pod's volumes and returns their names.
+func validateVolumes(e *errs, vols []corev1.Volume) map[string]bool {
+	names := map[string]bool{}
+	for i := range vols {
+		v := &vols[i]
+		p := idx("pod.spec.volumes", i)
+		switch {
+		case v.Name == "":
+			e.invalid(p+".name", "required")
+		case !isDNSLabel(v.Name):
+			e.invalid(p+".name", "must be a DNS-1123 label")
+		case names[v.Name]:
+			e.invalid(p+".name", "duplicate volume name "+strconv.Quote(v.Name))
+		}
+		names[v.Name] = true
+
+		if v.HostPath != nil && v.EmptyDir != nil {
+			e.invalid(p, "may not specify more than one volume source")
+		}
+		if other := otherVolumeSource(&v.VolumeSource); other != "" {
+			e.unsupported(p+"."+other, "this node supports hostPath and emptyDir volumes only")
+		}
+		if h := v.HostPath; h != nil {
+			if h.Path == "" {
+				e.invalid(p+".hostPath.path", "required")
+			} else if !path.IsAbs(h.Path) {
+				e.invalid(p+".hostPath.path", "must be an absolute path")
+			}
+			if h.Type != nil {
+				switch *h.Type {
+				case corev1.HostPathUnset, corev1.HostPathDirectoryOrCreate, corev1.HostPathDirectory,
+					corev1.HostPathFileOrCreate, corev1.HostPathFile, corev1.HostPathSocket,
+					corev1.HostPathCharDev, corev1.HostPathBlockDev:
+				default:
+					e.invalid(p+".hostPath.type", "not a known hostPath type")
+				}
+			}
+		}
+		if d := v.EmptyDir; d != nil {
+			switch d.Medium {
+			case corev1.StorageMediumDefault, corev1.StorageMediumMemory:
+			default:
+				e.unsupported(p+".emptyDir.medium", `this node supports the medium "" (disk) and "Memory" only`)
+			}
+			if d.SizeLimit != nil && d.SizeLimit.Sign() < 0 {
+				e.invalid(p+".emptyDir.sizeLimit", "must be >= 0")
+			}
+		}
+	}
+	return names
+}
+
+// otherVolumeSource names the first volume source other than hostPath and
+// emptyDir that is set, or "".
+func otherVolumeSource(s *corev1.VolumeSource) string {
+	rest := *s
+	rest.HostPath, rest.EmptyDir = nil, nil
+	if rest == (corev1.VolumeSource{}) {
+		return ""
+	}
+	v := reflect.ValueOf(rest)
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.Pointer && !f.IsNil() {
+			name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+			return name
+		}
+	}
+	return "volumeSource"
+}
+
+func validateContainer(e *errs, p string, c *corev1.Container, init bool, names, volumes map[string]bool, hostNetwork, allowPrivileged bool) {
+	switch {
+	case c.Name == "":
+		e.invalid(p+".name", "required")
+	case !isDNSLabel(c.Name):
+		e.invalid(p+".name", "must be a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)")
+	case names[c.Name]:
+		e.invalid(p+".name", "duplicate container name "+strconv.Quote(c.Name)+" (names are unique across initContainers and containers)")
+	}
+	names[c.Name] = true
+
+	switch {
+	case c.Image == "":
+		e.invalid(p+".image", "required")
+	case strings.TrimSpace(c.Image) != c.Image:
+		e.invalid(p+".image", "must not have leading or trailing white space")
+	}
+	switch c.ImagePullPolicy {
+	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+	default:
+		e.invalid(p+".imagePullPolicy", `must be "Always", "IfNotPresent" or "Never"`)
+	}
+	switch c.TerminationMessagePolicy {
+	case corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError:
+	default:
+		e.invalid(p+".terminationMessagePolicy", `must be "File" or "FallbackToLogsOnError"`)
+	}
+
+	sidecar := false
+	if c.RestartPolicy != nil {
+		switch {
+		case !init:
+			e.unsupported(p+".restartPolicy", "per-container restart policies are supported on init containers (sidecars) only")
+		case *c.RestartPolicy == corev1.ContainerRestartPolicyAlways:
+			sidecar = true
+		default:
+			e.invalid(p+".restartPolicy", `must be "Always" (a sidecar) when set on an init container`)
+		}
+	}
+	if len(c.RestartPolicyRules) > 0 {
+		e.unsupported(p+".restartPolicyRules", "container restart rules are not supported by this node")
+	}
+
+	validatePorts(e, p, c.Ports, hostNetwork)
+	validateEnv(e, p, c)
+	validateResources(e, p+".resources", &c.Resources)
+	for i, r := range c.ResizePolicy {
+		rp := idx(p+".resizePolicy", i)
+		if r.ResourceName != corev1.ResourceCPU && r.ResourceName != corev1.ResourceMemory {
+			e.invalid(rp+".resourceName", `must be "cpu" or "memory"`)
+		}
+		if r.RestartPolicy != corev1.NotRequired && r.RestartPolicy != corev1.RestartContainer {
+			e.invalid(rp+".restartPolicy", `must be "NotRequired" or "RestartContainer"`)
+		}
+	}
+
+	privileged := c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged
+	if privileged && !allowPrivileged {
+		e.unsupported(p+".securityContext.privileged", "privileged containers are not allowed on this node (jetlet run --allow-privileged)")
+	}
+	if privileged && c.SecurityContext.AllowPrivilegeEscalation != nil && !*c.SecurityContext.AllowPrivilegeEscalation {
+		e.invalid(p+".securityContext.allowPrivilegeEscalation", "cannot be false for a privileged container")
+	}
+
+	validateMounts(e, p, c.VolumeMounts, volumes, privileged)
+	if len(c.VolumeDevices) > 0 {
+		e.unsupported(p+".volumeDevices", "block volumes need a persistentVolumeClaim, which this node does not support")
+	}
+
+	if init && !sidecar {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{
+			{"livenessProbe", c.LivenessProbe != nil}, {"readinessProbe", c.ReadinessProbe != nil},
+			{"startupProbe", c.StartupProbe != nil}, {"lifecycle", c.Lifecycle != nil},
+		} {
+			if f.set {
+				e.invalid(p+"."+f.name, "may not be set on an init container unless its restartPolicy is \"Always\"")
+			}
+		}
+	}
+	if c.LivenessProbe != nil {
+		validateProbe(e, p+".livenessProbe", c.LivenessProbe, true)
+	}
+	if c.ReadinessProbe != nil {
+		validateProbe(e, p+".readinessProbe", c.ReadinessProbe, false)
+		if c.ReadinessProbe.TerminationGracePeriodSeconds != nil {
+			e.invalid(p+".readinessProbe.terminationGracePeriodSeconds", "must not be set on a readiness probe")
+		}
+	}
+	if c.StartupProbe != nil {
+		validateProbe(e, p+".startupProbe", c.StartupProbe, true)
+	}
+	if l := c.Lifecycle; l != nil {
+		if l.PostStart != nil {
+			validateLifecycleHandler(e, p+".lifecycle.postStart", l.PostStart)
+		}
+		if l.PreStop != nil {
+			validateLifecycleHandler(e, p+".lifecycle.preStop", l.PreStop)
+		}
+		if l.StopSignal != nil && !strings.HasPrefix(string(*l.StopSignal), "SIG") {
+			e.invalid(p+".lifecycle.stopSignal", "must be a signal name such as SIGTERM")
+		}
+	}
+}
+
+func validatePorts(e *errs, p string, ports []corev1.ContainerPort, hostNetwork bool) {
+	seen := map[string]bool{}
+	for i, port := range ports {
+		pp := idx(p+".ports", i)
+		if port.ContainerPort < 1 || port.ContainerPort > 65535 {
+			e.invalid(pp+".containerPort", "must be between 1 and 65535")
+		}
+		if port.HostPort < 0 || port.HostPort > 65535 {
+			e.invalid(pp+".hostPort", "must be between 1 and 65535, or 0 for none")
+		}
+		if hostNetwork && port.HostPort != 0 && port.HostPort != port.ContainerPort {
+			e.invalid(pp+".hostPort", "must equal containerPort when hostNetwork is true")
+		}
+		switch port.Protocol {
+		case corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP:
+		default:
+			e.invalid(pp+".protocol", `must be "TCP", "UDP" or "SCTP"`)
+		}
+		if port.Name != "" {
+			if !isPortName(port.Name) {
+				e.invalid(pp+".name", "must be an IANA service name (at most 15 lowercase letters, digits and single '-', with a letter)")
+			} else if seen[port.Name] {
+				e.invalid(pp+".name", "duplicate port name "+strconv.Quote(port.Name))
+			}
+			seen[port.Name] = true
+		}
+		if port.HostIP != "" {
+			if _, err := netip.ParseAddr(port.HostIP); err != nil {
+				e.invalid(pp+".hostIP", "must be an IP address")
+			}
+		}
+	}
+}
+
+func validateEnv(e *errs, p string, c *corev1.Container) {
+	for i, f := range c.EnvFrom {
+		fp := idx(p+".envFrom", i)
+		switch {
+		case f.ConfigMapRef != nil:
+			e.unsupported(fp+".configMapRef", "this node cannot read ConfigMaps")
+		case f.SecretRef != nil:
+			e.unsupported(fp+".secretRef", "this node cannot read Secrets")
+		default:
+			e.invalid(fp, "must specify configMapRef or secretRef")
+		}
+	}
+	for i, v := range c.Env {
+		vp := idx(p+".env", i)
+		if v.Name == "" {
+			e.invalid(vp+".name", "required")
+		} else if !envNameRE.MatchString(v.Name) {
+			e.invalid(vp+".name", "must consist of printable ASCII characters other than '='")
+		}
+		f := v.ValueFrom
+		if f == nil {
+			continue
+		}
+		if v.Value != "" {
+			e.invalid(vp+".valueFrom", "may not be set when value is not empty")
+		}
+		n := 0
+		if f.FieldRef != nil {
+			n++
+			switch {
+			case f.FieldRef.FieldPath == "":
+				e.invalid(vp+".valueFrom.fieldRef.fieldPath", "required")
+			case !fieldPathRE.MatchString(f.FieldRef.FieldPath):
+				e.invalid(vp+".valueFrom.fieldRef.fieldPath", "not a field this node can expose")
+			}
+			if f.FieldRef.APIVersion != "v1" {
+				e.invalid(vp+".valueFrom.fieldRef.apiVersion", `must be "v1"`)
+			}
+		}
+		if f.ResourceFieldRef != nil {
+			n++
+			if !resourceRefRE.MatchString(f.ResourceFieldRef.Resource) {
+				e.invalid(vp+".valueFrom.resourceFieldRef.resource", "must be limits.<resource> or requests.<resource> for cpu, memory, ephemeral-storage or hugepages-<size>")
+			}
+		}
+		if f.ConfigMapKeyRef != nil {
+			n++
+			e.unsupported(vp+".valueFrom.configMapKeyRef", "this node cannot read ConfigMaps")
+		}
+		if f.SecretKeyRef != nil {
+			n++
+			e.unsupported(vp+".valueFrom.secretKeyRef", "this node cannot read Secrets")
+		}
+		if f.FileKeyRef != nil {
+			n++
+			e.unsupported(vp+".valueFrom.fileKeyRef", "environment from files in volumes is not supported by this node")
+		}
+		if n != 1 {
+			e.invalid(vp+".valueFrom", "must specify exactly one source")
+		}
+	}
+}
+
+func validateResources(e *errs, p string, r *corev1.ResourceRequirements) {
+	validateResourceList(e, p+".limits", r.Limits)
+	validateResourceList(e, p+".requests", r.Requests)
+	for name, req := range r.Requests {
+		if lim, ok := r.Limits[name]; ok && req.Cmp(lim) > 0 {
+			e.invalid(p+".requests["+string(name)+"]", "must be less than or equal to the limit "+lim.String())
+		}
+	}
+	if len(r.Claims) > 0 {
+		e.unsupported(p+".claims", "dynamic resource allocation needs the API server")
+	}
+}
+
+func validateResourceList(e *errs, p string, l corev1.ResourceList) {
+	for _, name := range sortedResourceNames(l) {
+		q := l[name]
+		np := p + "[" + string(name) + "]"
+		if !resourceNameRE.MatchString(string(name)) {
+			e.unsupported(np, "this node accounts for cpu, memory, ephemeral-storage and hugepages-<size> only; extended resources need a device plugin")
+		}
+		if q.Sign() < 0 {
+			e.invalid(np, "must be >= 0")
+		}
+	}
+}
+
+func sortedResourceNames(l corev1.ResourceList) []corev1.ResourceName {
+	m := make(map[string]any, len(l))
+	for k := range l {
+		m[string(k)] = nil
+	}
+	keys := sortedKeys(m)
+	out := make([]corev1.ResourceName, len(keys))
+	for i, k := range keys {
+		out[i] = corev1.ResourceName(k)
+	}
+	return out
+}
+
+func validateMounts(e *errs, p string, mounts []corev1.VolumeMount, volumes map[string]bool, privileged bool) {
+	paths := map[string]bool{}
+	for i, m := range mounts {
+		mp := idx(p+".volumeMounts", i)
+		switch {
+		case m.Name == "":
+			e.invalid(mp+".name", "required")
+		case !volumes[m.Name]:
+			e.invalid(mp+".name", "no volume named "+strconv.Quote(m.Name)+" in pod.spec.volumes")
+		}
+		switch {
+		case m.MountPath == "":
+			e.invalid(mp+".mountPath", "required")
+		case !path.IsAbs(m.MountPath):
+			e.invalid(mp+".mountPath", "must be an absolute path")
+		case paths[path.Clean(m.MountPath)]:
+			e.invalid(mp+".mountPath", "duplicate mount path "+strconv.Quote(m.MountPath))
+		}
+		paths[path.Clean(m.MountPath)] = true
+		if m.SubPath != "" && !isRelativeInside(m.SubPath) {
+			e.invalid(mp+".subPath", "must be a relative path without '..'")
+		}
+		if m.SubPath != "" && m.SubPathExpr != "" {
+			e.invalid(mp+".subPathExpr", "subPath and subPathExpr are mutually exclusive")
+		}
+		if m.SubPathExpr != "" && !isRelativeInside(m.SubPathExpr) {
+			e.invalid(mp+".subPathExpr", "must be a relative path without '..'")
+		}
+		if m.MountPropagation != nil {
+			switch *m.MountPropagation {
+			case corev1.MountPropagationNone, corev1.MountPropagationHostToContainer:
+			case corev1.MountPropagationBidirectional:
+				if !privileged {
+					e.invalid(mp+".mountPropagation", `"Bidirectional" needs a privileged container`)
+				}
+			default:
+				e.invalid(mp+".mountPropagation", `must be "None", "HostToContainer" or "Bidirectional"`)
+			}
+		}
+		if m.RecursiveReadOnly != nil {
+			switch *m.RecursiveReadOnly {
+			case corev1.RecursiveReadOnlyDisabled:
+			case corev1.RecursiveReadOnlyIfPossible, corev1.RecursiveReadOnlyEnabled:
+				if !m.ReadOnly {
+					e.invalid(mp+".recursiveReadOnly", "needs readOnly true")
+				}
+				if m.MountPropagation != nil && *m.MountPropagation != corev1.MountPropagationNone {
+					e.invalid(mp+".recursiveReadOnly", `needs mountPropagation "None"`)
+				}
+			default:
+				e.invalid(mp+".recursiveReadOnly", `must be "Disabled", "IfPossible" or "Enabled"`)
+			}
+		}
+		if len(m.BindMountOptions) > 0 {
+			e.unsupported(mp+".bindMountOptions", "bind mount options are not supported by this node")
+		}
+	}
+}
+
+func isRelativeInside(p string) bool {
+	if path.IsAbs(p) {
+		return false
+	}
+	for part := range strings.SplitSeq(p, "/") {
+		if part == ".." {
+			return false
+		}
+	}
+	return true
+}
+
+func validateProbe(e *errs, p string, pr *corev1.Probe, mustSucceedOnce bool) {
+	h := &pr.ProbeHandler
+	n := 0
+	if h.Exec != nil {
+		n++
+		validateExec(e, p+".exec", h.Exec)
+	}
+	if h.HTTPGet != nil {
+		n++
+		validateHTTPGet(e, p+".httpGet", h.HTTPGet)
+	}
+	if h.TCPSocket != nil {
+		n++
+		validatePortRef(e, p+".tcpSocket.port", h.TCPSocket.Port)
+	}
+	if h.GRPC != nil {
+		n++
+		if h.GRPC.Port < 1 || h.GRPC.Port > 65535 {
+			e.invalid(p+".grpc.port", "must be between 1 and 65535")
+		}
+	}
+	if n != 1 {
+		e.invalid(p, "must specify exactly one handler of exec, httpGet, tcpSocket and grpc")
+	}
+	for _, f := range []struct {
+		name string
+		v    int32
+	}{
+		{"initialDelaySeconds", pr.InitialDelaySeconds}, {"timeoutSeconds", pr.TimeoutSeconds},
+		{"periodSeconds", pr.PeriodSeconds}, {"successThreshold", pr.SuccessThreshold},
+		{"failureThreshold", pr.FailureThreshold},
+	} {
+		if f.v < 0 {
+			e.invalid(p+"."+f.name, "must be >= 0")
+		}
+	}
+	if mustSucceedOnce && pr.SuccessThreshold > 1 {
+		e.invalid(p+".successThreshold", "must be 1 for liveness and startup probes")
+	}
+	if g := pr.TerminationGracePeriodSeconds; g != nil && *g < 1 {
+		e.invalid(p+".terminationGracePeriodSeconds", "must be a positive integer")
+	}
+}
+
+func validateLifecycleHandler(e *errs, p string, h *corev1.LifecycleHandler) {
+	n := 0
+	if h.Exec != nil {
+		n++
+		validateExec(e, p+".exec", h.Exec)
+	}
+	if h.HTTPGet != nil {
+		n++
+		validateHTTPGet(e, p+".httpGet", h.HTTPGet)
+	}
+	if h.Sleep != nil {
+		n++
+		if h.Sleep.Seconds < 0 {
+			e.invalid(p+".sleep.seconds", "must be >= 0")
+		}
+	}
+	if h.TCPSocket != nil {
+		n++
+		e.unsupported(p+".tcpSocket", "tcpSocket is not a working lifecycle hook; use exec, httpGet or sleep")
+	}
+	if n != 1 {
+		e.invalid(p, "must specify exactly one handler of exec, httpGet and sleep")
+	}
+}
+
+func validateExec(e *errs, p string, x *corev1.ExecAction) {
+	if len(x.Command) == 0 {
+		e.invalid(p+".command", "required")
+	}
+}
+
+func validateHTTPGet(e *errs, p string, h *corev1.HTTPGetAction) {
+	validatePortRef(e, p+".port", h.Port)
+	if h.Scheme != corev1.URISchemeHTTP && h.Scheme != corev1.URISchemeHTTPS {
+		e.invalid(p+".scheme", `must be "HTTP" or "HTTPS"`)
+	}
+}
+
+// validatePortRef checks a probe's port: a number in range or a port name.
+func validatePortRef(e *errs, p string, port intstr.IntOrString) {
+	if port.Type == intstr.String {
+		if !isPortName(port.StrVal) {
+			e.invalid(p, "must be a port number between 1 and 65535 or an IANA service name")
+		}
+		return
+	}
+	if port.IntVal < 1 || port.IntVal > 65535 {
+		e.invalid(p, "must be between 1 and 65535")
+	}
+}
