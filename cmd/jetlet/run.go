@@ -115,6 +115,7 @@ type agent struct {
 	log   zerolog.Logger
 	ready readiness
 
+	nc          atomic.Pointer[nats.Conn]
 	provisioned atomic.Bool
 }
 
@@ -126,6 +127,7 @@ func (a *agent) run(ctx context.Context) error {
 	if err := os.MkdirAll(a.cfg.dataDir, 0o755); err != nil {
 		return fmt.Errorf("--data-dir: %w", err)
 	}
+	a.addReadinessChecks()
 	reg := newRegistry()
 	web, err := listenHTTP(a.cfg.httpListen, &a.ready, reg)
 	if err != nil {
@@ -147,18 +149,7 @@ func (a *agent) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	a.ready.add("nats", func() error {
-		if !nc.IsConnected() {
-			return fmt.Errorf("not connected (%s)", nc.Status())
-		}
-		return nil
-	})
-	a.ready.add("streams", func() error {
-		if !a.provisioned.Load() {
-			return errors.New("not provisioned yet")
-		}
-		return nil
-	})
+	a.nc.Store(nc)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err
@@ -191,6 +182,26 @@ func (a *agent) run(ctx context.Context) error {
 	}
 	a.log.Info().Msg("stopped")
 	return nil
+}
+
+// addReadinessChecks registers what /readyz requires, before anything serves it.
+func (a *agent) addReadinessChecks() {
+	a.ready.add("nats", func() error {
+		nc := a.nc.Load()
+		if nc == nil {
+			return errors.New("not connected yet")
+		}
+		if !nc.IsConnected() {
+			return fmt.Errorf("not connected (%s)", nc.Status())
+		}
+		return nil
+	})
+	a.ready.add("streams", func() error {
+		if !a.provisioned.Load() {
+			return errors.New("not provisioned yet")
+		}
+		return nil
+	})
 }
 
 // connect connects to the embedded server in-process, or to --nats-url,
