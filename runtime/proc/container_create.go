@@ -1,0 +1,85 @@
+package proc
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// CreateContainer records the container's config in its directory. The config
+// must carry a command: an image's entrypoint cannot be known without
+// unpacking the image, which jetlet-proc never does. The image must have been
+// pulled (as with containerd).
+func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateContainerRequest) (*runtimeapi.CreateContainerResponse, error) {
+	cfg := req.GetConfig()
+	md := cfg.GetMetadata()
+	if md == nil || md.GetName() == "" {
+		return nil, status.Error(codes.InvalidArgument, "container config must have metadata with a name")
+	}
+	if len(cfg.GetCommand()) == 0 {
+		return nil, status.Errorf(codes.InvalidArgument,
+			"container %q has no command: jetlet-proc runs host processes and cannot know the entrypoint of image %q; set command (and args)",
+			md.GetName(), cfg.GetImage().GetImage())
+	}
+	s, err := r.getSandbox(req.GetPodSandboxId())
+	if err != nil {
+		return nil, err
+	}
+	r.mu.RLock()
+	ready := s.ready
+	im := r.lookupImage(cfg.GetImage().GetImage())
+	r.mu.RUnlock()
+	if !ready {
+		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %s is not ready", s.id)
+	}
+	if im == nil {
+		return nil, status.Errorf(codes.NotFound, "image %q not found: pull it first", cfg.GetImage().GetImage())
+	}
+
+	c := &container{
+		id:        newID(),
+		sandboxID: s.id,
+		name:      containerName(s.config.GetMetadata(), md),
+		config:    cfg,
+		imageID:   im.ID,
+		createdAt: nowNano(),
+		resources: cfg.GetLinux().GetResources(),
+	}
+	c.dir = r.containerDir(c.id)
+	if lp := cfg.GetLogPath(); lp != "" {
+		c.logPath = filepath.Join(s.config.GetLogDirectory(), lp)
+	}
+
+	r.mu.Lock()
+	err = r.reserveName(c.name, c.id)
+	r.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*runtimeapi.CreateContainerResponse, error) {
+		r.mu.Lock()
+		delete(r.names, c.name)
+		r.mu.Unlock()
+		_ = os.RemoveAll(c.dir)
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(c.dir, "rootfs"), 0o755); err != nil {
+		return fail(status.Errorf(codes.Internal, "create container dir: %v", err))
+	}
+	if err := r.saveContainer(c); err != nil {
+		return fail(status.Errorf(codes.Internal, "record container: %v", err))
+	}
+	r.mu.Lock()
+	if _, ok := r.sandboxes[s.id]; !ok {
+		r.mu.Unlock()
+		return fail(status.Errorf(codes.NotFound, "sandbox %s was removed", s.id))
+	}
+	r.containers[c.id] = c
+	r.mu.Unlock()
+	r.log.Info().Str("container", c.id).Str("name", c.name).Str("sandbox", s.id).Msg("container created")
+	return &runtimeapi.CreateContainerResponse{ContainerId: c.id}, nil
+}

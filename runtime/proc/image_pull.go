@@ -1,0 +1,37 @@
+package proc
+
+import (
+	"context"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// PullImage records the reference. There is no registry: nothing is
+// downloaded, credentials are ignored, and the image id is derived from the
+// normalised reference.
+func (r *Runtime) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
+	ref := normalizeRef(req.GetImage().GetImage())
+	if ref == "" {
+		return nil, status.Error(codes.InvalidArgument, "image reference is empty")
+	}
+	id := imageID(ref)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.images[id]; !ok {
+		im := &image{ID: id, PulledAt: nowNano()}
+		if _, digest, ok := strings.Cut(ref, "@"); ok && digest != "" {
+			im.RepoDigests = []string{ref}
+		} else {
+			im.RepoTags = []string{ref}
+		}
+		r.images[id] = im
+		if err := r.saveImagesLocked(); err != nil {
+			delete(r.images, id)
+			return nil, status.Errorf(codes.Internal, "record image %s: %v", ref, err)
+		}
+	}
+	return &runtimeapi.PullImageResponse{ImageRef: id}, nil
+}

@@ -1,0 +1,215 @@
+package proc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"google.golang.org/grpc"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+const (
+	// RuntimeName is reported by Version as the runtime name.
+	RuntimeName = "jetlet-proc"
+	// RuntimeVersion is reported by Version as the runtime version.
+	RuntimeVersion = "0.1.0"
+	// RuntimeAPIVersion is the CRI API version this runtime serves.
+	RuntimeAPIVersion = "v1"
+	// kubeAPIVersion is the legacy "version" field of VersionResponse; containerd
+	// reports the same constant.
+	kubeAPIVersion = "0.1.0"
+
+	// maxMsgSize matches containerd's CRI server limit.
+	maxMsgSize = 16 << 20
+)
+
+// ErrInvalidConfig is wrapped by every Config validation error.
+var ErrInvalidConfig = errors.New("proc: invalid config")
+
+// Config configures a Runtime.
+type Config struct {
+	// Dir is the state root: records, sandboxes and container dirs. Created by
+	// Start when absent. Required.
+	Dir string
+	// ShimPath is the executable re-executed as a container's shim. It must call
+	// ShimRequested/ShimMain first thing in main. Default: os.Executable().
+	ShimPath string
+	// Logger receives the runtime's logs; component=proc is added.
+	Logger zerolog.Logger
+	// LinkMountsOnHost additionally makes each mount visible at its
+	// container_path on the host, as a symlink to host_path, when that path does
+	// not exist yet. The links are removed with the container. Off by default:
+	// mounts are then only linked under the container's rootfs directory
+	// (exported as $JETLET_ROOTFS).
+	LinkMountsOnHost bool
+	// StartTimeout bounds how long StartContainer waits for a shim to report
+	// that the process runs. Default 30s.
+	StartTimeout time.Duration
+}
+
+func (c *Config) setDefaults() {
+	if c.StartTimeout <= 0 {
+		c.StartTimeout = 30 * time.Second
+	}
+}
+
+// Validate reports a configuration that cannot work.
+func (c *Config) Validate() error {
+	if c.Dir == "" {
+		return fmt.Errorf("%w: Dir is required", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// Runtime is the embedded process runtime. It implements the CRI v1
+// RuntimeService and ImageService.
+type Runtime struct {
+	runtimeapi.UnimplementedRuntimeServiceServer
+	runtimeapi.UnimplementedImageServiceServer
+
+	cfg Config
+	log zerolog.Logger
+
+	// mu guards the maps, the mutable state of sandboxes and containers (state,
+	// shim, exit) and the name reservations.
+	mu         sync.RWMutex
+	sandboxes  map[string]*sandbox
+	containers map[string]*container
+	names      map[string]string // reserved name -> id
+	images     map[string]*image // id -> image
+
+	srvMu   sync.Mutex
+	server  *grpc.Server
+	started bool
+}
+
+// New returns a Runtime for cfg. It does no I/O: state is recovered and the
+// socket opened by Start.
+func New(cfg Config) (*Runtime, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Runtime{
+		cfg:        cfg,
+		log:        cfg.Logger.With().Str("component", "proc").Logger(),
+		sandboxes:  map[string]*sandbox{},
+		containers: map[string]*container{},
+		names:      map[string]string{},
+		images:     map[string]*image{},
+	}, nil
+}
+
+// Start recovers the state kept in Dir (re-adopting running containers through
+// their shims), listens on socketPath (removing a stale socket) and serves
+// RuntimeService and ImageService in the background. It returns once serving.
+func (r *Runtime) Start(ctx context.Context, socketPath string) error {
+	r.srvMu.Lock()
+	defer r.srvMu.Unlock()
+	if r.started {
+		return errors.New("proc: runtime already started")
+	}
+	if r.cfg.ShimPath == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("proc: find shim executable: %w", err)
+		}
+		r.cfg.ShimPath = exe
+	}
+	dir, err := filepath.Abs(r.cfg.Dir)
+	if err != nil {
+		return fmt.Errorf("proc: state dir: %w", err)
+	}
+	r.cfg.Dir = dir
+	for _, d := range []string{r.cfg.Dir, r.sandboxesDir(), r.containersDir()} {
+		if err := os.MkdirAll(d, 0o711); err != nil {
+			return fmt.Errorf("proc: create state dir: %w", err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r.recover()
+
+	lis, err := listenUnix(socketPath)
+	if err != nil {
+		return err
+	}
+	srv := grpc.NewServer(
+		grpc.MaxRecvMsgSize(maxMsgSize),
+		grpc.MaxSendMsgSize(maxMsgSize),
+		grpc.ChainUnaryInterceptor(r.logUnary),
+	)
+	runtimeapi.RegisterRuntimeServiceServer(srv, r)
+	runtimeapi.RegisterImageServiceServer(srv, r)
+	r.server = srv
+	r.started = true
+	go func() {
+		if err := srv.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			r.log.Error().Err(err).Msg("CRI server stopped")
+		}
+	}()
+	r.log.Info().Str("socket", socketPath).Str("dir", r.cfg.Dir).
+		Int("sandboxes", len(r.sandboxes)).Int("containers", len(r.containers)).
+		Msg("embedded process runtime serving")
+	return nil
+}
+
+// Stop stops serving and removes the socket. It never stops containers: their
+// shims keep running and a later Start on the same Dir adopts them.
+func (r *Runtime) Stop() {
+	r.srvMu.Lock()
+	defer r.srvMu.Unlock()
+	if r.server != nil {
+		r.server.Stop()
+		r.server = nil
+		r.log.Info().Msg("embedded process runtime stopped serving")
+	}
+}
+
+// listenUnix listens on path, replacing a stale socket file but refusing to
+// take over a socket someone still serves on.
+func listenUnix(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o711); err != nil {
+		return nil, fmt.Errorf("proc: socket dir: %w", err)
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("proc: %s exists and is not a socket", path)
+		}
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("proc: socket %s is in use by another server", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("proc: remove stale socket: %w", err)
+		}
+	}
+	lis, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("proc: listen: %w", err)
+	}
+	return lis, nil
+}
+
+func (r *Runtime) logUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	start := time.Now()
+	resp, err := handler(ctx, req)
+	ev := r.log.Debug()
+	if err != nil {
+		ev = r.log.Info().Err(err)
+	}
+	ev.Str("method", info.FullMethod).Dur("took", time.Since(start)).Msg("CRI call")
+	return resp, err
+}
+
+func (r *Runtime) sandboxesDir() string  { return filepath.Join(r.cfg.Dir, "sandboxes") }
+func (r *Runtime) containersDir() string { return filepath.Join(r.cfg.Dir, "containers") }
+func (r *Runtime) imagesFile() string    { return filepath.Join(r.cfg.Dir, "images.json") }

@@ -1,0 +1,110 @@
+package proc
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// sandboxRecord is sandbox.json.
+type sandboxRecord struct {
+	ID             string          `json:"id"`
+	Config         json.RawMessage `json:"config"`
+	RuntimeHandler string          `json:"runtime_handler,omitempty"`
+	CreatedAt      int64           `json:"created_at"`
+	Ready          bool            `json:"ready"`
+}
+
+// sandbox is a pod sandbox: a directory and a record, no process.
+type sandbox struct {
+	id             string
+	name           string // reserved name
+	config         *runtimeapi.PodSandboxConfig
+	runtimeHandler string
+	createdAt      int64
+	dir            string
+
+	// opMu serialises Stop and Remove of this sandbox.
+	opMu sync.Mutex
+
+	ready bool // guarded by Runtime.mu
+}
+
+func sandboxName(md *runtimeapi.PodSandboxMetadata) string {
+	return fmt.Sprintf("%s_%s_%s_%d", md.GetName(), md.GetNamespace(), md.GetUid(), md.GetAttempt())
+}
+
+func (r *Runtime) sandboxDir(id string) string { return filepath.Join(r.sandboxesDir(), id) }
+
+// saveSandbox persists s with the given readiness.
+func (r *Runtime) saveSandbox(s *sandbox, ready bool) error {
+	cfg, err := protojson.Marshal(s.config)
+	if err != nil {
+		return err
+	}
+	return writeJSONAtomic(filepath.Join(s.dir, "sandbox.json"), sandboxRecord{
+		ID: s.id, Config: cfg, RuntimeHandler: s.runtimeHandler, CreatedAt: s.createdAt, Ready: ready,
+	})
+}
+
+func (r *Runtime) loadSandbox(dir string) (*sandbox, error) {
+	var rec sandboxRecord
+	if err := readJSON(filepath.Join(dir, "sandbox.json"), &rec); err != nil {
+		return nil, err
+	}
+	cfg := &runtimeapi.PodSandboxConfig{}
+	if err := protojson.Unmarshal(rec.Config, cfg); err != nil {
+		return nil, fmt.Errorf("corrupt sandbox config in %s: %w", dir, err)
+	}
+	if rec.ID != filepath.Base(dir) {
+		return nil, fmt.Errorf("sandbox record in %s names id %q", dir, rec.ID)
+	}
+	return &sandbox{
+		id: rec.ID, name: sandboxName(cfg.GetMetadata()), config: cfg,
+		runtimeHandler: rec.RuntimeHandler, createdAt: rec.CreatedAt, dir: dir, ready: rec.Ready,
+	}, nil
+}
+
+// getSandbox resolves a (possibly truncated) sandbox id.
+func (r *Runtime) getSandbox(id string) (*sandbox, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	full, err := resolveID(r.sandboxes, id, "sandbox")
+	if err != nil {
+		return nil, err
+	}
+	return r.sandboxes[full], nil
+}
+
+func (s *sandbox) state(ready bool) runtimeapi.PodSandboxState {
+	if ready {
+		return runtimeapi.PodSandboxState_SANDBOX_READY
+	}
+	return runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+}
+
+// containersOf lists the containers of sandbox id; r.mu must not be held.
+func (r *Runtime) containersOf(id string) []*container {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []*container
+	for _, c := range r.containers {
+		if c.sandboxID == id {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func matchLabels(selector, labels map[string]string) bool {
+	for k, v := range selector {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,128 @@
+package proc
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// writeFileAtomic writes data to path through a temporary file in the same
+// directory, synced and renamed into place, so a reader sees the old content or
+// the new one, never a torn write.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after a successful rename
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+func writeJSONAtomic(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, append(data, '\n'), 0o600)
+}
+
+func readJSON(path string, v any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("corrupt record %s: %w", path, err)
+	}
+	return nil
+}
+
+// removeDirAtomic makes dir disappear at once (rename to a hidden name) and
+// then deletes it; recovery finishes deletions a crash interrupted.
+func removeDirAtomic(dir string) error {
+	trash := filepath.Join(filepath.Dir(dir), ".removing-"+filepath.Base(dir))
+	if err := os.Rename(dir, trash); err != nil {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
+	}
+	return os.RemoveAll(trash)
+}
+
+// newID returns a random 64-hex-digit id, the shape containerd uses.
+func newID() string {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("proc: crypto/rand: %v", err))
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// resolveID finds the one key of ids that equals or starts with prefix, as
+// containerd's truncindex does, so the short ids crictl prints work.
+func resolveID[T any](ids map[string]T, prefix, kind string) (string, error) {
+	if prefix == "" {
+		return "", status.Errorf(codes.InvalidArgument, "%s id is empty", kind)
+	}
+	if _, ok := ids[prefix]; ok {
+		return prefix, nil
+	}
+	found := ""
+	for id := range ids {
+		if strings.HasPrefix(id, prefix) {
+			if found != "" {
+				return "", status.Errorf(codes.InvalidArgument, "%s id prefix %q is ambiguous", kind, prefix)
+			}
+			found = id
+		}
+	}
+	if found == "" {
+		return "", status.Errorf(codes.NotFound, "%s %q not found", kind, prefix)
+	}
+	return found, nil
+}
+
+// reserveName reserves name for id; r.mu must be held.
+func (r *Runtime) reserveName(name, id string) error {
+	if other, ok := r.names[name]; ok && other != id {
+		return status.Errorf(codes.AlreadyExists, "name %q is reserved for %q", name, other)
+	}
+	r.names[name] = id
+	return nil
+}
+
+func isNotFound(err error) bool {
+	return status.Code(err) == codes.NotFound
+}
