@@ -1,0 +1,54 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// HeartbeatPeriod is how often a node refreshes its jetlet_nodes record.
+const HeartbeatPeriod = 10 * time.Second
+
+// RunHeartbeat writes the record that snapshot returns to jetlet_nodes under
+// the node's key at once and then every period, until ctx is done. A failed
+// write is logged and tried again at the next beat; the bucket's TTL removes
+// the record of a node that stops beating.
+func RunHeartbeat(ctx context.Context, js jetstream.JetStream, period time.Duration, snapshot func() schemas.NodeRecord, log zerolog.Logger) {
+	log = log.With().Str("component", "heartbeat").Logger()
+	var kv jetstream.KeyValue
+	beat := func() {
+		rec := snapshot()
+		rec.APIVersion, rec.Kind = schemas.APIVersion, schemas.KindNode
+		rec.HeartbeatAt = time.Now().UTC()
+		data, err := json.Marshal(rec)
+		if err != nil {
+			log.Error().Err(err).Msg("encode node record")
+			return
+		}
+		if kv == nil {
+			if kv, err = js.KeyValue(ctx, schemas.BucketNodes); err != nil {
+				log.Warn().Err(err).Msg("heartbeat: bucket not reachable")
+				return
+			}
+		}
+		if _, err := kv.Put(ctx, rec.Node, data); err != nil && ctx.Err() == nil {
+			log.Warn().Err(err).Msg("heartbeat not stored; trying again next beat")
+		}
+	}
+	beat()
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			beat()
+		}
+	}
+}

@@ -1,0 +1,311 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// PublisherConfig configures a Publisher.
+type PublisherConfig struct {
+	Node          string
+	SubjectPrefix string
+	// EventBuffer bounds the events waiting for NATS (default 65536).
+	EventBuffer int
+	// TerminatedStatusTTL is the per-message TTL of a Terminated status.
+	TerminatedStatusTTL time.Duration
+	Logger              zerolog.Logger
+	Metrics             *Metrics
+}
+
+func (c *PublisherConfig) setDefaults() {
+	if c.SubjectPrefix == "" {
+		c.SubjectPrefix = schemas.DefaultSubjectPrefix
+	}
+	if c.EventBuffer == 0 {
+		c.EventBuffer = 1 << 16
+	}
+	if c.TerminatedStatusTTL == 0 {
+		c.TerminatedStatusTTL = time.Hour
+	}
+	if c.Metrics == nil {
+		c.Metrics = NewMetrics(nil)
+	}
+}
+
+// Publisher publishes results, lifecycle events and pod statuses for one node.
+//
+// Results are published synchronously: the caller acks its intent only once
+// the result is stored. Events and statuses are queued and published in the
+// background by Run, retrying with back-off while NATS is unreachable, so a
+// pod sync never waits on them.
+type Publisher struct {
+	js   jetstream.JetStream
+	cfg  PublisherConfig
+	subj schemas.Subjects
+	log  zerolog.Logger
+
+	events  chan *nats.Msg
+	dropped atomic.Bool
+
+	statusMu      sync.Mutex
+	statusPending map[string]*nats.Msg // key → newest status not yet stored
+	statusWake    chan struct{}
+
+	idle sync.WaitGroup // queued events and statuses not yet stored
+}
+
+// NewPublisher returns a Publisher; nothing is sent before Run.
+func NewPublisher(js jetstream.JetStream, cfg PublisherConfig) *Publisher {
+	cfg.setDefaults()
+	return &Publisher{
+		js:            js,
+		cfg:           cfg,
+		subj:          schemas.Subjects{Prefix: cfg.SubjectPrefix},
+		log:           cfg.Logger.With().Str("component", "publisher").Logger(),
+		events:        make(chan *nats.Msg, cfg.EventBuffer),
+		statusPending: map[string]*nats.Msg{},
+		statusWake:    make(chan struct{}, 1),
+	}
+}
+
+// PublishResult stores the result of an intent and returns once JetStream has
+// acknowledged it. Its Nats-Msg-Id is <node>.<intent seq>, so the result of a
+// redelivered intent is stored once. trace carries the intent's trace context.
+func (p *Publisher) PublishResult(ctx context.Context, r *schemas.SyncResult) error {
+	r.APIVersion, r.Kind = schemas.APIVersion, schemas.KindSyncResult
+	data, err := json.Marshal(r)
+	if err != nil {
+		return backoff.Permanent(fmt.Errorf("encode result: %w", err))
+	}
+	msg := nats.NewMsg(p.subj.Result(p.cfg.Node, r.UID))
+	msg.Data = data
+	msg.Header.Set(schemas.HeaderIntentSeq, strconv.FormatUint(r.IntentSeq, 10))
+	injectTrace(ctx, msg.Header)
+	if _, err := p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(schemas.ResultMsgID(p.cfg.Node, r.IntentSeq))); err != nil {
+		p.cfg.Metrics.PublishFailures.WithLabelValues("result").Inc()
+		return fmt.Errorf("publish result of intent %d: %w", r.IntentSeq, err)
+	}
+	return nil
+}
+
+// LastResultSeq returns the intent sequence answered by the newest stored
+// result for uid, or 0 when there is none. Results of one pod are stored in
+// intent order, so an intent whose sequence is not above it has its answer.
+func (p *Publisher) LastResultSeq(ctx context.Context, uid string) (uint64, error) {
+	stream, err := p.js.Stream(ctx, schemas.StreamResults)
+	if err != nil {
+		return 0, err
+	}
+	m, err := stream.GetLastMsgForSubject(ctx, p.subj.Result(p.cfg.Node, uid))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseUint(m.Header.Get(schemas.HeaderIntentSeq), 10, 64)
+}
+
+// Emit queues a lifecycle event. It never blocks: when the buffer is full the
+// event is dropped, counted and logged, and TakeDropped reports it so that the
+// relist can derive the facts again (with the same ids).
+func (p *Publisher) Emit(ctx context.Context, ev schemas.LifecycleEvent) {
+	ev.APIVersion, ev.Kind, ev.Node = schemas.APIVersion, schemas.KindLifecycleEvent, p.cfg.Node
+	data, err := json.Marshal(ev)
+	if err != nil {
+		p.log.Error().Err(err).Str("event", ev.ID).Msg("encode event")
+		return
+	}
+	msg := nats.NewMsg(p.subj.Event(p.cfg.Node, ev.UID, ev.Type))
+	msg.Data = data
+	msg.Header.Set(jetstream.MsgIDHeader, ev.ID)
+	injectTrace(ctx, msg.Header)
+	p.idle.Add(1)
+	select {
+	case p.events <- msg:
+		p.cfg.Metrics.EventsBuffered.Inc()
+	default:
+		p.idle.Done()
+		p.cfg.Metrics.EventsDropped.Inc()
+		if !p.dropped.Swap(true) {
+			p.log.Error().Int("buffer", cap(p.events)).Str("event", ev.ID).
+				Msg("event buffer full; dropping events until NATS catches up (the relist will derive them again)")
+		}
+	}
+}
+
+// TakeDropped reports whether an event was dropped since the last call.
+func (p *Publisher) TakeDropped() bool { return p.dropped.Swap(false) }
+
+// PutStatus queues the pod's status for the jetlet_status bucket. Only the
+// newest status per pod is kept while one waits, which is all the bucket keeps.
+func (p *Publisher) PutStatus(st *schemas.PodStatus) {
+	data, err := json.Marshal(st)
+	if err != nil {
+		p.log.Error().Err(err).Str("uid", st.UID).Msg("encode status")
+		return
+	}
+	key := schemas.StatusKey(p.cfg.Node, st.UID)
+	msg := nats.NewMsg("$KV." + schemas.BucketStatus + "." + key)
+	msg.Data = data
+	if st.Phase == schemas.PhaseTerminated {
+		// The bucket expires this one on its own.
+		msg.Header.Set(jetstream.MsgTTLHeader, p.cfg.TerminatedStatusTTL.String())
+	}
+	p.statusMu.Lock()
+	if _, waiting := p.statusPending[key]; !waiting {
+		p.idle.Add(1)
+	}
+	p.statusPending[key] = msg
+	p.statusMu.Unlock()
+	select {
+	case p.statusWake <- struct{}{}:
+	default:
+	}
+}
+
+// Run publishes queued events and statuses until ctx is done.
+func (p *Publisher) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { p.runEvents(ctx) })
+	wg.Go(func() { p.runStatuses(ctx) })
+	wg.Wait()
+}
+
+// Flush waits until everything queued so far is stored, or ctx is done.
+func (p *Publisher) Flush(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { p.idle.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("flush: %d events still buffered: %w", len(p.events), ctx.Err())
+	}
+}
+
+// ackTimeout bounds the wait for JetStream's acknowledgement of a batch.
+const ackTimeout = 10 * time.Second
+
+// eventBatch bounds the events in flight at once.
+const eventBatch = 256
+
+func (p *Publisher) runEvents(ctx context.Context) {
+	batch := make([]*nats.Msg, 0, eventBatch)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m := <-p.events:
+			batch = append(batch[:0], m)
+		}
+	fill:
+		for len(batch) < eventBatch {
+			select {
+			case m := <-p.events:
+				batch = append(batch, m)
+			default:
+				break fill
+			}
+		}
+		p.cfg.Metrics.EventsBuffered.Sub(float64(len(batch)))
+		if err := p.publishAll(ctx, "event", batch); err != nil {
+			return // ctx done
+		}
+		for range batch {
+			p.idle.Done()
+		}
+	}
+}
+
+func (p *Publisher) runStatuses(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.statusWake:
+		}
+		p.statusMu.Lock()
+		batch := make([]*nats.Msg, 0, len(p.statusPending))
+		for k, m := range p.statusPending {
+			batch = append(batch, m)
+			delete(p.statusPending, k)
+		}
+		p.statusMu.Unlock()
+		if err := p.publishAll(ctx, "status", batch); err != nil {
+			return
+		}
+		for range batch {
+			p.idle.Done()
+		}
+	}
+}
+
+// publishAll stores every message, in order, retrying the ones that failed with
+// back-off until they are stored or ctx is done.
+func (p *Publisher) publishAll(ctx context.Context, kind string, msgs []*nats.Msg) error {
+	b := backoff.WithContext(backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(50*time.Millisecond),
+		backoff.WithMaxInterval(5*time.Second),
+		backoff.WithMaxElapsedTime(0)), ctx)
+	pending := msgs
+	return backoff.RetryNotify(func() error {
+		futures := make([]jetstream.PubAckFuture, 0, len(pending))
+		var failed []*nats.Msg
+		var firstErr error
+		for _, m := range pending {
+			f, err := p.js.PublishMsgAsync(m)
+			if err != nil {
+				failed = append(failed, m)
+				firstErr = cmpErr(firstErr, err)
+				continue
+			}
+			futures = append(futures, f)
+		}
+		// An ack lost with a server that died never arrives: give up on it after
+		// ackTimeout and publish again (the message id dedupes a late store).
+		timeout := time.NewTimer(ackTimeout)
+		defer timeout.Stop()
+		for _, f := range futures {
+			select {
+			case <-f.Ok():
+			case err := <-f.Err():
+				failed = append(failed, f.Msg())
+				firstErr = cmpErr(firstErr, err)
+			case <-timeout.C:
+				failed = append(failed, f.Msg())
+				firstErr = cmpErr(firstErr, errors.New("no acknowledgement"))
+			case <-ctx.Done():
+				return backoff.Permanent(ctx.Err())
+			}
+		}
+		if len(failed) == 0 {
+			return nil
+		}
+		p.cfg.Metrics.PublishFailures.WithLabelValues(kind).Add(float64(len(failed)))
+		pending = failed
+		return fmt.Errorf("%d of %d %s messages not stored: %w", len(failed), len(msgs), kind, firstErr)
+	}, b, func(err error, next time.Duration) {
+		p.log.Warn().Err(err).Dur("retry_in", next).Msg("publish failed; retrying")
+	})
+}
+
+func cmpErr(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}

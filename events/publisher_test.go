@@ -1,0 +1,238 @@
+package events_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/jetlet/jetlet/events"
+	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/natstest"
+)
+
+// startPublisher provisions the streams on js and runs a publisher for node n1
+// until the test ends.
+func startPublisher(t *testing.T, js jetstream.JetStream, cfg events.PublisherConfig) *events.Publisher {
+	t.Helper()
+	if err := events.Provision(t.Context(), js, defaultStreams(t), zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Node = "n1"
+	p := events.NewPublisher(js, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { p.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return p
+}
+
+func tracedContext(t *testing.T) (context.Context, string) {
+	t.Helper()
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled})
+	return trace.ContextWithSpanContext(context.Background(), sc), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+}
+
+func TestPublishResultIsStoredOncePerIntent(t *testing.T) {
+	_, js := natstest.Connect(t, natstest.RunServer(t))
+	p := startPublisher(t, js, events.PublisherConfig{})
+	ctx, traceparent := tracedContext(t)
+	r := &schemas.SyncResult{Node: "n1", UID: "u1", IntentSeq: 42, Outcome: schemas.OutcomeSynced, Op: schemas.OpApply}
+	for range 2 { // a redelivered intent answered twice
+		if err := p.PublishResult(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stream, _ := js.Stream(t.Context(), schemas.StreamResults)
+	info, _ := stream.Info(t.Context())
+	if info.State.Msgs != 1 {
+		t.Fatalf("%d results stored, want 1", info.State.Msgs)
+	}
+	m, err := stream.GetLastMsgForSubject(t.Context(), "jetlet.result.n1.u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Header.Get("Nats-Msg-Id"); got != "n1.42" {
+		t.Errorf("Nats-Msg-Id = %q, want n1.42", got)
+	}
+	if got := m.Header.Get("Jetlet-Intent-Seq"); got != "42" {
+		t.Errorf("Jetlet-Intent-Seq = %q, want 42", got)
+	}
+	if got := m.Header.Get("traceparent"); got != traceparent {
+		t.Errorf("traceparent = %q, want %q", got, traceparent)
+	}
+	var got schemas.SyncResult
+	if err := json.Unmarshal(m.Data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.APIVersion != schemas.APIVersion || got.Kind != schemas.KindSyncResult || got.IntentSeq != 42 {
+		t.Errorf("stored result %+v", got)
+	}
+	seq, err := p.LastResultSeq(t.Context(), "u1")
+	if err != nil || seq != 42 {
+		t.Errorf("LastResultSeq = %d, %v; want 42", seq, err)
+	}
+	if seq, err := p.LastResultSeq(t.Context(), "nobody"); err != nil || seq != 0 {
+		t.Errorf("LastResultSeq of a pod without results = %d, %v; want 0", seq, err)
+	}
+}
+
+func TestEmitStoresEventsOnceByIDInOrder(t *testing.T) {
+	_, js := natstest.Connect(t, natstest.RunServer(t))
+	p := startPublisher(t, js, events.PublisherConfig{})
+	ctx, traceparent := tracedContext(t)
+	for i := range 100 {
+		ev := schemas.LifecycleEvent{ID: fmt.Sprintf("c%d.started", i%50), Type: schemas.EventContainerStarted, UID: "u1", Container: "app"}
+		p.Emit(ctx, ev)
+	}
+	if err := p.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	stream, _ := js.Stream(t.Context(), schemas.StreamEvents)
+	info, _ := stream.Info(t.Context())
+	if info.State.Msgs != 50 {
+		t.Fatalf("%d events stored, want 50 (each id once)", info.State.Msgs)
+	}
+	m, err := stream.GetMsg(t.Context(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Subject != "jetlet.event.n1.u1.ContainerStarted" || m.Header.Get("Nats-Msg-Id") != "c0.started" || m.Header.Get("traceparent") != traceparent {
+		t.Errorf("first event: subject %s headers %v", m.Subject, m.Header)
+	}
+	var ev schemas.LifecycleEvent
+	if err := json.Unmarshal(m.Data, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Node != "n1" || ev.Kind != schemas.KindLifecycleEvent || ev.APIVersion != schemas.APIVersion {
+		t.Errorf("event envelope not filled: %+v", ev)
+	}
+}
+
+func TestPutStatusKeepsNewestAndExpiresTerminated(t *testing.T) {
+	_, js := natstest.Connect(t, natstest.RunServer(t))
+	p := startPublisher(t, js, events.PublisherConfig{TerminatedStatusTTL: 90 * time.Second})
+	for rev := int64(1); rev <= 5; rev++ {
+		p.PutStatus(&schemas.PodStatus{UID: "u1", Name: "web", Namespace: "default", Revision: rev, Phase: schemas.PhaseRunning})
+	}
+	p.PutStatus(&schemas.PodStatus{UID: "u2", Phase: schemas.PhaseTerminated})
+	if err := p.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	kv, _ := js.KeyValue(t.Context(), schemas.BucketStatus)
+	e, err := kv.Get(t.Context(), "n1.u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st schemas.PodStatus
+	if err := json.Unmarshal(e.Value(), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Revision != 5 {
+		t.Errorf("stored revision %d, want the newest, 5", st.Revision)
+	}
+	stream, _ := js.Stream(t.Context(), "KV_"+schemas.BucketStatus)
+	m, err := stream.GetLastMsgForSubject(t.Context(), "$KV.jetlet_status.n1.u2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Header.Get("Nats-TTL"); got != "1m30s" {
+		t.Errorf("Terminated status TTL header %q, want 1m30s", got)
+	}
+}
+
+func TestEmitDropsWhenFullAndSaysSo(t *testing.T) {
+	// No Run: nothing drains the buffer.
+	_, js := natstest.Connect(t, natstest.RunServer(t))
+	m := events.NewMetrics(nil)
+	p := events.NewPublisher(js, events.PublisherConfig{Node: "n1", EventBuffer: 2, Metrics: m})
+	for i := range 5 {
+		p.Emit(context.Background(), schemas.LifecycleEvent{ID: fmt.Sprint(i), UID: "u1", Type: schemas.EventBackOff})
+	}
+	if got := testutil.ToFloat64(m.EventsDropped); got != 3 {
+		t.Errorf("dropped %v, want 3", got)
+	}
+	if !p.TakeDropped() {
+		t.Error("TakeDropped = false after drops")
+	}
+	if p.TakeDropped() {
+		t.Error("TakeDropped did not clear")
+	}
+}
+
+func TestEventsSurviveANATSRestart(t *testing.T) {
+	dir := t.TempDir()
+	opts := natstest.Options(dir)
+	srv := natstest.Start(t, opts)
+	opts.Port = srv.Addr().(*net.TCPAddr).Port // the same port again after the restart
+	nc, err := nats.Connect(srv.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	p := startPublisher(t, js, events.PublisherConfig{})
+
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	for i := range 20 {
+		p.Emit(context.Background(), schemas.LifecycleEvent{ID: fmt.Sprint("e", i), UID: "u1", Type: schemas.EventContainerDied})
+	}
+	natstest.Start(t, opts)
+
+	flushCtx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := p.Flush(flushCtx); err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(t.Context(), schemas.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := stream.CachedInfo().State.Msgs; n != 20 {
+		t.Fatalf("%d events stored across the restart, want 20", n)
+	}
+}
+
+func TestHeartbeatWritesTheNodeRecord(t *testing.T) {
+	_, js := natstest.Connect(t, natstest.RunServer(t))
+	startPublisher(t, js, events.PublisherConfig{})
+	kv, _ := js.KeyValue(t.Context(), schemas.BucketNodes)
+	w, err := kv.Watch(t.Context(), "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		events.RunHeartbeat(ctx, js, time.Hour, func() schemas.NodeRecord {
+			return schemas.NodeRecord{Node: "n1", RuntimeName: "jetlet-proc", JetletVersion: "test"}
+		}, zerolog.Nop())
+	})
+	defer func() { cancel(); wg.Wait() }()
+	for e := range w.Updates() {
+		if e == nil {
+			continue // end of the initial values
+		}
+		var rec schemas.NodeRecord
+		if err := json.Unmarshal(e.Value(), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Kind != schemas.KindNode || rec.RuntimeName != "jetlet-proc" || rec.HeartbeatAt.IsZero() {
+			t.Errorf("node record %+v", rec)
+		}
+		return
+	}
+}
