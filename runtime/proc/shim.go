@@ -192,7 +192,12 @@ loop:
 		ex.Reason = reasonUnknown
 		ex.Message = werr.Error()
 	}
-	return writeJSONAtomic(filepath.Join(dir, "exit.json"), ex)
+	if err := writeJSONAtomic(filepath.Join(dir, "exit.json"), ex); err != nil {
+		return err
+	}
+	// The exit is recorded: let watchers go now rather than when this process
+	// is gone (a race-enabled binary lingers a second at exit).
+	return lock.Close()
 }
 
 type reopenAck struct {
