@@ -1,0 +1,220 @@
+package reconcile
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// Waiting reasons of containers without a failure to report.
+const (
+	reasonContainerCreating = "ContainerCreating"
+	reasonPodInitializing   = "PodInitializing"
+)
+
+// apiContainer is one container's status plus what kubelet keeps as
+// lastTerminationState, which the phase needs and the wire status lacks.
+type apiContainer struct {
+	schemas.ContainerStatus
+	// found: some instance exists.
+	found bool
+	// lastTerminated: the container is waiting to restart after an exit.
+	lastTerminated bool
+	lastExitCode   int32
+}
+
+// ToAPIStatus converts the runtime's view of the pod to the contract's
+// PodStatus: phase as kubelet's getPhase, one status per container of the
+// spec (init containers first), the newest sandbox. Revision and IntentSeq
+// are left for the caller.
+func (m *Manager) ToAPIStatus(pod *corev1.Pod, status *PodStatus) *schemas.PodStatus {
+	if status == nil {
+		status = &PodStatus{}
+	}
+	out := &schemas.PodStatus{
+		UID:            string(pod.UID),
+		Namespace:      pod.Namespace,
+		Name:           pod.Name,
+		Node:           m.cfg.NodeName,
+		InitContainers: []schemas.ContainerStatus{},
+		Containers:     []schemas.ContainerStatus{},
+		ObservedAt:     m.cfg.Clock.Now().UTC(),
+	}
+	if len(status.SandboxStatuses) > 0 {
+		s := status.SandboxStatuses[0]
+		st := schemas.SandboxNotReady
+		if s.State == SandboxReady {
+			st = schemas.SandboxReady
+		}
+		ips := []string{}
+		if s.IP != "" {
+			ips = append(ips, s.IP)
+			ips = append(ips, s.AdditionalIPs...)
+		}
+		out.Sandbox = &schemas.SandboxStatus{ID: s.ID, State: st, IPs: ips}
+	}
+	_, _, initDone := findNextInitContainerToRun(pod, status)
+	inits := make([]apiContainer, len(pod.Spec.InitContainers))
+	for i := range pod.Spec.InitContainers {
+		inits[i] = m.apiContainerStatus(pod, status, &pod.Spec.InitContainers[i], reasonPodInitializing)
+		out.InitContainers = append(out.InitContainers, inits[i].ContainerStatus)
+	}
+	apps := make([]apiContainer, len(pod.Spec.Containers))
+	for i := range pod.Spec.Containers {
+		waiting := reasonContainerCreating
+		if !initDone {
+			waiting = reasonPodInitializing
+		}
+		apps[i] = m.apiContainerStatus(pod, status, &pod.Spec.Containers[i], waiting)
+		out.Containers = append(out.Containers, apps[i].ContainerStatus)
+	}
+	out.Phase = podPhase(pod, inits, apps)
+	return out
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// apiContainerStatus is kubelet's convertToAPIContainerStatuses for one container.
+func (m *Manager) apiContainerStatus(pod *corev1.Pod, status *PodStatus, c *corev1.Container, waitingReason string) apiContainer {
+	out := apiContainer{ContainerStatus: schemas.ContainerStatus{
+		Name: c.Name, Image: c.Image, State: schemas.ContainerWaiting, Reason: waitingReason,
+	}}
+	var newest, previous *ContainerStatus
+	for _, cs := range status.ContainerStatuses {
+		if cs.Name != c.Name {
+			continue
+		}
+		if newest == nil {
+			newest = cs
+		} else {
+			previous = cs
+			break
+		}
+	}
+	if newest != nil {
+		out.found = true
+		out.ContainerID = newest.ID
+		out.RestartCount = int32(newest.RestartCount)
+		out.StartedAt = formatTime(newest.StartedAt)
+		switch newest.State {
+		case ContainerRunning:
+			out.State, out.Reason = schemas.ContainerRunning, ""
+			out.Ready = m.ready(c, newest)
+		case ContainerExited:
+			out.State = schemas.ContainerExited
+			out.ExitCode = newest.ExitCode
+			out.Reason = newest.Reason
+			if out.Reason == "" {
+				out.Reason = DiedReason(newest)
+			}
+			out.Message = newest.Message
+			out.FinishedAt = formatTime(newest.FinishedAt)
+		case ContainerCreated:
+			out.State, out.Reason = schemas.ContainerCreated, ""
+		default:
+			out.State, out.Reason = schemas.ContainerUnknown, "ContainerStatusUnknown"
+		}
+		if previous != nil && previous.State == ContainerExited && newest.State != ContainerExited {
+			out.lastTerminated, out.lastExitCode = true, previous.ExitCode
+		}
+	}
+	// A container that will be started again and whose last start failed
+	// waits, with that failure as its reason (CrashLoopBackOff, ErrImagePull).
+	if shouldContainerBeRestarted(c, pod, status) {
+		if f, ok := m.reasons.get(string(pod.UID), c.Name); ok {
+			if newest != nil && newest.State == ContainerExited {
+				out.lastTerminated, out.lastExitCode = true, newest.ExitCode
+			}
+			out.State, out.Reason, out.Message = schemas.ContainerWaiting, f.err.Error(), f.message
+		}
+	}
+	return out
+}
+
+// ready: running, and the readiness probe (if any) succeeded.
+func (m *Manager) ready(c *corev1.Container, cs *ContainerStatus) bool {
+	if c.ReadinessProbe == nil {
+		return true
+	}
+	r, ok := m.cfg.Readiness.Get(cs.ID)
+	return ok && r == ProbeSuccess
+}
+
+// podPhase is kubelet's getPhase (for a pod not yet terminal).
+func podPhase(pod *corev1.Pod, inits, apps []apiContainer) schemas.PodPhase {
+	pendingInit, failedInit := 0, 0
+	for _, s := range inits {
+		switch {
+		case !s.found && !s.lastTerminated:
+			pendingInit++
+		case s.State == schemas.ContainerRunning:
+			pendingInit++
+		case s.State == schemas.ContainerExited:
+			if s.ExitCode != 0 {
+				failedInit++
+			}
+		case s.State == schemas.ContainerUnknown:
+			failedInit++
+		case s.lastTerminated:
+			if s.lastExitCode != 0 {
+				failedInit++
+			}
+		default:
+			pendingInit++
+		}
+	}
+	unknown, running, waiting, stopped, succeeded := 0, 0, 0, 0, 0
+	for _, s := range apps {
+		switch {
+		case !s.found && !s.lastTerminated:
+			// No instance at all: waiting to be created (kubelet's default
+			// Waiting status).
+			waiting++
+		case s.State == schemas.ContainerRunning:
+			running++
+		case s.State == schemas.ContainerExited:
+			stopped++
+			if s.ExitCode == 0 {
+				succeeded++
+			}
+		case s.State == schemas.ContainerUnknown:
+			// kubelet reports these as terminated with exit code 137.
+			stopped++
+		case s.lastTerminated:
+			stopped++
+		default:
+			waiting++
+		}
+	}
+	anyAppStarted := running > 0 || stopped > 0
+	if failedInit > 0 && pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
+		return schemas.PhaseFailed
+	}
+	switch {
+	case pendingInit > 0 && !anyAppStarted:
+		return schemas.PhasePending
+	case waiting > 0:
+		return schemas.PhasePending
+	case running > 0 && unknown == 0:
+		return schemas.PhaseRunning
+	case running == 0 && stopped > 0 && unknown == 0:
+		if pod.Spec.RestartPolicy == corev1.RestartPolicyAlways || pod.Spec.RestartPolicy == "" {
+			return schemas.PhaseRunning
+		}
+		if stopped == succeeded {
+			return schemas.PhaseSucceeded
+		}
+		if pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
+			return schemas.PhaseFailed
+		}
+		return schemas.PhaseRunning
+	}
+	return schemas.PhasePending
+}

@@ -1,0 +1,147 @@
+package reconcile
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// ErrInvalidConfig wraps every Config.Validate failure.
+var ErrInvalidConfig = errors.New("invalid reconcile config")
+
+// Defaults, kubelet's.
+const (
+	DefaultBackOffInitial          = 10 * time.Second
+	DefaultBackOffMax              = 300 * time.Second
+	DefaultImageBackOffInitial     = 10 * time.Second
+	DefaultImageBackOffMax         = 300 * time.Second
+	DefaultGCMinAge                = 0
+	DefaultGCMaxPerPodContainer    = 1
+	minimumGracePeriodInSeconds    = 2
+	defaultCPUPeriod               = 100000 // µs, CFS quota period
+	emptyDirPluginDir              = "kubernetes.io~empty-dir"
+)
+
+// GCPolicy says which dead containers garbage collection keeps, after
+// kubelet's GCPolicy.
+type GCPolicy struct {
+	// MinAge: a dead container younger than this is kept. Default 0.
+	MinAge time.Duration
+	// MaxPerPodContainer: dead instances kept per (pod, container); the
+	// newest dead instance of a container that does not run is always kept,
+	// since its restart count and exit status are what the pod's status is
+	// made of. Default 1; negative: no limit.
+	MaxPerPodContainer int
+}
+
+// Config configures a Manager. NodeName and DataDir are required.
+type Config struct {
+	// NodeName is this node's name: events carry it, and the downward API's
+	// spec.nodeName reads it when the pod does not name a node.
+	NodeName string
+	// NodeIP is the downward API's status.hostIP; empty when unknown.
+	NodeIP string
+	// DataDir holds pod data: emptyDir volumes live under
+	// <DataDir>/pods/<uid>/volumes/kubernetes.io~empty-dir/<name>, removed
+	// with the pod by garbage collection.
+	DataDir string
+	// LogDir is the root of container logs:
+	// <LogDir>/<namespace>_<name>_<uid>/<container>/<restartCount>.log.
+	// Default <DataDir>/logs.
+	LogDir string
+	// AllowPrivileged lets containers ask for privileged mode; without it,
+	// such a container fails with CreateContainerConfigError.
+	AllowPrivileged bool
+	// DisableCPUQuota stops CPU limits being enforced with a CFS quota.
+	DisableCPUQuota bool
+	// Clock drives back-off and status times. Default: the wall clock.
+	Clock Clock
+	// BackOffInitial and BackOffMax bound the container restart back-off
+	// (10 s and 300 s). BackOffReset is how long a container must go without a
+	// crash for its back-off to start again from BackOffInitial; default
+	// twice BackOffMax (10 minutes), as kubelet.
+	BackOffInitial time.Duration
+	BackOffMax     time.Duration
+	BackOffReset   time.Duration
+	// ImageBackOffInitial and ImageBackOffMax bound the back-off of failed
+	// image pulls, per pod and image (10 s and 300 s).
+	ImageBackOffInitial time.Duration
+	ImageBackOffMax     time.Duration
+	// GC is the garbage collection policy.
+	GC GCPolicy
+	// Liveness and Startup probe results decide kills; Readiness decides the
+	// ready flag of running containers that have a readiness probe. Defaults:
+	// NoProbeResults for liveness and startup, AllReady for readiness.
+	Liveness  ProbeResults
+	Startup   ProbeResults
+	Readiness ProbeResults
+	// Logger is used with component=reconcile. The zero value logs nothing.
+	Logger zerolog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.LogDir == "" && c.DataDir != "" {
+		c.LogDir = filepath.Join(c.DataDir, "logs")
+	}
+	if c.Clock == nil {
+		c.Clock = RealClock
+	}
+	if c.BackOffInitial == 0 {
+		c.BackOffInitial = DefaultBackOffInitial
+	}
+	if c.BackOffMax == 0 {
+		c.BackOffMax = DefaultBackOffMax
+	}
+	if c.BackOffReset == 0 {
+		c.BackOffReset = 2 * c.BackOffMax
+	}
+	if c.ImageBackOffInitial == 0 {
+		c.ImageBackOffInitial = DefaultImageBackOffInitial
+	}
+	if c.ImageBackOffMax == 0 {
+		c.ImageBackOffMax = DefaultImageBackOffMax
+	}
+	if c.GC.MaxPerPodContainer == 0 {
+		c.GC.MaxPerPodContainer = DefaultGCMaxPerPodContainer
+	}
+	if c.Liveness == nil {
+		c.Liveness = NoProbeResults{}
+	}
+	if c.Startup == nil {
+		c.Startup = NoProbeResults{}
+	}
+	if c.Readiness == nil {
+		c.Readiness = AllReady{}
+	}
+}
+
+var dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
+// Validate reports the first problem of a defaulted config, wrapped in
+// ErrInvalidConfig.
+func (c *Config) Validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, a...))
+	}
+	switch {
+	case !dns1123Label.MatchString(c.NodeName):
+		return bad("NodeName %q is not a DNS-1123 label", c.NodeName)
+	case c.DataDir == "" || !filepath.IsAbs(c.DataDir):
+		return bad("DataDir %q must be an absolute path", c.DataDir)
+	case !filepath.IsAbs(c.LogDir):
+		return bad("LogDir %q must be an absolute path", c.LogDir)
+	case c.BackOffInitial < 0 || c.BackOffMax < c.BackOffInitial:
+		return bad("back-off %s..%s: need 0 <= initial <= max", c.BackOffInitial, c.BackOffMax)
+	case c.BackOffReset < 0:
+		return bad("BackOffReset %s is negative", c.BackOffReset)
+	case c.ImageBackOffInitial < 0 || c.ImageBackOffMax < c.ImageBackOffInitial:
+		return bad("image back-off %s..%s: need 0 <= initial <= max", c.ImageBackOffInitial, c.ImageBackOffMax)
+	case c.GC.MinAge < 0:
+		return bad("GC.MinAge %s is negative", c.GC.MinAge)
+	}
+	return nil
+}

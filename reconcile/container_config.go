@@ -1,0 +1,224 @@
+package reconcile
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// containerLogPath is <container>/<restartCount>.log, relative to the
+// sandbox's log directory.
+func containerLogPath(name string, restartCount int) string {
+	return filepath.Join(name, strconv.Itoa(restartCount)+".log")
+}
+
+// generateContainerConfig builds the CRI config of one container instance, as
+// kubelet's generateContainerConfig. It creates the container's log directory
+// and the directories of its emptyDir and *OrCreate hostPath volumes.
+func (m *Manager) generateContainerConfig(pod *corev1.Pod, c *corev1.Container, restartCount int, imageRef string, net podNetwork, isInit bool) (*ContainerConfig, error) {
+	envs, err := m.makeEnvironmentVariables(pod, c, net)
+	if err != nil {
+		return nil, err
+	}
+	cmd, args := expandCommandAndArgs(c, envs)
+	mounts, err := m.makeMounts(pod, c)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := m.containerSecurityContext(pod, c)
+	if err != nil {
+		return nil, err
+	}
+	logDir := filepath.Join(podLogsDir(m.cfg.LogDir, pod.Namespace, pod.Name, string(pod.UID)), c.Name)
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create log directory: %w", err)
+	}
+	image := imageRef
+	if image == "" {
+		image = c.Image
+	}
+	return &ContainerConfig{
+		Metadata:        ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
+		Image:           ImageSpec{Image: image},
+		Command:         cmd,
+		Args:            args,
+		WorkingDir:      c.WorkingDir,
+		Envs:            envs,
+		Mounts:          mounts,
+		Labels:          newContainerLabels(pod, c),
+		Annotations:     newContainerAnnotations(pod, c, restartCount, isInit),
+		LogPath:         containerLogPath(c.Name, restartCount),
+		Stdin:           c.Stdin,
+		StdinOnce:       c.StdinOnce,
+		Tty:             c.TTY,
+		Resources:       m.linuxResources(c),
+		SecurityContext: sc,
+	}, nil
+}
+
+// containerSecurityContext merges the pod's and the container's security
+// contexts (the container's wins), as kubelet's determineEffectiveSecurityContext.
+func (m *Manager) containerSecurityContext(pod *corev1.Pod, c *corev1.Container) (*ContainerSecurityContext, error) {
+	out := &ContainerSecurityContext{NamespaceOptions: namespaceOptions(pod)}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		out.RunAsUser = psc.RunAsUser
+		out.RunAsGroup = psc.RunAsGroup
+		out.SupplementalGroups = psc.SupplementalGroups
+	}
+	sc := c.SecurityContext
+	if sc == nil {
+		return out, nil
+	}
+	if sc.RunAsUser != nil {
+		out.RunAsUser = sc.RunAsUser
+	}
+	if sc.RunAsGroup != nil {
+		out.RunAsGroup = sc.RunAsGroup
+	}
+	if sc.Privileged != nil && *sc.Privileged {
+		if !m.cfg.AllowPrivileged {
+			return nil, errors.New("privileged containers are not allowed on this node")
+		}
+		out.Privileged = true
+	}
+	if sc.ReadOnlyRootFilesystem != nil {
+		out.ReadonlyRootfs = *sc.ReadOnlyRootFilesystem
+	}
+	if sc.AllowPrivilegeEscalation != nil {
+		out.NoNewPrivs = !*sc.AllowPrivilegeEscalation
+	}
+	if caps := sc.Capabilities; caps != nil {
+		out.Capabilities = &Capability{}
+		for _, a := range caps.Add {
+			out.Capabilities.AddCapabilities = append(out.Capabilities.AddCapabilities, string(a))
+		}
+		for _, d := range caps.Drop {
+			out.Capabilities.DropCapabilities = append(out.Capabilities.DropCapabilities, string(d))
+		}
+	}
+	return out, nil
+}
+
+// emptyDirPath is <DataDir>/pods/<uid>/volumes/kubernetes.io~empty-dir/<volume>.
+func (m *Manager) emptyDirPath(uid, volume string) string {
+	return filepath.Join(m.podDataDir(uid), "volumes", emptyDirPluginDir, volume)
+}
+
+// makeMounts turns volume mounts into CRI mounts: hostPath as is (created
+// when its type says so), emptyDir under the data dir. Other volume types are
+// an error.
+func (m *Manager) makeMounts(pod *corev1.Pod, c *corev1.Container) ([]Mount, error) {
+	if len(c.VolumeDevices) > 0 {
+		return nil, fmt.Errorf("container %q: volumeDevices are not supported", c.Name)
+	}
+	var mounts []Mount
+	for _, vm := range c.VolumeMounts {
+		var vol *corev1.Volume
+		for i := range pod.Spec.Volumes {
+			if pod.Spec.Volumes[i].Name == vm.Name {
+				vol = &pod.Spec.Volumes[i]
+				break
+			}
+		}
+		if vol == nil {
+			return nil, fmt.Errorf("container %q: volume mount %q names no volume of the pod", c.Name, vm.Name)
+		}
+		var hostPath string
+		switch {
+		case vol.HostPath != nil:
+			hostPath = vol.HostPath.Path
+			if err := prepareHostPath(vol.HostPath); err != nil {
+				return nil, fmt.Errorf("volume %q: %w", vol.Name, err)
+			}
+		case vol.EmptyDir != nil:
+			if vol.EmptyDir.Medium == corev1.StorageMediumMemory || vol.EmptyDir.Medium == corev1.StorageMediumHugePages {
+				return nil, fmt.Errorf("volume %q: emptyDir medium %q is not supported", vol.Name, vol.EmptyDir.Medium)
+			}
+			hostPath = m.emptyDirPath(string(pod.UID), vol.Name)
+			if err := os.MkdirAll(hostPath, 0o777); err != nil {
+				return nil, fmt.Errorf("volume %q: %w", vol.Name, err)
+			}
+			// MkdirAll honours the umask; emptyDirs are world-writable, as kubelet's.
+			_ = os.Chmod(hostPath, 0o777)
+		default:
+			return nil, fmt.Errorf("volume %q: only hostPath and emptyDir volumes are supported", vol.Name)
+		}
+		if vm.SubPath != "" {
+			sub := path.Clean(vm.SubPath)
+			if path.IsAbs(sub) || sub == ".." || strings.HasPrefix(sub, "../") {
+				return nil, fmt.Errorf("volume mount %q: subPath %q must be a relative path within the volume", vm.Name, vm.SubPath)
+			}
+			hostPath = filepath.Join(hostPath, sub)
+			if vol.EmptyDir != nil {
+				if err := os.MkdirAll(hostPath, 0o777); err != nil {
+					return nil, fmt.Errorf("volume %q: %w", vol.Name, err)
+				}
+			}
+		}
+		mounts = append(mounts, Mount{
+			ContainerPath: vm.MountPath,
+			HostPath:      hostPath,
+			Readonly:      vm.ReadOnly,
+			Propagation:   toPropagation(vm.MountPropagation),
+		})
+	}
+	return mounts, nil
+}
+
+func toPropagation(p *corev1.MountPropagationMode) MountPropagation {
+	if p == nil {
+		return PropagationPrivate
+	}
+	switch *p {
+	case corev1.MountPropagationHostToContainer:
+		return PropagationHostToContainer
+	case corev1.MountPropagationBidirectional:
+		return PropagationBidirectional
+	}
+	return PropagationPrivate
+}
+
+// prepareHostPath creates DirectoryOrCreate and FileOrCreate paths and checks
+// Directory and File ones, as kubelet's hostPath plugin.
+func prepareHostPath(hp *corev1.HostPathVolumeSource) error {
+	t := corev1.HostPathUnset
+	if hp.Type != nil {
+		t = *hp.Type
+	}
+	switch t {
+	case corev1.HostPathDirectoryOrCreate:
+		return os.MkdirAll(hp.Path, 0o755)
+	case corev1.HostPathFileOrCreate:
+		if err := os.MkdirAll(filepath.Dir(hp.Path), 0o755); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(hp.Path, os.O_CREATE|os.O_RDONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	case corev1.HostPathDirectory:
+		fi, err := os.Stat(hp.Path)
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("hostPath %q is not a directory", hp.Path)
+		}
+	case corev1.HostPathFile:
+		fi, err := os.Stat(hp.Path)
+		if err != nil {
+			return err
+		}
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("hostPath %q is not a file", hp.Path)
+		}
+	}
+	return nil
+}

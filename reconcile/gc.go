@@ -1,0 +1,177 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// GarbageCollect removes what is dead and no longer needed, after kubelet's
+// containerGC:
+//
+//  1. Dead container instances (not running, older than GC.MinAge): of a pod
+//     that is gone, all; else, per container, all but the newest
+//     GC.MaxPerPodContainer. The newest instance of a container that does not
+//     run is never removed while its pod is wanted: its restart count and exit
+//     are the container's status.
+//  2. Sandboxes that are not ready and hold no container: of a pod that is
+//     gone, all; else all but the newest.
+//  3. Pod directories (logs, emptyDir volumes) of pods that are gone and have
+//     no sandbox left.
+//
+// pods says which pods are gone. Errors are collected; GC goes on past them.
+func (m *Manager) GarbageCollect(ctx context.Context, pods PodStateProvider) error {
+	var errs []error
+	now := m.cfg.Clock.Now()
+	sandboxes, err := m.rt.ListPodSandbox(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("gc: list sandboxes: %w", err)
+	}
+	containers, err := m.rt.ListContainers(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("gc: list containers: %w", err)
+	}
+	gone := func(uid string) bool { return pods.ShouldPodContentBeRemoved(uid) }
+
+	// 1. Containers, grouped by pod and container name, newest first.
+	type key struct{ uid, name string }
+	groups := map[key][]*Container{}
+	for _, c := range containers {
+		uid := c.Labels[LabelPodUID]
+		if uid == "" {
+			continue
+		}
+		k := key{uid, c.Labels[LabelContainerName]}
+		groups[k] = append(groups[k], c)
+	}
+	remaining := map[string]int{} // containers left per sandbox
+	for k, g := range groups {
+		sort.SliceStable(g, func(i, j int) bool { return g[i].CreatedAt.After(g[j].CreatedAt) })
+		podGone := gone(k.uid)
+		keepDead := m.cfg.GC.MaxPerPodContainer
+		deadKept := 0
+		for i, c := range g {
+			evictable := c.State != ContainerRunning && now.Sub(c.CreatedAt) >= m.cfg.GC.MinAge
+			keep := !evictable
+			if evictable && !podGone {
+				protected := i == 0 // the newest instance, and it does not run
+				if protected || keepDead < 0 || deadKept < keepDead {
+					keep = true
+					deadKept++
+				}
+			}
+			if keep {
+				remaining[c.PodSandboxID]++
+				continue
+			}
+			if err := m.rt.RemoveContainer(ctx, c.ID); err != nil && !IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("remove container %s: %w", c.ID, err))
+				remaining[c.PodSandboxID]++
+				continue
+			}
+			rc, _ := strconv.Atoi(c.Annotations[AnnotationContainerRestartCount])
+			ns, name := c.Labels[LabelPodNamespace], c.Labels[LabelPodName]
+			_ = os.Remove(filepath.Join(podLogsDir(m.cfg.LogDir, ns, name, k.uid), containerLogPath(k.name, rc)))
+			m.containerEvent(ctx, podRef{k.uid, ns, name}, schemas.EventContainerRemoved, k.name, c.ID, c.PodSandboxID, c.Metadata.Attempt, "", "garbage collected")
+		}
+	}
+
+	// 2. Sandboxes, grouped by pod, newest first.
+	byPod := map[string][]*Sandbox{}
+	for _, s := range sandboxes {
+		uid := s.Metadata.UID
+		if uid == "" {
+			uid = s.Labels[LabelPodUID]
+		}
+		if uid == "" {
+			continue
+		}
+		byPod[uid] = append(byPod[uid], s)
+	}
+	sandboxLeft := map[string]bool{}
+	for uid, ss := range byPod {
+		sort.SliceStable(ss, func(i, j int) bool { return ss[i].CreatedAt.After(ss[j].CreatedAt) })
+		podGone := gone(uid)
+		for i, s := range ss {
+			removable := s.State != SandboxReady && remaining[s.ID] == 0 && (podGone || i > 0)
+			if !removable {
+				sandboxLeft[uid] = true
+				continue
+			}
+			if err := m.rt.RemovePodSandbox(ctx, s.ID); err != nil && !IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("remove sandbox %s: %w", s.ID, err))
+				sandboxLeft[uid] = true
+				continue
+			}
+			m.sandboxEvent(ctx, podRef{uid, s.Metadata.Namespace, s.Metadata.Name}, schemas.EventSandboxRemoved, s.ID, s.Metadata.Attempt, "garbage collected")
+		}
+	}
+
+	// 3. Directories of pods that are gone: logs, then data (emptyDirs).
+	for _, uid := range containerUIDs(containers) {
+		if !sandboxLeft[uid] {
+			sandboxLeft[uid] = remainingForPod(containers, uid, remaining)
+		}
+	}
+	if entries, err := os.ReadDir(m.cfg.LogDir); err == nil {
+		for _, e := range entries {
+			parts := strings.Split(e.Name(), "_")
+			if !e.IsDir() || len(parts) != 3 {
+				continue
+			}
+			uid := parts[2]
+			if sandboxLeft[uid] || !gone(uid) {
+				continue
+			}
+			if err := os.RemoveAll(filepath.Join(m.cfg.LogDir, e.Name())); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if entries, err := os.ReadDir(filepath.Join(m.cfg.DataDir, "pods")); err == nil {
+		for _, e := range entries {
+			uid := e.Name()
+			if !e.IsDir() || sandboxLeft[uid] || !gone(uid) {
+				continue
+			}
+			if err := os.RemoveAll(m.podDataDir(uid)); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			m.cache.forget(uid)
+			m.reasons.forgetPod(uid)
+		}
+	}
+	m.backOff.GC()
+	m.imageBackOff.GC()
+	return errors.Join(errs...)
+}
+
+func containerUIDs(cs []*Container) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range cs {
+		if uid := c.Labels[LabelPodUID]; uid != "" && !seen[uid] {
+			seen[uid] = true
+			out = append(out, uid)
+		}
+	}
+	return out
+}
+
+// remainingForPod: some container of the pod was kept.
+func remainingForPod(cs []*Container, uid string, remaining map[string]int) bool {
+	for _, c := range cs {
+		if c.Labels[LabelPodUID] == uid && remaining[c.PodSandboxID] > 0 {
+			return true
+		}
+	}
+	return false
+}

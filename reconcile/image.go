@@ -1,0 +1,95 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// applyDefaultImageTag adds ":latest" to an image with neither tag nor digest.
+func applyDefaultImageTag(image string) string {
+	if strings.Contains(image, "@") {
+		return image
+	}
+	last := image[strings.LastIndex(image, "/")+1:]
+	if strings.Contains(last, ":") {
+		return image
+	}
+	return image + ":latest"
+}
+
+// pullPolicy is the container's policy, defaulted as the API server would:
+// Always for ":latest" or untagged images, else IfNotPresent.
+func pullPolicy(c *corev1.Container) corev1.PullPolicy {
+	if c.ImagePullPolicy != "" {
+		return c.ImagePullPolicy
+	}
+	img := applyDefaultImageTag(c.Image)
+	if !strings.Contains(img, "@") && strings.HasSuffix(img, ":latest") {
+		return corev1.PullAlways
+	}
+	return corev1.PullIfNotPresent
+}
+
+// ensureImageExists makes the container's image present per its pull policy,
+// after kubelet's image manager: ImageStatus first; pull when the policy says
+// so; failed pulls back off per pod and image.
+func (m *Manager) ensureImageExists(ctx context.Context, pod *corev1.Pod, c *corev1.Container, sandboxCfg *SandboxConfig, result *PodSyncResult) (string, string, error) {
+	image := applyDefaultImageTag(c.Image)
+	spec := ImageSpec{Image: image}
+	img, err := m.rt.ImageStatus(ctx, spec)
+	if err != nil && !IsNotFound(err) {
+		return "", fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err), ErrImageInspect
+	}
+	present := err == nil && img != nil
+	policy := pullPolicy(c)
+	pull := policy == corev1.PullAlways || (policy == corev1.PullIfNotPresent && !present)
+	if !pull {
+		if present {
+			return imageRef(img, image), "", nil
+		}
+		return "", fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image), ErrImageNeverPull
+	}
+
+	key := string(pod.UID) + "_" + image
+	now := m.cfg.Clock.Now()
+	if m.imageBackOff.IsInBackOffSinceUpdate(key, now) {
+		return "", fmt.Sprintf("Back-off pulling image %q", c.Image), ErrImagePullBackOff
+	}
+	pr := result.add(schemas.ActionPullImage, c.Name)
+	pr.Message = image
+	ref, err := m.rt.PullImage(ctx, spec, sandboxCfg)
+	ev := newEvent(m.cfg.NodeName, podRefOf(pod), schemas.EventImagePulled, "", m.cfg.Clock.Now())
+	ev.Container = c.Name
+	if err != nil {
+		m.imageBackOff.Next(key, m.cfg.Clock.Now())
+		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
+		pr.Error, pr.Message = ErrImagePull.Error(), msg
+		ev.Type = schemas.EventImagePullFailed
+		ev.ID = hashID(string(pod.UID), c.Name, image, strconv.FormatInt(now.UnixNano(), 10)) + "." + string(ev.Type)
+		ev.Reason, ev.Message = ErrImagePull.Error(), msg
+		m.emit.Emit(ctx, ev)
+		return "", msg, ErrImagePull
+	}
+	m.imageBackOff.GC()
+	ev.ID = hashID(string(pod.UID), c.Name, image, ref) + "." + string(ev.Type)
+	ev.Message = fmt.Sprintf("Successfully pulled image %q", c.Image)
+	m.emit.Emit(ctx, ev)
+	return ref, "", nil
+}
+
+func imageRef(img *Image, fallback string) string {
+	if img.ID != "" {
+		return img.ID
+	}
+	return fallback
+}
+
+func podRefOf(pod *corev1.Pod) podRef {
+	return podRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name}
+}

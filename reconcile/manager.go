@@ -1,0 +1,134 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// Emitter receives every lifecycle event reconcile produces. Emit must not
+// block for long; it is called from the sync that produced the event. The
+// event carries everything but IntentSeq and Revision, which the caller's
+// Emitter may add from ctx.
+type Emitter interface {
+	Emit(ctx context.Context, ev schemas.LifecycleEvent)
+}
+
+// EmitterFunc adapts a function to Emitter.
+type EmitterFunc func(ctx context.Context, ev schemas.LifecycleEvent)
+
+// Emit implements Emitter.
+func (f EmitterFunc) Emit(ctx context.Context, ev schemas.LifecycleEvent) { f(ctx, ev) }
+
+// PodStateProvider tells garbage collection which pods are gone.
+type PodStateProvider interface {
+	// ShouldPodContentBeRemoved: the pod is no longer wanted on this node, so
+	// its dead containers, sandboxes, logs and emptyDir volumes may go.
+	ShouldPodContentBeRemoved(uid string) bool
+}
+
+// PodStateFunc adapts a function to PodStateProvider.
+type PodStateFunc func(uid string) bool
+
+// ShouldPodContentBeRemoved implements PodStateProvider.
+func (f PodStateFunc) ShouldPodContentBeRemoved(uid string) bool { return f(uid) }
+
+// Manager is jetlet's kuberuntime manager: it syncs pods to a Runtime. It is
+// safe for concurrent use by several pod workers as long as each pod is synced
+// by one worker at a time (as kubelet's pod workers guarantee).
+type Manager struct {
+	rt           Runtime
+	emit         Emitter
+	cfg          Config
+	log          zerolog.Logger
+	backOff      *Backoff
+	imageBackOff *Backoff
+	reasons      *reasonCache
+	cache        *statusCache
+}
+
+// New returns a Manager. It does no I/O.
+func New(rt Runtime, emit Emitter, cfg Config) (*Manager, error) {
+	if rt == nil {
+		return nil, fmt.Errorf("%w: nil Runtime", ErrInvalidConfig)
+	}
+	if emit == nil {
+		return nil, fmt.Errorf("%w: nil Emitter", ErrInvalidConfig)
+	}
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Manager{
+		rt:           rt,
+		emit:         emit,
+		cfg:          cfg,
+		log:          cfg.Logger.With().Str("component", "reconcile").Logger(),
+		backOff:      NewBackoff(cfg.Clock, cfg.BackOffInitial, cfg.BackOffMax, cfg.BackOffReset),
+		imageBackOff: NewBackoff(cfg.Clock, cfg.ImageBackOffInitial, cfg.ImageBackOffMax, 0),
+		reasons:      newReasonCache(),
+		cache:        newStatusCache(),
+	}, nil
+}
+
+// Config returns the manager's defaulted config.
+func (m *Manager) Config() Config { return m.cfg }
+
+// Errors named in action results, kubelet's.
+var (
+	ErrCrashLoopBackOff         = errors.New("CrashLoopBackOff")
+	ErrImagePull                = errors.New("ErrImagePull")
+	ErrImagePullBackOff         = errors.New("ImagePullBackOff")
+	ErrImageNeverPull           = errors.New("ErrImageNeverPull")
+	ErrImageInspect             = errors.New("ImageInspectError")
+	ErrCreateContainerConfig    = errors.New("CreateContainerConfigError")
+	ErrCreateContainer          = errors.New("CreateContainerError")
+	ErrRunContainer             = errors.New("RunContainerError")
+	ErrKillContainer            = errors.New("KillContainerError")
+	ErrCreatePodSandbox         = errors.New("CreatePodSandboxError")
+	ErrConfigPodSandbox         = errors.New("ConfigPodSandboxError")
+	ErrKillPodSandbox           = errors.New("KillPodSandboxError")
+	ErrPodSandboxStatus         = errors.New("PodSandboxStatusError")
+	ErrRemoveContainer          = errors.New("RemoveContainerError")
+	errInitContainerDidNotStart = errors.New("init container did not start")
+)
+
+// PodSyncResult is the outcome of a SyncPod or KillPod: one result per action
+// taken, in order.
+type PodSyncResult struct {
+	Actions []schemas.ActionResult
+	// SyncError is an error that is no action's (reading the new sandbox's status).
+	SyncError error
+}
+
+func (r *PodSyncResult) add(action, target string) *schemas.ActionResult {
+	r.Actions = append(r.Actions, schemas.ActionResult{Action: action, Target: target})
+	return &r.Actions[len(r.Actions)-1]
+}
+
+func (r *PodSyncResult) fail(action, target string, err error, msg string) {
+	r.Actions = append(r.Actions, schemas.ActionResult{Action: action, Target: target, Error: err.Error(), Message: msg})
+}
+
+// Error returns nil when every action succeeded, else an error naming the
+// failed actions.
+func (r *PodSyncResult) Error() error {
+	var parts []string
+	if r.SyncError != nil {
+		parts = append(parts, r.SyncError.Error())
+	}
+	for _, a := range r.Actions {
+		if a.Error != "" {
+			parts = append(parts, fmt.Sprintf("%s %q: %s: %s", a.Action, a.Target, a.Error, a.Message))
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(parts, "; "))
+}
