@@ -15,15 +15,15 @@ var ErrInvalidConfig = errors.New("invalid reconcile config")
 
 // Defaults, kubelet's.
 const (
-	DefaultBackOffInitial          = 10 * time.Second
-	DefaultBackOffMax              = 300 * time.Second
-	DefaultImageBackOffInitial     = 10 * time.Second
-	DefaultImageBackOffMax         = 300 * time.Second
-	DefaultGCMinAge                = 0
-	DefaultGCMaxPerPodContainer    = 1
-	minimumGracePeriodInSeconds    = 2
-	defaultCPUPeriod               = 100000 // µs, CFS quota period
-	emptyDirPluginDir              = "kubernetes.io~empty-dir"
+	DefaultBackOffInitial       = 10 * time.Second
+	DefaultBackOffMax           = 300 * time.Second
+	DefaultImageBackOffInitial  = 10 * time.Second
+	DefaultImageBackOffMax      = 300 * time.Second
+	DefaultGCMinAge             = 0
+	DefaultGCMaxPerPodContainer = 1
+	minimumGracePeriodInSeconds = 2
+	defaultCPUPeriod            = 100000 // µs, CFS quota period
+	emptyDirPluginDir           = "kubernetes.io~empty-dir"
 )
 
 // GCPolicy says which dead containers garbage collection keeps, after
