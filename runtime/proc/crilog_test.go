@@ -1,0 +1,93 @@
+package proc
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+var criLine = regexp.MustCompile(`^(\S+) (stdout|stderr) (F|P) (.*)$`)
+
+type logEntry struct{ stream, tag, content string }
+
+func parseCRILog(t *testing.T, data string) []logEntry {
+	t.Helper()
+	var out []logEntry
+	for _, l := range strings.Split(strings.TrimSuffix(data, "\n"), "\n") {
+		if l == "" {
+			continue
+		}
+		m := criLine.FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("not a CRI log line: %q", l)
+		}
+		if _, err := time.Parse(time.RFC3339Nano, m[1]); err != nil {
+			t.Fatalf("bad timestamp in %q: %v", l, err)
+		}
+		out = append(out, logEntry{m[2], m[3], m[4]})
+	}
+	return out
+}
+
+func TestCRILogCopyStream(t *testing.T) {
+	long := strings.Repeat("x", logLineMax+10)
+	tests := []struct {
+		name  string
+		input string
+		want  []logEntry
+	}{
+		{"full lines", "a\nb\r\n", []logEntry{{"stdout", "F", "a"}, {"stdout", "F", "b"}}},
+		{"empty line", "\n", []logEntry{{"stdout", "F", ""}}},
+		{"last line without newline", "a\nend", []logEntry{{"stdout", "F", "a"}, {"stdout", "P", "end"}}},
+		{"long line split", long + "\n", []logEntry{{"stdout", "P", long[:logLineMax]}, {"stdout", "F", long[logLineMax:]}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "sub", "c.log")
+			l, err := openCRILog(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.copyStream("stdout", strings.NewReader(tt.input))
+			l.close()
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := parseCRILog(t, string(data))
+			if len(got) != len(tt.want) {
+				t.Fatalf("got %d entries %v, want %v", len(got), got, tt.want)
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Fatalf("entry %d = %+v, want %+v", i, got[i], tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestContainerLogFormat(t *testing.T) {
+	h := newHarness(t)
+	sb, sbCfg := h.pod("p", nil)
+	id := h.run(sb, sbCfg, "c", "sh", "-c", `echo out1; echo err1 >&2; printf partial`)
+	st := h.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED)
+	data, err := os.ReadFile(st.GetLogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[logEntry]bool{}
+	for _, e := range parseCRILog(t, string(data)) {
+		got[e] = true
+	}
+	for _, want := range []logEntry{{"stdout", "F", "out1"}, {"stderr", "F", "err1"}, {"stdout", "P", "partial"}} {
+		if !got[want] {
+			t.Fatalf("log lacks %+v:\n%s", want, data)
+		}
+	}
+}
