@@ -1,0 +1,132 @@
+package proc
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+func TestRestartAdoptsRunningContainers(t *testing.T) {
+	h := newHarness(t)
+	sb, sbCfg := h.pod("p", map[string]string{"app": "x"})
+	cfg := containerConfig("survivor", map[string]string{"restart": "0"}, "sh", "-c", "trap 'exit 9' TERM; echo ready; while :; do sleep 0.05; done")
+	cfg.Annotations = map[string]string{"io.kubernetes.container.hash": "h1"}
+	id := h.create(sb, sbCfg, cfg)
+	h.startC(id)
+	h.waitLog(h.status(id).GetLogPath(), "ready")
+	pid := h.pid(id)
+
+	h.restart()
+
+	st := h.status(id)
+	if st.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING || h.pid(id) != pid {
+		t.Fatalf("after restart: %v", st)
+	}
+	if st.GetAnnotations()["io.kubernetes.container.hash"] != "h1" || st.GetLabels()["restart"] != "0" {
+		t.Fatalf("labels/annotations lost: %v %v", st.GetLabels(), st.GetAnnotations())
+	}
+	ps, err := h.rs.PodSandboxStatus(ctxT(t), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb})
+	if err != nil || ps.GetStatus().GetState() != runtimeapi.PodSandboxState_SANDBOX_READY || ps.GetStatus().GetLabels()["app"] != "x" {
+		t.Fatalf("sandbox after restart: %v %v", ps, err)
+	}
+	// Names stay reserved across the restart.
+	_, err = h.rs.CreateContainer(ctxT(t), &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: cfg})
+	wantCode(t, err, codes.AlreadyExists)
+
+	// The adopted container's later exit is seen with its real code.
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	st = h.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED)
+	if st.GetExitCode() != 9 || st.GetReason() != "Error" {
+		t.Fatalf("exit %d reason %q, want 9 Error", st.GetExitCode(), st.GetReason())
+	}
+}
+
+func TestExitWhileRuntimeDown(t *testing.T) {
+	h := newHarness(t)
+	sb, sbCfg := h.pod("p", nil)
+	gate := filepath.Join(h.dir, "gate")
+	id := h.run(sb, sbCfg, "c", "sh", "-c", "echo ready; while [ ! -e "+gate+" ]; do sleep 0.02; done; exit 5")
+	stopped := h.run(sb, sbCfg, "s", "sleep", "1000")
+	h.waitLog(h.status(id).GetLogPath(), "ready")
+	pid := h.pid(id)
+
+	h.stop()
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "container process to exit while the runtime is down", func() bool { return !processAlive(pid) })
+	h.start()
+
+	st := h.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED)
+	if st.GetExitCode() != 5 || st.GetReason() != "Error" || st.GetFinishedAt() < st.GetStartedAt() {
+		t.Fatalf("after restart: exit %d reason %q", st.GetExitCode(), st.GetReason())
+	}
+	// The other container is still running and can be stopped.
+	if got := h.status(stopped).GetState(); got != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Fatalf("other container: %v", got)
+	}
+	if _, err := h.rs.StopContainer(ctxT(t), &runtimeapi.StopContainerRequest{ContainerId: stopped, Timeout: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.status(stopped); st.GetExitCode() != 143 {
+		t.Fatalf("stopped after restart: exit %d", st.GetExitCode())
+	}
+}
+
+func TestShimKilledReportsUnknownExit(t *testing.T) {
+	h := newHarness(t)
+	sb, sbCfg := h.pod("p", nil)
+	id := h.run(sb, sbCfg, "c", "sleep", "1000")
+	pid := h.pid(id)
+	var shim shimState
+	if err := readJSON(filepath.Join(h.rt.containerDir(id), "shim.json"), &shim); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(shim.ShimPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	st := h.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED)
+	if st.GetExitCode() != 255 || st.GetReason() != "Unknown" || st.GetMessage() == "" {
+		t.Fatalf("exit %d reason %q message %q", st.GetExitCode(), st.GetReason(), st.GetMessage())
+	}
+	eventually(t, "orphaned process killed", func() bool { return !processAlive(pid) })
+}
+
+func TestCorruptRecordsAreSkipped(t *testing.T) {
+	h := newHarness(t)
+	sb, sbCfg := h.pod("p", nil)
+	good := h.create(sb, sbCfg, containerConfig("good", nil, "true"))
+	bad := h.create(sb, sbCfg, containerConfig("bad", nil, "true"))
+	badSb, _ := h.pod("badpod", nil)
+	h.stop()
+
+	state := filepath.Join(h.dir, "state")
+	mustWrite(t, filepath.Join(state, "containers", bad, "container.json"), `{"id": "`+bad+`", "config": {tru`)
+	mustWrite(t, filepath.Join(state, "sandboxes", badSb, "sandbox.json"), "")
+	mustWrite(t, filepath.Join(state, "images.json"), "[{")
+	if err := os.MkdirAll(filepath.Join(state, "containers", "half-created"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+
+	if st := h.status(good); st.GetState() != runtimeapi.ContainerState_CONTAINER_CREATED {
+		t.Fatalf("good container: %v", st)
+	}
+	_, err := h.rs.ContainerStatus(ctxT(t), &runtimeapi.ContainerStatusRequest{ContainerId: bad})
+	wantCode(t, err, codes.NotFound)
+	_, err = h.rs.PodSandboxStatus(ctxT(t), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: badSb})
+	wantCode(t, err, codes.NotFound)
+}
+
+func mustWrite(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
