@@ -1,0 +1,83 @@
+// Package consumer turns the intents stream into pod syncs: a durable pull
+// consumer per node, per-UID pod workers in the manner of kubelet's (one
+// intent at a time per pod, newest wins, stale revisions refused), and exactly
+// one stored result per intent.
+package consumer
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// Config configures a Consumer.
+type Config struct {
+	// Node is the node this process serves; its intents are
+	// <prefix>.intent.<node>.<uid>.
+	Node          string
+	SubjectPrefix string
+	// Workers bounds the pods synced at once (default 16).
+	Workers int
+	// AckWait is how long JetStream waits for an ack before redelivering;
+	// held intents are kept alive with in-progress acks (default 30s).
+	AckWait time.Duration
+	// MaxAckPending bounds the intents held at once: being synced or waiting
+	// behind their pod's sync (default 64 per worker, at least 1024).
+	MaxAckPending int
+	// AllowPrivileged accepts privileged containers.
+	AllowPrivileged bool
+	// MaxIntentBytes bounds an intent's body (default 1 MiB).
+	MaxIntentBytes int
+	// ResyncPeriod is how often every known pod is synced again even when
+	// nothing changed (default 1m, with up to 10% jitter).
+	ResyncPeriod time.Duration
+	Logger       zerolog.Logger
+	// Registerer receives the consumer's metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+}
+
+func (c *Config) setDefaults() {
+	if c.SubjectPrefix == "" {
+		c.SubjectPrefix = schemas.DefaultSubjectPrefix
+	}
+	if c.Workers == 0 {
+		c.Workers = 16
+	}
+	if c.AckWait == 0 {
+		c.AckWait = 30 * time.Second
+	}
+	if c.MaxAckPending == 0 {
+		c.MaxAckPending = max(1024, 64*c.Workers)
+	}
+	if c.MaxIntentBytes == 0 {
+		c.MaxIntentBytes = schemas.DefaultMaxIntentBytes
+	}
+	if c.ResyncPeriod == 0 {
+		c.ResyncPeriod = time.Minute
+	}
+}
+
+// ErrInvalidConfig wraps every configuration error.
+var ErrInvalidConfig = errors.New("invalid consumer config")
+
+// Validate reports the first setting that cannot work.
+func (c *Config) Validate() error {
+	switch {
+	case !schemas.ValidNodeName(c.Node):
+		return fmt.Errorf("%w: node %q is not a DNS-1123 label", ErrInvalidConfig, c.Node)
+	case c.Workers < 1:
+		return fmt.Errorf("%w: workers %d < 1", ErrInvalidConfig, c.Workers)
+	case c.AckWait < time.Second:
+		return fmt.Errorf("%w: ack wait %s < 1s", ErrInvalidConfig, c.AckWait)
+	case c.MaxAckPending < c.Workers:
+		return fmt.Errorf("%w: max ack pending %d < workers %d", ErrInvalidConfig, c.MaxAckPending, c.Workers)
+	case c.ResyncPeriod < time.Second:
+		return fmt.Errorf("%w: resync period %s < 1s", ErrInvalidConfig, c.ResyncPeriod)
+	}
+	return nil
+}

@@ -1,0 +1,575 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/jetlet/jetlet/events"
+	"github.com/jetlet/jetlet/schemas"
+)
+
+var tracer = otel.Tracer("github.com/jetlet/jetlet/consumer")
+
+// Consumer consumes one node's intents and runs its pod workers.
+type Consumer struct {
+	js   jetstream.JetStream
+	pub  Publisher
+	sync Syncer
+	cfg  Config
+	subj schemas.Subjects
+	log  zerolog.Logger
+	m    *metrics
+
+	mu       sync.Mutex
+	pods     map[string]*pod
+	held     map[uint64]jetstream.Msg // delivered and not yet settled
+	queue    []*pod                   // pods with work, each at most once
+	queued   *sync.Cond
+	draining bool
+
+	attached atomic.Bool
+}
+
+// pod is one pod worker's state. The fields under "mu" are guarded by
+// Consumer.mu; the rest belong to the worker that set busy.
+type pod struct {
+	uid string
+
+	// mu
+	pending []*delivery // intents waiting, in stream order
+	busy    bool        // in the queue or being worked on
+	wake    bool        // a sync is wanted even without a new intent
+	known   bool        // has a desired state: part of the periodic resync
+
+	desired  *Desired
+	done     applied
+	retry    *time.Timer
+	traceCtx context.Context // the applied intent's trace context
+}
+
+// delivery is one intent message as it arrived.
+type delivery struct {
+	msg        jetstream.Msg
+	seq        uint64
+	delivered  uint64
+	receivedAt time.Time
+}
+
+// New returns a Consumer; it does no I/O before Run.
+func New(js jetstream.JetStream, pub Publisher, syncer Syncer, cfg Config) (*Consumer, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Consumer{
+		js:   js,
+		pub:  pub,
+		sync: syncer,
+		cfg:  cfg,
+		subj: schemas.Subjects{Prefix: cfg.SubjectPrefix},
+		log:  cfg.Logger.With().Str("component", "consumer").Logger(),
+		m:    newMetrics(cfg.Registerer),
+		pods: map[string]*pod{},
+		held: map[uint64]jetstream.Msg{},
+	}
+	c.queued = sync.NewCond(&c.mu)
+	return c, nil
+}
+
+// Attached reports whether the durable consumer is attached (for /readyz).
+func (c *Consumer) Attached() bool { return c.attached.Load() }
+
+// DurableName is the durable consumer of a node.
+func DurableName(node string) string { return "jetlet-" + node }
+
+// Run recovers the desired state from the stream, reconciles every pod, then
+// consumes intents until ctx is done. On return every intent it held is
+// settled or handed back; in-flight syncs get drain to finish.
+func (c *Consumer) Run(ctx context.Context, drain time.Duration) error {
+	// Syncs outlive ctx by up to drain, so that SIGTERM lets them finish.
+	syncCtx, cancelSyncs := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelSyncs()
+
+	var workers sync.WaitGroup
+	for range c.cfg.Workers {
+		workers.Go(func() { c.work(syncCtx) })
+	}
+	stopWorkers := func() {
+		c.mu.Lock()
+		c.draining = true
+		c.queued.Broadcast()
+		c.mu.Unlock()
+		done := make(chan struct{})
+		go func() { workers.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(drain):
+			c.log.Warn().Dur("drain", drain).Msg("in-flight syncs did not finish in time; cancelling them")
+			cancelSyncs()
+			<-done
+		}
+		c.handBack()
+	}
+
+	if err := c.recover(ctx); err != nil {
+		stopWorkers()
+		return err
+	}
+	cons, err := c.attach(ctx)
+	if err != nil {
+		stopWorkers()
+		return err
+	}
+	cc, err := cons.Consume(c.receive, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		if !errors.Is(err, jetstream.ErrNoHeartbeat) && ctx.Err() == nil {
+			c.log.Warn().Err(err).Msg("consume")
+		}
+	}))
+	if err != nil {
+		stopWorkers()
+		return fmt.Errorf("consume intents: %w", err)
+	}
+	c.attached.Store(true)
+	c.log.Info().Str("durable", DurableName(c.cfg.Node)).Msg("consuming intents")
+
+	keepAlive := time.NewTicker(c.cfg.AckWait / 3)
+	defer keepAlive.Stop()
+	resync := time.NewTimer(jitter(c.cfg.ResyncPeriod))
+	defer resync.Stop()
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+		case <-keepAlive.C:
+			c.keepAlive()
+		case <-resync.C:
+			c.WakeAll()
+			resync.Reset(jitter(c.cfg.ResyncPeriod))
+		}
+	}
+	c.attached.Store(false)
+	cc.Stop()
+	<-cc.Closed()
+	stopWorkers()
+	return nil
+}
+
+// jitter spreads a period over [p, 1.1p).
+func jitter(p time.Duration) time.Duration { return p + rand.N(p/10+1) }
+
+func (c *Consumer) attach(ctx context.Context) (jetstream.Consumer, error) {
+	cfg := jetstream.ConsumerConfig{
+		Durable:     DurableName(c.cfg.Node),
+		Description: "jetlet intents for node " + c.cfg.Node,
+		// The bare node subject too: an intent with no uid token must be seen
+		// to be dead-lettered.
+		FilterSubjects: []string{c.subj.Prefix + ".intent." + c.cfg.Node, c.subj.NodeIntents(c.cfg.Node)},
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        c.cfg.AckWait,
+		MaxAckPending:  c.cfg.MaxAckPending,
+		MaxDeliver:     -1,
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	}
+	cons, err := c.js.CreateOrUpdateConsumer(ctx, schemas.StreamIntents, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("durable consumer %s: %w", cfg.Durable, err)
+	}
+	return cons, nil
+}
+
+// receive dispatches one delivered intent to its pod's worker. It runs on the
+// consume goroutine and never blocks on a sync.
+func (c *Consumer) receive(msg jetstream.Msg) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		c.log.Error().Err(err).Str("subject", msg.Subject()).Msg("intent without JetStream metadata")
+		return
+	}
+	d := &delivery{msg: msg, seq: meta.Sequence.Stream, delivered: meta.NumDelivered, receivedAt: time.Now()}
+	uid, ok := c.subj.IntentUID(msg.Subject(), c.cfg.Node)
+	if !ok {
+		c.deadLetter(d, fmt.Sprintf("subject %q has no valid pod uid token (want %s)", msg.Subject(), c.subj.Intent(c.cfg.Node, "<uid>")))
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.draining {
+		_ = msg.Nak()
+		return
+	}
+	if old, dup := c.held[d.seq]; dup {
+		// A redelivery of an intent still waiting: keep the newest handle.
+		_ = old
+		c.held[d.seq] = msg
+		p := c.pods[uid]
+		for i, w := range p.pending {
+			if w.seq == d.seq {
+				p.pending[i] = d
+			}
+		}
+		return
+	}
+	c.held[d.seq] = msg
+	p := c.podLocked(uid)
+	p.pending = append(p.pending, d)
+	c.scheduleLocked(p)
+}
+
+func (c *Consumer) podLocked(uid string) *pod {
+	p, ok := c.pods[uid]
+	if !ok {
+		p = &pod{uid: uid}
+		c.pods[uid] = p
+	}
+	return p
+}
+
+// scheduleLocked queues p for a worker unless it is already queued or busy.
+func (c *Consumer) scheduleLocked(p *pod) {
+	if p.busy {
+		return
+	}
+	p.busy = true
+	c.queue = append(c.queue, p)
+	c.queued.Signal()
+}
+
+// Wake asks for a sync of the pod even though no intent arrived (the relist
+// saw it change). Pods without a desired state are ignored.
+func (c *Consumer) Wake(uid string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p, ok := c.pods[uid]; ok && p.known && !c.draining {
+		p.wake = true
+		c.scheduleLocked(p)
+	}
+}
+
+// WakeAll asks for a sync of every pod with a desired state.
+func (c *Consumer) WakeAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.pods {
+		if p.known && !c.draining {
+			p.wake = true
+			c.scheduleLocked(p)
+		}
+	}
+}
+
+// work is one worker: it takes pods off the queue until draining.
+func (c *Consumer) work(ctx context.Context) {
+	for {
+		c.mu.Lock()
+		for len(c.queue) == 0 && !c.draining {
+			c.queued.Wait()
+		}
+		if c.draining {
+			c.mu.Unlock()
+			return
+		}
+		p := c.queue[0]
+		c.queue[0] = nil
+		c.queue = c.queue[1:]
+		batch := p.pending
+		p.pending = nil
+		wake := p.wake
+		p.wake = false
+		c.mu.Unlock()
+
+		switch {
+		case len(batch) > 0:
+			c.handleIntents(ctx, p, batch)
+		case wake && p.desired != nil:
+			c.resyncPod(ctx, p)
+		}
+
+		c.mu.Lock()
+		p.busy = false
+		if len(p.pending) > 0 || p.wake {
+			c.scheduleLocked(p)
+		} else if !p.known {
+			delete(c.pods, p.uid)
+		}
+		c.mu.Unlock()
+	}
+}
+
+// handleIntents answers a batch of intents for one pod: every one but the
+// applied one at once, in stream order, then the applied one after its sync.
+func (c *Consumer) handleIntents(ctx context.Context, p *pod, batch []*delivery) {
+	batch = c.dropAnswered(ctx, p.uid, batch)
+	if len(batch) == 0 {
+		return
+	}
+	cands := make([]candidate, len(batch))
+	for i, d := range batch {
+		in, err := schemas.DecodeIntent(d.msg.Data(), schemas.IntentTarget{
+			Node: c.cfg.Node, UID: p.uid, MaxBodyBytes: c.cfg.MaxIntentBytes, AllowPrivileged: c.cfg.AllowPrivileged,
+		})
+		cands[i] = candidate{seq: d.seq, intent: in, err: err}
+	}
+	verdicts, apply := decide(cands, p.done)
+	bySeq := make(map[uint64]int, len(batch))
+	for i, d := range batch {
+		bySeq[d.seq] = i
+	}
+	for _, v := range verdicts {
+		i := bySeq[v.seq]
+		if apply >= 0 && i > apply {
+			continue // answered after the applied one, to keep results in intent order
+		}
+		if !c.answer(ctx, p, batch[i], cands[i], v) {
+			c.nakFrom(batch, i)
+			return
+		}
+	}
+	if apply >= 0 {
+		d, in := batch[apply], cands[apply].intent
+		if !c.apply(ctx, p, d, in) {
+			c.nakFrom(batch, apply)
+			return
+		}
+		for _, v := range verdicts {
+			if i := bySeq[v.seq]; i > apply && !c.answer(ctx, p, batch[i], cands[i], v) {
+				c.nakFrom(batch, i)
+				return
+			}
+		}
+	}
+}
+
+// dropAnswered acks the redelivered intents whose result is already stored
+// (jetlet stopped between storing a result and acking its intent).
+func (c *Consumer) dropAnswered(ctx context.Context, uid string, batch []*delivery) []*delivery {
+	redelivered := false
+	for _, d := range batch {
+		redelivered = redelivered || d.delivered > 1
+	}
+	if !redelivered {
+		return batch
+	}
+	last, err := c.pub.LastResultSeq(ctx, uid)
+	if err != nil {
+		// The result stream's dedupe window still guards the common case.
+		c.log.Warn().Err(err).Str("uid", uid).Msg("cannot read the last result; answering redelivered intents again")
+		return batch
+	}
+	kept := batch[:0]
+	for _, d := range batch {
+		if d.seq <= last {
+			c.settle(d, func(m jetstream.Msg) error { return m.Ack() })
+			continue
+		}
+		kept = append(kept, d)
+	}
+	return kept
+}
+
+// answer stores the result of an intent that is not applied and acks it.
+func (c *Consumer) answer(ctx context.Context, p *pod, d *delivery, cand candidate, v verdict) bool {
+	ctx, span := c.startSpan(ctx, d, p.uid)
+	defer span.End()
+	r := c.newResult(p.uid, d, cand.intent)
+	r.Outcome, r.Error = v.outcome, v.reason
+	if v.outcome == schemas.OutcomeRejected {
+		c.emitRejected(ctx, p.uid, d, r)
+	}
+	return c.finish(ctx, d, r)
+}
+
+// apply syncs the pod to an accepted intent, stores the result and acks it.
+func (c *Consumer) apply(ctx context.Context, p *pod, d *delivery, in *schemas.PodIntent) bool {
+	ctx, span := c.startSpan(ctx, d, p.uid)
+	defer span.End()
+	p.desired = &Desired{UID: p.uid, Intent: in, IntentSeq: d.seq, ReceivedAt: d.receivedAt}
+	p.done = applied{seq: d.seq, revision: max(p.done.revision, in.Revision)}
+	p.traceCtx = trace.ContextWithSpanContext(context.Background(), span.SpanContext())
+	c.markKnown(p)
+
+	rep := c.syncPod(ctx, p)
+	r := c.newResult(p.uid, d, in)
+	r.Actions, r.Status = rep.Actions, rep.Status
+	r.Outcome = schemas.OutcomeSynced
+	if rep.Err != nil {
+		r.Outcome, r.Error = schemas.OutcomeFailed, rep.Err.Error()
+	}
+	return c.finish(ctx, d, r)
+}
+
+// resyncPod syncs the pod to its desired state again; no result is due.
+func (c *Consumer) resyncPod(ctx context.Context, p *pod) {
+	ctx = trace.ContextWithSpanContext(ctx, trace.SpanContextFromContext(p.traceCtx))
+	c.syncPod(ctx, p)
+}
+
+// syncPod runs one sync and arranges what comes after it: the status stored,
+// a retry timer, forgetting a pod that is gone.
+func (c *Consumer) syncPod(ctx context.Context, p *pod) Report {
+	start := time.Now()
+	rep := c.sync.Sync(ctx, *p.desired)
+	c.m.syncDuration.Observe(time.Since(start).Seconds())
+	if rep.Status != nil {
+		c.pub.PutStatus(rep.Status)
+	}
+	if p.retry != nil {
+		p.retry.Stop()
+		p.retry = nil
+	}
+	if rep.RetryAfter > 0 {
+		uid := p.uid
+		p.retry = time.AfterFunc(rep.RetryAfter, func() { c.Wake(uid) })
+	}
+	if rep.Gone {
+		c.mu.Lock()
+		p.known = false
+		c.mu.Unlock()
+	}
+	return rep
+}
+
+func (c *Consumer) markKnown(p *pod) {
+	c.mu.Lock()
+	p.known = true
+	c.mu.Unlock()
+}
+
+func (c *Consumer) newResult(uid string, d *delivery, in *schemas.PodIntent) *schemas.SyncResult {
+	r := &schemas.SyncResult{
+		Node:       c.cfg.Node,
+		UID:        uid,
+		IntentSeq:  d.seq,
+		Op:         schemas.OpApply,
+		Actions:    []schemas.ActionResult{},
+		ReceivedAt: d.receivedAt.UTC(),
+	}
+	if in != nil {
+		r.Op, r.Revision = in.Op, in.Revision
+		if in.Pod != nil {
+			r.Namespace, r.Name = in.Pod.Namespace, in.Pod.Name
+		}
+	}
+	return r
+}
+
+// finish stores the result and acks the intent; a failed store hands the
+// intent back for redelivery with a growing delay.
+func (c *Consumer) finish(ctx context.Context, d *delivery, r *schemas.SyncResult) bool {
+	r.FinishedAt = time.Now().UTC()
+	if err := c.pub.PublishResult(ctx, r); err != nil {
+		c.log.Warn().Err(err).Uint64("seq", d.seq).Msg("result not stored; the intent will be redelivered")
+		return false
+	}
+	c.m.intents.WithLabelValues(string(r.Outcome)).Inc()
+	c.settle(d, func(m jetstream.Msg) error { return m.Ack() })
+	return true
+}
+
+// nakFrom hands batch[i:] back to JetStream, to be delivered again after a
+// delay that grows with the number of deliveries.
+func (c *Consumer) nakFrom(batch []*delivery, i int) {
+	for _, d := range batch[i:] {
+		delay := min(time.Duration(1<<min(d.delivered, 6))*250*time.Millisecond, 15*time.Second)
+		c.m.naks.Inc()
+		c.settle(d, func(m jetstream.Msg) error { return m.NakWithDelay(delay) })
+	}
+}
+
+// settle stops keeping d alive and settles it with fn.
+func (c *Consumer) settle(d *delivery, fn func(jetstream.Msg) error) {
+	c.mu.Lock()
+	msg, ok := c.held[d.seq]
+	delete(c.held, d.seq)
+	c.mu.Unlock()
+	if !ok {
+		msg = d.msg
+	}
+	if err := fn(msg); err != nil {
+		c.log.Debug().Err(err).Uint64("seq", d.seq).Msg("settling an intent failed; JetStream will redeliver it")
+	}
+}
+
+// keepAlive tells JetStream that every intent still held is being worked on.
+func (c *Consumer) keepAlive() {
+	c.mu.Lock()
+	msgs := make([]jetstream.Msg, 0, len(c.held))
+	for _, m := range c.held {
+		msgs = append(msgs, m)
+	}
+	c.mu.Unlock()
+	for _, m := range msgs {
+		_ = m.InProgress()
+	}
+}
+
+// handBack returns every intent not yet answered to JetStream at once, for the
+// next jetlet to take.
+func (c *Consumer) handBack() {
+	c.mu.Lock()
+	msgs := c.held
+	c.held = map[uint64]jetstream.Msg{}
+	c.mu.Unlock()
+	for _, m := range msgs {
+		_ = m.Nak()
+	}
+	if len(msgs) > 0 {
+		c.log.Info().Int("intents", len(msgs)).Msg("handed unanswered intents back to JetStream")
+	}
+}
+
+// deadLetter copies an intent no pod can be read from to the dead-letter
+// subject and terminates it.
+func (c *Consumer) deadLetter(d *delivery, reason string) {
+	out := nats.NewMsg(c.subj.Dead(c.cfg.Node))
+	out.Data = d.msg.Data()
+	for k, v := range d.msg.Headers() {
+		out.Header[k] = v
+	}
+	out.Header.Set(schemas.HeaderError, reason)
+	out.Header.Set("Jetlet-Subject", d.msg.Subject())
+	out.Header.Set(schemas.HeaderIntentSeq, strconv.FormatUint(d.seq, 10))
+	out.Header.Set(jetstream.MsgIDHeader, "dead."+c.cfg.Node+"."+strconv.FormatUint(d.seq, 10))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.js.PublishMsg(ctx, out); err != nil {
+		c.log.Warn().Err(err).Uint64("seq", d.seq).Msg("dead letter not stored; the intent will be redelivered")
+		delay := min(time.Duration(1<<min(d.delivered, 6))*250*time.Millisecond, 15*time.Second)
+		_ = d.msg.NakWithDelay(delay)
+		return
+	}
+	c.m.deadLetters.Inc()
+	c.log.Warn().Str("subject", d.msg.Subject()).Uint64("seq", d.seq).Str("reason", reason).Msg("intent dead-lettered")
+	_ = d.msg.TermWithReason(reason)
+}
+
+func (c *Consumer) emitRejected(ctx context.Context, uid string, d *delivery, r *schemas.SyncResult) {
+	c.pub.Emit(ctx, schemas.LifecycleEvent{
+		ID:        "intent." + c.cfg.Node + "." + strconv.FormatUint(d.seq, 10) + ".rejected",
+		Type:      schemas.EventIntentRejected,
+		UID:       uid,
+		Namespace: r.Namespace,
+		Pod:       r.Name,
+		Reason:    "Rejected",
+		Message:   r.Error,
+		Time:      time.Now().UTC(),
+		IntentSeq: d.seq,
+		Revision:  r.Revision,
+	})
+}
+
+func (c *Consumer) startSpan(ctx context.Context, d *delivery, uid string) (context.Context, trace.Span) {
+	ctx = events.ExtractTrace(ctx, d.msg.Headers())
+	return tracer.Start(ctx, "jetlet.intent "+uid, trace.WithSpanKind(trace.SpanKindConsumer))
+}

@@ -1,0 +1,312 @@
+package consumer_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/jetlet/jetlet/consumer"
+	"github.com/jetlet/jetlet/events"
+	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/natstest"
+)
+
+// fakeSyncer records the intents it is asked to apply. A sync blocks while
+// gate is closed, so that tests can make intents pile up behind it.
+type fakeSyncer struct {
+	mu      sync.Mutex
+	applied map[string][]uint64 // uid → intent seqs synced, in order
+	gate    chan struct{}
+	running []consumer.PodRef
+}
+
+func newFakeSyncer() *fakeSyncer {
+	g := make(chan struct{})
+	close(g)
+	return &fakeSyncer{applied: map[string][]uint64{}, gate: g}
+}
+
+func (f *fakeSyncer) Sync(ctx context.Context, want consumer.Desired) consumer.Report {
+	f.mu.Lock()
+	gate := f.gate
+	f.mu.Unlock()
+	select {
+	case <-gate:
+	case <-ctx.Done():
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.applied[want.UID] = append(f.applied[want.UID], want.IntentSeq)
+	return consumer.Report{
+		Actions: []schemas.ActionResult{{Action: schemas.ActionStartContainer, Target: "app"}},
+		Status:  &schemas.PodStatus{UID: want.UID, Phase: schemas.PhaseRunning, IntentSeq: want.IntentSeq},
+	}
+}
+
+func (f *fakeSyncer) RunningPods(context.Context) ([]consumer.PodRef, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.running, nil
+}
+
+type harness struct {
+	t    *testing.T
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	sync *fakeSyncer
+	c    *consumer.Consumer
+}
+
+func newHarness(t *testing.T, cfg consumer.Config) *harness {
+	t.Helper()
+	nc, js := natstest.Connect(t, natstest.RunServer(t))
+	var sc events.StreamsConfig
+	sc.SetDefaults()
+	if err := events.Provision(t.Context(), js, sc, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	return &harness{t: t, nc: nc, js: js, sync: newFakeSyncer()}
+}
+
+// start runs the consumer until the test ends.
+func (h *harness) start(cfg consumer.Config) {
+	h.t.Helper()
+	cfg.Node = "n1"
+	pub := events.NewPublisher(h.js, events.PublisherConfig{Node: "n1"})
+	c, err := consumer.New(h.js, pub, h.sync, cfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.c = c
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { pub.Run(ctx) })
+	wg.Go(func() {
+		if err := c.Run(ctx, 10*time.Second); err != nil {
+			h.t.Errorf("consumer: %v", err)
+		}
+	})
+	h.t.Cleanup(func() { cancel(); wg.Wait() })
+	deadline := time.Now().Add(30 * time.Second)
+	for !c.Attached() {
+		if time.Now().After(deadline) {
+			h.t.Fatal("consumer not attached within 30s")
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
+	}
+}
+
+func podIntent(uid string, rev int64) []byte {
+	return []byte(fmt.Sprintf(`{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","revision":%d,
+	  "pod":{"metadata":{"name":"p-%s","namespace":"default","uid":"%s"},
+	         "spec":{"containers":[{"name":"app","image":"busybox:1.36","command":["sleep","60"]}]}}}`, rev, strings.ToLower(uid), uid))
+}
+
+func (h *harness) publish(subject string, body []byte) uint64 {
+	h.t.Helper()
+	ack, err := h.js.Publish(h.t.Context(), subject, body)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return ack.Sequence
+}
+
+// results waits until n results are stored and returns them in stream order.
+func (h *harness) results(n int) []schemas.SyncResult {
+	h.t.Helper()
+	return readAll[schemas.SyncResult](h.t, h.js, schemas.StreamResults, n)
+}
+
+func readAll[T any](t *testing.T, js jetstream.JetStream, stream string, n int) []T {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	s, err := js.Stream(t.Context(), stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		info, err := s.Info(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Msgs >= uint64(n) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s holds %d messages, want %d", stream, info.State.Msgs, n)
+		}
+		time.Sleep(20 * time.Millisecond) // polling with a deadline
+	}
+	oc, err := s.OrderedConsumer(t.Context(), jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := oc.Fetch(n+1000, jetstream.FetchMaxWait(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []T
+	for m := range batch.Messages() {
+		var v T
+		if err := json.Unmarshal(m.Data(), &v); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func TestEveryIntentGetsExactlyOneResultInOrder(t *testing.T) {
+	h := newHarness(t, consumer.Config{})
+	// Hold the first syncs so that intents pile up and are coalesced.
+	h.sync.gate = make(chan struct{})
+	h.start(consumer.Config{Workers: 8})
+
+	const uids, perUID = 50, 4
+	seqs := map[uint64]string{}
+	for round := range perUID {
+		for u := range uids {
+			uid := fmt.Sprintf("uid-%02d", u)
+			seqs[h.publish("jetlet.intent.n1."+uid, podIntent(uid, int64(round+1)))] = uid
+		}
+	}
+	close(h.sync.gate)
+
+	results := h.results(uids * perUID)
+	if len(results) != uids*perUID {
+		t.Fatalf("%d results, want %d", len(results), uids*perUID)
+	}
+	seen := map[uint64]bool{}
+	lastSeq := map[string]uint64{}
+	superseded := 0
+	for _, r := range results {
+		if seen[r.IntentSeq] {
+			t.Errorf("intent %d answered twice", r.IntentSeq)
+		}
+		seen[r.IntentSeq] = true
+		if seqs[r.IntentSeq] != r.UID {
+			t.Errorf("result for intent %d names uid %s, want %s", r.IntentSeq, r.UID, seqs[r.IntentSeq])
+		}
+		if r.IntentSeq < lastSeq[r.UID] {
+			t.Errorf("uid %s: result for intent %d after %d", r.UID, r.IntentSeq, lastSeq[r.UID])
+		}
+		lastSeq[r.UID] = r.IntentSeq
+		switch r.Outcome {
+		case schemas.OutcomeSuperseded:
+			superseded++
+		case schemas.OutcomeSynced:
+		default:
+			t.Errorf("intent %d: outcome %s (%s)", r.IntentSeq, r.Outcome, r.Error)
+		}
+	}
+	if superseded == 0 {
+		t.Error("no intent was superseded although they piled up behind held syncs")
+	}
+	// Every pod ends on its newest intent.
+	h.sync.mu.Lock()
+	defer h.sync.mu.Unlock()
+	for uid, applied := range h.sync.applied {
+		if got, want := applied[len(applied)-1], lastSeq[uid]; got != want {
+			t.Errorf("uid %s last synced intent %d, want the newest, %d", uid, got, want)
+		}
+	}
+}
+
+func TestBadIntentsAreRejectedOrDeadLetteredAndOthersCarryOn(t *testing.T) {
+	h := newHarness(t, consumer.Config{})
+	h.start(consumer.Config{})
+
+	privileged := `{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","pod":{"metadata":{"name":"p","namespace":"default","uid":"priv"},
+	  "spec":{"containers":[{"name":"app","image":"busybox","command":["true"],"securityContext":{"privileged":true}}]}}}`
+	pvc := `{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","pod":{"metadata":{"name":"p","namespace":"default","uid":"pvc"},
+	  "spec":{"volumes":[{"name":"data","persistentVolumeClaim":{"claimName":"c"}}],
+	  "containers":[{"name":"app","image":"busybox","command":["true"]}]}}}`
+	cases := []struct {
+		uid, body, want string
+	}{
+		{"notjson", `{not json`, "malformed"},
+		{"wronguid", string(podIntent("other", 1)), "pod.metadata.uid"},
+		{"pvc", pvc, "persistentVolumeClaim"},
+		{"priv", privileged, "privileged"},
+	}
+	for _, c := range cases {
+		h.publish("jetlet.intent.n1."+c.uid, []byte(c.body))
+	}
+	h.publish("jetlet.intent.n1", podIntent("x", 1))
+	h.publish("jetlet.intent.n1.good", podIntent("good", 1))
+
+	results := h.results(len(cases) + 1)
+	byUID := map[string]schemas.SyncResult{}
+	for _, r := range results {
+		byUID[r.UID] = r
+	}
+	for _, c := range cases {
+		r := byUID[c.uid]
+		if r.Outcome != schemas.OutcomeRejected || !strings.Contains(r.Error, c.want) {
+			t.Errorf("%s: outcome %s error %q; want Rejected naming %q", c.uid, r.Outcome, r.Error, c.want)
+		}
+	}
+	if r := byUID["good"]; r.Outcome != schemas.OutcomeSynced {
+		t.Errorf("good pod: %s %s", r.Outcome, r.Error)
+	}
+	dead := readAll[json.RawMessage](t, h.js, schemas.StreamDead, 1)
+	if len(dead) != 1 {
+		t.Fatalf("%d dead letters, want 1", len(dead))
+	}
+	s, _ := h.js.Stream(t.Context(), schemas.StreamDead)
+	m, err := s.GetMsg(t.Context(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(m.Header.Get(schemas.HeaderError), "no valid pod uid") {
+		t.Errorf("Jetlet-Error = %q", m.Header.Get(schemas.HeaderError))
+	}
+	rejected := readAll[schemas.LifecycleEvent](t, h.js, schemas.StreamEvents, len(cases))
+	for _, ev := range rejected {
+		if ev.Type != schemas.EventIntentRejected {
+			t.Errorf("event %s, want IntentRejected", ev.Type)
+		}
+	}
+}
+
+func TestStaleRevisionIsNotApplied(t *testing.T) {
+	h := newHarness(t, consumer.Config{})
+	h.start(consumer.Config{})
+	h.publish("jetlet.intent.n1.u1", podIntent("u1", 5))
+	h.results(1)
+	h.publish("jetlet.intent.n1.u1", podIntent("u1", 3))
+	results := h.results(2)
+	if r := results[1]; r.Outcome != schemas.OutcomeStale || r.Revision != 3 {
+		t.Errorf("second result %s rev %d, want Stale rev 3", r.Outcome, r.Revision)
+	}
+	h.sync.mu.Lock()
+	defer h.sync.mu.Unlock()
+	if n := len(h.sync.applied["u1"]); n != 1 {
+		t.Errorf("synced %d times, want once", n)
+	}
+}
+
+func TestRecoveryReplaysDesiredStateAndDeletesOrphans(t *testing.T) {
+	h := newHarness(t, consumer.Config{})
+	seq := h.publish("jetlet.intent.n1.u1", podIntent("u1", 2))
+	h.publish("jetlet.intent.n1.u1", podIntent("u1", 1)) // stale: not the desired state
+	h.sync.running = []consumer.PodRef{{UID: "u1"}, {UID: "orphan", Namespace: "default", Name: "old"}}
+	h.start(consumer.Config{})
+	h.results(2)
+	h.sync.mu.Lock()
+	defer h.sync.mu.Unlock()
+	if got := h.sync.applied["u1"]; len(got) == 0 || got[0] != seq {
+		t.Errorf("u1 synced with %v first, want the replayed intent %d", got, seq)
+	}
+	if len(h.sync.applied["orphan"]) == 0 {
+		t.Error("the orphan pod was not synced (deleted)")
+	}
+}
