@@ -11,9 +11,15 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+
+	"github.com/jetlet/jetlet/runtime/proc"
 )
 
 func main() {
+	// The embedded runtime re-executes this binary as each container's shim.
+	if proc.ShimRequested() {
+		os.Exit(proc.ShimMain())
+	}
 	os.Exit(execute(os.Args[1:]))
 }
 

@@ -17,6 +17,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jetlet/jetlet/events"
+	"github.com/jetlet/jetlet/runtime"
+	"github.com/jetlet/jetlet/runtime/proc"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -115,8 +117,9 @@ type agent struct {
 	log   zerolog.Logger
 	ready readiness
 
-	nc          atomic.Pointer[nats.Conn]
-	provisioned atomic.Bool
+	nc            atomic.Pointer[nats.Conn]
+	provisioned   atomic.Bool
+	runtimeHealth atomic.Pointer[error] // nil until the runtime answered once
 }
 
 func newAgent(cfg runConfig) *agent {
@@ -155,9 +158,26 @@ func (a *agent) run(ctx context.Context) error {
 		return err
 	}
 
+	var embeddedRuntime *proc.Runtime
+	endpoint := a.cfg.runtimeEndpoint
+	if endpoint == "" {
+		if embeddedRuntime, endpoint, err = a.startEmbeddedRuntime(ctx); err != nil {
+			return err
+		}
+		// Stopping the runtime's server leaves its containers running, for the
+		// next jetlet to adopt.
+		defer embeddedRuntime.Stop()
+	}
+
 	runErr := a.provision(ctx, js)
+	var client *runtime.Client
 	if runErr == nil {
-		a.log.Info().Msg("jetlet ready")
+		client, runErr = a.connectRuntime(ctx, endpoint, criMetrics(reg))
+	}
+	if runErr == nil {
+		defer client.Close()
+		go watchRuntime(ctx, client, &a.runtimeHealth)
+		a.log.Info().Msg("jetlet started")
 		select {
 		case <-ctx.Done():
 		case runErr = <-webErr:
@@ -201,6 +221,13 @@ func (a *agent) addReadinessChecks() {
 			return errors.New("not provisioned yet")
 		}
 		return nil
+	})
+	a.ready.add("runtime", func() error {
+		health := a.runtimeHealth.Load()
+		if health == nil {
+			return errors.New("not connected yet")
+		}
+		return *health
 	})
 }
 
