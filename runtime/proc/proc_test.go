@@ -30,7 +30,7 @@ const testImage = "busybox"
 
 // harness is a Runtime serving on a unix socket and a gRPC client for it.
 type harness struct {
-	t    *testing.T
+	t    testing.TB
 	dir  string // short: the socket lives in it (108-byte sun_path limit)
 	sock string
 	logs string
@@ -40,7 +40,7 @@ type harness struct {
 	is   runtimeapi.ImageServiceClient
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "jp")
 	if err != nil {
@@ -116,7 +116,7 @@ func (h *harness) cleanup() {
 	h.stop()
 }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
@@ -189,7 +189,7 @@ func (h *harness) status(id string) *runtimeapi.ContainerStatus {
 }
 
 // eventually polls cond until it holds or a generous deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
