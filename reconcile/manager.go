@@ -117,7 +117,7 @@ func (r *PodSyncResult) fail(action, target string, err error, msg string) {
 
 // Error returns nil when every action succeeded, else an error naming the
 // failed actions.
-func (r *PodSyncResult) Error() error {
+func (r PodSyncResult) Error() error {
 	var parts []string
 	if r.SyncError != nil {
 		parts = append(parts, r.SyncError.Error())

@@ -1,0 +1,74 @@
+package reconcile
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// BenchmarkComputePodActions: the plan for a converged 3-container pod.
+func BenchmarkComputePodActions(b *testing.B) {
+	pod, status := makeBasePodAndStatus()
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = ComputePodActions(pod, status, Probes{Liveness: NoProbeResults{}, Startup: NoProbeResults{}})
+	}
+}
+
+// BenchmarkNoOpSync: GetPodStatus plus SyncPod of a converged 3-container
+// pod; reports the CRI calls each makes (cri-calls/op). A dead container is
+// still noticed: its listed state differs from the cached one.
+func BenchmarkNoOpSync(b *testing.B) {
+	ctx := context.Background()
+	counting := &countingRuntime{Runtime: newFakeRuntime()}
+	m, _ := newTestManager(b, counting)
+	pod := testPod(
+		corev1.Container{Name: "a", Image: "img:1", Command: []string{"x"}},
+		corev1.Container{Name: "b", Image: "img:1", Command: []string{"x"}},
+		corev1.Container{Name: "c", Image: "img:1", Command: []string{"x"}},
+	)
+	sync := func() PodSyncResult {
+		st, err := m.GetPodStatus(ctx, string(pod.UID), pod.Name, pod.Namespace)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return m.SyncPod(ctx, pod, st)
+	}
+	if err := sync().Error(); err != nil {
+		b.Fatal(err)
+	}
+	sync() // warm the status cache
+	counting.reset()
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		if r := sync(); len(r.Actions) != 0 {
+			b.Fatalf("not a no-op: %+v", r.Actions)
+		}
+		n++
+	}
+	b.ReportMetric(float64(counting.total())/float64(n), "cri-calls/op")
+}
+
+// TestNoOpSyncNoticesDeath: the cached no-op path still sees a container die.
+func TestNoOpSyncNoticesDeath(t *testing.T) {
+	ctx := context.Background()
+	rt := newFakeRuntime()
+	counting := &countingRuntime{Runtime: rt}
+	m, _ := newTestManager(t, counting)
+	pod := testPod(corev1.Container{Name: "a", Image: "img:1", Command: []string{"x"}})
+	st, _ := m.GetPodStatus(ctx, "uid1", "p", "ns")
+	m.SyncPod(ctx, pod, st)
+	_, _ = m.GetPodStatus(ctx, "uid1", "p", "ns")
+	counting.reset()
+	st, _ = m.GetPodStatus(ctx, "uid1", "p", "ns")
+	if n := counting.total(); n != 2 {
+		t.Errorf("converged GetPodStatus made %d CRI calls, want 2 (%v)", n, counting.calls)
+	}
+	rt.exit("a", 7)
+	st, _ = m.GetPodStatus(ctx, "uid1", "p", "ns")
+	if c := st.FindContainerStatusByName("a"); c.State != ContainerExited || c.ExitCode != 7 {
+		t.Errorf("death not noticed: %+v", c)
+	}
+}

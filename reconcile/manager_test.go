@@ -1,0 +1,356 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/jetlet/jetlet/schemas"
+)
+
+type eventLog struct {
+	mu     sync.Mutex
+	events []schemas.LifecycleEvent
+}
+
+func (l *eventLog) Emit(_ context.Context, ev schemas.LifecycleEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, ev)
+}
+
+func (l *eventLog) count(typ schemas.EventType) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, ev := range l.events {
+		if ev.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+func newTestManager(t testing.TB, rt Runtime) (*Manager, *eventLog) {
+	t.Helper()
+	events := &eventLog{}
+	m, err := New(rt, events, Config{NodeName: "n1", DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, events
+}
+
+func testPod(containers ...corev1.Container) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid1"},
+		Spec:       corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways, Containers: containers},
+	}
+}
+
+func syncOnce(t *testing.T, m *Manager, pod *corev1.Pod) PodSyncResult {
+	t.Helper()
+	ctx := context.Background()
+	st, err := m.GetPodStatus(ctx, string(pod.UID), pod.Name, pod.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.SyncPod(ctx, pod, st)
+}
+
+func startResult(r PodSyncResult) schemas.ActionResult {
+	for _, a := range r.Actions {
+		if a.Action == schemas.ActionStartContainer {
+			return a
+		}
+	}
+	return schemas.ActionResult{}
+}
+
+// The restart back-off doubles from 10 s to 300 s, measured from the last
+// exit, and starts again from 10 s after 10 minutes without a crash.
+func TestRestartBackOffTimeline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := newFakeRuntime()
+		m, events := newTestManager(t, rt)
+		pod := testPod(corev1.Container{Name: "app", Image: "img:1", Command: []string{"false"}})
+		if err := syncOnce(t, m, pod).Error(); err != nil {
+			t.Fatal(err)
+		}
+		// crash: exit, then sync until the restart happens; return the wait.
+		crash := func() time.Duration {
+			rt.exit("app", 1)
+			start := time.Now()
+			for {
+				r := syncOnce(t, m, pod)
+				sr := startResult(r)
+				if sr.Error == "" && sr.Action != "" {
+					return time.Since(start)
+				}
+				if sr.Error != ErrCrashLoopBackOff.Error() {
+					t.Fatalf("unexpected result %+v", r.Actions)
+				}
+				time.Sleep(time.Second)
+			}
+		}
+		var waits []time.Duration
+		for range 8 {
+			waits = append(waits, crash())
+		}
+		want := []time.Duration{0, 10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second, 160 * time.Second, 300 * time.Second, 300 * time.Second}
+		for i := range want {
+			if waits[i] != want[i] {
+				t.Fatalf("waits = %v, want %v", waits, want)
+			}
+		}
+		if events.count(schemas.EventBackOff) == 0 {
+			t.Error("no BackOff event")
+		}
+		// Ten minutes and a bit without a crash: the next crash starts over.
+		time.Sleep(10*time.Minute + time.Second)
+		if w := crash(); w != 0 {
+			t.Errorf("after a quiet period the restart waited %s, want 0 (back-off reset)", w)
+		}
+		if w := crash(); w != 10*time.Second {
+			t.Errorf("then waited %s, want 10s", w)
+		}
+	})
+}
+
+func TestBackoffUnit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewBackoff(RealClock, time.Second, 4*time.Second, 0)
+		t0 := time.Now()
+		if b.IsInBackOffSince("k", t0) {
+			t.Fatal("in back-off without a failure")
+		}
+		b.Next("k", t0)
+		if !b.IsInBackOffSince("k", t0) || b.Get("k") != time.Second {
+			t.Fatalf("after one failure: delay %s", b.Get("k"))
+		}
+		time.Sleep(time.Second)
+		if b.IsInBackOffSince("k", t0) {
+			t.Fatal("still in back-off after the delay")
+		}
+		for range 5 {
+			b.Next("k", time.Now())
+		}
+		if b.Get("k") != 4*time.Second {
+			t.Fatalf("delay %s, want the 4s cap", b.Get("k"))
+		}
+		time.Sleep(9 * time.Second) // > 2*max
+		b.GC()
+		if b.Get("k") != 0 {
+			t.Fatal("GC kept a stale entry")
+		}
+	})
+}
+
+// An image pull failure backs off per pod and image; the result and the
+// status say ErrImagePull then ImagePullBackOff.
+type failingPuller struct {
+	*fakeRuntime
+	fail bool
+}
+
+func (f *failingPuller) PullImage(ctx context.Context, im ImageSpec, sc *SandboxConfig) (string, error) {
+	if f.fail {
+		return "", errors.New("registry says no")
+	}
+	return f.fakeRuntime.PullImage(ctx, im, sc)
+}
+
+func TestImagePullBackOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := &failingPuller{fakeRuntime: newFakeRuntime(), fail: true}
+		m, events := newTestManager(t, rt)
+		pod := testPod(corev1.Container{Name: "app", Image: "img", Command: []string{"x"}}) // :latest: Always
+		if got := startResult(syncOnce(t, m, pod)).Error; got != "ErrImagePull" {
+			t.Fatalf("first: %s", got)
+		}
+		if got := startResult(syncOnce(t, m, pod)).Error; got != "ImagePullBackOff" {
+			t.Fatalf("second: %s", got)
+		}
+		st, _ := m.GetPodStatus(context.Background(), "uid1", "p", "ns")
+		if c := m.ToAPIStatus(pod, st).Containers[0]; c.State != schemas.ContainerWaiting || c.Reason != "ImagePullBackOff" {
+			t.Errorf("status %+v", c)
+		}
+		time.Sleep(10 * time.Second)
+		rt.fail = false
+		if r := syncOnce(t, m, pod); r.Error() != nil {
+			t.Fatalf("after the back-off: %v", r.Error())
+		}
+		if events.count(schemas.EventImagePullFailed) != 1 || events.count(schemas.EventImagePulled) != 1 {
+			t.Errorf("events: %+v", events.events)
+		}
+		// Never: absent image is an error, nothing pulled.
+		pod2 := testPod(corev1.Container{Name: "app", Image: "other:1", ImagePullPolicy: corev1.PullNever, Command: []string{"x"}})
+		pod2.UID = "uid2"
+		if got := startResult(syncOnce(t, m, pod2)).Error; got != "ErrImageNeverPull" {
+			t.Errorf("Never: %s", got)
+		}
+	})
+}
+
+func TestGarbageCollectKeepsNewestDeadInstance(t *testing.T) {
+	rt := newFakeRuntime()
+	m, _ := newTestManager(t, rt)
+	pod := testPod(corev1.Container{Name: "app", Image: "img:1", Command: []string{"x"}})
+	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+	syncOnce(t, m, pod)
+	// Make three dead instances by spec changes of a container that exits.
+	for i := range 3 {
+		pod.Spec.Containers[0].Args = []string{strings.Repeat("a", i+1)}
+		syncOnce(t, m, pod)
+		time.Sleep(time.Millisecond) // distinct creation times
+	}
+	rt.exit("app", 1)
+	st, _ := m.GetPodStatus(context.Background(), "uid1", "p", "ns")
+	if len(st.ContainerStatuses) != 4 {
+		t.Fatalf("want 4 instances, got %d", len(st.ContainerStatuses))
+	}
+	newest := st.ContainerStatuses[0]
+	if err := m.GarbageCollect(context.Background(), PodStateFunc(func(string) bool { return false })); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = m.GetPodStatus(context.Background(), "uid1", "p", "ns")
+	if len(st.ContainerStatuses) != 1 || st.ContainerStatuses[0].ID != newest.ID || st.ContainerStatuses[0].RestartCount != 3 {
+		t.Fatalf("after GC: %+v", st.ContainerStatuses)
+	}
+	if len(st.SandboxStatuses) != 1 {
+		t.Fatalf("the pod's only sandbox went")
+	}
+	// The pod is gone: everything goes.
+	m.KillPod(context.Background(), pod, nil, nil)
+	if err := m.GarbageCollect(context.Background(), PodStateFunc(func(string) bool { return true })); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = m.GetPodStatus(context.Background(), "uid1", "p", "ns")
+	if len(st.ContainerStatuses)+len(st.SandboxStatuses) != 0 {
+		t.Fatalf("after GC of a gone pod: %+v", st)
+	}
+}
+
+func TestContainerConfig(t *testing.T) {
+	m, _ := newTestManager(t, newFakeRuntime())
+	grace := int64(45)
+	pod := testPod(corev1.Container{
+		Name: "app", Image: "img:1", Command: []string{"run", "$(A)"}, Args: []string{"--x=$(B)", "$$(A)", "$(NOPE)"},
+		WorkingDir: "/w",
+		Env:        []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "$(A)-2"}, {Name: "UID", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}}},
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		},
+		VolumeMounts: []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}},
+		Ports:        []corev1.ContainerPort{{ContainerPort: 8080}},
+	})
+	pod.Spec.TerminationGracePeriodSeconds = &grace
+	pod.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	cfg, err := m.generateContainerConfig(pod, &pod.Spec.Containers[0], 3, "sha256:x", podNetwork{podIP: "10.0.0.1"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(cfg.Command, " ") != "run 1" || strings.Join(cfg.Args, " ") != "--x=1-2 $(A) $(NOPE)" {
+		t.Errorf("command %q args %q", cfg.Command, cfg.Args)
+	}
+	if cfg.Envs[2] != (KeyValue{"UID", "uid1"}) {
+		t.Errorf("envs %v", cfg.Envs)
+	}
+	r := cfg.Resources
+	if r.CPUShares != 256 || r.CPUQuota != 50000 || r.CPUPeriod != 100000 || r.MemoryLimitInBytes != 64<<20 {
+		t.Errorf("resources %+v", r)
+	}
+	if cfg.LogPath != "app/3.log" || cfg.Metadata.Attempt != 3 {
+		t.Errorf("log path %s attempt %d", cfg.LogPath, cfg.Metadata.Attempt)
+	}
+	for k, want := range map[string]string{
+		AnnotationContainerRestartCount: "3", AnnotationPodTerminationGracePeriod: "45",
+		AnnotationContainerHash: HashContainer(&pod.Spec.Containers[0]), AnnotationContainerPorts: `[{"containerPort":8080}]`,
+	} {
+		if cfg.Annotations[k] != want {
+			t.Errorf("annotation %s = %q, want %q", k, cfg.Annotations[k], want)
+		}
+	}
+	if cfg.Labels[LabelPodUID] != "uid1" || cfg.Labels[LabelContainerName] != "app" {
+		t.Errorf("labels %v", cfg.Labels)
+	}
+	if len(cfg.Mounts) != 1 || cfg.Mounts[0].HostPath != m.emptyDirPath("uid1", "scratch") {
+		t.Errorf("mounts %+v", cfg.Mounts)
+	}
+	priv := true
+	pod.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: &priv}
+	if _, err := m.generateContainerConfig(pod, &pod.Spec.Containers[0], 0, "", podNetwork{}, false); err == nil {
+		t.Error("privileged container accepted without AllowPrivileged")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, c := range []Config{
+		{NodeName: "Bad_Name", DataDir: "/d"},
+		{NodeName: "n1", DataDir: "relative"},
+		{NodeName: "n1", DataDir: "/d", BackOffInitial: time.Minute, BackOffMax: time.Second},
+	} {
+		if _, err := New(newFakeRuntime(), &eventLog{}, c); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%+v: err %v", c, err)
+		}
+	}
+}
+
+func TestPodPhase(t *testing.T) {
+	running := apiContainer{found: true, ContainerStatus: schemas.ContainerStatus{State: schemas.ContainerRunning}}
+	exited := func(code int32) apiContainer {
+		return apiContainer{found: true, ContainerStatus: schemas.ContainerStatus{State: schemas.ContainerExited, ExitCode: code}}
+	}
+	none := apiContainer{ContainerStatus: schemas.ContainerStatus{State: schemas.ContainerWaiting}}
+	crashLooping := apiContainer{found: true, lastTerminated: true, lastExitCode: 1, ContainerStatus: schemas.ContainerStatus{State: schemas.ContainerWaiting}}
+	for _, tc := range []struct {
+		name   string
+		policy corev1.RestartPolicy
+		inits  []apiContainer
+		apps   []apiContainer
+		want   schemas.PodPhase
+	}{
+		{"nothing started", corev1.RestartPolicyAlways, nil, []apiContainer{none}, schemas.PhasePending},
+		{"running", corev1.RestartPolicyAlways, nil, []apiContainer{running}, schemas.PhaseRunning},
+		{"one of two not started", corev1.RestartPolicyAlways, nil, []apiContainer{running, none}, schemas.PhasePending},
+		{"all exited under Always", corev1.RestartPolicyAlways, nil, []apiContainer{exited(0)}, schemas.PhaseRunning},
+		{"crash looping", corev1.RestartPolicyAlways, nil, []apiContainer{crashLooping}, schemas.PhaseRunning},
+		{"all succeeded under Never", corev1.RestartPolicyNever, nil, []apiContainer{exited(0), exited(0)}, schemas.PhaseSucceeded},
+		{"one failed under Never", corev1.RestartPolicyNever, nil, []apiContainer{exited(0), exited(2)}, schemas.PhaseFailed},
+		{"one failed under OnFailure", corev1.RestartPolicyOnFailure, nil, []apiContainer{exited(2)}, schemas.PhaseRunning},
+		{"all succeeded under OnFailure", corev1.RestartPolicyOnFailure, nil, []apiContainer{exited(0)}, schemas.PhaseSucceeded},
+		{"init running", corev1.RestartPolicyAlways, []apiContainer{running}, []apiContainer{none}, schemas.PhasePending},
+		{"init failed under Never", corev1.RestartPolicyNever, []apiContainer{exited(1)}, []apiContainer{none}, schemas.PhaseFailed},
+		{"init failed under Always", corev1.RestartPolicyAlways, []apiContainer{exited(1)}, []apiContainer{none}, schemas.PhasePending},
+		{"init done, app running", corev1.RestartPolicyAlways, []apiContainer{exited(0)}, []apiContainer{running}, schemas.PhaseRunning},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &corev1.Pod{Spec: corev1.PodSpec{RestartPolicy: tc.policy}}
+			if got := podPhase(pod, tc.inits, tc.apps); got != tc.want {
+				t.Errorf("phase %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestExpand(t *testing.T) {
+	vars := map[string]string{"A": "1", "EMPTY": ""}
+	mapping := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+	for in, want := range map[string]string{
+		"$(A)": "1", "x$(A)y": "x1y", "$$(A)": "$(A)", "$(B)": "$(B)", "$(A": "$(A", "$": "$", "a$b": "a$b",
+		"$(EMPTY)x": "x", "$$$(A)": "$1", "$()": "$()",
+	} {
+		if got := expand(in, mapping); got != want {
+			t.Errorf("expand(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
