@@ -51,6 +51,13 @@ func (r *Runtime) launchShim(ctx context.Context, c *container) (*shimState, err
 	_ = pr.SetReadDeadline(deadline)
 	var rep shimReport
 	if err := json.NewDecoder(pr).Decode(&rep); err != nil {
+		// Hung or crashed: make sure neither it nor a process it started lives
+		// on unaccounted for.
+		_ = cmd.Process.Kill()
+		var st shimState
+		if readJSON(filepath.Join(c.dir, "shim.json"), &st) == nil {
+			_ = signalGroup(st.PID, syscall.SIGKILL)
+		}
 		return nil, fmt.Errorf("shim (pid %d) gave no report: %w; see %s", cmd.Process.Pid, err, filepath.Join(c.dir, "shim.log"))
 	}
 	if rep.Error != "" {
