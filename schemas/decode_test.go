@@ -166,7 +166,7 @@ func TestDecodeIntentDefaults(t *testing.T) {
 		c["ports"] = []any{map[string]any{"containerPort": 80}}
 		c["livenessProbe"] = map[string]any{"httpGet": map[string]any{"port": 80}}
 		c["readinessProbe"] = map[string]any{"grpc": map[string]any{"port": 9090}}
-		c["resources"] = map[string]any{"limits": map[string]any{"cpu": "1"}}
+		c["resources"] = map[string]any{"limits": map[string]any{"cpu": "1", "memory": "100.0001"}}
 		c["env"] = []any{map[string]any{"name": "N", "valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "spec.nodeName"}}}}
 		c["lifecycle"] = map[string]any{"preStop": map[string]any{"httpGet": map[string]any{"port": 80}}}
 		specOf(m)["volumes"] = []any{map[string]any{"name": "scratch"}, map[string]any{"name": "h", "hostPath": map[string]any{"path": "/h"}}}
@@ -210,6 +210,7 @@ func TestDecodeIntentDefaults(t *testing.T) {
 		{"grpc service", *c.ReadinessProbe.GRPC.Service, ""},
 		{"preStop httpGet scheme", c.Lifecycle.PreStop.HTTPGet.Scheme, corev1.URISchemeHTTP},
 		{"requests from limits", c.Resources.Requests.Cpu().String(), "1"},
+		{"quantities rounded up to milli", c.Resources.Limits.Memory().String(), "100001m"},
 		{"fieldRef apiVersion", c.Env[0].ValueFrom.FieldRef.APIVersion, "v1"},
 	}
 	for _, ck := range checks {
@@ -259,7 +260,9 @@ func TestImagePullPolicyDefault(t *testing.T) {
 		{"registry:5000/nginx:latest", corev1.PullAlways},
 		{"registry:5000/team/nginx:v2", corev1.PullIfNotPresent},
 		{"nginx@sha256:0123456789abcdef", corev1.PullIfNotPresent},
-		{"nginx:latest@sha256:0123456789abcdef", corev1.PullIfNotPresent},
+		{"nginx:latest@sha256:0123456789abcdef", corev1.PullAlways},
+		{"nginx:1.27@sha256:0123456789abcdef", corev1.PullIfNotPresent},
+		{"localhost:5000/nginx@sha256:0123456789abcdef", corev1.PullIfNotPresent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.image, func(t *testing.T) {

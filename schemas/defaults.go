@@ -4,12 +4,13 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // SetPodDefaults fills in what the Kubernetes API server would before kubelet
 // sees a pod: restartPolicy Always, terminationGracePeriodSeconds 30,
 // dnsPolicy ClusterFirst, an empty pod securityContext, enableServiceLinks
-// true, and for every container the pull policy, termination message, port,
+// true, resource quantities rounded up to milli units, and for every container the pull policy, termination message, port,
 // probe and handler defaults. A volume without a source becomes an emptyDir.
 // It only fills empty fields, so applying it twice changes nothing.
 func SetPodDefaults(pod *corev1.Pod) {
@@ -30,6 +31,11 @@ func SetPodDefaults(pod *corev1.Pod) {
 	if spec.EnableServiceLinks == nil {
 		t := true
 		spec.EnableServiceLinks = &t
+	}
+	roundUpToMilli(spec.Overhead)
+	if spec.Resources != nil {
+		roundUpToMilli(spec.Resources.Limits)
+		roundUpToMilli(spec.Resources.Requests)
 	}
 	if spec.SchedulerName == "" {
 		spec.SchedulerName = corev1.DefaultSchedulerName
@@ -75,6 +81,8 @@ func setContainerDefaults(c *corev1.Container, hostNetwork bool) {
 			p.HostPort = p.ContainerPort
 		}
 	}
+	roundUpToMilli(c.Resources.Limits)
+	roundUpToMilli(c.Resources.Requests)
 	// Limits given without requests are also the requests.
 	for name, q := range c.Resources.Limits {
 		if c.Resources.Requests == nil {
@@ -134,19 +142,27 @@ func setHTTPGetDefaults(h *corev1.HTTPGetAction) {
 	}
 }
 
-// imageWantsAlwaysPull reports whether an image reference has no digest and
-// either no tag or the tag "latest": such an image can change under the same
-// name, so the API server defaults its pull policy to Always.
+// imageWantsAlwaysPull reports whether an image reference has the tag
+// "latest", or neither a tag nor a digest (which means "latest"): such an
+// image can change under the same name, so the API server defaults its pull
+// policy to Always.
 func imageWantsAlwaysPull(image string) bool {
-	if strings.Contains(image, "@") {
-		return false
-	}
+	name, _, digested := strings.Cut(image, "@")
 	// A tag follows the last ':' after the last '/'; a ':' before it is a
 	// registry port.
-	name := image[strings.LastIndex(image, "/")+1:]
-	i := strings.LastIndex(name, ":")
+	last := name[strings.LastIndex(name, "/")+1:]
+	i := strings.LastIndex(last, ":")
 	if i < 0 {
-		return true
+		return !digested
 	}
-	return name[i+1:] == "latest"
+	return last[i+1:] == "latest"
+}
+
+// roundUpToMilli rounds every quantity up to a multiple of 0.001, as the API
+// server does: finer quantities cannot be expressed to the runtime.
+func roundUpToMilli(l corev1.ResourceList) {
+	for name, q := range l {
+		q.RoundUp(resource.Milli)
+		l[name] = q
+	}
 }
