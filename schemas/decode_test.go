@@ -72,6 +72,12 @@ func TestDecodeIntentErrors(t *testing.T) {
 		{"labels not strings", intentJSON(func(m map[string]any) {
 			podOf(m)["metadata"].(map[string]any)["labels"] = map[string]any{"app": 1}
 		}), target, "pod.metadata.labels[app]", ErrInvalid},
+		{"label key", intentJSON(func(m map[string]any) {
+			podOf(m)["metadata"].(map[string]any)["labels"] = map[string]any{"example.com/-bad": "x"}
+		}), target, "pod.metadata.labels[example.com/-bad]", ErrInvalid},
+		{"annotation key", intentJSON(func(m map[string]any) {
+			podOf(m)["metadata"].(map[string]any)["annotations"] = map[string]any{"a b": "x"}
+		}), target, "pod.metadata.annotations[a b]", ErrInvalid},
 		{"creationTimestamp garbage", intentJSON(func(m map[string]any) {
 			podOf(m)["metadata"].(map[string]any)["creationTimestamp"] = "yesterday"
 		}), target, "pod.metadata.creationTimestamp", ErrInvalid},

@@ -41,6 +41,7 @@ var invalidExamples = map[string]struct {
 	"missing-namespace":             {"pod.metadata.namespace", ErrInvalid, "", ""},
 	"bad-name":                      {"pod.metadata.name", ErrInvalid, "", ""},
 	"bad-namespace":                 {"pod.metadata.namespace", ErrInvalid, "", ""},
+	"label-value":                   {"pod.metadata.labels[tier]", ErrInvalid, "", ""},
 	"pod-kind":                      {"pod.kind", ErrInvalid, "", ""},
 	"unknown-container-field":       {"pod.spec.containers[0].imagePullPolcy", ErrUnsupported, "", ""},
 	"container-name":                {"pod.spec.containers[0].name", ErrInvalid, "", ""},

@@ -406,6 +406,11 @@ func (g *schemaGen) podIntent() obj {
 	g.set("ObjectMeta", "name", obj{"pattern": dnsSubdomainPattern, "maxLength": 253})
 	g.set("ObjectMeta", "namespace", obj{"pattern": dnsLabelPattern, "maxLength": 63})
 	g.set("ObjectMeta", "uid", obj{"pattern": uidRE.String()})
+	g.set("ObjectMeta", "labels", obj{
+		"propertyNames":        obj{"pattern": qualifiedNamePattern},
+		"additionalProperties": obj{"type": "string", "pattern": labelValuePattern},
+	})
+	g.set("ObjectMeta", "annotations", obj{"propertyNames": obj{"pattern": qualifiedNamePattern}})
 
 	// PodSpec.
 	ps := g.def("PodSpec")

@@ -5,6 +5,7 @@ import (
 	"path"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,6 +26,10 @@ const (
 	resourceNamePattern = `^(cpu|memory|ephemeral-storage|hugepages-.+)$`
 	fieldPathPattern    = `^(metadata\.(name|namespace|uid|labels|annotations)|metadata\.(labels|annotations)\['[^']+'\]|spec\.(nodeName|serviceAccountName)|status\.(hostIP|hostIPs|podIP|podIPs))$`
 	resourceRefPattern  = `^(limits|requests)\.(cpu|memory|ephemeral-storage|hugepages-.+)$`
+	// A label or annotation key: an optional DNS subdomain prefix and '/',
+	// then a name of at most 63 alphanumerics, '-', '_' and '.'.
+	qualifiedNamePattern = `^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`
+	labelValuePattern    = `^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$`
 )
 
 var (
@@ -36,7 +41,18 @@ var (
 	fieldPathRE    = regexp.MustCompile(fieldPathPattern)
 	resourceRefRE  = regexp.MustCompile(resourceRefPattern)
 	hasLetterRE    = regexp.MustCompile(`[a-z]`)
+	qualifiedRE    = regexp.MustCompile(qualifiedNamePattern)
+	labelValueRE   = regexp.MustCompile(labelValuePattern)
 )
+
+// isQualifiedName is the rule for label and annotation keys.
+func isQualifiedName(s string) bool {
+	prefix, _, found := strings.Cut(s, "/")
+	return qualifiedRE.MatchString(s) && (!found || len(prefix) <= 253)
+}
+
+// maxAnnotationBytes bounds the total size of a pod's annotations.
+const maxAnnotationBytes = 256 << 10
 
 func isDNSLabel(s string) bool     { return len(s) <= 63 && dnsLabelRE.MatchString(s) }
 func isDNSSubdomain(s string) bool { return len(s) <= 253 && dnsSubdomainRE.MatchString(s) }
@@ -71,6 +87,33 @@ func validateMetadata(e *errs, m *metav1.ObjectMeta, subjectUID string) {
 	case string(m.UID) != subjectUID:
 		e.invalid(p+".uid", "is "+strconv.Quote(string(m.UID))+" but the subject's uid is "+strconv.Quote(subjectUID))
 	}
+	for _, k := range sortedStrings(m.Labels) {
+		switch {
+		case !isQualifiedName(k):
+			e.invalid(p+".labels["+k+"]", "key must be a qualified name ([prefix/]name, name at most 63 alphanumerics, '-', '_', '.')")
+		case !labelValueRE.MatchString(m.Labels[k]):
+			e.invalid(p+".labels["+k+"]", "value must be at most 63 alphanumerics, '-', '_' and '.', starting and ending with an alphanumeric")
+		}
+	}
+	size := 0
+	for _, k := range sortedStrings(m.Annotations) {
+		size += len(k) + len(m.Annotations[k])
+		if !isQualifiedName(k) {
+			e.invalid(p+".annotations["+k+"]", "key must be a qualified name ([prefix/]name, name at most 63 alphanumerics, '-', '_', '.')")
+		}
+	}
+	if size > maxAnnotationBytes {
+		e.invalid(p+".annotations", "must total at most 256 KiB")
+	}
+}
+
+func sortedStrings(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 func validatePodSpec(e *errs, s *corev1.PodSpec, allowPrivileged bool) {
