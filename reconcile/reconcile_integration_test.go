@@ -477,9 +477,18 @@ func TestSpecChangeRestartsOnlyThatContainer(t *testing.T) {
 
 func TestKillPodEscalatesAfterGracePeriod(t *testing.T) {
 	e := newEnv(t)
-	pod := makePod("stubborn", corev1.RestartPolicyAlways, shell("app", `trap "" TERM; while true; do sleep 1; done`))
+	ready := filepath.Join(e.dir, "trapped")
+	pod := makePod("stubborn", corev1.RestartPolicyAlways, shell("app", `trap "" TERM; touch `+ready+`; while true; do sleep 1; done`))
 	mustSucceed(t, e.sync(pod))
 	e.waitFor(pod, "running", newestState("app", reconcile.ContainerRunning))
+	// SIGTERM must find the trap set.
+	deadline := time.Now().Add(30 * time.Second)
+	for _, err := os.Stat(ready); err != nil; _, err = os.Stat(ready) {
+		if time.Now().After(deadline) {
+			t.Fatal("the container never set its trap")
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval
+	}
 
 	r := e.mgr.KillPod(ctx(t), pod, nil, nil)
 	mustSucceed(t, r)
