@@ -23,17 +23,31 @@ func applyDefaultImageTag(image string) string {
 	return image + ":latest"
 }
 
-// pullPolicy is the container's policy, defaulted as the API server would:
-// Always for ":latest" or untagged images, else IfNotPresent.
+// pullPolicy is the container's policy, defaulted as the API server does:
+// Always when the tag is "latest" (an image with neither tag nor digest has
+// tag latest; "img:latest@sha256:..." too), else IfNotPresent.
 func pullPolicy(c *corev1.Container) corev1.PullPolicy {
 	if c.ImagePullPolicy != "" {
 		return c.ImagePullPolicy
 	}
-	img := applyDefaultImageTag(c.Image)
-	if !strings.Contains(img, "@") && strings.HasSuffix(img, ":latest") {
+	if imageTag(c.Image) == "latest" {
 		return corev1.PullAlways
 	}
 	return corev1.PullIfNotPresent
+}
+
+// imageTag is the image's tag: "latest" when there is neither tag nor digest,
+// "" for a digest without a tag.
+func imageTag(image string) string {
+	name, _, hasDigest := strings.Cut(image, "@")
+	last := name[strings.LastIndex(name, "/")+1:]
+	if _, tag, ok := strings.Cut(last, ":"); ok {
+		return tag
+	}
+	if hasDigest {
+		return ""
+	}
+	return "latest"
 }
 
 // ensureImageExists makes the container's image present per its pull policy,

@@ -354,3 +354,15 @@ func TestExpand(t *testing.T) {
 		}
 	}
 }
+
+func TestPullPolicyDefault(t *testing.T) {
+	for image, want := range map[string]corev1.PullPolicy{
+		"busybox": corev1.PullAlways, "busybox:latest": corev1.PullAlways, "busybox:1.36": corev1.PullIfNotPresent,
+		"reg:5000/busybox": corev1.PullAlways, "reg:5000/busybox:1": corev1.PullIfNotPresent,
+		"busybox@sha256:abc": corev1.PullIfNotPresent, "busybox:latest@sha256:abc": corev1.PullAlways,
+	} {
+		if got := pullPolicy(&corev1.Container{Image: image}); got != want {
+			t.Errorf("%s: %s, want %s", image, got, want)
+		}
+	}
+}
