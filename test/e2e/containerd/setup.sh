@@ -1,0 +1,251 @@
+#!/usr/bin/env bash
+# setup.sh: install and start a private containerd for jetlet's e2e tests.
+#
+# As root on Debian 12: installs containerd (1.6), runc, the CNI plugins,
+# busybox-static and gcc from Debian; builds a busybox image and a pause image
+# locally (no registry involved) and imports them; starts containerd in the
+# background with its own config, root, state and socket under
+# $JETLET_CONTAINERD_DIR (default /tmp/jetlet-containerd); and writes
+# $JETLET_CONTAINERD_DIR/env.sh for tests to source:
+#
+#	JETLET_CRI_ENDPOINT=unix://<dir>/containerd.sock
+#	JETLET_CRI_IMAGE=localhost/jetlet/busybox:e2e
+#	JETLET_CRI_PAUSE_IMAGE=localhost/jetlet/pause:e2e
+#
+# Idempotent: a containerd this script started before is torn down first
+# (teardown.sh), then everything is started afresh; packages, crictl and the
+# image tarballs are reused. Nothing outside the work dir is touched besides
+# the packages, the bridge jetlet-e2e0 and the netns/cgroups runc makes.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+export PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
+WORK=${JETLET_CONTAINERD_DIR:-/tmp/jetlet-containerd}
+export JETLET_CONTAINERD_DIR=$WORK
+SOCK=$WORK/containerd.sock
+BUSYBOX_IMAGE=localhost/jetlet/busybox:e2e
+PAUSE_IMAGE=localhost/jetlet/pause:e2e
+CRICTL_VERSION=v1.37.0
+READY_TIMEOUT=${JETLET_CONTAINERD_READY_TIMEOUT:-60} # seconds
+
+log() { printf '== setup: %s\n' "$*"; }
+die() { printf '== setup: FAILED: %s\n' "$*" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "must run as root (containerd and runc need it)"
+case $WORK in /*) ;; *) die "JETLET_CONTAINERD_DIR must be absolute: $WORK" ;; esac
+# A unix socket path holds at most 107 bytes.
+[ ${#SOCK} -le 100 ] || die "socket path too long: $SOCK"
+
+# --- 1. packages ---------------------------------------------------------
+pkgs="containerd runc containernetworking-plugins busybox-static gcc libc6-dev iproute2"
+missing=
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	log "apt-get install$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get -qq -o DPkg::Lock::Timeout=300 update
+	# shellcheck disable=SC2086
+	apt-get -qq -y -o DPkg::Lock::Timeout=300 --no-install-recommends install $missing >/dev/null
+else
+	log "packages present: $pkgs"
+fi
+# Debian's containerd package starts a system containerd where systemd runs;
+# ours is separate (own socket, root, state, runc root) either way.
+
+mkdir -p "$WORK/bin" "$WORK/images"
+
+# --- 2. crictl (teardown removes pods with it; handy by hand too) ----------
+if ! "$WORK/bin/crictl" --version 2>/dev/null | grep -q "${CRICTL_VERSION#v}"; then
+	log "go install crictl@$CRICTL_VERSION"
+	GOBIN=$WORK/bin go install "sigs.k8s.io/cri-tools/cmd/crictl@$CRICTL_VERSION"
+fi
+
+# --- 3. a previous run's containerd: tear it down --------------------------
+if [ -e "$WORK/containerd.pid" ] || [ -e "$SOCK" ] || [ -d "$WORK/state" ] || [ -d "$WORK/root" ]; then
+	log "tearing down the previous run"
+	bash "$here/teardown.sh"
+fi
+
+# --- 4. images -------------------------------------------------------------
+# Rebuilt when their inputs change (the busybox binary, pause.c, this
+# script's image recipe); the tarballs are reproducible, so a rebuild from the
+# same inputs gives the same digests.
+stamp() { cat "$@" | sha256sum | cut -c1-16; }
+build=$WORK/build
+
+bb_key=$(stamp /bin/busybox "$here/build-image.sh" "$0")
+bb_tar=$WORK/images/busybox-$bb_key.tar
+if [ ! -s "$bb_tar" ]; then
+	log "building $BUSYBOX_IMAGE"
+	rm -rf "$build" && mkdir -p "$build/busybox"
+	r=$build/busybox
+	mkdir -p "$r/bin" "$r/sbin" "$r/usr/bin" "$r/usr/sbin" "$r/etc" "$r/root" "$r/tmp" "$r/var" \
+		"$r/proc" "$r/sys" "$r/dev"
+	chmod 1777 "$r/tmp"
+	cp /bin/busybox "$r/bin/busybox"
+	chmod 0755 "$r/bin/busybox"
+	# Every applet a hard link to the one binary.
+	busybox --list-full | while read -r applet; do
+		[ "$applet" = bin/busybox ] && continue
+		mkdir -p "$r/$(dirname "$applet")"
+		ln "$r/bin/busybox" "$r/$applet"
+	done
+	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$r/etc/passwd"
+	printf 'root:x:0:\nnogroup:x:65534:\n' >"$r/etc/group"
+	bash "$here/build-image.sh" "$r" "$BUSYBOX_IMAGE" "$bb_tar.tmp" \
+		'{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Cmd":["sh"]}'
+	mv "$bb_tar.tmp" "$bb_tar"
+fi
+
+pause_key=$(stamp "$here/pause.c" "$here/build-image.sh" "$0")
+pause_tar=$WORK/images/pause-$pause_key.tar
+if [ ! -s "$pause_tar" ]; then
+	log "building $PAUSE_IMAGE"
+	rm -rf "$build" && mkdir -p "$build/pause"
+	gcc -static -Os -s -Wall -Werror -o "$build/pause/pause" "$here/pause.c"
+	bash "$here/build-image.sh" "$build/pause" "$PAUSE_IMAGE" "$pause_tar.tmp" \
+		'{"Entrypoint":["/pause"],"User":"65535:65535"}'
+	mv "$pause_tar.tmp" "$pause_tar"
+fi
+rm -rf "$build"
+# Drop tarballs of earlier inputs.
+find "$WORK/images" -name '*.tar' ! -name "${bb_tar##*/}" ! -name "${pause_tar##*/}" -delete
+
+# --- 5. config ---------------------------------------------------------------
+mkdir -p "$WORK/cni/net.d"
+cat >"$WORK/cni/net.d/10-jetlet-e2e.conflist" <<CNI
+{
+  "cniVersion": "1.0.0",
+  "name": "jetlet-e2e",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "jetlet-e2e0",
+      "isGateway": true,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{"subnet": "10.217.0.0/24"}]],
+        "routes": [{"dst": "0.0.0.0/0"}],
+        "dataDir": "$WORK/cni/ipam"
+      }
+    }
+  ]
+}
+CNI
+
+cat >"$WORK/config.toml" <<TOML
+# containerd 1.6 config for jetlet's e2e tests (written by setup.sh).
+version = 2
+root = "$WORK/root"
+state = "$WORK/state"
+oom_score = 0
+disabled_plugins = [
+  "io.containerd.snapshotter.v1.aufs",
+  "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.zfs",
+]
+
+[grpc]
+  address = "$SOCK"
+
+[ttrpc]
+  address = "$SOCK.ttrpc"
+
+[debug]
+  address = ""
+  level = "info"
+
+[metrics]
+  address = ""
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$WORK/opt"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$PAUSE_IMAGE"
+  # root here lacks CAP_SYS_RESOURCE: without this every sandbox fails with
+  # "can't get final child's PID from pipe: EOF".
+  restrict_oom_score_adj = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  enable_selinux = false
+  # pod network namespaces under our state dir, not /var/run/netns
+  netns_mounts_under_state_dir = true
+
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        # runc's state under our work dir, apart from any other containerd
+        Root = "$WORK/runc"
+        SystemdCgroup = false
+
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$WORK/cni/net.d"
+    max_conf_num = 1
+
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = ""
+TOML
+
+cat >"$WORK/crictl.yaml" <<YAML
+runtime-endpoint: unix://$SOCK
+image-endpoint: unix://$SOCK
+timeout: 30
+YAML
+
+# --- 6. start containerd -------------------------------------------------------
+log "starting containerd $(containerd --version | awk '{print $3}') on $SOCK"
+mkdir -p "$WORK/root" "$WORK/state"
+# setsid: its own session, so a Ctrl-C meant for the tests does not reach it.
+[ -f "$WORK/containerd.log" ] && mv "$WORK/containerd.log" "$WORK/containerd.log.prev"
+setsid containerd --config "$WORK/config.toml" >>"$WORK/containerd.log" 2>&1 </dev/null &
+echo $! >"$WORK/containerd.pid"
+pid=$(cat "$WORK/containerd.pid")
+
+ctr_() { ctr --address "$SOCK" --namespace k8s.io "$@"; }
+crictl_() { "$WORK/bin/crictl" --config "$WORK/crictl.yaml" "$@"; }
+
+deadline=$((SECONDS + READY_TIMEOUT))
+until [ -S "$SOCK" ] && ctr_ version >/dev/null 2>&1 && crictl_ info >/dev/null 2>&1; do
+	kill -0 "$pid" 2>/dev/null || { tail -n 30 "$WORK/containerd.log" >&2; die "containerd (pid $pid) exited"; }
+	[ $SECONDS -lt $deadline ] || { tail -n 30 "$WORK/containerd.log" >&2; die "containerd not ready after ${READY_TIMEOUT}s"; }
+	sleep 0.1
+done
+log "containerd pid $pid ready"
+
+# --- 7. import the images --------------------------------------------------------
+for tar in "$bb_tar" "$pause_tar"; do
+	ctr_ images import --snapshotter overlayfs "$tar" >/dev/null
+done
+for img in "$BUSYBOX_IMAGE" "$PAUSE_IMAGE"; do
+	crictl_ inspecti "$img" >/dev/null 2>&1 || die "CRI does not see image $img after the import"
+done
+log "images: $BUSYBOX_IMAGE $PAUSE_IMAGE"
+
+# --- 8. env.sh ----------------------------------------------------------------------
+cat >"$WORK/env.sh" <<ENV
+# Written by test/e2e/containerd/setup.sh; source it.
+export JETLET_CONTAINERD_DIR=$WORK
+export JETLET_CRI_ENDPOINT=unix://$SOCK
+export JETLET_CRI_IMAGE=$BUSYBOX_IMAGE
+export JETLET_CRI_PAUSE_IMAGE=$PAUSE_IMAGE
+export JETLET_CRI_NETWORK_READY=1
+# for ctr and crictl by hand
+export CONTAINERD_ADDRESS=$SOCK
+export CONTAINERD_NAMESPACE=k8s.io
+export CRI_CONFIG_FILE=$WORK/crictl.yaml
+export PATH=$WORK/bin:\$PATH
+ENV
+log "wrote $WORK/env.sh"
+cat "$WORK/env.sh"
