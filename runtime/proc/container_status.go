@@ -18,14 +18,24 @@ func (r *Runtime) ContainerStatus(ctx context.Context, req *runtimeapi.Container
 		return nil, err
 	}
 	r.mu.RLock()
-	state := c.stateLocked()
-	st, ex, res := c.shim, c.exit, c.resources
+	cs := c.statusLocked()
+	st := c.shim
 	r.mu.RUnlock()
+	resp := &runtimeapi.ContainerStatusResponse{Status: cs}
+	if req.GetVerbose() {
+		resp.Info = map[string]string{"info": r.containerInfo(c, st)}
+	}
+	return resp, nil
+}
 
+// statusLocked is c's CRI status, as ContainerStatus reports it; r.mu must be
+// held.
+func (c *container) statusLocked() *runtimeapi.ContainerStatus {
+	st, ex, res := c.shim, c.exit, c.resources
 	cs := &runtimeapi.ContainerStatus{
 		Id:          c.id,
 		Metadata:    c.config.GetMetadata(),
-		State:       state,
+		State:       c.stateLocked(),
 		CreatedAt:   c.createdAt,
 		Image:       c.config.GetImage(),
 		ImageRef:    c.imageID,
@@ -51,11 +61,7 @@ func (r *Runtime) ContainerStatus(ctx context.Context, req *runtimeapi.Container
 		cs.Reason = exitReason(ex)
 		cs.Message = ex.Message
 	}
-	resp := &runtimeapi.ContainerStatusResponse{Status: cs}
-	if req.GetVerbose() {
-		resp.Info = map[string]string{"info": r.containerInfo(c, st)}
-	}
-	return resp, nil
+	return cs
 }
 
 // containerInfo is the verbose info crictl inspect prints: where things are and

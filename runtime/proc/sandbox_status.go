@@ -19,24 +19,10 @@ func (r *Runtime) PodSandboxStatus(ctx context.Context, req *runtimeapi.PodSandb
 		return nil, err
 	}
 	r.mu.RLock()
-	ready := s.ready
+	st := s.statusLocked()
 	r.mu.RUnlock()
-	nsOpts := s.config.GetLinux().GetSecurityContext().GetNamespaceOptions()
-	if nsOpts == nil {
-		nsOpts = &runtimeapi.NamespaceOption{}
-	}
 	resp := &runtimeapi.PodSandboxStatusResponse{
-		Status: &runtimeapi.PodSandboxStatus{
-			Id:             s.id,
-			Metadata:       s.config.GetMetadata(),
-			State:          s.state(ready),
-			CreatedAt:      s.createdAt,
-			Network:        &runtimeapi.PodSandboxNetworkStatus{Ip: loopbackIP},
-			Linux:          &runtimeapi.LinuxPodSandboxStatus{Namespaces: &runtimeapi.Namespace{Options: nsOpts}},
-			Labels:         s.config.GetLabels(),
-			Annotations:    s.config.GetAnnotations(),
-			RuntimeHandler: s.runtimeHandler,
-		},
+		Status:    st,
 		Timestamp: nowNano(),
 	}
 	if req.GetVerbose() {
@@ -48,4 +34,24 @@ func (r *Runtime) PodSandboxStatus(ctx context.Context, req *runtimeapi.PodSandb
 		resp.Info = map[string]string{"info": string(info)}
 	}
 	return resp, nil
+}
+
+// statusLocked is s's CRI status, as PodSandboxStatus reports it; r.mu must be
+// held.
+func (s *sandbox) statusLocked() *runtimeapi.PodSandboxStatus {
+	nsOpts := s.config.GetLinux().GetSecurityContext().GetNamespaceOptions()
+	if nsOpts == nil {
+		nsOpts = &runtimeapi.NamespaceOption{}
+	}
+	return &runtimeapi.PodSandboxStatus{
+		Id:             s.id,
+		Metadata:       s.config.GetMetadata(),
+		State:          s.state(s.ready),
+		CreatedAt:      s.createdAt,
+		Network:        &runtimeapi.PodSandboxNetworkStatus{Ip: loopbackIP},
+		Linux:          &runtimeapi.LinuxPodSandboxStatus{Namespaces: &runtimeapi.Namespace{Options: nsOpts}},
+		Labels:         s.config.GetLabels(),
+		Annotations:    s.config.GetAnnotations(),
+		RuntimeHandler: s.runtimeHandler,
+	}
 }
