@@ -25,8 +25,9 @@ const (
 // A shell that is PID 1 in a container ignores SIGTERM unless it traps it,
 // and a trap only runs once the foreground command ends, hence "& wait".
 const (
-	// runUntilTerm runs until SIGTERM, then exits 0.
-	runUntilTerm = "trap 'exit 0' TERM; sleep 3600 & wait"
+	// runUntilTerm runs until SIGTERM, then exits 0. It logs "ready" once
+	// the trap is set: see waitReady.
+	runUntilTerm = "trap 'exit 0' TERM; echo ready; sleep 3600 & wait"
 )
 
 func ctxT(t testing.TB) context.Context {
@@ -252,6 +253,24 @@ func sameSet(got, want []string) bool {
 		seen[w]--
 	}
 	return true
+}
+
+// waitReady polls the container's log until it holds a "ready" line. A
+// container being RUNNING says nothing of how far its shell got: a test that
+// signals it must first know its trap is set.
+func waitReady(t testing.TB, logPath string) {
+	t.Helper()
+	eventually(t, waitLimit, "the container to log ready", func() (bool, error) {
+		if _, err := os.Stat(logPath); err != nil {
+			return false, err
+		}
+		for _, e := range readCRILog(t, logPath) {
+			if e.content == "ready" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 }
 
 // logEntry is one line of a CRI log file.
