@@ -57,7 +57,9 @@ fi
 mkdir -p "$WORK/bin" "$WORK/images"
 
 # --- 2. crictl (teardown removes pods with it; handy by hand too) ----------
-if ! "$WORK/bin/crictl" --version 2>/dev/null | grep -q "${CRICTL_VERSION#v}"; then
+# (go install leaves crictl's own --version "unknown"; the module version is
+# in the binary's build info.)
+if ! go version -m "$WORK/bin/crictl" 2>/dev/null | grep -q "sigs.k8s.io/cri-tools[[:space:]]*$CRICTL_VERSION"; then
 	log "go install crictl@$CRICTL_VERSION"
 	GOBIN=$WORK/bin go install "sigs.k8s.io/cri-tools/cmd/crictl@$CRICTL_VERSION"
 fi

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# run.sh: jetlet's containerd stage. Starts a private containerd (setup.sh),
+# runs the CRI conformance suite against it through jetlet's client, then the
+# pod scenarios in test/e2e/containerd when there are any, and always tears
+# containerd down again (trap EXIT), whether the tests pass or not.
+#
+# Fails when a suite fails, and also when the external backend was skipped
+# (no endpoint) or no test passed: a green stage must mean containerd ran.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../../.." && pwd)
+cd "$repo"
+export PATH=/usr/local/go/bin:$PATH
+WORK=${JETLET_CONTAINERD_DIR:-/tmp/jetlet-containerd}
+export JETLET_CONTAINERD_DIR=$WORK
+TEST_TIMEOUT=${JETLET_E2E_TEST_TIMEOUT:-6m}
+
+stage_start=$SECONDS
+teardown() {
+	rc=$?
+	if [ $rc != 0 ] && [ -f "$WORK/containerd.log" ]; then
+		echo "== containerd stage: last lines of $WORK/containerd.log"
+		tail -n 40 "$WORK/containerd.log"
+	fi
+	echo "== containerd stage: teardown"
+	bash "$here/teardown.sh" || rc=1
+	echo "== containerd stage: $((SECONDS - stage_start))s, exit $rc"
+	exit $rc
+}
+trap teardown EXIT
+
+echo "== containerd stage: setup"
+t=$SECONDS
+bash "$here/setup.sh"
+echo "== containerd stage: setup took $((SECONDS - t))s"
+# shellcheck source=/dev/null
+source "$WORK/env.sh"
+logs=$WORK/logs
+mkdir -p "$logs"
+
+# gotest NAME PKGS... -- runs go test -v, keeps its output in $logs/NAME.log,
+# prints the counts of PASS/FAIL/SKIP lines, and fails on a test failure.
+gotest() {
+	local name=$1
+	shift
+	local out=$logs/$name.log t=$SECONDS rc=0
+	go test -race -count=1 -v -timeout "$TEST_TIMEOUT" "$@" 2>&1 | tee "$out" || rc=$?
+	local pass fail skip
+	pass=$(grep -c -- '--- PASS' "$out" || true)
+	fail=$(grep -c -- '--- FAIL' "$out" || true)
+	skip=$(grep -c -- '--- SKIP' "$out" || true)
+	echo "== $name: $pass passed, $fail failed, $skip skipped (go test -v '---' lines, subtests included) in $((SECONDS - t))s"
+	return $rc
+}
+
+# 1. The CRI conformance suite, external backend only: the embedded backend
+# runs in `go test ./...` already.
+echo "== containerd stage: CRI conformance suite against $JETLET_CRI_ENDPOINT ($JETLET_CRI_IMAGE)"
+gotest cri-conformance -run '^TestConformance$/^external$' ./test/cri/
+out=$logs/cri-conformance.log
+if grep -q -- '--- SKIP: TestConformance/external ' "$out"; then
+	echo "== FAIL: the external backend was skipped (no endpoint?)"
+	exit 1
+fi
+if ! grep -q -- '--- PASS: TestConformance/external/' "$out"; then
+	echo "== FAIL: no conformance test passed against containerd"
+	exit 1
+fi
+cases() { grep -cE -- "--- $1: TestConformance/external/[^/ ]+ " "$out" || true; }
+echo "== cri-conformance against containerd: suite tests $(cases PASS) passed, $(cases FAIL) failed, $(cases SKIP) skipped"
+if grep -- '--- SKIP: TestConformance/external/' "$out"; then
+	echo "   (tests the external backend does not support; see the suite's Features)"
+fi
+
+# 2. Pod scenarios: jetlet run --runtime-endpoint against this containerd.
+# ---- E2E POD SCENARIOS: Go tests in test/e2e/containerd, same env ----
+if compgen -G "$here/*_test.go" >/dev/null; then
+	echo "== containerd stage: pod scenarios (./test/e2e/containerd/...)"
+	gotest pod-scenarios ./test/e2e/containerd/...
+	out=$logs/pod-scenarios.log
+	if ! grep -q -- '--- PASS' "$out"; then
+		echo "== FAIL: no pod scenario passed"
+		exit 1
+	fi
+else
+	echo "== containerd stage: no pod scenarios yet (no *_test.go in test/e2e/containerd)"
+fi
+# ---- end of pod scenarios ----
