@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -53,8 +54,9 @@ type pod struct {
 	wake    bool        // a sync is wanted even without a new intent
 	known   bool        // has a desired state: part of the periodic resync
 
-	desired  *Desired
-	done     applied
+	desired    *Desired // written under mu, read by its worker without
+	done       applied
+	lastStatus *schemas.PodStatus // the last status stored, to skip storing it unchanged
 	retry    *time.Timer
 	traceCtx context.Context // the applied intent's trace context
 }
@@ -394,10 +396,15 @@ func (c *Consumer) answer(ctx context.Context, p *pod, d *delivery, cand candida
 func (c *Consumer) apply(ctx context.Context, p *pod, d *delivery, in *schemas.PodIntent) bool {
 	ctx, span := c.startSpan(ctx, d, p.uid)
 	defer span.End()
+	if in.Op == schemas.OpDelete && p.desired != nil && p.desired.Intent.Op == schemas.OpApply {
+		in = deleteOf(in, p.desired.Intent)
+	}
+	c.mu.Lock() // Wanted reads desired
 	p.desired = &Desired{UID: p.uid, Intent: in, IntentSeq: d.seq, ReceivedAt: d.receivedAt}
+	p.known = true
+	c.mu.Unlock()
 	p.done = applied{seq: d.seq, revision: max(p.done.revision, in.Revision)}
 	p.traceCtx = trace.ContextWithSpanContext(context.Background(), span.SpanContext())
-	c.markKnown(p)
 
 	rep := c.syncPod(ctx, p)
 	r := c.newResult(p.uid, d, in)
@@ -421,8 +428,11 @@ func (c *Consumer) syncPod(ctx context.Context, p *pod) Report {
 	start := time.Now()
 	rep := c.sync.Sync(ctx, *p.desired)
 	c.m.syncDuration.Observe(time.Since(start).Seconds())
-	if rep.Status != nil {
+	if rep.Status != nil && !sameStatus(p.lastStatus, rep.Status) {
 		c.pub.PutStatus(rep.Status)
+		c.mu.Lock()
+		p.lastStatus = rep.Status
+		c.mu.Unlock()
 	}
 	if p.retry != nil {
 		p.retry.Stop()
@@ -440,10 +450,53 @@ func (c *Consumer) syncPod(ctx context.Context, p *pod) Report {
 	return rep
 }
 
-func (c *Consumer) markKnown(p *pod) {
+// deleteOf is a delete intent to apply to a pod the node runs from applied:
+// it kills with applied's spec (its containers, their grace) unless the
+// delete says otherwise. The grace period is the delete's
+// gracePeriodSeconds, else its pod's terminationGracePeriodSeconds, else the
+// running pod's, else 30 s.
+func deleteOf(del, applied *schemas.PodIntent) *schemas.PodIntent {
+	merged := *del
+	if merged.GracePeriodSeconds == nil && del.Pod != nil {
+		merged.GracePeriodSeconds = del.Pod.Spec.TerminationGracePeriodSeconds
+	}
+	merged.Pod = applied.Pod
+	return &merged
+}
+
+// sameStatus reports whether two statuses differ only in when they were
+// observed.
+func sameStatus(a, b *schemas.PodStatus) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	x, y := *a, *b
+	x.ObservedAt, y.ObservedAt = time.Time{}, time.Time{}
+	return reflect.DeepEqual(x, y)
+}
+
+// Wanted reports whether the pod is desired on the node: its last intent is
+// an apply. Garbage collection removes the content of pods not wanted.
+func (c *Consumer) Wanted(uid string) bool {
 	c.mu.Lock()
-	p.known = true
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	p, ok := c.pods[uid]
+	return ok && p.desired != nil && p.desired.Intent.Op != schemas.OpDelete
+}
+
+// PodCounts counts the pods with a desired state by the phase last stored.
+func (c *Consumer) PodCounts() schemas.PodCounts {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	counts := schemas.PodCounts{ByPhase: map[schemas.PodPhase]int{}}
+	for _, p := range c.pods {
+		if !p.known || p.lastStatus == nil {
+			continue
+		}
+		counts.Total++
+		counts.ByPhase[p.lastStatus.Phase]++
+	}
+	return counts
 }
 
 func (c *Consumer) newResult(uid string, d *delivery, in *schemas.PodIntent) *schemas.SyncResult {

@@ -80,6 +80,18 @@ func DiedReason(cs *ContainerStatus) string {
 	return schemas.ReasonError
 }
 
+// ContainerStartedEvent derives the ContainerStarted event of a running
+// container instance, for re-deriving facts after events were lost: id
+// <containerId>.ContainerStarted, time the instance's startedAt.
+func ContainerStartedEvent(node string, pod *PodStatus, cs *ContainerStatus) (ev schemas.LifecycleEvent, ok bool) {
+	if cs == nil || cs.State != ContainerRunning {
+		return ev, false
+	}
+	ev = newEvent(node, podRef{pod.UID, pod.Namespace, pod.Name}, schemas.EventContainerStarted, EventID(cs.ID, schemas.EventContainerStarted), cs.StartedAt)
+	ev.Container, ev.ContainerID, ev.SandboxID, ev.Attempt = cs.Name, cs.ID, cs.SandboxID, cs.Attempt
+	return ev, true
+}
+
 // ContainerDiedEvent derives the ContainerDied event of an exited container
 // instance of the pod, for the relist loop: id <containerId>.ContainerDied,
 // time the instance's finishedAt. ok is false unless the instance exited.

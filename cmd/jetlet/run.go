@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/jetlet/jetlet/consumer"
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/proc"
@@ -35,6 +36,9 @@ type runConfig struct {
 	allowPrivileged       bool
 	logLevel              string
 	shutdownTimeout       time.Duration
+	relistPeriod          time.Duration
+	resyncPeriod          time.Duration
+	maxDeadPerContainer   int
 	streams               events.StreamsConfig
 }
 
@@ -73,6 +77,9 @@ storing under --data-dir and listening on --nats-listen. Without
 	fs.BoolVar(&cfg.allowPrivileged, "allow-privileged", false, "accept privileged containers")
 	fs.StringVar(&cfg.logLevel, "log-level", "info", "trace, debug, info, warn or error")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for in-flight syncs and publishes")
+	fs.DurationVar(&cfg.relistPeriod, "relist-period", time.Second, "how often the runtime's pods are listed to notice changes (kubelet's PLEG relist)")
+	fs.DurationVar(&cfg.resyncPeriod, "resync-period", time.Minute, "how often every pod is synced again even when nothing changed (plus up to 10% jitter)")
+	fs.IntVar(&cfg.maxDeadPerContainer, "max-dead-containers-per-container", 1, "dead instances kept per container (kubelet's --maximum-dead-containers-per-container)")
 	fs.StringVar(&cfg.streams.SubjectPrefix, "subject-prefix", schemas.DefaultSubjectPrefix, "first token of every jetlet subject")
 	fs.IntVar(&cfg.streams.Replicas, "replicas", 1, "replicas of the streams and buckets jetlet creates")
 	fs.Int64Var(&cfg.streams.IntentHistory, "intent-history", 16, "intents kept per pod in JETLET_INTENTS")
@@ -97,6 +104,15 @@ func (c *runConfig) validate() error {
 	if c.runtimeRequestTimeout <= 0 {
 		return fmt.Errorf("--runtime-request-timeout %s: must be positive", c.runtimeRequestTimeout)
 	}
+	if c.relistPeriod < 10*time.Millisecond {
+		return fmt.Errorf("--relist-period %s: must be at least 10ms", c.relistPeriod)
+	}
+	if c.resyncPeriod < time.Second {
+		return fmt.Errorf("--resync-period %s: must be at least 1s", c.resyncPeriod)
+	}
+	if c.maxDeadPerContainer < 1 {
+		return fmt.Errorf("--max-dead-containers-per-container %d: must be at least 1 (the newest dead instance holds the restart count)", c.maxDeadPerContainer)
+	}
 	if c.shutdownTimeout <= 0 {
 		return fmt.Errorf("--shutdown-timeout %s: must be positive", c.shutdownTimeout)
 	}
@@ -120,6 +136,7 @@ type agent struct {
 	nc            atomic.Pointer[nats.Conn]
 	provisioned   atomic.Bool
 	runtimeHealth atomic.Pointer[error] // nil until the runtime answered once
+	attached      atomic.Pointer[consumer.Consumer]
 }
 
 func newAgent(cfg runConfig) *agent {
@@ -177,11 +194,19 @@ func (a *agent) run(ctx context.Context) error {
 	if runErr == nil {
 		defer client.Close()
 		go watchRuntime(ctx, client, &a.runtimeHealth)
+		pipeCtx, stopPipe := context.WithCancel(ctx)
+		go func() {
+			// A dead HTTP server stops the agent as SIGTERM would.
+			select {
+			case err := <-webErr:
+				a.log.Error().Err(err).Msg("http server failed")
+				stopPipe()
+			case <-pipeCtx.Done():
+			}
+		}()
 		a.log.Info().Msg("jetlet started")
-		select {
-		case <-ctx.Done():
-		case runErr = <-webErr:
-		}
+		runErr = a.servePipeline(pipeCtx, js, client, reg)
+		stopPipe()
 	}
 	a.log.Info().Msg("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), a.cfg.shutdownTimeout)
@@ -219,6 +244,12 @@ func (a *agent) addReadinessChecks() {
 	a.ready.add("streams", func() error {
 		if !a.provisioned.Load() {
 			return errors.New("not provisioned yet")
+		}
+		return nil
+	})
+	a.ready.add("consumer", func() error {
+		if c := a.attached.Load(); c == nil || !c.Attached() {
+			return errors.New("not consuming intents")
 		}
 		return nil
 	})

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/consumer"
+	"github.com/jetlet/jetlet/events"
+	"github.com/jetlet/jetlet/reconcile"
+	"github.com/jetlet/jetlet/runtime"
+	"github.com/jetlet/jetlet/runtime/criadapter"
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// gcPeriod is how often dead containers and gone pods are collected, as
+// kubelet's container GC period.
+const gcPeriod = time.Minute
+
+// rederiveCheck is how often jetlet looks whether events were dropped and,
+// once NATS is back, derives the facts again.
+const rederiveCheck = 5 * time.Second
+
+// servePipeline runs the node's pipeline (publisher, relist, pod workers,
+// consumer, garbage collection, heartbeat) until ctx is done, then drains it:
+// in-flight syncs finish (up to the shutdown timeout), unanswered intents go
+// back to JetStream, queued events and statuses are flushed.
+func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, client *runtime.Client, reg prometheus.Registerer) error {
+	log := logger.With().Str("node", a.cfg.node).Logger()
+	pub := events.NewPublisher(js, events.PublisherConfig{
+		Node:                a.cfg.node,
+		SubjectPrefix:       a.cfg.streams.SubjectPrefix,
+		TerminatedStatusTTL: a.cfg.streams.TerminatedStatusTTL,
+		Logger:              log,
+		Metrics:             events.NewMetrics(reg),
+	})
+	emit := consumer.EventEmitter(pub.Emit)
+	mgr, err := reconcile.New(criadapter.New(client), reconcile.EmitterFunc(emit), reconcile.Config{
+		NodeName:        a.cfg.node,
+		DataDir:         a.cfg.dataDir,
+		AllowPrivileged: a.cfg.allowPrivileged,
+		GC:              reconcile.GCPolicy{MaxPerPodContainer: a.cfg.maxDeadPerContainer},
+		Logger:          log,
+	})
+	if err != nil {
+		return err
+	}
+	relister := consumer.NewRelister(mgr, pub.Emit, consumer.RelistConfig{
+		Node:            a.cfg.node,
+		Period:          a.cfg.relistPeriod,
+		ContainerEvents: containerEvents(client),
+		Logger:          log,
+		Registerer:      reg,
+	})
+	var cons *consumer.Consumer
+	syncer := consumer.NewPodSyncer(mgr, relister, a.cfg.node, emit, pub.PutStatus,
+		func(uid string) bool { return cons.Wanted(uid) })
+	cons, err = consumer.New(js, pub, syncer, consumer.Config{
+		Node:            a.cfg.node,
+		SubjectPrefix:   a.cfg.streams.SubjectPrefix,
+		Workers:         a.cfg.workers,
+		AllowPrivileged: a.cfg.allowPrivileged,
+		ResyncPeriod:    a.cfg.resyncPeriod,
+		Logger:          log,
+		Registerer:      reg,
+	})
+	if err != nil {
+		return err
+	}
+	relister.OnChange(cons.Wake)
+	a.attached.Store(cons)
+	startedAt := time.Now().UTC()
+
+	// The publisher outlives ctx so that the drain can still publish.
+	pubCtx, stopPub := context.WithCancel(context.WithoutCancel(ctx))
+	var bg sync.WaitGroup
+	bg.Go(func() { pub.Run(pubCtx) })
+	bg.Go(func() { relister.Run(ctx) })
+	bg.Go(func() { syncer.GarbageCollect(ctx, gcPeriod) })
+	bg.Go(func() {
+		events.RunHeartbeat(ctx, js, events.HeartbeatPeriod, func() schemas.NodeRecord {
+			v := client.RuntimeVersion()
+			return schemas.NodeRecord{
+				Node:              a.cfg.node,
+				JetletVersion:     jetletVersion(),
+				RuntimeName:       v.GetRuntimeName(),
+				RuntimeVersion:    v.GetRuntimeVersion(),
+				RuntimeAPIVersion: v.GetRuntimeApiVersion(),
+				RuntimeEndpoint:   client.Endpoint(),
+				Pods:              cons.PodCounts(),
+				StartedAt:         startedAt,
+			}
+		}, log)
+	})
+	bg.Go(func() { rederiveAfterDrops(ctx, pub, relister, a) })
+
+	runErr := cons.Run(ctx, a.cfg.shutdownTimeout)
+	flushCtx, cancel := context.WithTimeout(context.Background(), a.cfg.shutdownTimeout)
+	defer cancel()
+	if err := pub.Flush(flushCtx); err != nil {
+		log.Warn().Err(err).Msg("not every event or status was published before shutdown; the next relist derives them again")
+	}
+	stopPub()
+	bg.Wait()
+	return runErr
+}
+
+// rederiveAfterDrops re-emits the facts the relist knows once NATS is back,
+// when events had to be dropped while it was away.
+func rederiveAfterDrops(ctx context.Context, pub *events.Publisher, relister *consumer.Relister, a *agent) {
+	t := time.NewTicker(rederiveCheck)
+	defer t.Stop()
+	pending := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pending = pub.TakeDropped() || pending
+		if nc := a.nc.Load(); pending && nc != nil && nc.IsConnected() {
+			relister.Rederive(ctx)
+			pending = false
+		}
+	}
+}
+
+// containerEvents turns the CRI event stream into the relist's trigger.
+func containerEvents(client *runtime.Client) consumer.ContainerEventsFunc {
+	return func(ctx context.Context, ready, event func()) error {
+		ready()
+		err := client.GetContainerEvents(ctx, func(*runtimeapi.ContainerEventResponse) { event() })
+		if errors.Is(err, runtime.ErrUnimplemented) {
+			return errors.Join(consumer.ErrEventsUnsupported, err)
+		}
+		return err
+	}
+}

@@ -1,0 +1,357 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/jetlet/jetlet/reconcile"
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// podLister is what the relist needs of reconcile.Manager.
+type podLister interface {
+	GetPods(ctx context.Context, all bool) ([]*reconcile.RuntimePod, error)
+	GetPodStatus(ctx context.Context, uid, name, namespace string) (*reconcile.PodStatus, error)
+}
+
+// ContainerEventsFunc subscribes to the runtime's container events (CRI
+// GetContainerEvents): it calls ready once the stream is established, then
+// event for each event, until ctx ends or the stream breaks. It returns an
+// error wrapping ErrEventsUnsupported when the runtime has no such stream.
+type ContainerEventsFunc func(ctx context.Context, ready, event func()) error
+
+// ErrEventsUnsupported says the runtime offers no container event stream.
+var ErrEventsUnsupported = errors.New("container events not supported by the runtime")
+
+// RelistConfig configures a Relister.
+type RelistConfig struct {
+	Node string
+	// Period between relists (default 1s), kubelet's PLEG relist period.
+	Period time.Duration
+	// ContainerEvents, when set, lets the runtime's event stream trigger a
+	// relist at once and keep the cache current between relists.
+	ContainerEvents ContainerEventsFunc
+	Logger          zerolog.Logger
+	Registerer      prometheus.Registerer
+}
+
+// Relister is jetlet's PLEG and pod cache. Every period (and at once when the
+// runtime reports a container event, or a pod worker needs a fresher view) it
+// lists the runtime's sandboxes and containers, compares them with the last
+// listing, reads the full status of the pods that changed into the cache,
+// emits ContainerDied for containers that exited on their own, and wakes the
+// pods' workers.
+//
+// The cache lets a pod worker sync without asking the runtime: a status is
+// usable for an intent that arrived at t when it was read after t, when a
+// relist started after t, or when the runtime's event stream is connected
+// and every event received has been relisted.
+type Relister struct {
+	lister podLister
+	emit   func(ctx context.Context, ev schemas.LifecycleEvent)
+	cfg    RelistConfig
+	log    zerolog.Logger
+
+	relistDuration prometheus.Histogram
+
+	mu        sync.Mutex
+	changed   *sync.Cond
+	cache     map[string]cacheEntry
+	validAsOf time.Time // every entry (and every absence) is true as of this
+	asked     bool      // a relist was asked for before the next period
+	live      bool      // the event stream is connected
+	unseen    int       // events received and not yet covered by a relist
+	seen      map[string]map[string]reconcile.ContainerState // uid → container id → state, last listing
+	wakeFn    func(uid string)
+	kick      chan struct{}
+}
+
+type cacheEntry struct {
+	status *reconcile.PodStatus
+	at     time.Time // read from the runtime at or after this
+}
+
+// NewRelister returns a Relister; it does nothing before Run.
+func NewRelister(lister podLister, emit func(ctx context.Context, ev schemas.LifecycleEvent), cfg RelistConfig) *Relister {
+	if cfg.Period <= 0 {
+		cfg.Period = time.Second
+	}
+	r := &Relister{
+		lister: lister,
+		emit:   emit,
+		cfg:    cfg,
+		log:    cfg.Logger.With().Str("component", "relist").Logger(),
+		relistDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "jetlet_relist_duration_seconds",
+			Help:    "Duration of one relist of the runtime's pods.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
+		}),
+		cache: map[string]cacheEntry{},
+		seen:  map[string]map[string]reconcile.ContainerState{},
+		kick:  make(chan struct{}, 1),
+	}
+	r.changed = sync.NewCond(&r.mu)
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(r.relistDuration)
+	}
+	return r
+}
+
+// OnChange sets who is told that a pod changed; call before Run.
+func (r *Relister) OnChange(wake func(uid string)) { r.wakeFn = wake }
+
+// Run relists until ctx is done. The first relist happens at once.
+func (r *Relister) Run(ctx context.Context) {
+	if r.cfg.ContainerEvents != nil {
+		go r.followEvents(ctx)
+	}
+	stop := context.AfterFunc(ctx, func() {
+		r.mu.Lock()
+		r.changed.Broadcast()
+		r.mu.Unlock()
+	})
+	defer stop()
+	t := time.NewTicker(r.cfg.Period)
+	defer t.Stop()
+	for {
+		r.relist(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-r.kick:
+		}
+	}
+}
+
+// Relist runs one relist now (for tests and start-up).
+func (r *Relister) Relist(ctx context.Context) { r.relist(ctx) }
+
+func (r *Relister) relist(ctx context.Context) {
+	start := time.Now()
+	r.mu.Lock()
+	r.asked = false
+	covered := r.unseen
+	r.mu.Unlock()
+
+	pods, err := r.lister.GetPods(ctx, true)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn().Err(err).Msg("relist failed")
+		}
+		return
+	}
+	now := map[string]map[string]reconcile.ContainerState{}
+	names := map[string][2]string{}
+	for _, p := range pods {
+		states := map[string]reconcile.ContainerState{}
+		for _, c := range p.Containers {
+			states[c.ID] = c.State
+		}
+		// A sandbox's state change is a change of the pod too.
+		for _, s := range p.Sandboxes {
+			states["sandbox/"+s.ID] = reconcile.ContainerState(s.State)
+		}
+		now[p.UID] = states
+		names[p.UID] = [2]string{p.Namespace, p.Name}
+	}
+
+	var changed []string
+	for uid, states := range now {
+		if !sameStates(r.seen[uid], states) {
+			changed = append(changed, uid)
+		}
+	}
+	for uid := range r.seen {
+		if _, ok := now[uid]; !ok {
+			changed = append(changed, uid)
+		}
+	}
+
+	for _, uid := range changed {
+		states, present := now[uid]
+		if !present {
+			r.put(uid, nil, start)
+			continue
+		}
+		st, err := r.lister.GetPodStatus(ctx, uid, names[uid][1], names[uid][0])
+		if err != nil {
+			if ctx.Err() == nil {
+				r.log.Warn().Err(err).Str("uid", uid).Msg("relist: pod status")
+			}
+			now[uid] = r.seen[uid] // try again next relist
+			continue
+		}
+		r.emitDied(ctx, st, r.seen[uid], states)
+		r.put(uid, st, start)
+	}
+	r.seen = now
+
+	r.mu.Lock()
+	r.validAsOf = start
+	r.unseen -= covered
+	r.changed.Broadcast()
+	r.mu.Unlock()
+	r.relistDuration.Observe(time.Since(start).Seconds())
+
+	if r.wakeFn != nil {
+		for _, uid := range changed {
+			r.wakeFn(uid)
+		}
+	}
+}
+
+func sameStates(a, b map[string]reconcile.ContainerState) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for id, s := range a {
+		if t, ok := b[id]; !ok || t != s {
+			return false
+		}
+	}
+	return true
+}
+
+// emitDied emits ContainerDied for every instance that is exited now and was
+// not exited at the last listing (including one never seen: it exited while
+// jetlet was not looking; the event id makes a repeat harmless).
+func (r *Relister) emitDied(ctx context.Context, st *reconcile.PodStatus, before, after map[string]reconcile.ContainerState) {
+	for _, cs := range st.ContainerStatuses {
+		if after[cs.ID] != reconcile.ContainerExited {
+			continue
+		}
+		if prev, ok := before[cs.ID]; ok && prev == reconcile.ContainerExited {
+			continue
+		}
+		if ev, ok := reconcile.ContainerDiedEvent(r.cfg.Node, st, cs); ok {
+			r.emit(ctx, ev)
+		}
+	}
+}
+
+// Rederive emits again the facts of every container the cache holds
+// (ContainerStarted for running ones, ContainerDied for exited ones), with
+// their deterministic ids, after events may have been lost.
+func (r *Relister) Rederive(ctx context.Context) {
+	r.mu.Lock()
+	var statuses []*reconcile.PodStatus
+	for _, e := range r.cache {
+		statuses = append(statuses, e.status)
+	}
+	r.mu.Unlock()
+	for _, st := range statuses {
+		for _, cs := range st.ContainerStatuses {
+			if ev, ok := reconcile.ContainerDiedEvent(r.cfg.Node, st, cs); ok {
+				r.emit(ctx, ev)
+			} else if ev, ok := reconcile.ContainerStartedEvent(r.cfg.Node, st, cs); ok {
+				r.emit(ctx, ev)
+			}
+		}
+	}
+}
+
+// put caches st (nil: the runtime holds nothing of the pod) as read at or
+// after at, unless a newer entry is there.
+func (r *Relister) put(uid string, st *reconcile.PodStatus, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e, ok := r.cache[uid]; ok && e.at.After(at) {
+		return
+	}
+	if st == nil {
+		st = &reconcile.PodStatus{UID: uid}
+	}
+	r.cache[uid] = cacheEntry{status: st, at: at}
+}
+
+// Store caches a status a pod worker read itself (after changing the pod).
+func (r *Relister) Store(uid string, st *reconcile.PodStatus, at time.Time) { r.put(uid, st, at) }
+
+// Forget drops a pod from the cache.
+func (r *Relister) Forget(uid string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.cache, uid)
+}
+
+// Status returns the pod's status as of t or later: from the cache when it
+// is that fresh, else after a relist that starts after t (asked for at once).
+// It returns nil for a pod the runtime holds nothing of.
+func (r *Relister) Status(ctx context.Context, uid string, t time.Time) (*reconcile.PodStatus, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for {
+		e, cached := r.cache[uid]
+		fresh := (cached && !e.at.Before(t)) || !r.validAsOf.Before(t) ||
+			(r.live && r.unseen == 0 && !r.validAsOf.IsZero())
+		if fresh {
+			if !cached {
+				return nil, nil
+			}
+			return e.status, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("waiting for a relist: %w", err)
+		}
+		if !r.asked {
+			r.asked = true
+			r.askRelist()
+		}
+		r.changed.Wait()
+	}
+}
+
+// askRelist makes Run relist at once (without waiting for the period).
+func (r *Relister) askRelist() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// followEvents keeps the event stream connected; each event asks for a
+// relist at once.
+func (r *Relister) followEvents(ctx context.Context) {
+	delay := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		// Whatever changed while the stream was down is caught by a relist
+		// asked for as the stream comes up, before the cache counts as live.
+		err := r.cfg.ContainerEvents(ctx, func() {
+			r.mu.Lock()
+			r.live = true
+			r.unseen++
+			r.mu.Unlock()
+			r.log.Info().Msg("following the runtime's container events")
+			r.askRelist()
+		}, func() {
+			r.mu.Lock()
+			r.unseen++
+			r.mu.Unlock()
+			r.askRelist()
+		})
+		r.mu.Lock()
+		r.live = false
+		r.mu.Unlock()
+		if errors.Is(err, ErrEventsUnsupported) {
+			r.log.Info().Msg("the runtime has no container event stream; relisting every period")
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		r.log.Warn().Err(err).Dur("retry_in", delay).Msg("container event stream broke; relisting meanwhile")
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 10*time.Second)
+	}
+}

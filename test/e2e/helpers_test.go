@@ -1,0 +1,216 @@
+package e2e_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/jetlettest"
+)
+
+// node is a jetlet run under test and a connection to its NATS.
+type node struct {
+	t       *testing.T
+	name    string
+	dataDir string
+	proc    *jetlettest.Process
+	js      jetstream.JetStream
+	url     string
+	extra   []string
+}
+
+// startNode runs `jetlet run` on the embedded defaults (or --nats-url when
+// url is set), waits for /readyz and connects to its NATS.
+func startNode(t *testing.T, dataDir, url string, extra ...string) *node {
+	t.Helper()
+	n := &node{t: t, name: "n1", dataDir: dataDir, url: url, extra: extra}
+	n.start()
+	return n
+}
+
+func (n *node) start() {
+	n.t.Helper()
+	args := []string{"run", "--node", n.name, "--data-dir", n.dataDir, "--http-listen", "127.0.0.1:0"}
+	if n.url != "" {
+		args = append(args, "--nats-url", n.url)
+	} else {
+		args = append(args, "--nats-listen", "127.0.0.1:0")
+	}
+	n.proc = jetlettest.Start(n.t, append(args, n.extra...)...)
+	n.proc.WaitReady(60 * time.Second)
+	url := n.url
+	if url == "" {
+		url = n.proc.NATSURL()
+	}
+	if n.js == nil || n.url == "" {
+		nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+		if err != nil {
+			n.t.Fatal(err)
+		}
+		n.t.Cleanup(nc.Close)
+		n.js, err = jetstream.New(nc)
+		if err != nil {
+			n.t.Fatal(err)
+		}
+	}
+}
+
+// shortDir is a temporary directory with a path short enough for the
+// embedded runtime's unix socket.
+func shortDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "je2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+func (n *node) publish(uid string, body string) uint64 {
+	n.t.Helper()
+	ack, err := n.js.Publish(n.t.Context(), "jetlet.intent."+n.name+"."+uid, []byte(body))
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return ack.Sequence
+}
+
+// podJSON is an apply intent for a one-container pod running script.
+func podJSON(uid string, rev int64, restartPolicy, script string) string {
+	cmd, _ := json.Marshal([]string{"/bin/sh", "-c", script})
+	return fmt.Sprintf(`{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","revision":%d,
+	  "pod":{"metadata":{"name":"p-%s","namespace":"default","uid":"%s"},
+	    "spec":{"restartPolicy":%q,"terminationGracePeriodSeconds":5,
+	      "containers":[{"name":"app","image":"busybox:1.36","imagePullPolicy":"IfNotPresent","command":%s}]}}}`,
+		rev, strings.ToLower(uid), uid, restartPolicy, cmd)
+}
+
+func deleteJSON(uid string, rev int64, grace int) string {
+	return fmt.Sprintf(`{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","op":"delete","revision":%d,"gracePeriodSeconds":%d,
+	  "pod":{"metadata":{"name":"p-%s","namespace":"default","uid":"%s"}}}`, rev, grace, strings.ToLower(uid), uid)
+}
+
+// waitMsgs waits until the stream holds at least n messages on filter and
+// returns them in order.
+func waitMsgs[T any](t *testing.T, js jetstream.JetStream, stream, filter string, n int, timeout time.Duration) []T {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		out := readMsgs[T](t, js, stream, filter)
+		if len(out) >= n {
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s %s: %d messages after %s, want %d", stream, filter, len(out), timeout, n)
+		}
+		time.Sleep(50 * time.Millisecond) // polling with a deadline
+	}
+}
+
+// readMsgs returns every message on filter now in the stream.
+func readMsgs[T any](t *testing.T, js jetstream.JetStream, stream, filter string) []T {
+	t.Helper()
+	s, err := js.Stream(t.Context(), stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(t.Context(), jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, c := range info.State.Subjects {
+		total += int(c)
+	}
+	if total == 0 {
+		return nil
+	}
+	oc, err := s.OrderedConsumer(t.Context(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []T
+	for len(out) < total {
+		batch, err := oc.Fetch(total-len(out), jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			var v T
+			if err := json.Unmarshal(m.Data(), &v); err != nil {
+				t.Fatalf("%s: %v", m.Subject(), err)
+			}
+			out = append(out, v)
+		}
+		if got == 0 {
+			break
+		}
+	}
+	return out
+}
+
+func (n *node) results(uid string, count int) []schemas.SyncResult {
+	n.t.Helper()
+	return waitMsgs[schemas.SyncResult](n.t, n.js, schemas.StreamResults, "jetlet.result."+n.name+"."+uid, count, 60*time.Second)
+}
+
+// waitEvent waits for an event of the pod matching ok.
+func (n *node) waitEvent(uid string, typ schemas.EventType, timeout time.Duration, ok func(schemas.LifecycleEvent) bool) schemas.LifecycleEvent {
+	n.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		for _, ev := range readMsgs[schemas.LifecycleEvent](n.t, n.js, schemas.StreamEvents, "jetlet.event."+n.name+"."+uid+"."+string(typ)) {
+			if ok == nil || ok(ev) {
+				return ev
+			}
+		}
+		if time.Now().After(deadline) {
+			n.t.Fatalf("no %s event for %s within %s", typ, uid, timeout)
+		}
+		time.Sleep(50 * time.Millisecond) // polling with a deadline
+	}
+}
+
+// status reads the pod's status from jetlet_status.
+func (n *node) status(uid string) (*schemas.PodStatus, bool) {
+	n.t.Helper()
+	kv, err := n.js.KeyValue(n.t.Context(), schemas.BucketStatus)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	e, err := kv.Get(n.t.Context(), n.name+"."+uid)
+	if err != nil {
+		return nil, false
+	}
+	var st schemas.PodStatus
+	if err := json.Unmarshal(e.Value(), &st); err != nil {
+		n.t.Fatal(err)
+	}
+	return &st, true
+}
+
+// waitStatus waits until the pod's stored status satisfies ok.
+func (n *node) waitStatus(uid string, timeout time.Duration, ok func(*schemas.PodStatus) bool) *schemas.PodStatus {
+	n.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		st, found := n.status(uid)
+		if found && ok(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			n.t.Fatalf("status of %s never matched within %s; last: %+v", uid, timeout, st)
+		}
+		time.Sleep(50 * time.Millisecond) // polling with a deadline
+	}
+}

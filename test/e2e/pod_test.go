@@ -1,0 +1,28 @@
+package e2e_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/jetlet/jetlet/schemas"
+)
+
+func TestPodRunsAndIsDeleted(t *testing.T) {
+	n := startNode(t, shortDir(t), "")
+	n.publish("web", podJSON("web", 1, "Always", "echo hello; exec sleep 300"))
+	r := n.results("web", 1)[0]
+	if r.Outcome != schemas.OutcomeSynced {
+		t.Fatalf("apply: %s %s %+v", r.Outcome, r.Error, r.Actions)
+	}
+	n.waitStatus("web", 30*time.Second, func(st *schemas.PodStatus) bool { return st.Phase == schemas.PhaseRunning })
+	n.waitEvent("web", schemas.EventContainerStarted, 10*time.Second, nil)
+	n.waitEvent("web", schemas.EventSandboxCreated, 10*time.Second, nil)
+
+	n.publish("web", deleteJSON("web", 2, 2))
+	r = n.results("web", 2)[1]
+	if r.Outcome != schemas.OutcomeSynced || r.Op != schemas.OpDelete {
+		t.Fatalf("delete: %s %s %+v", r.Outcome, r.Error, r.Actions)
+	}
+	n.waitEvent("web", schemas.EventPodTerminated, 10*time.Second, nil)
+	n.waitStatus("web", 10*time.Second, func(st *schemas.PodStatus) bool { return st.Phase == schemas.PhaseTerminated })
+}
