@@ -57,8 +57,8 @@ type pod struct {
 	desired    *Desired // written under mu, read by its worker without
 	done       applied
 	lastStatus *schemas.PodStatus // the last status stored, to skip storing it unchanged
-	retry    *time.Timer
-	traceCtx context.Context // the applied intent's trace context
+	retry      *time.Timer
+	traceCtx   context.Context // the applied intent's trace context
 }
 
 // delivery is one intent message as it arrived.

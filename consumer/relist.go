@@ -63,10 +63,10 @@ type Relister struct {
 	mu        sync.Mutex
 	changed   *sync.Cond
 	cache     map[string]cacheEntry
-	validAsOf time.Time // every entry (and every absence) is true as of this
-	asked     bool      // a relist was asked for before the next period
-	live      bool      // the event stream is connected
-	unseen    int       // events received and not yet covered by a relist
+	validAsOf time.Time                                      // every entry (and every absence) is true as of this
+	asked     bool                                           // a relist was asked for before the next period
+	live      bool                                           // the event stream is connected
+	unseen    int                                            // events received and not yet covered by a relist
 	seen      map[string]map[string]reconcile.ContainerState // uid → container id → state, last listing
 	wakeFn    func(uid string)
 	kick      chan struct{}
