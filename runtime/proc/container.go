@@ -67,6 +67,8 @@ type container struct {
 	shim      *shimState
 	exit      *exitState
 	exited    chan struct{} // set when the shim runs; closed once exit is known
+	// exitAtStart: Start found the shim gone, its exit yet to be collected.
+	exitAtStart bool
 }
 
 func containerName(sb *runtimeapi.PodSandboxMetadata, md *runtimeapi.ContainerMetadata) string {

@@ -55,6 +55,7 @@ func (r *Runtime) removeContainer(ctx context.Context, c *container) error {
 	if r.names[c.name] == c.id {
 		delete(r.names, c.name)
 	}
+	r.emitLocked(c, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT)
 	r.mu.Unlock()
 	r.log.Info().Str("container", c.id).Msg("container removed")
 	return nil

@@ -61,7 +61,9 @@ func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 	r.mu.Lock()
 	c.shim = st
 	c.exited = make(chan struct{})
+	r.emitLocked(c, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
 	r.mu.Unlock()
+	// Watched only now, so that STOPPED cannot overtake STARTED.
 	r.watch(c)
 	r.log.Info().Str("container", c.id).Int("pid", st.PID).Int("shim_pid", st.ShimPID).Msg("container started")
 	return &runtimeapi.StartContainerResponse{}, nil
@@ -80,9 +82,12 @@ func (r *Runtime) recordStartFailure(c *container, cause error) {
 	ch := make(chan struct{})
 	close(ch)
 	r.mu.Lock()
-	c.exit = &ex
 	c.exited = ch
+	report := r.recordExitLocked(c, &ex)
 	r.mu.Unlock()
+	if report {
+		r.markReported(c.id)
+	}
 	r.log.Warn().Err(cause).Str("container", c.id).Msg("container failed to start")
 }
 

@@ -74,14 +74,21 @@ func (r *Runtime) recoverProcess(c *container) bool {
 		if c.exit != nil {
 			c.exited = make(chan struct{})
 			close(c.exited)
+			if !exitReported(c.dir) {
+				// Ended while no runtime ran: for the first subscriber.
+				r.pendingExits = append(r.pendingExits, c.id)
+			}
 		}
 		return false
 	}
 	c.exited = make(chan struct{})
 	// The shim runs, or ended between reading its files and now, or died
-	// without recording the exit: watch settles all three.
+	// without recording the exit: watch settles all three (it cannot record
+	// before recover releases r.mu).
+	alive := shimAlive(filepath.Join(c.dir, "shim.lock"))
+	c.exitAtStart = !alive
 	r.watch(c)
-	return shimAlive(filepath.Join(c.dir, "shim.lock"))
+	return alive
 }
 
 // recordDirs lists the record directories under root and finishes removals a

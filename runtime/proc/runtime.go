@@ -85,6 +85,14 @@ type Runtime struct {
 	names      map[string]string // reserved name -> id
 	images     map[string]*image // id -> image
 
+	// Container events (container_events.go), guarded by mu.
+	subs         map[*subscriber]struct{}
+	eventBuffer  int      // per subscriber
+	pendingExits []string // ids of exits found at Start, for the first subscriber
+	pendingOpen  bool     // no subscriber has taken pendingExits yet
+	stopped      bool
+	done         chan struct{} // closed by Stop: ends every event stream
+
 	srvMu   sync.Mutex
 	server  *grpc.Server
 	started bool
@@ -104,6 +112,11 @@ func New(cfg Config) (*Runtime, error) {
 		containers: map[string]*container{},
 		names:      map[string]string{},
 		images:     map[string]*image{},
+
+		subs:        map[*subscriber]struct{}{},
+		eventBuffer: defaultEventBuffer,
+		pendingOpen: true,
+		done:        make(chan struct{}),
 	}, nil
 }
 
@@ -162,11 +175,18 @@ func (r *Runtime) Start(ctx context.Context, socketPath string) error {
 	return nil
 }
 
-// Stop stops serving and removes the socket. It never stops containers: their
-// shims keep running and a later Start on the same Dir adopts them.
+// Stop stops serving, ends every container event stream and removes the
+// socket. It never stops containers: their shims keep running and a later
+// Start on the same Dir adopts them.
 func (r *Runtime) Stop() {
 	r.srvMu.Lock()
 	defer r.srvMu.Unlock()
+	r.mu.Lock()
+	if !r.stopped {
+		r.stopped = true
+		close(r.done)
+	}
+	r.mu.Unlock()
 	if r.server != nil {
 		r.server.Stop()
 		r.server = nil

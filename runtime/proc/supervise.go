@@ -76,9 +76,12 @@ func (r *Runtime) watch(c *container) {
 		waitLockReleased(filepath.Join(c.dir, "shim.lock"))
 		ex := r.collectExit(c)
 		r.mu.Lock()
-		c.exit = ex
+		report := r.recordExitLocked(c, ex)
 		ch := c.exited
 		r.mu.Unlock()
+		if report {
+			r.markReported(c.id)
+		}
 		close(ch)
 		r.log.Debug().Str("container", c.id).Int32("exit_code", ex.ExitCode).Msg("container exited")
 	}()
