@@ -28,7 +28,7 @@ PAUSE_IMAGE=localhost/jetlet/pause:e2e
 CRICTL_VERSION=v1.37.0
 READY_TIMEOUT=${JETLET_CONTAINERD_READY_TIMEOUT:-60} # seconds
 
-log() { printf '== setup: %s\n' "$*"; }
+log() { printf '== setup [%3ds]: %s\n' "$SECONDS" "$*"; }
 die() { printf '== setup: FAILED: %s\n' "$*" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "must run as root (containerd and runc need it)"
