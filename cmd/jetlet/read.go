@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// readStream hands fn every message of stream that cfg selects, in stream
+// order, through an ordered consumer (nothing is left behind on the server).
+// With follow false it stops at the end of the stream as it was when the
+// consumer was created; with follow true it goes on until ctx is done, which
+// ends it without an error.
+func (c *client) readStream(ctx context.Context, stream string, cfg jetstream.OrderedConsumerConfig, follow bool, fn func(jetstream.Msg) error) error {
+	cons, err := c.js.OrderedConsumer(ctx, stream, cfg)
+	if err != nil {
+		return c.jsError("stream "+stream, err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return c.jsError("stream "+stream, err)
+	}
+	defer it.Stop()
+	if info := cons.CachedInfo(); !follow && (info == nil || info.NumPending == 0) {
+		return nil
+	}
+	for {
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			if follow && ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				return fmt.Errorf("reading %s: %w", stream, err)
+			}
+			return c.jsError("stream "+stream, err)
+		}
+		if err := fn(msg); err != nil {
+			return err
+		}
+		if follow {
+			continue
+		}
+		md, err := msg.Metadata()
+		if err != nil || md.NumPending == 0 {
+			return err
+		}
+	}
+}
+
+// kvValues returns every value of bucket whose key matches pattern (a
+// subject-like filter, ">" for all), decoded into T; values that do not decode
+// are skipped.
+func kvValues[T any](ctx context.Context, c *client, bucket, pattern string) ([]T, error) {
+	kv, err := c.bucket(ctx, bucket)
+	if err != nil {
+		return nil, err
+	}
+	w, err := kv.Watch(ctx, pattern, jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, c.jsError("bucket "+bucket, err)
+	}
+	defer w.Stop()
+	var out []T
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("reading bucket %s: %w", bucket, ctx.Err())
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, fmt.Errorf("reading bucket %s: the watch ended early", bucket)
+			}
+			if e == nil { // every current value has been delivered
+				return out, nil
+			}
+			var v T
+			if json.Unmarshal(e.Value(), &v) == nil {
+				out = append(out, v)
+			}
+		}
+	}
+}
