@@ -57,7 +57,7 @@ func newRootCommand() *cobra.Command {
 			return bindEnv(cmd)
 		},
 	}
-	root.AddCommand(newRunCommand(), newVersionCommand())
+	root.AddCommand(newRunCommand(), newVersionCommand(), newApplyCommand())
 	return root
 }
 
