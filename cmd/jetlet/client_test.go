@@ -1,0 +1,55 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestClientReportsUnreachableNATS(t *testing.T) {
+	url := "nats://127.0.0.1:" + itoaPort(t)
+	for _, args := range [][]string{
+		{"apply", "-f", examples + "web.yaml"},
+		{"delete", "default/web"},
+		{"get", "pods"},
+		{"get", "nodes"},
+		{"events"},
+		{"history", "default/web"},
+	} {
+		res := runCLI(t.Context(), "", append(args, "--nats-url", url)...)
+		wantCode(t, res, 1)
+		want := "cannot reach NATS at " + url + ": connection refused; is `jetlet run` running?"
+		if !strings.Contains(res.stderr, want) {
+			t.Errorf("jetlet %s: stderr %q, want %q", strings.Join(args, " "), res.stderr, want)
+		}
+	}
+}
+
+func TestClientFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"get", "pods", "--node", "Bad_Node"}, `--node "Bad_Node": not a DNS-1123 label`},
+		{[]string{"get", "pods", "--subject-prefix", "a.b"}, `--subject-prefix "a.b": must be one subject token`},
+		{[]string{"get", "pods", "-o", "table"}, `-o "table": want one of wide, json, yaml`},
+		{[]string{"events", "--type", "Exploded"}, `--type "Exploded": want one of SandboxCreated`},
+		{[]string{"events", "--since", "yesterday"}, `--since "yesterday": want a duration like 10m`},
+		{[]string{"delete"}, "name the pod: NAMESPACE/NAME or --uid UID"},
+		{[]string{"delete", "default/web", "--uid", "x"}, "give NAMESPACE/NAME or --uid, not both"},
+		{[]string{"history", "--uid", "a.b"}, `--uid "a.b": not a pod UID`},
+		{[]string{"apply"}, `required flag(s) "filename" not set`},
+		{[]string{"get"}, "get what?"},
+	} {
+		res := runCLI(t.Context(), "", tc.args...)
+		if res.code != 1 || !strings.Contains(res.stderr, tc.want) {
+			t.Errorf("jetlet %s: exit %d, stderr %q; want exit 1 and %q", strings.Join(tc.args, " "), res.code, res.stderr, tc.want)
+		}
+	}
+}
+
+func TestRedactURLs(t *testing.T) {
+	got := redactURLs("nats://u:secret@a:4222, nats://b:4222,tls://t@c:1")
+	if want := "nats://u:xxxxx@a:4222,nats://b:4222,tls://t@c:1"; got != want {
+		t.Errorf("redactURLs = %q, want %q", got, want)
+	}
+}
