@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,22 +32,57 @@ type cliResult struct {
 // given standard input and captured output.
 func runCLI(ctx context.Context, stdin string, args ...string) cliResult {
 	var stdout, stderr bytes.Buffer
+	code := runCLIWith(ctx, strings.NewReader(stdin), &stdout, &stderr, args...)
+	return cliResult{stdout.String(), stderr.String(), code}
+}
+
+// runCLIWith runs the command line with the given streams and returns its
+// exit code.
+func runCLIWith(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args ...string) int {
 	root := newRootCommand()
 	root.SetArgs(args)
-	root.SetIn(strings.NewReader(stdin))
-	root.SetOut(&stdout)
-	root.SetErr(&stderr)
-	code := 0
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	if err := root.ExecuteContext(ctx); err != nil {
 		var exit exitCodeError
 		if errors.As(err, &exit) {
-			code = exit.code
-		} else {
-			stderr.WriteString("jetlet: " + err.Error() + "\n")
-			code = 1
+			return exit.code
 		}
+		fmt.Fprintln(stderr, "jetlet:", err)
+		return 1
 	}
-	return cliResult{stdout.String(), stderr.String(), code}
+	return 0
+}
+
+// syncBuffer is a buffer one goroutine writes while another reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // cluster is an embedded nats-server with jetlet's streams and buckets, as
