@@ -112,7 +112,8 @@ func (c *cluster) run(args ...string) cliResult {
 
 func (c *cluster) runIn(stdin string, args ...string) cliResult {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(c.t.Context(), time.Minute)
+	// Not t.Context(): cleanups run commands too, after it is cancelled.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	res := runCLI(ctx, stdin, append(args, "--nats-url", c.url)...)
 	c.t.Logf("jetlet %s\n--- exit %d; stdout:\n%s--- stderr:\n%s", strings.Join(args, " "), res.code, res.stdout, res.stderr)
