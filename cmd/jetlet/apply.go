@@ -56,6 +56,7 @@ Exit status: 0 when published (with --wait: when every result is Synced),
 	fs.StringVarP(&o.output, "output", "o", "", "json: print the result (or, without --wait, what was published) as JSON lines")
 	_ = cmd.MarkFlagRequired("filename")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
+	completeOutput(cmd, outputJSON)
 	annotateEnv(fs)
 	return cmd
 }

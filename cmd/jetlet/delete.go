@@ -51,6 +51,7 @@ included (unless --ignore-not-found).`,
 	fs.BoolVar(&o.wait, "wait", false, "wait for the SyncResult, showing the pod's events on stderr")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long --wait waits")
 	fs.StringVarP(&o.output, "output", "o", "", "json: print the result (or, without --wait, what was published) as JSON lines")
+	completeOutput(cmd, outputJSON)
 	fs.BoolVar(&o.ignoreNotFound, "ignore-not-found", false, "exit 0 when the pod does not exist or is already deleted")
 	annotateEnv(fs)
 	return cmd

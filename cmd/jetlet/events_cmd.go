@@ -52,6 +52,8 @@ uid that name had. Without --follow it stops at the end of the stream; with
 	fs.StringVar(&o.since, "since", "", "only events since a duration ago (10m, 2h) or an RFC 3339 time")
 	fs.BoolVarP(&o.follow, "follow", "f", false, "keep printing new events until interrupted")
 	fs.StringVarP(&o.output, "output", "o", "", "json (one event a line) or wide (adds NODE and UID)")
+	completeOutput(cmd, outputJSON, outputWide)
+	_ = cmd.RegisterFlagCompletionFunc("type", cobra.FixedCompletions(strings.Split(eventTypeList(), ", "), cobra.ShellCompDirectiveNoFileComp))
 	annotateEnv(fs)
 	return cmd
 }

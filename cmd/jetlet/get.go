@@ -70,6 +70,7 @@ adds UID, IP and REVISION; -o json and -o yaml print the statuses as stored.`,
 	fs := cmd.Flags()
 	o.client.register(fs)
 	fs.StringVarP(&o.output, "output", "o", "", "wide, json or yaml")
+	completeOutput(cmd, outputWide, outputJSON, outputYAML)
 	annotateEnv(fs)
 	return cmd
 }
@@ -223,6 +224,7 @@ expires.`,
 	fs := cmd.Flags()
 	o.client.register(fs)
 	fs.StringVarP(&o.output, "output", "o", "", "json or yaml")
+	completeOutput(cmd, outputJSON, outputYAML)
 	annotateEnv(fs)
 	return cmd
 }

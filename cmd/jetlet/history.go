@@ -42,6 +42,7 @@ NAMESPACE/NAME covers every uid that name had, oldest first.
 	o.client.register(fs)
 	fs.StringVar(&o.uid, "uid", "", "the pod's uid, instead of NAMESPACE/NAME")
 	fs.StringVarP(&o.output, "output", "o", "", "json: one line per intent")
+	completeOutput(cmd, outputJSON)
 	annotateEnv(fs)
 	return cmd
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 )
 
@@ -166,4 +167,9 @@ func (t *streamTable) fit(cells ...string) {
 		}
 		t.widths[i] = max(t.widths[i], utf8.RuneCountInString(c))
 	}
+}
+
+// completeOutput offers the -o values of a command to shell completion.
+func completeOutput(cmd *cobra.Command, values ...string) {
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
 }
