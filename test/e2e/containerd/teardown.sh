@@ -76,7 +76,7 @@ done
 
 # 4. mounts under the work dir (overlay rootfs, shm, netns), deepest first.
 mounts() { awk -v w="$WORK/" 'index($5, w) == 1 { print $5 }' /proc/self/mountinfo | sort -r; }
-for attempt in 1 2 3; do
+for _ in 1 2 3; do
 	m=$(mounts)
 	[ -z "$m" ] && break
 	for mp in $m; do umount "$mp" 2>/dev/null || umount -l "$mp" 2>/dev/null; done
