@@ -29,6 +29,9 @@ type clientFlags struct {
 	subjectPrefix string
 	node          string
 	connectWait   time.Duration
+	// longLived keeps reconnecting after the first connect (events --follow):
+	// a NATS restart must not end a follow.
+	longLived bool
 }
 
 func (f *clientFlags) register(fs *pflag.FlagSet) {
@@ -74,10 +77,14 @@ func connectClient(cmd *cobra.Command, f *clientFlags) (*client, error) {
 		nats.Timeout(f.connectWait),
 		nats.MaxReconnects(2),
 		nats.ReconnectWait(200*time.Millisecond),
+		nats.ReconnectJitter(100*time.Millisecond, 0),
 		// An asynchronous error is reported where it surfaces, by the call
 		// that fails; nats.go's default handler would print to stderr.
 		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}),
 	)
+	if f.longLived {
+		opts = append(opts, nats.MaxReconnects(-1), nats.ReconnectWait(time.Second))
+	}
 	dialer := &recordingDialer{d: net.Dialer{Timeout: f.connectWait}}
 	opts = append(opts, nats.SetCustomDialer(dialer))
 	shown := redactURLs(f.nats.url)
@@ -180,12 +187,15 @@ func (c *client) bucket(ctx context.Context, name string) (jetstream.KeyValue, e
 
 func (c *client) jsError(what string, err error) error {
 	switch {
-	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
+	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount),
+		errors.Is(err, nats.ErrNoResponders):
 		return fmt.Errorf("NATS at %s has no JetStream for this account; point --nats-url at the server `jetlet run` uses", c.url)
 	case errors.Is(err, jetstream.ErrStreamNotFound), errors.Is(err, jetstream.ErrBucketNotFound):
 		return fmt.Errorf("%s not found at %s; start `jetlet run` once against this NATS to create the streams and buckets (or check --subject-prefix)", what, c.url)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
 		return fmt.Errorf("%s: NATS at %s did not answer in time", what, c.url)
+	case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrDisconnected):
+		return fmt.Errorf("%s: lost the connection to NATS at %s", what, c.url)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }

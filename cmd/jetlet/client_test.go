@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/jetlet/jetlet/test/natstest"
 )
 
 func TestClientReportsUnreachableNATS(t *testing.T) {
@@ -51,5 +53,27 @@ func TestRedactURLs(t *testing.T) {
 	got := redactURLs("nats://u:secret@a:4222, nats://b:4222,tls://t@c:1")
 	if want := "nats://u:xxxxx@a:4222,nats://b:4222,tls://t@c:1"; got != want {
 		t.Errorf("redactURLs = %q, want %q", got, want)
+	}
+}
+
+func TestClientExplainsMissingStreams(t *testing.T) {
+	bare := natstest.RunServer(t) // JetStream, but `jetlet run` never provisioned it
+	noJS := natstest.Options(t.TempDir())
+	noJS.JetStream = false
+	plain := natstest.Start(t, noJS)
+	for _, tc := range []struct {
+		url  string
+		args []string
+		want string
+	}{
+		{bare.ClientURL(), []string{"get", "pods"}, "bucket jetlet_status not found at " + bare.ClientURL() + "; start `jetlet run` once"},
+		{bare.ClientURL(), []string{"events"}, "stream JETLET_EVENTS not found"},
+		{bare.ClientURL(), []string{"apply", "-f", examples + "web.yaml", "--node", "n1"}, "not found at " + bare.ClientURL()},
+		{plain.ClientURL(), []string{"get", "nodes"}, "has no JetStream"},
+	} {
+		res := runCLI(t.Context(), "", append(tc.args, "--nats-url", tc.url)...)
+		if res.code != 1 || !strings.Contains(res.stderr, tc.want) {
+			t.Errorf("jetlet %s: exit %d, stderr %q; want exit 1 and %q", strings.Join(tc.args, " "), res.code, res.stderr, tc.want)
+		}
 	}
 }

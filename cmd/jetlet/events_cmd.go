@@ -118,6 +118,7 @@ func (o *eventsOptions) run(cmd *cobra.Command) error {
 		}
 		ref = &r
 	}
+	o.client.longLived = o.follow
 	c, err := connectClient(cmd, &o.client)
 	if err != nil {
 		return err
