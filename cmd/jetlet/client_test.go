@@ -1,9 +1,13 @@
 package main
 
 import (
+	"errors"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
+	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/natstest"
 )
 
@@ -75,5 +79,39 @@ func TestClientExplainsMissingStreams(t *testing.T) {
 		if res.code != 1 || !strings.Contains(res.stderr, tc.want) {
 			t.Errorf("jetlet %s: exit %d, stderr %q; want exit 1 and %q", strings.Join(tc.args, " "), res.code, res.stderr, tc.want)
 		}
+	}
+}
+
+// The built binary reports errors through main's path: a message on stderr
+// and the exit code.
+func TestBinaryExitCodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := jetlettest.Binary(t)
+	url := "nats://127.0.0.1:" + itoaPort(t)
+	cmd := exec.Command(bin, "get", "pods", "--nats-url", url)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("exit %v, want 1; output %s", err, out)
+	}
+	want := "jetlet: cannot reach NATS at " + url + ": connection refused; is `jetlet run` running?\n"
+	if string(out) != want {
+		t.Errorf("output %q, want %q", out, want)
+	}
+
+	c := newCluster(t)
+	c.heartbeat("n1")
+	cmd = exec.Command(bin, "apply", "-f", "-", "--nats-url", c.url)
+	cmd.Stdin = strings.NewReader(strings.Replace(podYAML("x", "app"), "busybox:1.36", "", 1))
+	out, err = cmd.CombinedOutput()
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "nothing was published") {
+		t.Errorf("invalid manifest: exit %v, output %s", err, out)
+	}
+	cmd = exec.Command(bin, "apply", "-f", examples+"web.yaml")
+	cmd.Env = append(os.Environ(), "JETLET_NATS_URL="+c.url)
+	if out, err = cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "pod/default/web applied on node n1") {
+		t.Errorf("apply with JETLET_NATS_URL: %v, output %s", err, out)
 	}
 }
