@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -35,7 +36,7 @@ type Consumer struct {
 
 	mu       sync.Mutex
 	pods     map[string]*pod
-	held     map[uint64]jetstream.Msg // delivered and not yet settled
+	held     map[uint64]*delivery // every intent taken and not yet settled, by stream sequence
 	queue    []*pod                   // pods with work, each at most once
 	queued   *sync.Cond
 	draining bool
@@ -59,14 +60,29 @@ type pod struct {
 	lastStatus *schemas.PodStatus // the last status stored, to skip storing it unchanged
 	retry      *time.Timer
 	traceCtx   context.Context // the applied intent's trace context
+	// blockedAt is the oldest intent handed back to JetStream after a failure:
+	// newer intents of the pod wait for its redelivery, so that results stay
+	// in intent order.
+	blockedAt uint64
 }
 
-// delivery is one intent message as it arrived.
+// delivery is one intent, as delivered by the durable consumer or, for one
+// recovered from the stream at start-up, as read back from it.
 type delivery struct {
-	msg        jetstream.Msg
+	msg        jetstream.Msg // nil until the durable consumer delivers it; guarded by Consumer.mu
+	subject    string
+	data       []byte
+	header     nats.Header
 	seq        uint64
 	delivered  uint64
 	receivedAt time.Time
+}
+
+func newDelivery(msg jetstream.Msg, meta *jetstream.MsgMetadata) *delivery {
+	return &delivery{
+		msg: msg, subject: msg.Subject(), data: msg.Data(), header: msg.Headers(),
+		seq: meta.Sequence.Stream, delivered: meta.NumDelivered, receivedAt: time.Now(),
+	}
 }
 
 // New returns a Consumer; it does no I/O before Run.
@@ -84,7 +100,7 @@ func New(js jetstream.JetStream, pub Publisher, syncer Syncer, cfg Config) (*Con
 		log:  cfg.Logger.With().Str("component", "consumer").Logger(),
 		m:    newMetrics(cfg.Registerer),
 		pods: map[string]*pod{},
-		held: map[uint64]jetstream.Msg{},
+		held: map[uint64]*delivery{},
 	}
 	c.queued = sync.NewCond(&c.mu)
 	return c, nil
@@ -199,7 +215,7 @@ func (c *Consumer) receive(msg jetstream.Msg) {
 		c.log.Error().Err(err).Str("subject", msg.Subject()).Msg("intent without JetStream metadata")
 		return
 	}
-	d := &delivery{msg: msg, seq: meta.Sequence.Stream, delivered: meta.NumDelivered, receivedAt: time.Now()}
+	d := newDelivery(msg, meta)
 	uid, ok := c.subj.IntentUID(msg.Subject(), c.cfg.Node)
 	if !ok {
 		c.deadLetter(d, fmt.Sprintf("subject %q has no valid pod uid token (want %s)", msg.Subject(), c.subj.Intent(c.cfg.Node, "<uid>")))
@@ -211,22 +227,26 @@ func (c *Consumer) receive(msg jetstream.Msg) {
 		_ = msg.Nak()
 		return
 	}
-	if old, dup := c.held[d.seq]; dup {
-		// A redelivery of an intent still waiting: keep the newest handle.
-		_ = old
-		c.held[d.seq] = msg
-		p := c.pods[uid]
-		for i, w := range p.pending {
-			if w.seq == d.seq {
-				p.pending[i] = d
-			}
-		}
+	if taken, dup := c.held[d.seq]; dup {
+		// A redelivery of an intent already taken (waiting, being synced, or
+		// recovered at start-up): settle it through the newest handle.
+		taken.msg = msg
 		return
 	}
-	c.held[d.seq] = msg
+	c.held[d.seq] = d
 	p := c.podLocked(uid)
-	p.pending = append(p.pending, d)
+	p.pending = insertBySeq(p.pending, d)
 	c.scheduleLocked(p)
+}
+
+// insertBySeq keeps a pod's waiting intents in stream order: a redelivered
+// intent can arrive after newer ones.
+func insertBySeq(pending []*delivery, d *delivery) []*delivery {
+	i := len(pending)
+	for i > 0 && pending[i-1].seq > d.seq {
+		i--
+	}
+	return slices.Insert(pending, i, d)
 }
 
 func (c *Consumer) podLocked(uid string) *pod {
@@ -289,6 +309,14 @@ func (c *Consumer) work(ctx context.Context) {
 		p.pending = nil
 		wake := p.wake
 		p.wake = false
+		if p.blockedAt != 0 {
+			if !hasSeq(batch, p.blockedAt) {
+				// Still waiting for the handed-back intent: keep these.
+				p.pending, batch = batch, nil // already in order
+			} else {
+				p.blockedAt = 0
+			}
+		}
 		c.mu.Unlock()
 
 		switch {
@@ -300,13 +328,22 @@ func (c *Consumer) work(ctx context.Context) {
 
 		c.mu.Lock()
 		p.busy = false
-		if len(p.pending) > 0 || p.wake {
+		if (len(p.pending) > 0 && p.blockedAt == 0) || p.wake {
 			c.scheduleLocked(p)
-		} else if !p.known {
+		} else if !p.known && len(p.pending) == 0 {
 			delete(c.pods, p.uid)
 		}
 		c.mu.Unlock()
 	}
+}
+
+func hasSeq(batch []*delivery, seq uint64) bool {
+	for _, d := range batch {
+		if d.seq == seq {
+			return true
+		}
+	}
+	return false
 }
 
 // handleIntents answers a batch of intents for one pod: every one but the
@@ -318,7 +355,7 @@ func (c *Consumer) handleIntents(ctx context.Context, p *pod, batch []*delivery)
 	}
 	cands := make([]candidate, len(batch))
 	for i, d := range batch {
-		in, err := schemas.DecodeIntent(d.msg.Data(), schemas.IntentTarget{
+		in, err := schemas.DecodeIntent(d.data, schemas.IntentTarget{
 			Node: c.cfg.Node, UID: p.uid, MaxBodyBytes: c.cfg.MaxIntentBytes, AllowPrivileged: c.cfg.AllowPrivileged,
 		})
 		cands[i] = candidate{seq: d.seq, intent: in, err: err}
@@ -334,19 +371,19 @@ func (c *Consumer) handleIntents(ctx context.Context, p *pod, batch []*delivery)
 			continue // answered after the applied one, to keep results in intent order
 		}
 		if !c.answer(ctx, p, batch[i], cands[i], v) {
-			c.nakFrom(batch, i)
+			c.nakFrom(p, batch, i)
 			return
 		}
 	}
 	if apply >= 0 {
 		d, in := batch[apply], cands[apply].intent
 		if !c.apply(ctx, p, d, in) {
-			c.nakFrom(batch, apply)
+			c.nakFrom(p, batch, apply)
 			return
 		}
 		for _, v := range verdicts {
 			if i := bySeq[v.seq]; i > apply && !c.answer(ctx, p, batch[i], cands[i], v) {
-				c.nakFrom(batch, i)
+				c.nakFrom(p, batch, i)
 				return
 			}
 		}
@@ -531,23 +568,34 @@ func (c *Consumer) finish(ctx context.Context, d *delivery, r *schemas.SyncResul
 }
 
 // nakFrom hands batch[i:] back to JetStream, to be delivered again after a
-// delay that grows with the number of deliveries.
-func (c *Consumer) nakFrom(batch []*delivery, i int) {
+// delay that grows with the number of deliveries; newer intents of the pod
+// wait for them.
+func (c *Consumer) nakFrom(p *pod, batch []*delivery, i int) {
+	c.mu.Lock()
+	p.blockedAt = batch[i].seq
+	c.mu.Unlock()
 	for _, d := range batch[i:] {
-		delay := min(time.Duration(1<<min(d.delivered, 6))*250*time.Millisecond, 15*time.Second)
 		c.m.naks.Inc()
+		delay := redeliveryDelay(d.delivered)
 		c.settle(d, func(m jetstream.Msg) error { return m.NakWithDelay(delay) })
 	}
 }
 
-// settle stops keeping d alive and settles it with fn.
+// redeliveryDelay grows with the deliveries so far: 500 ms doubling to 15 s.
+func redeliveryDelay(delivered uint64) time.Duration {
+	return min(time.Duration(1<<min(delivered, 6))*250*time.Millisecond, 15*time.Second)
+}
+
+// settle stops keeping d alive and settles it with fn. An intent recovered
+// from the stream and not delivered again yet has nothing to settle: the
+// durable consumer delivers it later and it is acked then as answered.
 func (c *Consumer) settle(d *delivery, fn func(jetstream.Msg) error) {
 	c.mu.Lock()
-	msg, ok := c.held[d.seq]
 	delete(c.held, d.seq)
+	msg := d.msg
 	c.mu.Unlock()
-	if !ok {
-		msg = d.msg
+	if msg == nil {
+		return
 	}
 	if err := fn(msg); err != nil {
 		c.log.Debug().Err(err).Uint64("seq", d.seq).Msg("settling an intent failed; JetStream will redeliver it")
@@ -556,23 +604,30 @@ func (c *Consumer) settle(d *delivery, fn func(jetstream.Msg) error) {
 
 // keepAlive tells JetStream that every intent still held is being worked on.
 func (c *Consumer) keepAlive() {
-	c.mu.Lock()
-	msgs := make([]jetstream.Msg, 0, len(c.held))
-	for _, m := range c.held {
-		msgs = append(msgs, m)
-	}
-	c.mu.Unlock()
-	for _, m := range msgs {
+	for _, m := range c.heldMsgs() {
 		_ = m.InProgress()
 	}
+}
+
+// heldMsgs returns the handles of the intents held.
+func (c *Consumer) heldMsgs() []jetstream.Msg {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	msgs := make([]jetstream.Msg, 0, len(c.held))
+	for _, d := range c.held {
+		if d.msg != nil {
+			msgs = append(msgs, d.msg)
+		}
+	}
+	return msgs
 }
 
 // handBack returns every intent not yet answered to JetStream at once, for the
 // next jetlet to take.
 func (c *Consumer) handBack() {
+	msgs := c.heldMsgs()
 	c.mu.Lock()
-	msgs := c.held
-	c.held = map[uint64]jetstream.Msg{}
+	c.held = map[uint64]*delivery{}
 	c.mu.Unlock()
 	for _, m := range msgs {
 		_ = m.Nak()
@@ -586,24 +641,23 @@ func (c *Consumer) handBack() {
 // subject and terminates it.
 func (c *Consumer) deadLetter(d *delivery, reason string) {
 	out := nats.NewMsg(c.subj.Dead(c.cfg.Node))
-	out.Data = d.msg.Data()
-	for k, v := range d.msg.Headers() {
+	out.Data = d.data
+	for k, v := range d.header {
 		out.Header[k] = v
 	}
 	out.Header.Set(schemas.HeaderError, reason)
-	out.Header.Set("Jetlet-Subject", d.msg.Subject())
+	out.Header.Set("Jetlet-Subject", d.subject)
 	out.Header.Set(schemas.HeaderIntentSeq, strconv.FormatUint(d.seq, 10))
 	out.Header.Set(jetstream.MsgIDHeader, "dead."+c.cfg.Node+"."+strconv.FormatUint(d.seq, 10))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := c.js.PublishMsg(ctx, out); err != nil {
 		c.log.Warn().Err(err).Uint64("seq", d.seq).Msg("dead letter not stored; the intent will be redelivered")
-		delay := min(time.Duration(1<<min(d.delivered, 6))*250*time.Millisecond, 15*time.Second)
-		_ = d.msg.NakWithDelay(delay)
+		_ = d.msg.NakWithDelay(redeliveryDelay(d.delivered))
 		return
 	}
 	c.m.deadLetters.Inc()
-	c.log.Warn().Str("subject", d.msg.Subject()).Uint64("seq", d.seq).Str("reason", reason).Msg("intent dead-lettered")
+	c.log.Warn().Str("subject", d.subject).Uint64("seq", d.seq).Str("reason", reason).Msg("intent dead-lettered")
 	_ = d.msg.TermWithReason(reason)
 }
 
@@ -623,6 +677,6 @@ func (c *Consumer) emitRejected(ctx context.Context, uid string, d *delivery, r 
 }
 
 func (c *Consumer) startSpan(ctx context.Context, d *delivery, uid string) (context.Context, trace.Span) {
-	ctx = events.ExtractTrace(ctx, d.msg.Headers())
+	ctx = events.ExtractTrace(ctx, d.header)
 	return tracer.Start(ctx, "jetlet.intent "+uid, trace.WithSpanKind(trace.SpanKindConsumer))
 }

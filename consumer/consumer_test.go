@@ -3,6 +3,7 @@ package consumer_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -308,5 +309,60 @@ func TestRecoveryReplaysDesiredStateAndDeletesOrphans(t *testing.T) {
 	}
 	if len(h.sync.applied["orphan"]) == 0 {
 		t.Error("the orphan pod was not synced (deleted)")
+	}
+}
+
+// flakyPublisher fails to store the result of one intent once.
+type flakyPublisher struct {
+	*events.Publisher
+	mu      sync.Mutex
+	failSeq uint64
+}
+
+func (f *flakyPublisher) PublishResult(ctx context.Context, r *schemas.SyncResult) error {
+	f.mu.Lock()
+	fail := r.IntentSeq == f.failSeq
+	if fail {
+		f.failSeq = 0
+	}
+	f.mu.Unlock()
+	if fail {
+		return errors.New("injected publish failure")
+	}
+	return f.Publisher.PublishResult(ctx, r)
+}
+
+func TestAFailedResultIsRedeliveredAndOrderKept(t *testing.T) {
+	h := newHarness(t, consumer.Config{})
+	h.sync.gate = make(chan struct{})
+	pub := &flakyPublisher{Publisher: events.NewPublisher(h.js, events.PublisherConfig{Node: "n1"})}
+	c, err := consumer.New(h.js, pub, h.sync, consumer.Config{Node: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { pub.Run(ctx) })
+	wg.Go(func() { _ = c.Run(ctx, 10*time.Second) })
+	defer func() { cancel(); wg.Wait() }()
+	for !c.Attached() {
+		time.Sleep(10 * time.Millisecond) // polling; the test's own timeout bounds it
+	}
+	first := h.publish("jetlet.intent.n1.u1", podIntent("u1", 1))
+	pub.mu.Lock()
+	pub.failSeq = first
+	pub.mu.Unlock()
+	close(h.sync.gate)
+	for rev := int64(2); rev <= 4; rev++ {
+		h.publish("jetlet.intent.n1.u1", podIntent("u1", rev))
+	}
+	results := h.results(4)
+	for i := 1; i < len(results); i++ {
+		if results[i].IntentSeq <= results[i-1].IntentSeq {
+			t.Fatalf("results out of intent order: %d after %d", results[i].IntentSeq, results[i-1].IntentSeq)
+		}
+	}
+	if results[0].IntentSeq != first {
+		t.Errorf("first result is for intent %d, want the failed one, %d", results[0].IntentSeq, first)
 	}
 }

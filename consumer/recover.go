@@ -20,13 +20,20 @@ import (
 //
 // The desired state is what the pod workers would have reached: the intents
 // the stream keeps for this node are replayed in order through the same
-// decision as live ones (newest valid, not stale), without answering them;
-// unanswered ones are redelivered by the durable consumer and answered then.
+// decision as live ones (newest valid, not stale). Every intent newer than the
+// pod's last stored result has no answer yet: it is queued to be answered
+// now, before any new intent, so that each pod's results stay in intent
+// order even though the durable consumer would redeliver it only after its
+// ack wait. When the consumer does redeliver it, it is acked as answered.
 func (c *Consumer) recover(ctx context.Context) error {
 	start := time.Now()
-	replayed, err := c.replay(ctx)
+	replayed, kept, err := c.replay(ctx)
 	if err != nil {
 		return fmt.Errorf("replay intents: %w", err)
+	}
+	unanswered, err := c.queueUnanswered(ctx, kept, start)
+	if err != nil {
+		return err
 	}
 	running, err := c.sync.RunningPods(ctx)
 	if err != nil {
@@ -46,45 +53,80 @@ func (c *Consumer) recover(ctx context.Context) error {
 		}
 	}
 	for _, p := range c.pods {
-		p.known, p.wake = true, true
-		c.scheduleLocked(p)
+		if p.desired != nil {
+			p.known, p.wake = true, true
+		}
+		if p.known || len(p.pending) > 0 {
+			c.scheduleLocked(p)
+		}
 	}
 	pods := len(c.pods)
 	c.mu.Unlock()
-	c.log.Info().Int("intents", replayed).Int("pods", pods).Int("running", len(running)).Int("orphans", orphans).
+	c.log.Info().Int("intents", replayed).Int("unanswered", unanswered).Int("pods", pods).Int("running", len(running)).Int("orphans", orphans).
 		Dur("took", time.Since(start)).Msg("desired state recovered; syncing every pod")
 	return nil
 }
 
+// queueUnanswered queues, per pod and in stream order, the kept intents
+// newer than the pod's last stored result.
+func (c *Consumer) queueUnanswered(ctx context.Context, kept map[string][]*delivery, now time.Time) (int, error) {
+	queued := 0
+	for uid, ds := range kept {
+		last, err := c.pub.LastResultSeq(ctx, uid)
+		if err != nil {
+			return queued, fmt.Errorf("last result of pod %s: %w", uid, err)
+		}
+		c.mu.Lock()
+		p := c.podLocked(uid)
+		for _, d := range ds {
+			if d.seq <= last {
+				continue
+			}
+			d.receivedAt = now
+			c.held[d.seq] = d
+			p.pending = append(p.pending, d)
+			queued++
+		}
+		c.mu.Unlock()
+	}
+	return queued, nil
+}
+
 // replay reads every intent kept for this node, oldest first, and sets each
-// pod's desired state and highest revision. It returns how many it read.
-func (c *Consumer) replay(ctx context.Context) (int, error) {
+// pod's desired state and highest revision. It returns how many it read and
+// the intents per pod.
+func (c *Consumer) replay(ctx context.Context) (int, map[string][]*delivery, error) {
+	kept := map[string][]*delivery{}
 	stream, err := c.js.Stream(ctx, schemas.StreamIntents)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	filter := c.subj.NodeIntents(c.cfg.Node)
 	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(filter))
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	if len(info.State.Subjects) == 0 {
-		return 0, nil
+	total := 0
+	for _, n := range info.State.Subjects {
+		total += int(n)
+	}
+	if total == 0 {
+		return 0, kept, nil
 	}
 	oc, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{filter},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	read := 0
-	for {
-		batch, err := oc.Fetch(1000, jetstream.FetchMaxWait(2*time.Second))
+	for read < total {
+		batch, err := oc.Fetch(min(total-read, 1000), jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
-			return read, err
+			return read, nil, err
 		}
-		got, last := 0, false
+		got := 0
 		for msg := range batch.Messages() {
 			got++
 			read++
@@ -92,35 +134,39 @@ func (c *Consumer) replay(ctx context.Context) (int, error) {
 			if err != nil {
 				continue
 			}
-			c.replayOne(msg, meta)
-			last = meta.NumPending == 0
+			if uid, ok := c.subj.IntentUID(msg.Subject(), c.cfg.Node); ok {
+				d := newDelivery(msg, meta)
+				d.msg = nil // the ordered consumer's handle acks nothing of the durable's
+				kept[uid] = append(kept[uid], d)
+				c.replayOne(uid, d)
+			}
 		}
 		if err := batch.Error(); err != nil {
-			return read, err
+			return read, nil, err
 		}
-		if last || got == 0 {
-			return read, nil
+		if got == 0 {
+			break // trimmed meanwhile
 		}
 	}
+	return read, kept, nil
 }
 
-func (c *Consumer) replayOne(msg jetstream.Msg, meta *jetstream.MsgMetadata) {
-	uid, ok := c.subj.IntentUID(msg.Subject(), c.cfg.Node)
-	if !ok {
-		return
-	}
-	in, err := schemas.DecodeIntent(msg.Data(), schemas.IntentTarget{
+func (c *Consumer) replayOne(uid string, d *delivery) {
+	in, err := schemas.DecodeIntent(d.data, schemas.IntentTarget{
 		Node: c.cfg.Node, UID: uid, MaxBodyBytes: c.cfg.MaxIntentBytes, AllowPrivileged: c.cfg.AllowPrivileged,
 	})
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.podLocked(uid)
-	if _, apply := decide([]candidate{{seq: meta.Sequence.Stream, intent: in, err: err}}, p.done); apply < 0 {
+	if _, apply := decide([]candidate{{seq: d.seq, intent: in, err: err}}, p.done); apply < 0 {
 		if p.desired == nil {
 			delete(c.pods, uid) // never had a valid intent
 		}
 		return
 	}
-	p.desired = &Desired{UID: uid, Intent: in, IntentSeq: meta.Sequence.Stream, ReceivedAt: meta.Timestamp}
-	p.done = applied{seq: meta.Sequence.Stream, revision: max(p.done.revision, in.Revision)}
+	if in.Op == schemas.OpDelete && p.desired != nil && p.desired.Intent.Op == schemas.OpApply {
+		in = deleteOf(in, p.desired.Intent)
+	}
+	p.desired = &Desired{UID: uid, Intent: in, IntentSeq: d.seq, ReceivedAt: d.receivedAt}
+	p.done = applied{seq: d.seq, revision: max(p.done.revision, in.Revision)}
 }

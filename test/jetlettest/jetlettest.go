@@ -86,6 +86,14 @@ func StartEnv(t testing.TB, env []string, args ...string) *Process {
 	}
 	go p.read(stderr)
 	t.Cleanup(func() {
+		if !p.Exited() && t.Failed() {
+			// Go prints every goroutine on SIGQUIT: the log shows where it hung.
+			_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+			select {
+			case <-p.done:
+			case <-time.After(10 * time.Second):
+			}
+		}
 		if !p.Exited() {
 			_ = p.cmd.Process.Kill()
 			<-p.done

@@ -1,0 +1,228 @@
+package e2e_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/natstest"
+)
+
+// checkOneResultEach asserts that every intent in seqs has exactly one
+// result, and that each pod's results come in intent order.
+func checkOneResultEach(t *testing.T, results []schemas.SyncResult, seqs map[uint64]string) (outcomes map[schemas.Outcome]int) {
+	t.Helper()
+	outcomes = map[schemas.Outcome]int{}
+	seen := map[uint64]int{}
+	last := map[string]uint64{}
+	for _, r := range results {
+		seen[r.IntentSeq]++
+		if uid, ok := seqs[r.IntentSeq]; !ok || uid != r.UID {
+			t.Errorf("result for intent %d names pod %s, want %s", r.IntentSeq, r.UID, uid)
+		}
+		if r.IntentSeq < last[r.UID] {
+			t.Errorf("pod %s: result for intent %d stored after %d", r.UID, r.IntentSeq, last[r.UID])
+		}
+		last[r.UID] = r.IntentSeq
+		outcomes[r.Outcome]++
+	}
+	for seq := range seqs {
+		if seen[seq] != 1 {
+			t.Errorf("intent %d has %d results, want 1", seq, seen[seq])
+		}
+	}
+	return outcomes
+}
+
+func TestInterleavedIntentsGetOneResultEach(t *testing.T) {
+	n := startNode(t, shortDir(t), "", "--workers", "8")
+	const uids, rounds = 50, 4
+	seqs := map[uint64]string{}
+	for round := range rounds {
+		for u := range uids {
+			uid := fmt.Sprintf("burst-%02d", u)
+			seqs[n.publish(uid, podJSON(uid, int64(round+1), "Always", fmt.Sprintf("exec sleep %d", 300+round)))] = uid
+		}
+	}
+	results := waitMsgs[schemas.SyncResult](t, n.js, schemas.StreamResults, "jetlet.result.n1.>", uids*rounds, 120*time.Second)
+	outcomes := checkOneResultEach(t, results, seqs)
+	if outcomes[schemas.OutcomeSynced]+outcomes[schemas.OutcomeSuperseded] != uids*rounds {
+		t.Errorf("outcomes %v: want only Synced and Superseded", outcomes)
+	}
+	t.Logf("outcomes: %v", outcomes)
+	// Every pod ends running its newest spec.
+	for u := range uids {
+		uid := fmt.Sprintf("burst-%02d", u)
+		n.waitStatus(uid, 60*time.Second, func(st *schemas.PodStatus) bool {
+			return st.Revision == rounds && st.Phase == schemas.PhaseRunning
+		})
+	}
+}
+
+func TestBadIntentsAreAnsweredAndOthersCarryOn(t *testing.T) {
+	n := startNode(t, shortDir(t), "")
+	bad := map[string]struct{ body, want string }{
+		"notjson":  {`{"apiVersion": "jetlet.dev/v1", oops`, "malformed"},
+		"wronguid": {podJSON("someone-else", 1, "Always", "sleep 1"), "pod.metadata.uid"},
+		"pvc": {`{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","pod":{"metadata":{"name":"p","namespace":"default","uid":"pvc"},
+		  "spec":{"volumes":[{"name":"d","persistentVolumeClaim":{"claimName":"c"}}],
+		  "containers":[{"name":"app","image":"busybox","command":["true"]}]}}}`, "persistentVolumeClaim"},
+		"priv": {`{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","pod":{"metadata":{"name":"p","namespace":"default","uid":"priv"},
+		  "spec":{"containers":[{"name":"app","image":"busybox","command":["true"],"securityContext":{"privileged":true}}]}}}`, "privileged"},
+	}
+	for uid, c := range bad {
+		n.publish(uid, c.body)
+	}
+	if _, err := n.js.Publish(t.Context(), "jetlet.intent.n1", []byte(podJSON("x", 1, "Always", "true"))); err != nil {
+		t.Fatal(err)
+	}
+	n.publish("fine", podJSON("fine", 1, "Always", "exec sleep 300"))
+
+	for uid, c := range bad {
+		r := n.results(uid, 1)[0]
+		if r.Outcome != schemas.OutcomeRejected || !strings.Contains(r.Error, c.want) {
+			t.Errorf("%s: %s %q, want Rejected naming %q", uid, r.Outcome, r.Error, c.want)
+		}
+		n.waitEvent(uid, schemas.EventIntentRejected, 10*time.Second, nil)
+	}
+	if r := n.results("fine", 1)[0]; r.Outcome != schemas.OutcomeSynced {
+		t.Errorf("fine: %s %s", r.Outcome, r.Error)
+	}
+	dead := waitMsgs[json.RawMessage](t, n.js, schemas.StreamDead, "jetlet.dead.n1", 1, 10*time.Second)
+	if len(dead) != 1 {
+		t.Errorf("%d dead letters, want 1", len(dead))
+	}
+}
+
+func TestContainerExitIsSeenAndRestartedWithBackOff(t *testing.T) {
+	n := startNode(t, shortDir(t), "")
+	n.publish("crash", podJSON("crash", 1, "Always", "echo dying; exit 3"))
+	died := n.waitEvent("crash", schemas.EventContainerDied, 10*time.Second, nil)
+	if died.ExitCode == nil || *died.ExitCode != 3 || died.Reason != schemas.ReasonError {
+		t.Errorf("ContainerDied exit %v reason %q, want 3 and Error", died.ExitCode, died.Reason)
+	}
+	// kubelet restarts at once after the first crash, then backs off 10 s.
+	n.waitStatus("crash", 30*time.Second, func(st *schemas.PodStatus) bool {
+		return len(st.Containers) == 1 && st.Containers[0].RestartCount >= 1
+	})
+	n.waitEvent("crash", schemas.EventBackOff, 30*time.Second, nil)
+	st := n.waitStatus("crash", 30*time.Second, func(st *schemas.PodStatus) bool {
+		return st.Containers[0].Reason == "CrashLoopBackOff"
+	})
+	if st.Containers[0].ExitCode != 3 {
+		t.Errorf("last exit code %d, want 3", st.Containers[0].ExitCode)
+	}
+}
+
+func TestOnFailureExitZeroIsNotRestarted(t *testing.T) {
+	n := startNode(t, shortDir(t), "")
+	n.publish("job", podJSON("job", 1, "OnFailure", "echo done"))
+	n.waitEvent("job", schemas.EventContainerDied, 10*time.Second, func(ev schemas.LifecycleEvent) bool {
+		return ev.ExitCode != nil && *ev.ExitCode == 0 && ev.Reason == schemas.ReasonCompleted
+	})
+	st := n.waitStatus("job", 30*time.Second, func(st *schemas.PodStatus) bool { return st.Phase == schemas.PhaseSucceeded })
+	if st.Containers[0].RestartCount != 0 {
+		t.Errorf("restart count %d, want 0", st.Containers[0].RestartCount)
+	}
+}
+
+// startedCounts counts ContainerStarted events per pod.
+func startedCounts(t *testing.T, n *node) map[string]int {
+	t.Helper()
+	counts := map[string]int{}
+	for _, ev := range readMsgs[schemas.LifecycleEvent](t, n.js, schemas.StreamEvents, "jetlet.event.n1.*.ContainerStarted") {
+		counts[ev.UID]++
+	}
+	return counts
+}
+
+func TestSIGKILLMidBurstLosesAndDuplicatesNothing(t *testing.T) {
+	dir := shortDir(t)
+	n := startNode(t, dir, "")
+	url := n.proc.NATSURL()
+	const uids = 20
+	seqs := map[uint64]string{}
+	burst := func(rev int64) {
+		for u := range uids {
+			uid := fmt.Sprintf("k-%02d", u)
+			seqs[n.publish(uid, podJSON(uid, rev, "Always", "exec sleep 600"))] = uid
+		}
+	}
+	burst(1)
+	burst(2)
+	// Kill it while it works through the burst.
+	waitMsgs[schemas.SyncResult](t, n.js, schemas.StreamResults, "jetlet.result.n1.>", 5, 60*time.Second)
+	n.proc.Signal(syscall.SIGKILL)
+	n.proc.Wait(30 * time.Second)
+
+	// The embedded NATS died with it: start again on the same data dir and port.
+	n.extra = append(n.extra, "--nats-listen", strings.TrimPrefix(url, "nats://"))
+	n.start()
+	burst(3)
+	results := waitMsgs[schemas.SyncResult](t, n.js, schemas.StreamResults, "jetlet.result.n1.>", len(seqs), 120*time.Second)
+	checkOneResultEach(t, results, seqs)
+	for u := range uids {
+		uid := fmt.Sprintf("k-%02d", u)
+		n.waitStatus(uid, 60*time.Second, func(st *schemas.PodStatus) bool { return st.Revision == 3 && st.Phase == schemas.PhaseRunning })
+	}
+	// Each pod's container started once per spec it ran: the specs differ
+	// only by revision, which is not part of the container spec, so once.
+	for uid, c := range startedCounts(t, n) {
+		if c != 1 {
+			t.Errorf("pod %s: container started %d times, want once", uid, c)
+		}
+	}
+}
+
+func TestSIGTERMLeavesPodsRunningAndRestartAdoptsThem(t *testing.T) {
+	dir := shortDir(t)
+	n := startNode(t, dir, "")
+	url := n.proc.NATSURL()
+	n.publish("keep", podJSON("keep", 1, "Always", "exec sleep 600"))
+	before := n.waitStatus("keep", 30*time.Second, func(st *schemas.PodStatus) bool { return st.Phase == schemas.PhaseRunning })
+
+	n.proc.Signal(syscall.SIGTERM)
+	if code := n.proc.Wait(30 * time.Second); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM, want 0", code)
+	}
+	n.extra = append(n.extra, "--nats-listen", strings.TrimPrefix(url, "nats://"))
+	n.start()
+	// A no-op intent after the restart proves the pod was resynced.
+	n.publish("keep", podJSON("keep", 2, "Always", "exec sleep 600"))
+	r := n.results("keep", 2)[1]
+	if r.Outcome != schemas.OutcomeSynced || len(r.Actions) != 0 {
+		t.Errorf("after restart: %s %+v, want Synced with no action", r.Outcome, r.Actions)
+	}
+	after := n.waitStatus("keep", 30*time.Second, func(st *schemas.PodStatus) bool { return st.Revision == 2 })
+	if a, b := after.Containers[0], before.Containers[0]; a.ContainerID != b.ContainerID || a.RestartCount != 0 {
+		t.Errorf("container %s (restarts %d) after restart, want %s adopted with no restart", a.ContainerID, a.RestartCount, b.ContainerID)
+	}
+}
+
+func TestNATSRestartUnderJetlet(t *testing.T) {
+	opts := natstest.Options(t.TempDir())
+	srv := natstest.Start(t, opts)
+	opts.Port = srv.Addr().(*net.TCPAddr).Port
+	n := startNode(t, shortDir(t), srv.ClientURL())
+	n.publish("a", podJSON("a", 1, "Always", "exec sleep 600"))
+	n.results("a", 1)
+
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	natstest.Start(t, opts)
+
+	// jetlet reconnects and carries on: a crash while NATS was away and one
+	// after are both reported.
+	n.publish("b", podJSON("b", 1, "Never", "exit 7"))
+	if r := n.results("b", 1)[0]; r.Outcome != schemas.OutcomeSynced {
+		t.Errorf("after the NATS restart: %s %s", r.Outcome, r.Error)
+	}
+	n.waitEvent("b", schemas.EventContainerDied, 20*time.Second, func(ev schemas.LifecycleEvent) bool {
+		return ev.ExitCode != nil && *ev.ExitCode == 7
+	})
+}
