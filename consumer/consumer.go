@@ -37,7 +37,7 @@ type Consumer struct {
 	mu       sync.Mutex
 	pods     map[string]*pod
 	held     map[uint64]*delivery // every intent taken and not yet settled, by stream sequence
-	queue    []*pod                   // pods with work, each at most once
+	queue    []*pod               // pods with work, each at most once
 	queued   *sync.Cond
 	draining bool
 
