@@ -1,0 +1,499 @@
+// Package containerd_test runs `jetlet run --runtime-endpoint` against a real
+// containerd (the one test/e2e/containerd/setup.sh starts) and checks pod
+// scenarios end to end: intents in, results, events and status out, and what
+// the runtime itself lists. Without JETLET_CRI_ENDPOINT every test skips.
+//
+// jetlet owns the runtime it drives: at start-up it deletes every pod no
+// intent wants. So these tests never run in parallel, and every test removes
+// its pods before it ends (delete intents, then a CRI sweep of what is left).
+package containerd_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/runtime"
+	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/jetlettest"
+)
+
+const (
+	// runLabel is a pod label (and so a sandbox label) naming the test run,
+	// which the CRI sweep selects on.
+	runLabel = "jetlet.test/run"
+	// labelPodUID is kubelet's (and jetlet's) sandbox and container label.
+	labelPodUID = "io.kubernetes.pod.uid"
+	// untilTerm runs until SIGTERM, then exits 0 at once (a shell that is
+	// PID 1 would otherwise ignore SIGTERM and wait out the grace period).
+	untilTerm = "trap 'exit 0' TERM; sleep 3600 & wait"
+)
+
+// env is the containerd under test, from setup.sh's env.sh.
+type env struct {
+	endpoint string
+	image    string
+}
+
+// needContainerd skips unless JETLET_CRI_ENDPOINT names a CRI runtime.
+func needContainerd(t testing.TB) env {
+	t.Helper()
+	e := env{endpoint: os.Getenv("JETLET_CRI_ENDPOINT"), image: os.Getenv("JETLET_CRI_IMAGE")}
+	if e.endpoint == "" {
+		t.Skip("JETLET_CRI_ENDPOINT is not set: these tests need a real CRI runtime " +
+			"(sudo bash test/e2e/containerd/run.sh, or source $JETLET_CONTAINERD_DIR/env.sh after setup.sh)")
+	}
+	if e.image == "" {
+		t.Fatal("JETLET_CRI_ENDPOINT is set but JETLET_CRI_IMAGE is not: name an image present in the runtime (with a tag, so IfNotPresent finds it)")
+	}
+	return e
+}
+
+// criClient connects jetlet's own CRI client to the runtime, for checks
+// and clean-up behind jetlet's back.
+func criClient(t testing.TB, e env) *runtime.Client {
+	t.Helper()
+	c, err := runtime.New(runtime.Config{Endpoint: e.endpoint, RequestTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.Connect(ctx); err != nil {
+		t.Fatalf("connect to %s: %v", e.endpoint, err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// shortDir is a temporary directory with a short path (unix sockets, and
+// containerd's log paths under it).
+func shortDir(t testing.TB) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "jce")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// suite is one test's view of containerd and of the jetlet driving it.
+type suite struct {
+	t     testing.TB
+	env   env
+	cri   *runtime.Client
+	runID string
+	node  *node
+	uids  []string // pods this test made, deleted at the end
+	// deleted: deletePods ran (it is registered once per jetlet start).
+	deleted bool
+}
+
+// newSuite checks for containerd, and arranges that whatever this test
+// leaves in the runtime is removed when it ends, even when it fails.
+func newSuite(t testing.TB) *suite {
+	t.Helper()
+	e := needContainerd(t)
+	s := &suite{t: t, env: e, cri: criClient(t, e), runID: uuid.NewString()[:8]}
+	// Registered before jetlet starts, so it runs after jetlet was killed:
+	// nothing re-creates what the sweep removes.
+	t.Cleanup(s.sweep)
+	return s
+}
+
+// uid is a pod UID unique to this run.
+func (s *suite) uid(name string) string {
+	u := name + "-" + s.runID
+	s.uids = append(s.uids, u)
+	return u
+}
+
+// sweep removes every sandbox (and so every container) of this run that is
+// still in the runtime. Anything it finds after a passing test is an error:
+// jetlet's deletes should have removed it.
+func (s *suite) sweep() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pods, err := s.cri.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{runLabel: s.runID}})
+	if err != nil {
+		s.t.Errorf("sweep: ListPodSandbox: %v", err)
+		return
+	}
+	if len(pods) > 0 && !s.t.Failed() {
+		s.t.Errorf("sweep: %d sandboxes of this test still in the runtime after its pods were deleted", len(pods))
+	}
+	for _, p := range pods {
+		s.t.Logf("sweep: removing sandbox %s (%s/%s, %s)", p.Id, p.Metadata.GetNamespace(), p.Metadata.GetName(), p.State)
+		if err := s.cri.StopPodSandbox(ctx, p.Id); err != nil {
+			s.t.Errorf("sweep: StopPodSandbox %s: %v", p.Id, err)
+		}
+		if err := s.cri.RemovePodSandbox(ctx, p.Id); err != nil {
+			s.t.Errorf("sweep: RemovePodSandbox %s: %v", p.Id, err)
+		}
+	}
+}
+
+// node is a `jetlet run` against the runtime and a connection to its
+// embedded NATS.
+type node struct {
+	s       *suite
+	t       testing.TB
+	name    string
+	dataDir string
+	listen  string // --nats-listen; the first start's port is kept for restarts
+	proc    *jetlettest.Process
+	nc      *nats.Conn
+	js      jetstream.JetStream
+}
+
+// startNode runs jetlet on a fresh data dir, waits for /readyz and
+// connects to its NATS. When the test ends, the pods it made are deleted
+// through intents while jetlet still runs.
+func (s *suite) startNode(extra ...string) *node {
+	s.t.Helper()
+	n := &node{s: s, t: s.t, name: "ctrd-" + s.runID, dataDir: shortDir(s.t), listen: "127.0.0.1:0"}
+	s.node = n
+	n.start(extra...)
+	return n
+}
+
+func (n *node) start(extra ...string) {
+	n.t.Helper()
+	args := []string{"run", "--node", n.name, "--data-dir", n.dataDir,
+		"--runtime-endpoint", n.s.env.endpoint,
+		"--nats-listen", n.listen, "--http-listen", "127.0.0.1:0"}
+	n.proc = jetlettest.Start(n.t, append(args, extra...)...)
+	n.proc.WaitReady(60 * time.Second)
+	url := n.proc.NATSURL()
+	n.listen = strings.TrimPrefix(url, "nats://")
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	n.t.Cleanup(nc.Close)
+	n.nc = nc
+	if n.js, err = jetstream.New(nc); err != nil {
+		n.t.Fatal(err)
+	}
+	// Cleanups run last-registered first: this one runs before this
+	// process is killed (jetlettest registered that in Start).
+	n.t.Cleanup(n.s.deletePods)
+}
+
+// kill9 kills jetlet with SIGKILL (its embedded NATS dies with it) and waits
+// for it to be gone.
+func (n *node) kill9() {
+	n.t.Helper()
+	n.proc.Signal(syscall.SIGKILL)
+	n.proc.Wait(30 * time.Second)
+	n.nc.Close()
+}
+
+// deletePods publishes a delete intent for each pod the test made and waits
+// for the results, while jetlet still runs. Failures are only logged: the
+// sweep after it removes what is left, and reports it.
+func (s *suite) deletePods() {
+	n := s.node
+	if s.deleted || n == nil || n.proc.Exited() || len(s.uids) == 0 {
+		return
+	}
+	s.deleted = true
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	want := map[string]uint64{}
+	for _, uid := range s.uids {
+		ack, err := n.js.Publish(ctx, n.subject(uid), []byte(deleteJSON(uid, 1<<40, 2)))
+		if err != nil {
+			s.t.Logf("cleanup: delete intent for %s: %v", uid, err)
+			continue
+		}
+		want[uid] = ack.Sequence
+	}
+	for uid, seq := range want {
+		for ctx.Err() == nil {
+			if r, ok := n.resultFor(uid, seq); ok {
+				if r.Outcome != schemas.OutcomeSynced {
+					s.t.Logf("cleanup: delete %s: %s %s", uid, r.Outcome, r.Error)
+				}
+				break
+			}
+			time.Sleep(100 * time.Millisecond) // polling with a deadline
+		}
+		if ctx.Err() != nil {
+			s.t.Logf("cleanup: no result for the delete of %s", uid)
+			return
+		}
+	}
+}
+
+func (n *node) subject(uid string) string { return "jetlet.intent." + n.name + "." + uid }
+
+func (n *node) publish(uid, body string) uint64 {
+	n.t.Helper()
+	ack, err := n.js.Publish(context.Background(), n.subject(uid), []byte(body))
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return ack.Sequence
+}
+
+// podJSON is an apply intent for a one-container, host-network pod running
+// script in the test image.
+func (s *suite) podJSON(uid string, rev int64, restartPolicy, script string) string {
+	cmd, _ := json.Marshal([]string{"/bin/sh", "-c", script})
+	return fmt.Sprintf(`{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","revision":%d,
+	  "pod":{"metadata":{"name":"p-%s","namespace":"default","uid":"%s","labels":{%q:%q}},
+	    "spec":{"restartPolicy":%q,"hostNetwork":true,"terminationGracePeriodSeconds":5,
+	      "containers":[{"name":"app","image":%q,"imagePullPolicy":"IfNotPresent","command":%s}]}}}`,
+		rev, uid, uid, runLabel, s.runID, restartPolicy, s.env.image, cmd)
+}
+
+func deleteJSON(uid string, rev int64, grace int) string {
+	return fmt.Sprintf(`{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","op":"delete","revision":%d,"gracePeriodSeconds":%d,
+	  "pod":{"metadata":{"name":"p-%s","namespace":"default","uid":"%s"}}}`, rev, grace, uid, uid)
+}
+
+// readers keeps one ordered consumer per connection, stream and filter, so
+// that polling reads only what is new.
+var readers sync.Map // readerKey → *reader
+
+type readerKey struct {
+	js             jetstream.JetStream
+	stream, filter string
+}
+
+type reader struct {
+	mu   sync.Mutex
+	oc   jetstream.Consumer
+	msgs [][]byte
+}
+
+// readMsgs returns every message on filter now in the stream, in order.
+func readMsgs[T any](t testing.TB, js jetstream.JetStream, stream, filter string) ([]T, error) {
+	v, _ := readers.LoadOrStore(readerKey{js, stream, filter}, &reader{})
+	r := v.(*reader)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.oc == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		s, err := js.Stream(ctx, stream)
+		if err != nil {
+			return nil, err
+		}
+		if r.oc, err = s.OrderedConsumer(context.Background(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}}); err != nil {
+			return nil, err
+		}
+	}
+	for {
+		batch, err := r.oc.FetchNoWait(500)
+		if err != nil {
+			return nil, err
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			r.msgs = append(r.msgs, m.Data())
+		}
+		if got == 0 {
+			break
+		}
+	}
+	out := make([]T, 0, len(r.msgs))
+	for _, data := range r.msgs {
+		var v T
+		if err := json.Unmarshal(data, &v); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", stream, filter, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// resultFor returns the result of intent seq of the pod, if stored yet.
+func (n *node) resultFor(uid string, seq uint64) (schemas.SyncResult, bool) {
+	rs, err := readMsgs[schemas.SyncResult](n.t, n.js, schemas.StreamResults, "jetlet.result."+n.name+"."+uid)
+	if err != nil {
+		return schemas.SyncResult{}, false
+	}
+	for _, r := range rs {
+		if r.IntentSeq == seq {
+			return r, true
+		}
+	}
+	return schemas.SyncResult{}, false
+}
+
+// waitResult waits for the result of intent seq.
+func (n *node) waitResult(uid string, seq uint64, timeout time.Duration) schemas.SyncResult {
+	n.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if r, ok := n.resultFor(uid, seq); ok {
+			return r
+		}
+		if time.Now().After(deadline) {
+			n.t.Fatalf("no result for intent %d of %s within %s", seq, uid, timeout)
+		}
+		time.Sleep(50 * time.Millisecond) // polling with a deadline
+	}
+}
+
+// events returns the pod's events of type typ stored so far.
+func (n *node) events(uid string, typ schemas.EventType) []schemas.LifecycleEvent {
+	n.t.Helper()
+	evs, err := readMsgs[schemas.LifecycleEvent](n.t, n.js, schemas.StreamEvents, "jetlet.event."+n.name+"."+uid+"."+string(typ))
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return evs
+}
+
+// waitEvent waits for an event of the pod matching ok (nil: any).
+func (n *node) waitEvent(uid string, typ schemas.EventType, timeout time.Duration, ok func(schemas.LifecycleEvent) bool) schemas.LifecycleEvent {
+	n.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		for _, ev := range n.events(uid, typ) {
+			if ok == nil || ok(ev) {
+				return ev
+			}
+		}
+		if time.Now().After(deadline) {
+			n.t.Fatalf("no matching %s event for %s within %s (%d of that type)", typ, uid, timeout, len(n.events(uid, typ)))
+		}
+		time.Sleep(50 * time.Millisecond) // polling with a deadline
+	}
+}
+
+// status reads the pod's status from jetlet_status.
+func (n *node) status(uid string) (*schemas.PodStatus, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	kv, err := n.js.KeyValue(ctx, schemas.BucketStatus)
+	if err != nil {
+		return nil, err
+	}
+	e, err := kv.Get(ctx, n.name+"."+uid)
+	if err != nil {
+		return nil, err
+	}
+	var st schemas.PodStatus
+	if err := json.Unmarshal(e.Value(), &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// waitStatus waits until the pod's stored status satisfies ok.
+func (n *node) waitStatus(uid string, timeout time.Duration, what string, ok func(*schemas.PodStatus) bool) *schemas.PodStatus {
+	n.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last *schemas.PodStatus
+	var lastErr error
+	for {
+		st, err := n.status(uid)
+		if err == nil {
+			last = st
+			if ok(st) {
+				return st
+			}
+		} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			lastErr = err
+		}
+		if time.Now().After(deadline) {
+			b, _ := json.Marshal(last)
+			n.t.Fatalf("status of %s: not %s within %s; last: %s (error %v)", uid, what, timeout, b, lastErr)
+		}
+		time.Sleep(50 * time.Millisecond) // polling with a deadline
+	}
+}
+
+// podSandboxes and podContainers are what the runtime lists for the pod
+// (any state).
+func (s *suite) podSandboxes(uid string) []*runtimeapi.PodSandbox {
+	s.t.Helper()
+	ps, err := s.cri.ListPodSandbox(context.Background(), &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelPodUID: uid}})
+	if err != nil {
+		s.t.Fatalf("ListPodSandbox: %v", err)
+	}
+	return ps
+}
+
+func (s *suite) podContainers(uid string) []*runtimeapi.Container {
+	s.t.Helper()
+	cs, err := s.cri.ListContainers(context.Background(), &runtimeapi.ContainerFilter{LabelSelector: map[string]string{labelPodUID: uid}})
+	if err != nil {
+		s.t.Fatalf("ListContainers: %v", err)
+	}
+	return cs
+}
+
+// waitLog waits until the container's CRI log (the file the runtime
+// writes) holds a line containing text.
+func (s *suite) waitLog(containerID, text string, timeout time.Duration) {
+	s.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		resp, err := s.cri.ContainerStatus(context.Background(), containerID, false)
+		if err != nil {
+			s.t.Fatalf("ContainerStatus %s: %v", containerID, err)
+		}
+		if p := resp.GetStatus().GetLogPath(); p != "" {
+			if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), text) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("container %s did not log %q within %s", containerID, text, timeout)
+		}
+		time.Sleep(50 * time.Millisecond) // polling with a deadline
+	}
+}
+
+// waitContainerdLog waits until containerd's log (setup.sh keeps it in
+// $JETLET_CONTAINERD_DIR/containerd.log) holds every one of lines; without
+// that log it only says so.
+func (s *suite) waitContainerdLog(timeout time.Duration, lines ...string) {
+	s.t.Helper()
+	dir := os.Getenv("JETLET_CONTAINERD_DIR")
+	path := filepath.Join(dir, "containerd.log")
+	if _, err := os.Stat(path); dir == "" || err != nil {
+		s.t.Logf("no containerd log to check (JETLET_CONTAINERD_DIR=%q): %v", dir, err)
+		return
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		var missing []string
+		for _, l := range lines {
+			if !strings.Contains(string(b), l) {
+				missing = append(missing, l)
+			}
+		}
+		if len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%s: no line with %q within %s", path, missing, timeout)
+		}
+		time.Sleep(100 * time.Millisecond) // polling with a deadline
+	}
+}
