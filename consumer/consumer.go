@@ -322,7 +322,7 @@ func (c *Consumer) work(ctx context.Context) {
 		switch {
 		case len(batch) > 0:
 			c.handleIntents(ctx, p, batch)
-		case wake && p.desired != nil:
+		case wake && p.desired != nil && p.known:
 			c.resyncPod(ctx, p)
 		}
 

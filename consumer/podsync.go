@@ -109,40 +109,77 @@ func (s *PodSyncer) delete(ctx context.Context, want Desired) Report {
 	if err != nil {
 		return s.failed(want, Report{Err: err})
 	}
-	rep := Report{Actions: []schemas.ActionResult{}}
-	if status != nil && (len(status.SandboxStatuses) > 0 || len(status.ContainerStatuses) > 0) {
-		terminating := s.decorate(s.mgr.ToAPIStatus(pod, status), want)
-		terminating.Phase = schemas.PhaseTerminating
-		s.putStatus(terminating)
-
-		grace := want.Intent.GracePeriod()
-		killed := s.mgr.KillPod(ctx, pod, status, &grace)
-		rep.Actions = append(rep.Actions, killed.Actions...)
-		if err := killed.Error(); err != nil {
-			rep.Err, rep.Status = err, terminating
-			return s.failed(want, rep)
-		}
-		if err := s.collect(ctx, want.UID); err != nil {
-			rep.Err, rep.Status = err, terminating
-			return s.failed(want, rep)
-		}
-		s.cache.Store(want.UID, nil, time.Now())
-		ev := schemas.LifecycleEvent{
-			ID:        podTerminatedID(want.UID, status),
-			Type:      schemas.EventPodTerminated,
-			UID:       want.UID,
-			Namespace: pod.Namespace,
-			Pod:       pod.Name,
-			Reason:    "Deleted",
-			Message:   "pod deleted by intent",
-			Time:      time.Now().UTC(),
-		}
-		s.emit(ctx, ev)
+	if len(status.SandboxStatuses) == 0 && len(status.ContainerStatuses) == 0 {
+		// Nothing of the pod on the node: nothing to do, and no status to
+		// replace the one its actual deletion left.
+		return s.succeeded(want, Report{Actions: []schemas.ActionResult{}, Gone: true})
 	}
-	final := s.decorate(s.mgr.ToAPIStatus(pod, &reconcile.PodStatus{UID: want.UID, Name: pod.Name, Namespace: pod.Namespace}), want)
+	terminating := s.decorate(s.mgr.ToAPIStatus(pod, status), want)
+	terminating.Phase = schemas.PhaseTerminating
+	s.putStatus(terminating)
+
+	grace := want.Intent.GracePeriod()
+	killed := s.mgr.KillPod(ctx, pod, status, &grace)
+	rep := Report{Actions: nonNil(killed.Actions), Status: terminating}
+	if err := killed.Error(); err != nil {
+		rep.Err = err
+		return s.failed(want, rep)
+	}
+	// What the kill left: the containers' exits, reported before the
+	// containers are removed (the relist would not see them exited).
+	if after, err := s.mgr.GetPodStatus(ctx, want.UID, pod.Name, pod.Namespace); err == nil {
+		status = after
+		for _, cs := range after.ContainerStatuses {
+			if ev, ok := reconcile.ContainerDiedEvent(s.node, after, cs); ok {
+				s.emit(ctx, ev)
+			}
+		}
+	}
+	if err := s.collect(ctx, want.UID); err != nil {
+		rep.Err = err
+		return s.failed(want, rep)
+	}
+	s.cache.Store(want.UID, nil, time.Now())
+	s.emit(ctx, schemas.LifecycleEvent{
+		ID:        podTerminatedID(want.UID, status),
+		Type:      schemas.EventPodTerminated,
+		UID:       want.UID,
+		Namespace: pod.Namespace,
+		Pod:       pod.Name,
+		Reason:    "Deleted",
+		Message:   "pod deleted by intent",
+		Time:      time.Now().UTC(),
+	})
+
+	// The last status shows how each container ended.
+	final := s.decorate(s.mgr.ToAPIStatus(pod, status), want)
 	final.Phase, final.Sandbox = schemas.PhaseTerminated, nil
+	showExits(final.InitContainers, status)
+	showExits(final.Containers, status)
 	rep.Status, rep.Gone = final, true
 	return s.succeeded(want, rep)
+}
+
+// showExits shows each container of a terminated pod as it ended (kubelet's
+// view of a running pod would show a container waiting to restart).
+func showExits(containers []schemas.ContainerStatus, status *reconcile.PodStatus) {
+	for i := range containers {
+		cs := status.FindContainerStatusByName(containers[i].Name)
+		if cs == nil || cs.State != reconcile.ContainerExited {
+			continue
+		}
+		c := &containers[i]
+		c.ContainerID, c.State, c.ExitCode = cs.ID, schemas.ContainerExited, cs.ExitCode
+		c.Reason, c.Message, c.Ready = reconcile.DiedReason(cs), cs.Message, false
+		c.StartedAt, c.FinishedAt = rfc3339(cs.StartedAt), rfc3339(cs.FinishedAt)
+	}
+}
+
+func rfc3339(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
 }
 
 // podTerminatedID names the termination after the pod's newest sandbox, the

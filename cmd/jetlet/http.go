@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -58,7 +59,7 @@ type httpServer struct {
 	lis net.Listener
 }
 
-func listenHTTP(addr string, ready *readiness, reg *prometheus.Registry) (*httpServer, error) {
+func listenHTTP(addr string, ready *readiness, reg *prometheus.Registry, profiling bool) (*httpServer, error) {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--http-listen %s: %w", addr, err)
@@ -76,6 +77,13 @@ func listenHTTP(addr string, ready *readiness, reg *prometheus.Registry) (*httpS
 		fmt.Fprintln(w, "ok")
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	return &httpServer{
 		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
 		lis: lis,

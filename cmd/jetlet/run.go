@@ -39,6 +39,7 @@ type runConfig struct {
 	relistPeriod          time.Duration
 	resyncPeriod          time.Duration
 	maxDeadPerContainer   int
+	profiling             bool
 	streams               events.StreamsConfig
 }
 
@@ -75,6 +76,7 @@ storing under --data-dir and listening on --nats-listen. Without
 	fs.IntVar(&cfg.workers, "workers", 16, "pods synced concurrently")
 	fs.StringVar(&cfg.httpListen, "http-listen", "127.0.0.1:9464", "address of /healthz, /readyz and /metrics (port 0 picks a free port)")
 	fs.BoolVar(&cfg.allowPrivileged, "allow-privileged", false, "accept privileged containers")
+	fs.BoolVar(&cfg.profiling, "profiling", false, "serve Go's /debug/pprof/ on --http-listen")
 	fs.StringVar(&cfg.logLevel, "log-level", "info", "trace, debug, info, warn or error")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for in-flight syncs and publishes")
 	fs.DurationVar(&cfg.relistPeriod, "relist-period", time.Second, "how often the runtime's pods are listed to notice changes (kubelet's PLEG relist)")
@@ -149,7 +151,7 @@ func (a *agent) run(ctx context.Context) error {
 	}
 	a.addReadinessChecks()
 	reg := newRegistry()
-	web, err := listenHTTP(a.cfg.httpListen, &a.ready, reg)
+	web, err := listenHTTP(a.cfg.httpListen, &a.ready, reg, a.cfg.profiling)
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,7 @@ import (
 
 // node is a jetlet run under test and a connection to its NATS.
 type node struct {
-	t       *testing.T
+	t       testing.TB
 	name    string
 	dataDir string
 	proc    *jetlettest.Process
@@ -30,8 +30,9 @@ type node struct {
 
 // startNode runs `jetlet run` on the embedded defaults (or --nats-url when
 // url is set), waits for /readyz and connects to its NATS.
-func startNode(t *testing.T, dataDir, url string, extra ...string) *node {
+func startNode(t testing.TB, dataDir, url string, extra ...string) *node {
 	t.Helper()
+	jetlettest.RemovePodsOnCleanup(t, dataDir)
 	n := &node{t: t, name: "n1", dataDir: dataDir, url: url, extra: extra}
 	n.start()
 	return n
@@ -66,7 +67,7 @@ func (n *node) start() {
 
 // shortDir is a temporary directory with a path short enough for the
 // embedded runtime's unix socket.
-func shortDir(t *testing.T) string {
+func shortDir(t testing.TB) string {
 	t.Helper()
 	d, err := os.MkdirTemp("", "je2e")
 	if err != nil {
@@ -102,7 +103,7 @@ func deleteJSON(uid string, rev int64, grace int) string {
 
 // waitMsgs waits until the stream holds at least n messages on filter and
 // returns them in order.
-func waitMsgs[T any](t *testing.T, js jetstream.JetStream, stream, filter string, n int, timeout time.Duration) []T {
+func waitMsgs[T any](t testing.TB, js jetstream.JetStream, stream, filter string, n int, timeout time.Duration) []T {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -133,7 +134,7 @@ type reader struct {
 }
 
 // readMsgs returns every message on filter now in the stream, in order.
-func readMsgs[T any](t *testing.T, js jetstream.JetStream, stream, filter string) []T {
+func readMsgs[T any](t testing.TB, js jetstream.JetStream, stream, filter string) []T {
 	t.Helper()
 	v, _ := readers.LoadOrStore(readerKey{js, stream, filter}, &reader{})
 	r := v.(*reader)

@@ -24,5 +24,11 @@ func TestPodRunsAndIsDeleted(t *testing.T) {
 		t.Fatalf("delete: %s %s %+v", r.Outcome, r.Error, r.Actions)
 	}
 	n.waitEvent("web", schemas.EventPodTerminated, 10*time.Second, nil)
-	n.waitStatus("web", 10*time.Second, func(st *schemas.PodStatus) bool { return st.Phase == schemas.PhaseTerminated })
+	n.waitEvent("web", schemas.EventContainerDied, 10*time.Second, func(ev schemas.LifecycleEvent) bool {
+		return ev.ExitCode != nil && *ev.ExitCode != 0
+	})
+	st := n.waitStatus("web", 10*time.Second, func(st *schemas.PodStatus) bool { return st.Phase == schemas.PhaseTerminated })
+	if c := st.Containers; len(c) != 1 || c[0].State != schemas.ContainerExited {
+		t.Errorf("Terminated status containers %+v, want app Exited", c)
+	}
 }

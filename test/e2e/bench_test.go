@@ -1,0 +1,272 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// The pipeline benchmarks measure jetlet end to end, from an intent
+// published to its result received, beside a bare JetStream
+// consume-publish-ack loop run against the same server in the same run:
+//
+//	go test -run '^$' -bench . -benchtime 5000x ./test/e2e
+//
+// Each reports intents/s and the p50/p99 latency of both, and their ratios.
+
+// benchPods is how many converged pods the no-op benchmarks spread their
+// intents over (so that few are coalesced).
+const benchPods = 200
+
+// convergedNode runs jetlet with benchPods running pods, all converged.
+func convergedNode(b *testing.B) *node {
+	b.Helper()
+	// A flood puts up to count/benchPods intents on each pod's subject before
+	// jetlet reads them: keep them all (the default history of 16 would let
+	// JetStream discard the oldest unread, which then get no result).
+	n := startNode(b, shortDir(b), "", "--workers", "16", "--intent-history", "64")
+	for i := range benchPods {
+		uid := fmt.Sprintf("bench-%03d", i)
+		n.publish(uid, podJSON(uid, 1, "Always", "exec sleep 3600"))
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		results := readMsgs[schemas.SyncResult](b, n.js, schemas.StreamResults, "jetlet.result.n1.>")
+		if len(results) >= benchPods {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d pods answered", len(results), benchPods)
+		}
+		time.Sleep(100 * time.Millisecond) // polling with a deadline
+	}
+	return n
+}
+
+// loadResult is what one run of a load measured.
+type loadResult struct {
+	perSecond float64
+	p50, p99  time.Duration
+}
+
+// runLoad publishes count messages built by body to subject(i), at rate per
+// second (0: as fast as possible), and waits for each one's answer on the
+// core subscription answers, which yields the stream sequence it answers.
+func runLoad(b *testing.B, js jetstream.JetStream, nc *nats.Conn, count, rate int, subject func(i int) string, body func(i int) []byte, answers string, answeredSeq func(*nats.Msg) uint64) loadResult {
+	b.Helper()
+	var mu sync.Mutex
+	sent := make(map[uint64]time.Time, count)
+	got := make(map[uint64]time.Time, count)
+	done := make(chan struct{})
+	sub, err := nc.Subscribe(answers, func(m *nats.Msg) {
+		seq := answeredSeq(m)
+		now := time.Now()
+		mu.Lock()
+		defer mu.Unlock()
+		if _, dup := got[seq]; dup || seq == 0 {
+			return
+		}
+		got[seq] = now
+		if len(got) == count {
+			close(done)
+		}
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	_ = sub.SetPendingLimits(-1, -1)
+	if err := nc.Flush(); err != nil { // the server knows the subscription before anything is sent
+		b.Fatal(err)
+	}
+
+	start := time.Now()
+	var interval time.Duration
+	if rate > 0 {
+		interval = time.Second / time.Duration(rate)
+	}
+	futures := make([]jetstream.PubAckFuture, 0, count)
+	times := make([]time.Time, 0, count)
+	for i := range count {
+		if interval > 0 {
+			if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+				time.Sleep(d) // pacing the offered load
+			}
+		}
+		times = append(times, time.Now())
+		f, err := js.PublishAsync(subject(i), body(i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		futures = append(futures, f)
+	}
+	for i, f := range futures {
+		select {
+		case ack := <-f.Ok():
+			mu.Lock()
+			sent[ack.Sequence] = times[i]
+			mu.Unlock()
+		case err := <-f.Err():
+			b.Fatal(err)
+		}
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Minute):
+		mu.Lock()
+		b.Fatalf("%d of %d answered", len(got), count)
+	}
+	elapsed := time.Since(start)
+	mu.Lock()
+	defer mu.Unlock()
+	lat := make([]time.Duration, 0, count)
+	for seq, t := range sent {
+		if r, ok := got[seq]; ok {
+			lat = append(lat, r.Sub(t))
+		}
+	}
+	slices.Sort(lat)
+	return loadResult{
+		perSecond: float64(count) / elapsed.Seconds(),
+		p50:       lat[len(lat)/2],
+		p99:       lat[len(lat)*99/100],
+	}
+}
+
+// bareLoop runs, against the same server, the least a consumer of intents
+// can do: a durable pull consumer whose workers publish one answer per
+// message (awaiting its PubAck) and then ack it. It returns a function that
+// stops it.
+func bareLoop(b *testing.B, js jetstream.JetStream, workers int) func() {
+	b.Helper()
+	ctx := context.Background()
+	_ = js.DeleteStream(ctx, "BENCH")
+	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "BENCH", Subjects: []string{"bench.>"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cons, err := s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable: "bare", FilterSubject: "bench.in.>", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 4096,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	work := make(chan jetstream.Msg, 4096)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for m := range work {
+				meta, _ := m.Metadata()
+				out := nats.NewMsg("bench.out")
+				out.Data = m.Data()
+				out.Header.Set(schemas.HeaderIntentSeq, strconv.FormatUint(meta.Sequence.Stream, 10))
+				if _, err := js.PublishMsg(ctx, out); err != nil {
+					_ = m.Nak()
+					continue
+				}
+				_ = m.Ack()
+			}
+		})
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) { work <- m })
+	if err != nil {
+		b.Fatal(err)
+	}
+	return func() { cc.Stop(); close(work); wg.Wait() }
+}
+
+func intentSeqOf(m *nats.Msg) uint64 {
+	seq, _ := strconv.ParseUint(m.Header.Get(schemas.HeaderIntentSeq), 10, 64)
+	return seq
+}
+
+func report(b *testing.B, jetlet, bare loadResult) {
+	b.ReportMetric(jetlet.perSecond, "intents/s")
+	b.ReportMetric(bare.perSecond, "bare-msgs/s")
+	b.ReportMetric(jetlet.perSecond/bare.perSecond, "throughput-ratio")
+	b.ReportMetric(float64(jetlet.p50.Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(jetlet.p99.Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(bare.p50.Microseconds())/1000, "bare-p50-ms")
+	b.ReportMetric(float64(bare.p99.Microseconds())/1000, "bare-p99-ms")
+	b.ReportMetric(float64(jetlet.p99)/float64(bare.p99), "p99-ratio")
+	b.ReportMetric(0, "ns/op") // the figures above are the result
+}
+
+// BenchmarkNoOpIntents floods jetlet with intents for converged pods (each
+// sync finds nothing to do) and the bare loop with as many messages.
+func BenchmarkNoOpIntents(b *testing.B) { benchNoOp(b, 0) }
+
+// BenchmarkNoOpIntentsAt5000 offers 5,000 intents/s for converged pods, and
+// as many messages to the bare loop.
+func BenchmarkNoOpIntentsAt5000(b *testing.B) { benchNoOp(b, 5000) }
+
+var revision struct {
+	sync.Mutex
+	next int64
+}
+
+func benchNoOp(b *testing.B, rate int) {
+	n := convergedNode(b)
+	nc := natsConn(b, n)
+	stop := bareLoop(b, n.js, 16)
+	defer stop()
+	payload := []byte(podJSON("x", 1, "Always", "exec sleep 3600"))
+	b.ResetTimer()
+	bare := runLoad(b, n.js, nc, b.N, rate,
+		func(i int) string { return fmt.Sprintf("bench.in.%d", i%benchPods) },
+		func(int) []byte { return payload },
+		"bench.out", intentSeqOf)
+	revision.Lock()
+	base := revision.next + 2
+	revision.next = base + int64(b.N)
+	revision.Unlock()
+	jet := runLoad(b, n.js, nc, b.N, rate,
+		func(i int) string { return fmt.Sprintf("jetlet.intent.n1.bench-%03d", i%benchPods) },
+		func(i int) []byte {
+			uid := fmt.Sprintf("bench-%03d", i%benchPods)
+			return []byte(podJSON(uid, base+int64(i), "Always", "exec sleep 3600"))
+		},
+		"jetlet.result.n1.>", intentSeqOf)
+	b.StopTimer()
+	report(b, jet, bare)
+}
+
+// BenchmarkNewPods sends intents for pods that do not exist yet: each sync
+// creates a sandbox and starts a container on the embedded runtime.
+func BenchmarkNewPods(b *testing.B) {
+	n := startNode(b, shortDir(b), "", "--workers", "16")
+	nc := natsConn(b, n)
+	stop := bareLoop(b, n.js, 16)
+	defer stop()
+	payload := []byte(podJSON("x", 1, "Always", "exec sleep 3600"))
+	b.ResetTimer()
+	bare := runLoad(b, n.js, nc, b.N, 0,
+		func(i int) string { return fmt.Sprintf("bench.in.%d", i) },
+		func(int) []byte { return payload },
+		"bench.out", intentSeqOf)
+	jet := runLoad(b, n.js, nc, b.N, 0,
+		func(i int) string { return fmt.Sprintf("jetlet.intent.n1.new-%05d", i) },
+		func(i int) []byte { return []byte(podJSON(fmt.Sprintf("new-%05d", i), 1, "Always", "exec sleep 3600")) },
+		"jetlet.result.n1.>", intentSeqOf)
+	b.StopTimer()
+	report(b, jet, bare)
+}
+
+func natsConn(b *testing.B, n *node) *nats.Conn {
+	b.Helper()
+	nc, err := nats.Connect(n.proc.NATSURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	return nc
+}

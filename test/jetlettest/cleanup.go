@@ -1,0 +1,59 @@
+package jetlettest
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/jetlet/jetlet/runtime"
+	"github.com/jetlet/jetlet/runtime/proc"
+)
+
+// RemovePodsOnCleanup arranges for every pod of the embedded runtime under
+// dataDir to be stopped and removed when the test ends, after the jetlet
+// processes started later in the test are gone: containers outlive jetlet by
+// design, and must not outlive the test. Call it before Start.
+func RemovePodsOnCleanup(t testing.TB, dataDir string) {
+	t.Helper()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		rt, err := proc.New(proc.Config{Dir: filepath.Join(dataDir, "runtime"), Logger: zerolog.Nop()})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		sock := filepath.Join(dataDir, "cleanup.sock")
+		if err := rt.Start(ctx, sock); err != nil {
+			t.Errorf("cleanup runtime: %v", err)
+			return
+		}
+		defer rt.Stop()
+		client, err := runtime.New(runtime.Config{Endpoint: sock})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer client.Close()
+		if err := client.Connect(ctx); err != nil {
+			t.Errorf("cleanup runtime: %v", err)
+			return
+		}
+		sandboxes, err := client.ListPodSandbox(ctx, nil)
+		if err != nil {
+			t.Errorf("cleanup: %v", err)
+			return
+		}
+		for _, sb := range sandboxes {
+			if err := client.StopPodSandbox(ctx, sb.Id); err != nil {
+				t.Errorf("cleanup: stop sandbox %s: %v", sb.Id, err)
+			}
+			if err := client.RemovePodSandbox(ctx, sb.Id); err != nil {
+				t.Errorf("cleanup: remove sandbox %s: %v", sb.Id, err)
+			}
+		}
+	})
+}
