@@ -87,7 +87,10 @@ func reconnectForever(log zerolog.Logger) []nats.Option {
 		nats.ConnectHandler(func(nc *nats.Conn) {
 			log.Info().Str("url", nc.ConnectedUrlRedacted()).Msg("connected to NATS")
 		}),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			if nc.IsClosed() {
+				return // closed on purpose, at shutdown
+			}
 			log.Warn().Err(err).Msg("disconnected from NATS; reconnecting")
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -65,9 +66,8 @@ storing under --data-dir and listening on --nats-listen. Without
 			return newAgent(cfg).run(cmd.Context())
 		},
 	}
-	host, _ := os.Hostname()
 	fs := cmd.Flags()
-	fs.StringVar(&cfg.node, "node", strings.ToLower(host), "node name (a DNS-1123 label)")
+	fs.StringVar(&cfg.node, "node", defaultNodeName(), "node name (a DNS-1123 label; default: from the host name)")
 	fs.StringVar(&cfg.dataDir, "data-dir", "./jetlet-data", "directory for the embedded NATS store, the embedded runtime and pod data")
 	cfg.nats.register(fs, "")
 	fs.StringVar(&cfg.natsListen, "nats-listen", "127.0.0.1:4222", "embedded NATS listen address (port 0 picks a free port); ignored with --nats-url")
@@ -93,6 +93,27 @@ storing under --data-dir and listening on --nats-listen. Without
 	return cmd
 }
 
+// defaultNodeName derives a DNS-1123 label from the host name, as kubelet
+// derives its node name: the first label, lower case, other characters as '-'.
+func defaultNodeName() string {
+	host, _ := os.Hostname()
+	host, _, _ = strings.Cut(strings.ToLower(host), ".")
+	name := []byte(host)
+	for i, c := range name {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			name[i] = '-'
+		}
+	}
+	label := strings.Trim(string(name), "-")
+	if len(label) > 63 {
+		label = strings.TrimRight(label[:63], "-")
+	}
+	if label == "" {
+		return "node"
+	}
+	return label
+}
+
 func (c *runConfig) validate() error {
 	if !schemas.ValidNodeName(c.node) {
 		return fmt.Errorf("--node %q: not a DNS-1123 label (lower-case letters, digits and '-', at most 63); set --node or JETLET_NODE", c.node)
@@ -100,6 +121,12 @@ func (c *runConfig) validate() error {
 	if c.dataDir == "" {
 		return errors.New("--data-dir must not be empty")
 	}
+	// Pods keep absolute paths (logs, volumes) to it.
+	abs, err := filepath.Abs(c.dataDir)
+	if err != nil {
+		return fmt.Errorf("--data-dir: %w", err)
+	}
+	c.dataDir = abs
 	if c.workers < 1 {
 		return fmt.Errorf("--workers %d: must be at least 1", c.workers)
 	}
