@@ -103,6 +103,9 @@ func New(js jetstream.JetStream, pub Publisher, syncer Syncer, cfg Config) (*Con
 		held: map[uint64]*delivery{},
 	}
 	c.queued = sync.NewCond(&c.mu)
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(podsCollector{c.PodCounts})
+	}
 	return c, nil
 }
 

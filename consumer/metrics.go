@@ -1,6 +1,10 @@
 package consumer
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jetlet/jetlet/schemas"
+)
 
 type metrics struct {
 	intents      *prometheus.CounterVec
@@ -33,4 +37,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		reg.MustRegister(m.intents, m.syncDuration, m.deadLetters, m.naks)
 	}
 	return m
+}
+
+var podsDesc = prometheus.NewDesc("jetlet_pods", "Pods with a desired state on this node, by the phase last stored.", []string{"phase"}, nil)
+
+// podsCollector reports the pods per phase at scrape time.
+type podsCollector struct{ counts func() schemas.PodCounts }
+
+func (c podsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- podsDesc }
+
+func (c podsCollector) Collect(ch chan<- prometheus.Metric) {
+	counts := c.counts()
+	for _, phase := range []schemas.PodPhase{schemas.PhasePending, schemas.PhaseRunning, schemas.PhaseSucceeded,
+		schemas.PhaseFailed, schemas.PhaseTerminating, schemas.PhaseTerminated} {
+		ch <- prometheus.MustNewConstMetric(podsDesc, prometheus.GaugeValue, float64(counts.ByPhase[phase]), string(phase))
+	}
 }

@@ -1,6 +1,9 @@
 package e2e_test
 
 import (
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,5 +33,24 @@ func TestPodRunsAndIsDeleted(t *testing.T) {
 	st := n.waitStatus("web", 10*time.Second, func(st *schemas.PodStatus) bool { return st.Phase == schemas.PhaseTerminated })
 	if c := st.Containers; len(c) != 1 || c[0].State != schemas.ContainerExited {
 		t.Errorf("Terminated status containers %+v, want app Exited", c)
+	}
+
+	resp, err := http.Get(n.proc.HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`jetlet_intents_total{outcome="Synced"} 2`,
+		`jetlet_pods{phase="Running"} 0`,
+		`jetlet_sync_duration_seconds_count`,
+		`jetlet_relist_duration_seconds_count`,
+		`jetlet_runtime_call_duration_seconds_count{method="RunPodSandbox"} 1`,
+		`jetlet_events_buffered`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 }
