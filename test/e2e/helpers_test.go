@@ -1,12 +1,10 @@
 package e2e_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -118,58 +116,12 @@ func waitMsgs[T any](t testing.TB, js jetstream.JetStream, stream, filter string
 	}
 }
 
-// readers keeps one ordered consumer per stream and filter, so that polling
-// reads only what is new.
-var readers sync.Map // readerKey → *reader
-
-type readerKey struct {
-	js             jetstream.JetStream
-	stream, filter string
-}
-
-type reader struct {
-	mu   sync.Mutex
-	oc   jetstream.Consumer
-	msgs [][]byte
-}
-
 // readMsgs returns every message on filter now in the stream, in order.
 func readMsgs[T any](t testing.TB, js jetstream.JetStream, stream, filter string) []T {
 	t.Helper()
-	v, _ := readers.LoadOrStore(readerKey{js, stream, filter}, &reader{})
-	r := v.(*reader)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.oc == nil {
-		s, err := js.Stream(t.Context(), stream)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.oc, err = s.OrderedConsumer(context.Background(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for {
-		batch, err := r.oc.FetchNoWait(500)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := 0
-		for m := range batch.Messages() {
-			got++
-			r.msgs = append(r.msgs, m.Data())
-		}
-		if got == 0 {
-			break
-		}
-	}
-	out := make([]T, 0, len(r.msgs))
-	for _, data := range r.msgs {
-		var v T
-		if err := json.Unmarshal(data, &v); err != nil {
-			t.Fatalf("%s %s: %v", stream, filter, err)
-		}
-		out = append(out, v)
+	out, err := jetlettest.ReadAll[T](js, stream, filter)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

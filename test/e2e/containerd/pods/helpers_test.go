@@ -16,7 +16,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -267,61 +266,9 @@ func deleteJSON(uid string, rev int64, grace int) string {
 	  "pod":{"metadata":{"name":"p-%s","namespace":"default","uid":"%s"}}}`, rev, grace, uid, uid)
 }
 
-// readers keeps one ordered consumer per connection, stream and filter, so
-// that polling reads only what is new.
-var readers sync.Map // readerKey → *reader
-
-type readerKey struct {
-	js             jetstream.JetStream
-	stream, filter string
-}
-
-type reader struct {
-	mu   sync.Mutex
-	oc   jetstream.Consumer
-	msgs [][]byte
-}
-
 // readMsgs returns every message on filter now in the stream, in order.
-func readMsgs[T any](t testing.TB, js jetstream.JetStream, stream, filter string) ([]T, error) {
-	v, _ := readers.LoadOrStore(readerKey{js, stream, filter}, &reader{})
-	r := v.(*reader)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.oc == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		s, err := js.Stream(ctx, stream)
-		if err != nil {
-			return nil, err
-		}
-		if r.oc, err = s.OrderedConsumer(context.Background(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}}); err != nil {
-			return nil, err
-		}
-	}
-	for {
-		batch, err := r.oc.FetchNoWait(500)
-		if err != nil {
-			return nil, err
-		}
-		got := 0
-		for m := range batch.Messages() {
-			got++
-			r.msgs = append(r.msgs, m.Data())
-		}
-		if got == 0 {
-			break
-		}
-	}
-	out := make([]T, 0, len(r.msgs))
-	for _, data := range r.msgs {
-		var v T
-		if err := json.Unmarshal(data, &v); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", stream, filter, err)
-		}
-		out = append(out, v)
-	}
-	return out, nil
+func readMsgs[T any](_ testing.TB, js jetstream.JetStream, stream, filter string) ([]T, error) {
+	return jetlettest.ReadAll[T](js, stream, filter)
 }
 
 // resultFor returns the result of intent seq of the pod, if stored yet.

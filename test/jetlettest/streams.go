@@ -1,0 +1,69 @@
+package jetlettest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// readers keeps one ordered consumer per connection, stream and filter, so
+// that a test polling a stream reads only what is new each time.
+var readers sync.Map // readerKey → *reader
+
+type readerKey struct {
+	js             jetstream.JetStream
+	stream, filter string
+}
+
+type reader struct {
+	mu   sync.Mutex
+	oc   jetstream.Consumer
+	msgs [][]byte
+}
+
+// ReadAll returns every message on filter now in the stream, in order,
+// decoded from JSON as T.
+func ReadAll[T any](js jetstream.JetStream, stream, filter string) ([]T, error) {
+	v, _ := readers.LoadOrStore(readerKey{js, stream, filter}, &reader{})
+	r := v.(*reader)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.oc == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		s, err := js.Stream(ctx, stream)
+		if err != nil {
+			return nil, err
+		}
+		if r.oc, err = s.OrderedConsumer(context.Background(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}}); err != nil {
+			return nil, err
+		}
+	}
+	for {
+		batch, err := r.oc.FetchNoWait(500)
+		if err != nil {
+			return nil, err
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			r.msgs = append(r.msgs, m.Data())
+		}
+		if got == 0 {
+			break
+		}
+	}
+	out := make([]T, 0, len(r.msgs))
+	for _, data := range r.msgs {
+		var v T
+		if err := json.Unmarshal(data, &v); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", stream, filter, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
