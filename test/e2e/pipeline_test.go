@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -209,15 +211,34 @@ func TestNATSRestartUnderJetlet(t *testing.T) {
 	srv := natstest.Start(t, opts)
 	opts.Port = srv.Addr().(*net.TCPAddr).Port
 	n := startNode(t, shortDir(t), srv.ClientURL())
-	n.publish("a", podJSON("a", 1, "Always", "exec sleep 600"))
-	n.results("a", 1)
+	// The container waits for a go-ahead file, deletes it and exits 5, so the
+	// test knows when it has exited without asking jetlet.
+	flag := filepath.Join(t.TempDir(), "exit-now")
+	n.publish("a", podJSON("a", 1, "Never", fmt.Sprintf("while [ ! -f %s ]; do sleep 0.05; done; rm %s; exit 5", flag, flag)))
+	n.waitStatus("a", 30*time.Second, func(st *schemas.PodStatus) bool { return st.Phase == schemas.PhaseRunning })
 
 	srv.Shutdown()
 	srv.WaitForShutdown()
+	// The container exits while NATS is away.
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if _, err := os.Stat(flag); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the container did not take its go-ahead")
+		}
+		time.Sleep(20 * time.Millisecond) // polling with a deadline
+	}
 	natstest.Start(t, opts)
 
-	// jetlet reconnects and carries on: a crash while NATS was away and one
-	// after are both reported.
+	// jetlet reconnects, reports what happened meanwhile, and carries on.
+	n.waitEvent("a", schemas.EventContainerDied, 30*time.Second, func(ev schemas.LifecycleEvent) bool {
+		return ev.ExitCode != nil && *ev.ExitCode == 5
+	})
+	n.waitStatus("a", 30*time.Second, func(st *schemas.PodStatus) bool { return st.Phase == schemas.PhaseFailed })
 	n.publish("b", podJSON("b", 1, "Never", "exit 7"))
 	if r := n.results("b", 1)[0]; r.Outcome != schemas.OutcomeSynced {
 		t.Errorf("after the NATS restart: %s %s", r.Outcome, r.Error)
