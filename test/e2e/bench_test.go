@@ -243,6 +243,9 @@ func benchNoOp(b *testing.B, rate int) {
 // BenchmarkNewPods sends intents for pods that do not exist yet: each sync
 // creates a sandbox and starts a container on the embedded runtime.
 func BenchmarkNewPods(b *testing.B) {
+	if b.N > 1000 {
+		b.Skipf("%d pods would be %d host processes: run with -benchtime 300x", b.N, 2*b.N)
+	}
 	n := startNode(b, shortDir(b), "", "--workers", "16")
 	nc := natsConn(b, n)
 	stop := bareLoop(b, n.js, 16)
