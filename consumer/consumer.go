@@ -331,7 +331,7 @@ func (c *Consumer) work(ctx context.Context) {
 
 		c.mu.Lock()
 		p.busy = false
-		if (len(p.pending) > 0 && p.blockedAt == 0) || p.wake {
+		if p.wake || (len(p.pending) > 0 && (p.blockedAt == 0 || hasSeq(p.pending, p.blockedAt))) {
 			c.scheduleLocked(p)
 		} else if !p.known && len(p.pending) == 0 {
 			delete(c.pods, p.uid)
