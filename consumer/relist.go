@@ -60,16 +60,18 @@ type Relister struct {
 
 	relistDuration prometheus.Histogram
 
-	mu        sync.Mutex
-	changed   *sync.Cond
-	cache     map[string]cacheEntry
-	validAsOf time.Time                                      // every entry (and every absence) is true as of this
-	asked     bool                                           // a relist was asked for before the next period
-	live      bool                                           // the event stream is connected
-	unseen    int                                            // events received and not yet covered by a relist
-	seen      map[string]map[string]reconcile.ContainerState // uid → container id → state, last listing
-	wakeFn    func(uid string)
-	kick      chan struct{}
+	mu         sync.Mutex
+	changed    *sync.Cond
+	cache      map[string]cacheEntry
+	validAsOf  time.Time                                      // every entry (and every absence) is true as of this
+	asked      bool                                           // a relist was asked for before the next period
+	live       bool                                           // the event stream is connected
+	unseen     int                                            // events received and not yet covered by a relist
+	seen       map[string]map[string]reconcile.ContainerState // uid → container id → state, last listing
+	failure    error                                          // why the last relist failed, when it did
+	failedAsOf time.Time                                      // when the failed relist started
+	wakeFn     func(uid string)
+	kick       chan struct{}
 }
 
 type cacheEntry struct {
@@ -145,6 +147,11 @@ func (r *Relister) relist(ctx context.Context) {
 		if ctx.Err() == nil {
 			r.log.Warn().Err(err).Msg("relist failed")
 		}
+		// Workers waiting for a fresher view get the failure instead.
+		r.mu.Lock()
+		r.failedAsOf, r.failure = start, err
+		r.changed.Broadcast()
+		r.mu.Unlock()
 		return
 	}
 	now := map[string]map[string]reconcile.ContainerState{}
@@ -194,7 +201,7 @@ func (r *Relister) relist(ctx context.Context) {
 	r.seen = now
 
 	r.mu.Lock()
-	r.validAsOf = start
+	r.validAsOf, r.failure = start, nil
 	r.unseen -= covered
 	r.changed.Broadcast()
 	r.mu.Unlock()
@@ -299,6 +306,9 @@ func (r *Relister) Status(ctx context.Context, uid string, t time.Time) (*reconc
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("waiting for a relist: %w", err)
+		}
+		if r.failure != nil && !r.failedAsOf.Before(t) {
+			return nil, fmt.Errorf("cannot read the pod's status: %w", r.failure)
 		}
 		if !r.asked {
 			r.asked = true
