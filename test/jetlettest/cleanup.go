@@ -19,41 +19,48 @@ import (
 func RemovePodsOnCleanup(t testing.TB, dataDir string) {
 	t.Helper()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
 		rt, err := proc.New(proc.Config{Dir: filepath.Join(dataDir, "runtime"), Logger: zerolog.Nop()})
 		if err != nil {
 			t.Error(err)
 			return
 		}
 		sock := filepath.Join(dataDir, "cleanup.sock")
-		if err := rt.Start(ctx, sock); err != nil {
+		if err := rt.Start(context.Background(), sock); err != nil {
 			t.Errorf("cleanup runtime: %v", err)
 			return
 		}
 		defer rt.Stop()
-		client, err := runtime.New(runtime.Config{Endpoint: sock})
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer client.Close()
-		if err := client.Connect(ctx); err != nil {
-			t.Errorf("cleanup runtime: %v", err)
-			return
-		}
-		sandboxes, err := client.ListPodSandbox(ctx, nil)
-		if err != nil {
-			t.Errorf("cleanup: %v", err)
-			return
-		}
-		for _, sb := range sandboxes {
-			if err := client.StopPodSandbox(ctx, sb.Id); err != nil {
-				t.Errorf("cleanup: stop sandbox %s: %v", sb.Id, err)
-			}
-			if err := client.RemovePodSandbox(ctx, sb.Id); err != nil {
-				t.Errorf("cleanup: remove sandbox %s: %v", sb.Id, err)
-			}
-		}
+		RemoveAllPods(t, "unix://"+sock)
 	})
+}
+
+// RemoveAllPods stops and removes every sandbox (and so every container) of
+// the CRI runtime at endpoint.
+func RemoveAllPods(t testing.TB, endpoint string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client, err := runtime.New(runtime.Config{Endpoint: endpoint})
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer client.Close()
+	if err := client.Connect(ctx); err != nil {
+		t.Errorf("cleanup: %v", err)
+		return
+	}
+	sandboxes, err := client.ListPodSandbox(ctx, nil)
+	if err != nil {
+		t.Errorf("cleanup: %v", err)
+		return
+	}
+	for _, sb := range sandboxes {
+		if err := client.StopPodSandbox(ctx, sb.Id); err != nil {
+			t.Errorf("cleanup: stop sandbox %s: %v", sb.Id, err)
+		}
+		if err := client.RemovePodSandbox(ctx, sb.Id); err != nil {
+			t.Errorf("cleanup: remove sandbox %s: %v", sb.Id, err)
+		}
+	}
 }
