@@ -65,6 +65,9 @@ type Publisher struct {
 	statusWake    chan struct{}
 
 	idle sync.WaitGroup // queued events and statuses not yet stored
+
+	resultsMu sync.Mutex
+	results   jetstream.Stream
 }
 
 // NewPublisher returns a Publisher; nothing is sent before Run.
@@ -105,7 +108,7 @@ func (p *Publisher) PublishResult(ctx context.Context, r *schemas.SyncResult) er
 // result for uid, or 0 when there is none. Results of one pod are stored in
 // intent order, so an intent whose sequence is not above it has its answer.
 func (p *Publisher) LastResultSeq(ctx context.Context, uid string) (uint64, error) {
-	stream, err := p.js.Stream(ctx, schemas.StreamResults)
+	stream, err := p.resultsStream(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -117,6 +120,20 @@ func (p *Publisher) LastResultSeq(ctx context.Context, uid string) (uint64, erro
 		return 0, err
 	}
 	return strconv.ParseUint(m.Header.Get(schemas.HeaderIntentSeq), 10, 64)
+}
+
+// resultsStream returns the results stream's handle, looked up once.
+func (p *Publisher) resultsStream(ctx context.Context) (jetstream.Stream, error) {
+	p.resultsMu.Lock()
+	defer p.resultsMu.Unlock()
+	if p.results == nil {
+		s, err := p.js.Stream(ctx, schemas.StreamResults)
+		if err != nil {
+			return nil, err
+		}
+		p.results = s
+	}
+	return p.results, nil
 }
 
 // Emit queues a lifecycle event. It never blocks: when the buffer is full the
