@@ -8,10 +8,12 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
@@ -63,7 +65,15 @@ type pod struct {
 	// blockedAt is the oldest intent handed back to JetStream after a failure:
 	// newer intents of the pod wait for its redelivery, so that results stay
 	// in intent order.
-	blockedAt uint64
+	blockedAt    uint64
+	blockedSince time.Time
+	// answered is the highest intent whose result is stored: a delivery at or
+	// below it (a redelivery, or one answered at recovery before the durable
+	// consumer got to it) is acked as it is.
+	answered uint64
+	// goneAt is when a delete finished; the entry stays a while as a
+	// tombstone (answered, done) and is then swept.
+	goneAt time.Time
 }
 
 // delivery is one intent, as delivered by the durable consumer or, for one
@@ -134,24 +144,39 @@ func (c *Consumer) Run(ctx context.Context, drain time.Duration) error {
 		c.mu.Unlock()
 		done := make(chan struct{})
 		go func() { workers.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(drain):
-			c.log.Warn().Dur("drain", drain).Msg("in-flight syncs did not finish in time; cancelling them")
-			cancelSyncs()
-			<-done
+		// Syncs still running keep their intents alive while they drain.
+		keepAlive := time.NewTicker(c.cfg.AckWait / 3)
+		defer keepAlive.Stop()
+		deadline := time.NewTimer(drain)
+		defer deadline.Stop()
+		for finished := false; !finished; {
+			select {
+			case <-done:
+				finished = true
+			case <-keepAlive.C:
+				c.keepAlive()
+			case <-deadline.C:
+				c.log.Warn().Dur("drain", drain).Msg("in-flight syncs did not finish in time; cancelling them")
+				cancelSyncs()
+			}
 		}
 		c.handBack()
 	}
-
-	if err := c.recover(ctx); err != nil {
+	// Failing to start because of SIGTERM is a clean stop, not an error.
+	stopped := func(err error) error {
 		stopWorkers()
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
+	}
+
+	if err := c.recoverWithRetry(ctx); err != nil {
+		return stopped(err)
 	}
 	cons, err := c.attach(ctx)
 	if err != nil {
-		stopWorkers()
-		return err
+		return stopped(err)
 	}
 	cc, err := cons.Consume(c.receive, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		if !errors.Is(err, jetstream.ErrNoHeartbeat) && ctx.Err() == nil {
@@ -159,8 +184,7 @@ func (c *Consumer) Run(ctx context.Context, drain time.Duration) error {
 		}
 	}))
 	if err != nil {
-		stopWorkers()
-		return fmt.Errorf("consume intents: %w", err)
+		return stopped(fmt.Errorf("consume intents: %w", err))
 	}
 	c.attached.Store(true)
 	c.log.Info().Str("durable", DurableName(c.cfg.Node)).Msg("consuming intents")
@@ -175,8 +199,10 @@ func (c *Consumer) Run(ctx context.Context, drain time.Duration) error {
 			done = true
 		case <-keepAlive.C:
 			c.keepAlive()
+			c.unblockLost()
 		case <-resync.C:
 			c.WakeAll()
+			c.sweepTombstones()
 			resync.Reset(jitter(c.cfg.ResyncPeriod))
 		}
 	}
@@ -185,6 +211,52 @@ func (c *Consumer) Run(ctx context.Context, drain time.Duration) error {
 	<-cc.Closed()
 	stopWorkers()
 	return nil
+}
+
+// recoverWithRetry recovers, retrying with back-off while NATS or the
+// runtime fail, until ctx is done.
+func (c *Consumer) recoverWithRetry(ctx context.Context) error {
+	b := backoff.WithContext(backoff.NewExponentialBackOff(backoff.WithMaxElapsedTime(0), backoff.WithMaxInterval(10*time.Second)), ctx)
+	return backoff.RetryNotify(func() error { return c.recover(ctx) }, b, func(err error, next time.Duration) {
+		c.log.Warn().Err(err).Dur("retry_in", next).Msg("recovering the desired state failed; retrying")
+	})
+}
+
+// tombstoneTTL is how long a deleted pod's last applied intent is
+// remembered, so that a late intent for it is still answered Superseded or
+// Stale rather than bringing it back.
+const tombstoneTTL = time.Hour
+
+// sweepTombstones forgets the pods deleted more than tombstoneTTL ago.
+func (c *Consumer) sweepTombstones() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for uid, p := range c.pods {
+		if !p.known && !p.busy && len(p.pending) == 0 && !p.goneAt.IsZero() && time.Since(p.goneAt) > tombstoneTTL {
+			delete(c.pods, uid)
+		}
+	}
+}
+
+// blockTimeout bounds how long a pod waits for an intent handed back to
+// JetStream: one the stream discarded meanwhile (its per-pod history is
+// bounded) is never redelivered.
+func (c *Consumer) blockTimeout() time.Duration { return c.cfg.AckWait + 15*time.Second }
+
+// unblockLost releases the pods whose handed-back intent did not come back.
+func (c *Consumer) unblockLost() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.pods {
+		if p.blockedAt != 0 && time.Since(p.blockedSince) > c.blockTimeout() {
+			c.log.Warn().Str("uid", p.uid).Uint64("seq", p.blockedAt).
+				Msg("a handed-back intent was not redelivered (discarded by the stream's history limit?); going on without it")
+			p.blockedAt = 0
+			if len(p.pending) > 0 {
+				c.scheduleLocked(p)
+			}
+		}
+	}
 }
 
 // jitter spreads a period over [p, 1.1p).
@@ -233,7 +305,7 @@ func (c *Consumer) receive(msg jetstream.Msg) {
 	if taken, dup := c.held[d.seq]; dup {
 		// A redelivery of an intent already taken (waiting, being synced, or
 		// recovered at start-up): settle it through the newest handle.
-		taken.msg = msg
+		taken.msg, taken.delivered = msg, d.delivered
 		return
 	}
 	c.held[d.seq] = d
@@ -333,8 +405,8 @@ func (c *Consumer) work(ctx context.Context) {
 		p.busy = false
 		if p.wake || (len(p.pending) > 0 && (p.blockedAt == 0 || hasSeq(p.pending, p.blockedAt))) {
 			c.scheduleLocked(p)
-		} else if !p.known && len(p.pending) == 0 {
-			delete(c.pods, p.uid)
+		} else if !p.known && len(p.pending) == 0 && p.goneAt.IsZero() && p.done.seq == 0 && p.answered == 0 {
+			delete(c.pods, p.uid) // nothing worth remembering
 		}
 		c.mu.Unlock()
 	}
@@ -352,7 +424,7 @@ func hasSeq(batch []*delivery, seq uint64) bool {
 // handleIntents answers a batch of intents for one pod: every one but the
 // applied one at once, in stream order, then the applied one after its sync.
 func (c *Consumer) handleIntents(ctx context.Context, p *pod, batch []*delivery) {
-	batch = c.dropAnswered(ctx, p.uid, batch)
+	batch = c.dropAnswered(ctx, p, batch)
 	if len(batch) == 0 {
 		return
 	}
@@ -393,25 +465,25 @@ func (c *Consumer) handleIntents(ctx context.Context, p *pod, batch []*delivery)
 	}
 }
 
-// dropAnswered acks the redelivered intents whose result is already stored
-// (jetlet stopped between storing a result and acking its intent).
-func (c *Consumer) dropAnswered(ctx context.Context, uid string, batch []*delivery) []*delivery {
-	redelivered := false
+// dropAnswered acks the intents whose result is already stored: below the
+// pod's answered mark, or, for a redelivery, below the pod's newest stored
+// result (jetlet stopped between storing a result and acking its intent).
+func (c *Consumer) dropAnswered(ctx context.Context, p *pod, batch []*delivery) []*delivery {
+	answered := p.answered
 	for _, d := range batch {
-		redelivered = redelivered || d.delivered > 1
-	}
-	if !redelivered {
-		return batch
-	}
-	last, err := c.pub.LastResultSeq(ctx, uid)
-	if err != nil {
-		// The result stream's dedupe window still guards the common case.
-		c.log.Warn().Err(err).Str("uid", uid).Msg("cannot read the last result; answering redelivered intents again")
-		return batch
+		if d.delivered > 1 && d.seq > answered {
+			last, err := c.pub.LastResultSeq(ctx, p.uid)
+			if err != nil {
+				// The result stream's dedupe window still guards the common case.
+				c.log.Warn().Err(err).Str("uid", p.uid).Msg("cannot read the last result; answering redelivered intents again")
+			}
+			answered = max(answered, last)
+			break
+		}
 	}
 	kept := batch[:0]
 	for _, d := range batch {
-		if d.seq <= last {
+		if d.seq <= answered {
 			c.settle(d, func(m jetstream.Msg) error { return m.Ack() })
 			continue
 		}
@@ -441,7 +513,7 @@ func (c *Consumer) apply(ctx context.Context, p *pod, d *delivery, in *schemas.P
 	}
 	c.mu.Lock() // Wanted reads desired
 	p.desired = &Desired{UID: p.uid, Intent: in, IntentSeq: d.seq, ReceivedAt: d.receivedAt}
-	p.known = true
+	p.known, p.goneAt = true, time.Time{}
 	c.mu.Unlock()
 	p.done = applied{seq: d.seq, revision: max(p.done.revision, in.Revision)}
 	p.traceCtx = trace.ContextWithSpanContext(context.Background(), span.SpanContext())
@@ -484,7 +556,7 @@ func (c *Consumer) syncPod(ctx context.Context, p *pod) Report {
 	}
 	if rep.Gone {
 		c.mu.Lock()
-		p.known = false
+		p.known, p.goneAt = false, time.Now()
 		c.mu.Unlock()
 	}
 	return rep
@@ -566,6 +638,11 @@ func (c *Consumer) finish(ctx context.Context, d *delivery, r *schemas.SyncResul
 		return false
 	}
 	c.m.intents.WithLabelValues(string(r.Outcome)).Inc()
+	c.mu.Lock()
+	if p := c.pods[r.UID]; p != nil {
+		p.answered = max(p.answered, d.seq)
+	}
+	c.mu.Unlock()
 	c.settle(d, func(m jetstream.Msg) error { return m.Ack() })
 	return true
 }
@@ -575,7 +652,7 @@ func (c *Consumer) finish(ctx context.Context, d *delivery, r *schemas.SyncResul
 // wait for them.
 func (c *Consumer) nakFrom(p *pod, batch []*delivery, i int) {
 	c.mu.Lock()
-	p.blockedAt = batch[i].seq
+	p.blockedAt, p.blockedSince = batch[i].seq, time.Now()
 	c.mu.Unlock()
 	for _, d := range batch[i:] {
 		c.m.naks.Inc()
@@ -646,7 +723,11 @@ func (c *Consumer) deadLetter(d *delivery, reason string) {
 	out := nats.NewMsg(c.subj.Dead(c.cfg.Node))
 	out.Data = d.data
 	for k, v := range d.header {
-		out.Header[k] = v
+		// JetStream control headers (expected sequence, TTL, rollup, ...) were
+		// meant for the intent's own publish and would fail this one.
+		if !strings.HasPrefix(strings.ToLower(k), "nats-") {
+			out.Header[k] = v
+		}
 	}
 	out.Header.Set(schemas.HeaderError, reason)
 	out.Header.Set("Jetlet-Subject", d.subject)

@@ -78,9 +78,10 @@ func (c *Consumer) queueUnanswered(ctx context.Context, kept map[string][]*deliv
 		}
 		c.mu.Lock()
 		p := c.podLocked(uid)
+		p.answered = max(p.answered, last)
 		for _, d := range ds {
-			if d.seq <= last {
-				continue
+			if _, queued := c.held[d.seq]; queued || d.seq <= last {
+				continue // answered, or queued by an earlier attempt
 			}
 			d.receivedAt = now
 			c.held[d.seq] = d

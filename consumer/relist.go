@@ -26,6 +26,9 @@ type podLister interface {
 // error wrapping ErrEventsUnsupported when the runtime has no such stream.
 type ContainerEventsFunc func(ctx context.Context, ready, event func()) error
 
+// errRelistStopped answers the workers still waiting when the relist stops.
+var errRelistStopped = errors.New("the relist loop has stopped")
+
 // ErrEventsUnsupported says the runtime offers no container event stream.
 var ErrEventsUnsupported = errors.New("container events not supported by the runtime")
 
@@ -68,6 +71,7 @@ type Relister struct {
 	live       bool                                           // the event stream is connected
 	unseen     int                                            // events received and not yet covered by a relist
 	seen       map[string]map[string]reconcile.ContainerState // uid → container id → state, last listing
+	stopped    bool                                           // Run has returned: no relist will come
 	failure    error                                          // why the last relist failed, when it did
 	failedAsOf time.Time                                      // when the failed relist started
 	wakeFn     func(uid string)
@@ -113,12 +117,12 @@ func (r *Relister) Run(ctx context.Context) {
 	if r.cfg.ContainerEvents != nil {
 		go r.followEvents(ctx)
 	}
-	stop := context.AfterFunc(ctx, func() {
+	defer func() {
 		r.mu.Lock()
+		r.stopped = true
 		r.changed.Broadcast()
 		r.mu.Unlock()
-	})
-	defer stop()
+	}()
 	t := time.NewTicker(r.cfg.Period)
 	defer t.Stop()
 	for {
@@ -184,7 +188,7 @@ func (r *Relister) relist(ctx context.Context) {
 	for _, uid := range changed {
 		states, present := now[uid]
 		if !present {
-			r.put(uid, nil, start)
+			r.forgetUpTo(uid, start) // its absence is what validAsOf says
 			continue
 		}
 		st, err := r.lister.GetPodStatus(ctx, uid, names[uid][1], names[uid][0])
@@ -203,6 +207,13 @@ func (r *Relister) relist(ctx context.Context) {
 	r.mu.Lock()
 	r.validAsOf, r.failure = start, nil
 	r.unseen -= covered
+	for uid, e := range r.cache {
+		// A pod the runtime holds nothing of needs no entry once a relist
+		// covers its absence: the cache stays as large as the node.
+		if _, present := now[uid]; !present && !e.at.After(start) {
+			delete(r.cache, uid)
+		}
+	}
 	r.changed.Broadcast()
 	r.mu.Unlock()
 	r.relistDuration.Observe(time.Since(start).Seconds())
@@ -278,20 +289,29 @@ func (r *Relister) put(uid string, st *reconcile.PodStatus, at time.Time) {
 	r.cache[uid] = cacheEntry{status: st, at: at}
 }
 
-// Store caches a status a pod worker read itself (after changing the pod).
-func (r *Relister) Store(uid string, st *reconcile.PodStatus, at time.Time) { r.put(uid, st, at) }
-
-// Forget drops a pod from the cache.
-func (r *Relister) Forget(uid string) {
+// forgetUpTo drops the pod's entry unless a newer one was stored since at.
+func (r *Relister) forgetUpTo(uid string, at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.cache, uid)
+	if e, ok := r.cache[uid]; ok && !e.at.After(at) {
+		delete(r.cache, uid)
+	}
 }
+
+// Store caches a status a pod worker read itself (after changing the pod).
+func (r *Relister) Store(uid string, st *reconcile.PodStatus, at time.Time) { r.put(uid, st, at) }
 
 // Status returns the pod's status as of t or later: from the cache when it
 // is that fresh, else after a relist that starts after t (asked for at once).
 // It returns nil for a pod the runtime holds nothing of.
 func (r *Relister) Status(ctx context.Context, uid string, t time.Time) (*reconcile.PodStatus, error) {
+	// A waiter must wake when its ctx ends, whoever else is waiting.
+	stop := context.AfterFunc(ctx, func() {
+		r.mu.Lock()
+		r.changed.Broadcast()
+		r.mu.Unlock()
+	})
+	defer stop()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for {
@@ -309,6 +329,9 @@ func (r *Relister) Status(ctx context.Context, uid string, t time.Time) (*reconc
 		}
 		if r.failure != nil && !r.failedAsOf.Before(t) {
 			return nil, fmt.Errorf("cannot read the pod's status: %w", r.failure)
+		}
+		if r.stopped {
+			return nil, errRelistStopped
 		}
 		if !r.asked {
 			r.asked = true

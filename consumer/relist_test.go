@@ -58,3 +58,28 @@ func TestStatusFailsWhileTheRuntimeIsDownAndRecovers(t *testing.T) {
 		t.Fatalf("Status after the runtime is back: %+v, %v", st, err)
 	}
 }
+
+func TestStatusWaitersWakeWhenTheRelistStopsOrTheirContextEnds(t *testing.T) {
+	lister := &fakeLister{up: true}
+	r := NewRelister(lister, func(context.Context, schemas.LifecycleEvent) {}, RelistConfig{Node: "n1", Period: time.Hour, Logger: zerolog.Nop()})
+
+	// Nothing relists: a waiter returns when its own context ends.
+	waitCtx, cancelWait := context.WithCancel(t.Context())
+	errs := make(chan error, 1)
+	go func() { _, err := r.Status(waitCtx, "u1", time.Now().Add(time.Hour)); errs <- err }()
+	cancelWait()
+	if err := <-errs; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Status after its context ended: %v", err)
+	}
+
+	// The relist stops (SIGTERM) while a sync waits for a view it cannot get.
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	go func() { _, err := r.Status(t.Context(), "u1", time.Now().Add(time.Hour)); errs <- err }()
+	cancel()
+	<-done
+	if err := <-errs; !errors.Is(err, errRelistStopped) {
+		t.Fatalf("Status after the relist stopped: %v", err)
+	}
+}

@@ -64,7 +64,11 @@ type Publisher struct {
 	statusPending map[string]*nats.Msg // key → newest status not yet stored
 	statusWake    chan struct{}
 
-	idle sync.WaitGroup // queued events and statuses not yet stored
+	// queued counts the events and statuses not yet stored; Flush waits for
+	// it to reach zero (a WaitGroup cannot be added to while waited on).
+	queuedMu sync.Mutex
+	queued   int
+	drained  *sync.Cond
 
 	resultsMu sync.Mutex
 	results   jetstream.Stream
@@ -73,7 +77,7 @@ type Publisher struct {
 // NewPublisher returns a Publisher; nothing is sent before Run.
 func NewPublisher(js jetstream.JetStream, cfg PublisherConfig) *Publisher {
 	cfg.setDefaults()
-	return &Publisher{
+	p := &Publisher{
 		js:            js,
 		cfg:           cfg,
 		subj:          schemas.Subjects{Prefix: cfg.SubjectPrefix},
@@ -82,6 +86,18 @@ func NewPublisher(js jetstream.JetStream, cfg PublisherConfig) *Publisher {
 		statusPending: map[string]*nats.Msg{},
 		statusWake:    make(chan struct{}, 1),
 	}
+	p.drained = sync.NewCond(&p.queuedMu)
+	return p
+}
+
+// track adds n (negative when stored) to the messages not yet stored.
+func (p *Publisher) track(n int) {
+	p.queuedMu.Lock()
+	p.queued += n
+	if p.queued == 0 {
+		p.drained.Broadcast()
+	}
+	p.queuedMu.Unlock()
 }
 
 // PublishResult stores the result of an intent and returns once JetStream has
@@ -150,12 +166,12 @@ func (p *Publisher) Emit(ctx context.Context, ev schemas.LifecycleEvent) {
 	msg.Data = data
 	msg.Header.Set(jetstream.MsgIDHeader, ev.ID)
 	injectTrace(ctx, msg.Header)
-	p.idle.Add(1)
+	p.track(1)
 	select {
 	case p.events <- msg:
 		p.cfg.Metrics.EventsBuffered.Inc()
 	default:
-		p.idle.Done()
+		p.track(-1)
 		p.cfg.Metrics.EventsDropped.Inc()
 		if !p.dropped.Swap(true) {
 			p.log.Error().Int("buffer", cap(p.events)).Str("event", ev.ID).
@@ -184,7 +200,7 @@ func (p *Publisher) PutStatus(st *schemas.PodStatus) {
 	}
 	p.statusMu.Lock()
 	if _, waiting := p.statusPending[key]; !waiting {
-		p.idle.Add(1)
+		p.track(1)
 	}
 	p.statusPending[key] = msg
 	p.statusMu.Unlock()
@@ -204,14 +220,21 @@ func (p *Publisher) Run(ctx context.Context) {
 
 // Flush waits until everything queued so far is stored, or ctx is done.
 func (p *Publisher) Flush(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() { p.idle.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("flush: %d events still buffered: %w", len(p.events), ctx.Err())
+	stop := context.AfterFunc(ctx, func() {
+		p.queuedMu.Lock()
+		p.drained.Broadcast()
+		p.queuedMu.Unlock()
+	})
+	defer stop()
+	p.queuedMu.Lock()
+	defer p.queuedMu.Unlock()
+	for p.queued > 0 {
+		if ctx.Err() != nil {
+			return fmt.Errorf("flush: %d events and statuses not yet stored: %w", p.queued, ctx.Err())
+		}
+		p.drained.Wait()
 	}
+	return nil
 }
 
 // ackTimeout bounds the wait for JetStream's acknowledgement of a batch.
@@ -242,9 +265,7 @@ func (p *Publisher) runEvents(ctx context.Context) {
 		if err := p.publishAll(ctx, "event", batch); err != nil {
 			return // ctx done
 		}
-		for range batch {
-			p.idle.Done()
-		}
+		p.track(-len(batch))
 	}
 }
 
@@ -265,9 +286,7 @@ func (p *Publisher) runStatuses(ctx context.Context) {
 		if err := p.publishAll(ctx, "status", batch); err != nil {
 			return
 		}
-		for range batch {
-			p.idle.Done()
-		}
+		p.track(-len(batch))
 	}
 }
 
@@ -292,21 +311,23 @@ func (p *Publisher) publishAll(ctx context.Context, kind string, msgs []*nats.Ms
 			}
 			futures = append(futures, f)
 		}
-		// An ack lost with a server that died never arrives: give up on it after
-		// ackTimeout and publish again (the message id dedupes a late store).
-		timeout := time.NewTimer(ackTimeout)
-		defer timeout.Stop()
+		// An ack lost with a server that died never arrives: give up on every
+		// one still missing after ackTimeout and publish it again (the message
+		// id dedupes a late store).
+		waitCtx, cancel := context.WithTimeout(ctx, ackTimeout)
+		defer cancel()
 		for _, f := range futures {
 			select {
 			case <-f.Ok():
 			case err := <-f.Err():
 				failed = append(failed, f.Msg())
 				firstErr = cmpErr(firstErr, err)
-			case <-timeout.C:
+			case <-waitCtx.Done():
+				if ctx.Err() != nil {
+					return backoff.Permanent(ctx.Err())
+				}
 				failed = append(failed, f.Msg())
 				firstErr = cmpErr(firstErr, errors.New("no acknowledgement"))
-			case <-ctx.Done():
-				return backoff.Permanent(ctx.Err())
 			}
 		}
 		if len(failed) == 0 {

@@ -76,11 +76,13 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	a.attached.Store(cons)
 	startedAt := time.Now().UTC()
 
-	// The publisher outlives ctx so that the drain can still publish.
+	// The publisher and the relist outlive ctx: the drain still syncs
+	// (from the cache) and publishes.
 	pubCtx, stopPub := context.WithCancel(context.WithoutCancel(ctx))
+	relistCtx, stopRelist := context.WithCancel(context.WithoutCancel(ctx))
 	var bg sync.WaitGroup
 	bg.Go(func() { pub.Run(pubCtx) })
-	bg.Go(func() { relister.Run(ctx) })
+	bg.Go(func() { relister.Run(relistCtx) })
 	bg.Go(func() { syncer.GarbageCollect(ctx, gcPeriod) })
 	bg.Go(func() {
 		events.RunHeartbeat(ctx, js, events.HeartbeatPeriod, func() schemas.NodeRecord {
@@ -100,6 +102,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	bg.Go(func() { rederiveAfterDrops(ctx, pub, relister, a) })
 
 	runErr := cons.Run(ctx, a.cfg.shutdownTimeout)
+	stopRelist()
 	flushCtx, cancel := context.WithTimeout(context.Background(), a.cfg.shutdownTimeout)
 	defer cancel()
 	if err := pub.Flush(flushCtx); err != nil {

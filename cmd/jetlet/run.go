@@ -223,19 +223,21 @@ func (a *agent) run(ctx context.Context) error {
 	if runErr == nil {
 		defer client.Close()
 		go watchRuntime(ctx, client, &a.runtimeHealth)
-		pipeCtx, stopPipe := context.WithCancel(ctx)
+		pipeCtx, stopPipe := context.WithCancelCause(ctx)
 		go func() {
-			// A dead HTTP server stops the agent as SIGTERM would.
+			// A dead HTTP server stops the agent, which then exits non-zero.
 			select {
 			case err := <-webErr:
-				a.log.Error().Err(err).Msg("http server failed")
-				stopPipe()
+				stopPipe(fmt.Errorf("http server: %w", err))
 			case <-pipeCtx.Done():
 			}
 		}()
 		a.log.Info().Msg("jetlet started")
 		runErr = a.servePipeline(pipeCtx, js, client, reg)
-		stopPipe()
+		if cause := context.Cause(pipeCtx); runErr == nil && cause != nil && ctx.Err() == nil {
+			runErr = cause
+		}
+		stopPipe(nil)
 	}
 	a.log.Info().Msg("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), a.cfg.shutdownTimeout)
