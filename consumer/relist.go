@@ -71,11 +71,17 @@ type Relister struct {
 	live       bool                                           // the event stream is connected
 	unseen     int                                            // events received and not yet covered by a relist
 	seen       map[string]map[string]reconcile.ContainerState // uid → container id → state, last listing
+	unread     map[string]podFailure                          // pods changed whose status could not be read
 	stopped    bool                                           // Run has returned: no relist will come
 	failure    error                                          // why the last relist failed, when it did
 	failedAsOf time.Time                                      // when the failed relist started
 	wakeFn     func(uid string)
 	kick       chan struct{}
+}
+
+type podFailure struct {
+	err error
+	at  time.Time // start of the relist that failed to read the pod
 }
 
 type cacheEntry struct {
@@ -98,9 +104,10 @@ func NewRelister(lister podLister, emit func(ctx context.Context, ev schemas.Lif
 			Help:    "Duration of one relist of the runtime's pods.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
 		}),
-		cache: map[string]cacheEntry{},
-		seen:  map[string]map[string]reconcile.ContainerState{},
-		kick:  make(chan struct{}, 1),
+		cache:  map[string]cacheEntry{},
+		seen:   map[string]map[string]reconcile.ContainerState{},
+		unread: map[string]podFailure{},
+		kick:   make(chan struct{}, 1),
 	}
 	r.changed = sync.NewCond(&r.mu)
 	if cfg.Registerer != nil {
@@ -197,10 +204,18 @@ func (r *Relister) relist(ctx context.Context) {
 				r.log.Warn().Err(err).Str("uid", uid).Msg("relist: pod status")
 			}
 			now[uid] = r.seen[uid] // try again next relist
+			// Its cached status is older than this relist: it must not pass
+			// for fresh, and a worker waiting for it gets the error.
+			r.mu.Lock()
+			r.unread[uid] = podFailure{err: err, at: start}
+			r.mu.Unlock()
 			continue
 		}
 		r.emitDied(ctx, st, r.seen[uid], states)
 		r.put(uid, st, start)
+		r.mu.Lock()
+		delete(r.unread, uid)
+		r.mu.Unlock()
 	}
 	r.seen = now
 
@@ -296,6 +311,7 @@ func (r *Relister) forgetUpTo(uid string, at time.Time) {
 	if e, ok := r.cache[uid]; ok && !e.at.After(at) {
 		delete(r.cache, uid)
 	}
+	delete(r.unread, uid)
 }
 
 // Store caches a status a pod worker read itself (after changing the pod).
@@ -316,8 +332,9 @@ func (r *Relister) Status(ctx context.Context, uid string, t time.Time) (*reconc
 	defer r.mu.Unlock()
 	for {
 		e, cached := r.cache[uid]
-		fresh := (cached && !e.at.Before(t)) || !r.validAsOf.Before(t) ||
-			(r.live && r.unseen == 0 && !r.validAsOf.IsZero())
+		failed, unread := r.unread[uid]
+		fresh := (cached && !e.at.Before(t)) ||
+			(!unread && (!r.validAsOf.Before(t) || (r.live && r.unseen == 0 && !r.validAsOf.IsZero())))
 		if fresh {
 			if !cached {
 				return nil, nil
@@ -332,6 +349,9 @@ func (r *Relister) Status(ctx context.Context, uid string, t time.Time) (*reconc
 		}
 		if r.stopped {
 			return nil, errRelistStopped
+		}
+		if unread && !failed.at.Before(t) {
+			return nil, fmt.Errorf("cannot read the pod's status: %w", failed.err)
 		}
 		if !r.asked {
 			r.asked = true
