@@ -21,20 +21,27 @@ import (
 // ErrUnavailable, since the caller must resubscribe and relist either way.
 // No timeout applies; the call is never retried.
 func (c *Client) GetContainerEvents(ctx context.Context, handle func(*runtimeapi.ContainerEventResponse)) error {
+	return c.FollowContainerEvents(ctx, nil, handle)
+}
+
+// FollowContainerEvents is GetContainerEvents calling ready (when not nil)
+// once the stream is open, before any event: a caller that relists then
+// misses (almost) nothing that happens after its relist began.
+func (c *Client) FollowContainerEvents(ctx context.Context, ready func(), handle func(*runtimeapi.ContainerEventResponse)) error {
 	const method = "GetContainerEvents"
 	conn, err := c.connection(method)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	err = c.recvEvents(ctx, conn, handle)
+	err = c.recvEvents(ctx, conn, ready, handle)
 	if c.cfg.Observe != nil {
 		c.cfg.Observe(method, time.Since(start), err)
 	}
 	return err
 }
 
-func (c *Client) recvEvents(ctx context.Context, conn *connection, handle func(*runtimeapi.ContainerEventResponse)) error {
+func (c *Client) recvEvents(ctx context.Context, conn *connection, ready func(), handle func(*runtimeapi.ContainerEventResponse)) error {
 	const method = "GetContainerEvents"
 	stream, err := conn.runtime.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
 	if err != nil {
@@ -42,6 +49,12 @@ func (c *Client) recvEvents(ctx context.Context, conn *connection, handle func(*
 			return nil
 		}
 		return convertError(c.target, method, err)
+	}
+	// Runtimes send no headers until their first event, so the open stream
+	// is all there is to wait for; one without the call answers the first
+	// Recv with Unimplemented.
+	if ready != nil {
+		ready()
 	}
 	for {
 		ev, err := stream.Recv()

@@ -136,8 +136,7 @@ func rederiveAfterDrops(ctx context.Context, pub *events.Publisher, relister *co
 // containerEvents turns the CRI event stream into the relist's trigger.
 func containerEvents(client *runtime.Client) consumer.ContainerEventsFunc {
 	return func(ctx context.Context, ready, event func()) error {
-		ready()
-		err := client.GetContainerEvents(ctx, func(*runtimeapi.ContainerEventResponse) { event() })
+		err := client.FollowContainerEvents(ctx, ready, func(*runtimeapi.ContainerEventResponse) { event() })
 		if errors.Is(err, runtime.ErrUnimplemented) {
 			return errors.Join(consumer.ErrEventsUnsupported, err)
 		}
