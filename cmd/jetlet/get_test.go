@@ -56,8 +56,9 @@ func TestGetPodsAndNodes(t *testing.T) {
 	}
 	res = c.run("get", "pods", "-o", "yaml")
 	wantCode(t, res, 0)
-	if err := yaml.Unmarshal([]byte(res.stdout), &l); err != nil || len(l.Items) != 3 {
-		t.Errorf("-o yaml: %v, %d items", err, len(l.Items))
+	var ly list[schemas.PodStatus] // not l: an empty output would leave its items in place
+	if err := yaml.Unmarshal([]byte(res.stdout), &ly); err != nil || ly.Kind != "PodStatusList" || len(ly.Items) != 3 {
+		t.Errorf("-o yaml: %v, %+v", err, ly)
 	}
 
 	res = c.run("get", "nodes")
