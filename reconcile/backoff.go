@@ -90,24 +90,6 @@ func (b *Backoff) IsInBackOffSinceUpdate(key string, now time.Time) bool {
 	return now.Sub(e.lastUpdate) < e.delay
 }
 
-// Remaining returns how much of key's delay is left after eventTime.
-func (b *Backoff) Remaining(key string, eventTime time.Time) time.Duration {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	e, ok := b.entries[key]
-	if !ok {
-		return 0
-	}
-	return max(0, e.delay-b.clock.Now().Sub(eventTime))
-}
-
-// Reset forgets key.
-func (b *Backoff) Reset(key string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.entries, key)
-}
-
 // GC forgets every key not updated for resetAfter.
 func (b *Backoff) GC() {
 	b.mu.Lock()

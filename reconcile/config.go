@@ -19,7 +19,6 @@ const (
 	DefaultBackOffMax           = 300 * time.Second
 	DefaultImageBackOffInitial  = 10 * time.Second
 	DefaultImageBackOffMax      = 300 * time.Second
-	DefaultGCMinAge             = 0
 	DefaultGCMaxPerPodContainer = 1
 	minimumGracePeriodInSeconds = 2
 	defaultCPUPeriod            = 100000 // µs, CFS quota period

@@ -81,21 +81,18 @@ func (m *Manager) Config() Config { return m.cfg }
 
 // Errors named in action results, kubelet's.
 var (
-	ErrCrashLoopBackOff         = errors.New("CrashLoopBackOff")
-	ErrImagePull                = errors.New("ErrImagePull")
-	ErrImagePullBackOff         = errors.New("ImagePullBackOff")
-	ErrImageNeverPull           = errors.New("ErrImageNeverPull")
-	ErrImageInspect             = errors.New("ImageInspectError")
-	ErrCreateContainerConfig    = errors.New("CreateContainerConfigError")
-	ErrCreateContainer          = errors.New("CreateContainerError")
-	ErrRunContainer             = errors.New("RunContainerError")
-	ErrKillContainer            = errors.New("KillContainerError")
-	ErrCreatePodSandbox         = errors.New("CreatePodSandboxError")
-	ErrConfigPodSandbox         = errors.New("ConfigPodSandboxError")
-	ErrKillPodSandbox           = errors.New("KillPodSandboxError")
-	ErrPodSandboxStatus         = errors.New("PodSandboxStatusError")
-	ErrRemoveContainer          = errors.New("RemoveContainerError")
-	errInitContainerDidNotStart = errors.New("init container did not start")
+	ErrCrashLoopBackOff      = errors.New("CrashLoopBackOff")
+	ErrImagePull             = errors.New("ErrImagePull")
+	ErrImagePullBackOff      = errors.New("ImagePullBackOff")
+	ErrImageNeverPull        = errors.New("ErrImageNeverPull")
+	ErrImageInspect          = errors.New("ImageInspectError")
+	ErrCreateContainerConfig = errors.New("CreateContainerConfigError")
+	ErrCreateContainer       = errors.New("CreateContainerError")
+	ErrRunContainer          = errors.New("RunContainerError")
+	ErrKillContainer         = errors.New("KillContainerError")
+	ErrCreatePodSandbox      = errors.New("CreatePodSandboxError")
+	ErrKillPodSandbox        = errors.New("KillPodSandboxError")
+	ErrPodSandboxStatus      = errors.New("PodSandboxStatusError")
 )
 
 // PodSyncResult is the outcome of a SyncPod or KillPod: one result per action
