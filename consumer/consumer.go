@@ -55,13 +55,12 @@ type pod struct {
 	pending []*delivery // intents waiting, in stream order
 	busy    bool        // in the queue or being worked on
 	wake    bool        // a sync is wanted even without a new intent
-	known   bool        // has a desired state: part of the periodic resync
 
 	desired    *Desired // written under mu, read by its worker without
 	done       applied
 	lastStatus *schemas.PodStatus // the last status stored, to skip storing it unchanged
 	retry      *time.Timer
-	traceCtx   context.Context // the applied intent's trace context
+	span       trace.SpanContext // the applied intent's, for the syncs that follow it
 	// blockedAt is the oldest intent handed back to JetStream after a failure:
 	// newer intents of the pod wait for its redelivery, so that results stay
 	// in intent order.
@@ -76,11 +75,15 @@ type pod struct {
 	goneAt time.Time
 }
 
+// live reports whether the pod has a desired state still to keep: it is
+// resynced, woken by the relist and counted. Call with Consumer.mu held, or
+// from the pod's worker.
+func (p *pod) live() bool { return p.desired != nil && p.goneAt.IsZero() }
+
 // delivery is one intent, as delivered by the durable consumer or, for one
 // recovered from the stream at start-up, as read back from it.
 type delivery struct {
 	msg        jetstream.Msg // nil until the durable consumer delivers it; guarded by Consumer.mu
-	subject    string
 	data       []byte
 	header     nats.Header
 	seq        uint64
@@ -90,7 +93,7 @@ type delivery struct {
 
 func newDelivery(msg jetstream.Msg, meta *jetstream.MsgMetadata) *delivery {
 	return &delivery{
-		msg: msg, subject: msg.Subject(), data: msg.Data(), header: msg.Headers(),
+		msg: msg, data: msg.Data(), header: msg.Headers(),
 		seq: meta.Sequence.Stream, delivered: meta.NumDelivered, receivedAt: time.Now(),
 	}
 }
@@ -232,7 +235,7 @@ func (c *Consumer) sweepTombstones() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for uid, p := range c.pods {
-		if !p.known && !p.busy && len(p.pending) == 0 && !p.goneAt.IsZero() && time.Since(p.goneAt) > tombstoneTTL {
+		if !p.busy && len(p.pending) == 0 && !p.goneAt.IsZero() && time.Since(p.goneAt) > tombstoneTTL {
 			delete(c.pods, uid)
 		}
 	}
@@ -348,7 +351,7 @@ func (c *Consumer) scheduleLocked(p *pod) {
 func (c *Consumer) Wake(uid string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if p, ok := c.pods[uid]; ok && p.known && !c.draining {
+	if p, ok := c.pods[uid]; ok && p.live() && !c.draining {
 		p.wake = true
 		c.scheduleLocked(p)
 	}
@@ -359,7 +362,7 @@ func (c *Consumer) WakeAll() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, p := range c.pods {
-		if p.known && !c.draining {
+		if p.live() && !c.draining {
 			p.wake = true
 			c.scheduleLocked(p)
 		}
@@ -394,10 +397,8 @@ func (c *Consumer) work(ctx context.Context) {
 		}
 		c.mu.Unlock()
 
-		switch {
-		case len(batch) > 0:
-			c.handleIntents(ctx, p, batch)
-		case wake && p.desired != nil && p.known:
+		synced := len(batch) > 0 && c.handleIntents(ctx, p, batch)
+		if wake && !synced && p.live() {
 			c.resyncPod(ctx, p)
 		}
 
@@ -405,8 +406,10 @@ func (c *Consumer) work(ctx context.Context) {
 		p.busy = false
 		if p.wake || (len(p.pending) > 0 && (p.blockedAt == 0 || hasSeq(p.pending, p.blockedAt))) {
 			c.scheduleLocked(p)
-		} else if !p.known && len(p.pending) == 0 && p.goneAt.IsZero() && p.done.seq == 0 && p.answered == 0 {
-			delete(c.pods, p.uid) // nothing worth remembering
+		} else if p.desired == nil && len(p.pending) == 0 && p.blockedAt == 0 {
+			// Never applied anything: nothing to remember (a redelivery of its
+			// answered intents finds their results in the stream).
+			delete(c.pods, p.uid)
 		}
 		c.mu.Unlock()
 	}
@@ -421,13 +424,11 @@ func hasSeq(batch []*delivery, seq uint64) bool {
 	return false
 }
 
-// handleIntents answers a batch of intents for one pod: every one but the
-// applied one at once, in stream order, then the applied one after its sync.
-func (c *Consumer) handleIntents(ctx context.Context, p *pod, batch []*delivery) {
+// handleIntents answers a batch of intents for one pod in stream order: the
+// applied one after its sync, every other one at once. It reports whether
+// the pod was synced.
+func (c *Consumer) handleIntents(ctx context.Context, p *pod, batch []*delivery) (synced bool) {
 	batch = c.dropAnswered(ctx, p, batch)
-	if len(batch) == 0 {
-		return
-	}
 	cands := make([]candidate, len(batch))
 	for i, d := range batch {
 		in, err := schemas.DecodeIntent(d.data, schemas.IntentTarget{
@@ -436,33 +437,23 @@ func (c *Consumer) handleIntents(ctx context.Context, p *pod, batch []*delivery)
 		cands[i] = candidate{seq: d.seq, intent: in, err: err}
 	}
 	verdicts, apply := decide(cands, p.done)
-	bySeq := make(map[uint64]int, len(batch))
-	for i, d := range batch {
-		bySeq[d.seq] = i
-	}
+	verdictOf := make(map[uint64]verdict, len(verdicts))
 	for _, v := range verdicts {
-		i := bySeq[v.seq]
-		if apply >= 0 && i > apply {
-			continue // answered after the applied one, to keep results in intent order
+		verdictOf[v.seq] = v
+	}
+	for i, d := range batch {
+		var ok bool
+		if i == apply {
+			ok, synced = c.apply(ctx, p, d, cands[i].intent), true
+		} else {
+			ok = c.answer(ctx, p, d, cands[i], verdictOf[d.seq])
 		}
-		if !c.answer(ctx, p, batch[i], cands[i], v) {
+		if !ok {
 			c.nakFrom(p, batch, i)
-			return
+			return synced
 		}
 	}
-	if apply >= 0 {
-		d, in := batch[apply], cands[apply].intent
-		if !c.apply(ctx, p, d, in) {
-			c.nakFrom(p, batch, apply)
-			return
-		}
-		for _, v := range verdicts {
-			if i := bySeq[v.seq]; i > apply && !c.answer(ctx, p, batch[i], cands[i], v) {
-				c.nakFrom(p, batch, i)
-				return
-			}
-		}
-	}
+	return synced
 }
 
 // dropAnswered acks the intents whose result is already stored: below the
@@ -501,7 +492,7 @@ func (c *Consumer) answer(ctx context.Context, p *pod, d *delivery, cand candida
 	if v.outcome == schemas.OutcomeRejected {
 		c.emitRejected(ctx, p.uid, d, r)
 	}
-	return c.finish(ctx, d, r)
+	return c.finish(ctx, p, d, r)
 }
 
 // apply syncs the pod to an accepted intent, stores the result and acks it.
@@ -513,10 +504,10 @@ func (c *Consumer) apply(ctx context.Context, p *pod, d *delivery, in *schemas.P
 	}
 	c.mu.Lock() // Wanted reads desired
 	p.desired = &Desired{UID: p.uid, Intent: in, IntentSeq: d.seq, ReceivedAt: d.receivedAt}
-	p.known, p.goneAt = true, time.Time{}
+	p.goneAt = time.Time{}
 	c.mu.Unlock()
 	p.done = applied{seq: d.seq, revision: max(p.done.revision, in.Revision)}
-	p.traceCtx = trace.ContextWithSpanContext(context.Background(), span.SpanContext())
+	p.span = span.SpanContext()
 
 	rep := c.syncPod(ctx, p)
 	r := c.newResult(p.uid, d, in)
@@ -525,12 +516,12 @@ func (c *Consumer) apply(ctx context.Context, p *pod, d *delivery, in *schemas.P
 	if rep.Err != nil {
 		r.Outcome, r.Error = schemas.OutcomeFailed, rep.Err.Error()
 	}
-	return c.finish(ctx, d, r)
+	return c.finish(ctx, p, d, r)
 }
 
 // resyncPod syncs the pod to its desired state again; no result is due.
 func (c *Consumer) resyncPod(ctx context.Context, p *pod) {
-	ctx = trace.ContextWithSpanContext(ctx, trace.SpanContextFromContext(p.traceCtx))
+	ctx = trace.ContextWithSpanContext(ctx, p.span)
 	c.syncPod(ctx, p)
 }
 
@@ -556,7 +547,7 @@ func (c *Consumer) syncPod(ctx context.Context, p *pod) Report {
 	}
 	if rep.Gone {
 		c.mu.Lock()
-		p.known, p.goneAt = false, time.Now()
+		p.goneAt = time.Now()
 		c.mu.Unlock()
 	}
 	return rep
@@ -602,7 +593,7 @@ func (c *Consumer) PodCounts() schemas.PodCounts {
 	defer c.mu.Unlock()
 	counts := schemas.PodCounts{ByPhase: map[schemas.PodPhase]int{}}
 	for _, p := range c.pods {
-		if !p.known || p.lastStatus == nil {
+		if !p.live() || p.lastStatus == nil {
 			continue
 		}
 		counts.Total++
@@ -631,7 +622,7 @@ func (c *Consumer) newResult(uid string, d *delivery, in *schemas.PodIntent) *sc
 
 // finish stores the result and acks the intent; a failed store hands the
 // intent back for redelivery with a growing delay.
-func (c *Consumer) finish(ctx context.Context, d *delivery, r *schemas.SyncResult) bool {
+func (c *Consumer) finish(ctx context.Context, p *pod, d *delivery, r *schemas.SyncResult) bool {
 	r.FinishedAt = time.Now().UTC()
 	if err := c.pub.PublishResult(ctx, r); err != nil {
 		c.log.Warn().Err(err).Uint64("seq", d.seq).Msg("result not stored; the intent will be redelivered")
@@ -639,9 +630,7 @@ func (c *Consumer) finish(ctx context.Context, d *delivery, r *schemas.SyncResul
 	}
 	c.m.intents.WithLabelValues(string(r.Outcome)).Inc()
 	c.mu.Lock()
-	if p := c.pods[r.UID]; p != nil {
-		p.answered = max(p.answered, d.seq)
-	}
+	p.answered = max(p.answered, d.seq)
 	c.mu.Unlock()
 	c.settle(d, func(m jetstream.Msg) error { return m.Ack() })
 	return true
@@ -730,7 +719,7 @@ func (c *Consumer) deadLetter(d *delivery, reason string) {
 		}
 	}
 	out.Header.Set(schemas.HeaderError, reason)
-	out.Header.Set("Jetlet-Subject", d.subject)
+	out.Header.Set("Jetlet-Subject", d.msg.Subject())
 	out.Header.Set(schemas.HeaderIntentSeq, strconv.FormatUint(d.seq, 10))
 	out.Header.Set(jetstream.MsgIDHeader, "dead."+c.cfg.Node+"."+strconv.FormatUint(d.seq, 10))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -741,7 +730,7 @@ func (c *Consumer) deadLetter(d *delivery, reason string) {
 		return
 	}
 	c.m.deadLetters.Inc()
-	c.log.Warn().Str("subject", d.subject).Uint64("seq", d.seq).Str("reason", reason).Msg("intent dead-lettered")
+	c.log.Warn().Str("subject", d.msg.Subject()).Uint64("seq", d.seq).Str("reason", reason).Msg("intent dead-lettered")
 	_ = d.msg.TermWithReason(reason)
 }
 

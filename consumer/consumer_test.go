@@ -66,7 +66,7 @@ type harness struct {
 	c    *consumer.Consumer
 }
 
-func newHarness(t *testing.T, cfg consumer.Config) *harness {
+func newHarness(t *testing.T) *harness {
 	t.Helper()
 	nc, js := natstest.Connect(t, natstest.RunServer(t))
 	var sc events.StreamsConfig
@@ -77,12 +77,17 @@ func newHarness(t *testing.T, cfg consumer.Config) *harness {
 	return &harness{t: t, nc: nc, js: js, sync: newFakeSyncer()}
 }
 
-// start runs the consumer until the test ends.
-func (h *harness) start(cfg consumer.Config) {
+// start runs the consumer until the test ends, or until stop. wrap, when
+// set, stands between the consumer and the real publisher.
+func (h *harness) start(cfg consumer.Config, wrap ...func(*events.Publisher) consumer.Publisher) (stop func()) {
 	h.t.Helper()
 	cfg.Node = "n1"
 	pub := events.NewPublisher(h.js, events.PublisherConfig{Node: "n1"})
-	c, err := consumer.New(h.js, pub, h.sync, cfg)
+	var cp consumer.Publisher = pub
+	for _, w := range wrap {
+		cp = w(pub)
+	}
+	c, err := consumer.New(h.js, cp, h.sync, cfg)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -95,7 +100,8 @@ func (h *harness) start(cfg consumer.Config) {
 			h.t.Errorf("consumer: %v", err)
 		}
 	})
-	h.t.Cleanup(func() { cancel(); wg.Wait() })
+	stop = func() { cancel(); wg.Wait() }
+	h.t.Cleanup(stop)
 	deadline := time.Now().Add(30 * time.Second)
 	for !c.Attached() {
 		if time.Now().After(deadline) {
@@ -103,6 +109,7 @@ func (h *harness) start(cfg consumer.Config) {
 		}
 		time.Sleep(10 * time.Millisecond) // polling with a deadline
 	}
+	return stop
 }
 
 func podIntent(uid string, rev int64) []byte {
@@ -166,7 +173,7 @@ func readAll[T any](t *testing.T, js jetstream.JetStream, stream string, n int) 
 }
 
 func TestEveryIntentGetsExactlyOneResultInOrder(t *testing.T) {
-	h := newHarness(t, consumer.Config{})
+	h := newHarness(t)
 	// Hold the first syncs so that intents pile up and are coalesced.
 	h.sync.gate = make(chan struct{})
 	h.start(consumer.Config{Workers: 8})
@@ -222,7 +229,7 @@ func TestEveryIntentGetsExactlyOneResultInOrder(t *testing.T) {
 }
 
 func TestBadIntentsAreRejectedOrDeadLetteredAndOthersCarryOn(t *testing.T) {
-	h := newHarness(t, consumer.Config{})
+	h := newHarness(t)
 	h.start(consumer.Config{})
 
 	privileged := `{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","pod":{"metadata":{"name":"p","namespace":"default","uid":"priv"},
@@ -279,7 +286,7 @@ func TestBadIntentsAreRejectedOrDeadLetteredAndOthersCarryOn(t *testing.T) {
 }
 
 func TestStaleRevisionIsNotApplied(t *testing.T) {
-	h := newHarness(t, consumer.Config{})
+	h := newHarness(t)
 	h.start(consumer.Config{})
 	h.publish("jetlet.intent.n1.u1", podIntent("u1", 5))
 	h.results(1)
@@ -296,7 +303,7 @@ func TestStaleRevisionIsNotApplied(t *testing.T) {
 }
 
 func TestRecoveryReplaysDesiredStateAndDeletesOrphans(t *testing.T) {
-	h := newHarness(t, consumer.Config{})
+	h := newHarness(t)
 	seq := h.publish("jetlet.intent.n1.u1", podIntent("u1", 2))
 	h.publish("jetlet.intent.n1.u1", podIntent("u1", 1)) // stale: not the desired state
 	h.sync.running = []consumer.PodRef{{UID: "u1"}, {UID: "orphan", Namespace: "default", Name: "old"}}
@@ -333,21 +340,13 @@ func (f *flakyPublisher) PublishResult(ctx context.Context, r *schemas.SyncResul
 }
 
 func TestAFailedResultIsRedeliveredAndOrderKept(t *testing.T) {
-	h := newHarness(t, consumer.Config{})
+	h := newHarness(t)
 	h.sync.gate = make(chan struct{})
-	pub := &flakyPublisher{Publisher: events.NewPublisher(h.js, events.PublisherConfig{Node: "n1"})}
-	c, err := consumer.New(h.js, pub, h.sync, consumer.Config{Node: "n1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { pub.Run(ctx) })
-	wg.Go(func() { _ = c.Run(ctx, 10*time.Second) })
-	defer func() { cancel(); wg.Wait() }()
-	for !c.Attached() {
-		time.Sleep(10 * time.Millisecond) // polling; the test's own timeout bounds it
-	}
+	var pub *flakyPublisher
+	h.start(consumer.Config{}, func(p *events.Publisher) consumer.Publisher {
+		pub = &flakyPublisher{Publisher: p}
+		return pub
+	})
 	first := h.publish("jetlet.intent.n1.u1", podIntent("u1", 1))
 	pub.mu.Lock()
 	pub.failSeq = first
@@ -364,5 +363,39 @@ func TestAFailedResultIsRedeliveredAndOrderKept(t *testing.T) {
 	}
 	if results[0].IntentSeq != first {
 		t.Errorf("first result is for intent %d, want the failed one, %d", results[0].IntentSeq, first)
+	}
+}
+
+func TestRecoverySyncsAPodWhoseUnansweredIntentsAreNotApplied(t *testing.T) {
+	h := newHarness(t)
+	stop := h.start(consumer.Config{})
+	applied := h.publish("jetlet.intent.n1.u1", podIntent("u1", 1))
+	h.results(1)
+	stop()
+	// While jetlet is away an invalid intent comes: at start-up it is
+	// answered Rejected, and the pod must still be synced to intent 1.
+	h.publish("jetlet.intent.n1.u1", []byte(`{"not":"an intent"}`))
+	h.sync.mu.Lock()
+	before := len(h.sync.applied["u1"])
+	h.sync.mu.Unlock()
+	h.start(consumer.Config{})
+	if r := h.results(2)[1]; r.Outcome != schemas.OutcomeRejected {
+		t.Fatalf("second intent: %s, want Rejected", r.Outcome)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		h.sync.mu.Lock()
+		got := h.sync.applied["u1"]
+		h.sync.mu.Unlock()
+		if len(got) > before {
+			if got[len(got)-1] != applied {
+				t.Fatalf("synced to intent %d at start-up, want %d", got[len(got)-1], applied)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the pod was not synced at start-up")
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
 	}
 }

@@ -53,10 +53,8 @@ func (c *Consumer) recover(ctx context.Context) error {
 		}
 	}
 	for _, p := range c.pods {
-		if p.desired != nil {
-			p.known, p.wake = true, true
-		}
-		if p.known || len(p.pending) > 0 {
+		p.wake = p.live()
+		if p.wake || len(p.pending) > 0 {
 			c.scheduleLocked(p)
 		}
 	}
