@@ -52,6 +52,7 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods PodStateProvider) err
 		groups[k] = append(groups[k], c)
 	}
 	remaining := map[string]int{} // containers left per sandbox
+	left := map[string]bool{}     // pods with a container or a sandbox left
 	for k, g := range groups {
 		sort.SliceStable(g, func(i, j int) bool { return g[i].CreatedAt.After(g[j].CreatedAt) })
 		podGone := gone(k.uid)
@@ -69,11 +70,13 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods PodStateProvider) err
 			}
 			if keep {
 				remaining[c.PodSandboxID]++
+				left[k.uid] = true
 				continue
 			}
 			if err := m.rt.RemoveContainer(ctx, c.ID); err != nil && !IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("remove container %s: %w", c.ID, err))
 				remaining[c.PodSandboxID]++
+				left[k.uid] = true
 				continue
 			}
 			rc, _ := strconv.Atoi(c.Annotations[AnnotationContainerRestartCount])
@@ -95,31 +98,25 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods PodStateProvider) err
 		}
 		byPod[uid] = append(byPod[uid], s)
 	}
-	sandboxLeft := map[string]bool{}
 	for uid, ss := range byPod {
 		sort.SliceStable(ss, func(i, j int) bool { return ss[i].CreatedAt.After(ss[j].CreatedAt) })
 		podGone := gone(uid)
 		for i, s := range ss {
 			removable := s.State != SandboxReady && remaining[s.ID] == 0 && (podGone || i > 0)
 			if !removable {
-				sandboxLeft[uid] = true
+				left[uid] = true
 				continue
 			}
 			if err := m.rt.RemovePodSandbox(ctx, s.ID); err != nil && !IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("remove sandbox %s: %w", s.ID, err))
-				sandboxLeft[uid] = true
+				left[uid] = true
 				continue
 			}
 			m.sandboxEvent(ctx, podRef{uid, s.Metadata.Namespace, s.Metadata.Name}, schemas.EventSandboxRemoved, s.ID, s.Metadata.Attempt, "garbage collected")
 		}
 	}
 
-	// 3. Directories of pods that are gone: logs, then data (emptyDirs).
-	for _, uid := range containerUIDs(containers) {
-		if !sandboxLeft[uid] {
-			sandboxLeft[uid] = remainingForPod(containers, uid, remaining)
-		}
-	}
+	// 3. Directories of gone pods with nothing left: logs, then data (emptyDirs).
 	if entries, err := os.ReadDir(m.cfg.LogDir); err == nil {
 		for _, e := range entries {
 			parts := strings.Split(e.Name(), "_")
@@ -127,7 +124,7 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods PodStateProvider) err
 				continue
 			}
 			uid := parts[2]
-			if sandboxLeft[uid] || !gone(uid) {
+			if left[uid] || !gone(uid) {
 				continue
 			}
 			if err := os.RemoveAll(filepath.Join(m.cfg.LogDir, e.Name())); err != nil {
@@ -138,7 +135,7 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods PodStateProvider) err
 	if entries, err := os.ReadDir(filepath.Join(m.cfg.DataDir, "pods")); err == nil {
 		for _, e := range entries {
 			uid := e.Name()
-			if !e.IsDir() || sandboxLeft[uid] || !gone(uid) {
+			if !e.IsDir() || left[uid] || !gone(uid) {
 				continue
 			}
 			if err := os.RemoveAll(m.podDataDir(uid)); err != nil {
@@ -152,26 +149,4 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods PodStateProvider) err
 	m.backOff.GC()
 	m.imageBackOff.GC()
 	return errors.Join(errs...)
-}
-
-func containerUIDs(cs []*Container) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, c := range cs {
-		if uid := c.Labels[LabelPodUID]; uid != "" && !seen[uid] {
-			seen[uid] = true
-			out = append(out, uid)
-		}
-	}
-	return out
-}
-
-// remainingForPod: some container of the pod was kept.
-func remainingForPod(cs []*Container, uid string, remaining map[string]int) bool {
-	for _, c := range cs {
-		if c.Labels[LabelPodUID] == uid && remaining[c.PodSandboxID] > 0 {
-			return true
-		}
-	}
-	return false
 }
