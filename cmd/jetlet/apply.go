@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -261,9 +262,9 @@ func (p *planner) node(ctx context.Context, d *document) (string, error) {
 	return p.only, nil
 }
 
-// existing returns the newest pod of namespace/name on node that is not
-// deleted, or nil.
-func (p *planner) existing(ctx context.Context, node, ns, name string) (*podRecord, error) {
+// known returns every known pod of node, read once per node: nothing this
+// apply publishes changes it before the planning is done.
+func (p *planner) known(ctx context.Context, node string) ([]*podRecord, error) {
 	pods, ok := p.pods[node]
 	if !ok {
 		var err error
@@ -272,12 +273,36 @@ func (p *planner) existing(ctx context.Context, node, ns, name string) (*podReco
 		}
 		p.pods[node] = pods
 	}
+	return pods, nil
+}
+
+// existing returns the newest pod of namespace/name on node that is not
+// deleted, or nil.
+func (p *planner) existing(ctx context.Context, node, ns, name string) (*podRecord, error) {
+	pods, err := p.known(ctx, node)
+	if err != nil {
+		return nil, err
+	}
 	for i := len(pods) - 1; i >= 0; i-- {
 		if pods[i].Namespace == ns && pods[i].Name == name && !pods[i].deleted() {
 			return pods[i], nil
 		}
 	}
 	return nil, nil
+}
+
+// nextRevision is one above the highest revision of uid on node.
+func (p *planner) nextRevision(ctx context.Context, node, uid string) (int64, error) {
+	pods, err := p.known(ctx, node)
+	if err != nil {
+		return 0, err
+	}
+	rec := &podRecord{Node: node, UID: uid}
+	if i := slices.IndexFunc(pods, func(r *podRecord) bool { return r.UID == uid }); i >= 0 {
+		rec = pods[i]
+	}
+	high, err := p.c.highestRevision(ctx, rec)
+	return high + 1, err
 }
 
 // plan fills in the document's namespace, uid and revision and validates the
@@ -294,6 +319,7 @@ func (p *planner) plan(ctx context.Context, d *document) (*plannedIntent, error)
 	pi := &plannedIntent{where: d.where, label: d.label(), node: node, op: d.op()}
 	key := node + "/" + d.namespace() + "/" + d.name()
 	prev := p.planned[key] // the same pod earlier in this apply
+	generated := false     // a uid made here has no past to look up
 	switch {
 	case d.uid() != "":
 		pi.uid = d.uid()
@@ -310,7 +336,7 @@ func (p *planner) plan(ctx context.Context, d *document) (*plannedIntent, error)
 		if rec != nil {
 			pi.uid = rec.UID
 		} else {
-			pi.uid = uuid.NewString()
+			pi.uid, generated = uuid.NewString(), true
 		}
 		md["uid"] = pi.uid
 	}
@@ -319,12 +345,12 @@ func (p *planner) plan(ctx context.Context, d *document) (*plannedIntent, error)
 		pi.revision = d.revision()
 	case prev != nil && prev.uid == pi.uid:
 		pi.revision = prev.revision + 1
+	case generated:
+		pi.revision = 1
 	default:
-		high, err := p.c.highestRevision(ctx, node, pi.uid)
-		if err != nil {
+		if pi.revision, err = p.nextRevision(ctx, node, pi.uid); err != nil {
 			return nil, err
 		}
-		pi.revision = high + 1
 	}
 	if !d.hasRevision() {
 		d.envelope["revision"] = pi.revision

@@ -66,6 +66,12 @@ func TestApplyTakesUIDAndRevisionFromStatus(t *testing.T) {
 	wantCode(t, res, 0)
 	wantContains(t, "stdout", res.stdout, "(uid abc-123, revision 8, intent 1)")
 
+	// A pod naming its uid: one above the status (7) and the intent (8).
+	withUID := strings.Replace(podYAML("web", "app"), "name: web\n", "name: web\n  uid: abc-123\n", 1)
+	res = c.runIn(withUID, "apply", "-f", "-")
+	wantCode(t, res, 0)
+	wantContains(t, "stdout", res.stdout, "(uid abc-123, revision 9, intent 2)")
+
 	// A deleted pod of the same name is not revived: a new uid.
 	c.putStatus(schemas.PodStatus{UID: "abc-123", Namespace: "default", Name: "other", Node: "n1", Revision: 9, Phase: schemas.PhaseTerminated, ObservedAt: time.Now()})
 	res = c.runIn(podYAML("other", "app"), "apply", "-f", "-", "-o", "json")

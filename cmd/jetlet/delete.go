@@ -144,7 +144,7 @@ func (o *deleteOptions) targets(ctx context.Context, c *client, ref podRef) ([]*
 
 // plan builds and validates the delete intent of one pod.
 func (o *deleteOptions) plan(ctx context.Context, c *client, p *podRecord) (*plannedIntent, error) {
-	high, err := c.highestRevision(ctx, p.Node, p.UID)
+	high, err := c.highestRevision(ctx, p)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -226,18 +225,14 @@ func notFound(ref podRef, node string) error {
 	return fmt.Errorf("%s not found %s: no status in %s and no intent in %s", ref, where, schemas.BucketStatus, schemas.StreamIntents)
 }
 
-// highestRevision is the highest revision of uid on node in its status and in
-// every intent still kept for it.
-func (c *client) highestRevision(ctx context.Context, node, uid string) (int64, error) {
+// highestRevision is the highest revision of the pod in its status (as known
+// already) and in every intent still kept for it.
+func (c *client) highestRevision(ctx context.Context, p *podRecord) (int64, error) {
 	var rev int64
-	st, err := c.status(ctx, node, uid)
-	if err != nil {
-		return 0, err
+	if p.Status != nil {
+		rev = p.Status.Revision
 	}
-	if st != nil {
-		rev = st.Revision
-	}
-	all, err := c.intents(ctx, c.subj.Intent(node, uid), false)
+	all, err := c.intents(ctx, c.subj.Intent(p.Node, p.UID), false)
 	if err != nil {
 		return 0, err
 	}
@@ -245,26 +240,6 @@ func (c *client) highestRevision(ctx context.Context, node, uid string) (int64, 
 		rev = max(rev, in.Revision)
 	}
 	return rev, nil
-}
-
-// status returns the pod's status in jetlet_status, or nil when it has none.
-func (c *client) status(ctx context.Context, node, uid string) (*schemas.PodStatus, error) {
-	kv, err := c.bucket(ctx, schemas.BucketStatus)
-	if err != nil {
-		return nil, err
-	}
-	e, err := kv.Get(ctx, schemas.StatusKey(node, uid))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, c.jsError("bucket "+schemas.BucketStatus, err)
-	}
-	var st schemas.PodStatus
-	if err := json.Unmarshal(e.Value(), &st); err != nil {
-		return nil, fmt.Errorf("status of %s: %w", schemas.StatusKey(node, uid), err)
-	}
-	return &st, nil
 }
 
 // nodeNames returns the nodes with a heartbeat in jetlet_nodes, sorted.
