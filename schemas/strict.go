@@ -22,20 +22,33 @@ var (
 	rawMessageType  = reflect.TypeFor[json.RawMessage]()
 )
 
-// fieldsOf maps the JSON names of a struct's fields, with the fields of
-// embedded structs without a JSON name promoted as encoding/json does, to
-// their types.
-func fieldsOf(t reflect.Type) map[string]reflect.Type {
-	if m, ok := fieldCache.Load(t); ok {
-		return m.(map[string]reflect.Type)
-	}
-	m := map[string]reflect.Type{}
-	collectFields(t, m)
-	fieldCache.Store(t, m)
-	return m
+// typeInfo is what checkTree needs to know of a Go type, worked out once per
+// type: checkTree runs for every value of every intent.
+type typeInfo struct {
+	// leaf: the type has its own UnmarshalJSON, which checkLeaf runs.
+	leaf bool
+	// fields maps the JSON names of a struct's fields, with the fields of
+	// embedded structs without a JSON name promoted as encoding/json does, to
+	// their types.
+	fields map[string]reflect.Type
 }
 
-var fieldCache sync.Map // reflect.Type -> map[string]reflect.Type
+var typeInfos sync.Map // reflect.Type -> *typeInfo
+
+// infoOf returns the typeInfo of t, which is neither a pointer nor an
+// interface.
+func infoOf(t reflect.Type) *typeInfo {
+	if ti, ok := typeInfos.Load(t); ok {
+		return ti.(*typeInfo)
+	}
+	ti := &typeInfo{leaf: reflect.PointerTo(t).Implements(unmarshalerType)}
+	if t.Kind() == reflect.Struct && !ti.leaf {
+		ti.fields = map[string]reflect.Type{}
+		collectFields(t, ti.fields)
+	}
+	typeInfos.Store(t, ti)
+	return ti
+}
 
 func collectFields(t reflect.Type, m map[string]reflect.Type) {
 	for f := range t.Fields() {
@@ -80,14 +93,7 @@ func joinField(path, name string) string {
 // (pointers, slices, maps, interfaces, types with their own UnmarshalJSON) and
 // refused elsewhere.
 func checkTree(e *errs, path string, v any, t reflect.Type) {
-	if len(e.list) >= 4*maxReported {
-		return
-	}
-	if t == rawMessageType {
-		return
-	}
-	if t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface && reflect.PointerTo(t).Implements(unmarshalerType) {
-		checkLeaf(e, path, v, t)
+	if len(e.list) >= 4*maxReported || t == rawMessageType {
 		return
 	}
 	switch t.Kind() {
@@ -98,6 +104,13 @@ func checkTree(e *errs, path string, v any, t reflect.Type) {
 		return
 	case reflect.Interface:
 		return
+	}
+	ti := infoOf(t)
+	if ti.leaf {
+		checkLeaf(e, path, v, t)
+		return
+	}
+	switch t.Kind() {
 	case reflect.Slice, reflect.Map:
 		if v == nil {
 			return
@@ -115,9 +128,8 @@ func checkTree(e *errs, path string, v any, t reflect.Type) {
 			e.invalid(path, "must be an object")
 			return
 		}
-		fields := fieldsOf(t)
 		for _, k := range sortedKeys(obj) {
-			ft, known := fields[k]
+			ft, known := ti.fields[k]
 			if !known {
 				e.unsupported(joinField(path, k), "unknown field")
 				continue
