@@ -195,11 +195,7 @@ func podTerminatedID(uid string, status *reconcile.PodStatus) string {
 // collect removes the dead containers, sandboxes, logs and volumes of the
 // pod (and of any other pod no longer wanted).
 func (s *PodSyncer) collect(ctx context.Context, uid string) error {
-	s.gcMu.Lock()
-	defer s.gcMu.Unlock()
-	return s.mgr.GarbageCollect(ctx, reconcile.PodStateFunc(func(u string) bool {
-		return u == uid || !s.wanted(u)
-	}))
+	return s.gc(ctx, func(u string) bool { return u == uid || !s.wanted(u) })
 }
 
 // GarbageCollect removes what pods no longer wanted left behind, and dead
@@ -212,11 +208,17 @@ func (s *PodSyncer) GarbageCollect(ctx context.Context, period time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			s.gcMu.Lock()
-			_ = s.mgr.GarbageCollect(ctx, reconcile.PodStateFunc(func(u string) bool { return !s.wanted(u) }))
-			s.gcMu.Unlock()
+			_ = s.gc(ctx, func(u string) bool { return !s.wanted(u) })
 		}
 	}
+}
+
+// gc runs one garbage collection, one at a time; gone says which pods'
+// content may go.
+func (s *PodSyncer) gc(ctx context.Context, gone func(uid string) bool) error {
+	s.gcMu.Lock()
+	defer s.gcMu.Unlock()
+	return s.mgr.GarbageCollect(ctx, reconcile.PodStateFunc(gone))
 }
 
 // RunningPods implements Syncer.

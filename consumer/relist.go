@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -143,9 +144,6 @@ func (r *Relister) Run(ctx context.Context) {
 	}
 }
 
-// Relist runs one relist now (for tests and start-up).
-func (r *Relister) Relist(ctx context.Context) { r.relist(ctx) }
-
 func (r *Relister) relist(ctx context.Context) {
 	start := time.Now()
 	r.mu.Lock()
@@ -166,7 +164,7 @@ func (r *Relister) relist(ctx context.Context) {
 		return
 	}
 	now := map[string]map[string]reconcile.ContainerState{}
-	names := map[string][2]string{}
+	byUID := map[string]*reconcile.RuntimePod{}
 	for _, p := range pods {
 		states := map[string]reconcile.ContainerState{}
 		for _, c := range p.Containers {
@@ -177,12 +175,12 @@ func (r *Relister) relist(ctx context.Context) {
 			states["sandbox/"+s.ID] = reconcile.ContainerState(s.State)
 		}
 		now[p.UID] = states
-		names[p.UID] = [2]string{p.Namespace, p.Name}
+		byUID[p.UID] = p
 	}
 
 	var changed []string
 	for uid, states := range now {
-		if !sameStates(r.seen[uid], states) {
+		if !maps.Equal(r.seen[uid], states) {
 			changed = append(changed, uid)
 		}
 	}
@@ -193,12 +191,11 @@ func (r *Relister) relist(ctx context.Context) {
 	}
 
 	for _, uid := range changed {
-		states, present := now[uid]
+		p, present := byUID[uid]
 		if !present {
-			r.forgetUpTo(uid, start) // its absence is what validAsOf says
-			continue
+			continue // its absence is what validAsOf will say
 		}
-		st, err := r.lister.GetPodStatus(ctx, uid, names[uid][1], names[uid][0])
+		st, err := r.lister.GetPodStatus(ctx, uid, p.Name, p.Namespace)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.log.Warn().Err(err).Str("uid", uid).Msg("relist: pod status")
@@ -211,7 +208,7 @@ func (r *Relister) relist(ctx context.Context) {
 			r.mu.Unlock()
 			continue
 		}
-		r.emitDied(ctx, st, r.seen[uid], states)
+		r.emitDied(ctx, st, r.seen[uid], now[uid])
 		r.put(uid, st, start)
 		r.mu.Lock()
 		delete(r.unread, uid)
@@ -224,9 +221,15 @@ func (r *Relister) relist(ctx context.Context) {
 	r.unseen -= covered
 	for uid, e := range r.cache {
 		// A pod the runtime holds nothing of needs no entry once a relist
-		// covers its absence: the cache stays as large as the node.
+		// covers its absence (unless a worker stored a newer one since): the
+		// cache stays as large as the node.
 		if _, present := now[uid]; !present && !e.at.After(start) {
 			delete(r.cache, uid)
+		}
+	}
+	for uid := range r.unread {
+		if _, present := now[uid]; !present {
+			delete(r.unread, uid)
 		}
 	}
 	r.changed.Broadcast()
@@ -238,18 +241,6 @@ func (r *Relister) relist(ctx context.Context) {
 			r.wakeFn(uid)
 		}
 	}
-}
-
-func sameStates(a, b map[string]reconcile.ContainerState) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for id, s := range a {
-		if t, ok := b[id]; !ok || t != s {
-			return false
-		}
-	}
-	return true
 }
 
 // emitDied emits ContainerDied for every instance that is exited now and was
@@ -302,16 +293,6 @@ func (r *Relister) put(uid string, st *reconcile.PodStatus, at time.Time) {
 		st = &reconcile.PodStatus{UID: uid}
 	}
 	r.cache[uid] = cacheEntry{status: st, at: at}
-}
-
-// forgetUpTo drops the pod's entry unless a newer one was stored since at.
-func (r *Relister) forgetUpTo(uid string, at time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if e, ok := r.cache[uid]; ok && !e.at.After(at) {
-		delete(r.cache, uid)
-	}
-	delete(r.unread, uid)
 }
 
 // Store caches a status a pod worker read itself (after changing the pod).
