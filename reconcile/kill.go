@@ -35,7 +35,7 @@ func (m *Manager) killPod(ctx context.Context, pod *corev1.Pod, ref podRef, stat
 	for i, cs := range running {
 		wg.Go(func() {
 			r := schemas.ActionResult{Action: schemas.ActionKillContainer, Target: cs.Name}
-			if err := m.killContainer(ctx, pod, ref, cs, cs.ID, cs.Name, specOf(pod, cs.Name), reason, message, gracePeriodOverride); err != nil {
+			if err := m.killContainer(ctx, pod, ref, cs, specOf(pod, cs.Name), reason, message, gracePeriodOverride); err != nil {
 				r.Error, r.Message = ErrKillContainer.Error(), err.Error()
 			}
 			results[i] = r
@@ -87,7 +87,7 @@ func gracePeriod(pod *corev1.Pod, cs *ContainerStatus, spec *corev1.Container, r
 		g = *pod.DeletionGracePeriodSeconds
 	case pod != nil && pod.Spec.TerminationGracePeriodSeconds != nil:
 		g = *pod.Spec.TerminationGracePeriodSeconds
-	case cs != nil && cs.TerminationGracePeriod > 0:
+	case cs.TerminationGracePeriod > 0:
 		g = cs.TerminationGracePeriod
 	}
 	// A probe may bring its own grace period.
@@ -111,16 +111,11 @@ func gracePeriod(pod *corev1.Pod, cs *ContainerStatus, spec *corev1.Container, r
 
 // killContainer stops one instance with its grace period and emits
 // ContainerKilled. Stopping an absent container is success.
-func (m *Manager) killContainer(ctx context.Context, pod *corev1.Pod, ref podRef, cs *ContainerStatus, id, name string, spec *corev1.Container, reason, message string, override *int64) error {
+func (m *Manager) killContainer(ctx context.Context, pod *corev1.Pod, ref podRef, cs *ContainerStatus, spec *corev1.Container, reason, message string, override *int64) error {
 	g := gracePeriod(pod, cs, spec, reason, override)
-	if err := m.rt.StopContainer(ctx, id, g); err != nil && !IsNotFound(err) {
-		return fmt.Errorf("stop container %s (%s): %w", name, id, err)
+	if err := m.rt.StopContainer(ctx, cs.ID, g); err != nil && !IsNotFound(err) {
+		return fmt.Errorf("stop container %s (%s): %w", cs.Name, cs.ID, err)
 	}
-	var sandboxID string
-	var attempt uint32
-	if cs != nil {
-		sandboxID, attempt = cs.SandboxID, cs.Attempt
-	}
-	m.containerEvent(ctx, ref, schemas.EventContainerKilled, name, id, sandboxID, attempt, reason, message)
+	m.containerEvent(ctx, ref, schemas.EventContainerKilled, cs.Name, cs.ID, cs.SandboxID, cs.Attempt, reason, message)
 	return nil
 }

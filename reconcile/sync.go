@@ -42,9 +42,10 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatu
 			m.purgeInitContainers(ctx, pod, ref, status)
 		}
 	} else {
-		// Step 3: kill the containers that are not to keep.
+		// Step 3: kill the containers that are not to keep (instances of
+		// status: the plan was made from it).
 		for _, k := range actions.ContainersToKill {
-			if err := m.killContainer(ctx, pod, ref, status.FindContainerStatusByID(k.ID), k.ID, k.Name, k.Container, k.Reason, k.Message, nil); err != nil {
+			if err := m.killContainer(ctx, pod, ref, status.FindContainerStatusByID(k.ID), k.Container, k.Reason, k.Message, nil); err != nil {
 				result.fail(schemas.ActionKillContainer, k.Name, ErrKillContainer, err.Error())
 				return result
 			}
