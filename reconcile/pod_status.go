@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -86,7 +87,7 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid, name, namespace string)
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes of pod %s: %w", uid, err)
 	}
-	sort.SliceStable(sandboxes, func(i, j int) bool { return sandboxes[i].CreatedAt.After(sandboxes[j].CreatedAt) })
+	slices.SortStableFunc(sandboxes, func(a, b *Sandbox) int { return b.CreatedAt.Compare(a.CreatedAt) })
 
 	status := &PodStatus{UID: uid, Name: name, Namespace: namespace}
 	for i, sb := range sandboxes {
@@ -125,9 +126,7 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid, name, namespace string)
 		}
 		status.ContainerStatuses = append(status.ContainerStatuses, cs)
 	}
-	sort.SliceStable(status.ContainerStatuses, func(i, j int) bool {
-		return status.ContainerStatuses[i].CreatedAt.After(status.ContainerStatuses[j].CreatedAt)
-	})
+	slices.SortStableFunc(status.ContainerStatuses, func(a, b *ContainerStatus) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	m.cache.replace(uid, status.SandboxStatuses, status.ContainerStatuses)
 	if status.Name == "" && len(status.SandboxStatuses) > 0 {
 		status.Name = status.SandboxStatuses[0].Metadata.Name

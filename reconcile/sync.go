@@ -25,7 +25,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatu
 
 	// Step 1: compute the plan.
 	actions := ComputePodActions(pod, status, Probes{Liveness: m.cfg.Liveness, Startup: m.cfg.Startup})
-	m.log.Debug().Str("pod", pod.Namespace+"/"+pod.Name).Str("uid", string(pod.UID)).Stringer("actions", actions).Msg("computed pod actions")
+	if e := m.log.Debug(); e.Enabled() { // the arguments allocate even when the event is dropped
+		e.Str("pod", pod.Namespace+"/"+pod.Name).Str("uid", string(pod.UID)).Stringer("actions", actions).Msg("computed pod actions")
+	}
 
 	// Step 2: kill the pod when its sandbox changes or nothing is left to run.
 	if actions.KillPod {
