@@ -95,11 +95,6 @@ func (o *deleteOptions) run(cmd *cobra.Command, args []string) error {
 	return publishAndReport(ctx, cmd, c, plans, o.wait, o.output)
 }
 
-// notFoundError is a pod that does not exist, or no longer does.
-type notFoundError struct{ msg string }
-
-func (e *notFoundError) Error() string { return e.msg }
-
 func isNotFound(err error) bool {
 	var nf *notFoundError
 	return errors.As(err, &nf)
@@ -113,7 +108,7 @@ func (o *deleteOptions) targets(ctx context.Context, c *client, ref podRef) ([]*
 		return nil, err
 	}
 	if len(found) == 0 {
-		return nil, &notFoundError{notFound(ref, o.client.node).Error()}
+		return nil, notFound(ref, o.client.node)
 	}
 	var live []*podRecord
 	var nodes []string

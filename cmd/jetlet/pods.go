@@ -216,13 +216,18 @@ func (c *client) findPods(ctx context.Context, node string, ref podRef) ([]*podR
 	return out, nil
 }
 
+// notFoundError is a pod that does not exist, or no longer does.
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string { return e.msg }
+
 // notFound is the error for a pod that ref names but nobody knows.
 func notFound(ref podRef, node string) error {
 	where := "on any node"
 	if node != "" {
 		where = "on node " + node
 	}
-	return fmt.Errorf("%s not found %s: no status in %s and no intent in %s", ref, where, schemas.BucketStatus, schemas.StreamIntents)
+	return &notFoundError{fmt.Sprintf("%s not found %s: no status in %s and no intent in %s", ref, where, schemas.BucketStatus, schemas.StreamIntents)}
 }
 
 // highestRevision is the highest revision of the pod in its status (as known
