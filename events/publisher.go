@@ -102,12 +102,12 @@ func (p *Publisher) track(n int) {
 
 // PublishResult stores the result of an intent and returns once JetStream has
 // acknowledged it. Its Nats-Msg-Id is <node>.<intent seq>, so the result of a
-// redelivered intent is stored once. trace carries the intent's trace context.
+// redelivered intent is stored once. ctx carries the intent's trace context.
 func (p *Publisher) PublishResult(ctx context.Context, r *schemas.SyncResult) error {
 	r.APIVersion, r.Kind = schemas.APIVersion, schemas.KindSyncResult
 	data, err := json.Marshal(r)
 	if err != nil {
-		return backoff.Permanent(fmt.Errorf("encode result: %w", err))
+		return fmt.Errorf("encode result: %w", err)
 	}
 	msg := nats.NewMsg(p.subj.Result(p.cfg.Node, r.UID))
 	msg.Data = data

@@ -14,12 +14,12 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/jetlet/jetlet/consumer"
 	"github.com/jetlet/jetlet/events"
-	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/proc"
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -216,28 +216,8 @@ func (a *agent) run(ctx context.Context) error {
 	}
 
 	runErr := a.provision(ctx, js)
-	var client *runtime.Client
 	if runErr == nil {
-		client, runErr = a.connectRuntime(ctx, endpoint, criMetrics(reg))
-	}
-	if runErr == nil {
-		defer client.Close()
-		go watchRuntime(ctx, client, &a.runtimeHealth)
-		pipeCtx, stopPipe := context.WithCancelCause(ctx)
-		go func() {
-			// A dead HTTP server stops the agent, which then exits non-zero.
-			select {
-			case err := <-webErr:
-				stopPipe(fmt.Errorf("http server: %w", err))
-			case <-pipeCtx.Done():
-			}
-		}()
-		a.log.Info().Msg("jetlet started")
-		runErr = a.servePipeline(pipeCtx, js, client, reg)
-		if cause := context.Cause(pipeCtx); runErr == nil && cause != nil && ctx.Err() == nil {
-			runErr = cause
-		}
-		stopPipe(nil)
+		runErr = a.serve(ctx, js, endpoint, reg, webErr)
 	}
 	a.log.Info().Msg("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), a.cfg.shutdownTimeout)
@@ -257,6 +237,35 @@ func (a *agent) run(ctx context.Context) error {
 		return runErr
 	}
 	a.log.Info().Msg("stopped")
+	return nil
+}
+
+// serve connects the runtime and runs the pipeline until ctx is done or the
+// HTTP server dies (then the agent exits non-zero).
+func (a *agent) serve(ctx context.Context, js jetstream.JetStream, endpoint string, reg *prometheus.Registry, webErr <-chan error) error {
+	client, err := a.connectRuntime(ctx, endpoint, criMetrics(reg))
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	go watchRuntime(ctx, client, &a.runtimeHealth)
+
+	pipeCtx, stopPipe := context.WithCancelCause(ctx)
+	defer stopPipe(nil)
+	go func() {
+		select {
+		case err := <-webErr:
+			stopPipe(fmt.Errorf("http server: %w", err))
+		case <-pipeCtx.Done():
+		}
+	}()
+	a.log.Info().Msg("jetlet started")
+	if err := a.servePipeline(pipeCtx, js, client, reg); err != nil {
+		return err
+	}
+	if ctx.Err() == nil {
+		return context.Cause(pipeCtx) // the HTTP server's failure, if that is what stopped it
+	}
 	return nil
 }
 
