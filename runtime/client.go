@@ -184,43 +184,11 @@ func call[Req, Resp any](
 	}
 	defer cancel()
 
-	attempts := 0
-	var lastErr error
-	op := func() (Resp, error) {
-		attempts++
-		resp, err := fn(ctx, req)
-		if err == nil {
-			return resp, nil
-		}
-		lastErr = convertError(c.target, method, err)
-		if kind == readOnly && errors.Is(lastErr, ErrUnavailable) {
-			return resp, lastErr
-		}
-		return resp, backoff.Permanent(lastErr)
-	}
-
-	var resp Resp
-	var err error
-	if kind == readOnly && c.cfg.ReadRetryMaxElapsed > 0 {
-		b := backoff.NewExponentialBackOff(
-			backoff.WithInitialInterval(c.cfg.ReadRetryInitialInterval),
-			backoff.WithMaxInterval(time.Second),
-			backoff.WithMaxElapsedTime(c.cfg.ReadRetryMaxElapsed),
-		)
-		resp, err = backoff.RetryNotifyWithData(op, backoff.WithContext(b, ctx), func(err error, next time.Duration) {
-			c.log.Debug().Err(err).Str("method", method).Int("attempt", attempts).Dur("retry_in", next).Msg("cri read failed, retrying")
-		})
-		if err != nil && lastErr != nil && !errors.Is(err, lastErr) {
-			// The back-off gave up on the context (deadline or cancel) while
-			// waiting: report what the runtime said, which is the cause.
-			err = fmt.Errorf("%w (after %d attempts: %v)", lastErr, attempts, err)
-		} else if err != nil && attempts > 1 {
-			err = fmt.Errorf("%w (after %d attempts)", err, attempts)
-		}
-	} else {
-		resp, err = op()
-		if err != nil {
-			err = lastErr
+	resp, err := fn(ctx, req)
+	if err != nil {
+		err = convertError(c.target, method, err)
+		if kind == readOnly && c.cfg.ReadRetryMaxElapsed > 0 && errors.Is(err, ErrUnavailable) {
+			resp, err = retryRead(ctx, c, method, req, fn, err)
 		}
 	}
 	if err != nil {
@@ -231,4 +199,43 @@ func call[Req, Resp any](
 		c.cfg.Observe(method, time.Since(start), err)
 	}
 	return resp, err
+}
+
+// retryRead repeats a read whose first attempt failed with ErrUnavailable
+// (lastErr), with exponential back-off, while the runtime stays unavailable,
+// within Config.ReadRetryMaxElapsed and ctx. Built only on that failure, so a
+// call that succeeds at once pays nothing for it.
+func retryRead[Req, Resp any](
+	ctx context.Context, c *Client, method string,
+	req Req, fn func(context.Context, Req, ...grpc.CallOption) (Resp, error), lastErr error,
+) (Resp, error) {
+	var zero Resp
+	b := backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(c.cfg.ReadRetryInitialInterval),
+		backoff.WithMaxInterval(time.Second),
+		backoff.WithMaxElapsedTime(c.cfg.ReadRetryMaxElapsed),
+	)
+	for attempts := 1; ; attempts++ {
+		next := b.NextBackOff()
+		if next == backoff.Stop {
+			return zero, fmt.Errorf("%w (after %d attempts)", lastErr, attempts)
+		}
+		c.log.Debug().Err(lastErr).Str("method", method).Int("attempt", attempts).Dur("retry_in", next).Msg("cri read failed, retrying")
+		t := time.NewTimer(next)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			// Report what the runtime said, which is the cause.
+			return zero, fmt.Errorf("%w (after %d attempts: %v)", lastErr, attempts, ctx.Err())
+		case <-t.C:
+		}
+		resp, err := fn(ctx, req)
+		if err == nil {
+			return resp, nil
+		}
+		lastErr = convertError(c.target, method, err)
+		if !errors.Is(lastErr, ErrUnavailable) {
+			return zero, fmt.Errorf("%w (after %d attempts)", lastErr, attempts+1)
+		}
+	}
 }
