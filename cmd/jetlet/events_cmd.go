@@ -133,12 +133,6 @@ func (o *eventsOptions) run(cmd *cobra.Command) error {
 			return err
 		}
 	}
-	s, err := c.stream(ctx, schemas.StreamEvents)
-	if err != nil {
-		return err
-	}
-	mark := s.CachedInfo().State.LastSeq
-
 	// What is stored now, aligned as one table; then, with --follow, what comes.
 	var backlog []*schemas.LifecycleEvent
 	var raws [][]byte
@@ -168,7 +162,11 @@ func (o *eventsOptions) run(cmd *cobra.Command) error {
 	if !o.follow {
 		return nil
 	}
-	cfg.DeliverPolicy, cfg.OptStartTime, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, nil, max(mark, last)+1
+	// On after the last event shown. With none shown, the backlog's own start
+	// is right: nothing matched up to where it ended.
+	if last > 0 {
+		cfg.DeliverPolicy, cfg.OptStartTime, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, nil, last+1
+	}
 	return c.readStream(ctx, schemas.StreamEvents, cfg, true, func(msg jetstream.Msg) error {
 		var ev schemas.LifecycleEvent
 		if json.Unmarshal(msg.Data(), &ev) == nil {
