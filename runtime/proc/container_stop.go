@@ -50,28 +50,31 @@ func (r *Runtime) stopContainer(ctx context.Context, c *container, timeout int64
 		if err := signalGroup(st.PID, sig); err != nil {
 			return status.Errorf(codes.Internal, "signal container %s: %v", c.id, err)
 		}
-		t := time.NewTimer(time.Duration(timeout) * time.Second)
-		defer t.Stop()
-		select {
-		case <-exited:
-			return nil
-		case <-ctx.Done():
-			return status.FromContextError(ctx.Err()).Err()
-		case <-t.C:
+		if done, err := waitExited(ctx, exited, time.Duration(timeout)*time.Second); done || err != nil {
+			return err
 		}
 	}
 	if err := signalGroup(st.PID, syscall.SIGKILL); err != nil {
 		return status.Errorf(codes.Internal, "kill container %s: %v", c.id, err)
 	}
-	t := time.NewTimer(killWait)
+	if done, err := waitExited(ctx, exited, killWait); done || err != nil {
+		return err
+	}
+	return status.Errorf(codes.DeadlineExceeded, "container %s did not exit %v after SIGKILL", c.id, killWait)
+}
+
+// waitExited waits up to d for exited to close and reports whether it did; the
+// error is ctx's, as a status, when ctx ends first.
+func waitExited(ctx context.Context, exited <-chan struct{}, d time.Duration) (bool, error) {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-exited:
-		return nil
+		return true, nil
 	case <-ctx.Done():
-		return status.FromContextError(ctx.Err()).Err()
+		return false, status.FromContextError(ctx.Err()).Err()
 	case <-t.C:
-		return status.Errorf(codes.DeadlineExceeded, "container %s did not exit %v after SIGKILL", c.id, killWait)
+		return false, nil
 	}
 }
 
