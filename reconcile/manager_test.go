@@ -366,3 +366,31 @@ func TestPullPolicyDefault(t *testing.T) {
 		}
 	}
 }
+
+// vanishingSandbox lists a newest sandbox that is gone by the time its
+// status is asked for.
+type vanishingSandbox struct{ *fakeRuntime }
+
+func (v vanishingSandbox) ListPodSandbox(ctx context.Context, f *SandboxFilter) ([]*Sandbox, error) {
+	out, err := v.fakeRuntime.ListPodSandbox(ctx, f)
+	return append(out, &Sandbox{ID: "gone", State: SandboxReady, CreatedAt: time.Now().Add(time.Hour)}), err
+}
+
+// TestPodIPsWhenNewestSandboxVanished: the IPs are those of the newest
+// sandbox that could be read, not none.
+func TestPodIPsWhenNewestSandboxVanished(t *testing.T) {
+	ctx := context.Background()
+	rt := newFakeRuntime()
+	m, _ := newTestManager(t, vanishingSandbox{rt})
+	pod := testPod(corev1.Container{Name: "a", Image: "img:1", Command: []string{"x"}})
+	if err := m.SyncPod(ctx, pod, nil).Error(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := m.GetPodStatus(ctx, "uid1", "p", "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.SandboxStatuses) != 1 || len(st.IPs) != 1 || st.IPs[0] != "10.0.0.1" {
+		t.Errorf("sandboxes %d, IPs %v; want 1 and [10.0.0.1]", len(st.SandboxStatuses), st.IPs)
+	}
+}

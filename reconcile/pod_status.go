@@ -90,7 +90,7 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid, name, namespace string)
 	slices.SortStableFunc(sandboxes, func(a, b *Sandbox) int { return b.CreatedAt.Compare(a.CreatedAt) })
 
 	status := &PodStatus{UID: uid, Name: name, Namespace: namespace}
-	for i, sb := range sandboxes {
+	for _, sb := range sandboxes {
 		s := m.cache.sandbox(uid, sb.ID, sb.State)
 		if s == nil {
 			s, err = m.rt.PodSandboxStatus(ctx, sb.ID)
@@ -103,7 +103,8 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid, name, namespace string)
 			}
 		}
 		status.SandboxStatuses = append(status.SandboxStatuses, s)
-		if i == 0 && s.State == SandboxReady && s.IP != "" {
+		// The newest one read (a newer listed one may have gone since).
+		if len(status.SandboxStatuses) == 1 && s.State == SandboxReady && s.IP != "" {
 			status.IPs = append([]string{s.IP}, s.AdditionalIPs...)
 		}
 	}
