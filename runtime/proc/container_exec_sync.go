@@ -69,21 +69,16 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 	if ctx.Err() != nil {
 		return nil, status.FromContextError(ctx.Err()).Err()
 	}
-	var exitCode int32
+	var code int32
 	var ee *exec.ExitError
 	switch {
 	case err == nil, errors.Is(err, exec.ErrWaitDelay):
 	case errors.As(err, &ee):
-		ws, _ := ee.Sys().(syscall.WaitStatus)
-		if ws.Signaled() {
-			exitCode = 128 + int32(ws.Signal())
-		} else {
-			exitCode = int32(ws.ExitStatus())
-		}
+		code = exitCode(ee)
 	default:
 		return nil, status.Errorf(codes.Unknown, "failed to exec in container: %v", err)
 	}
-	return &runtimeapi.ExecSyncResponse{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: exitCode}, nil
+	return &runtimeapi.ExecSyncResponse{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: code}, nil
 }
 
 // capped is a buffer that keeps the first max bytes and drops the rest.

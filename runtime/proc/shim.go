@@ -181,12 +181,7 @@ loop:
 	case werr == nil:
 		ex.ExitCode = 0
 	case errors.As(werr, &ee):
-		ws, _ := ee.Sys().(syscall.WaitStatus)
-		if ws.Signaled() {
-			ex.ExitCode = 128 + int32(ws.Signal())
-		} else {
-			ex.ExitCode = int32(ws.ExitStatus())
-		}
+		ex.ExitCode = exitCode(ee)
 	default:
 		ex.ExitCode = shimLostCode
 		ex.Reason = reasonUnknown
@@ -203,6 +198,16 @@ loop:
 type reopenAck struct {
 	Nonce string `json:"nonce"`
 	Error string `json:"error,omitempty"`
+}
+
+// exitCode is the container-style exit code of an exited process: its exit
+// status, or 128 plus the signal that killed it.
+func exitCode(ee *exec.ExitError) int32 {
+	ws, _ := ee.Sys().(syscall.WaitStatus)
+	if ws.Signaled() {
+		return 128 + int32(ws.Signal())
+	}
+	return int32(ws.ExitStatus())
 }
 
 func recordStartError(dir string, cause error, sendReport func(shimReport)) error {
