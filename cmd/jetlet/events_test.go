@@ -131,3 +131,33 @@ func TestEventsFollow(t *testing.T) {
 		}
 	}
 }
+
+// A follow with nothing stored yet prints the header, then what comes.
+func TestEventsFollowFromNothing(t *testing.T) {
+	c := newCluster(t)
+	c.startNode("n1", nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runCLIWith(ctx, strings.NewReader(""), &stdout, &stderr, "events", "-f", "--type", "PodTerminated", "--nats-url", c.url)
+	}()
+	waitFor(t, "the header", 10*time.Second, func() bool { return strings.HasPrefix(stdout.String(), "TIME") })
+
+	wantCode(t, c.run("apply", "-f", examples+"web.yaml", "--wait"), 0)
+	wantCode(t, c.run("delete", "default/web", "--wait"), 0)
+	waitFor(t, "PodTerminated", 10*time.Second, func() bool { return strings.Contains(stdout.String(), "PodTerminated") })
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d after interrupt, want 0; stderr %s", code, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("events --follow did not stop when interrupted")
+	}
+	if lines := strings.Split(strings.TrimSpace(stdout.String()), "\n"); len(lines) != 2 {
+		t.Errorf("%d lines, want a header and the one PodTerminated:\n%s", len(lines), stdout.String())
+	}
+}
