@@ -647,32 +647,46 @@ func touch(t *testing.T, path string) {
 
 // testContainerEvents: a runtime either streams container events (a started
 // container is announced) or says Unimplemented at once, as containerd 1.6
-// does; the client must make the second a clean ErrUnimplemented.
+// does; the client must make the second a clean ErrUnimplemented. The
+// container is started only once the stream is open, so that its STARTED
+// event cannot come before the subscription.
 func testContainerEvents(t *testing.T, b *backend) {
 	ctx, cancel := context.WithCancel(ctxT(t))
 	defer cancel()
 	events := make(chan *runtimeapi.ContainerEventResponse, 64)
+	opened := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- b.client.GetContainerEvents(ctx, func(ev *runtimeapi.ContainerEventResponse) {
+		done <- b.client.FollowContainerEvents(ctx, func() { close(opened) }, func(ev *runtimeapi.ContainerEventResponse) {
 			select {
 			case events <- ev:
 			default: // the test reads only what it needs
 			}
 		})
 	}()
+	limit := time.NewTimer(waitLimit)
+	defer limit.Stop()
+	ended := func(err error) {
+		t.Helper()
+		if errors.Is(err, runtime.ErrUnimplemented) {
+			t.Skipf("runtime has no container events: %v", err)
+		}
+		t.Fatalf("GetContainerEvents ended: %v", err)
+	}
+	select {
+	case <-opened:
+	case err := <-done:
+		ended(err)
+	case <-limit.C:
+		t.Fatalf("the container event stream did not open within %s", waitLimit)
+	}
 
 	p := newPod(t, b, nil)
 	id, _ := startedContainer(t, b, p, containerSpec{script: runUntilTerm})
-	limit := time.NewTimer(waitLimit)
-	defer limit.Stop()
 	for {
 		select {
 		case err := <-done:
-			if errors.Is(err, runtime.ErrUnimplemented) {
-				t.Skipf("runtime has no container events: %v", err)
-			}
-			t.Fatalf("GetContainerEvents ended: %v", err)
+			ended(err)
 		case ev := <-events:
 			if ev.ContainerId == id && ev.ContainerEventType == runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT {
 				cancel()
