@@ -165,8 +165,9 @@ func newContainer(t testing.TB, b *backend, p *pod, spec containerSpec) (id, log
 	return id, filepath.Join(p.config.LogDirectory, cfg.LogPath)
 }
 
-// startedContainer creates and starts a container and waits until it runs
-// (or has already exited, for short scripts).
+// startedContainer creates and starts a container. It does not wait for a
+// state: StartContainer returns once the process runs, and a short script
+// may have exited already (see waitContainerState).
 func startedContainer(t testing.TB, b *backend, p *pod, spec containerSpec) (id, logPath string) {
 	t.Helper()
 	id, logPath = newContainer(t, b, p, spec)
