@@ -48,10 +48,9 @@ func (m *Manager) ToAPIStatus(pod *corev1.Pod, status *PodStatus) *schemas.PodSt
 		if s.State == SandboxReady {
 			st = schemas.SandboxReady
 		}
-		ips := []string{}
-		if s.IP != "" {
-			ips = append(ips, s.IP)
-			ips = append(ips, s.AdditionalIPs...)
+		ips := s.podIPs()
+		if ips == nil {
+			ips = []string{} // "ips": [] on the wire, not null
 		}
 		out.Sandbox = &schemas.SandboxStatus{ID: s.ID, State: st, IPs: ips}
 	}

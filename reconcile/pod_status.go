@@ -104,8 +104,8 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid, name, namespace string)
 		}
 		status.SandboxStatuses = append(status.SandboxStatuses, s)
 		// The newest one read (a newer listed one may have gone since).
-		if len(status.SandboxStatuses) == 1 && s.State == SandboxReady && s.IP != "" {
-			status.IPs = append([]string{s.IP}, s.AdditionalIPs...)
+		if len(status.SandboxStatuses) == 1 && s.State == SandboxReady {
+			status.IPs = s.podIPs()
 		}
 	}
 

@@ -89,6 +89,14 @@ func (s *PodStatus) RunningContainers() []*ContainerStatus {
 	return out
 }
 
+// podIPs are the sandbox's IPs, the primary first; none without a primary.
+func (s *SandboxStatus) podIPs() []string {
+	if s.IP == "" {
+		return nil
+	}
+	return append([]string{s.IP}, s.AdditionalIPs...)
+}
+
 // RuntimePod is one pod as GetPods sees it: what the runtime holds, grouped
 // by the pod uid label.
 type RuntimePod struct {

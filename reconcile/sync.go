@@ -82,10 +82,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatu
 			return result
 		}
 		if !pod.Spec.HostNetwork {
-			net.podIPs = nil
-			if st.IP != "" {
-				net.podIPs = append([]string{st.IP}, st.AdditionalIPs...)
-			}
+			net.podIPs = st.podIPs()
 		}
 	}
 	if len(net.podIPs) > 0 {
