@@ -80,8 +80,9 @@ func (r *Runtime) getSandbox(id string) (*sandbox, error) {
 	return r.sandboxes[full], nil
 }
 
-func (s *sandbox) state(ready bool) runtimeapi.PodSandboxState {
-	if ready {
+// stateLocked derives the CRI state; r.mu must be held.
+func (s *sandbox) stateLocked() runtimeapi.PodSandboxState {
+	if s.ready {
 		return runtimeapi.PodSandboxState_SANDBOX_READY
 	}
 	return runtimeapi.PodSandboxState_SANDBOX_NOTREADY

@@ -39,7 +39,7 @@ func (r *Runtime) listSandboxes(f *runtimeapi.PodSandboxFilter) []*runtimeapi.Po
 	}
 	out := []*runtimeapi.PodSandbox{}
 	for _, s := range ids {
-		st := s.state(s.ready)
+		st := s.stateLocked()
 		if f.GetState() != nil && f.GetState().GetState() != st {
 			continue
 		}

@@ -46,7 +46,7 @@ func (s *sandbox) statusLocked() *runtimeapi.PodSandboxStatus {
 	return &runtimeapi.PodSandboxStatus{
 		Id:             s.id,
 		Metadata:       s.config.GetMetadata(),
-		State:          s.state(s.ready),
+		State:          s.stateLocked(),
 		CreatedAt:      s.createdAt,
 		Network:        &runtimeapi.PodSandboxNetworkStatus{Ip: loopbackIP},
 		Linux:          &runtimeapi.LinuxPodSandboxStatus{Namespaces: &runtimeapi.Namespace{Options: nsOpts}},
