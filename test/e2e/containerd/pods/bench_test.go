@@ -115,32 +115,13 @@ func benchCRI(b *testing.B, pods int) {
 		return time.Since(start)
 	}
 	// Before the suite's sweep, which would report them as left behind.
-	b.Cleanup(s.removeAll)
+	b.Cleanup(func() { s.removeRun(5 * time.Minute) })
 	startPod(-1) // warm-up
 	lat := make([]time.Duration, 0, pods)
 	for i := range pods {
 		lat = append(lat, startPod(i))
 	}
 	report(b, lat, "RunPodSandbox+CreateContainer+StartContainer")
-}
-
-// removeAll stops and removes every sandbox of this run.
-func (s *suite) removeAll() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	pods, err := s.cri.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{runLabel: s.runID}})
-	if err != nil {
-		s.t.Errorf("ListPodSandbox: %v", err)
-		return
-	}
-	for _, p := range pods {
-		if err := s.cri.StopPodSandbox(ctx, p.Id); err != nil {
-			s.t.Errorf("StopPodSandbox %s: %v", p.Id, err)
-		}
-		if err := s.cri.RemovePodSandbox(ctx, p.Id); err != nil {
-			s.t.Errorf("RemovePodSandbox %s: %v", p.Id, err)
-		}
-	}
 }
 
 func benchJetlet(b *testing.B, pods int) {

@@ -125,25 +125,34 @@ func (s *suite) uid(name string) string {
 // still in the runtime. Anything it finds after a passing test is an error:
 // jetlet's deletes should have removed it.
 func (s *suite) sweep() {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	left := s.removeRun(2 * time.Minute)
+	if len(left) > 0 && !s.t.Failed() {
+		s.t.Errorf("sweep: %d sandboxes of this test still in the runtime after its pods were deleted", len(left))
+	}
+	for _, p := range left {
+		s.t.Logf("sweep: removed sandbox %s (%s/%s, %s)", p.Id, p.Metadata.GetNamespace(), p.Metadata.GetName(), p.State)
+	}
+}
+
+// removeRun stops and removes every sandbox of this run, behind jetlet's
+// back, and returns those it found.
+func (s *suite) removeRun(timeout time.Duration) []*runtimeapi.PodSandbox {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	pods, err := s.cri.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{runLabel: s.runID}})
 	if err != nil {
-		s.t.Errorf("sweep: ListPodSandbox: %v", err)
-		return
-	}
-	if len(pods) > 0 && !s.t.Failed() {
-		s.t.Errorf("sweep: %d sandboxes of this test still in the runtime after its pods were deleted", len(pods))
+		s.t.Errorf("removing the run's sandboxes: ListPodSandbox: %v", err)
+		return nil
 	}
 	for _, p := range pods {
-		s.t.Logf("sweep: removing sandbox %s (%s/%s, %s)", p.Id, p.Metadata.GetNamespace(), p.Metadata.GetName(), p.State)
 		if err := s.cri.StopPodSandbox(ctx, p.Id); err != nil {
-			s.t.Errorf("sweep: StopPodSandbox %s: %v", p.Id, err)
+			s.t.Errorf("removing the run's sandboxes: StopPodSandbox %s: %v", p.Id, err)
 		}
 		if err := s.cri.RemovePodSandbox(ctx, p.Id); err != nil {
-			s.t.Errorf("sweep: RemovePodSandbox %s: %v", p.Id, err)
+			s.t.Errorf("removing the run's sandboxes: RemovePodSandbox %s: %v", p.Id, err)
 		}
 	}
+	return pods
 }
 
 // node is a `jetlet run` against the runtime and a connection to its
@@ -266,14 +275,9 @@ func deleteJSON(uid string, rev int64, grace int) string {
 	  "pod":{"metadata":{"name":"p-%s","namespace":"default","uid":"%s"}}}`, rev, grace, uid, uid)
 }
 
-// readMsgs returns every message on filter now in the stream, in order.
-func readMsgs[T any](_ testing.TB, js jetstream.JetStream, stream, filter string) ([]T, error) {
-	return jetlettest.ReadAll[T](js, stream, filter)
-}
-
 // resultFor returns the result of intent seq of the pod, if stored yet.
 func (n *node) resultFor(uid string, seq uint64) (schemas.SyncResult, bool) {
-	rs, err := readMsgs[schemas.SyncResult](n.t, n.js, schemas.StreamResults, "jetlet.result."+n.name+"."+uid)
+	rs, err := jetlettest.ReadAll[schemas.SyncResult](n.js, schemas.StreamResults, "jetlet.result."+n.name+"."+uid)
 	if err != nil {
 		return schemas.SyncResult{}, false
 	}
@@ -303,7 +307,7 @@ func (n *node) waitResult(uid string, seq uint64, timeout time.Duration) schemas
 // events returns the pod's events of type typ stored so far.
 func (n *node) events(uid string, typ schemas.EventType) []schemas.LifecycleEvent {
 	n.t.Helper()
-	evs, err := readMsgs[schemas.LifecycleEvent](n.t, n.js, schemas.StreamEvents, "jetlet.event."+n.name+"."+uid+"."+string(typ))
+	evs, err := jetlettest.ReadAll[schemas.LifecycleEvent](n.js, schemas.StreamEvents, "jetlet.event."+n.name+"."+uid+"."+string(typ))
 	if err != nil {
 		n.t.Fatal(err)
 	}
