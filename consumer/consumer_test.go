@@ -17,7 +17,9 @@ import (
 	"github.com/jetlet/jetlet/consumer"
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/natstest"
+	"github.com/jetlet/jetlet/test/poll"
 )
 
 // fakeSyncer records the intents it is asked to apply. A sync blocks while
@@ -102,13 +104,7 @@ func (h *harness) start(cfg consumer.Config, wrap ...func(*events.Publisher) con
 	})
 	stop = func() { cancel(); wg.Wait() }
 	h.t.Cleanup(stop)
-	deadline := time.Now().Add(30 * time.Second)
-	for !c.Attached() {
-		if time.Now().After(deadline) {
-			h.t.Fatal("consumer not attached within 30s")
-		}
-		time.Sleep(10 * time.Millisecond) // polling with a deadline
-	}
+	poll.Until(h.t, 30*time.Second, poll.Msg("the consumer to attach"), c.Attached)
 	return stop
 }
 
@@ -130,45 +126,21 @@ func (h *harness) publish(subject string, body []byte) uint64 {
 // results waits until n results are stored and returns them in stream order.
 func (h *harness) results(n int) []schemas.SyncResult {
 	h.t.Helper()
-	return readAll[schemas.SyncResult](h.t, h.js, schemas.StreamResults, n)
+	return readAll[schemas.SyncResult](h.t, h.js, schemas.StreamResults, "jetlet.result.>", n)
 }
 
-func readAll[T any](t *testing.T, js jetstream.JetStream, stream string, n int) []T {
+// readAll waits until the stream holds at least n messages on filter and
+// returns them in order.
+func readAll[T any](t *testing.T, js jetstream.JetStream, stream, filter string, n int) []T {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	s, err := js.Stream(t.Context(), stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		info, err := s.Info(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if info.State.Msgs >= uint64(n) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s holds %d messages, want %d", stream, info.State.Msgs, n)
-		}
-		time.Sleep(20 * time.Millisecond) // polling with a deadline
-	}
-	oc, err := s.OrderedConsumer(t.Context(), jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	batch, err := oc.Fetch(n+1000, jetstream.FetchMaxWait(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []T
-	for m := range batch.Messages() {
-		var v T
-		if err := json.Unmarshal(m.Data(), &v); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, v)
-	}
+	var err error
+	poll.Until(t, 60*time.Second, func() string {
+		return fmt.Sprintf("%d messages on %s, have %d (%v)", n, filter, len(out), err)
+	}, func() bool {
+		out, err = jetlettest.ReadAll[T](js, stream, filter)
+		return err == nil && len(out) >= n
+	})
 	return out
 }
 
@@ -265,7 +237,7 @@ func TestBadIntentsAreRejectedOrDeadLetteredAndOthersCarryOn(t *testing.T) {
 	if r := byUID["good"]; r.Outcome != schemas.OutcomeSynced {
 		t.Errorf("good pod: %s %s", r.Outcome, r.Error)
 	}
-	dead := readAll[json.RawMessage](t, h.js, schemas.StreamDead, 1)
+	dead := readAll[json.RawMessage](t, h.js, schemas.StreamDead, "jetlet.dead.>", 1)
 	if len(dead) != 1 {
 		t.Fatalf("%d dead letters, want 1", len(dead))
 	}
@@ -277,7 +249,7 @@ func TestBadIntentsAreRejectedOrDeadLetteredAndOthersCarryOn(t *testing.T) {
 	if !strings.Contains(m.Header.Get(schemas.HeaderError), "no valid pod uid") {
 		t.Errorf("Jetlet-Error = %q", m.Header.Get(schemas.HeaderError))
 	}
-	rejected := readAll[schemas.LifecycleEvent](t, h.js, schemas.StreamEvents, len(cases))
+	rejected := readAll[schemas.LifecycleEvent](t, h.js, schemas.StreamEvents, "jetlet.event.>", len(cases))
 	for _, ev := range rejected {
 		if ev.Type != schemas.EventIntentRejected {
 			t.Errorf("event %s, want IntentRejected", ev.Type)
@@ -382,20 +354,14 @@ func TestRecoverySyncsAPodWhoseUnansweredIntentsAreNotApplied(t *testing.T) {
 	if r := h.results(2)[1]; r.Outcome != schemas.OutcomeRejected {
 		t.Fatalf("second intent: %s, want Rejected", r.Outcome)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var got []uint64
+	poll.Until(t, 30*time.Second, poll.Msg("a sync of the pod at start-up"), func() bool {
 		h.sync.mu.Lock()
-		got := h.sync.applied["u1"]
-		h.sync.mu.Unlock()
-		if len(got) > before {
-			if got[len(got)-1] != applied {
-				t.Fatalf("synced to intent %d at start-up, want %d", got[len(got)-1], applied)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the pod was not synced at start-up")
-		}
-		time.Sleep(10 * time.Millisecond) // polling with a deadline
+		defer h.sync.mu.Unlock()
+		got = h.sync.applied["u1"]
+		return len(got) > before
+	})
+	if got[len(got)-1] != applied {
+		t.Fatalf("synced to intent %d at start-up, want %d", got[len(got)-1], applied)
 	}
 }

@@ -38,17 +38,7 @@ func convergedNode(b *testing.B) *node {
 		uid := fmt.Sprintf("bench-%03d", i)
 		n.publish(uid, podJSON(uid, 1, "Always", "exec sleep 3600"))
 	}
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		results := readMsgs[schemas.SyncResult](b, n.js, schemas.StreamResults, "jetlet.result.n1.>")
-		if len(results) >= benchPods {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d pods answered", len(results), benchPods)
-		}
-		time.Sleep(100 * time.Millisecond) // polling with a deadline
-	}
+	waitMsgs[schemas.SyncResult](b, n.js, schemas.StreamResults, "jetlet.result.n1.>", benchPods, 5*time.Minute)
 	return n
 }
 

@@ -13,17 +13,19 @@ import (
 
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/jetlettest"
+	"github.com/jetlet/jetlet/test/poll"
 )
 
 // node is a jetlet run under test and a connection to its NATS.
 type node struct {
-	t       testing.TB
-	name    string
-	dataDir string
-	proc    *jetlettest.Process
-	js      jetstream.JetStream
-	url     string
-	extra   []string
+	t        testing.TB
+	name     string
+	dataDir  string
+	proc     *jetlettest.Process
+	js       jetstream.JetStream
+	statusKV jetstream.KeyValue
+	url      string
+	extra    []string
 }
 
 // startNode runs `jetlet run` on the embedded defaults (or --nats-url when
@@ -57,6 +59,7 @@ func (n *node) start() {
 		}
 		n.t.Cleanup(nc.Close)
 		n.js, err = jetstream.New(nc)
+		n.statusKV = nil
 		if err != nil {
 			n.t.Fatal(err)
 		}
@@ -103,17 +106,14 @@ func deleteJSON(uid string, rev int64, grace int) string {
 // returns them in order.
 func waitMsgs[T any](t testing.TB, js jetstream.JetStream, stream, filter string, n int, timeout time.Duration) []T {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		out := readMsgs[T](t, js, stream, filter)
-		if len(out) >= n {
-			return out
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s %s: %d messages after %s, want %d", stream, filter, len(out), timeout, n)
-		}
-		time.Sleep(50 * time.Millisecond) // polling with a deadline
-	}
+	var out []T
+	poll.Until(t, timeout, func() string {
+		return fmt.Sprintf("%d messages on %s %s, have %d", n, stream, filter, len(out))
+	}, func() bool {
+		out = readMsgs[T](t, js, stream, filter)
+		return len(out) >= n
+	})
+	return out
 }
 
 // readMsgs returns every message on filter now in the stream, in order.
@@ -134,28 +134,30 @@ func (n *node) results(uid string, count int) []schemas.SyncResult {
 // waitEvent waits for an event of the pod matching ok.
 func (n *node) waitEvent(uid string, typ schemas.EventType, timeout time.Duration, ok func(schemas.LifecycleEvent) bool) schemas.LifecycleEvent {
 	n.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	var found schemas.LifecycleEvent
+	poll.Until(n.t, timeout, poll.Msg(fmt.Sprintf("a matching %s event for %s", typ, uid)), func() bool {
 		for _, ev := range readMsgs[schemas.LifecycleEvent](n.t, n.js, schemas.StreamEvents, "jetlet.event."+n.name+"."+uid+"."+string(typ)) {
 			if ok == nil || ok(ev) {
-				return ev
+				found = ev
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			n.t.Fatalf("no %s event for %s within %s", typ, uid, timeout)
-		}
-		time.Sleep(50 * time.Millisecond) // polling with a deadline
-	}
+		return false
+	})
+	return found
 }
 
 // status reads the pod's status from jetlet_status.
 func (n *node) status(uid string) (*schemas.PodStatus, bool) {
 	n.t.Helper()
-	kv, err := n.js.KeyValue(n.t.Context(), schemas.BucketStatus)
-	if err != nil {
-		n.t.Fatal(err)
+	if n.statusKV == nil {
+		kv, err := n.js.KeyValue(n.t.Context(), schemas.BucketStatus)
+		if err != nil {
+			n.t.Fatal(err)
+		}
+		n.statusKV = kv
 	}
-	e, err := kv.Get(n.t.Context(), n.name+"."+uid)
+	e, err := n.statusKV.Get(n.t.Context(), n.name+"."+uid)
 	if err != nil {
 		return nil, false
 	}
@@ -169,15 +171,11 @@ func (n *node) status(uid string) (*schemas.PodStatus, bool) {
 // waitStatus waits until the pod's stored status satisfies ok.
 func (n *node) waitStatus(uid string, timeout time.Duration, ok func(*schemas.PodStatus) bool) *schemas.PodStatus {
 	n.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		st, found := n.status(uid)
-		if found && ok(st) {
-			return st
-		}
-		if time.Now().After(deadline) {
-			n.t.Fatalf("status of %s never matched within %s; last: %+v", uid, timeout, st)
-		}
-		time.Sleep(50 * time.Millisecond) // polling with a deadline
-	}
+	var st *schemas.PodStatus
+	poll.Until(n.t, timeout, func() string { return fmt.Sprintf("the status of %s to match; last: %+v", uid, st) }, func() bool {
+		var found bool
+		st, found = n.status(uid)
+		return found && ok(st)
+	})
+	return st
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/natstest"
+	"github.com/jetlet/jetlet/test/poll"
 )
 
 // checkOneResultEach asserts that every intent in seqs has exactly one
@@ -223,15 +224,10 @@ func TestNATSRestartUnderJetlet(t *testing.T) {
 	if err := os.WriteFile(flag, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		if _, err := os.Stat(flag); os.IsNotExist(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the container did not take its go-ahead")
-		}
-		time.Sleep(20 * time.Millisecond) // polling with a deadline
-	}
+	poll.Until(t, 30*time.Second, poll.Msg("the container to take its go-ahead"), func() bool {
+		_, err := os.Stat(flag)
+		return os.IsNotExist(err)
+	})
 	natstest.Start(t, opts)
 
 	// jetlet reconnects, reports what happened meanwhile, and carries on.
