@@ -230,6 +230,9 @@ func leafReason(err error) string {
 	return msg
 }
 
+// sortedKeys is sortedNames for a JSON object. It stays apart because checkTree
+// calls it for every object: this one is inlined and its slice, when small,
+// kept off the heap; the generic one's is not.
 func sortedKeys(m map[string]any) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {

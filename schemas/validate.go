@@ -87,7 +87,7 @@ func validateMetadata(e *errs, m *metav1.ObjectMeta, subjectUID string) {
 	case string(m.UID) != subjectUID:
 		e.invalid(p+".uid", "is "+strconv.Quote(string(m.UID))+" but the subject's uid is "+strconv.Quote(subjectUID))
 	}
-	for _, k := range sortedStrings(m.Labels) {
+	for _, k := range sortedNames(m.Labels) {
 		switch {
 		case !isQualifiedName(k):
 			e.invalid(p+".labels["+k+"]", "key must be a qualified name ([prefix/]name, name at most 63 alphanumerics, '-', '_', '.')")
@@ -96,7 +96,7 @@ func validateMetadata(e *errs, m *metav1.ObjectMeta, subjectUID string) {
 		}
 	}
 	size := 0
-	for _, k := range sortedStrings(m.Annotations) {
+	for _, k := range sortedNames(m.Annotations) {
 		size += len(k) + len(m.Annotations[k])
 		if !isQualifiedName(k) {
 			e.invalid(p+".annotations["+k+"]", "key must be a qualified name ([prefix/]name, name at most 63 alphanumerics, '-', '_', '.')")
@@ -107,8 +107,10 @@ func validateMetadata(e *errs, m *metav1.ObjectMeta, subjectUID string) {
 	}
 }
 
-func sortedStrings(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
+// sortedNames returns the keys of m in order, so that problems are reported in
+// a stable order.
+func sortedNames[K ~string, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
@@ -477,7 +479,7 @@ func validateResources(e *errs, p string, r *corev1.ResourceRequirements) {
 }
 
 func validateResourceList(e *errs, p string, l corev1.ResourceList) {
-	for _, name := range sortedResourceNames(l) {
+	for _, name := range sortedNames(l) {
 		q := l[name]
 		np := p + "[" + string(name) + "]"
 		if !resourceNameRE.MatchString(string(name)) {
@@ -487,19 +489,6 @@ func validateResourceList(e *errs, p string, l corev1.ResourceList) {
 			e.invalid(np, "must be >= 0")
 		}
 	}
-}
-
-func sortedResourceNames(l corev1.ResourceList) []corev1.ResourceName {
-	m := make(map[string]any, len(l))
-	for k := range l {
-		m[string(k)] = nil
-	}
-	keys := sortedKeys(m)
-	out := make([]corev1.ResourceName, len(keys))
-	for i, k := range keys {
-		out[i] = corev1.ResourceName(k)
-	}
-	return out
 }
 
 func validateMounts(e *errs, p string, mounts []corev1.VolumeMount, volumes map[string]bool, privileged bool) {
