@@ -19,10 +19,8 @@ import (
 // applyOptions is what `jetlet apply` is told.
 type applyOptions struct {
 	client  clientFlags
+	publish publishFlags
 	files   []string
-	wait    bool
-	timeout time.Duration
-	output  string
 }
 
 func newApplyCommand() *cobra.Command {
@@ -52,12 +50,9 @@ Exit status: 0 when published (with --wait: when every result is Synced),
 	fs := cmd.Flags()
 	o.client.register(fs)
 	fs.StringArrayVarP(&o.files, "filename", "f", nil, "manifest file, or - for standard input (repeatable)")
-	fs.BoolVar(&o.wait, "wait", false, "wait for each intent's SyncResult, showing the pod's events on stderr")
-	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long --wait waits")
-	fs.StringVarP(&o.output, "output", "o", "", "json: print the result (or, without --wait, what was published) as JSON lines")
+	o.publish.register(cmd, "wait for each intent's SyncResult, showing the pod's events on stderr")
 	_ = cmd.MarkFlagRequired("filename")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
-	completeOutput(cmd, outputJSON)
 	annotateEnv(fs)
 	return cmd
 }
@@ -76,11 +71,8 @@ type plannedIntent struct {
 }
 
 func (o *applyOptions) run(cmd *cobra.Command) error {
-	if err := checkOutput(o.output, outputJSON); err != nil {
+	if err := o.publish.validate(); err != nil {
 		return err
-	}
-	if o.timeout <= 0 {
-		return fmt.Errorf("--timeout %s: must be positive", o.timeout)
 	}
 	var docs []*document
 	for _, f := range o.files {
@@ -99,7 +91,7 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer c.close()
-	ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
+	ctx, cancel := context.WithTimeout(cmd.Context(), o.publish.timeout)
 	defer cancel()
 
 	p := newPlanner(c, o.client.node)
@@ -121,15 +113,41 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "error: nothing was published:\n%s", strings.Join(problems, ""))
 		return exitCodeError{1}
 	}
-	return publishAndReport(ctx, cmd, c, plans, o.wait, o.output)
+	return publishAndReport(ctx, cmd, c, plans, o.publish)
+}
+
+// publishFlags are the flags of the commands that publish intents (apply and
+// delete).
+type publishFlags struct {
+	wait    bool
+	timeout time.Duration
+	output  string
+}
+
+func (f *publishFlags) register(cmd *cobra.Command, waitHelp string) {
+	fs := cmd.Flags()
+	fs.BoolVar(&f.wait, "wait", false, waitHelp)
+	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "how long --wait waits")
+	fs.StringVarP(&f.output, "output", "o", "", "json: print the result (or, without --wait, what was published) as JSON lines")
+	completeOutput(cmd, outputJSON)
+}
+
+func (f *publishFlags) validate() error {
+	if err := checkOutput(f.output, outputJSON); err != nil {
+		return err
+	}
+	if f.timeout <= 0 {
+		return fmt.Errorf("--timeout %s: must be positive", f.timeout)
+	}
+	return nil
 }
 
 // publishAndReport publishes every planned intent and then reports each, or,
-// with wait, waits for each result and reports that.
-func publishAndReport(ctx context.Context, cmd *cobra.Command, c *client, plans []*plannedIntent, wait bool, output string) error {
+// with --wait, waits for each result and reports that.
+func publishAndReport(ctx context.Context, cmd *cobra.Command, c *client, plans []*plannedIntent, f publishFlags) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	var marks streamMarks
-	if wait {
+	if f.wait {
 		// Results and events of these intents come after these sequences:
 		// reading from here misses none, even the fastest.
 		var err error
@@ -143,9 +161,9 @@ func publishAndReport(ctx context.Context, cmd *cobra.Command, c *client, plans 
 		}
 		line := appliedLine(pi)
 		switch {
-		case wait:
+		case f.wait:
 			fmt.Fprintln(stderr, line)
-		case output == outputJSON:
+		case f.output == outputJSON:
 			if err := printJSONLine(stdout, publishedJSON(pi)); err != nil {
 				return err
 			}
@@ -153,7 +171,7 @@ func publishAndReport(ctx context.Context, cmd *cobra.Command, c *client, plans 
 			fmt.Fprintln(stdout, line)
 		}
 	}
-	if !wait {
+	if !f.wait {
 		return nil
 	}
 	code := 0
@@ -162,7 +180,7 @@ func publishAndReport(ctx context.Context, cmd *cobra.Command, c *client, plans 
 		if err != nil {
 			return err
 		}
-		if output == outputJSON {
+		if f.output == outputJSON {
 			fmt.Fprintf(stdout, "%s\n", raw)
 		} else {
 			printResult(stdout, pi.label, res)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,11 +16,9 @@ import (
 // deleteOptions is what `jetlet delete` is told.
 type deleteOptions struct {
 	client         clientFlags
+	publish        publishFlags
 	uid            string
 	grace          int64
-	wait           bool
-	timeout        time.Duration
-	output         string
 	ignoreNotFound bool
 }
 
@@ -48,21 +45,15 @@ included (unless --ignore-not-found).`,
 	o.client.register(fs)
 	fs.StringVar(&o.uid, "uid", "", "the pod's uid, instead of NAMESPACE/NAME")
 	fs.Int64Var(&o.grace, "grace", -1, "grace period in seconds before the containers are killed (-1: the pod's own)")
-	fs.BoolVar(&o.wait, "wait", false, "wait for the SyncResult, showing the pod's events on stderr")
-	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long --wait waits")
-	fs.StringVarP(&o.output, "output", "o", "", "json: print the result (or, without --wait, what was published) as JSON lines")
-	completeOutput(cmd, outputJSON)
+	o.publish.register(cmd, "wait for the SyncResult, showing the pod's events on stderr")
 	fs.BoolVar(&o.ignoreNotFound, "ignore-not-found", false, "exit 0 when the pod does not exist or is already deleted")
 	annotateEnv(fs)
 	return cmd
 }
 
 func (o *deleteOptions) run(cmd *cobra.Command, args []string) error {
-	if err := checkOutput(o.output, outputJSON); err != nil {
+	if err := o.publish.validate(); err != nil {
 		return err
-	}
-	if o.timeout <= 0 {
-		return fmt.Errorf("--timeout %s: must be positive", o.timeout)
 	}
 	ref, err := parsePodRef(args, o.uid)
 	if err != nil {
@@ -73,7 +64,7 @@ func (o *deleteOptions) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	defer c.close()
-	ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
+	ctx, cancel := context.WithTimeout(cmd.Context(), o.publish.timeout)
 	defer cancel()
 
 	targets, err := o.targets(ctx, c, ref)
@@ -92,7 +83,7 @@ func (o *deleteOptions) run(cmd *cobra.Command, args []string) error {
 		}
 		plans = append(plans, pi)
 	}
-	return publishAndReport(ctx, cmd, c, plans, o.wait, o.output)
+	return publishAndReport(ctx, cmd, c, plans, o.publish)
 }
 
 func isNotFound(err error) bool {
