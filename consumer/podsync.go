@@ -77,9 +77,10 @@ func (s *PodSyncer) Sync(ctx context.Context, want Desired) Report {
 	if err != nil {
 		return s.failed(want, Report{Err: err})
 	}
-	if done := s.mgr.ToAPIStatus(pod, status); isTerminal(done.Phase) && !sandboxReady(status) {
+	api := s.mgr.ToAPIStatus(pod, status)
+	if isTerminal(api.Phase) && !sandboxReady(status) {
 		// Finished for good, as kubelet's terminated pods: nothing restarts.
-		return s.succeeded(want, Report{Actions: []schemas.ActionResult{}, Status: s.decorate(done, want)})
+		return s.succeeded(want, Report{Actions: []schemas.ActionResult{}, Status: s.decorate(api, want)})
 	}
 	res := s.mgr.SyncPod(ctx, pod, status)
 	if changedRuntime(res.Actions) {
@@ -90,10 +91,15 @@ func (s *PodSyncer) Sync(ctx context.Context, want Desired) Report {
 			status = fresh
 		}
 	}
+	if len(res.Actions) > 0 {
+		// Only an action changes what the status says (the runtime, or a
+		// container's waiting reason); a no-op sync reuses it.
+		api = s.mgr.ToAPIStatus(pod, status)
+	}
 	rep := Report{
 		Actions: nonNil(res.Actions),
 		Err:     res.Error(),
-		Status:  s.decorate(s.mgr.ToAPIStatus(pod, status), want),
+		Status:  s.decorate(api, want),
 	}
 	if rep.Err != nil {
 		return s.failed(want, rep)
