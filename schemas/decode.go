@@ -102,13 +102,8 @@ func DecodeIntent(body []byte, want IntentTarget) (*PodIntent, error) {
 	}
 
 	// The envelope.
-	checkTree(e, "", top, typeOfWireIntent)
-	if len(e.list) > 0 {
-		return nil, e.err()
-	}
-	var w wireIntent
-	if err := strictUnmarshal(body, &w); err != nil {
-		e.invalid("", leafReason(err))
+	w, ok := decodeChecked[wireIntent](e, "", top, body)
+	if !ok {
 		return nil, e.err()
 	}
 	if w.APIVersion != APIVersion {
@@ -157,13 +152,8 @@ func DecodeIntent(body []byte, want IntentTarget) (*PodIntent, error) {
 	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}}
 	var podAPIVersion, podKind string
 	if op == OpDelete {
-		checkTree(e, "pod", podTree, typeOfWireDeletePod)
-		if len(e.list) > 0 {
-			return nil, e.err()
-		}
-		var p wireDeletePod
-		if err := strictUnmarshal(w.Pod, &p); err != nil {
-			e.invalid("pod", leafReason(err))
+		p, ok := decodeChecked[wireDeletePod](e, "pod", podTree, w.Pod)
+		if !ok {
 			return nil, e.err()
 		}
 		podAPIVersion, podKind = p.APIVersion, p.Kind
@@ -175,13 +165,8 @@ func DecodeIntent(body []byte, want IntentTarget) (*PodIntent, error) {
 			}
 		}
 	} else {
-		checkTree(e, "pod", podTree, typeOfWirePod)
-		if len(e.list) > 0 {
-			return nil, e.err()
-		}
-		var p wirePod
-		if err := strictUnmarshal(w.Pod, &p); err != nil {
-			e.invalid("pod", leafReason(err))
+		p, ok := decodeChecked[wirePod](e, "pod", podTree, w.Pod)
+		if !ok {
 			return nil, e.err()
 		}
 		podAPIVersion, podKind = p.APIVersion, p.Kind
@@ -212,6 +197,20 @@ func DecodeIntent(body []byte, want IntentTarget) (*PodIntent, error) {
 	}
 	intent.Pod = pod
 	return intent, nil
+}
+
+// decodeChecked reports under path what checkTree finds wrong in tree, the
+// parsed form of raw, for a T; when it finds nothing, it decodes raw into a T.
+func decodeChecked[T any](e *errs, path string, tree any, raw []byte) (v T, ok bool) {
+	checkTree(e, path, tree, reflect.TypeFor[T]())
+	if len(e.list) > 0 {
+		return v, false
+	}
+	if err := strictUnmarshal(raw, &v); err != nil {
+		e.invalid(path, leafReason(err))
+		return v, false
+	}
+	return v, true
 }
 
 func strictUnmarshal(data []byte, v any) error {
@@ -255,9 +254,3 @@ func (i *PodIntent) GracePeriod() int64 {
 	}
 	return DefaultGracePeriodSeconds
 }
-
-var (
-	typeOfWireIntent    = reflect.TypeFor[wireIntent]()
-	typeOfWirePod       = reflect.TypeFor[wirePod]()
-	typeOfWireDeletePod = reflect.TypeFor[wireDeletePod]()
-)
