@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -66,14 +67,15 @@ func eventTypeList() string {
 	return strings.Join(names, ", ")
 }
 
-// parseEventType accepts a type in any letter case.
-func parseEventType(s string) (string, error) {
+// parseEventType accepts a type in any letter case; none is "*", a subject
+// wildcard.
+func parseEventType(s string) (schemas.EventType, error) {
 	if s == "" {
 		return "*", nil
 	}
 	for _, t := range schemas.EventTypes {
 		if strings.EqualFold(string(t), s) {
-			return string(t), nil
+			return t, nil
 		}
 	}
 	return "", fmt.Errorf("--type %q: want one of %s", s, eventTypeList())
@@ -126,10 +128,9 @@ func (o *eventsOptions) run(cmd *cobra.Command) error {
 	defer c.close()
 	ctx := cmd.Context()
 
-	node := nodeToken(o.client.node)
-	cfg.FilterSubjects = []string{c.subj.Prefix + ".event." + node + ".*." + typ}
+	cfg.FilterSubjects = []string{c.subj.Event(nodeToken(o.client.node), "*", typ)}
 	if ref != nil {
-		if cfg.FilterSubjects, err = o.podFilters(cmd, c, *ref, typ); err != nil {
+		if cfg.FilterSubjects, err = o.podFilters(ctx, c, *ref, typ); err != nil {
 			return err
 		}
 	}
@@ -178,15 +179,12 @@ func (o *eventsOptions) run(cmd *cobra.Command) error {
 
 // podFilters are the event subjects of every uid ref names (on --node, or on
 // any node).
-func (o *eventsOptions) podFilters(cmd *cobra.Command, c *client, ref podRef, typ string) ([]string, error) {
-	if ref.UID != "" && o.client.node == "" {
-		// A uid is enough: no need to know its node.
-		return []string{c.subj.Prefix + ".event.*." + ref.UID + "." + typ}, nil
-	}
+func (o *eventsOptions) podFilters(ctx context.Context, c *client, ref podRef, typ schemas.EventType) ([]string, error) {
 	if ref.UID != "" {
-		return []string{c.subj.Prefix + ".event." + o.client.node + "." + ref.UID + "." + typ}, nil
+		// A uid is enough: no need to know its node.
+		return []string{c.subj.Event(nodeToken(o.client.node), ref.UID, typ)}, nil
 	}
-	pods, err := c.findPods(cmd.Context(), o.client.node, ref)
+	pods, err := c.findPods(ctx, o.client.node, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +193,7 @@ func (o *eventsOptions) podFilters(cmd *cobra.Command, c *client, ref podRef, ty
 	}
 	var filters []string
 	for _, p := range pods {
-		f := c.subj.Prefix + ".event." + p.Node + "." + p.UID + "." + typ
+		f := c.subj.Event(p.Node, p.UID, typ)
 		if !slices.Contains(filters, f) {
 			filters = append(filters, f)
 		}

@@ -75,7 +75,7 @@ func (c *client) waitResult(ctx context.Context, pi *plannedIntent, marks stream
 // the last event shown.
 func (c *client) showEvents(ctx context.Context, pi *plannedIntent, start uint64, follow bool, w io.Writer) uint64 {
 	cfg := jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{c.subj.Prefix + ".event." + pi.node + "." + pi.uid + ".*"},
+		FilterSubjects: []string{c.subj.Event(pi.node, pi.uid, "*")},
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:    start,
 	}
