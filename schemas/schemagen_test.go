@@ -259,31 +259,12 @@ func (g *schemaGen) structSchema(t reflect.Type) obj {
 	props := obj{}
 	var required []any
 	own := t.PkgPath() == reflect.TypeFor[PodIntent]().PkgPath() && !strings.HasPrefix(t.Name(), "wire")
-	var walk func(t reflect.Type)
-	walk = func(t reflect.Type) {
-		for f := range t.Fields() {
-			tag := f.Tag.Get("json")
-			if tag == "-" {
-				continue
-			}
-			name, opts, _ := strings.Cut(tag, ",")
-			if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
-				walk(f.Type)
-				continue
-			}
-			if !f.IsExported() {
-				continue
-			}
-			if name == "" {
-				name = f.Name
-			}
-			props[name] = g.of(f.Type)
-			if own && !strings.Contains(opts, "omitempty") {
-				required = append(required, name)
-			}
+	for _, f := range jsonFields(t) {
+		props[f.name] = g.of(f.typ)
+		if own && !f.omitempty {
+			required = append(required, f.name)
 		}
 	}
-	walk(t)
 	s := obj{"type": "object", "properties": props, "additionalProperties": false}
 	if len(required) > 0 {
 		s["required"] = required

@@ -27,9 +27,8 @@ var (
 type typeInfo struct {
 	// leaf: the type has its own UnmarshalJSON, which checkLeaf runs.
 	leaf bool
-	// fields maps the JSON names of a struct's fields, with the fields of
-	// embedded structs without a JSON name promoted as encoding/json does, to
-	// their types.
+	// fields maps the JSON names of a struct's fields (jsonFields) to their
+	// types.
 	fields map[string]reflect.Type
 }
 
@@ -44,39 +43,60 @@ func infoOf(t reflect.Type) *typeInfo {
 	ti := &typeInfo{leaf: reflect.PointerTo(t).Implements(unmarshalerType)}
 	if t.Kind() == reflect.Struct && !ti.leaf {
 		ti.fields = map[string]reflect.Type{}
-		collectFields(t, ti.fields)
+		for _, f := range jsonFields(t) {
+			ti.fields[f.name] = f.typ
+		}
 	}
 	typeInfos.Store(t, ti)
 	return ti
 }
 
-func collectFields(t reflect.Type, m map[string]reflect.Type) {
-	for f := range t.Fields() {
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, _, _ := strings.Cut(tag, ",")
-		if f.Anonymous && name == "" {
-			ft := f.Type
-			if ft.Kind() == reflect.Pointer {
-				ft = ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				collectFields(ft, m)
+// jsonField is a struct field as encoding/json sees it.
+type jsonField struct {
+	name      string
+	omitempty bool
+	typ       reflect.Type
+}
+
+// jsonFields lists the fields of struct t under their JSON names, in order,
+// with the fields of embedded structs without a JSON name promoted as
+// encoding/json does. The JSON Schemas are generated from the same list
+// (schemagen_test.go), so that they and checkTree agree on the names.
+func jsonFields(t reflect.Type) []jsonField {
+	var out []jsonField
+	seen := map[string]bool{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for f := range t.Fields() {
+			tag := f.Tag.Get("json")
+			if tag == "-" {
 				continue
 			}
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		if _, dup := m[name]; !dup {
-			m[name] = f.Type
+			name, opts, _ := strings.Cut(tag, ",")
+			if f.Anonymous && name == "" {
+				ft := f.Type
+				if ft.Kind() == reflect.Pointer {
+					ft = ft.Elem()
+				}
+				if ft.Kind() == reflect.Struct {
+					walk(ft)
+					continue
+				}
+			}
+			if !f.IsExported() {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			if !seen[name] {
+				seen[name] = true
+				out = append(out, jsonField{name, strings.Contains(opts, "omitempty"), f.Type})
+			}
 		}
 	}
+	walk(t)
+	return out
 }
 
 func joinField(path, name string) string {
