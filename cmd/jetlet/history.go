@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -144,13 +143,9 @@ func (c *client) history(ctx context.Context, p *podRecord) ([]*historyRow, erro
 	}
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{c.subj.Result(p.Node, p.UID)}, DeliverPolicy: jetstream.DeliverAllPolicy}
 	err = c.readStream(ctx, schemas.StreamResults, cfg, false, func(msg jetstream.Msg) error {
-		var res schemas.SyncResult
-		if json.Unmarshal(msg.Data(), &res) != nil {
+		res, seq, ok := decodeResult(msg)
+		if !ok {
 			return nil
-		}
-		seq := res.IntentSeq
-		if h, err := strconv.ParseUint(msg.Headers().Get(schemas.HeaderIntentSeq), 10, 64); err == nil {
-			seq = h
 		}
 		r := row(seq)
 		if r.Published == nil { // the intent itself is no longer kept

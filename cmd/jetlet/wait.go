@@ -40,15 +40,8 @@ func (c *client) waitResult(ctx context.Context, pi *plannedIntent, marks stream
 	var res schemas.SyncResult
 	var raw []byte
 	err := c.readStream(ctx, schemas.StreamResults, cfg, true, func(msg jetstream.Msg) error {
-		seq, _ := strconv.ParseUint(msg.Headers().Get(schemas.HeaderIntentSeq), 10, 64)
-		var r schemas.SyncResult
-		if err := json.Unmarshal(msg.Data(), &r); err != nil {
-			return nil // not a result this client can read; not ours either
-		}
-		if seq == 0 {
-			seq = r.IntentSeq
-		}
-		if seq != pi.seq {
+		r, seq, ok := decodeResult(msg)
+		if !ok || seq != pi.seq {
 			return nil
 		}
 		res, raw = r, msg.Data()
