@@ -90,7 +90,7 @@ func (l ValidationErrors) Has(k ErrorKind) bool {
 	return false
 }
 
-// errs collects problems under a path prefix while validating.
+// errs collects the problems found while validating, in the order found.
 type errs struct{ list ValidationErrors }
 
 func (e *errs) add(kind ErrorKind, field, reason string) {

@@ -96,8 +96,8 @@ var defNames = map[reflect.Type]string{
 	reflect.TypeFor[wireDeletePod](): "DeletePod",
 }
 
-// typeSchemas are the Go types with their own UnmarshalJSON, or otherwise not
-// plain structs, and what they accept.
+// leafSchema is the schema of the Go types with their own UnmarshalJSON, or
+// otherwise not plain structs: what they accept.
 func leafSchema(t reflect.Type) (obj, bool) {
 	switch t {
 	case reflect.TypeFor[json.RawMessage](), reflect.TypeFor[metav1.FieldsV1]():
