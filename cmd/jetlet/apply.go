@@ -59,7 +59,6 @@ Exit status: 0 when published (with --wait: when every result is Synced),
 
 // plannedIntent is one validated intent, ready to publish.
 type plannedIntent struct {
-	where     string // file and document
 	label     string // pod/NAMESPACE/NAME
 	node      string
 	uid       string
@@ -334,7 +333,7 @@ func (p *planner) plan(ctx context.Context, d *document) (*plannedIntent, error)
 	if d.namespace() == "" {
 		md["namespace"] = "default"
 	}
-	pi := &plannedIntent{where: d.where, label: d.label(), node: node, op: d.op()}
+	pi := &plannedIntent{label: d.label(), node: node, op: d.op()}
 	key := node + "/" + d.namespace() + "/" + d.name()
 	prev := p.planned[key] // the same pod earlier in this apply
 	generated := false     // a uid made here has no past to look up

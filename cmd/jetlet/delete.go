@@ -150,10 +150,8 @@ func (o *deleteOptions) plan(ctx context.Context, c *client, p *podRecord) (*pla
 	if err != nil {
 		return nil, err
 	}
-	pi := &plannedIntent{
-		where: "delete", label: "pod/" + p.Namespace + "/" + p.Name,
-		node: p.Node, uid: p.UID, op: schemas.OpDelete, revision: high + 1, body: body,
-	}
+	pi := &plannedIntent{label: "pod/" + p.Namespace + "/" + p.Name, node: p.Node, uid: p.UID,
+		op: schemas.OpDelete, revision: high + 1, body: body}
 	if reasons := validateIntent(body, p.Node, p.UID); reasons != nil {
 		return nil, fmt.Errorf("cannot delete %s (uid %s): %s", pi.label, p.UID, strings.Join(reasons, "; "))
 	}
