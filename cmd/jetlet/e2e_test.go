@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jetlet/jetlet/test/jetlettest"
+	"github.com/jetlet/jetlet/test/poll"
 )
 
 // TestClientAgainstJetletRun is the README's quick start with a real
@@ -46,7 +47,7 @@ func TestClientAgainstJetletRun(t *testing.T) {
 	}
 	want := map[string]string{"web": "Running", "job": "Completed", "init": "Running", "crashloop": "CrashLoopBackOff"}
 	var table string
-	waitFor(t, "get pods to show every example as expected", 90*time.Second, func() bool {
+	poll.Until(t, 90*time.Second, func() string { return "get pods to show every example as expected; last:\n" + table }, func() bool {
 		res := runCLI(t.Context(), "", "get", "pods", "--nats-url", c.url)
 		table = res.stdout
 		for name, status := range want {

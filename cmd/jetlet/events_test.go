@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/poll"
 )
 
 func TestEventsTableJSONAndFilters(t *testing.T) {
@@ -106,10 +107,10 @@ func TestEventsFollow(t *testing.T) {
 	go func() {
 		done <- runCLIWith(ctx, strings.NewReader(""), &stdout, &stderr, "events", "--follow", "--nats-url", c.url)
 	}()
-	waitFor(t, "the stored events", 10*time.Second, func() bool { return strings.Count(stdout.String(), "\n") == 1+3 })
+	poll.Until(t, 10*time.Second, poll.Msg("the stored events"), func() bool { return strings.Count(stdout.String(), "\n") == 1+3 })
 
 	wantCode(t, c.run("delete", "default/web", "--wait"), 0)
-	waitFor(t, "the delete's events", 10*time.Second, func() bool { return strings.Contains(stdout.String(), "PodTerminated") })
+	poll.Until(t, 10*time.Second, poll.Msg("the delete's events"), func() bool { return strings.Contains(stdout.String(), "PodTerminated") })
 	cancel() // as SIGINT does
 	select {
 	case code := <-done:
@@ -143,11 +144,11 @@ func TestEventsFollowFromNothing(t *testing.T) {
 	go func() {
 		done <- runCLIWith(ctx, strings.NewReader(""), &stdout, &stderr, "events", "-f", "--type", "PodTerminated", "--nats-url", c.url)
 	}()
-	waitFor(t, "the header", 10*time.Second, func() bool { return strings.HasPrefix(stdout.String(), "TIME") })
+	poll.Until(t, 10*time.Second, poll.Msg("the header"), func() bool { return strings.HasPrefix(stdout.String(), "TIME") })
 
 	wantCode(t, c.run("apply", "-f", examples+"web.yaml", "--wait"), 0)
 	wantCode(t, c.run("delete", "default/web", "--wait"), 0)
-	waitFor(t, "PodTerminated", 10*time.Second, func() bool { return strings.Contains(stdout.String(), "PodTerminated") })
+	poll.Until(t, 10*time.Second, poll.Msg("PodTerminated"), func() bool { return strings.Contains(stdout.String(), "PodTerminated") })
 	cancel()
 	select {
 	case code := <-done:
