@@ -28,6 +28,7 @@ import (
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/jetlettest"
+	"github.com/jetlet/jetlet/test/poll"
 )
 
 const (
@@ -166,6 +167,8 @@ type node struct {
 	proc    *jetlettest.Process
 	nc      *nats.Conn
 	js      jetstream.JetStream
+	// statusKV is jetlet_status, looked up once per connection.
+	statusKV jetstream.KeyValue
 }
 
 // startNode runs jetlet on a fresh data dir, waits for /readyz and
@@ -193,7 +196,7 @@ func (n *node) start(extra ...string) {
 		n.t.Fatal(err)
 	}
 	n.t.Cleanup(nc.Close)
-	n.nc = nc
+	n.nc, n.statusKV = nc, nil
 	if n.js, err = jetstream.New(nc); err != nil {
 		n.t.Fatal(err)
 	}
@@ -292,16 +295,13 @@ func (n *node) resultFor(uid string, seq uint64) (schemas.SyncResult, bool) {
 // waitResult waits for the result of intent seq.
 func (n *node) waitResult(uid string, seq uint64, timeout time.Duration) schemas.SyncResult {
 	n.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		if r, ok := n.resultFor(uid, seq); ok {
-			return r
-		}
-		if time.Now().After(deadline) {
-			n.t.Fatalf("no result for intent %d of %s within %s", seq, uid, timeout)
-		}
-		time.Sleep(50 * time.Millisecond) // polling with a deadline
-	}
+	var r schemas.SyncResult
+	poll.Until(n.t, timeout, poll.Msg(fmt.Sprintf("the result of intent %d of %s", seq, uid)), func() bool {
+		var ok bool
+		r, ok = n.resultFor(uid, seq)
+		return ok
+	})
+	return r
 }
 
 // events returns the pod's events of type typ stored so far.
@@ -317,29 +317,35 @@ func (n *node) events(uid string, typ schemas.EventType) []schemas.LifecycleEven
 // waitEvent waits for an event of the pod matching ok (nil: any).
 func (n *node) waitEvent(uid string, typ schemas.EventType, timeout time.Duration, ok func(schemas.LifecycleEvent) bool) schemas.LifecycleEvent {
 	n.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		for _, ev := range n.events(uid, typ) {
+	var found schemas.LifecycleEvent
+	var seen int
+	what := func() string { return fmt.Sprintf("a matching %s event for %s (%d of that type)", typ, uid, seen) }
+	poll.Until(n.t, timeout, what, func() bool {
+		evs := n.events(uid, typ)
+		seen = len(evs)
+		for _, ev := range evs {
 			if ok == nil || ok(ev) {
-				return ev
+				found = ev
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			n.t.Fatalf("no matching %s event for %s within %s (%d of that type)", typ, uid, timeout, len(n.events(uid, typ)))
-		}
-		time.Sleep(50 * time.Millisecond) // polling with a deadline
-	}
+		return false
+	})
+	return found
 }
 
 // status reads the pod's status from jetlet_status.
 func (n *node) status(uid string) (*schemas.PodStatus, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	kv, err := n.js.KeyValue(ctx, schemas.BucketStatus)
-	if err != nil {
-		return nil, err
+	if n.statusKV == nil {
+		kv, err := n.js.KeyValue(ctx, schemas.BucketStatus)
+		if err != nil {
+			return nil, err
+		}
+		n.statusKV = kv
 	}
-	e, err := kv.Get(ctx, n.name+"."+uid)
+	e, err := n.statusKV.Get(ctx, n.name+"."+uid)
 	if err != nil {
 		return nil, err
 	}
@@ -353,25 +359,24 @@ func (n *node) status(uid string) (*schemas.PodStatus, error) {
 // waitStatus waits until the pod's stored status satisfies ok.
 func (n *node) waitStatus(uid string, timeout time.Duration, what string, ok func(*schemas.PodStatus) bool) *schemas.PodStatus {
 	n.t.Helper()
-	deadline := time.Now().Add(timeout)
 	var last *schemas.PodStatus
 	var lastErr error
-	for {
-		st, err := n.status(uid)
-		if err == nil {
-			last = st
-			if ok(st) {
-				return st
-			}
-		} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
-			lastErr = err
-		}
-		if time.Now().After(deadline) {
-			b, _ := json.Marshal(last)
-			n.t.Fatalf("status of %s: not %s within %s; last: %s (error %v)", uid, what, timeout, b, lastErr)
-		}
-		time.Sleep(50 * time.Millisecond) // polling with a deadline
+	seen := func() string {
+		b, _ := json.Marshal(last)
+		return fmt.Sprintf("the status of %s to be %s; last: %s (error %v)", uid, what, b, lastErr)
 	}
+	poll.Until(n.t, timeout, seen, func() bool {
+		st, err := n.status(uid)
+		if err != nil {
+			if !errors.Is(err, jetstream.ErrKeyNotFound) {
+				lastErr = err
+			}
+			return false
+		}
+		last = st
+		return ok(st)
+	})
+	return last
 }
 
 // podSandboxes and podContainers are what the runtime lists for the pod
@@ -398,22 +403,15 @@ func (s *suite) podContainers(uid string) []*runtimeapi.Container {
 // writes) holds a line containing text.
 func (s *suite) waitLog(containerID, text string, timeout time.Duration) {
 	s.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	poll.Until(s.t, timeout, poll.Msg(fmt.Sprintf("container %s to log %q", containerID, text)), func() bool {
 		resp, err := s.cri.ContainerStatus(context.Background(), containerID, false)
 		if err != nil {
 			s.t.Fatalf("ContainerStatus %s: %v", containerID, err)
 		}
-		if p := resp.GetStatus().GetLogPath(); p != "" {
-			if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), text) {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("container %s did not log %q within %s", containerID, text, timeout)
-		}
-		time.Sleep(50 * time.Millisecond) // polling with a deadline
-	}
+		p := resp.GetStatus().GetLogPath()
+		b, err := os.ReadFile(p)
+		return p != "" && err == nil && strings.Contains(string(b), text)
+	})
 }
 
 // waitContainerdLog waits until containerd's log (setup.sh keeps it in
@@ -427,24 +425,18 @@ func (s *suite) waitContainerdLog(timeout time.Duration, lines ...string) {
 		s.t.Logf("no containerd log to check (JETLET_CONTAINERD_DIR=%q): %v", dir, err)
 		return
 	}
-	deadline := time.Now().Add(timeout)
-	for {
+	var missing []string
+	poll.Until(s.t, timeout, func() string { return fmt.Sprintf("%s to hold lines with %q", path, missing) }, func() bool {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			s.t.Fatal(err)
 		}
-		var missing []string
+		missing = missing[:0]
 		for _, l := range lines {
 			if !strings.Contains(string(b), l) {
 				missing = append(missing, l)
 			}
 		}
-		if len(missing) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("%s: no line with %q within %s", path, missing, timeout)
-		}
-		time.Sleep(100 * time.Millisecond) // polling with a deadline
-	}
+		return len(missing) == 0
+	})
 }
