@@ -616,6 +616,9 @@ func (c *Consumer) newResult(uid string, d *delivery, in *schemas.PodIntent) *sc
 		if in.Pod != nil {
 			r.Namespace, r.Name = in.Pod.Namespace, in.Pod.Name
 		}
+	} else if env := schemas.PeekEnvelope(d.data); env.UID == uid {
+		// Refused: say what can be read of it, unless it names another pod.
+		r.Op, r.Revision, r.Namespace, r.Name = env.Op, env.Revision, env.Namespace, env.Name
 	}
 	return r
 }

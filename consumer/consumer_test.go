@@ -204,18 +204,22 @@ func TestBadIntentsAreRejectedOrDeadLetteredAndOthersCarryOn(t *testing.T) {
 	h := newHarness(t)
 	h.start(consumer.Config{})
 
-	privileged := `{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","pod":{"metadata":{"name":"p","namespace":"default","uid":"priv"},
+	privileged := `{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","revision":7,"pod":{"metadata":{"name":"p","namespace":"default","uid":"priv"},
 	  "spec":{"containers":[{"name":"app","image":"busybox","command":["true"],"securityContext":{"privileged":true}}]}}}`
 	pvc := `{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","pod":{"metadata":{"name":"p","namespace":"default","uid":"pvc"},
 	  "spec":{"volumes":[{"name":"data","persistentVolumeClaim":{"claimName":"c"}}],
 	  "containers":[{"name":"app","image":"busybox","command":["true"]}]}}}`
+	// A refused intent is reported with what its envelope says, unless the
+	// envelope cannot be read or names another pod.
 	cases := []struct {
 		uid, body, want string
+		ns, name        string
+		revision        int64
 	}{
-		{"notjson", `{not json`, "malformed"},
-		{"wronguid", string(podIntent("other", 1)), "pod.metadata.uid"},
-		{"pvc", pvc, "persistentVolumeClaim"},
-		{"priv", privileged, "privileged"},
+		{"notjson", `{not json`, "malformed", "", "", 0},
+		{"wronguid", string(podIntent("other", 1)), "pod.metadata.uid", "", "", 0},
+		{"pvc", pvc, "persistentVolumeClaim", "default", "p", 0},
+		{"priv", privileged, "privileged", "default", "p", 7},
 	}
 	for _, c := range cases {
 		h.publish("jetlet.intent.n1."+c.uid, []byte(c.body))
@@ -232,6 +236,9 @@ func TestBadIntentsAreRejectedOrDeadLetteredAndOthersCarryOn(t *testing.T) {
 		r := byUID[c.uid]
 		if r.Outcome != schemas.OutcomeRejected || !strings.Contains(r.Error, c.want) {
 			t.Errorf("%s: outcome %s error %q; want Rejected naming %q", c.uid, r.Outcome, r.Error, c.want)
+		}
+		if r.Namespace != c.ns || r.Name != c.name || r.Revision != c.revision {
+			t.Errorf("%s: result for %s/%s revision %d; want %s/%s revision %d", c.uid, r.Namespace, r.Name, r.Revision, c.ns, c.name, c.revision)
 		}
 	}
 	if r := byUID["good"]; r.Outcome != schemas.OutcomeSynced {
@@ -253,6 +260,9 @@ func TestBadIntentsAreRejectedOrDeadLetteredAndOthersCarryOn(t *testing.T) {
 	for _, ev := range rejected {
 		if ev.Type != schemas.EventIntentRejected {
 			t.Errorf("event %s, want IntentRejected", ev.Type)
+		}
+		if ev.UID == "priv" && (ev.Namespace != "default" || ev.Pod != "p" || ev.Revision != 7) {
+			t.Errorf("IntentRejected of the privileged pod for %s/%s revision %d; want default/p revision 7", ev.Namespace, ev.Pod, ev.Revision)
 		}
 	}
 }
