@@ -76,7 +76,8 @@ func startResult(r PodSyncResult) schemas.ActionResult {
 }
 
 // The restart back-off doubles from 10 s to 300 s, measured from the last
-// exit, and starts again from 10 s after 10 minutes without a crash.
+// exit, and starts again from 10 s after 10 minutes without a crash; each
+// figure is pinned, the reset on both sides of its boundary.
 func TestRestartBackOffTimeline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rt := newFakeRuntime()
@@ -114,10 +115,16 @@ func TestRestartBackOffTimeline(t *testing.T) {
 		if events.count(schemas.EventBackOff) == 0 {
 			t.Error("no BackOff event")
 		}
-		// Ten minutes and a bit without a crash: the next crash starts over.
+		// The reset counts from the last restart (the back-off's last update):
+		// a crash 9m59s after it still waits the capped delay...
+		time.Sleep(10*time.Minute - time.Second)
+		if w := crash(); w != 300*time.Second {
+			t.Errorf("a crash 9m59s after the last restart waited %s, want 300s (no reset yet)", w)
+		}
+		// ...and one 10m01s after it starts over: at once, then 10 s.
 		time.Sleep(10*time.Minute + time.Second)
 		if w := crash(); w != 0 {
-			t.Errorf("after a quiet period the restart waited %s, want 0 (back-off reset)", w)
+			t.Errorf("a crash 10m01s after the last restart waited %s, want 0 (back-off reset)", w)
 		}
 		if w := crash(); w != 10*time.Second {
 			t.Errorf("then waited %s, want 10s", w)
