@@ -222,17 +222,27 @@ func TestHeartbeatWritesTheNodeRecord(t *testing.T) {
 		}, zerolog.Nop())
 	})
 	defer func() { cancel(); wg.Wait() }()
-	for e := range w.Updates() {
-		if e == nil {
-			continue // end of the initial values
+	// Bounded: a heartbeat that never comes fails the test, not the run.
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case <-deadline:
+			t.Fatal("no node record stored within 30s")
+		case e, ok := <-w.Updates():
+			if !ok {
+				t.Fatal("the watch ended before a node record was stored")
+			}
+			if e == nil {
+				continue // end of the initial values
+			}
+			var rec schemas.NodeRecord
+			if err := json.Unmarshal(e.Value(), &rec); err != nil {
+				t.Fatal(err)
+			}
+			if rec.Kind != schemas.KindNode || rec.RuntimeName != "jetlet-proc" || rec.HeartbeatAt.IsZero() {
+				t.Errorf("node record %+v", rec)
+			}
+			return
 		}
-		var rec schemas.NodeRecord
-		if err := json.Unmarshal(e.Value(), &rec); err != nil {
-			t.Fatal(err)
-		}
-		if rec.Kind != schemas.KindNode || rec.RuntimeName != "jetlet-proc" || rec.HeartbeatAt.IsZero() {
-			t.Errorf("node record %+v", rec)
-		}
-		return
 	}
 }
