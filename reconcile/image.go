@@ -79,6 +79,8 @@ func (m *Manager) ensureImageExists(ctx context.Context, pod *corev1.Pod, c *cor
 	}
 	pr := result.add(schemas.ActionPullImage, c.Name)
 	pr.Message = image
+	// No credentials: intents carry no pull secrets (the runtime's own
+	// registry configuration applies).
 	ref, err := m.rt.PullImage(ctx, spec, nil, sandboxCfg)
 	ev := newEvent(m.cfg.NodeName, podRefOf(pod), schemas.EventImagePulled, "", m.cfg.Clock.Now())
 	ev.Container = c.Name

@@ -148,12 +148,13 @@ func (s *PodStatus) RunningContainers() []*ContainerStatus {
 
 // podIPs are the sandbox's IPs, the primary first; none without a primary.
 func podIPs(s *runtimeapi.PodSandboxStatus) []string {
-	primary := s.GetNetwork().GetIp()
-	if primary == "" {
+	network := s.GetNetwork()
+	if network.GetIp() == "" {
 		return nil
 	}
-	ips := []string{primary}
-	for _, ip := range s.GetNetwork().GetAdditionalIps() {
+	ips := make([]string, 0, 1+len(network.GetAdditionalIps()))
+	ips = append(ips, network.GetIp())
+	for _, ip := range network.GetAdditionalIps() {
 		ips = append(ips, ip.GetIp())
 	}
 	return ips
