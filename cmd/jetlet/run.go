@@ -325,14 +325,18 @@ func (a *agent) connect(embedded *server.Server) (*nats.Conn, error) {
 }
 
 // provision creates the streams and buckets, retrying while NATS is not
-// reachable yet.
+// reachable yet; replicas NATS cannot give end the run.
 func (a *agent) provision(ctx context.Context, js jetstream.JetStream) error {
 	log := logger.With().Str("component", "provision").Logger()
 	b := backoff.WithContext(backoff.NewExponentialBackOff(backoff.WithMaxElapsedTime(0), backoff.WithMaxInterval(10*time.Second)), ctx)
 	err := backoff.RetryNotify(func() error {
 		attemptCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		return events.Provision(attemptCtx, js, a.cfg.streams, log)
+		err := events.Provision(attemptCtx, js, a.cfg.streams, log)
+		if errors.Is(err, events.ErrReplicasUnavailable) {
+			return backoff.Permanent(err) // --replicas needs changing, or a cluster
+		}
+		return err
 	}, b, func(err error, next time.Duration) {
 		log.Warn().Err(err).Dur("retry_in", next).Msg("provisioning streams and buckets failed; retrying")
 	})

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"errors"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/natstest"
+	"github.com/jetlet/jetlet/test/poll"
 )
 
 func connect(t *testing.T, url string) jetstream.JetStream {
@@ -106,13 +108,26 @@ func TestTwoNodesShareOneExternalNATS(t *testing.T) {
 	if _, err := js.Stream(t.Context(), schemas.StreamIntents); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range procs {
+	nodes, err := js.KeyValue(t.Context(), schemas.BucketNodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range procs {
+		node := []string{"node-a", "node-b"}[i]
+		poll.Until(t, 30*time.Second, func() string { return node + "'s heartbeat in " + schemas.BucketNodes }, func() bool {
+			_, err := nodes.Get(t.Context(), node)
+			return err == nil
+		})
 		if logs := p.Logs(); strings.Contains(logs, `"level":"error"`) || strings.Contains(logs, `"level":"warn"`) {
 			t.Errorf("a node logged a warning or error:\n%s", logs)
 		}
 		p.Signal(syscall.SIGTERM)
 		if code := p.Wait(30 * time.Second); code != 0 {
 			t.Errorf("exit code %d, want 0", code)
+		}
+		// Stopped cleanly: its record is gone at once, not after the TTL.
+		if _, err := nodes.Get(t.Context(), node); !errors.Is(err, jetstream.ErrKeyNotFound) {
+			t.Errorf("%s's heartbeat after SIGTERM: %v, want it deleted", node, err)
 		}
 	}
 }
@@ -175,5 +190,28 @@ func TestVersion(t *testing.T) {
 	}
 	if !strings.HasPrefix(string(out), "jetlet ") {
 		t.Errorf("version printed %q", out)
+	}
+}
+
+func TestRunRefusesReplicasTheEmbeddedServerCannotHave(t *testing.T) {
+	dataDir := t.TempDir()
+	args := []string{"run", "--node", "n1", "--data-dir", dataDir, "--nats-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"}
+	// Fresh, and then over streams that exist with 1 replica.
+	for _, first := range []bool{true, false} {
+		if !first {
+			p := jetlettest.Start(t, args...)
+			p.WaitReady(30 * time.Second)
+			p.Signal(syscall.SIGTERM)
+			if code := p.Wait(30 * time.Second); code != 0 {
+				t.Fatalf("exit code %d after SIGTERM, want 0", code)
+			}
+		}
+		p := jetlettest.Start(t, append(args, "--replicas", "3")...)
+		if code := p.Wait(60 * time.Second); code == 0 {
+			t.Fatal("jetlet run --replicas 3 on the embedded server exited 0")
+		}
+		if want := "replicas unavailable"; !strings.Contains(p.Logs(), want) {
+			t.Errorf("logs do not say %q:\n%s", want, p.Logs())
+		}
 	}
 }
