@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -39,6 +41,19 @@ func (f *natsFlags) register(fs *pflag.FlagSet, defaultURL string) {
 	fs.StringVar(&f.tlsCA, "nats-tls-ca", "", "CA certificate file to verify the NATS server")
 	fs.StringVar(&f.tlsCert, "nats-tls-cert", "", "client certificate file for NATS mutual TLS")
 	fs.StringVar(&f.tlsKey, "nats-tls-key", "", "client key file for NATS mutual TLS")
+}
+
+// hasCredentials says whether the flags or the URLs carry credentials.
+func (f *natsFlags) hasCredentials() bool {
+	if f.creds != "" || f.nkeySeed != "" || f.user != "" || f.password != "" || f.token != "" || f.tlsCert != "" {
+		return true
+	}
+	for u := range strings.SplitSeq(f.url, ",") {
+		if parsed, err := url.Parse(strings.TrimSpace(u)); err == nil && parsed.User != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // options turns the flags into nats.go options.
@@ -107,8 +122,9 @@ func reconnectForever(log zerolog.Logger) []nats.Option {
 }
 
 // startEmbeddedNATS starts nats-server in-process with JetStream storing under
-// dataDir, listening on listen (port 0 picks a free port).
-func startEmbeddedNATS(listen, dataDir, node string, log zerolog.Logger) (*server.Server, error) {
+// dataDir, listening on listen (port 0 picks a free port), admitting the
+// clients that hold one of the admitted nkeys, or anyone when there are none.
+func startEmbeddedNATS(listen, dataDir, node string, admitted []string, log zerolog.Logger) (*server.Server, error) {
 	host, portStr, err := net.SplitHostPort(listen)
 	if err != nil {
 		return nil, fmt.Errorf("--nats-listen %q: %w", listen, err)
@@ -127,6 +143,9 @@ func startEmbeddedNATS(listen, dataDir, node string, log zerolog.Logger) (*serve
 		JetStream:  true,
 		StoreDir:   filepath.Join(dataDir, "nats"),
 		NoSigs:     true,
+	}
+	for _, pub := range admitted {
+		opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: pub})
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {

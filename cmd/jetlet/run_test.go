@@ -19,9 +19,9 @@ import (
 	"github.com/jetlet/jetlet/test/poll"
 )
 
-func connect(t *testing.T, url string) jetstream.JetStream {
+func connect(t *testing.T, url string, opts ...nats.Option) jetstream.JetStream {
 	t.Helper()
-	nc, err := nats.Connect(url)
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestRunEmbeddedProvisionsRestartsAndStopsCleanly(t *testing.T) {
 
 	p := jetlettest.Start(t, args...)
 	p.WaitReady(30 * time.Second)
-	js := connect(t, p.NATSURL())
+	js := connect(t, p.NATSURL(), p.NATSAuth())
 	ctx := t.Context()
 	for name, subject := range map[string]string{
 		schemas.StreamIntents: "jetlet.intent.>",
@@ -83,7 +83,7 @@ func TestRunEmbeddedProvisionsRestartsAndStopsCleanly(t *testing.T) {
 
 	p2 := jetlettest.Start(t, args...)
 	p2.WaitReady(30 * time.Second)
-	js2 := connect(t, p2.NATSURL())
+	js2 := connect(t, p2.NATSURL(), p2.NATSAuth())
 	if got := streamMsgs(t, js2, schemas.StreamDead); got != 3 {
 		t.Errorf("JETLET_DEAD holds %d messages after restart, want 3", got)
 	}

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
 var (
@@ -176,6 +178,22 @@ func (p *Process) HTTPAddr() string {
 func (p *Process) NATSURL() string {
 	p.t.Helper()
 	return p.WaitLog("embedded NATS server listening", 30*time.Second)["url"].(string)
+}
+
+// NATSAuth waits for the embedded NATS server and returns the option that
+// authenticates a client to it: the seed jetlet wrote in its data dir, or
+// nothing when it runs with --nats-insecure.
+func (p *Process) NATSAuth() nats.Option {
+	p.t.Helper()
+	seed, ok := p.WaitLog("embedded NATS server listening", 30*time.Second)["client_seed"].(string)
+	if !ok {
+		return func(*nats.Options) error { return nil }
+	}
+	opt, err := nats.NkeyOptionFromSeed(seed)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return opt
 }
 
 // WaitReady polls /readyz until it answers 200.
