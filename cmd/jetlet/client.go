@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -155,7 +156,11 @@ func (f *clientFlags) credentials() (clientAuth, error) {
 	if f.nats.hasCredentials() {
 		return clientAuth{}, nil
 	}
-	auth := clientAuth{seed: clientSeedPath(f.dataDir)}
+	dataDir, err := filepath.Abs(f.dataDir) // messages name the file wherever the command ran
+	if err != nil {
+		return clientAuth{}, fmt.Errorf("--data-dir: %w", err)
+	}
+	auth := clientAuth{seed: clientSeedPath(dataDir)}
 	opt, err := nats.NkeyOptionFromSeed(auth.seed)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -172,6 +177,8 @@ func (f *clientFlags) credentials() (clientAuth, error) {
 // refused explains an authorization failure by the credentials that were
 // presented.
 func (a clientAuth) refused(url string, err error) error {
+	// The server's "Authorization Violation", as nats.go spells its own.
+	err = errors.New(strings.ToLower(err.Error()))
 	switch {
 	case a.seed == "":
 		return fmt.Errorf("NATS at %s refused the credentials (%s); check --nats-creds, --nats-nkey, --nats-user/--nats-password or --nats-token", url, trimNATSPrefix(err))
