@@ -121,10 +121,17 @@ func reconnectForever(log zerolog.Logger) []nats.Option {
 	}
 }
 
+// embeddedAuth is whom the embedded NATS server admits.
+type embeddedAuth struct {
+	nkeys []string // public user keys whose holders are admitted
+	// anonymous is the key a client without credentials connects as
+	// (--nats-insecure); empty refuses such clients.
+	anonymous string
+}
+
 // startEmbeddedNATS starts nats-server in-process with JetStream storing under
-// dataDir, listening on listen (port 0 picks a free port), admitting the
-// clients that hold one of the admitted nkeys, or anyone when there are none.
-func startEmbeddedNATS(listen, dataDir, node string, admitted []string, log zerolog.Logger) (*server.Server, error) {
+// dataDir, listening on listen (port 0 picks a free port).
+func startEmbeddedNATS(listen, dataDir, node string, auth embeddedAuth, log zerolog.Logger) (*server.Server, error) {
 	host, portStr, err := net.SplitHostPort(listen)
 	if err != nil {
 		return nil, fmt.Errorf("--nats-listen %q: %w", listen, err)
@@ -144,9 +151,10 @@ func startEmbeddedNATS(listen, dataDir, node string, admitted []string, log zero
 		StoreDir:   filepath.Join(dataDir, "nats"),
 		NoSigs:     true,
 	}
-	for _, pub := range admitted {
+	for _, pub := range auth.nkeys {
 		opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: pub})
 	}
+	opts.NoAuthUser = auth.anonymous
 	s, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded NATS: %w", err)

@@ -310,43 +310,38 @@ func (a *agent) addReadinessChecks() {
 	})
 }
 
-// startNATS starts the embedded NATS server. Unless --nats-insecure, it admits
-// two nkeys only: the client seed's in the data dir (written on first start)
-// and one that jetlet makes at each start for its own in-process connection
-// and keeps in memory only. It returns how that connection authenticates.
+// startNATS starts the embedded NATS server. It admits two nkeys: the client
+// seed's in the data dir (written on first start) and one that jetlet makes
+// at each start for its own in-process connection and keeps in memory only.
+// With --nats-insecure a client without credentials is admitted too, as the
+// client key, so that the seed keeps working either way. It returns how
+// jetlet's own connection authenticates.
 func (a *agent) startNATS() (*server.Server, []nats.Option, error) {
-	log := logger.With().Str("component", "nats-server").Logger()
-	var admitted []string
-	var ownAuth []nats.Option
-	if a.cfg.natsInsecure {
-		a.log.Warn().Str("listen", a.cfg.natsListen).
-			Msg("--nats-insecure: the embedded NATS server admits anyone who reaches it, and anyone it admits can run processes on this node")
-	} else {
-		clientKey, err := ensureClientSeed(a.cfg.dataDir)
-		if err != nil {
-			return nil, nil, err
-		}
-		own, err := nkeys.CreateUser()
-		if err != nil {
-			return nil, nil, err
-		}
-		ownKey, err := own.PublicKey()
-		if err != nil {
-			return nil, nil, err
-		}
-		admitted = []string{clientKey, ownKey}
-		ownAuth = []nats.Option{nats.Nkey(ownKey, own.Sign)}
-	}
-	s, err := startEmbeddedNATS(a.cfg.natsListen, a.cfg.dataDir, a.cfg.node, admitted, log)
+	clientKey, err := ensureClientSeed(a.cfg.dataDir)
 	if err != nil {
 		return nil, nil, err
 	}
-	ev := a.log.Info().Str("url", s.ClientURL()).Str("store", s.StoreDir())
-	if !a.cfg.natsInsecure {
-		ev = ev.Str("client_seed", clientSeedPath(a.cfg.dataDir))
+	own, err := nkeys.CreateUser()
+	if err != nil {
+		return nil, nil, err
 	}
-	ev.Msg("embedded NATS server listening")
-	return s, ownAuth, nil
+	ownKey, err := own.PublicKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	auth := embeddedAuth{nkeys: []string{clientKey, ownKey}}
+	if a.cfg.natsInsecure {
+		auth.anonymous = clientKey
+		a.log.Warn().Str("listen", a.cfg.natsListen).
+			Msg("--nats-insecure: the embedded NATS server admits anyone who reaches it, and anyone it admits can run processes on this node")
+	}
+	s, err := startEmbeddedNATS(a.cfg.natsListen, a.cfg.dataDir, a.cfg.node, auth, logger.With().Str("component", "nats-server").Logger())
+	if err != nil {
+		return nil, nil, err
+	}
+	a.log.Info().Str("url", s.ClientURL()).Str("store", s.StoreDir()).Str("client_seed", clientSeedPath(a.cfg.dataDir)).
+		Msg("embedded NATS server listening")
+	return s, []nats.Option{nats.Nkey(ownKey, own.Sign)}, nil
 }
 
 // connect connects to the embedded server in-process with ownAuth, or to

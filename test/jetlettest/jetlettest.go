@@ -181,14 +181,10 @@ func (p *Process) NATSURL() string {
 }
 
 // NATSAuth waits for the embedded NATS server and returns the option that
-// authenticates a client to it: the seed jetlet wrote in its data dir, or
-// nothing when it runs with --nats-insecure.
+// authenticates a client to it: the seed jetlet wrote in its data dir.
 func (p *Process) NATSAuth() nats.Option {
 	p.t.Helper()
-	seed, ok := p.WaitLog("embedded NATS server listening", 30*time.Second)["client_seed"].(string)
-	if !ok {
-		return func(*nats.Options) error { return nil }
-	}
+	seed, _ := p.WaitLog("embedded NATS server listening", 30*time.Second)["client_seed"].(string)
 	opt, err := nats.NkeyOptionFromSeed(seed)
 	if err != nil {
 		p.t.Fatal(err)
