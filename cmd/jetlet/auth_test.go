@@ -135,7 +135,7 @@ func TestEmbeddedNATSAdmitsOnlyTheDataDirSeed(t *testing.T) {
 		wrong := writeSeed(t, filepath.Join(other, "nats-client.nk"))
 		res := runBinary(t, bin, nil, "get", "pods", "--nats-url", url, "--data-dir", other)
 		wantRefused(t, res, "NATS at "+url+" refused the credentials (authorization violation) of the seed "+wrong,
-			"it is not the seed of the `jetlet run` listening there")
+			"it is not a key that server admits")
 	})
 	t.Run("CLI with another nkey", func(t *testing.T) {
 		wrong := writeSeed(t, filepath.Join(t.TempDir(), "other.nk"))

@@ -143,8 +143,9 @@ func (r *recordingDialer) lastErr() error {
 // is refused.
 type clientAuth struct {
 	opts []nats.Option
-	// seed is the data dir's seed the command looked for when no
-	// credentials were given; seedFound says whether it was there and is used.
+	// seed is the data dir's seed the command looked for, empty when
+	// --nats-* credentials were given; seedFound says whether it was there
+	// and is used.
 	seed      string
 	seedFound bool
 }
@@ -177,15 +178,15 @@ func (f *clientFlags) credentials() (clientAuth, error) {
 // refused explains an authorization failure by the credentials that were
 // presented.
 func (a clientAuth) refused(url string, err error) error {
-	// The server's "Authorization Violation", as nats.go spells its own.
-	err = errors.New(strings.ToLower(err.Error()))
+	// The server's "Authorization Violation" spelled as nats.go's own errors.
+	why := strings.ToLower(trimNATSPrefix(err))
 	switch {
 	case a.seed == "":
-		return fmt.Errorf("NATS at %s refused the credentials (%s); check --nats-creds, --nats-nkey, --nats-user/--nats-password or --nats-token", url, trimNATSPrefix(err))
+		return fmt.Errorf("NATS at %s refused the credentials (%s); check --nats-creds, --nats-nkey, --nats-user/--nats-password or --nats-token", url, why)
 	case a.seedFound:
-		return fmt.Errorf("NATS at %s refused the credentials (%s) of the seed %s; it is not the seed of the `jetlet run` listening there: use the seed that jetlet wrote at <its data dir>/%s (--data-dir, --nats-nkey)", url, trimNATSPrefix(err), a.seed, clientSeedFile)
+		return fmt.Errorf("NATS at %s refused the credentials (%s) of the seed %s; it is not a key that server admits: use the seed that the `jetlet run` listening there wrote at <its data dir>/%s (--data-dir, --nats-nkey), or --nats-creds", url, why, a.seed, clientSeedFile)
 	}
-	return fmt.Errorf("NATS at %s refused the connection (%s): no credentials were given and there is no seed at %s; use the seed `jetlet run` wrote at <its data dir>/%s (--data-dir, --nats-nkey), or --nats-creds", url, trimNATSPrefix(err), a.seed, clientSeedFile)
+	return fmt.Errorf("NATS at %s refused the connection (%s): no credentials were given and there is no seed at %s; use the seed `jetlet run` wrote at <its data dir>/%s (--data-dir, --nats-nkey), or --nats-creds", url, why, a.seed, clientSeedFile)
 }
 
 // connectError turns a failed connect into a message a person can act on.
