@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -31,7 +30,8 @@ func ensureClientSeed(dataDir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	kp, err := nkeys.FromSeed(seed)
+	// As nats.go reads it for the clients: a bare seed or an nsc-decorated one.
+	kp, err := nkeys.ParseDecoratedNKey(seed)
 	if err != nil {
 		return "", fmt.Errorf("NATS client seed %s: %w; delete it and jetlet writes a new one", path, err)
 	}
@@ -59,11 +59,7 @@ func readOwnSeed(path string) ([]byte, error) {
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
 		return nil, fmt.Errorf("NATS client seed %s has mode %04o: others than its owner may use it to drive this node; `chmod 600 %s`, or delete it and jetlet writes a new one", path, perm, path)
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return bytes.TrimSpace(data), nil
+	return os.ReadFile(path)
 }
 
 // writeNewSeed writes a new user nkey seed to path atomically, readable by its
