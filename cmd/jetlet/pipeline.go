@@ -32,7 +32,8 @@ var _ reconcile.Runtime = (*runtime.Client)(nil)
 // servePipeline runs the node's pipeline (publisher, relist, pod workers,
 // consumer, garbage collection, heartbeat) until ctx is done, then drains it:
 // in-flight syncs finish (up to the shutdown timeout), unanswered intents go
-// back to JetStream, queued events and statuses are flushed.
+// back to JetStream, queued events and statuses are flushed, and the node's
+// heartbeat record is removed.
 func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, client *runtime.Client, reg prometheus.Registerer) error {
 	log := logger.With().Str("node", a.cfg.node).Logger()
 	pub := events.NewPublisher(js, events.PublisherConfig{
@@ -113,6 +114,9 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	}
 	stopPub()
 	bg.Wait()
+	if err := events.RemoveHeartbeat(flushCtx, js, a.cfg.node); err != nil {
+		log.Warn().Err(err).Msg("node record not removed from " + schemas.BucketNodes + "; it expires with the bucket's TTL")
+	}
 	return runErr
 }
 
