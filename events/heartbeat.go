@@ -16,8 +16,9 @@ const HeartbeatPeriod = 10 * time.Second
 
 // RunHeartbeat writes the record that snapshot returns to jetlet_nodes under
 // the node's key at once and then every period, until ctx is done. A failed
-// write is logged and tried again at the next beat; the bucket's TTL removes
-// the record of a node that stops beating.
+// write is logged and tried again at the next beat. A node that stops cleanly
+// removes its record with RemoveHeartbeat; the bucket's TTL removes the record
+// of a node that died.
 func RunHeartbeat(ctx context.Context, js jetstream.JetStream, period time.Duration, snapshot func() schemas.NodeRecord, log zerolog.Logger) {
 	log = log.With().Str("component", "heartbeat").Logger()
 	var kv jetstream.KeyValue
@@ -51,4 +52,14 @@ func RunHeartbeat(ctx context.Context, js jetstream.JetStream, period time.Durat
 			beat()
 		}
 	}
+}
+
+// RemoveHeartbeat deletes node's record from jetlet_nodes, so that a node that
+// stopped cleanly shows as stopped at once rather than after the bucket's TTL.
+func RemoveHeartbeat(ctx context.Context, js jetstream.JetStream, node string) error {
+	kv, err := js.KeyValue(ctx, schemas.BucketNodes)
+	if err != nil {
+		return err
+	}
+	return kv.Delete(ctx, node)
 }

@@ -136,11 +136,20 @@ func (c StreamsConfig) BucketConfigs() []jetstream.KeyValueConfig {
 	}
 }
 
+// ErrReplicasUnavailable is wrapped by Provision's error when a stream cannot
+// have the replicas asked for: a configuration error that retrying does not mend.
+var ErrReplicasUnavailable = errors.New("replicas unavailable")
+
+// jsErrReplicasNotSupported is JetStream's refusal of replicas > 1 on a
+// server that is not part of a cluster.
+const jsErrReplicasNotSupported jetstream.ErrorCode = 10074
+
 // Provision creates the streams and buckets that are absent and updates the ones
 // whose config differs. Several jetlet processes may run it at once against one
 // NATS: creation races settle on whichever config landed first, and a config
 // that cannot be updated in place (storage type, for one) is kept and logged,
-// never deleted.
+// never deleted. Replicas are the exception: a stream left with other replicas
+// than asked for is an error (ErrReplicasUnavailable), never kept silently.
 func Provision(ctx context.Context, js jetstream.JetStream, cfg StreamsConfig, log zerolog.Logger) error {
 	for _, sc := range cfg.StreamConfigs() {
 		if err := ensureStream(ctx, js, sc, log); err != nil {
@@ -160,38 +169,51 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 	// in use" between our update (not found) and our create.
 	var err error
 	for range 2 {
-		if _, err = js.CreateOrUpdateStream(ctx, want); err == nil {
-			log.Debug().Str("stream", want.Name).Msg("stream provisioned")
-			return nil
-		}
-		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		if _, err = js.CreateOrUpdateStream(ctx, want); err == nil || !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			break
 		}
 	}
-	return keepExisting(ctx, js, want.Name, err, log)
+	return settle(ctx, js, want.Name, want.Replicas, err, log)
 }
 
 func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig, log zerolog.Logger) error {
 	var err error
 	for range 2 {
-		if _, err = js.CreateOrUpdateKeyValue(ctx, want); err == nil {
-			log.Debug().Str("bucket", want.Bucket).Msg("bucket provisioned")
-			return nil
-		}
-		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) && !errors.Is(err, jetstream.ErrBucketExists) {
+		if _, err = js.CreateOrUpdateKeyValue(ctx, want); err == nil ||
+			!errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) && !errors.Is(err, jetstream.ErrBucketExists) {
 			break
 		}
 	}
-	return keepExisting(ctx, js, "KV_"+want.Bucket, err, log)
+	return settle(ctx, js, "KV_"+want.Bucket, want.Replicas, err, log)
 }
 
-// keepExisting settles a failed create-or-update: an existing stream is used as
-// it is (with a warning naming the refused change); no stream at all is fatal.
-func keepExisting(ctx context.Context, js jetstream.JetStream, stream string, updateErr error, log zerolog.Logger) error {
-	if _, err := js.Stream(ctx, stream); err != nil {
+// settle checks what a create-or-update left behind. No stream at all is
+// fatal. A stream with other replicas than asked for is fatal too: a server
+// outside a cluster silently keeps 1 on update, and a cluster that cannot
+// place more refuses. Any other refused change keeps the existing stream as it
+// is, with a warning naming the change.
+func settle(ctx context.Context, js jetstream.JetStream, stream string, replicas int, updateErr error, log zerolog.Logger) error {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		if updateErr == nil {
+			updateErr = err
+		}
+		var apiErr *jetstream.APIError
+		if errors.As(updateErr, &apiErr) && apiErr.ErrorCode == jsErrReplicasNotSupported {
+			return fmt.Errorf("provision stream %s with %d replicas: %w: %w; a NATS server outside a JetStream cluster (the embedded one included) holds 1 replica", stream, replicas, ErrReplicasUnavailable, updateErr)
+		}
 		return fmt.Errorf("provision stream %s: %w", stream, updateErr)
 	}
-	log.Warn().Err(updateErr).Str("stream", stream).
-		Msg("stream exists with a config that cannot be updated to jetlet's; using it as it is")
+	if have := s.CachedInfo().Config.Replicas; have != replicas {
+		why := "NATS kept them; a server outside a JetStream cluster (the embedded one included) holds 1 replica"
+		if updateErr != nil {
+			why = "NATS refused: " + updateErr.Error()
+		}
+		return fmt.Errorf("stream %s has %d replicas, not the %d asked for (--replicas): %w: %s", stream, have, replicas, ErrReplicasUnavailable, why)
+	}
+	if updateErr != nil {
+		log.Warn().Err(updateErr).Str("stream", stream).
+			Msg("stream exists with a config that cannot be updated to jetlet's; using it as it is")
+	}
 	return nil
 }

@@ -2,6 +2,8 @@ package events_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -162,5 +164,37 @@ func TestStreamsConfigValidate(t *testing.T) {
 				t.Error("Validate accepted it")
 			}
 		})
+	}
+}
+
+func TestProvisionRefusesReplicasASingleServerCannotHave(t *testing.T) {
+	_, js := natstest.Connect(t, natstest.RunServer(t))
+	ctx := t.Context()
+	cfg := defaultStreams(t)
+	cfg.Replicas = 3
+	// Fresh: JetStream refuses to create them.
+	err := events.Provision(ctx, js, cfg, zerolog.Nop())
+	if !errors.Is(err, events.ErrReplicasUnavailable) {
+		t.Fatalf("provision R3 on a single server: %v, want ErrReplicasUnavailable", err)
+	}
+	// Existing with 1: the server would keep 1 without a word on update.
+	cfg.Replicas = 1
+	if err := events.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Replicas = 3
+	err = events.Provision(ctx, js, cfg, zerolog.Nop())
+	if !errors.Is(err, events.ErrReplicasUnavailable) {
+		t.Fatalf("scale R1 to R3 on a single server: %v, want ErrReplicasUnavailable", err)
+	}
+	if want := "has 1 replicas, not the 3 asked for (--replicas)"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not say %q", err, want)
+	}
+	s, err := js.Stream(ctx, schemas.StreamIntents)
+	if err != nil {
+		t.Fatalf("the existing stream must stay: %v", err)
+	}
+	if got := s.CachedInfo().Config.Replicas; got != 1 {
+		t.Errorf("replicas = %d, want the existing 1", got)
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -26,6 +28,7 @@ const defaultClientURL = "nats://127.0.0.1:4222"
 // clientFlags are the flags every client command takes.
 type clientFlags struct {
 	nats          natsFlags
+	dataDir       string
 	subjectPrefix string
 	node          string
 	connectWait   time.Duration
@@ -36,6 +39,7 @@ type clientFlags struct {
 
 func (f *clientFlags) register(fs *pflag.FlagSet) {
 	f.nats.register(fs, defaultClientURL)
+	fs.StringVar(&f.dataDir, "data-dir", "./jetlet-data", "data dir of `jetlet run`, whose "+clientSeedFile+" seed is used when no other NATS credentials are given")
 	fs.StringVar(&f.subjectPrefix, "subject-prefix", schemas.DefaultSubjectPrefix, "first token of every jetlet subject")
 	fs.StringVar(&f.node, "node", "", "node name (a DNS-1123 label)")
 	fs.DurationVar(&f.connectWait, "connect-timeout", 5*time.Second, "how long to wait for NATS to answer")
@@ -72,6 +76,11 @@ func connectClient(cmd *cobra.Command, f *clientFlags) (*client, error) {
 	if err != nil {
 		return nil, err
 	}
+	auth, err := f.credentials()
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, auth.opts...)
 	opts = append(opts,
 		nats.Name("jetlet "+cmd.Name()),
 		nats.Timeout(f.connectWait),
@@ -93,7 +102,7 @@ func connectClient(cmd *cobra.Command, f *clientFlags) (*client, error) {
 		if errors.Is(err, nats.ErrNoServers) && dialer.lastErr() != nil {
 			err = dialer.lastErr()
 		}
-		return nil, connectError(shown, err)
+		return nil, connectError(shown, auth, err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -130,15 +139,65 @@ func (r *recordingDialer) lastErr() error {
 	return r.err
 }
 
+// clientAuth is how a client command authenticates, and what to say when it
+// is refused.
+type clientAuth struct {
+	opts []nats.Option
+	// seed is the data dir's seed the command looked for, empty when
+	// --nats-* credentials were given; seedFound says whether it was there
+	// and is used.
+	seed      string
+	seedFound bool
+}
+
+// credentials picks the client command's credentials: the --nats-* ones if any
+// were given, else the seed that `jetlet run` wrote in --data-dir if it is
+// there, else none (a NATS that admits anyone).
+func (f *clientFlags) credentials() (clientAuth, error) {
+	if f.nats.hasCredentials() {
+		return clientAuth{}, nil
+	}
+	dataDir, err := filepath.Abs(f.dataDir) // messages name the file wherever the command ran
+	if err != nil {
+		return clientAuth{}, fmt.Errorf("--data-dir: %w", err)
+	}
+	auth := clientAuth{seed: clientSeedPath(dataDir)}
+	opt, err := nats.NkeyOptionFromSeed(auth.seed)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return auth, nil
+	case errors.Is(err, fs.ErrPermission):
+		return auth, fmt.Errorf("cannot read the NATS seed %s: permission denied; only the user who started `jetlet run` may read it (run the command as that user, or pass credentials of your own with --nats-nkey or --nats-creds)", auth.seed)
+	case err != nil:
+		return auth, fmt.Errorf("NATS seed %s: %w", auth.seed, err)
+	}
+	auth.opts, auth.seedFound = []nats.Option{opt}, true
+	return auth, nil
+}
+
+// refused explains an authorization failure by the credentials that were
+// presented.
+func (a clientAuth) refused(url string, err error) error {
+	// The server's "Authorization Violation" spelled as nats.go's own errors.
+	why := strings.ToLower(trimNATSPrefix(err))
+	switch {
+	case a.seed == "":
+		return fmt.Errorf("NATS at %s refused the credentials (%s); check --nats-creds, --nats-nkey, --nats-user/--nats-password or --nats-token", url, why)
+	case a.seedFound:
+		return fmt.Errorf("NATS at %s refused the credentials (%s) of the seed %s; it is not a key that server admits: use the seed that the `jetlet run` listening there wrote at <its data dir>/%s (--data-dir, --nats-nkey), or --nats-creds", url, why, a.seed, clientSeedFile)
+	}
+	return fmt.Errorf("NATS at %s refused the connection (%s): no credentials were given and there is no seed at %s; use the seed `jetlet run` wrote at <its data dir>/%s (--data-dir, --nats-nkey), or --nats-creds", url, why, a.seed, clientSeedFile)
+}
+
 // connectError turns a failed connect into a message a person can act on.
-func connectError(url string, err error) error {
+func connectError(url string, auth clientAuth, err error) error {
 	var hint string
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("cannot reach NATS at %s: connection refused; is `jetlet run` running?", url)
 	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked),
 		strings.Contains(strings.ToLower(err.Error()), "authorization"):
-		hint = "check --nats-creds, --nats-nkey, --nats-user/--nats-password or --nats-token"
+		return auth.refused(url, err)
 	case strings.Contains(err.Error(), "tls") || strings.Contains(err.Error(), "x509") || strings.Contains(err.Error(), "certificate"):
 		hint = "check --nats-tls-ca, --nats-tls-cert and --nats-tls-key"
 	case errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded), strings.Contains(err.Error(), "timeout"):

@@ -50,7 +50,7 @@ func TestDataDirKeepsItsNode(t *testing.T) {
 		p := jetlettest.Start(t, append([]string{"run", "--node", node, "--data-dir", dataDir,
 			"--nats-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"}, extra...)...)
 		p.WaitReady(60 * time.Second)
-		nc, err := nats.Connect(p.NATSURL())
+		nc, err := nats.Connect(p.NATSURL(), p.NATSAuth())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +77,7 @@ func TestDataDirKeepsItsNode(t *testing.T) {
 	}
 
 	p, c, js := start("n1")
-	wantCode(t, c.runIn(keepPod, "apply", "-f", "-", "--node", "n1", "--wait"), 0)
+	wantCode(t, c.runIn(keepPod, "apply", "-f", "-", "--node", "n1", "--data-dir", dataDir, "--wait"), 0)
 	id := running(js, "n1.keep-1")
 	stop(p)
 
@@ -98,7 +98,7 @@ func TestDataDirKeepsItsNode(t *testing.T) {
 	if got := running(js, "n1.keep-1"); got != id {
 		t.Errorf("after the refused start the container is %s, want %s still running", got, id)
 	}
-	wantCode(t, c.runIn(keepPod, "apply", "-f", "-", "--node", "n2"), 0)
+	wantCode(t, c.runIn(keepPod, "apply", "-f", "-", "--node", "n2", "--data-dir", dataDir), 0)
 	stop(p)
 
 	_, _, js = start("n2", "--rename-node")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,18 +14,28 @@ import (
 
 // TestClientAgainstJetletRun is the README's quick start with a real
 // `jetlet run` (embedded NATS, embedded process runtime): apply the examples,
-// see them in `get pods` and `events`, delete them, see PodTerminated.
+// see them in `get pods` and `events`, delete them, see PodTerminated. As in
+// the README, jetlet and the commands run in one directory on the default
+// data dir, whose seed authenticates the commands.
 func TestClientAgainstJetletRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts jetlet run")
 	}
-	dataDir, err := os.MkdirTemp("", "jcli") // short: the runtime's socket lives here
+	examples, err := filepath.Abs(examples)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dataDir) })
-	p := jetlettest.Start(t, "run", "--node", "n1", "--data-dir", dataDir,
-		"--nats-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")
+	examples += "/"
+	// Built from inside the module, before leaving it.
+	jetlettest.Binary(t)
+	// Short: the runtime's socket lives under it.
+	dir, err := os.MkdirTemp("", "jcli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Chdir(dir)
+	p := jetlettest.Start(t, "run", "--node", "n1", "--nats-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")
 	p.WaitReady(60 * time.Second)
 	c := &cluster{t: t, url: p.NATSURL()}
 	pods := []string{"web", "job", "init", "crashloop"}

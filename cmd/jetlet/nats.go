@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -39,6 +41,19 @@ func (f *natsFlags) register(fs *pflag.FlagSet, defaultURL string) {
 	fs.StringVar(&f.tlsCA, "nats-tls-ca", "", "CA certificate file to verify the NATS server")
 	fs.StringVar(&f.tlsCert, "nats-tls-cert", "", "client certificate file for NATS mutual TLS")
 	fs.StringVar(&f.tlsKey, "nats-tls-key", "", "client key file for NATS mutual TLS")
+}
+
+// hasCredentials says whether the flags or the URLs carry credentials.
+func (f *natsFlags) hasCredentials() bool {
+	if f.creds != "" || f.nkeySeed != "" || f.user != "" || f.password != "" || f.token != "" || f.tlsCert != "" {
+		return true
+	}
+	for u := range strings.SplitSeq(f.url, ",") {
+		if parsed, err := url.Parse(strings.TrimSpace(u)); err == nil && parsed.User != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // options turns the flags into nats.go options.
@@ -106,9 +121,17 @@ func reconnectForever(log zerolog.Logger) []nats.Option {
 	}
 }
 
+// embeddedAuth is whom the embedded NATS server admits.
+type embeddedAuth struct {
+	nkeys []string // public user keys whose holders are admitted
+	// anonymous is the key a client without credentials connects as
+	// (--nats-insecure); empty refuses such clients.
+	anonymous string
+}
+
 // startEmbeddedNATS starts nats-server in-process with JetStream storing under
 // dataDir, listening on listen (port 0 picks a free port).
-func startEmbeddedNATS(listen, dataDir, node string, log zerolog.Logger) (*server.Server, error) {
+func startEmbeddedNATS(listen, dataDir, node string, auth embeddedAuth, log zerolog.Logger) (*server.Server, error) {
 	host, portStr, err := net.SplitHostPort(listen)
 	if err != nil {
 		return nil, fmt.Errorf("--nats-listen %q: %w", listen, err)
@@ -128,6 +151,10 @@ func startEmbeddedNATS(listen, dataDir, node string, log zerolog.Logger) (*serve
 		StoreDir:   filepath.Join(dataDir, "nats"),
 		NoSigs:     true,
 	}
+	for _, pub := range auth.nkeys {
+		opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: pub})
+	}
+	opts.NoAuthUser = auth.anonymous
 	s, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded NATS: %w", err)

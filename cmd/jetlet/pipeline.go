@@ -14,7 +14,6 @@ import (
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/reconcile"
 	"github.com/jetlet/jetlet/runtime"
-	"github.com/jetlet/jetlet/runtime/criadapter"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -26,10 +25,15 @@ const gcPeriod = time.Minute
 // once NATS is back, derives the facts again.
 const rederiveCheck = 5 * time.Second
 
+// The CRI client is reconcile's runtime as it is: reconcile declares its
+// roles with the client's own signatures.
+var _ reconcile.Runtime = (*runtime.Client)(nil)
+
 // servePipeline runs the node's pipeline (publisher, relist, pod workers,
 // consumer, garbage collection, heartbeat) until ctx is done, then drains it:
 // in-flight syncs finish (up to the shutdown timeout), unanswered intents go
-// back to JetStream, queued events and statuses are flushed.
+// back to JetStream, queued events and statuses are flushed, and the node's
+// heartbeat record is removed.
 func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, client *runtime.Client, reg prometheus.Registerer) error {
 	log := logger.With().Str("node", a.cfg.node).Logger()
 	pub := events.NewPublisher(js, events.PublisherConfig{
@@ -40,7 +44,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 		Metrics:             events.NewMetrics(reg),
 	})
 	emit := consumer.EventEmitter(pub.Emit)
-	mgr, err := reconcile.New(criadapter.New(client), reconcile.EmitterFunc(emit), reconcile.Config{
+	mgr, err := reconcile.New(client, reconcile.EmitterFunc(emit), reconcile.Config{
 		NodeName:        a.cfg.node,
 		DataDir:         a.cfg.dataDir,
 		AllowPrivileged: a.cfg.allowPrivileged,
@@ -110,6 +114,9 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	}
 	stopPub()
 	bg.Wait()
+	if err := events.RemoveHeartbeat(flushCtx, js, a.cfg.node); err != nil {
+		log.Warn().Err(err).Msg("node record not removed from " + schemas.BucketNodes + "; it expires with the bucket's TTL")
+	}
 	return runErr
 }
 

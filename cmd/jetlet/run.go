@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
@@ -30,6 +31,7 @@ type runConfig struct {
 	dataDir               string
 	nats                  natsFlags
 	natsListen            string
+	natsInsecure          bool
 	runtimeEndpoint       string
 	runtimeRequestTimeout time.Duration
 	workers               int
@@ -53,7 +55,10 @@ func newRunCommand() *cobra.Command {
 		Long: `Run the node agent for one node.
 
 Without --nats-url an embedded NATS server with JetStream starts in-process,
-storing under --data-dir and listening on --nats-listen. Without
+storing under --data-dir and listening on --nats-listen. It admits only the
+nkey whose seed jetlet writes to --data-dir/` + clientSeedFile + ` (readable by the
+user running jetlet only), which the client commands use; --nats-insecure
+admits anyone. Without
 --runtime-endpoint the embedded process runtime starts on a socket under
 --data-dir. Every flag can also be set with its JETLET_<FLAG> variable.`,
 		Args: cobra.NoArgs,
@@ -72,6 +77,7 @@ storing under --data-dir and listening on --nats-listen. Without
 	fs.StringVar(&cfg.dataDir, "data-dir", "./jetlet-data", "directory for the embedded NATS store, the embedded runtime and pod data")
 	cfg.nats.register(fs, "")
 	fs.StringVar(&cfg.natsListen, "nats-listen", "127.0.0.1:4222", "embedded NATS listen address (port 0 picks a free port); ignored with --nats-url")
+	fs.BoolVar(&cfg.natsInsecure, "nats-insecure", false, "let the embedded NATS server admit anyone, without credentials (by default it admits the nkey of --data-dir/"+clientSeedFile+" only)")
 	fs.StringVar(&cfg.runtimeEndpoint, "runtime-endpoint", "", "CRI runtime endpoint (unix:///run/containerd/containerd.sock); empty starts the embedded process runtime")
 	fs.DurationVar(&cfg.runtimeRequestTimeout, "runtime-request-timeout", 2*time.Minute, "timeout of every CRI call but image pulls")
 	fs.IntVar(&cfg.workers, "workers", 16, "pods synced concurrently")
@@ -153,6 +159,9 @@ func (c *runConfig) validate() error {
 	if _, err := c.nats.options(); err != nil {
 		return err
 	}
+	if c.natsInsecure && c.nats.url != "" {
+		return errors.New("--nats-insecure opens the embedded NATS server; with --nats-url there is none (that server's config decides who it admits)")
+	}
 	c.streams.SetDefaults()
 	return c.streams.Validate()
 }
@@ -197,14 +206,13 @@ func (a *agent) run(ctx context.Context) error {
 	go func() { webErr <- web.serve() }()
 
 	var embedded *server.Server
+	var ownAuth []nats.Option
 	if a.cfg.nats.url == "" {
-		embedded, err = startEmbeddedNATS(a.cfg.natsListen, a.cfg.dataDir, a.cfg.node, logger.With().Str("component", "nats-server").Logger())
-		if err != nil {
+		if embedded, ownAuth, err = a.startNATS(); err != nil {
 			return err
 		}
-		a.log.Info().Str("url", embedded.ClientURL()).Str("store", embedded.StoreDir()).Msg("embedded NATS server listening")
 	}
-	nc, err := a.connect(embedded)
+	nc, err := a.connect(embedded, ownAuth)
 	if err != nil {
 		return err
 	}
@@ -312,21 +320,56 @@ func (a *agent) addReadinessChecks() {
 	})
 }
 
-// connect connects to the embedded server in-process, or to --nats-url,
-// retrying forever in the background.
-func (a *agent) connect(embedded *server.Server) (*nats.Conn, error) {
-	opts, err := a.cfg.nats.options()
+// startNATS starts the embedded NATS server. It admits two nkeys: the client
+// seed's in the data dir (written on first start) and one that jetlet makes
+// at each start for its own in-process connection and keeps in memory only.
+// With --nats-insecure a client without credentials is admitted too, as the
+// client key, so that the seed keeps working either way. It returns how
+// jetlet's own connection authenticates.
+func (a *agent) startNATS() (*server.Server, []nats.Option, error) {
+	clientKey, err := ensureClientSeed(a.cfg.dataDir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	own, err := nkeys.CreateUser()
+	if err != nil {
+		return nil, nil, err
+	}
+	ownKey, err := own.PublicKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	auth := embeddedAuth{nkeys: []string{clientKey, ownKey}}
+	if a.cfg.natsInsecure {
+		auth.anonymous = clientKey
+		a.log.Warn().Str("listen", a.cfg.natsListen).
+			Msg("--nats-insecure: the embedded NATS server admits anyone who reaches it, and anyone it admits can run processes on this node")
+	}
+	s, err := startEmbeddedNATS(a.cfg.natsListen, a.cfg.dataDir, a.cfg.node, auth, logger.With().Str("component", "nats-server").Logger())
+	if err != nil {
+		return nil, nil, err
+	}
+	a.log.Info().Str("url", s.ClientURL()).Str("store", s.StoreDir()).Str("client_seed", clientSeedPath(a.cfg.dataDir)).
+		Msg("embedded NATS server listening")
+	return s, []nats.Option{nats.Nkey(ownKey, own.Sign)}, nil
+}
+
+// connect connects to the embedded server in-process with ownAuth, or to
+// --nats-url with the --nats-* flags, retrying forever in the background.
+func (a *agent) connect(embedded *server.Server, ownAuth []nats.Option) (*nats.Conn, error) {
+	url, opts := a.cfg.nats.url, ownAuth
+	if embedded != nil {
+		url = embedded.ClientURL()
+		opts = append(opts, nats.InProcessServer(embedded))
+	} else {
+		var err error
+		if opts, err = a.cfg.nats.options(); err != nil {
+			return nil, err
+		}
 	}
 	natsLog := logger.With().Str("component", "nats").Logger()
 	opts = append(opts, reconnectForever(natsLog)...)
 	opts = append(opts, nats.Name("jetlet run "+a.cfg.node))
-	url := a.cfg.nats.url
-	if embedded != nil {
-		url = embedded.ClientURL()
-		opts = append(opts, nats.InProcessServer(embedded))
-	}
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
@@ -335,14 +378,18 @@ func (a *agent) connect(embedded *server.Server) (*nats.Conn, error) {
 }
 
 // provision creates the streams and buckets, retrying while NATS is not
-// reachable yet.
+// reachable yet; replicas NATS cannot give end the run.
 func (a *agent) provision(ctx context.Context, js jetstream.JetStream) error {
 	log := logger.With().Str("component", "provision").Logger()
 	b := backoff.WithContext(backoff.NewExponentialBackOff(backoff.WithMaxElapsedTime(0), backoff.WithMaxInterval(10*time.Second)), ctx)
 	err := backoff.RetryNotify(func() error {
 		attemptCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		return events.Provision(attemptCtx, js, a.cfg.streams, log)
+		err := events.Provision(attemptCtx, js, a.cfg.streams, log)
+		if errors.Is(err, events.ErrReplicasUnavailable) {
+			return backoff.Permanent(err) // --replicas needs changing, or a cluster
+		}
+		return err
 	}, b, func(err error, next time.Duration) {
 		log.Warn().Err(err).Dur("retry_in", next).Msg("provisioning streams and buckets failed; retrying")
 	})

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"context"
+	"errors"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -15,11 +16,12 @@ import (
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/natstest"
+	"github.com/jetlet/jetlet/test/poll"
 )
 
-func connect(t *testing.T, url string) jetstream.JetStream {
+func connect(t *testing.T, url string, opts ...nats.Option) jetstream.JetStream {
 	t.Helper()
-	nc, err := nats.Connect(url)
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +48,7 @@ func TestRunEmbeddedProvisionsRestartsAndStopsCleanly(t *testing.T) {
 
 	p := jetlettest.Start(t, args...)
 	p.WaitReady(30 * time.Second)
-	js := connect(t, p.NATSURL())
+	js := connect(t, p.NATSURL(), p.NATSAuth())
 	ctx := t.Context()
 	for name, subject := range map[string]string{
 		schemas.StreamIntents: "jetlet.intent.>",
@@ -81,7 +83,7 @@ func TestRunEmbeddedProvisionsRestartsAndStopsCleanly(t *testing.T) {
 
 	p2 := jetlettest.Start(t, args...)
 	p2.WaitReady(30 * time.Second)
-	js2 := connect(t, p2.NATSURL())
+	js2 := connect(t, p2.NATSURL(), p2.NATSAuth())
 	if got := streamMsgs(t, js2, schemas.StreamDead); got != 3 {
 		t.Errorf("JETLET_DEAD holds %d messages after restart, want 3", got)
 	}
@@ -106,13 +108,26 @@ func TestTwoNodesShareOneExternalNATS(t *testing.T) {
 	if _, err := js.Stream(t.Context(), schemas.StreamIntents); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range procs {
+	nodes, err := js.KeyValue(t.Context(), schemas.BucketNodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range procs {
+		node := []string{"node-a", "node-b"}[i]
+		poll.Until(t, 30*time.Second, func() string { return node + "'s heartbeat in " + schemas.BucketNodes }, func() bool {
+			_, err := nodes.Get(t.Context(), node)
+			return err == nil
+		})
 		if logs := p.Logs(); strings.Contains(logs, `"level":"error"`) || strings.Contains(logs, `"level":"warn"`) {
 			t.Errorf("a node logged a warning or error:\n%s", logs)
 		}
 		p.Signal(syscall.SIGTERM)
 		if code := p.Wait(30 * time.Second); code != 0 {
 			t.Errorf("exit code %d, want 0", code)
+		}
+		// Stopped cleanly: its record is gone at once, not after the TTL.
+		if _, err := nodes.Get(t.Context(), node); !errors.Is(err, jetstream.ErrKeyNotFound) {
+			t.Errorf("%s's heartbeat after SIGTERM: %v, want it deleted", node, err)
 		}
 	}
 }
@@ -150,6 +165,7 @@ func TestFlagsFromEnvironmentAndErrors(t *testing.T) {
 		{"bad workers", nil, []string{"--node", "n1", "--workers", "0"}, "--workers 0"},
 		{"half a client certificate", nil, []string{"--node", "n1", "--nats-tls-cert", "c.pem"}, "--nats-tls-cert and --nats-tls-key go together"},
 		{"bad log level", nil, []string{"--node", "n1", "--log-level", "loud"}, `log level "loud"`},
+		{"insecure external NATS", nil, []string{"--node", "n1", "--nats-url", "nats://127.0.0.1:1", "--nats-insecure"}, "with --nats-url there is none"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,5 +191,28 @@ func TestVersion(t *testing.T) {
 	}
 	if !strings.HasPrefix(string(out), "jetlet ") {
 		t.Errorf("version printed %q", out)
+	}
+}
+
+func TestRunRefusesReplicasTheEmbeddedServerCannotHave(t *testing.T) {
+	dataDir := t.TempDir()
+	args := []string{"run", "--node", "n1", "--data-dir", dataDir, "--nats-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"}
+	// Fresh, and then over streams that exist with 1 replica.
+	for _, first := range []bool{true, false} {
+		if !first {
+			p := jetlettest.Start(t, args...)
+			p.WaitReady(30 * time.Second)
+			p.Signal(syscall.SIGTERM)
+			if code := p.Wait(30 * time.Second); code != 0 {
+				t.Fatalf("exit code %d after SIGTERM, want 0", code)
+			}
+		}
+		p := jetlettest.Start(t, append(args, "--replicas", "3")...)
+		if code := p.Wait(60 * time.Second); code == 0 {
+			t.Fatal("jetlet run --replicas 3 on the embedded server exited 0")
+		}
+		if want := "replicas unavailable"; !strings.Contains(p.Logs(), want) {
+			t.Errorf("logs do not say %q:\n%s", want, p.Logs())
+		}
 	}
 }

@@ -256,7 +256,7 @@ func BenchmarkNewPods(b *testing.B) {
 
 func natsConn(b *testing.B, n *node) *nats.Conn {
 	b.Helper()
-	nc, err := nats.Connect(n.proc.NATSURL())
+	nc, err := nats.Connect(n.proc.NATSURL(), n.proc.NATSAuth())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -49,11 +49,13 @@ func (n *node) start() {
 	n.proc = jetlettest.Start(n.t, append(args, n.extra...)...)
 	n.proc.WaitReady(60 * time.Second)
 	url := n.url
+	opts := []nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}
 	if url == "" {
 		url = n.proc.NATSURL()
+		opts = append(opts, n.proc.NATSAuth())
 	}
 	if n.js == nil || n.url == "" {
-		nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+		nc, err := nats.Connect(url, opts...)
 		if err != nil {
 			n.t.Fatal(err)
 		}

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
 var (
@@ -176,6 +178,18 @@ func (p *Process) HTTPAddr() string {
 func (p *Process) NATSURL() string {
 	p.t.Helper()
 	return p.WaitLog("embedded NATS server listening", 30*time.Second)["url"].(string)
+}
+
+// NATSAuth waits for the embedded NATS server and returns the option that
+// authenticates a client to it: the seed jetlet wrote in its data dir.
+func (p *Process) NATSAuth() nats.Option {
+	p.t.Helper()
+	seed, _ := p.WaitLog("embedded NATS server listening", 30*time.Second)["client_seed"].(string)
+	opt, err := nats.NkeyOptionFromSeed(seed)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return opt
 }
 
 // WaitReady polls /readyz until it answers 200.

@@ -191,7 +191,7 @@ func (n *node) start(extra ...string) {
 	n.proc.WaitReady(60 * time.Second)
 	url := n.proc.NATSURL()
 	n.listen = strings.TrimPrefix(url, "nats://")
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	nc, err := nats.Connect(url, n.proc.NATSAuth(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	if err != nil {
 		n.t.Fatal(err)
 	}
