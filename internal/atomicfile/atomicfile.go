@@ -8,7 +8,9 @@ import (
 
 // Write writes data to path through a temporary file in the same directory,
 // synced and renamed into place, so a reader sees the old content or the new
-// one, never a torn write, even after a crash.
+// one, never a torn write, even after a crash. Until it gets perm, the
+// temporary file is its owner's only, so a secret written with 0600 is never
+// readable by anyone else.
 func Write(path string, data []byte, perm os.FileMode) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
