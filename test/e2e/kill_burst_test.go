@@ -88,9 +88,11 @@ func TestSIGKILLAtTwentyPointsOfABurst(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 200-intent burst with 20 restarts")
 	}
-	// Fails on today's code: after the kills, containers that ran (crash-loop
-	// instances, and running ones) have no ContainerStarted, and replaced
-	// containers have no ContainerDied (the latter even with SIGTERM).
+	// Fails on today's code (4 runs): one result per intent and no event id
+	// twice hold, but containers that ran (crash-loop instances, running
+	// ones) lack their ContainerStarted, replaced containers their
+	// ContainerDied (even with SIGTERM for the kills), and in one run two
+	// pods had more containers than specs.
 	t.Skip("enable once the pod-worker and ledger branches land")
 	const nPods, nIntents, nDeletes, kills = 50, 200, 15, 20
 	pods := make([]*burstPod, nPods)
@@ -157,6 +159,7 @@ func ledgerProblems(evs []schemas.LifecycleEvent, pods []*burstPod, held []*runt
 		uid, container string
 		started, died  int
 		startedAt      time.Time
+		killed         []string // ContainerKilled reasons
 	}
 	ids := map[string]int{}
 	instances := map[string]*instance{} // by container id
@@ -164,7 +167,7 @@ func ledgerProblems(evs []schemas.LifecycleEvent, pods []*burstPod, held []*runt
 		if ids[ev.ID]++; ids[ev.ID] == 2 {
 			report("event id %s stored twice", ev.ID)
 		}
-		if ev.Type != schemas.EventContainerStarted && ev.Type != schemas.EventContainerDied {
+		if ev.ContainerID == "" {
 			continue
 		}
 		in := instances[ev.ContainerID]
@@ -172,18 +175,27 @@ func ledgerProblems(evs []schemas.LifecycleEvent, pods []*burstPod, held []*runt
 			in = &instance{uid: ev.UID, container: ev.Container}
 			instances[ev.ContainerID] = in
 		}
-		if ev.Type == schemas.EventContainerStarted {
+		switch ev.Type {
+		case schemas.EventContainerStarted:
 			in.started++
 			in.startedAt = ev.Time
-		} else {
+		case schemas.EventContainerDied:
 			in.died++
+		case schemas.EventContainerKilled:
+			in.killed = append(in.killed, ev.Reason)
+		}
+	}
+	// Instances known only from other events (created, removed) never ran.
+	for id, in := range instances {
+		if in.started == 0 && in.died == 0 {
+			delete(instances, id)
 		}
 	}
 	// Per pod: how many instances started, and the newest, the only one that
 	// may still run.
-	starts, newest := map[string]int{}, map[string]string{}
+	starts, newest := map[string][]string{}, map[string]string{}
 	for id, in := range instances {
-		starts[in.uid]++
+		starts[in.uid] = append(starts[in.uid], fmt.Sprintf("%.12s (started %d, died %d, killed %v)", id, in.started, in.died, in.killed))
 		if cur, ok := newest[in.uid]; !ok || in.startedAt.After(instances[cur].startedAt) {
 			newest[in.uid] = id
 		}
@@ -191,8 +203,8 @@ func ledgerProblems(evs []schemas.LifecycleEvent, pods []*burstPod, held []*runt
 	deleted := map[string]bool{}
 	for _, p := range pods {
 		deleted[p.uid] = p.deleted
-		if !p.crash && starts[p.uid] > p.specs {
-			report("pod %s: %d containers started for %d container specs", p.uid, starts[p.uid], p.specs)
+		if !p.crash && len(starts[p.uid]) > p.specs {
+			report("pod %s: %d containers ran for %d container specs: %s", p.uid, len(starts[p.uid]), p.specs, strings.Join(starts[p.uid], ", "))
 		}
 	}
 	for id, in := range instances {
