@@ -27,13 +27,22 @@ func startPublisher(t *testing.T, js jetstream.JetStream, cfg events.PublisherCo
 	if err := events.Provision(t.Context(), js, defaultStreams(t), zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
+	p, _ := runPublisher(t, js, cfg)
+	return p
+}
+
+// runPublisher runs a publisher for node n1 until stop is called or the test
+// ends.
+func runPublisher(t *testing.T, js jetstream.JetStream, cfg events.PublisherConfig) (p *events.Publisher, stop func()) {
+	t.Helper()
 	cfg.Node = "n1"
-	p := events.NewPublisher(js, cfg)
+	p = events.NewPublisher(js, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { p.Run(ctx) })
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	return p
+	stop = func() { cancel(); wg.Wait() }
+	t.Cleanup(stop)
+	return p, stop
 }
 
 func tracedContext(t *testing.T) (context.Context, string) {
