@@ -32,23 +32,9 @@ func provisionShortWindow(t *testing.T, js jetstream.JetStream) {
 	}
 }
 
-// waitWindowExpired returns once the events stream's duplicate window has
-// forgotten every message stored so far: a probe stored now is no longer
-// reported a duplicate (the server forgets ids oldest first).
 func waitWindowExpired(t *testing.T, js jetstream.JetStream) {
 	t.Helper()
-	probe := func() *jetstream.PubAck {
-		ack, err := js.Publish(t.Context(), "jetlet.event.n1.probe.BackOff", nil, jetstream.WithMsgID(t.Name()+".probe"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ack
-	}
-	first := probe().Sequence
-	poll.Until(t, 30*time.Second, poll.Msg("the duplicate window to expire"), func() bool {
-		ack := probe()
-		return !ack.Duplicate && ack.Sequence != first
-	})
+	jetlettest.WaitDuplicateWindow(t, js, "jetlet.event.n1.probe.BackOff", 30*time.Second)
 }
 
 func emitN(p *events.Publisher, uid string, from, to int) {
