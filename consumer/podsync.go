@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/reconcile"
 	"github.com/jetlet/jetlet/schemas"
@@ -193,7 +194,7 @@ func rfc3339(t time.Time) string {
 // its uid.
 func podTerminatedID(uid string, status *reconcile.PodStatus) string {
 	if len(status.SandboxStatuses) > 0 {
-		return reconcile.EventID(status.SandboxStatuses[0].ID, schemas.EventPodTerminated)
+		return reconcile.EventID(status.SandboxStatuses[0].Id, schemas.EventPodTerminated)
 	}
 	return reconcile.EventID(uid, schemas.EventPodTerminated)
 }
@@ -315,7 +316,7 @@ func isTerminal(p schemas.PodPhase) bool {
 }
 
 func sandboxReady(st *reconcile.PodStatus) bool {
-	return len(st.SandboxStatuses) > 0 && st.SandboxStatuses[0].State == reconcile.SandboxReady
+	return len(st.SandboxStatuses) > 0 && st.SandboxStatuses[0].State == runtimeapi.PodSandboxState_SANDBOX_READY
 }
 
 func nonNil(a []schemas.ActionResult) []schemas.ActionResult {

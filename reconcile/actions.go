@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -77,11 +78,11 @@ func (a PodActions) String() string {
 }
 
 // networkNamespaceForPod is the network namespace mode the pod's sandbox must have.
-func networkNamespaceForPod(pod *corev1.Pod) NamespaceMode {
+func networkNamespaceForPod(pod *corev1.Pod) runtimeapi.NamespaceMode {
 	if pod.Spec.HostNetwork {
-		return NamespaceNode
+		return runtimeapi.NamespaceMode_NODE
 	}
-	return NamespacePod
+	return runtimeapi.NamespaceMode_POD
 }
 
 // podSandboxChanged says whether a new sandbox is needed, its attempt, and the
@@ -92,24 +93,25 @@ func podSandboxChanged(pod *corev1.Pod, status *PodStatus) (bool, uint32, string
 	}
 	ready := 0
 	for _, s := range status.SandboxStatuses {
-		if s.State == SandboxReady {
+		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
 			ready++
 		}
 	}
 	newest := status.SandboxStatuses[0]
+	attempt := newest.GetMetadata().GetAttempt()
 	switch {
 	case ready > 1:
 		// Several ready sandboxes: reconcile them into one.
-		return true, newest.Metadata.Attempt + 1, newest.ID
-	case newest.State != SandboxReady:
-		return true, newest.Metadata.Attempt + 1, newest.ID
-	case newest.Namespaces.Network != networkNamespaceForPod(pod):
+		return true, attempt + 1, newest.Id
+	case newest.State != runtimeapi.PodSandboxState_SANDBOX_READY:
+		return true, attempt + 1, newest.Id
+	case newest.GetLinux().GetNamespaces().GetOptions().GetNetwork() != networkNamespaceForPod(pod):
 		// hostNetwork changed: a new sandbox, the old one is not reused.
-		return true, newest.Metadata.Attempt + 1, ""
-	case !pod.Spec.HostNetwork && newest.IP == "":
-		return true, newest.Metadata.Attempt + 1, newest.ID
+		return true, attempt + 1, ""
+	case !pod.Spec.HostNetwork && newest.GetNetwork().GetIp() == "":
+		return true, attempt + 1, newest.Id
 	}
-	return false, newest.Metadata.Attempt, newest.ID
+	return false, attempt, newest.Id
 }
 
 // shouldRestartOnFailure: Always, OnFailure and the empty policy restart a

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // makeBasePodAndStatus: a pod of three running containers in one ready
@@ -28,11 +29,14 @@ func makeBasePodAndStatus() (*corev1.Pod, *PodStatus) {
 	status := &PodStatus{
 		UID: "12345678", Name: "foo", Namespace: "new",
 		IPs: []string{"10.0.0.1"},
-		SandboxStatuses: []*SandboxStatus{{
-			ID:       "sandboxID",
-			Metadata: SandboxMetadata{Name: "foo", Namespace: "new", UID: "12345678", Attempt: 0},
-			State:    SandboxReady,
-			IP:       "10.0.0.1",
+		SandboxStatuses: []*runtimeapi.PodSandboxStatus{{
+			Id:       "sandboxID",
+			Metadata: &runtimeapi.PodSandboxMetadata{Name: "foo", Namespace: "new", Uid: "12345678", Attempt: 0},
+			State:    runtimeapi.PodSandboxState_SANDBOX_READY,
+			Network:  &runtimeapi.PodSandboxNetworkStatus{Ip: "10.0.0.1"},
+			Linux: &runtimeapi.LinuxPodSandboxStatus{Namespaces: &runtimeapi.Namespace{
+				Options: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD},
+			}},
 		}},
 	}
 	for i := range pod.Spec.Containers {
@@ -124,14 +128,19 @@ func TestComputePodActions(t *testing.T) {
 			want:   plan{KillPod: true, CreateSandbox: true, Start: []int{0, 1, 2}},
 		},
 		{
-			name:   "sandbox not ready: kill the pod, new sandbox attempt 1, start all",
-			mutate: func(_ *corev1.Pod, s *PodStatus) { s.SandboxStatuses[0].State = SandboxNotReady },
-			want:   plan{KillPod: true, CreateSandbox: true, SandboxID: "sandboxID", Attempt: 1, Start: []int{0, 1, 2}},
+			name: "sandbox not ready: kill the pod, new sandbox attempt 1, start all",
+			mutate: func(_ *corev1.Pod, s *PodStatus) {
+				s.SandboxStatuses[0].State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+			},
+			want: plan{KillPod: true, CreateSandbox: true, SandboxID: "sandboxID", Attempt: 1, Start: []int{0, 1, 2}},
 		},
 		{
 			name: "several ready sandboxes: reconcile into a new one",
 			mutate: func(_ *corev1.Pod, s *PodStatus) {
-				s.SandboxStatuses = append(s.SandboxStatuses, &SandboxStatus{ID: "older", State: SandboxReady, IP: "10.0.0.2", Metadata: SandboxMetadata{Attempt: 0}})
+				s.SandboxStatuses = append(s.SandboxStatuses, &runtimeapi.PodSandboxStatus{
+					Id: "older", State: runtimeapi.PodSandboxState_SANDBOX_READY,
+					Network: &runtimeapi.PodSandboxNetworkStatus{Ip: "10.0.0.2"}, Metadata: &runtimeapi.PodSandboxMetadata{Attempt: 0},
+				})
 				s.SandboxStatuses[0].Metadata.Attempt = 3
 			},
 			want: plan{KillPod: true, CreateSandbox: true, SandboxID: "sandboxID", Attempt: 4, Start: []int{0, 1, 2}},
@@ -144,21 +153,21 @@ func TestComputePodActions(t *testing.T) {
 		{
 			name: "network namespace changed (no longer hostNetwork)",
 			mutate: func(_ *corev1.Pod, s *PodStatus) {
-				s.SandboxStatuses[0].Namespaces.Network = NamespaceNode
+				s.SandboxStatuses[0].Linux.Namespaces.Options.Network = runtimeapi.NamespaceMode_NODE
 			},
 			want: plan{KillPod: true, CreateSandbox: true, Attempt: 1, Start: []int{0, 1, 2}},
 		},
 		{
 			name:   "sandbox without IP for a pod network pod: new sandbox",
-			mutate: func(_ *corev1.Pod, s *PodStatus) { s.SandboxStatuses[0].IP = "" },
+			mutate: func(_ *corev1.Pod, s *PodStatus) { s.SandboxStatuses[0].Network.Ip = "" },
 			want:   plan{KillPod: true, CreateSandbox: true, SandboxID: "sandboxID", Attempt: 1, Start: []int{0, 1, 2}},
 		},
 		{
 			name: "host network pod without IP: fine",
 			mutate: func(p *corev1.Pod, s *PodStatus) {
 				p.Spec.HostNetwork = true
-				s.SandboxStatuses[0].Namespaces.Network = NamespaceNode
-				s.SandboxStatuses[0].IP = ""
+				s.SandboxStatuses[0].Linux.Namespaces.Options.Network = runtimeapi.NamespaceMode_NODE
+				s.SandboxStatuses[0].Network.Ip = ""
 			},
 			want: plan{SandboxID: "sandboxID"},
 		},
@@ -166,7 +175,7 @@ func TestComputePodActions(t *testing.T) {
 			name: "Never, sandbox dead after containers ran: done, no new sandbox",
 			mutate: func(p *corev1.Pod, s *PodStatus) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyNever
-				s.SandboxStatuses[0].State = SandboxNotReady
+				s.SandboxStatuses[0].State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 				allExited(s, 0)
 			},
 			want: plan{KillPod: true, SandboxID: "sandboxID", Attempt: 1},
@@ -175,7 +184,7 @@ func TestComputePodActions(t *testing.T) {
 			name: "Never, sandbox dead and no container ever created: retry the sandbox",
 			mutate: func(p *corev1.Pod, s *PodStatus) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyNever
-				s.SandboxStatuses[0].State = SandboxNotReady
+				s.SandboxStatuses[0].State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 				s.ContainerStatuses = nil
 			},
 			want: plan{KillPod: true, CreateSandbox: true, SandboxID: "sandboxID", Attempt: 1, Start: []int{0, 1, 2}},
@@ -184,7 +193,7 @@ func TestComputePodActions(t *testing.T) {
 			name: "OnFailure, sandbox dead, every container succeeded: no new sandbox",
 			mutate: func(p *corev1.Pod, s *PodStatus) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
-				s.SandboxStatuses[0].State = SandboxNotReady
+				s.SandboxStatuses[0].State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 				allExited(s, 0)
 			},
 			want: plan{KillPod: true, SandboxID: "sandboxID", Attempt: 1},
@@ -193,7 +202,7 @@ func TestComputePodActions(t *testing.T) {
 			name: "OnFailure, sandbox dead, one container failed: new sandbox, start only that one",
 			mutate: func(p *corev1.Pod, s *PodStatus) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
-				s.SandboxStatuses[0].State = SandboxNotReady
+				s.SandboxStatuses[0].State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 				allExited(s, 0)
 				s.ContainerStatuses[1].ExitCode = 2
 			},
@@ -431,7 +440,7 @@ func TestComputePodActions(t *testing.T) {
 			name: "init containers, sandbox dead: new sandbox from the first init container",
 			mutate: func(p *corev1.Pod, s *PodStatus) {
 				addInitContainers(p)
-				s.SandboxStatuses[0].State = SandboxNotReady
+				s.SandboxStatuses[0].State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 				setInitStatuses(p, s, map[string]*ContainerStatus{"init1": {State: ContainerExited}, "init2": {State: ContainerExited}})
 			},
 			want: plan{KillPod: true, CreateSandbox: true, SandboxID: "sandboxID", Attempt: 1, NextInit: "init1"},
@@ -441,7 +450,7 @@ func TestComputePodActions(t *testing.T) {
 			mutate: func(p *corev1.Pod, s *PodStatus) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 				addInitContainers(p)
-				s.SandboxStatuses[0].State = SandboxNotReady
+				s.SandboxStatuses[0].State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 				allExited(s, 0)
 				s.ContainerStatuses = append(s.ContainerStatuses,
 					&ContainerStatus{ID: "i2", Name: "init2", State: ContainerExited, Init: true},

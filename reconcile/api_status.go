@@ -4,6 +4,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -45,14 +46,14 @@ func (m *Manager) ToAPIStatus(pod *corev1.Pod, status *PodStatus) *schemas.PodSt
 	if len(status.SandboxStatuses) > 0 {
 		s := status.SandboxStatuses[0]
 		st := schemas.SandboxNotReady
-		if s.State == SandboxReady {
+		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
 			st = schemas.SandboxReady
 		}
-		ips := s.podIPs()
+		ips := podIPs(s)
 		if ips == nil {
 			ips = []string{} // "ips": [] on the wire, not null
 		}
-		out.Sandbox = &schemas.SandboxStatus{ID: s.ID, State: st, IPs: ips}
+		out.Sandbox = &schemas.SandboxStatus{ID: s.Id, State: st, IPs: ips}
 	}
 	_, _, initDone := findNextInitContainerToRun(pod, status)
 	inits := make([]apiContainer, len(pod.Spec.InitContainers))

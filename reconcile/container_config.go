@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // containerLogPath is <container>/<restartCount>.log, relative to the
@@ -21,7 +22,7 @@ func containerLogPath(name string, restartCount int) string {
 // generateContainerConfig builds the CRI config of one container instance, as
 // kubelet's generateContainerConfig. It creates the container's log directory
 // and the directories of its emptyDir and *OrCreate hostPath volumes.
-func (m *Manager) generateContainerConfig(pod *corev1.Pod, c *corev1.Container, restartCount int, imageRef string, net podNetwork, isInit bool) (*ContainerConfig, error) {
+func (m *Manager) generateContainerConfig(pod *corev1.Pod, c *corev1.Container, restartCount int, imageRef string, net podNetwork, isInit bool) (*runtimeapi.ContainerConfig, error) {
 	envs, err := m.makeEnvironmentVariables(pod, c, net)
 	if err != nil {
 		return nil, err
@@ -43,32 +44,31 @@ func (m *Manager) generateContainerConfig(pod *corev1.Pod, c *corev1.Container, 
 	if image == "" {
 		image = c.Image
 	}
-	return &ContainerConfig{
-		Metadata:        ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
-		Image:           ImageSpec{Image: image},
-		Command:         cmd,
-		Args:            args,
-		WorkingDir:      c.WorkingDir,
-		Envs:            envs,
-		Mounts:          mounts,
-		Labels:          newContainerLabels(pod, c),
-		Annotations:     newContainerAnnotations(pod, c, restartCount, isInit),
-		LogPath:         containerLogPath(c.Name, restartCount),
-		Stdin:           c.Stdin,
-		StdinOnce:       c.StdinOnce,
-		Tty:             c.TTY,
-		Resources:       m.linuxResources(c),
-		SecurityContext: sc,
+	return &runtimeapi.ContainerConfig{
+		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
+		Image:       &runtimeapi.ImageSpec{Image: image},
+		Command:     cmd,
+		Args:        args,
+		WorkingDir:  c.WorkingDir,
+		Envs:        envs,
+		Mounts:      mounts,
+		Labels:      newContainerLabels(pod, c),
+		Annotations: newContainerAnnotations(pod, c, restartCount, isInit),
+		LogPath:     containerLogPath(c.Name, restartCount),
+		Stdin:       c.Stdin,
+		StdinOnce:   c.StdinOnce,
+		Tty:         c.TTY,
+		Linux:       &runtimeapi.LinuxContainerConfig{Resources: m.linuxResources(c), SecurityContext: sc},
 	}, nil
 }
 
 // containerSecurityContext merges the pod's and the container's security
 // contexts (the container's wins), as kubelet's determineEffectiveSecurityContext.
-func (m *Manager) containerSecurityContext(pod *corev1.Pod, c *corev1.Container) (*ContainerSecurityContext, error) {
-	out := &ContainerSecurityContext{NamespaceOptions: namespaceOptions(pod)}
+func (m *Manager) containerSecurityContext(pod *corev1.Pod, c *corev1.Container) (*runtimeapi.LinuxContainerSecurityContext, error) {
+	out := &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: namespaceOptions(pod)}
 	if psc := pod.Spec.SecurityContext; psc != nil {
-		out.RunAsUser = psc.RunAsUser
-		out.RunAsGroup = psc.RunAsGroup
+		out.RunAsUser = optionalInt64(psc.RunAsUser)
+		out.RunAsGroup = optionalInt64(psc.RunAsGroup)
 		out.SupplementalGroups = psc.SupplementalGroups
 	}
 	sc := c.SecurityContext
@@ -76,10 +76,10 @@ func (m *Manager) containerSecurityContext(pod *corev1.Pod, c *corev1.Container)
 		return out, nil
 	}
 	if sc.RunAsUser != nil {
-		out.RunAsUser = sc.RunAsUser
+		out.RunAsUser = optionalInt64(sc.RunAsUser)
 	}
 	if sc.RunAsGroup != nil {
-		out.RunAsGroup = sc.RunAsGroup
+		out.RunAsGroup = optionalInt64(sc.RunAsGroup)
 	}
 	if sc.Privileged != nil && *sc.Privileged {
 		if !m.cfg.AllowPrivileged {
@@ -94,7 +94,7 @@ func (m *Manager) containerSecurityContext(pod *corev1.Pod, c *corev1.Container)
 		out.NoNewPrivs = !*sc.AllowPrivilegeEscalation
 	}
 	if caps := sc.Capabilities; caps != nil {
-		out.Capabilities = &Capability{}
+		out.Capabilities = &runtimeapi.Capability{}
 		for _, a := range caps.Add {
 			out.Capabilities.AddCapabilities = append(out.Capabilities.AddCapabilities, string(a))
 		}
@@ -113,11 +113,11 @@ func (m *Manager) emptyDirPath(uid, volume string) string {
 // makeMounts turns volume mounts into CRI mounts: hostPath as is (created
 // when its type says so), emptyDir under the data dir. Other volume types are
 // an error.
-func (m *Manager) makeMounts(pod *corev1.Pod, c *corev1.Container) ([]Mount, error) {
+func (m *Manager) makeMounts(pod *corev1.Pod, c *corev1.Container) ([]*runtimeapi.Mount, error) {
 	if len(c.VolumeDevices) > 0 {
 		return nil, fmt.Errorf("container %q: volumeDevices are not supported", c.Name)
 	}
-	var mounts []Mount
+	var mounts []*runtimeapi.Mount
 	for _, vm := range c.VolumeMounts {
 		var vol *corev1.Volume
 		for i := range pod.Spec.Volumes {
@@ -161,7 +161,7 @@ func (m *Manager) makeMounts(pod *corev1.Pod, c *corev1.Container) ([]Mount, err
 				}
 			}
 		}
-		mounts = append(mounts, Mount{
+		mounts = append(mounts, &runtimeapi.Mount{
 			ContainerPath: vm.MountPath,
 			HostPath:      hostPath,
 			Readonly:      vm.ReadOnly,
@@ -171,17 +171,17 @@ func (m *Manager) makeMounts(pod *corev1.Pod, c *corev1.Container) ([]Mount, err
 	return mounts, nil
 }
 
-func toPropagation(p *corev1.MountPropagationMode) MountPropagation {
+func toPropagation(p *corev1.MountPropagationMode) runtimeapi.MountPropagation {
 	if p == nil {
-		return PropagationPrivate
+		return runtimeapi.MountPropagation_PROPAGATION_PRIVATE
 	}
 	switch *p {
 	case corev1.MountPropagationHostToContainer:
-		return PropagationHostToContainer
+		return runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER
 	case corev1.MountPropagationBidirectional:
-		return PropagationBidirectional
+		return runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL
 	}
-	return PropagationPrivate
+	return runtimeapi.MountPropagation_PROPAGATION_PRIVATE
 }
 
 // prepareHostPath creates DirectoryOrCreate and FileOrCreate paths and checks

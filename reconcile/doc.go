@@ -6,9 +6,11 @@
 // collection.
 //
 // The package talks to the runtime only through the small interfaces it
-// declares (Runtime and its roles) in plain types that mirror the CRI. It
-// imports neither gRPC nor NATS: runtime/criadapter converts between these
-// types and the CRI's generated ones, and the consumer turns events and
+// declares (Runtime and its roles), in the CRI's own types
+// (k8s.io/cri-api runtime/v1) and with the signatures of *runtime.Client,
+// which satisfies them as it is. It imports neither gRPC nor NATS: the CRI's
+// generated package links gRPC, reconcile never calls it; not-found is
+// recognised by runtime/crierr's sentinel; the consumer turns events and
 // results into messages.
 //
 // Flow of one sync, as in kubelet:

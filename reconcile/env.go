@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // podIPs are the IPs the downward API reads; podIP is the first.
@@ -17,7 +18,7 @@ type podNetwork struct {
 // in order, each value expanded with the variables defined before it, and
 // fieldRefs resolved from the pod (the downward API). Sources jetlet cannot
 // honour (ConfigMaps, Secrets, resource fields) are an error.
-func (m *Manager) makeEnvironmentVariables(pod *corev1.Pod, c *corev1.Container, net podNetwork) ([]KeyValue, error) {
+func (m *Manager) makeEnvironmentVariables(pod *corev1.Pod, c *corev1.Container, net podNetwork) ([]*runtimeapi.KeyValue, error) {
 	if len(c.EnvFrom) > 0 {
 		return nil, fmt.Errorf("container %q: envFrom is not supported", c.Name)
 	}
@@ -46,9 +47,9 @@ func (m *Manager) makeEnvironmentVariables(pod *corev1.Pod, c *corev1.Container,
 		}
 		values[e.Name] = v
 	}
-	out := make([]KeyValue, 0, len(order))
+	out := make([]*runtimeapi.KeyValue, 0, len(order))
 	for _, k := range order {
-		out = append(out, KeyValue{Key: k, Value: values[k]})
+		out = append(out, &runtimeapi.KeyValue{Key: k, Value: []byte(values[k])})
 	}
 	return out, nil
 }
@@ -96,10 +97,10 @@ func subscript(path, prefix string) (string, bool) {
 
 // expandCommandAndArgs expands $(VAR) in command and args with the
 // container's final environment.
-func expandCommandAndArgs(c *corev1.Container, envs []KeyValue) ([]string, []string) {
+func expandCommandAndArgs(c *corev1.Container, envs []*runtimeapi.KeyValue) ([]string, []string) {
 	values := make(map[string]string, len(envs))
 	for _, e := range envs {
-		values[e.Key] = e.Value
+		values[e.Key] = string(e.Value)
 	}
 	mapping := func(name string) (string, bool) {
 		v, ok := values[name]

@@ -125,8 +125,8 @@ func PodFacts(node string, pod *PodStatus) []schemas.LifecycleEvent {
 	ref := podRef{pod.UID, pod.Namespace, pod.Name}
 	var facts []schemas.LifecycleEvent
 	for _, s := range pod.SandboxStatuses {
-		ev := newEvent(node, ref, schemas.EventSandboxCreated, EventID(s.ID, schemas.EventSandboxCreated), s.CreatedAt)
-		ev.SandboxID, ev.Attempt = s.ID, s.Metadata.Attempt
+		ev := newEvent(node, ref, schemas.EventSandboxCreated, EventID(s.GetId(), schemas.EventSandboxCreated), fromNanos(s.GetCreatedAt()))
+		ev.SandboxID, ev.Attempt = s.GetId(), s.GetMetadata().GetAttempt()
 		facts = append(facts, ev)
 	}
 	for _, cs := range pod.ContainerStatuses {

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -12,7 +14,7 @@ func TestPodFactsDerivesEveryFactWithItsTimeAndLiveID(t *testing.T) {
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	pod := &PodStatus{
 		UID: "u1", Name: "web", Namespace: "default",
-		SandboxStatuses: []*SandboxStatus{{ID: "s1", State: SandboxReady, CreatedAt: at(0), Metadata: SandboxMetadata{Attempt: 0}}},
+		SandboxStatuses: []*runtimeapi.PodSandboxStatus{{Id: "s1", State: runtimeapi.PodSandboxState_SANDBOX_READY, CreatedAt: at(0).UnixNano(), Metadata: &runtimeapi.PodSandboxMetadata{Attempt: 0}}},
 		// Newest first, as GetPodStatus returns them.
 		ContainerStatuses: []*ContainerStatus{
 			{ID: "c3", Name: "app", SandboxID: "s1", State: ContainerCreated, CreatedAt: at(30), Attempt: 2},

@@ -5,26 +5,34 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/runtime/crierr"
 )
 
 // fakeRuntime is an in-memory Runtime for unit tests and benchmarks; it
 // follows the CRI's semantics for what reconcile uses, with time.Now (the
-// synctest bubble's clock inside one).
+// synctest bubble's clock inside one). Like a real client, it answers with
+// messages of its own the caller may keep: the stored ones never leave it, and
+// as it changes only their top-level fields, a shallow copy is one of its own.
+// (Not proto.Clone: its reflection metadata would stay live and, in the
+// benchmarks' small heap, cost garbage collections reconcile does not cause.)
 type fakeRuntime struct {
 	mu         sync.Mutex
 	next       int
-	sandboxes  map[string]*SandboxStatus
+	sandboxes  map[string]*runtimeapi.PodSandboxStatus
 	containers map[string]*fakeContainer
 	images     map[string]bool
 }
 
 type fakeContainer struct {
-	info      ContainerInfo
+	status    *runtimeapi.ContainerStatus
 	sandboxID string
 }
 
 func newFakeRuntime() *fakeRuntime {
-	return &fakeRuntime{sandboxes: map[string]*SandboxStatus{}, containers: map[string]*fakeContainer{}, images: map[string]bool{}}
+	return &fakeRuntime{sandboxes: map[string]*runtimeapi.PodSandboxStatus{}, containers: map[string]*fakeContainer{}, images: map[string]bool{}}
 }
 
 func (f *fakeRuntime) id(prefix string) string {
@@ -41,13 +49,17 @@ func matches(sel, labels map[string]string) bool {
 	return true
 }
 
-func (f *fakeRuntime) RunPodSandbox(_ context.Context, c *SandboxConfig) (string, error) {
+func (f *fakeRuntime) RunPodSandbox(_ context.Context, c *runtimeapi.PodSandboxConfig, _ string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := f.id("sb")
-	f.sandboxes[id] = &SandboxStatus{
-		ID: id, Metadata: c.Metadata, State: SandboxReady, CreatedAt: time.Now(), IP: "10.0.0.1",
-		Namespaces: c.SecurityContext.NamespaceOptions, Labels: c.Labels, Annotations: c.Annotations,
+	f.sandboxes[id] = &runtimeapi.PodSandboxStatus{
+		Id: id, Metadata: c.Metadata, State: runtimeapi.PodSandboxState_SANDBOX_READY, CreatedAt: time.Now().UnixNano(),
+		Network: &runtimeapi.PodSandboxNetworkStatus{Ip: "10.0.0.1"},
+		Linux: &runtimeapi.LinuxPodSandboxStatus{Namespaces: &runtimeapi.Namespace{
+			Options: c.GetLinux().GetSecurityContext().GetNamespaceOptions(),
+		}},
+		Labels: c.Labels, Annotations: c.Annotations,
 	}
 	return id, nil
 }
@@ -56,10 +68,10 @@ func (f *fakeRuntime) StopPodSandbox(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if s, ok := f.sandboxes[id]; ok {
-		s.State = SandboxNotReady
+		s.State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 		for _, c := range f.containers {
-			if c.sandboxID == id && c.info.State == ContainerRunning {
-				c.info.State, c.info.ExitCode, c.info.FinishedAt = ContainerExited, 137, time.Now()
+			if c.sandboxID == id && c.status.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+				c.status.State, c.status.ExitCode, c.status.FinishedAt = runtimeapi.ContainerState_CONTAINER_EXITED, 137, time.Now().UnixNano()
 			}
 		}
 	}
@@ -78,40 +90,42 @@ func (f *fakeRuntime) RemovePodSandbox(_ context.Context, id string) error {
 	return nil
 }
 
-func (f *fakeRuntime) PodSandboxStatus(_ context.Context, id string) (*SandboxStatus, error) {
+func (f *fakeRuntime) PodSandboxStatus(_ context.Context, id string, _ bool) (*runtimeapi.PodSandboxStatusResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s, ok := f.sandboxes[id]
 	if !ok {
-		return nil, fmt.Errorf("sandbox %s: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("sandbox %s: %w", id, crierr.ErrNotFound)
 	}
-	c := *s
-	return &c, nil
+	return &runtimeapi.PodSandboxStatusResponse{Status: &runtimeapi.PodSandboxStatus{
+		Id: s.Id, Metadata: s.Metadata, State: s.State, CreatedAt: s.CreatedAt, Network: s.Network, Linux: s.Linux,
+		Labels: s.Labels, Annotations: s.Annotations,
+	}}, nil
 }
 
-func (f *fakeRuntime) ListPodSandbox(_ context.Context, filter *SandboxFilter) ([]*Sandbox, error) {
+func (f *fakeRuntime) ListPodSandbox(_ context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []*Sandbox
+	var out []*runtimeapi.PodSandbox
 	for _, s := range f.sandboxes {
-		if filter != nil && ((filter.ID != "" && filter.ID != s.ID) || (filter.State != nil && *filter.State != s.State) || !matches(filter.LabelSelector, s.Labels)) {
+		if filter != nil && ((filter.Id != "" && filter.Id != s.Id) || (filter.State != nil && filter.State.State != s.State) || !matches(filter.LabelSelector, s.Labels)) {
 			continue
 		}
-		out = append(out, &Sandbox{ID: s.ID, Metadata: s.Metadata, State: s.State, CreatedAt: s.CreatedAt, Labels: s.Labels, Annotations: s.Annotations})
+		out = append(out, &runtimeapi.PodSandbox{Id: s.Id, Metadata: s.Metadata, State: s.State, CreatedAt: s.CreatedAt, Labels: s.Labels, Annotations: s.Annotations})
 	}
 	return out, nil
 }
 
-func (f *fakeRuntime) CreateContainer(_ context.Context, sandboxID string, c *ContainerConfig, _ *SandboxConfig) (string, error) {
+func (f *fakeRuntime) CreateContainer(_ context.Context, sandboxID string, c *runtimeapi.ContainerConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if s, ok := f.sandboxes[sandboxID]; !ok || s.State != SandboxReady {
+	if s, ok := f.sandboxes[sandboxID]; !ok || s.State != runtimeapi.PodSandboxState_SANDBOX_READY {
 		return "", fmt.Errorf("sandbox %s not ready", sandboxID)
 	}
 	id := f.id("c")
-	f.containers[id] = &fakeContainer{sandboxID: sandboxID, info: ContainerInfo{
-		ID: id, Metadata: c.Metadata, State: ContainerCreated, CreatedAt: time.Now(),
-		Image: c.Image.Image, ImageRef: c.Image.Image, Labels: c.Labels, Annotations: c.Annotations, LogPath: c.LogPath,
+	f.containers[id] = &fakeContainer{sandboxID: sandboxID, status: &runtimeapi.ContainerStatus{
+		Id: id, Metadata: c.Metadata, State: runtimeapi.ContainerState_CONTAINER_CREATED, CreatedAt: time.Now().UnixNano(),
+		Image: c.Image, ImageRef: c.Image.Image, Labels: c.Labels, Annotations: c.Annotations, LogPath: c.LogPath,
 	}}
 	return id, nil
 }
@@ -121,17 +135,17 @@ func (f *fakeRuntime) StartContainer(_ context.Context, id string) error {
 	defer f.mu.Unlock()
 	c, ok := f.containers[id]
 	if !ok {
-		return fmt.Errorf("container %s: %w", id, ErrNotFound)
+		return fmt.Errorf("container %s: %w", id, crierr.ErrNotFound)
 	}
-	c.info.State, c.info.StartedAt = ContainerRunning, time.Now()
+	c.status.State, c.status.StartedAt = runtimeapi.ContainerState_CONTAINER_RUNNING, time.Now().UnixNano()
 	return nil
 }
 
 func (f *fakeRuntime) StopContainer(_ context.Context, id string, _ int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if c, ok := f.containers[id]; ok && c.info.State == ContainerRunning {
-		c.info.State, c.info.ExitCode, c.info.FinishedAt, c.info.Reason = ContainerExited, 143, time.Now(), "Error"
+	if c, ok := f.containers[id]; ok && c.status.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+		c.status.State, c.status.ExitCode, c.status.FinishedAt, c.status.Reason = runtimeapi.ContainerState_CONTAINER_EXITED, 143, time.Now().UnixNano(), "Error"
 	}
 	return nil
 }
@@ -143,43 +157,46 @@ func (f *fakeRuntime) RemoveContainer(_ context.Context, id string) error {
 	return nil
 }
 
-func (f *fakeRuntime) ListContainers(_ context.Context, filter *ContainerFilter) ([]*Container, error) {
+func (f *fakeRuntime) ListContainers(_ context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []*Container
+	var out []*runtimeapi.Container
 	for _, c := range f.containers {
-		i := &c.info
-		if filter != nil && ((filter.ID != "" && filter.ID != i.ID) || (filter.PodSandboxID != "" && filter.PodSandboxID != c.sandboxID) ||
-			(filter.State != nil && *filter.State != i.State) || !matches(filter.LabelSelector, i.Labels)) {
+		s := c.status
+		if filter != nil && ((filter.Id != "" && filter.Id != s.Id) || (filter.PodSandboxId != "" && filter.PodSandboxId != c.sandboxID) ||
+			(filter.State != nil && filter.State.State != s.State) || !matches(filter.LabelSelector, s.Labels)) {
 			continue
 		}
-		out = append(out, &Container{ID: i.ID, PodSandboxID: c.sandboxID, Metadata: i.Metadata, Image: i.Image, ImageRef: i.ImageRef,
-			State: i.State, CreatedAt: i.CreatedAt, Labels: i.Labels, Annotations: i.Annotations})
+		out = append(out, &runtimeapi.Container{Id: s.Id, PodSandboxId: c.sandboxID, Metadata: s.Metadata, Image: s.Image, ImageRef: s.ImageRef,
+			State: s.State, CreatedAt: s.CreatedAt, Labels: s.Labels, Annotations: s.Annotations})
 	}
 	return out, nil
 }
 
-func (f *fakeRuntime) ContainerStatus(_ context.Context, id string) (*ContainerInfo, error) {
+func (f *fakeRuntime) ContainerStatus(_ context.Context, id string, _ bool) (*runtimeapi.ContainerStatusResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c, ok := f.containers[id]
 	if !ok {
-		return nil, fmt.Errorf("container %s: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("container %s: %w", id, crierr.ErrNotFound)
 	}
-	info := c.info
-	return &info, nil
+	s := c.status
+	return &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{
+		Id: s.Id, Metadata: s.Metadata, State: s.State, CreatedAt: s.CreatedAt, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
+		ExitCode: s.ExitCode, Image: s.Image, ImageRef: s.ImageRef, Reason: s.Reason, Labels: s.Labels, Annotations: s.Annotations, LogPath: s.LogPath,
+	}}, nil
 }
 
-func (f *fakeRuntime) ImageStatus(_ context.Context, image ImageSpec) (*Image, error) {
+func (f *fakeRuntime) ImageStatus(_ context.Context, image *runtimeapi.ImageSpec, _ bool) (*runtimeapi.ImageStatusResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.images[image.Image] {
-		return &Image{ID: "sha256:" + image.Image, RepoTags: []string{image.Image}}, nil
+		return &runtimeapi.ImageStatusResponse{Image: &runtimeapi.Image{Id: "sha256:" + image.Image, RepoTags: []string{image.Image}}}, nil
 	}
-	return nil, nil
+	return &runtimeapi.ImageStatusResponse{}, nil
 }
 
-func (f *fakeRuntime) PullImage(_ context.Context, image ImageSpec, _ *SandboxConfig) (string, error) {
+func (f *fakeRuntime) PullImage(_ context.Context, image *runtimeapi.ImageSpec, _ *runtimeapi.AuthConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.images[image.Image] = true
@@ -191,8 +208,8 @@ func (f *fakeRuntime) exit(name string, code int32) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, c := range f.containers {
-		if c.info.Labels[LabelContainerName] == name && c.info.State == ContainerRunning {
-			c.info.State, c.info.ExitCode, c.info.FinishedAt = ContainerExited, code, time.Now()
+		if c.status.Labels[LabelContainerName] == name && c.status.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			c.status.State, c.status.ExitCode, c.status.FinishedAt = runtimeapi.ContainerState_CONTAINER_EXITED, code, time.Now().UnixNano()
 		}
 	}
 }
@@ -229,9 +246,9 @@ func (c *countingRuntime) reset() {
 	c.calls = nil
 }
 
-func (c *countingRuntime) RunPodSandbox(ctx context.Context, cfg *SandboxConfig) (string, error) {
+func (c *countingRuntime) RunPodSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig, handler string) (string, error) {
 	c.count("RunPodSandbox")
-	return c.Runtime.RunPodSandbox(ctx, cfg)
+	return c.Runtime.RunPodSandbox(ctx, cfg, handler)
 }
 func (c *countingRuntime) StopPodSandbox(ctx context.Context, id string) error {
 	c.count("StopPodSandbox")
@@ -241,15 +258,15 @@ func (c *countingRuntime) RemovePodSandbox(ctx context.Context, id string) error
 	c.count("RemovePodSandbox")
 	return c.Runtime.RemovePodSandbox(ctx, id)
 }
-func (c *countingRuntime) PodSandboxStatus(ctx context.Context, id string) (*SandboxStatus, error) {
+func (c *countingRuntime) PodSandboxStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.PodSandboxStatusResponse, error) {
 	c.count("PodSandboxStatus")
-	return c.Runtime.PodSandboxStatus(ctx, id)
+	return c.Runtime.PodSandboxStatus(ctx, id, verbose)
 }
-func (c *countingRuntime) ListPodSandbox(ctx context.Context, f *SandboxFilter) ([]*Sandbox, error) {
+func (c *countingRuntime) ListPodSandbox(ctx context.Context, f *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
 	c.count("ListPodSandbox")
 	return c.Runtime.ListPodSandbox(ctx, f)
 }
-func (c *countingRuntime) CreateContainer(ctx context.Context, sb string, cfg *ContainerConfig, sc *SandboxConfig) (string, error) {
+func (c *countingRuntime) CreateContainer(ctx context.Context, sb string, cfg *runtimeapi.ContainerConfig, sc *runtimeapi.PodSandboxConfig) (string, error) {
 	c.count("CreateContainer")
 	return c.Runtime.CreateContainer(ctx, sb, cfg, sc)
 }
@@ -265,19 +282,19 @@ func (c *countingRuntime) RemoveContainer(ctx context.Context, id string) error 
 	c.count("RemoveContainer")
 	return c.Runtime.RemoveContainer(ctx, id)
 }
-func (c *countingRuntime) ListContainers(ctx context.Context, f *ContainerFilter) ([]*Container, error) {
+func (c *countingRuntime) ListContainers(ctx context.Context, f *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
 	c.count("ListContainers")
 	return c.Runtime.ListContainers(ctx, f)
 }
-func (c *countingRuntime) ContainerStatus(ctx context.Context, id string) (*ContainerInfo, error) {
+func (c *countingRuntime) ContainerStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.ContainerStatusResponse, error) {
 	c.count("ContainerStatus")
-	return c.Runtime.ContainerStatus(ctx, id)
+	return c.Runtime.ContainerStatus(ctx, id, verbose)
 }
-func (c *countingRuntime) ImageStatus(ctx context.Context, im ImageSpec) (*Image, error) {
+func (c *countingRuntime) ImageStatus(ctx context.Context, im *runtimeapi.ImageSpec, verbose bool) (*runtimeapi.ImageStatusResponse, error) {
 	c.count("ImageStatus")
-	return c.Runtime.ImageStatus(ctx, im)
+	return c.Runtime.ImageStatus(ctx, im, verbose)
 }
-func (c *countingRuntime) PullImage(ctx context.Context, im ImageSpec, sc *SandboxConfig) (string, error) {
+func (c *countingRuntime) PullImage(ctx context.Context, im *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sc *runtimeapi.PodSandboxConfig) (string, error) {
 	c.count("PullImage")
-	return c.Runtime.PullImage(ctx, im, sc)
+	return c.Runtime.PullImage(ctx, im, auth, sc)
 }

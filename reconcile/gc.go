@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -42,7 +45,7 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods PodStateProvider) err
 
 	// 1. Containers, grouped by pod and container name, newest first.
 	type key struct{ uid, name string }
-	groups := map[key][]*Container{}
+	groups := map[key][]*runtimeapi.Container{}
 	for _, c := range containers {
 		uid := c.Labels[LabelPodUID]
 		if uid == "" {
@@ -54,12 +57,12 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods PodStateProvider) err
 	remaining := map[string]int{} // containers left per sandbox
 	left := map[string]bool{}     // pods with a container or a sandbox left
 	for k, g := range groups {
-		sort.SliceStable(g, func(i, j int) bool { return g[i].CreatedAt.After(g[j].CreatedAt) })
+		slices.SortStableFunc(g, newestContainerFirst)
 		podGone := gone(k.uid)
 		keepDead := m.cfg.GC.MaxPerPodContainer
 		deadKept := 0
 		for i, c := range g {
-			evictable := c.State != ContainerRunning && now.Sub(c.CreatedAt) >= m.cfg.GC.MinAge
+			evictable := c.State != runtimeapi.ContainerState_CONTAINER_RUNNING && now.Sub(time.Unix(0, c.CreatedAt)) >= m.cfg.GC.MinAge
 			keep := !evictable
 			if evictable && !podGone {
 				protected := i == 0 // the newest instance, and it does not run
@@ -69,50 +72,48 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods PodStateProvider) err
 				}
 			}
 			if keep {
-				remaining[c.PodSandboxID]++
+				remaining[c.PodSandboxId]++
 				left[k.uid] = true
 				continue
 			}
-			if err := m.rt.RemoveContainer(ctx, c.ID); err != nil && !IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("remove container %s: %w", c.ID, err))
-				remaining[c.PodSandboxID]++
+			if err := m.rt.RemoveContainer(ctx, c.Id); err != nil && !isNotFound(err) {
+				errs = append(errs, fmt.Errorf("remove container %s: %w", c.Id, err))
+				remaining[c.PodSandboxId]++
 				left[k.uid] = true
 				continue
 			}
 			rc, _ := strconv.Atoi(c.Annotations[AnnotationContainerRestartCount])
 			ns, name := c.Labels[LabelPodNamespace], c.Labels[LabelPodName]
 			_ = os.Remove(filepath.Join(podLogsDir(m.cfg.LogDir, ns, name, k.uid), containerLogPath(k.name, rc)))
-			m.containerEvent(ctx, podRef{k.uid, ns, name}, schemas.EventContainerRemoved, k.name, c.ID, c.PodSandboxID, c.Metadata.Attempt, "", "garbage collected")
+			m.containerEvent(ctx, podRef{k.uid, ns, name}, schemas.EventContainerRemoved, k.name, c.Id, c.PodSandboxId, c.GetMetadata().GetAttempt(), "", "garbage collected")
 		}
 	}
 
 	// 2. Sandboxes, grouped by pod, newest first.
-	byPod := map[string][]*Sandbox{}
+	byPod := map[string][]*runtimeapi.PodSandbox{}
 	for _, s := range sandboxes {
-		uid := s.Metadata.UID
-		if uid == "" {
-			uid = s.Labels[LabelPodUID]
-		}
+		uid := sandboxPodUID(s)
 		if uid == "" {
 			continue
 		}
 		byPod[uid] = append(byPod[uid], s)
 	}
 	for uid, ss := range byPod {
-		sort.SliceStable(ss, func(i, j int) bool { return ss[i].CreatedAt.After(ss[j].CreatedAt) })
+		slices.SortStableFunc(ss, newestSandboxFirst)
 		podGone := gone(uid)
 		for i, s := range ss {
-			removable := s.State != SandboxReady && remaining[s.ID] == 0 && (podGone || i > 0)
+			removable := s.State != runtimeapi.PodSandboxState_SANDBOX_READY && remaining[s.Id] == 0 && (podGone || i > 0)
 			if !removable {
 				left[uid] = true
 				continue
 			}
-			if err := m.rt.RemovePodSandbox(ctx, s.ID); err != nil && !IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("remove sandbox %s: %w", s.ID, err))
+			if err := m.rt.RemovePodSandbox(ctx, s.Id); err != nil && !isNotFound(err) {
+				errs = append(errs, fmt.Errorf("remove sandbox %s: %w", s.Id, err))
 				left[uid] = true
 				continue
 			}
-			m.sandboxEvent(ctx, podRef{uid, s.Metadata.Namespace, s.Metadata.Name}, schemas.EventSandboxRemoved, s.ID, s.Metadata.Attempt, "garbage collected")
+			md := s.GetMetadata()
+			m.sandboxEvent(ctx, podRef{uid, md.GetNamespace(), md.GetName()}, schemas.EventSandboxRemoved, s.Id, md.GetAttempt(), "garbage collected")
 		}
 	}
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -53,14 +54,15 @@ func imageTag(image string) string {
 // ensureImageExists makes the container's image present per its pull policy,
 // after kubelet's image manager: ImageStatus first; pull when the policy says
 // so; failed pulls back off per pod and image.
-func (m *Manager) ensureImageExists(ctx context.Context, pod *corev1.Pod, c *corev1.Container, sandboxCfg *SandboxConfig, result *PodSyncResult) (string, string, error) {
+func (m *Manager) ensureImageExists(ctx context.Context, pod *corev1.Pod, c *corev1.Container, sandboxCfg *runtimeapi.PodSandboxConfig, result *PodSyncResult) (string, string, error) {
 	image := applyDefaultImageTag(c.Image)
-	spec := ImageSpec{Image: image}
-	img, err := m.rt.ImageStatus(ctx, spec)
-	if err != nil && !IsNotFound(err) {
+	spec := &runtimeapi.ImageSpec{Image: image}
+	resp, err := m.rt.ImageStatus(ctx, spec, false)
+	if err != nil && !isNotFound(err) {
 		return "", fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err), ErrImageInspect
 	}
-	present := err == nil && img != nil
+	img := resp.GetImage() // nil when absent
+	present := img != nil
 	policy := pullPolicy(c)
 	pull := policy == corev1.PullAlways || (policy == corev1.PullIfNotPresent && !present)
 	if !pull {
@@ -77,7 +79,9 @@ func (m *Manager) ensureImageExists(ctx context.Context, pod *corev1.Pod, c *cor
 	}
 	pr := result.add(schemas.ActionPullImage, c.Name)
 	pr.Message = image
-	ref, err := m.rt.PullImage(ctx, spec, sandboxCfg)
+	// No credentials: intents carry no pull secrets (the runtime's own
+	// registry configuration applies).
+	ref, err := m.rt.PullImage(ctx, spec, nil, sandboxCfg)
 	ev := newEvent(m.cfg.NodeName, podRefOf(pod), schemas.EventImagePulled, "", m.cfg.Clock.Now())
 	ev.Container = c.Name
 	if err != nil {
@@ -97,9 +101,9 @@ func (m *Manager) ensureImageExists(ctx context.Context, pod *corev1.Pod, c *cor
 	return ref, "", nil
 }
 
-func imageRef(img *Image, fallback string) string {
-	if img.ID != "" {
-		return img.ID
+func imageRef(img *runtimeapi.Image, fallback string) string {
+	if img.Id != "" {
+		return img.Id
 	}
 	return fallback
 }

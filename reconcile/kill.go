@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -47,12 +48,12 @@ func (m *Manager) killPod(ctx context.Context, pod *corev1.Pod, ref podRef, stat
 	// Stop every sandbox of the pod; garbage collection removes them.
 	sr := schemas.ActionResult{Action: schemas.ActionKillPodSandbox, Target: ref.UID}
 	for _, s := range status.SandboxStatuses {
-		if err := m.rt.StopPodSandbox(ctx, s.ID); err != nil && !IsNotFound(err) {
-			sr.Error, sr.Message = ErrKillPodSandbox.Error(), fmt.Sprintf("stop sandbox %s: %v", s.ID, err)
+		if err := m.rt.StopPodSandbox(ctx, s.Id); err != nil && !isNotFound(err) {
+			sr.Error, sr.Message = ErrKillPodSandbox.Error(), fmt.Sprintf("stop sandbox %s: %v", s.Id, err)
 			continue
 		}
-		if s.State == SandboxReady {
-			m.sandboxEvent(ctx, ref, schemas.EventSandboxStopped, s.ID, s.Metadata.Attempt, message)
+		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			m.sandboxEvent(ctx, ref, schemas.EventSandboxStopped, s.Id, s.GetMetadata().GetAttempt(), message)
 		}
 	}
 	if len(status.SandboxStatuses) > 0 {
@@ -113,7 +114,7 @@ func gracePeriod(pod *corev1.Pod, cs *ContainerStatus, spec *corev1.Container, r
 // ContainerKilled. Stopping an absent container is success.
 func (m *Manager) killContainer(ctx context.Context, pod *corev1.Pod, ref podRef, cs *ContainerStatus, spec *corev1.Container, reason, message string, override *int64) error {
 	g := gracePeriod(pod, cs, spec, reason, override)
-	if err := m.rt.StopContainer(ctx, cs.ID, g); err != nil && !IsNotFound(err) {
+	if err := m.rt.StopContainer(ctx, cs.ID, g); err != nil && !isNotFound(err) {
 		return fmt.Errorf("stop container %s (%s): %w", cs.Name, cs.ID, err)
 	}
 	m.containerEvent(ctx, ref, schemas.EventContainerKilled, cs.Name, cs.ID, cs.SandboxID, cs.Attempt, reason, message)

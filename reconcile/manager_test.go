@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -185,11 +186,11 @@ type failingPuller struct {
 	fail bool
 }
 
-func (f *failingPuller) PullImage(ctx context.Context, im ImageSpec, sc *SandboxConfig) (string, error) {
+func (f *failingPuller) PullImage(ctx context.Context, im *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sc *runtimeapi.PodSandboxConfig) (string, error) {
 	if f.fail {
 		return "", errors.New("registry says no")
 	}
-	return f.fakeRuntime.PullImage(ctx, im, sc)
+	return f.fakeRuntime.PullImage(ctx, im, auth, sc)
 }
 
 func TestImagePullBackOff(t *testing.T) {
@@ -286,11 +287,11 @@ func TestContainerConfig(t *testing.T) {
 	if strings.Join(cfg.Command, " ") != "run 1" || strings.Join(cfg.Args, " ") != "--x=1-2 $(A) $(NOPE)" {
 		t.Errorf("command %q args %q", cfg.Command, cfg.Args)
 	}
-	if cfg.Envs[2] != (KeyValue{"UID", "uid1"}) {
+	if e := cfg.Envs[2]; e.Key != "UID" || string(e.Value) != "uid1" {
 		t.Errorf("envs %v", cfg.Envs)
 	}
-	r := cfg.Resources
-	if r.CPUShares != 256 || r.CPUQuota != 50000 || r.CPUPeriod != 100000 || r.MemoryLimitInBytes != 64<<20 {
+	r := cfg.Linux.Resources
+	if r.CpuShares != 256 || r.CpuQuota != 50000 || r.CpuPeriod != 100000 || r.MemoryLimitInBytes != 64<<20 {
 		t.Errorf("resources %+v", r)
 	}
 	if cfg.LogPath != "app/3.log" || cfg.Metadata.Attempt != 3 {
@@ -395,9 +396,9 @@ func TestPullPolicyDefault(t *testing.T) {
 // status is asked for.
 type vanishingSandbox struct{ *fakeRuntime }
 
-func (v vanishingSandbox) ListPodSandbox(ctx context.Context, f *SandboxFilter) ([]*Sandbox, error) {
+func (v vanishingSandbox) ListPodSandbox(ctx context.Context, f *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
 	out, err := v.fakeRuntime.ListPodSandbox(ctx, f)
-	return append(out, &Sandbox{ID: "gone", State: SandboxReady, CreatedAt: time.Now().Add(time.Hour)}), err
+	return append(out, &runtimeapi.PodSandbox{Id: "gone", State: runtimeapi.PodSandboxState_SANDBOX_READY, CreatedAt: time.Now().Add(time.Hour).UnixNano()}), err
 }
 
 // TestPodIPsWhenNewestSandboxVanished: the IPs are those of the newest

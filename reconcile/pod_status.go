@@ -1,12 +1,14 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"sync"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // statusCache keeps the CRI status of sandboxes and container instances
@@ -22,14 +24,16 @@ type statusCache struct {
 	pods map[string]*podCache
 }
 
+// podCache holds what one GetPodStatus read; its values are never changed
+// once stored (the sandbox statuses are handed out as they are).
 type podCache struct {
-	sandboxes  map[string]*SandboxStatus
+	sandboxes  map[string]*runtimeapi.PodSandboxStatus
 	containers map[string]*ContainerStatus
 }
 
 func newStatusCache() *statusCache { return &statusCache{pods: map[string]*podCache{}} }
 
-func (c *statusCache) sandbox(uid, id string, state SandboxState) *SandboxStatus {
+func (c *statusCache) sandbox(uid, id string, state runtimeapi.PodSandboxState) *runtimeapi.PodSandboxStatus {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if p := c.pods[uid]; p != nil {
@@ -52,10 +56,10 @@ func (c *statusCache) container(uid, id string, state ContainerState) *Container
 }
 
 // replace stores what one GetPodStatus saw, dropping what it did not.
-func (c *statusCache) replace(uid string, sandboxes []*SandboxStatus, containers []*ContainerStatus) {
-	p := &podCache{sandboxes: make(map[string]*SandboxStatus, len(sandboxes)), containers: make(map[string]*ContainerStatus, len(containers))}
+func (c *statusCache) replace(uid string, sandboxes []*runtimeapi.PodSandboxStatus, containers []*ContainerStatus) {
+	p := &podCache{sandboxes: make(map[string]*runtimeapi.PodSandboxStatus, len(sandboxes)), containers: make(map[string]*ContainerStatus, len(containers))}
 	for _, s := range sandboxes {
-		p.sandboxes[s.ID] = s
+		p.sandboxes[s.Id] = s
 	}
 	for _, cs := range containers {
 		if cs.State == ContainerRunning || cs.State == ContainerExited {
@@ -83,94 +87,98 @@ func (c *statusCache) forget(uid string) {
 // instances' annotations.
 func (m *Manager) GetPodStatus(ctx context.Context, uid, name, namespace string) (*PodStatus, error) {
 	selector := map[string]string{LabelPodUID: uid}
-	sandboxes, err := m.rt.ListPodSandbox(ctx, &SandboxFilter{LabelSelector: selector})
+	sandboxes, err := m.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: selector})
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes of pod %s: %w", uid, err)
 	}
-	slices.SortStableFunc(sandboxes, func(a, b *Sandbox) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	slices.SortStableFunc(sandboxes, newestSandboxFirst)
 
 	status := &PodStatus{UID: uid, Name: name, Namespace: namespace}
 	for _, sb := range sandboxes {
-		s := m.cache.sandbox(uid, sb.ID, sb.State)
+		s := m.cache.sandbox(uid, sb.Id, sb.State)
 		if s == nil {
-			s, err = m.rt.PodSandboxStatus(ctx, sb.ID)
-			if IsNotFound(err) {
+			resp, err := m.rt.PodSandboxStatus(ctx, sb.Id, false)
+			if isNotFound(err) {
 				// Removed between list and status: as if never listed.
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("status of sandbox %s of pod %s: %w", sb.ID, uid, err)
+				return nil, fmt.Errorf("status of sandbox %s of pod %s: %w", sb.Id, uid, err)
+			}
+			if s = resp.GetStatus(); s == nil {
+				return nil, fmt.Errorf("status of sandbox %s of pod %s: the runtime returned none", sb.Id, uid)
 			}
 		}
 		status.SandboxStatuses = append(status.SandboxStatuses, s)
 		// The newest one read (a newer listed one may have gone since).
-		if len(status.SandboxStatuses) == 1 && s.State == SandboxReady {
-			status.IPs = s.podIPs()
+		if len(status.SandboxStatuses) == 1 && s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			status.IPs = podIPs(s)
 		}
 	}
 
-	containers, err := m.rt.ListContainers(ctx, &ContainerFilter{LabelSelector: selector})
+	containers, err := m.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: selector})
 	if err != nil {
 		return nil, fmt.Errorf("list containers of pod %s: %w", uid, err)
 	}
 	for _, c := range containers {
-		cs := m.cache.container(uid, c.ID, c.State)
+		cs := m.cache.container(uid, c.Id, toContainerState(c.State))
 		if cs == nil {
-			info, err := m.rt.ContainerStatus(ctx, c.ID)
-			if IsNotFound(err) {
+			resp, err := m.rt.ContainerStatus(ctx, c.Id, false)
+			if isNotFound(err) {
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("status of container %s of pod %s: %w", c.ID, uid, err)
+				return nil, fmt.Errorf("status of container %s of pod %s: %w", c.Id, uid, err)
 			}
-			cs = toContainerStatus(info, c.PodSandboxID)
+			if resp.GetStatus() == nil {
+				return nil, fmt.Errorf("status of container %s of pod %s: the runtime returned none", c.Id, uid)
+			}
+			cs = toContainerStatus(resp.GetStatus(), c.PodSandboxId)
 		}
 		status.ContainerStatuses = append(status.ContainerStatuses, cs)
 	}
 	slices.SortStableFunc(status.ContainerStatuses, func(a, b *ContainerStatus) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	m.cache.replace(uid, status.SandboxStatuses, status.ContainerStatuses)
 	if status.Name == "" && len(status.SandboxStatuses) > 0 {
-		status.Name = status.SandboxStatuses[0].Metadata.Name
-		status.Namespace = status.SandboxStatuses[0].Metadata.Namespace
+		status.Name = status.SandboxStatuses[0].GetMetadata().GetName()
+		status.Namespace = status.SandboxStatuses[0].GetMetadata().GetNamespace()
 	}
 	// Hand out copies: the cached values stay as the runtime reported them.
 	for i, cs := range status.ContainerStatuses {
 		c := *cs
 		status.ContainerStatuses[i] = &c
 	}
-	for i, s := range status.SandboxStatuses {
-		c := *s
-		status.SandboxStatuses[i] = &c
-	}
 	return status, nil
 }
 
-// toContainerStatus reads what jetlet keeps in labels and annotations.
-func toContainerStatus(info *ContainerInfo, sandboxID string) *ContainerStatus {
+// toContainerStatus reads the CRI status and what jetlet keeps in labels and
+// annotations, as kubelet's toKubeContainerStatus.
+func toContainerStatus(s *runtimeapi.ContainerStatus, sandboxID string) *ContainerStatus {
+	annotations := s.GetAnnotations()
 	cs := &ContainerStatus{
-		ID:         info.ID,
-		Name:       info.Labels[LabelContainerName],
+		ID:         s.GetId(),
+		Name:       s.GetLabels()[LabelContainerName],
 		SandboxID:  sandboxID,
-		State:      info.State,
-		CreatedAt:  info.CreatedAt,
-		StartedAt:  info.StartedAt,
-		FinishedAt: info.FinishedAt,
-		ExitCode:   info.ExitCode,
-		Image:      info.Image,
-		ImageRef:   info.ImageRef,
-		Reason:     info.Reason,
-		Message:    info.Message,
-		Hash:       info.Annotations[AnnotationContainerHash],
-		Attempt:    info.Metadata.Attempt,
-		Init:       info.Annotations[AnnotationContainerInit] == "true",
+		State:      toContainerState(s.GetState()),
+		CreatedAt:  fromNanos(s.GetCreatedAt()),
+		StartedAt:  fromNanos(s.GetStartedAt()),
+		FinishedAt: fromNanos(s.GetFinishedAt()),
+		ExitCode:   s.GetExitCode(),
+		Image:      s.GetImage().GetImage(),
+		ImageRef:   s.GetImageRef(),
+		Reason:     s.GetReason(),
+		Message:    s.GetMessage(),
+		Hash:       annotations[AnnotationContainerHash],
+		Attempt:    s.GetMetadata().GetAttempt(),
+		Init:       annotations[AnnotationContainerInit] == "true",
 	}
 	if cs.Name == "" {
-		cs.Name = info.Metadata.Name
+		cs.Name = s.GetMetadata().GetName()
 	}
-	if n, err := strconv.Atoi(info.Annotations[AnnotationContainerRestartCount]); err == nil {
+	if n, err := strconv.Atoi(annotations[AnnotationContainerRestartCount]); err == nil {
 		cs.RestartCount = n
 	}
-	if g, ok := annotationInt(info.Annotations, AnnotationPodTerminationGracePeriod); ok {
+	if g, ok := annotationInt(annotations, AnnotationPodTerminationGracePeriod); ok {
 		cs.TerminationGracePeriod = g
 	}
 	return cs
@@ -180,12 +188,11 @@ func toContainerStatus(info *ContainerInfo, sandboxID string) *ContainerStatus {
 // with all, every sandbox and container; else only ready sandboxes and
 // running containers.
 func (m *Manager) GetPods(ctx context.Context, all bool) ([]*RuntimePod, error) {
-	var sf *SandboxFilter
-	var cf *ContainerFilter
+	var sf *runtimeapi.PodSandboxFilter
+	var cf *runtimeapi.ContainerFilter
 	if !all {
-		ready, running := SandboxReady, ContainerRunning
-		sf = &SandboxFilter{State: &ready}
-		cf = &ContainerFilter{State: &running}
+		sf = &runtimeapi.PodSandboxFilter{State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}}
+		cf = &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}
 	}
 	sandboxes, err := m.rt.ListPodSandbox(ctx, sf)
 	if err != nil {
@@ -199,8 +206,10 @@ func (m *Manager) GetPods(ctx context.Context, all bool) ([]*RuntimePod, error) 
 }
 
 // groupPods groups by pod uid; sandboxes and containers newest first, pods
-// ordered by namespace, name, uid.
-func groupPods(sandboxes []*Sandbox, containers []*Container) []*RuntimePod {
+// ordered by namespace, name, uid. It sorts its arguments.
+func groupPods(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container) []*RuntimePod {
+	slices.SortStableFunc(sandboxes, newestSandboxFirst)
+	slices.SortStableFunc(containers, newestContainerFirst)
 	pods := map[string]*RuntimePod{}
 	get := func(uid, name, ns string) *RuntimePod {
 		p := pods[uid]
@@ -211,15 +220,12 @@ func groupPods(sandboxes []*Sandbox, containers []*Container) []*RuntimePod {
 		return p
 	}
 	for _, s := range sandboxes {
-		uid := s.Metadata.UID
-		if uid == "" {
-			uid = s.Labels[LabelPodUID]
-		}
+		uid := sandboxPodUID(s)
 		if uid == "" {
 			continue // not a pod of ours
 		}
-		p := get(uid, s.Metadata.Name, s.Metadata.Namespace)
-		p.Sandboxes = append(p.Sandboxes, s)
+		p := get(uid, s.GetMetadata().GetName(), s.GetMetadata().GetNamespace())
+		p.Sandboxes = append(p.Sandboxes, &Container{ID: s.Id, State: sandboxToContainerState(s.State)})
 	}
 	for _, c := range containers {
 		uid := c.Labels[LabelPodUID]
@@ -227,23 +233,32 @@ func groupPods(sandboxes []*Sandbox, containers []*Container) []*RuntimePod {
 			continue
 		}
 		p := get(uid, c.Labels[LabelPodName], c.Labels[LabelPodNamespace])
-		p.Containers = append(p.Containers, c)
+		p.Containers = append(p.Containers, &Container{ID: c.Id, State: toContainerState(c.State)})
 	}
 	out := make([]*RuntimePod, 0, len(pods))
 	for _, p := range pods {
-		sort.SliceStable(p.Sandboxes, func(i, j int) bool { return p.Sandboxes[i].CreatedAt.After(p.Sandboxes[j].CreatedAt) })
-		sort.SliceStable(p.Containers, func(i, j int) bool { return p.Containers[i].CreatedAt.After(p.Containers[j].CreatedAt) })
 		out = append(out, p)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		if a.Name != b.Name {
-			return a.Name < b.Name
-		}
-		return a.UID < b.UID
+	slices.SortFunc(out, func(a, b *RuntimePod) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.UID, b.UID))
 	})
 	return out
+}
+
+// sandboxPodUID is the uid of the sandbox's pod: its metadata's, else its
+// label's; "" for a sandbox that is not a pod's.
+func sandboxPodUID(s *runtimeapi.PodSandbox) string {
+	if uid := s.GetMetadata().GetUid(); uid != "" {
+		return uid
+	}
+	return s.Labels[LabelPodUID]
+}
+
+// newestSandboxFirst and newestContainerFirst order listed items by creation, newest first.
+func newestSandboxFirst(a, b *runtimeapi.PodSandbox) int {
+	return cmp.Compare(b.CreatedAt, a.CreatedAt)
+}
+
+func newestContainerFirst(a, b *runtimeapi.Container) int {
+	return cmp.Compare(b.CreatedAt, a.CreatedAt)
 }

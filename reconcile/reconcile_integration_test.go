@@ -13,10 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/reconcile"
 	"github.com/jetlet/jetlet/runtime"
-	"github.com/jetlet/jetlet/runtime/criadapter"
 	"github.com/jetlet/jetlet/runtime/proc"
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -136,7 +136,7 @@ func (e *env) stopRuntime() {
 func (e *env) newManager() {
 	e.t.Helper()
 	e.events = &recorder{}
-	mgr, err := reconcile.New(criadapter.New(e.client), e.events, reconcile.Config{
+	mgr, err := reconcile.New(e.client, e.events, reconcile.Config{
 		NodeName: "n1",
 		DataDir:  filepath.Join(e.dir, "data"),
 		Clock:    e.clock,
@@ -203,7 +203,7 @@ func (e *env) waitFor(pod *corev1.Pod, what string, cond func(*reconcile.PodStat
 func describe(s *reconcile.PodStatus) string {
 	var b strings.Builder
 	for _, sb := range s.SandboxStatuses {
-		b.WriteString("sandbox " + sb.ID[:8] + " " + sb.State.String() + "; ")
+		b.WriteString("sandbox " + sb.Id[:8] + " " + sb.State.String() + "; ")
 	}
 	for _, c := range s.ContainerStatuses {
 		b.WriteString(c.Name + "/" + c.ID[:8] + " " + c.State.String() + "; ")
@@ -299,7 +299,7 @@ func TestSyncPodStartsNewPod(t *testing.T) {
 		}
 	}
 	started := e.events.ofType(schemas.EventContainerStarted)[0]
-	if started.ID != s.ContainerStatuses[0].ID+".ContainerStarted" || started.Node != "n1" || started.UID != "uid-web" || started.SandboxID != s.SandboxStatuses[0].ID {
+	if started.ID != s.ContainerStatuses[0].ID+".ContainerStarted" || started.Node != "n1" || started.UID != "uid-web" || started.SandboxID != s.SandboxStatuses[0].Id {
 		t.Errorf("ContainerStarted event = %+v", started)
 	}
 
@@ -378,7 +378,7 @@ func TestOnFailureExitZeroIsNotRestarted(t *testing.T) {
 	if len(s.ContainerStatuses) != 1 || s.ContainerStatuses[0].ID != first {
 		t.Errorf("want the one exited instance, got %s", describe(s))
 	}
-	if s.SandboxStatuses[0].State != reconcile.SandboxNotReady {
+	if s.SandboxStatuses[0].State != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
 		t.Errorf("the sandbox of a finished pod should be stopped: %s", describe(s))
 	}
 	if phase := e.mgr.ToAPIStatus(pod, s).Phase; phase != schemas.PhaseSucceeded {
@@ -497,7 +497,7 @@ func TestKillPodEscalatesAfterGracePeriod(t *testing.T) {
 	if c.State != reconcile.ContainerExited || c.ExitCode != 128+9 {
 		t.Errorf("want the container SIGKILLed (exit 137) after the grace period, got %s exit %d", c.State, c.ExitCode)
 	}
-	if s.SandboxStatuses[0].State != reconcile.SandboxNotReady {
+	if s.SandboxStatuses[0].State != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
 		t.Errorf("sandbox not stopped: %s", describe(s))
 	}
 	killed := e.events.ofType(schemas.EventContainerKilled)

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 const (
@@ -31,22 +32,22 @@ func milliCPUToQuota(milliCPU, period int64) int64 {
 // linuxResources maps requests and limits as kubelet does: shares from the
 // CPU request (or the limit when no request is given), a CFS quota from the
 // CPU limit, the memory limit as is.
-func (m *Manager) linuxResources(c *corev1.Container) *LinuxResources {
-	r := &LinuxResources{}
+func (m *Manager) linuxResources(c *corev1.Container) *runtimeapi.LinuxContainerResources {
+	r := &runtimeapi.LinuxContainerResources{}
 	cpuLimit := c.Resources.Limits.Cpu()
 	if req, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {
-		r.CPUShares = milliCPUToShares(req.MilliValue())
+		r.CpuShares = milliCPUToShares(req.MilliValue())
 	} else if !cpuLimit.IsZero() {
-		r.CPUShares = milliCPUToShares(cpuLimit.MilliValue())
+		r.CpuShares = milliCPUToShares(cpuLimit.MilliValue())
 	} else {
-		r.CPUShares = minShares
+		r.CpuShares = minShares
 	}
 	if mem := c.Resources.Limits.Memory().Value(); mem != 0 {
 		r.MemoryLimitInBytes = mem
 	}
 	if !m.cfg.DisableCPUQuota {
-		r.CPUPeriod = defaultCPUPeriod
-		r.CPUQuota = milliCPUToQuota(cpuLimit.MilliValue(), defaultCPUPeriod)
+		r.CpuPeriod = defaultCPUPeriod
+		r.CpuQuota = milliCPUToQuota(cpuLimit.MilliValue(), defaultCPUPeriod)
 	}
 	return r
 }

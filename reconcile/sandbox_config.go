@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // podLogsDir is <LogDir>/<namespace>_<name>_<uid>, the sandbox's log directory.
@@ -19,19 +20,20 @@ func (m *Manager) podDataDir(uid string) string {
 
 // namespaceOptions: network and IPC are the pod's or the node's; PID is the
 // container's own unless the pod shares it or uses the node's.
-func namespaceOptions(pod *corev1.Pod) NamespaceOptions {
-	ns := NamespaceOptions{Network: NamespacePod, PID: NamespaceContainer, IPC: NamespacePod}
-	if pod.Spec.HostNetwork {
-		ns.Network = NamespaceNode
+func namespaceOptions(pod *corev1.Pod) *runtimeapi.NamespaceOption {
+	ns := &runtimeapi.NamespaceOption{
+		Network: networkNamespaceForPod(pod),
+		Pid:     runtimeapi.NamespaceMode_CONTAINER,
+		Ipc:     runtimeapi.NamespaceMode_POD,
 	}
 	if pod.Spec.HostIPC {
-		ns.IPC = NamespaceNode
+		ns.Ipc = runtimeapi.NamespaceMode_NODE
 	}
 	switch {
 	case pod.Spec.HostPID:
-		ns.PID = NamespaceNode
+		ns.Pid = runtimeapi.NamespaceMode_NODE
 	case pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace:
-		ns.PID = NamespacePod
+		ns.Pid = runtimeapi.NamespaceMode_POD
 	}
 	return ns
 }
@@ -48,22 +50,30 @@ func podHostname(pod *corev1.Pod) string {
 	return h
 }
 
-func toProtocol(p corev1.Protocol) Protocol {
+func toProtocol(p corev1.Protocol) runtimeapi.Protocol {
 	switch p {
 	case corev1.ProtocolUDP:
-		return ProtocolUDP
+		return runtimeapi.Protocol_UDP
 	case corev1.ProtocolSCTP:
-		return ProtocolSCTP
+		return runtimeapi.Protocol_SCTP
 	}
-	return ProtocolTCP
+	return runtimeapi.Protocol_TCP
+}
+
+// optionalInt64 is the CRI's optional int64: nil when p is.
+func optionalInt64(p *int64) *runtimeapi.Int64Value {
+	if p == nil {
+		return nil
+	}
+	return &runtimeapi.Int64Value{Value: *p}
 }
 
 // generateSandboxConfig builds the sandbox of the pod, as kubelet's
 // generatePodSandboxConfig.
-func (m *Manager) generateSandboxConfig(pod *corev1.Pod, attempt uint32) *SandboxConfig {
-	cfg := &SandboxConfig{
-		Metadata: SandboxMetadata{
-			Name: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID), Attempt: attempt,
+func (m *Manager) generateSandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
+	cfg := &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{
+			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt,
 		},
 		LogDirectory: podLogsDir(m.cfg.LogDir, pod.Namespace, pod.Name, string(pod.UID)),
 		Labels:       newSandboxLabels(pod),
@@ -74,20 +84,21 @@ func (m *Manager) generateSandboxConfig(pod *corev1.Pod, attempt uint32) *Sandbo
 	}
 	for i := range pod.Spec.Containers {
 		for _, p := range pod.Spec.Containers[i].Ports {
-			cfg.PortMappings = append(cfg.PortMappings, PortMapping{
-				Protocol: toProtocol(p.Protocol), ContainerPort: p.ContainerPort, HostPort: p.HostPort, HostIP: p.HostIP,
+			cfg.PortMappings = append(cfg.PortMappings, &runtimeapi.PortMapping{
+				Protocol: toProtocol(p.Protocol), ContainerPort: p.ContainerPort, HostPort: p.HostPort, HostIp: p.HostIP,
 			})
 		}
 	}
-	cfg.SecurityContext.NamespaceOptions = namespaceOptions(pod)
-	if sc := pod.Spec.SecurityContext; sc != nil {
-		cfg.SecurityContext.RunAsUser = sc.RunAsUser
-		cfg.SecurityContext.RunAsGroup = sc.RunAsGroup
-		cfg.SecurityContext.SupplementalGroups = sc.SupplementalGroups
-		if len(sc.Sysctls) > 0 {
-			cfg.Sysctls = make(map[string]string, len(sc.Sysctls))
-			for _, s := range sc.Sysctls {
-				cfg.Sysctls[s.Name] = s.Value
+	sc := &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: namespaceOptions(pod)}
+	cfg.Linux = &runtimeapi.LinuxPodSandboxConfig{SecurityContext: sc}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		sc.RunAsUser = optionalInt64(psc.RunAsUser)
+		sc.RunAsGroup = optionalInt64(psc.RunAsGroup)
+		sc.SupplementalGroups = psc.SupplementalGroups
+		if len(psc.Sysctls) > 0 {
+			cfg.Linux.Sysctls = make(map[string]string, len(psc.Sysctls))
+			for _, s := range psc.Sysctls {
+				cfg.Linux.Sysctls[s.Name] = s.Value
 			}
 		}
 	}

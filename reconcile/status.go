@@ -2,7 +2,63 @@ package reconcile
 
 import (
 	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
+
+// ContainerState is a container instance's state, after kubelet's
+// kubecontainer.State.
+type ContainerState int
+
+const (
+	ContainerCreated ContainerState = iota
+	ContainerRunning
+	ContainerExited
+	ContainerUnknown
+)
+
+func (s ContainerState) String() string {
+	switch s {
+	case ContainerCreated:
+		return "Created"
+	case ContainerRunning:
+		return "Running"
+	case ContainerExited:
+		return "Exited"
+	default:
+		return "Unknown"
+	}
+}
+
+// toContainerState is kubelet's toKubeContainerState.
+func toContainerState(s runtimeapi.ContainerState) ContainerState {
+	switch s {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		return ContainerCreated
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return ContainerRunning
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		return ContainerExited
+	}
+	return ContainerUnknown
+}
+
+// sandboxToContainerState is kubelet's SandboxToContainerState: a ready
+// sandbox runs, any other has exited.
+func sandboxToContainerState(s runtimeapi.PodSandboxState) ContainerState {
+	if s == runtimeapi.PodSandboxState_SANDBOX_READY {
+		return ContainerRunning
+	}
+	return ContainerExited
+}
+
+// fromNanos reads a CRI timestamp; 0 (never happened) is the zero time.
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
 
 // PodStatus is what the runtime holds for one pod, after kubelet's
 // kubecontainer.PodStatus: every sandbox and every container instance,
@@ -13,8 +69,9 @@ type PodStatus struct {
 	Namespace string
 	// IPs of the newest sandbox, when it is ready.
 	IPs []string
-	// SandboxStatuses, newest first.
-	SandboxStatuses []*SandboxStatus
+	// SandboxStatuses, newest first, as the runtime reported them. They are
+	// shared with the manager's status cache: read them, never change them.
+	SandboxStatuses []*runtimeapi.PodSandboxStatus
 	// ContainerStatuses, every instance of every container, newest first.
 	ContainerStatuses []*ContainerStatus
 }
@@ -90,19 +147,35 @@ func (s *PodStatus) RunningContainers() []*ContainerStatus {
 }
 
 // podIPs are the sandbox's IPs, the primary first; none without a primary.
-func (s *SandboxStatus) podIPs() []string {
-	if s.IP == "" {
+func podIPs(s *runtimeapi.PodSandboxStatus) []string {
+	network := s.GetNetwork()
+	if network.GetIp() == "" {
 		return nil
 	}
-	return append([]string{s.IP}, s.AdditionalIPs...)
+	ips := make([]string, 0, 1+len(network.GetAdditionalIps()))
+	ips = append(ips, network.GetIp())
+	for _, ip := range network.GetAdditionalIps() {
+		ips = append(ips, ip.GetIp())
+	}
+	return ips
 }
 
 // RuntimePod is one pod as GetPods sees it: what the runtime holds, grouped
-// by the pod uid label.
+// by the pod uid label, after kubelet's kubecontainer.Pod.
 type RuntimePod struct {
-	UID        string
-	Name       string
-	Namespace  string
-	Sandboxes  []*Sandbox
+	UID       string
+	Name      string
+	Namespace string
+	// Sandboxes, newest first; a ready sandbox is ContainerRunning, any other
+	// ContainerExited (as kubelet's).
+	Sandboxes []*Container
+	// Containers, every listed instance, newest first.
 	Containers []*Container
+}
+
+// Container is one container instance or sandbox as GetPods lists it: what
+// the relist loop compares, of kubelet's kubecontainer.Container.
+type Container struct {
+	ID    string
+	State ContainerState
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -68,7 +69,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatu
 			result.fail(schemas.ActionCreatePodSandbox, string(pod.UID), ErrCreatePodSandbox, fmt.Sprintf("create log directory: %v", err))
 			return result
 		}
-		id, err := m.rt.RunPodSandbox(ctx, cfg)
+		id, err := m.rt.RunPodSandbox(ctx, cfg, defaultRuntimeHandler)
 		if err != nil {
 			result.fail(schemas.ActionCreatePodSandbox, string(pod.UID), ErrCreatePodSandbox, fmt.Sprintf("Failed to create pod sandbox: %v", err))
 			return result
@@ -76,13 +77,13 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatu
 		sandboxID = id
 		result.add(schemas.ActionCreatePodSandbox, string(pod.UID)).Message = id
 		m.sandboxEvent(ctx, ref, schemas.EventSandboxCreated, id, actions.Attempt, "")
-		st, err := m.rt.PodSandboxStatus(ctx, id)
+		resp, err := m.rt.PodSandboxStatus(ctx, id, false)
 		if err != nil {
 			result.SyncError = fmt.Errorf("%w: sandbox %s: %v", ErrPodSandboxStatus, id, err)
 			return result
 		}
 		if !pod.Spec.HostNetwork {
-			net.podIPs = st.podIPs()
+			net.podIPs = podIPs(resp.GetStatus())
 		}
 	}
 	if len(net.podIPs) > 0 {
@@ -146,7 +147,7 @@ func (m *Manager) doBackOff(ctx context.Context, pod *corev1.Pod, ref podRef, c 
 
 // start is SyncPod's start helper: back-off, then startContainer; it records
 // the container's result and the reason of a failure for the status.
-func (m *Manager) start(ctx context.Context, pod *corev1.Pod, ref podRef, status *PodStatus, c *corev1.Container, sandboxID string, sandboxCfg *SandboxConfig, net podNetwork, isInit bool, result *PodSyncResult) error {
+func (m *Manager) start(ctx context.Context, pod *corev1.Pod, ref podRef, status *PodStatus, c *corev1.Container, sandboxID string, sandboxCfg *runtimeapi.PodSandboxConfig, net podNetwork, isInit bool, result *PodSyncResult) error {
 	action := schemas.ActionStartContainer
 	if isInit {
 		action = schemas.ActionInitContainer
@@ -170,7 +171,7 @@ func (m *Manager) start(ctx context.Context, pod *corev1.Pod, ref podRef, status
 // startContainer pulls the image, creates and starts one instance, as
 // kubelet's startContainer. It returns the container id, or a message and
 // one of the named errors.
-func (m *Manager) startContainer(ctx context.Context, pod *corev1.Pod, ref podRef, status *PodStatus, c *corev1.Container, sandboxID string, sandboxCfg *SandboxConfig, net podNetwork, isInit bool, result *PodSyncResult) (string, string, error) {
+func (m *Manager) startContainer(ctx context.Context, pod *corev1.Pod, ref podRef, status *PodStatus, c *corev1.Container, sandboxID string, sandboxCfg *runtimeapi.PodSandboxConfig, net podNetwork, isInit bool, result *PodSyncResult) (string, string, error) {
 	imageRef, msg, err := m.ensureImageExists(ctx, pod, c, sandboxCfg, result)
 	if err != nil {
 		return "", msg, err
@@ -256,7 +257,7 @@ func (m *Manager) purgeInitContainers(ctx context.Context, pod *corev1.Pod, ref 
 // removeContainer removes an instance and its log file. Errors are logged:
 // garbage collection retries.
 func (m *Manager) removeContainer(ctx context.Context, namespace, name string, ref podRef, cs *ContainerStatus) {
-	if err := m.rt.RemoveContainer(ctx, cs.ID); err != nil && !IsNotFound(err) {
+	if err := m.rt.RemoveContainer(ctx, cs.ID); err != nil && !isNotFound(err) {
 		m.log.Warn().Err(err).Str("container", cs.ID).Msg("remove container")
 		return
 	}

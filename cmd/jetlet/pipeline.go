@@ -14,7 +14,6 @@ import (
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/reconcile"
 	"github.com/jetlet/jetlet/runtime"
-	"github.com/jetlet/jetlet/runtime/criadapter"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -25,6 +24,10 @@ const gcPeriod = time.Minute
 // rederiveCheck is how often jetlet looks whether events were dropped and,
 // once NATS is back, derives the facts again.
 const rederiveCheck = 5 * time.Second
+
+// The CRI client is reconcile's runtime as it is: reconcile declares its
+// roles with the client's own signatures.
+var _ reconcile.Runtime = (*runtime.Client)(nil)
 
 // servePipeline runs the node's pipeline (publisher, relist, pod workers,
 // consumer, garbage collection, heartbeat) until ctx is done, then drains it:
@@ -40,7 +43,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 		Metrics:             events.NewMetrics(reg),
 	})
 	emit := consumer.EventEmitter(pub.Emit)
-	mgr, err := reconcile.New(criadapter.New(client), reconcile.EmitterFunc(emit), reconcile.Config{
+	mgr, err := reconcile.New(client, reconcile.EmitterFunc(emit), reconcile.Config{
 		NodeName:        a.cfg.node,
 		DataDir:         a.cfg.dataDir,
 		AllowPrivileged: a.cfg.allowPrivileged,
