@@ -160,6 +160,11 @@ func (p *Publisher) resultsStream(ctx context.Context) (jetstream.Stream, error)
 // relist can derive the facts again (with the same ids).
 func (p *Publisher) Emit(ctx context.Context, ev schemas.LifecycleEvent) {
 	ev.APIVersion, ev.Kind, ev.Node = schemas.APIVersion, schemas.KindLifecycleEvent, p.cfg.Node
+	if !schemas.ValidUID(ev.UID) {
+		// No subject and no ledger for it: it would hold back every other.
+		p.log.Error().Str("event", ev.ID).Str("uid", ev.UID).Msg("event without a valid pod uid dropped")
+		return
+	}
 	data, err := json.Marshal(ev)
 	if err != nil {
 		p.log.Error().Err(err).Str("event", ev.ID).Msg("encode event")

@@ -101,6 +101,8 @@ func TestEmitStoresEventsOnceByIDInOrder(t *testing.T) {
 	_, js := natstest.Connect(t, natstest.RunServer(t))
 	p := startPublisher(t, js, events.PublisherConfig{})
 	ctx, traceparent := tracedContext(t)
+	// An event naming no pod has no subject: dropped, it holds nothing back.
+	p.Emit(ctx, schemas.LifecycleEvent{ID: "x.started", Type: schemas.EventContainerStarted})
 	for i := range 100 {
 		ev := schemas.LifecycleEvent{ID: fmt.Sprintf("c%d.started", i%50), Type: schemas.EventContainerStarted, UID: "u1", Container: "app"}
 		p.Emit(ctx, ev)
