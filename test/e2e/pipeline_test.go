@@ -145,9 +145,14 @@ func TestSIGKILLMidBurstLosesAndDuplicatesNothing(t *testing.T) {
 	const rounds, perRound = 3, 20
 	seqs := map[uint64]string{}
 	uid := func(round, i int) string { return fmt.Sprintf("k%d-%02d", round, i) }
+	job := func(i int) bool { return i%4 == 0 } // runs to completion
 	burst := func(round int, rev int64) {
 		for i := range perRound {
-			seqs[n.publish(uid(round, i), podJSON(uid(round, i), rev, "Always", "exec sleep 600"))] = uid(round, i)
+			body := podJSON(uid(round, i), rev, "Always", "exec sleep 600")
+			if job(i) {
+				body = podJSON(uid(round, i), rev, "Never", "exit 0")
+			}
+			seqs[n.publish(uid(round, i), body)] = uid(round, i)
 		}
 	}
 	// Each round a burst of new pods, and jetlet is killed while it works
@@ -166,25 +171,37 @@ func TestSIGKILLMidBurstLosesAndDuplicatesNothing(t *testing.T) {
 	checkOneResultEach(t, results, seqs)
 	for round := range rounds {
 		for i := range perRound {
-			n.waitStatus(uid(round, i), 60*time.Second, func(st *schemas.PodStatus) bool { return st.Revision == 2 && st.Phase == schemas.PhaseRunning })
+			n.waitStatus(uid(round, i), 60*time.Second, func(st *schemas.PodStatus) bool {
+				if job(i) {
+					return st.Phase == schemas.PhaseSucceeded
+				}
+				return st.Revision == 2 && st.Phase == schemas.PhaseRunning
+			})
 		}
 	}
 	settle(t, n, "settle")
 
 	// Each pod's container started once (the specs differ only by
 	// revision, which is not part of the container spec) and is told so
-	// once; no event is stored twice.
+	// once, a job's exit once; no event is stored twice.
 	evs, counts := nodeEvents(t, n)
-	started := map[string]int{}
+	started, died := map[string]int{}, map[string]int{}
 	for _, ev := range evs {
-		if ev.Type == schemas.EventContainerStarted {
+		switch ev.Type {
+		case schemas.EventContainerStarted:
 			started[ev.UID]++
+		case schemas.EventContainerDied:
+			died[ev.UID]++
 		}
 	}
 	for round := range rounds {
 		for i := range perRound {
-			if c := started[uid(round, i)]; c != 1 {
-				t.Errorf("pod %s: %d ContainerStarted, want 1", uid(round, i), c)
+			want := 0
+			if job(i) {
+				want = 1
+			}
+			if u := uid(round, i); started[u] != 1 || died[u] != want {
+				t.Errorf("pod %s: %d ContainerStarted and %d ContainerDied, want 1 and %d", u, started[u], died[u], want)
 			}
 		}
 	}
