@@ -152,3 +152,36 @@ func TestLedgerHoldsEventsBackUntilItCanReadTheStream(t *testing.T) {
 		t.Errorf("%d events stored, want 10", got)
 	}
 }
+
+// BenchmarkEvents publishes b.N events on a local server, each of a new pod
+// (so each reads its pod's empty ledger back first) or all of one pod.
+func BenchmarkEvents(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		uid  func(i int) string
+	}{
+		{"NewPodEach", func(i int) string { return fmt.Sprintf("pod-%d", i) }},
+		{"OnePod", func(int) string { return "pod" }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			_, js := natstest.Connect(b, natstest.RunServer(b))
+			var cfg events.StreamsConfig
+			cfg.SetDefaults()
+			if err := events.Provision(b.Context(), js, cfg, zerolog.Nop()); err != nil {
+				b.Fatal(err)
+			}
+			p := events.NewPublisher(js, events.PublisherConfig{Node: "n1"})
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { p.Run(ctx); close(done) }()
+			defer func() { cancel(); <-done }()
+			b.ResetTimer()
+			for i := range b.N {
+				p.Emit(context.Background(), schemas.LifecycleEvent{ID: fmt.Sprintf("s%d.SandboxCreated", i), Type: schemas.EventSandboxCreated, UID: bc.uid(i)})
+			}
+			if err := p.Flush(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
