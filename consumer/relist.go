@@ -50,7 +50,8 @@ type RelistConfig struct {
 // lists the runtime's sandboxes and containers, compares them with the last
 // listing, reads the full status of the pods that changed into the cache,
 // emits ContainerDied for containers that exited on their own, and wakes the
-// pods' workers.
+// pods' workers. On its first listing it emits every fact of every pod
+// (reconcile.PodFacts): what a killed jetlet did not publish.
 //
 // The cache lets a pod worker sync without asking the runtime: a status is
 // usable for an intent that arrived at t when it was read after t, when a
@@ -78,6 +79,11 @@ type Relister struct {
 	failedAsOf time.Time                                      // when the failed relist started
 	wakeFn     func(uid string)
 	kick       chan struct{}
+
+	// underived holds the pods of the first listing whose facts are not yet
+	// derived (nil before it): a crash may have kept any of them from the
+	// stream. Owned by the relist loop, as seen is.
+	underived map[string]bool
 }
 
 type podFailure struct {
@@ -178,6 +184,12 @@ func (r *Relister) relist(ctx context.Context) {
 		byUID[p.UID] = p
 	}
 
+	if r.underived == nil {
+		r.underived = make(map[string]bool, len(byUID))
+		for uid := range byUID {
+			r.underived[uid] = true
+		}
+	}
 	var changed []string
 	for uid, states := range now {
 		if !maps.Equal(r.seen[uid], states) {
@@ -208,13 +220,23 @@ func (r *Relister) relist(ctx context.Context) {
 			r.mu.Unlock()
 			continue
 		}
-		r.emitDied(ctx, st, r.seen[uid], now[uid])
+		if r.underived[uid] {
+			r.emitFacts(ctx, st)
+			delete(r.underived, uid)
+		} else {
+			r.emitDied(ctx, st, r.seen[uid], now[uid])
+		}
 		r.put(uid, st, start)
 		r.mu.Lock()
 		delete(r.unread, uid)
 		r.mu.Unlock()
 	}
 	r.seen = now
+	for uid := range r.underived {
+		if _, present := now[uid]; !present {
+			delete(r.underived, uid)
+		}
+	}
 
 	r.mu.Lock()
 	r.validAsOf, r.failure = start, nil
@@ -260,9 +282,9 @@ func (r *Relister) emitDied(ctx context.Context, st *reconcile.PodStatus, before
 	}
 }
 
-// Rederive emits again the facts of every container the cache holds
-// (ContainerStarted for running ones, ContainerDied for exited ones), with
-// their deterministic ids, after events may have been lost.
+// Rederive emits again every fact of every pod the cache holds (see
+// reconcile.PodFacts), with their deterministic ids, after events may have
+// been lost; the publisher stores only those not stored yet.
 func (r *Relister) Rederive(ctx context.Context) {
 	r.mu.Lock()
 	var statuses []*reconcile.PodStatus
@@ -271,13 +293,14 @@ func (r *Relister) Rederive(ctx context.Context) {
 	}
 	r.mu.Unlock()
 	for _, st := range statuses {
-		for _, cs := range st.ContainerStatuses {
-			if ev, ok := reconcile.ContainerDiedEvent(r.cfg.Node, st, cs); ok {
-				r.emit(ctx, ev)
-			} else if ev, ok := reconcile.ContainerStartedEvent(r.cfg.Node, st, cs); ok {
-				r.emit(ctx, ev)
-			}
-		}
+		r.emitFacts(ctx, st)
+	}
+}
+
+// emitFacts emits every fact the pod's status implies.
+func (r *Relister) emitFacts(ctx context.Context, st *reconcile.PodStatus) {
+	for _, ev := range reconcile.PodFacts(r.cfg.Node, st) {
+		r.emit(ctx, ev)
 	}
 }
 

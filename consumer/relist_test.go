@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -81,5 +82,76 @@ func TestStatusWaitersWakeWhenTheRelistStopsOrTheirContextEnds(t *testing.T) {
 	<-done
 	if err := <-errs; !errors.Is(err, errRelistStopped) {
 		t.Fatalf("Status after the relist stopped: %v", err)
+	}
+}
+
+// podsLister holds pods and their statuses; reading a status of a uid in
+// failing fails.
+type podsLister struct {
+	pods     map[string]*reconcile.PodStatus
+	failing  map[string]bool
+	emitted  []schemas.LifecycleEvent
+	relister *Relister
+}
+
+func (f *podsLister) GetPods(context.Context, bool) ([]*reconcile.RuntimePod, error) {
+	var out []*reconcile.RuntimePod
+	for uid, st := range f.pods {
+		p := &reconcile.RuntimePod{UID: uid, Name: st.Name, Namespace: st.Namespace}
+		for _, cs := range st.ContainerStatuses {
+			p.Containers = append(p.Containers, &reconcile.Container{ID: cs.ID, State: cs.State})
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func (f *podsLister) GetPodStatus(_ context.Context, uid, _, _ string) (*reconcile.PodStatus, error) {
+	if f.failing[uid] {
+		return nil, errRuntimeDown
+	}
+	return f.pods[uid], nil
+}
+
+// relist runs one relist and returns the ids it emitted.
+func (f *podsLister) relist(t *testing.T) []string {
+	f.emitted = nil
+	f.relister.relist(t.Context())
+	var ids []string
+	for _, ev := range f.emitted {
+		ids = append(ids, ev.ID)
+	}
+	return ids
+}
+
+func TestFirstListingDerivesEveryFactThenOnlyExits(t *testing.T) {
+	t0 := time.Now()
+	running := func(id string) *reconcile.ContainerStatus {
+		return &reconcile.ContainerStatus{ID: id, Name: "app", State: reconcile.ContainerRunning, CreatedAt: t0, StartedAt: t0}
+	}
+	f := &podsLister{
+		pods: map[string]*reconcile.PodStatus{
+			"u1": {UID: "u1", ContainerStatuses: []*reconcile.ContainerStatus{running("c1")}},
+			"u2": {UID: "u2", ContainerStatuses: []*reconcile.ContainerStatus{running("c2")}},
+		},
+		failing: map[string]bool{"u2": true},
+	}
+	f.relister = NewRelister(f, func(_ context.Context, ev schemas.LifecycleEvent) { f.emitted = append(f.emitted, ev) },
+		RelistConfig{Node: "n1", Logger: zerolog.Nop()})
+
+	if got := f.relist(t); !slices.Equal(got, []string{"c1.ContainerCreated", "c1.ContainerStarted"}) {
+		t.Errorf("first relist emitted %v, want c1's facts (u2 could not be read)", got)
+	}
+	// u2 is read at last: its facts too; a pod new since then has its
+	// syncs to tell.
+	delete(f.failing, "u2")
+	f.pods["u3"] = &reconcile.PodStatus{UID: "u3", ContainerStatuses: []*reconcile.ContainerStatus{running("c3")}}
+	if got := f.relist(t); !slices.Equal(got, []string{"c2.ContainerCreated", "c2.ContainerStarted"}) {
+		t.Errorf("second relist emitted %v, want c2's facts", got)
+	}
+	f.pods["u1"].ContainerStatuses[0].State = reconcile.ContainerExited
+	f.pods["u1"].ContainerStatuses[0].FinishedAt = t0.Add(time.Second)
+	if got := f.relist(t); !slices.Equal(got, []string{"c1.ContainerDied"}) {
+		t.Errorf("after c1 exited the relist emitted %v, want its ContainerDied", got)
 	}
 }

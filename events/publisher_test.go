@@ -27,13 +27,22 @@ func startPublisher(t *testing.T, js jetstream.JetStream, cfg events.PublisherCo
 	if err := events.Provision(t.Context(), js, defaultStreams(t), zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
+	p, _ := runPublisher(t, js, cfg)
+	return p
+}
+
+// runPublisher runs a publisher for node n1 until stop is called or the test
+// ends.
+func runPublisher(t *testing.T, js jetstream.JetStream, cfg events.PublisherConfig) (p *events.Publisher, stop func()) {
+	t.Helper()
 	cfg.Node = "n1"
-	p := events.NewPublisher(js, cfg)
+	p = events.NewPublisher(js, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { p.Run(ctx) })
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	return p
+	stop = func() { cancel(); wg.Wait() }
+	t.Cleanup(stop)
+	return p, stop
 }
 
 func tracedContext(t *testing.T) (context.Context, string) {
@@ -92,6 +101,8 @@ func TestEmitStoresEventsOnceByIDInOrder(t *testing.T) {
 	_, js := natstest.Connect(t, natstest.RunServer(t))
 	p := startPublisher(t, js, events.PublisherConfig{})
 	ctx, traceparent := tracedContext(t)
+	// An event naming no pod has no subject: dropped, it holds nothing back.
+	p.Emit(ctx, schemas.LifecycleEvent{ID: "x.started", Type: schemas.EventContainerStarted})
 	for i := range 100 {
 		ev := schemas.LifecycleEvent{ID: fmt.Sprintf("c%d.started", i%50), Type: schemas.EventContainerStarted, UID: "u1", Container: "app"}
 		p.Emit(ctx, ev)

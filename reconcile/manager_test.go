@@ -40,6 +40,18 @@ func (l *eventLog) count(typ schemas.EventType) int {
 	return n
 }
 
+func (l *eventLog) of(typ schemas.EventType) []schemas.LifecycleEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []schemas.LifecycleEvent
+	for _, ev := range l.events {
+		if ev.Type == typ {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
 func newTestManager(t testing.TB, rt Runtime) (*Manager, *eventLog) {
 	t.Helper()
 	events := &eventLog{}
@@ -87,6 +99,9 @@ func TestRestartBackOffTimeline(t *testing.T) {
 		if err := syncOnce(t, m, pod).Error(); err != nil {
 			t.Fatal(err)
 		}
+		// The first instance runs a while: no two instances share a creation
+		// time (which tells the newest).
+		time.Sleep(time.Second)
 		// crash: exit, then sync until the restart happens; return the wait.
 		crash := func() time.Duration {
 			rt.exit("app", 1)
@@ -113,8 +128,17 @@ func TestRestartBackOffTimeline(t *testing.T) {
 				t.Fatalf("waits = %v, want %v", waits, want)
 			}
 		}
-		if events.count(schemas.EventBackOff) == 0 {
-			t.Error("no BackOff event")
+		// Each sync of a back-off period says BackOff again, with the
+		// period's id: seven periods (every wait but the first), seven ids.
+		ids := map[string]bool{}
+		for _, ev := range events.of(schemas.EventBackOff) {
+			if !strings.HasPrefix(ev.ID, ev.ContainerID+".") || !strings.HasSuffix(ev.ID, ".BackOff") {
+				t.Errorf("BackOff id %s, want <exited container id>.<restart count>.BackOff", ev.ID)
+			}
+			ids[ev.ID] = true
+		}
+		if len(ids) != 7 {
+			t.Errorf("%d BackOff ids, want one per back-off period, 7", len(ids))
 		}
 		// The reset counts from the last restart (the back-off's last update):
 		// a crash 9m59s after it still waits the capped delay...
