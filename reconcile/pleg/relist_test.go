@@ -1,4 +1,4 @@
-package consumer
+package pleg
 
 import (
 	"context"
@@ -37,7 +37,7 @@ func (f *fakeLister) GetPodStatus(_ context.Context, uid, name, ns string) (*rec
 
 func TestStatusFailsWhileTheRuntimeIsDownAndRecovers(t *testing.T) {
 	lister := &fakeLister{}
-	r := NewRelister(lister, func(context.Context, schemas.LifecycleEvent) {}, RelistConfig{Node: "n1", Period: time.Hour, Logger: zerolog.Nop()})
+	r := New(lister, reconcile.EmitterFunc(func(context.Context, schemas.LifecycleEvent) {}), Config{Node: "n1", Period: time.Hour, Logger: zerolog.Nop()})
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	wg.Go(func() { r.Run(ctx) })
@@ -61,7 +61,7 @@ func TestStatusFailsWhileTheRuntimeIsDownAndRecovers(t *testing.T) {
 
 func TestStatusWaitersWakeWhenTheRelistStopsOrTheirContextEnds(t *testing.T) {
 	lister := &fakeLister{up: true}
-	r := NewRelister(lister, func(context.Context, schemas.LifecycleEvent) {}, RelistConfig{Node: "n1", Period: time.Hour, Logger: zerolog.Nop()})
+	r := New(lister, reconcile.EmitterFunc(func(context.Context, schemas.LifecycleEvent) {}), Config{Node: "n1", Period: time.Hour, Logger: zerolog.Nop()})
 
 	// Nothing relists: a waiter returns when its own context ends.
 	waitCtx, cancelWait := context.WithCancel(t.Context())
