@@ -39,7 +39,9 @@ func (m *Manager) killPod(ctx context.Context, pod *corev1.Pod, ref podRef, stat
 	errs := make([]error, len(running))
 	var wg sync.WaitGroup
 	for i, cs := range running {
-		wg.Go(func() { errs[i] = m.killContainer(ctx, pod, ref, cs, specOf(pod, cs.Name), reason, message, gracePeriodOverride) })
+		wg.Go(func() {
+			errs[i] = m.killContainer(ctx, pod, ref, cs, specOf(pod, cs.Name), reason, message, gracePeriodOverride)
+		})
 	}
 	wg.Wait()
 	for i, cs := range running {

@@ -81,7 +81,7 @@ type Relister struct {
 	failedAsOf time.Time                                      // when the failed relist started
 	dirty      map[string]struct{}                            // pods changed and not yet taken
 	kick       chan struct{}
-	notify     chan struct{}                                  // signalled when dirty gains a pod
+	notify     chan struct{} // signalled when dirty gains a pod
 }
 
 type podFailure struct {
