@@ -38,36 +38,39 @@ var tracer = otel.Tracer("github.com/jetlet/jetlet/consumer")
 //
 // # An intent's life
 //
-// Each intent is owned, from the moment it is taken until it is answered or
-// handed back, by its delivery in Consumer.held:
+// From the moment it is taken until it is answered or handed back, an
+// intent is held: its delivery is in Consumer.held, and only the pod's
+// worker settles it.
 //
-//	delivered by the durable consumer       recovered from the stream at start-up
-//	(not in held; no result stored)         (newer than the ack floor; no result stored)
-//	               │                                          │
-//	               └───────────────┬──────────────────────────┘
-//	                               ▼
-//	                            pending  ── in held and pod.pending, in stream order;
-//	                               │        a pod blocked on an older intent keeps it here
-//	            a worker takes the pod's batch
-//	                               ▼
-//	                            in sync ──── redelivered and its result found stored ──▶ answered
-//	                               │         (decided: applied, or Superseded/Stale/Rejected)
-//	           ┌───────────────────┴────────────────────┐
-//	    result stored                          result not stored
-//	           ▼                                         ▼
-//	        answered                                  blocked
-//	 (acked, out of held; the                (NAKed with a growing delay, out of held;
-//	  pod's delete tombstones it)             newer intents of the pod stay pending)
-//	                                                     │
-//	                          redelivered (or not within blockTimeout) ──▶ pending
+//	delivered by the durable consumer         recovered at start-up (above the ack
+//	(not held yet)                            floor, no result in the results stream)
+//	        │ result found (answered at recovery)            │
+//	        ├──────────────▶ acked, no new result            │
+//	        ▼                                                ▼
+//	     pending ◀────────────────────────────────────────────┘
+//	        │  held, in pod.pending in stream order
+//	        │  (stays while the pod is blocked on an older intent)
+//	        ▼  a worker takes the pod's batch
+//	     in sync ── redelivered and its result found stored ──▶ answered
+//	        │  decided: applied (Sync), Superseded, Stale or Rejected
+//	        ├── result stored ───▶ answered: acked, no longer held
+//	        └── not stored ──────▶ blocked: NAKed with a growing delay, no
+//	                                longer held; the pod's newer intents
+//	                                stay pending
+//	blocked ── redelivered, or not within blockTimeout ──▶ pending
 //
-// A delivery of an intent already held only replaces the handle to settle
-// it with. An intent found answered at recovery, or redelivered with its
-// result stored, is acked without a new result: whether an intent has its
-// result is read from the results stream, never inferred from the order of
-// sequences. A pod whose last applied intent is a delete is tombstoned:
-// its record (what it applied, for Superseded and Stale) is forgotten
-// tombstoneTTL later.
+// How each state is left: pending, when a worker takes the pod (or, on
+// shutdown, NAKed for the next jetlet); in sync, when its answer is stored
+// or not; answered is final; blocked, when JetStream delivers the intent
+// again or blockTimeout passes. A delivery of an intent already held only
+// replaces the handle to settle it with. Whether an intent has its result
+// is read from the results stream, never inferred from the order of
+// sequences.
+//
+// A pod's record (what it applied, for Superseded and Stale) lives while it
+// has intents or has applied one. Once its last applied intent is a delete
+// it is tombstoned, and forgotten tombstoneTTL later; a newer apply brings
+// it back.
 type Consumer struct {
 	js   jetstream.JetStream
 	pub  Publisher
