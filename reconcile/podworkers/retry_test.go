@@ -69,7 +69,9 @@ func (m *scriptedManager) KillOrphan(context.Context, *corev1.Pod, *reconcile.Po
 	return reconcile.PodSyncResult{}
 }
 
-func (m *scriptedManager) GarbageCollect(context.Context, reconcile.PodStateProvider) error { return nil }
+func (m *scriptedManager) GarbageCollect(context.Context, reconcile.PodStateProvider) error {
+	return nil
+}
 
 func (m *scriptedManager) ToAPIStatus(pod *corev1.Pod, _ *reconcile.PodStatus) *schemas.PodStatus {
 	return &schemas.PodStatus{UID: string(pod.UID), Phase: schemas.PhasePending}
