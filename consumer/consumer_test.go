@@ -531,3 +531,31 @@ func TestAnOlderIntentRedeliveredAfterANewerOneWasAnsweredGetsItsOwnResult(t *te
 		t.Errorf("synced %v, want only the newer intent %d", got, newer)
 	}
 }
+
+// A jetlet that stored an intent's result and died before acking it leaves
+// the intent in the stream with its answer: the next one acks it when the
+// durable consumer delivers it, without answering it again.
+func TestAnIntentAnsweredButNotAckedBeforeARestartIsAckedWithoutAnother(t *testing.T) {
+	h := newHarness(t)
+	seq := h.publish("jetlet.intent.n1.u1", podIntent("u1", 1))
+	pub := events.NewPublisher(h.js, events.PublisherConfig{Node: "n1"})
+	if err := pub.PublishResult(t.Context(), &schemas.SyncResult{Node: "n1", UID: "u1", IntentSeq: seq, Outcome: schemas.OutcomeSynced}); err != nil {
+		t.Fatal(err)
+	}
+	h.start(consumer.Config{})
+	poll.Until(t, 30*time.Second, poll.Msg("the answered intent to be acked"), func() bool {
+		info, err := h.js.Consumer(t.Context(), schemas.StreamIntents, consumer.DurableName("n1"))
+		return err == nil && info.CachedInfo().NumAckPending == 0 && info.CachedInfo().AckFloor.Stream >= seq
+	})
+	if got := resultsOf(h.settledResults()); got[seq] != 1 || len(got) != 1 {
+		t.Errorf("results per intent %v, want the one stored before the restart", got)
+	}
+	h.sync.mu.Lock()
+	defer h.sync.mu.Unlock()
+	if len(h.sync.applied["u1"]) != 0 {
+		t.Errorf("synced %v: an answered intent is not applied again by the consumer", h.sync.applied["u1"])
+	}
+	if len(h.sync.started) != 1 || h.sync.started[0].IntentSeq != seq {
+		t.Errorf("started with %+v, want u1 at intent %d", h.sync.started, seq)
+	}
+}
