@@ -82,6 +82,10 @@ func TestAPodNoIntentWantsIsDeletedAsAnOrphan(t *testing.T) {
 	}
 	n.start()
 
+	line := n.proc.WaitLog("deleting an orphaned pod: the runtime runs it and no intent wants it", 30*time.Second)
+	if line["level"] != "warn" || line["uid"] != "orphan" || line["pod"] != "default/p-orphan" {
+		t.Errorf("orphan log line %v, want level warn naming the pod", line)
+	}
 	killed := n.waitEvent("orphan", schemas.EventContainerKilled, 30*time.Second, nil)
 	if killed.Reason != schemas.ReasonOrphaned {
 		t.Errorf("ContainerKilled reason %q, want Orphaned", killed.Reason)
