@@ -145,7 +145,8 @@ type pod struct {
 	// "sync holder".
 	sync sync.Mutex
 
-	// Written with both sync and Workers.mu held; read with either.
+	// Written with both sync and Workers.mu held (by Start with mu alone,
+	// before any sync can run); read with either.
 	desired    *Desired
 	orphan     bool               // desired is a delete of a pod no intent wants
 	lastStatus *schemas.PodStatus // the last status stored, to skip storing it unchanged
