@@ -123,22 +123,52 @@ func (p *Publisher) PublishResult(ctx context.Context, r *schemas.SyncResult) er
 	return nil
 }
 
-// LastResultSeq returns the intent sequence answered by the newest stored
-// result for uid, or 0 when there is none. Results of one pod are stored in
-// intent order, so an intent whose sequence is not above it has its answer.
-func (p *Publisher) LastResultSeq(ctx context.Context, uid string) (uint64, error) {
+// ResultsStored returns the intent sequences answered by the results stored
+// for pod uid of this node ("" for every pod) at or after since, reading
+// only their headers.
+func (p *Publisher) ResultsStored(ctx context.Context, uid string, since time.Time) (map[uint64]bool, error) {
 	stream, err := p.resultsStream(ctx)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	m, err := stream.GetLastMsgForSubject(ctx, p.subj.Result(p.cfg.Node, uid))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, nil
+	if uid == "" {
+		uid = "*"
 	}
+	oc, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{p.subj.Result(p.cfg.Node, uid)},
+		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
+		OptStartTime:   &since,
+		HeadersOnly:    true,
+	})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return strconv.ParseUint(m.Header.Get(schemas.HeaderIntentSeq), 10, 64)
+	info, err := oc.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	answered := make(map[uint64]bool, info.NumPending)
+	for left := info.NumPending; left > 0; {
+		batch, err := oc.Fetch(int(min(left, 1000)), jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			return nil, err
+		}
+		got := uint64(0)
+		for m := range batch.Messages() {
+			got++
+			if seq, err := strconv.ParseUint(m.Headers().Get(schemas.HeaderIntentSeq), 10, 64); err == nil {
+				answered[seq] = true
+			}
+		}
+		if err := batch.Error(); err != nil {
+			return nil, err
+		}
+		if got == 0 {
+			break // aged out meanwhile
+		}
+		left -= min(got, left)
+	}
+	return answered, nil
 }
 
 // resultsStream returns the results stream's handle, looked up once.

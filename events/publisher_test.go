@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -88,12 +89,20 @@ func TestPublishResultIsStoredOncePerIntent(t *testing.T) {
 	if got.APIVersion != schemas.APIVersion || got.Kind != schemas.KindSyncResult || got.IntentSeq != 42 {
 		t.Errorf("stored result %+v", got)
 	}
-	seq, err := p.LastResultSeq(t.Context(), "u1")
-	if err != nil || seq != 42 {
-		t.Errorf("LastResultSeq = %d, %v; want 42", seq, err)
-	}
-	if seq, err := p.LastResultSeq(t.Context(), "nobody"); err != nil || seq != 0 {
-		t.Errorf("LastResultSeq of a pod without results = %d, %v; want 0", seq, err)
+	for _, c := range []struct {
+		uid   string
+		since time.Time
+		want  map[uint64]bool
+	}{
+		{"u1", time.Time{}, map[uint64]bool{42: true}},
+		{"", time.Time{}, map[uint64]bool{42: true}},
+		{"nobody", time.Time{}, map[uint64]bool{}},
+		{"u1", time.Now().Add(time.Hour), map[uint64]bool{}},
+	} {
+		got, err := p.ResultsStored(t.Context(), c.uid, c.since)
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("ResultsStored(%q, %v) = %v, %v; want %v", c.uid, c.since, got, err, c.want)
+		}
 	}
 }
 

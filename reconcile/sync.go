@@ -37,7 +37,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatu
 			message = "Pod sandbox changed, it will be killed and re-created"
 		}
 		kill := m.killPod(ctx, pod, ref, status, nil, schemas.ReasonUnknown, message)
-		result.Actions = append(result.Actions, kill.Actions...)
+		result.merge(kill)
 		if kill.Error() != nil {
 			return result
 		}

@@ -17,7 +17,8 @@ import (
 )
 
 // checkOneResultEach asserts that every intent in seqs has exactly one
-// result, and that each pod's results come in intent order.
+// result, and that each pod's results come in intent order. results must be
+// settled (node.settledResults), so that a late duplicate is in them.
 func checkOneResultEach(t *testing.T, results []schemas.SyncResult, seqs map[uint64]string) (outcomes map[schemas.Outcome]int) {
 	t.Helper()
 	outcomes = map[schemas.Outcome]int{}
@@ -52,8 +53,8 @@ func TestInterleavedIntentsGetOneResultEach(t *testing.T) {
 			seqs[n.publish(uid, podJSON(uid, int64(round+1), "Always", fmt.Sprintf("exec sleep %d", 300+round)))] = uid
 		}
 	}
-	results := waitMsgs[schemas.SyncResult](t, n.js, schemas.StreamResults, "jetlet.result.n1.>", uids*rounds, 120*time.Second)
-	outcomes := checkOneResultEach(t, results, seqs)
+	waitMsgs[schemas.SyncResult](t, n.js, schemas.StreamResults, "jetlet.result.n1.>", uids*rounds, 120*time.Second)
+	outcomes := checkOneResultEach(t, n.settledResults(), seqs)
 	if outcomes[schemas.OutcomeSynced]+outcomes[schemas.OutcomeSuperseded] != uids*rounds {
 		t.Errorf("outcomes %v: want only Synced and Superseded", outcomes)
 	}
@@ -167,8 +168,8 @@ func TestSIGKILLMidBurstLosesAndDuplicatesNothing(t *testing.T) {
 	for round := range rounds {
 		burst(round, 2)
 	}
-	results := waitMsgs[schemas.SyncResult](t, n.js, schemas.StreamResults, "jetlet.result.n1.>", len(seqs), 120*time.Second)
-	checkOneResultEach(t, results, seqs)
+	waitMsgs[schemas.SyncResult](t, n.js, schemas.StreamResults, "jetlet.result.n1.>", len(seqs), 120*time.Second)
+	checkOneResultEach(t, n.settledResults(), seqs)
 	for round := range rounds {
 		for i := range perRound {
 			n.waitStatus(uid(round, i), 60*time.Second, func(st *schemas.PodStatus) bool {
