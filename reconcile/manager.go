@@ -19,6 +19,15 @@ type Emitter interface {
 	Emit(ctx context.Context, ev schemas.LifecycleEvent)
 }
 
+// Flusher is an Emitter that can wait until every event it was given is
+// stored. Garbage collection flushes the facts about what it is about to
+// remove before removing it: once a container or sandbox is gone, nothing can
+// derive its facts again (a crash between the removal and the publication
+// would lose them).
+type Flusher interface {
+	Flush(ctx context.Context) error
+}
+
 // EmitterFunc adapts a function to Emitter.
 type EmitterFunc func(ctx context.Context, ev schemas.LifecycleEvent)
 

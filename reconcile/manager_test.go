@@ -426,3 +426,89 @@ func TestPodIPsWhenNewestSandboxVanished(t *testing.T) {
 		t.Errorf("sandboxes %d, IPs %v; want 1 and [10.0.0.1]", len(st.SandboxStatuses), st.IPs)
 	}
 }
+
+// flushingLog is an Emitter whose events are stored only when flushed, or
+// never when failing.
+type flushingLog struct {
+	eventLog
+	failing bool
+	stored  map[string]bool // event ids
+}
+
+func (l *flushingLog) Flush(context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failing {
+		return errors.New("NATS away")
+	}
+	for _, ev := range l.events {
+		l.stored[ev.ID] = true
+	}
+	return nil
+}
+
+// removalWitness checks, at each removal, that the removed object's facts are
+// stored.
+type removalWitness struct {
+	Runtime
+	log      *flushingLog
+	problems []string
+}
+
+func (w *removalWitness) RemoveContainer(ctx context.Context, id string) error {
+	w.log.mu.Lock()
+	for _, typ := range []schemas.EventType{schemas.EventContainerCreated, schemas.EventContainerStarted, schemas.EventContainerDied} {
+		if !w.log.stored[EventID(id, typ)] {
+			w.problems = append(w.problems, "container "+id+" removed before its "+string(typ)+" was stored")
+		}
+	}
+	w.log.mu.Unlock()
+	return w.Runtime.RemoveContainer(ctx, id)
+}
+
+func (w *removalWitness) RemovePodSandbox(ctx context.Context, id string) error {
+	w.log.mu.Lock()
+	if !w.log.stored[EventID(id, schemas.EventSandboxCreated)] {
+		w.problems = append(w.problems, "sandbox "+id+" removed before its SandboxCreated was stored")
+	}
+	w.log.mu.Unlock()
+	return w.Runtime.RemovePodSandbox(ctx, id)
+}
+
+// A container or sandbox that is removed can no longer be derived from: its
+// facts are stored first, and nothing goes while they cannot be.
+func TestGarbageCollectStoresTheFactsOfWhatItRemovesFirst(t *testing.T) {
+	rt := newFakeRuntime()
+	log := &flushingLog{stored: map[string]bool{}}
+	w := &removalWitness{Runtime: rt, log: log}
+	m, err := New(w, log, Config{NodeName: "n1", DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := testPod(corev1.Container{Name: "app", Image: "img:1", Command: []string{"x"}})
+	syncOnce(t, m, pod)
+	rt.exit("app", 3)
+	m.KillPod(context.Background(), pod, nil, nil)
+	gone := PodStateFunc(func(string) bool { return true })
+
+	log.failing = true
+	if err := m.GarbageCollect(context.Background(), gone); err == nil {
+		t.Error("GC reported no error while the facts could not be stored")
+	}
+	st, _ := m.GetPodStatus(context.Background(), "uid1", "p", "ns")
+	if len(st.ContainerStatuses) != 1 || len(st.SandboxStatuses) != 1 {
+		t.Fatalf("GC removed %+v while the facts could not be stored", st)
+	}
+
+	log.failing = false
+	if err := m.GarbageCollect(context.Background(), gone); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = m.GetPodStatus(context.Background(), "uid1", "p", "ns")
+	if len(st.ContainerStatuses)+len(st.SandboxStatuses) != 0 {
+		t.Fatalf("after GC of a gone pod: %+v", st)
+	}
+	for _, p := range w.problems {
+		t.Error(p)
+	}
+}

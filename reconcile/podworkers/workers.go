@@ -475,12 +475,22 @@ func withIntent(ctx context.Context, want Desired) context.Context {
 
 // IntentEmitter adds the intent being synced (its sequence and revision) to
 // every event emitted from within a sync.
-func IntentEmitter(emit reconcile.Emitter) reconcile.Emitter {
-	return reconcile.EmitterFunc(func(ctx context.Context, ev schemas.LifecycleEvent) {
-		if d, ok := ctx.Value(intentKey{}).(Desired); ok && d.IntentSeq != 0 {
-			ev.IntentSeq = d.IntentSeq
-			ev.Revision = d.Intent.Revision
-		}
-		emit.Emit(ctx, ev)
-	})
+// It flushes through to emit when emit is a reconcile.Flusher.
+func IntentEmitter(emit reconcile.Emitter) reconcile.Emitter { return intentEmitter{emit} }
+
+type intentEmitter struct{ next reconcile.Emitter }
+
+func (e intentEmitter) Emit(ctx context.Context, ev schemas.LifecycleEvent) {
+	if d, ok := ctx.Value(intentKey{}).(Desired); ok && d.IntentSeq != 0 {
+		ev.IntentSeq = d.IntentSeq
+		ev.Revision = d.Intent.Revision
+	}
+	e.next.Emit(ctx, ev)
+}
+
+func (e intentEmitter) Flush(ctx context.Context) error {
+	if f, ok := e.next.(reconcile.Flusher); ok {
+		return f.Flush(ctx)
+	}
+	return nil
 }

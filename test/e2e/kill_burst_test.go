@@ -88,12 +88,6 @@ func TestSIGKILLAtTwentyPointsOfABurst(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 200-intent burst with 20 restarts")
 	}
-	// Fails on today's code (4 runs): one result per intent and no event id
-	// twice hold, but containers that ran (crash-loop instances, running
-	// ones) lack their ContainerStarted, replaced containers their
-	// ContainerDied (even with SIGTERM for the kills), and in one run two
-	// pods had more containers than specs.
-	t.Skip("enable once the pod-worker and ledger branches land")
 	const nPods, nIntents, nDeletes, kills = 50, 200, 15, 20
 	pods := make([]*burstPod, nPods)
 	for i := range pods {
