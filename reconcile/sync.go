@@ -122,13 +122,13 @@ func (s *podSync) sync(ctx context.Context) {
 
 	// Step 6: start the next init container; app containers wait for it.
 	if c := actions.NextInitContainerToStart; c != nil {
-		_ = s.start(ctx, c, true)
+		s.start(ctx, c, true)
 		return
 	}
 
 	// Step 7: start the app containers.
 	for _, i := range actions.ContainersToStart {
-		_ = s.start(ctx, &pod.Spec.Containers[i], false)
+		s.start(ctx, &pod.Spec.Containers[i], false)
 	}
 }
 
@@ -169,7 +169,7 @@ func (s *podSync) doBackOff(ctx context.Context, c *corev1.Container) (bool, str
 
 // start is SyncPod's start helper: back-off, then startContainer; it records
 // the container's result and the reason of a failure for the status.
-func (s *podSync) start(ctx context.Context, c *corev1.Container, isInit bool) error {
+func (s *podSync) start(ctx context.Context, c *corev1.Container, isInit bool) {
 	action := schemas.ActionStartContainer
 	if isInit {
 		action = schemas.ActionInitContainer
@@ -178,17 +178,16 @@ func (s *podSync) start(ctx context.Context, c *corev1.Container, isInit bool) e
 	if backingOff, msg := s.doBackOff(ctx, c); backingOff {
 		s.result.fail(action, c.Name, ErrCrashLoopBackOff, msg)
 		s.m.reasons.set(uid, c.Name, ErrCrashLoopBackOff, msg)
-		return ErrCrashLoopBackOff
+		return
 	}
 	id, msg, err := s.startContainer(ctx, c, isInit)
 	if err != nil {
 		s.result.fail(action, c.Name, err, msg)
 		s.m.reasons.set(uid, c.Name, err, msg)
-		return err
+		return
 	}
 	s.m.reasons.remove(uid, c.Name)
 	s.result.add(action, c.Name, id)
-	return nil
 }
 
 // startContainer pulls the image, creates and starts one instance, as
