@@ -145,9 +145,20 @@ func gracePeriod(pod *corev1.Pod, cs *ContainerStatus, spec *corev1.Container, k
 // container is success.
 func (s *podSync) killContainer(ctx context.Context, cs *ContainerStatus, spec *corev1.Container, k killing) error {
 	g := gracePeriod(s.pod, cs, spec, k)
-	if err := s.m.rt.StopContainer(ctx, cs.ID, g); err != nil && !isNotFound(err) {
+	if err := s.m.rt.StopContainer(ctx, cs.ID, g); err != nil && !isNotFound(err) && !s.m.exited(ctx, cs.ID) {
 		return fmt.Errorf("stop container %s (%s): %w", cs.Name, cs.ID, err)
 	}
 	s.m.containerEvent(ctx, s.ref, instanceOf(cs), schemas.EventContainerKilled, k.reason, k.message)
 	return nil
+}
+
+// exited reports whether the container has exited (or is gone): a stop that
+// failed because the container exited on its own meanwhile (containerd's
+// "ttrpc: closed" when the task ends under the stop) has done its work.
+func (m *Manager) exited(ctx context.Context, id string) bool {
+	resp, err := m.rt.ContainerStatus(ctx, id, false)
+	if err != nil {
+		return isNotFound(err)
+	}
+	return resp.GetStatus().GetState() == runtimeapi.ContainerState_CONTAINER_EXITED
 }

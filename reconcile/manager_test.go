@@ -512,3 +512,35 @@ func TestGarbageCollectStoresTheFactsOfWhatItRemovesFirst(t *testing.T) {
 		t.Error(p)
 	}
 }
+
+// stopRacingExit is a runtime whose StopContainer fails; with exits set, the
+// container has exited by then anyway (containerd's "ttrpc: closed" when the
+// task ends under the stop).
+type stopRacingExit struct {
+	*fakeRuntime
+	exits bool
+}
+
+func (r *stopRacingExit) StopContainer(ctx context.Context, id string, timeout int64) error {
+	if r.exits {
+		_ = r.fakeRuntime.StopContainer(ctx, id, timeout)
+	}
+	return errors.New("ttrpc: closed")
+}
+
+func TestAStopThatFailsBecauseTheContainerExitedKills(t *testing.T) {
+	for _, exits := range []bool{true, false} {
+		rt := &stopRacingExit{fakeRuntime: newFakeRuntime()}
+		m, _ := newTestManager(t, rt)
+		pod := testPod(corev1.Container{Name: "app", Image: "img:1", Command: []string{"x"}})
+		syncOnce(t, m, pod)
+		rt.exits = exits
+		err := m.KillPod(context.Background(), pod, nil, nil).Error()
+		if exits && err != nil {
+			t.Errorf("stop failed but the container exited: %v, want the kill done", err)
+		}
+		if !exits && !errors.Is(err, ErrKillContainer) {
+			t.Errorf("stop failed and the container runs: %v, want ErrKillContainer", err)
+		}
+	}
+}
