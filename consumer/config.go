@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -37,6 +38,10 @@ type Config struct {
 	// nothing changed (default 1m, with up to 10% jitter).
 	ResyncPeriod time.Duration
 	Logger       zerolog.Logger
+	// Denials ends at once the JetStream calls whose publish NATS refuses
+	// (the durable's unfiltered create, under a node's permissions); nil
+	// leaves them to their timeout.
+	Denials *events.Denials
 	// Registerer receives the consumer's metrics; nil registers nothing.
 	Registerer prometheus.Registerer
 }

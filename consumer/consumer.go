@@ -278,7 +278,18 @@ func (c *Consumer) attach(ctx context.Context) (jetstream.Consumer, error) {
 		MaxDeliver:     -1,
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	}
-	cons, err := c.js.CreateOrUpdateConsumer(ctx, schemas.StreamIntents, cfg)
+	attachCtx, stop := c.cfg.Denials.Watch(ctx, "$JS.API.CONSUMER.CREATE."+schemas.StreamIntents+"."+cfg.Durable)
+	defer stop()
+	cons, err := c.js.CreateOrUpdateConsumer(attachCtx, schemas.StreamIntents, cfg)
+	if denied, ok := events.Denied(attachCtx); ok {
+		// Permissions that keep a node to its own intents allow the create
+		// request only with the filter in its subject, which holds one
+		// filter; they let no scheduler publish to the bare node subject.
+		c.log.Info().Str("denied", denied.Subject).Str("filter", c.subj.NodeIntents(c.cfg.Node)).
+			Msg("NATS permissions allow only the filtered create of the durable consumer; intents on the bare node subject are not watched")
+		cfg.FilterSubjects, cfg.FilterSubject = nil, c.subj.NodeIntents(c.cfg.Node)
+		cons, err = c.js.CreateOrUpdateConsumer(ctx, schemas.StreamIntents, cfg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("durable consumer %s: %w", cfg.Durable, err)
 	}

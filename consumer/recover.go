@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -112,13 +113,15 @@ func (c *Consumer) replay(ctx context.Context) (int, map[string][]*delivery, err
 	if total == 0 {
 		return 0, kept, nil
 	}
-	oc, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{filter},
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-	})
+	oc, err := c.replayConsumer(ctx, filter)
 	if err != nil {
 		return 0, nil, err
 	}
+	defer func() {
+		delCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = c.js.DeleteConsumer(delCtx, schemas.StreamIntents, ReplayName(c.cfg.Node))
+	}()
 	read := 0
 	for read < total {
 		batch, err := oc.Fetch(min(total-read, 1000), jetstream.FetchMaxWait(5*time.Second))
@@ -135,7 +138,7 @@ func (c *Consumer) replay(ctx context.Context) (int, map[string][]*delivery, err
 			}
 			if uid, ok := c.subj.IntentUID(msg.Subject(), c.cfg.Node); ok {
 				d := newDelivery(msg, meta)
-				d.msg = nil // the ordered consumer's handle acks nothing of the durable's
+				d.msg = nil // the replay consumer's handle acks nothing of the durable's
 				kept[uid] = append(kept[uid], d)
 				c.replayOne(uid, d)
 			}
@@ -168,4 +171,27 @@ func (c *Consumer) replayOne(uid string, d *delivery) {
 	}
 	p.desired = &Desired{UID: uid, Intent: in, IntentSeq: d.seq, ReceivedAt: d.receivedAt}
 	p.done = applied{seq: d.seq, revision: max(p.done.revision, in.Revision)}
+}
+
+// ReplayName is the consumer through which a node reads its intents back at
+// start-up. Its name is fixed, not generated, so that a node's NATS
+// permissions can name it (docs/security.md).
+func ReplayName(node string) string { return DurableName(node) + "-replay" }
+
+// replayConsumer creates the node's replay consumer afresh: one left behind
+// by a jetlet that died has delivered part of the stream already.
+func (c *Consumer) replayConsumer(ctx context.Context, filter string) (jetstream.Consumer, error) {
+	name := ReplayName(c.cfg.Node)
+	if err := c.js.DeleteConsumer(ctx, schemas.StreamIntents, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("delete the old replay consumer %s: %w", name, err)
+	}
+	return c.js.CreateConsumer(ctx, schemas.StreamIntents, jetstream.ConsumerConfig{
+		Name:          name,
+		FilterSubject: filter, // in the create request's subject, where permissions see it
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckNonePolicy,
+		MemoryStorage: true,
+		// The server removes it should the delete after the replay not arrive.
+		InactiveThreshold: time.Minute,
+	})
 }
