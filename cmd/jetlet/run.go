@@ -169,12 +169,12 @@ type agent struct {
 	log   zerolog.Logger
 	ready readiness
 
-	nc            atomic.Pointer[nats.Conn]
-	provisioned   atomic.Bool
-	denials       events.Denials
+	nc          atomic.Pointer[nats.Conn]
+	provisioned atomic.Bool
+	denials     events.Denials
 	// deniedTotal counts what NATS refused this node, by kind
 	// (jetlet_permission_denied_total{what}).
-	deniedTotal *prometheus.CounterVec
+	deniedTotal   *prometheus.CounterVec
 	runtimeHealth atomic.Pointer[error] // nil until the runtime answered once
 	attached      atomic.Pointer[consumer.Consumer]
 }
