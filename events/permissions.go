@@ -103,18 +103,21 @@ func (d *Denials) Watch(ctx context.Context, prefix string) (context.Context, co
 	}
 }
 
-// Observe cancels the watches of the denied subject.
-func (d *Denials) Observe(pe *PermissionError) {
+// Observe cancels the watches of the denied subject and reports whether
+// there were any: the watchers then handle the denial.
+func (d *Denials) Observe(pe *PermissionError) (watched bool) {
 	if d == nil || pe.Op != "publish" {
-		return
+		return false
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for w := range d.waiters {
 		if pe.Subject == w.prefix || strings.HasPrefix(pe.Subject, w.prefix+".") {
 			w.cancel(pe)
+			watched = true
 		}
 	}
+	return watched
 }
 
 // Denied returns the *PermissionError that ended a watched ctx, if that is

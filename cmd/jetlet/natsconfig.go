@@ -33,6 +33,8 @@ func inboxPrefix(user string) string { return "_INBOX_" + user }
 type permissions struct {
 	publish   []string
 	subscribe []string
+	// denyPublish carves exceptions out of publish.
+	denyPublish []string
 }
 
 // streamReader is the JetStream API a reading client (the jetlet client
@@ -75,13 +77,27 @@ func namedConsumer(stream, name, filter string, acks bool) []string {
 	return out
 }
 
-// schedulerPermissions: publish intents for any node; read everything.
-func schedulerPermissions(prefix string) permissions {
+// schedulerPermissions: publish intents for any node; read everything, but
+// not through the nodes' own consumers, which it may neither take intents
+// from nor change nor delete.
+func schedulerPermissions(prefix string, nodes []string) permissions {
 	pub := append([]string{prefix + ".intent.*.*"}, lookups...)
 	for _, s := range []string{schemas.StreamIntents, schemas.StreamResults, schemas.StreamEvents, "KV_" + schemas.BucketStatus, "KV_" + schemas.BucketNodes} {
 		pub = append(pub, streamReader(s)...)
 	}
-	return permissions{publish: pub, subscribe: []string{"_INBOX.>"}}
+	var deny []string
+	for _, n := range nodes {
+		for _, name := range []string{consumer.DurableName(n), consumer.ReplayName(n)} {
+			deny = append(deny,
+				"$JS.API.CONSUMER.CREATE."+schemas.StreamIntents+"."+name,
+				"$JS.API.CONSUMER.CREATE."+schemas.StreamIntents+"."+name+".>",
+				"$JS.API.CONSUMER.MSG.NEXT."+schemas.StreamIntents+"."+name,
+				"$JS.API.CONSUMER.DELETE."+schemas.StreamIntents+"."+name,
+				"$JS.ACK."+schemas.StreamIntents+"."+name+".>",
+				"$JS.ACK.*.*."+schemas.StreamIntents+"."+name+".>")
+		}
+	}
+	return permissions{publish: pub, subscribe: []string{"_INBOX.>"}, denyPublish: deny}
 }
 
 // auditorPermissions: read events, results, statuses and node records;
@@ -127,7 +143,7 @@ type natsUser struct {
 }
 
 func natsUsers(prefix string, nodes []string) []natsUser {
-	sched, audit := schedulerPermissions(prefix), auditorPermissions()
+	sched, audit := schedulerPermissions(prefix, nodes), auditorPermissions()
 	users := []natsUser{
 		{name: "operator", role: "operator: provisions streams and buckets, removes nodes (all rights)"},
 		{name: "scheduler", role: "scheduler: publishes intents for any node, reads everything", perms: &sched},
@@ -225,8 +241,8 @@ func writeNATSConfig(w io.Writer, users []natsUser, keys []string, keysDir strin
 		fmt.Fprintf(&b, "    # %s: %s\n    { nkey: %q", u.name, u.role, keys[i])
 		if u.perms != nil {
 			b.WriteString(", permissions: {\n")
-			writeList(&b, "publish", u.perms.publish)
-			writeList(&b, "subscribe", u.perms.subscribe)
+			writeList(&b, "publish", u.perms.publish, u.perms.denyPublish)
+			writeList(&b, "subscribe", u.perms.subscribe, nil)
 			b.WriteString("    }")
 		}
 		b.WriteString(" }\n")
@@ -236,10 +252,20 @@ func writeNATSConfig(w io.Writer, users []natsUser, keys []string, keysDir strin
 	return err
 }
 
-func writeList(b *strings.Builder, what string, subjects []string) {
-	fmt.Fprintf(b, "      %s: { allow: [\n", what)
-	for _, s := range subjects {
-		fmt.Fprintf(b, "        %q\n", s)
+func writeList(b *strings.Builder, what string, allow, deny []string) {
+	fmt.Fprintf(b, "      %s: {\n", what)
+	for _, l := range []struct {
+		key      string
+		subjects []string
+	}{{"allow", allow}, {"deny", deny}} {
+		if len(l.subjects) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "        %s: [\n", l.key)
+		for _, s := range l.subjects {
+			fmt.Fprintf(b, "          %q\n", s)
+		}
+		b.WriteString("        ]\n")
 	}
-	b.WriteString("      ] }\n")
+	b.WriteString("      }\n")
 }

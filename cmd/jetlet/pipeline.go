@@ -71,6 +71,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 		AllowPrivileged: a.cfg.allowPrivileged,
 		ResyncPeriod:    a.cfg.resyncPeriod,
 		Logger:          log,
+		Denials:         &a.denials,
 		Registerer:      reg,
 	})
 	if err != nil {
@@ -87,9 +88,13 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	var bg sync.WaitGroup
 	bg.Go(func() { pub.Run(pubCtx) })
 	bg.Go(func() { relister.Run(relistCtx) })
-	bg.Go(func() { syncer.GarbageCollect(ctx, gcPeriod) })
+	// These end with the consumer, which can fail on its own (a durable
+	// consumer NATS does not allow).
+	bgCtx, stopBG := context.WithCancel(ctx)
+	defer stopBG()
+	bg.Go(func() { syncer.GarbageCollect(bgCtx, gcPeriod) })
 	bg.Go(func() {
-		events.RunHeartbeat(ctx, js, events.HeartbeatPeriod, func() schemas.NodeRecord {
+		events.RunHeartbeat(bgCtx, js, events.HeartbeatPeriod, func() schemas.NodeRecord {
 			v := client.RuntimeVersion()
 			return schemas.NodeRecord{
 				Node:              a.cfg.node,
@@ -103,9 +108,10 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 			}
 		}, log)
 	})
-	bg.Go(func() { rederiveAfterDrops(ctx, pub, relister, a) })
+	bg.Go(func() { rederiveAfterDrops(bgCtx, pub, relister, a) })
 
 	runErr := cons.Run(ctx, a.cfg.shutdownTimeout)
+	stopBG()
 	stopRelist()
 	flushCtx, cancel := context.WithTimeout(context.Background(), a.cfg.shutdownTimeout)
 	defer cancel()
@@ -114,7 +120,10 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	}
 	stopPub()
 	bg.Wait()
-	if err := events.RemoveHeartbeat(flushCtx, js, a.cfg.node); err != nil {
+	// A denied delete fails at once rather than at the flush deadline.
+	removeCtx, stopWatch := a.denials.Watch(flushCtx, "$KV."+schemas.BucketNodes+"."+a.cfg.node)
+	defer stopWatch()
+	if err := events.RemoveHeartbeat(removeCtx, js, a.cfg.node); err != nil {
 		log.Warn().Err(err).Msg("node record not removed from " + schemas.BucketNodes + "; it expires with the bucket's TTL")
 	}
 	return runErr

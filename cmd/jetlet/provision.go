@@ -41,16 +41,20 @@ func newDeniedCounter(reg prometheus.Registerer) *prometheus.CounterVec {
 	return c
 }
 
-// denied reports a permission NATS refused: once in the log at error with the
-// subject, once in jetlet_permission_denied_total, and to the calls waiting
-// on it, which fail at once instead of at their timeout. A publish that is
+// denied reports a permission NATS refused in jetlet_permission_denied_total
+// and to the call waiting on it, which then fails at once instead of at its
+// timeout and handles it (provisioning, attaching the durable consumer).
+// Any other denial is logged at error with its subject: a publish that is
 // retried is refused, and so reported, at every try.
 func (a *agent) denied(pe *events.PermissionError) {
 	what := pe.What(a.cfg.streams.SubjectPrefix)
 	a.deniedTotal.WithLabelValues(what).Inc()
+	if a.denials.Observe(pe) {
+		a.log.Debug().Str("op", pe.Op).Str("subject", pe.Subject).Msg("NATS denied a call that has a way around it")
+		return
+	}
 	a.log.Error().Str("op", pe.Op).Str("subject", pe.Subject).Str("what", what).
 		Msg("NATS denied this node's credentials a permission it needs; give the node the permissions of `jetlet nats-config` (docs/security.md)")
-	a.denials.Observe(pe)
 }
 
 // provision creates or updates the streams and buckets, retrying while NATS
