@@ -147,8 +147,9 @@ func TestNATSConfigRoles(t *testing.T) {
 
 	dataDir := t.TempDir()
 	jetlettest.RemovePodsOnCleanup(t, dataDir)
-	n1 := jetlettest.Start(t, "run", "--node", "n1", "--data-dir", dataDir, "--http-listen", "127.0.0.1:0",
-		"--nats-url", s.url, "--nats-nkey", s.seed("node-n1"))
+	n1Args := []string{"run", "--node", "n1", "--data-dir", dataDir, "--http-listen", "127.0.0.1:0",
+		"--nats-url", s.url, "--nats-nkey", s.seed("node-n1")}
+	n1 := jetlettest.Start(t, n1Args...)
 	n1.WaitReady(60 * time.Second)
 
 	t.Run("the scheduler applies a pod and n1 syncs it", func(t *testing.T) {
@@ -178,6 +179,13 @@ func TestNATSConfigRoles(t *testing.T) {
 				FilterSubjects: []string{"jetlet.intent.n1.>", "jetlet.intent.n2.>"}})
 			return err
 		})
+		// Nor does a body whose filter is not the subject's: NATS refuses it.
+		create := "$JS.API.CONSUMER.CREATE.JETLET_INTENTS.jetlet-n1.jetlet.intent.n1.>"
+		reply, err := n1c.nc.RequestWithContext(t.Context(), create,
+			[]byte(`{"stream_name":"JETLET_INTENTS","config":{"durable_name":"jetlet-n1","filter_subject":"jetlet.intent.n2.>","ack_policy":"explicit"}}`))
+		if err != nil || !strings.Contains(string(reply.Data), `"error"`) {
+			t.Errorf("create with another filter in the body: %v %s", err, reply.Data)
+		}
 		n1c.wantDenied(t, "publish", "$JS.API.CONSUMER.MSG.NEXT.JETLET_INTENTS.jetlet-n2", func(ctx context.Context) error {
 			_, err := n1c.nc.RequestWithContext(ctx, "$JS.API.CONSUMER.MSG.NEXT.JETLET_INTENTS.jetlet-n2", []byte(`{"batch":1}`))
 			return err
@@ -278,6 +286,21 @@ func TestNATSConfigRoles(t *testing.T) {
 			return sched.js.DeleteConsumer(ctx, "JETLET_INTENTS", "jetlet-n1")
 		})
 	})
+
+	// Restarted, n1 reads its intents and results back through its own
+	// consumers and direct gets.
+	n1.Signal(syscall.SIGTERM)
+	if code := n1.Wait(60 * time.Second); code != 0 {
+		t.Fatalf("jetlet exited %d on SIGTERM", code)
+	}
+	n1 = jetlettest.Start(t, n1Args...)
+	n1.WaitReady(60 * time.Second)
+	if line := n1.WaitLog("desired state recovered; syncing every pod", 30*time.Second); line["intents"] != 1.0 || line["unanswered"] != 0.0 || line["orphans"] != 0.0 {
+		t.Errorf("recovery: %v", line)
+	}
+	if strings.Contains(n1.Logs(), "NATS denied") {
+		t.Errorf("NATS denied the restarted node something")
+	}
 
 	t.Run("a node with another node's credentials says what was denied and exits", func(t *testing.T) {
 		wrong := jetlettest.Start(t, "run", "--node", "n2", "--data-dir", t.TempDir(), "--http-listen", "127.0.0.1:0",
