@@ -299,14 +299,25 @@ func (c *Consumer) attach(ctx context.Context) (jetstream.Consumer, error) {
 // createDurable creates or updates the durable consumer; a create request
 // NATS denies (subject begins with create) fails at once with the
 // *events.PermissionError.
-func (c *Consumer) createDurable(ctx context.Context, create string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
-	watchCtx, stop := c.cfg.Denials.Watch(ctx, create)
-	defer stop()
-	cons, err := c.js.CreateOrUpdateConsumer(watchCtx, schemas.StreamIntents, cfg)
-	if denied, ok := events.Denied(watchCtx); ok {
-		return nil, denied
-	}
+func (c *Consumer) createDurable(ctx context.Context, create string, cfg jetstream.ConsumerConfig) (cons jetstream.Consumer, err error) {
+	err = c.unlessDenied(ctx, create, func(ctx context.Context) error {
+		cons, err = c.js.CreateOrUpdateConsumer(ctx, schemas.StreamIntents, cfg)
+		return err
+	})
 	return cons, err
+}
+
+// unlessDenied runs call, ending it at once with the *events.PermissionError
+// when NATS denies a publish to subject (or below it) meanwhile: NATS does not
+// answer a denied request, which would otherwise wait for its timeout.
+func (c *Consumer) unlessDenied(ctx context.Context, subject string, call func(context.Context) error) error {
+	watchCtx, stop := c.cfg.Denials.Watch(ctx, subject)
+	defer stop()
+	err := call(watchCtx)
+	if denied, ok := events.Denied(watchCtx); ok {
+		return denied
+	}
+	return err
 }
 
 // receive dispatches one delivered intent to its pod's worker. It runs on the

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -179,19 +181,37 @@ func (c *Consumer) replayOne(uid string, d *delivery) {
 func ReplayName(node string) string { return DurableName(node) + "-replay" }
 
 // replayConsumer creates the node's replay consumer afresh: one left behind
-// by a jetlet that died has delivered part of the stream already.
+// by a jetlet that died has delivered part of the stream already. A denied
+// delete or create is permanent: retrying cannot mend the permissions.
 func (c *Consumer) replayConsumer(ctx context.Context, filter string) (jetstream.Consumer, error) {
 	name := ReplayName(c.cfg.Node)
-	if err := c.js.DeleteConsumer(ctx, schemas.StreamIntents, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return nil, fmt.Errorf("delete the old replay consumer %s: %w", name, err)
-	}
-	return c.js.CreateConsumer(ctx, schemas.StreamIntents, jetstream.ConsumerConfig{
-		Name:          name,
-		FilterSubject: filter, // in the create request's subject, where permissions see it
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckNonePolicy,
-		MemoryStorage: true,
-		// The server removes it should the delete after the replay not arrive.
-		InactiveThreshold: time.Minute,
+	api := func(verb string) string { return "$JS.API.CONSUMER." + verb + "." + schemas.StreamIntents + "." + name }
+	err := c.unlessDenied(ctx, api("DELETE"), func(ctx context.Context) error {
+		return c.js.DeleteConsumer(ctx, schemas.StreamIntents, name)
 	})
+	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, permanentIfDenied(fmt.Errorf("delete the old replay consumer %s: %w", name, err))
+	}
+	var cons jetstream.Consumer
+	err = c.unlessDenied(ctx, api("CREATE"), func(ctx context.Context) (err error) {
+		cons, err = c.js.CreateConsumer(ctx, schemas.StreamIntents, jetstream.ConsumerConfig{
+			Name:          name,
+			FilterSubject: filter, // in the create request's subject, where permissions see it
+			DeliverPolicy: jetstream.DeliverAllPolicy,
+			AckPolicy:     jetstream.AckNonePolicy,
+			MemoryStorage: true,
+			// The server removes it should the delete after the replay not arrive.
+			InactiveThreshold: time.Minute,
+		})
+		return err
+	})
+	return cons, permanentIfDenied(err)
+}
+
+func permanentIfDenied(err error) error {
+	var denied *events.PermissionError
+	if errors.As(err, &denied) {
+		return backoff.Permanent(err)
+	}
+	return err
 }

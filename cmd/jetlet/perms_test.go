@@ -313,6 +313,18 @@ func TestNATSConfigRoles(t *testing.T) {
 			t.Errorf("jetlet exited 0 without its durable consumer")
 		}
 		wantContains(t, "logs", wrong.Logs(), "durable consumer jetlet-n2: permission denied", "$JS.API.CONSUMER.CREATE.JETLET_INTENTS.jetlet-n2.jetlet.intent.n2.>")
+
+		// With intents to replay, the replay consumer is the first denial,
+		// and retrying cannot mend it either.
+		if res := s.as(t, "scheduler", "apply", "-f", mustAbs(t, webYAML), "--node", "n2"); res.code != 0 {
+			t.Fatalf("apply for n2: exit %d", res.code)
+		}
+		wrong = jetlettest.Start(t, "run", "--node", "n2", "--data-dir", t.TempDir(), "--http-listen", "127.0.0.1:0",
+			"--nats-url", s.url, "--nats-nkey", s.seed("node-n1"), "--nats-inbox-prefix", "_INBOX_n1")
+		if code := wrong.Wait(30 * time.Second); code == 0 {
+			t.Errorf("jetlet exited 0 without its replay consumer")
+		}
+		wantContains(t, "logs", wrong.Logs(), "replay consumer jetlet-n2-replay: permission denied", `"$JS.API.CONSUMER.DELETE.JETLET_INTENTS.jetlet-n2-replay"`)
 	})
 
 	t.Run("node lifecycle", func(t *testing.T) {
