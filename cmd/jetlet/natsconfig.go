@@ -13,16 +13,31 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jetlet/jetlet/consumer"
+	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/schemas"
 )
 
-// Consumers a node creates besides its durable and its replay consumer, each
-// with a fixed name so that the node's permissions can name it: the
-// read-back of its own results (answered-ness) and of its own events (the
-// event ledger). A name is fixed per node, so a node runs one read-back per
-// stream at a time.
-func resultsReadBackName(node string) string { return consumer.DurableName(node) + "-results" }
-func eventsReadBackName(node string) string  { return consumer.DurableName(node) + "-events" }
+// nodeConsumer is a consumer a node creates, with a fixed name so that the
+// node's permissions can name it (docs/security.md).
+type nodeConsumer struct {
+	stream, name string
+	filter       string // the filter it may be created with, or within
+	acks         bool   // acked deliveries (the durable); the others ack none
+}
+
+// nodeConsumers are node's consumers: its durable and its replay consumer on
+// the intents, and the read-back of its own results (answered-ness) and of
+// its own events (the event ledger). A name is fixed per node, so a node runs
+// one read-back per stream at a time.
+func nodeConsumers(prefix, node string) []nodeConsumer {
+	intents := schemas.Subjects{Prefix: prefix}.NodeIntents(node)
+	return []nodeConsumer{
+		{schemas.StreamIntents, consumer.DurableName(node), intents, true},
+		{schemas.StreamIntents, consumer.ReplayName(node), intents, false},
+		{schemas.StreamResults, events.ResultsReadBackName(node), prefix + ".result." + node + ".>", false},
+		{schemas.StreamEvents, events.EventsReadBackName(node), prefix + ".event." + node + ".>", false},
+	}
+}
 
 // inboxPrefix is the reply-subject prefix of a user: nobody else may
 // subscribe to it, so nobody else reads its replies (JetStream API answers,
@@ -59,27 +74,42 @@ func streamReader(stream string) []string {
 // info (which tells its subjects and counts, never a message).
 var lookups = []string{"$JS.API.INFO", "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST"}
 
-// namedConsumer is the JetStream API for one consumer of a fixed name on
-// stream, created only with a filter within filter: the filter is in the
-// create request's subject, and the server refuses a body whose filter
-// differs from it.
-func namedConsumer(stream, name, filter string, acks bool) []string {
+// api is the JetStream API for one of a node's consumers. It may be created
+// only with a filter within its own: the filter is in the create request's
+// subject, and the server refuses a body whose filter differs from it.
+func (nc nodeConsumer) api() []string {
 	out := []string{
-		"$JS.API.CONSUMER.CREATE." + stream + "." + name + "." + filter,
-		"$JS.API.CONSUMER.INFO." + stream + "." + name,
-		"$JS.API.CONSUMER.MSG.NEXT." + stream + "." + name,
-		"$JS.API.CONSUMER.DELETE." + stream + "." + name,
+		"$JS.API.CONSUMER.CREATE." + nc.stream + "." + nc.name + "." + nc.filter,
+		"$JS.API.CONSUMER.INFO." + nc.stream + "." + nc.name,
+		"$JS.API.CONSUMER.MSG.NEXT." + nc.stream + "." + nc.name,
+		"$JS.API.CONSUMER.DELETE." + nc.stream + "." + nc.name,
 	}
-	if acks {
-		// The v1 ack subject and the v2 one, with domain and account hash.
-		out = append(out, "$JS.ACK."+stream+"."+name+".>", "$JS.ACK.*.*."+stream+"."+name+".>")
+	if nc.acks {
+		out = append(out, nc.ackSubjects()...)
 	}
 	return out
 }
 
+// ackSubjects are the v1 ack subject and the v2 one, with domain and account
+// hash.
+func (nc nodeConsumer) ackSubjects() []string {
+	return []string{"$JS.ACK." + nc.stream + "." + nc.name + ".>", "$JS.ACK.*.*." + nc.stream + "." + nc.name + ".>"}
+}
+
+// othersAPI is what no one but the node may do with it: create it (with any
+// filter), fetch from it, delete it, ack its deliveries.
+func (nc nodeConsumer) othersAPI() []string {
+	return append([]string{
+		"$JS.API.CONSUMER.CREATE." + nc.stream + "." + nc.name,
+		"$JS.API.CONSUMER.CREATE." + nc.stream + "." + nc.name + ".>",
+		"$JS.API.CONSUMER.MSG.NEXT." + nc.stream + "." + nc.name,
+		"$JS.API.CONSUMER.DELETE." + nc.stream + "." + nc.name,
+	}, nc.ackSubjects()...)
+}
+
 // schedulerPermissions: publish intents for any node; read everything, but
-// not through the nodes' own consumers, which it may neither take intents
-// from nor change nor delete.
+// not through the nodes' own consumers, which it may neither read from nor
+// change nor delete.
 func schedulerPermissions(prefix string, nodes []string) permissions {
 	pub := append([]string{prefix + ".intent.*.*"}, lookups...)
 	for _, s := range []string{schemas.StreamIntents, schemas.StreamResults, schemas.StreamEvents, "KV_" + schemas.BucketStatus, "KV_" + schemas.BucketNodes} {
@@ -87,14 +117,8 @@ func schedulerPermissions(prefix string, nodes []string) permissions {
 	}
 	var deny []string
 	for _, n := range nodes {
-		for _, name := range []string{consumer.DurableName(n), consumer.ReplayName(n)} {
-			deny = append(deny,
-				"$JS.API.CONSUMER.CREATE."+schemas.StreamIntents+"."+name,
-				"$JS.API.CONSUMER.CREATE."+schemas.StreamIntents+"."+name+".>",
-				"$JS.API.CONSUMER.MSG.NEXT."+schemas.StreamIntents+"."+name,
-				"$JS.API.CONSUMER.DELETE."+schemas.StreamIntents+"."+name,
-				"$JS.ACK."+schemas.StreamIntents+"."+name+".>",
-				"$JS.ACK.*.*."+schemas.StreamIntents+"."+name+".>")
+		for _, nc := range nodeConsumers(prefix, n) {
+			deny = append(deny, nc.othersAPI()...)
 		}
 	}
 	return permissions{publish: pub, subscribe: []string{"_INBOX.>"}, denyPublish: deny}
@@ -127,11 +151,9 @@ func nodePermissions(prefix, node string) permissions {
 		"$JS.API.DIRECT.GET." + schemas.StreamResults + "." + prefix + ".result." + node + ".*",
 		"$JS.API.DIRECT.GET.KV_" + schemas.BucketStatus + ".$KV." + schemas.BucketStatus + "." + node + ".>",
 	}
-	intents := subj.NodeIntents(node)
-	pub = append(pub, namedConsumer(schemas.StreamIntents, consumer.DurableName(node), intents, true)...)
-	pub = append(pub, namedConsumer(schemas.StreamIntents, consumer.ReplayName(node), intents, false)...)
-	pub = append(pub, namedConsumer(schemas.StreamResults, resultsReadBackName(node), prefix+".result."+node+".>", false)...)
-	pub = append(pub, namedConsumer(schemas.StreamEvents, eventsReadBackName(node), prefix+".event."+node+".>", false)...)
+	for _, nc := range nodeConsumers(prefix, node) {
+		pub = append(pub, nc.api()...)
+	}
 	return permissions{publish: pub, subscribe: []string{inboxPrefix(node) + ".>"}}
 }
 

@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
-	"github.com/jetlet/jetlet/consumer"
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -207,13 +206,7 @@ func (o *nodeRemoveOptions) run(cmd *cobra.Command, name string) error {
 		return fmt.Errorf("node %s is live (heartbeat %s): stop its jetlet first", name, st.heartbeat(now))
 	}
 	var removed []string
-	consumers := []struct{ stream, name string }{
-		{schemas.StreamIntents, consumer.DurableName(name)},
-		{schemas.StreamIntents, consumer.ReplayName(name)},
-		{schemas.StreamResults, resultsReadBackName(name)},
-		{schemas.StreamEvents, eventsReadBackName(name)},
-	}
-	for _, cons := range consumers {
+	for _, cons := range nodeConsumers(o.client.subjectPrefix, name) {
 		err := c.js.DeleteConsumer(ctx, cons.stream, cons.name)
 		switch {
 		case err == nil:
