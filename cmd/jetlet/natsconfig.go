@@ -26,17 +26,19 @@ type nodeConsumer struct {
 }
 
 // nodeConsumers are node's consumers: its durable and its replay consumer on
-// the intents, and the read-back of its own results (answered-ness) and of
-// its own events (the event ledger). A name is fixed per node, so a node runs
-// one read-back per stream at a time.
+// the intents, and the read-backs of its own results (answered-ness) and of
+// its own events (the event ledger), all of fixed names.
 func nodeConsumers(prefix, node string) []nodeConsumer {
 	intents := schemas.Subjects{Prefix: prefix}.NodeIntents(node)
-	return []nodeConsumer{
+	out := []nodeConsumer{
 		{schemas.StreamIntents, consumer.DurableName(node), intents, true},
 		{schemas.StreamIntents, consumer.ReplayName(node), intents, false},
 		{schemas.StreamResults, events.ResultsReadBackName(node), prefix + ".result." + node + ".>", false},
-		{schemas.StreamEvents, events.EventsReadBackName(node), prefix + ".event." + node + ".>", false},
 	}
+	for slot := range events.EventsReadBackSlots {
+		out = append(out, nodeConsumer{schemas.StreamEvents, events.EventsReadBackName(node, slot), prefix + ".event." + node + ".>", false})
+	}
+	return out
 }
 
 // inboxPrefix is the reply-subject prefix of a user: nobody else may

@@ -20,7 +20,8 @@ func TestNodePermissionsNameOnlyTheNode(t *testing.T) {
 		"$JS.ACK.JETLET_INTENTS.jetlet-n1.>",
 		"$JS.API.CONSUMER.CREATE.JETLET_INTENTS.jetlet-n1-replay.jetlet.intent.n1.>",
 		"$JS.API.CONSUMER.CREATE.JETLET_RESULTS.jetlet-n1-results.jetlet.result.n1.>",
-		"$JS.API.CONSUMER.CREATE.JETLET_EVENTS.jetlet-n1-events.jetlet.event.n1.>",
+		"$JS.API.CONSUMER.CREATE.JETLET_EVENTS.jetlet-n1-events-0.jetlet.event.n1.>",
+		"$JS.API.CONSUMER.CREATE.JETLET_EVENTS.jetlet-n1-events-7.jetlet.event.n1.>",
 		"$JS.API.DIRECT.GET.JETLET_RESULTS.jetlet.result.n1.*",
 	} {
 		if !slices.Contains(p.publish, want) {
