@@ -105,12 +105,20 @@ func (r *recovered) desired() []podworkers.Desired {
 // ackFloor is the durable consumer's ack floor: every intent at or below it
 // has been acked, so answered. 0 when the durable consumer does not exist.
 func (c *Consumer) ackFloor(ctx context.Context) (uint64, error) {
-	cons, err := c.js.Consumer(ctx, schemas.StreamIntents, DurableName(c.cfg.Node))
+	name := DurableName(c.cfg.Node)
+	var cons jetstream.Consumer
+	err := events.UnlessDenied(ctx, c.cfg.Denials, "$JS.API.CONSUMER.INFO."+schemas.StreamIntents+"."+name, func(ctx context.Context) (err error) {
+		cons, err = c.js.Consumer(ctx, schemas.StreamIntents, name)
+		return err
+	})
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return 0, nil
 	}
+	if errors.As(err, new(*events.PermissionError)) {
+		return 0, backoff.Permanent(fmt.Errorf("durable consumer %s: %w", name, err))
+	}
 	if err != nil {
-		return 0, fmt.Errorf("durable consumer %s: %w", DurableName(c.cfg.Node), err)
+		return 0, fmt.Errorf("durable consumer %s: %w", name, err)
 	}
 	return cons.CachedInfo().AckFloor.Stream, nil
 }
