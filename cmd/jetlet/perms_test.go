@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,8 +16,10 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/jetlet/jetlet/events"
+	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/natstest"
 	"github.com/jetlet/jetlet/test/poll"
@@ -238,6 +241,33 @@ func TestNATSConfigRoles(t *testing.T) {
 			t.Errorf("delete its replay consumer (gone after the replay): %v, want not found", err)
 		}
 	})
+
+	t.Run("n1's read-backs work with its credentials", func(t *testing.T) {
+		pub := events.NewPublisher(n1c.js, events.PublisherConfig{Node: "n1", Logger: zerolog.Nop(), Denials: &n1c.denials})
+		answered, err := pub.ResultsStored(t.Context(), "", time.Time{})
+		if err != nil || len(answered) == 0 {
+			t.Errorf("results read-back as n1: %v, %v", answered, err)
+		}
+		// A pod new to the publisher is read back before its event is stored.
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		wg.Go(func() { pub.Run(ctx) })
+		defer func() { cancel(); wg.Wait() }()
+		pub.Emit(ctx, schemas.LifecycleEvent{ID: "perms-test.SandboxCreated", Type: schemas.EventSandboxCreated, UID: "perms-test", Time: time.Now()})
+		flushCtx, stop := context.WithTimeout(ctx, 10*time.Second)
+		defer stop()
+		if err := pub.Flush(flushCtx); err != nil {
+			t.Errorf("events read-back and publish as n1: %v", err)
+		}
+		select {
+		case pe := <-n1c.denied:
+			t.Errorf("NATS denied n1 %s %s", pe.Op, pe.Subject)
+		default:
+		}
+	})
+	if strings.Contains(n1.Logs(), "NATS denied") {
+		t.Errorf("NATS denied n1 something")
+	}
 
 	audit := s.connect(t, "auditor", nats.CustomInboxPrefix("_INBOX_auditor"))
 	t.Run("the auditor cannot publish", func(t *testing.T) {
