@@ -117,23 +117,29 @@ func schedulerPermissions(prefix string, nodes []string) permissions {
 	for _, s := range []string{schemas.StreamIntents, schemas.StreamResults, schemas.StreamEvents, "KV_" + schemas.BucketStatus, "KV_" + schemas.BucketNodes} {
 		pub = append(pub, streamReader(s)...)
 	}
-	var deny []string
-	for _, n := range nodes {
-		for _, nc := range nodeConsumers(prefix, n) {
-			deny = append(deny, nc.othersAPI()...)
-		}
-	}
-	return permissions{publish: pub, subscribe: []string{"_INBOX.>"}, denyPublish: deny}
+	return permissions{publish: pub, subscribe: []string{"_INBOX.>"}, denyPublish: nodesConsumersAPI(prefix, nodes)}
 }
 
-// auditorPermissions: read events, results, statuses and node records;
-// publish nothing but read requests.
-func auditorPermissions() permissions {
+// auditorPermissions: read events, results, statuses and node records, not
+// through the nodes' own consumers; publish nothing but read requests.
+func auditorPermissions(prefix string, nodes []string) permissions {
 	pub := append([]string(nil), lookups...)
 	for _, s := range []string{schemas.StreamResults, schemas.StreamEvents, "KV_" + schemas.BucketStatus, "KV_" + schemas.BucketNodes} {
 		pub = append(pub, streamReader(s)...)
 	}
-	return permissions{publish: pub, subscribe: []string{inboxPrefix("auditor") + ".>"}}
+	return permissions{publish: pub, subscribe: []string{inboxPrefix("auditor") + ".>"}, denyPublish: nodesConsumersAPI(prefix, nodes)}
+}
+
+// nodesConsumersAPI is the API of every node's consumers, for the readers'
+// deny lists.
+func nodesConsumersAPI(prefix string, nodes []string) []string {
+	var out []string
+	for _, n := range nodes {
+		for _, nc := range nodeConsumers(prefix, n) {
+			out = append(out, nc.othersAPI()...)
+		}
+	}
+	return out
 }
 
 // nodePermissions: consume its own intents through its own consumers; store
@@ -167,7 +173,7 @@ type natsUser struct {
 }
 
 func natsUsers(prefix string, nodes []string) []natsUser {
-	sched, audit := schedulerPermissions(prefix, nodes), auditorPermissions()
+	sched, audit := schedulerPermissions(prefix, nodes), auditorPermissions(prefix, nodes)
 	users := []natsUser{
 		{name: "operator", role: "operator: provisions streams and buckets, removes nodes (all rights)"},
 		{name: "scheduler", role: "scheduler: publishes intents for any node, reads everything", perms: &sched},

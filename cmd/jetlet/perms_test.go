@@ -277,6 +277,10 @@ func TestNATSConfigRoles(t *testing.T) {
 				return err
 			})
 		}
+		// Nor may it touch a node's read-back consumers.
+		audit.wantDenied(t, "publish", "$JS.API.CONSUMER.DELETE.JETLET_EVENTS.jetlet-n1-events-0", func(ctx context.Context) error {
+			return audit.js.DeleteConsumer(ctx, "JETLET_EVENTS", "jetlet-n1-events-0")
+		})
 		audit.wantDenied(t, "publish", "$JS.API.CONSUMER.CREATE.JETLET_INTENTS.reader.jetlet.intent.>", func(ctx context.Context) error {
 			_, err := audit.js.CreateConsumer(ctx, "JETLET_INTENTS", jetstream.ConsumerConfig{Name: "reader", FilterSubject: "jetlet.intent.>"})
 			return err
