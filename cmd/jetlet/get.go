@@ -86,11 +86,11 @@ func (o *getPodsOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer c.close()
-	pods, err := kvValues[schemas.PodStatus](cmd.Context(), c, schemas.BucketStatus, nodeToken(o.client.node)+".*")
+	pods, err := c.statuses(cmd.Context(), o.client.node)
 	if err != nil {
 		return err
 	}
-	nodes, err := c.nodeStates(cmd.Context(), o.client.node)
+	nodes, err := c.nodeStates(cmd.Context(), o.client.node, pods)
 	if err != nil {
 		return err
 	}
@@ -260,7 +260,11 @@ func (o *getNodesOptions) run(cmd *cobra.Command) error {
 		slices.SortFunc(nodes, func(a, b schemas.NodeRecord) int { return cmp.Compare(a.Node, b.Node) })
 		return printList(w, o.output, "NodeList", nodes)
 	}
-	states, err := c.nodeStates(cmd.Context(), o.client.node)
+	statuses, err := c.statuses(cmd.Context(), o.client.node)
+	if err != nil {
+		return err
+	}
+	states, err := c.nodeStates(cmd.Context(), o.client.node, statuses)
 	if err != nil {
 		return err
 	}

@@ -65,9 +65,10 @@ func (n *nodeState) heartbeat(now time.Time) string {
 }
 
 // nodeStates returns every node known to jetlet_nodes (records, and the
-// deletes of clean stops) or to jetlet_status (a node with pods whose record
-// expired: lost), by name; node selects one ("" for all).
-func (c *client) nodeStates(ctx context.Context, node string) (map[string]*nodeState, error) {
+// deletes of clean stops) or to statuses, the pods of jetlet_status (a node
+// with pods whose record expired: lost), by name; node selects one ("" for
+// all).
+func (c *client) nodeStates(ctx context.Context, node string, statuses []schemas.PodStatus) (map[string]*nodeState, error) {
 	kv, err := c.bucket(ctx, schemas.BucketNodes)
 	if err != nil {
 		return nil, err
@@ -92,12 +93,8 @@ func (c *client) nodeStates(ctx context.Context, node string) (map[string]*nodeS
 	if err != nil {
 		return nil, c.jsError("bucket "+schemas.BucketNodes, err)
 	}
-	statuses, err := kvValues[schemas.PodStatus](ctx, c, schemas.BucketStatus, nodeToken(node)+".*")
-	if err != nil {
-		return nil, err
-	}
 	for _, st := range statuses {
-		if st.Node != "" {
+		if st.Node != "" && (node == "" || st.Node == node) {
 			get(st.Node).Pods++
 		}
 	}
@@ -196,7 +193,11 @@ func (o *nodeRemoveOptions) run(cmd *cobra.Command, name string) error {
 	}
 	defer c.close()
 	ctx := cmd.Context()
-	states, err := c.nodeStates(ctx, name)
+	statuses, err := c.statuses(ctx, name)
+	if err != nil {
+		return err
+	}
+	states, err := c.nodeStates(ctx, name, statuses)
 	if err != nil {
 		return err
 	}
@@ -245,4 +246,9 @@ func (c *client) purge(ctx context.Context, stream, subject string) error {
 		return c.jsError("purge "+subject, err)
 	}
 	return nil
+}
+
+// statuses returns the pods of jetlet_status on node ("" for every node).
+func (c *client) statuses(ctx context.Context, node string) ([]schemas.PodStatus, error) {
+	return kvValues[schemas.PodStatus](ctx, c, schemas.BucketStatus, nodeToken(node)+".*")
 }
