@@ -155,8 +155,7 @@ func nodePermissions(prefix, node string) permissions {
 		"$KV." + schemas.BucketNodes + "." + node,
 		// Whether the streams and buckets exist, and their handles.
 		"$JS.API.STREAM.INFO.*",
-		// The newest result of a pod (answered-ness) and its own statuses.
-		"$JS.API.DIRECT.GET." + schemas.StreamResults + "." + prefix + ".result." + node + ".*",
+		// Its own status keys.
 		"$JS.API.DIRECT.GET.KV_" + schemas.BucketStatus + ".$KV." + schemas.BucketStatus + "." + node + ".>",
 	}
 	for _, nc := range nodeConsumers(prefix, node) {

@@ -22,7 +22,7 @@ func TestNodePermissionsNameOnlyTheNode(t *testing.T) {
 		"$JS.API.CONSUMER.CREATE.JETLET_RESULTS.jetlet-n1-results.jetlet.result.n1.>",
 		"$JS.API.CONSUMER.CREATE.JETLET_EVENTS.jetlet-n1-events-0.jetlet.event.n1.>",
 		"$JS.API.CONSUMER.CREATE.JETLET_EVENTS.jetlet-n1-events-7.jetlet.event.n1.>",
-		"$JS.API.DIRECT.GET.JETLET_RESULTS.jetlet.result.n1.*",
+		"$JS.API.DIRECT.GET.KV_jetlet_status.$KV.jetlet_status.n1.>",
 	} {
 		if !slices.Contains(p.publish, want) {
 			t.Errorf("n1 may not publish %s", want)

@@ -321,8 +321,8 @@ func TestNATSConfigRoles(t *testing.T) {
 		})
 	})
 
-	// Restarted, n1 reads its intents and results back through its own
-	// consumers and direct gets.
+	// Restarted, n1 reads its intents back through its replay consumer and
+	// its durable's ack floor.
 	n1.Signal(syscall.SIGTERM)
 	if code := n1.Wait(60 * time.Second); code != 0 {
 		t.Fatalf("jetlet exited %d on SIGTERM", code)
