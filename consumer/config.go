@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -36,6 +37,10 @@ type Config struct {
 	// MaxIntentBytes bounds an intent's body (default 1 MiB).
 	MaxIntentBytes int
 	Logger         zerolog.Logger
+	// Denials ends at once the JetStream calls whose publish NATS refuses
+	// (the durable's unfiltered create, under a node's permissions); nil
+	// leaves them to their timeout.
+	Denials *events.Denials
 	// Registerer receives the consumer's metrics; nil registers nothing.
 	Registerer prometheus.Registerer
 }

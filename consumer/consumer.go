@@ -319,11 +319,33 @@ func (c *Consumer) consumerConfig() jetstream.ConsumerConfig {
 
 func (c *Consumer) attach(ctx context.Context) (jetstream.Consumer, error) {
 	cfg := c.consumerConfig()
-	cons, err := c.js.CreateOrUpdateConsumer(ctx, schemas.StreamIntents, cfg)
+	create := "$JS.API.CONSUMER.CREATE." + schemas.StreamIntents + "." + cfg.Durable
+	cons, err := c.createDurable(ctx, create, cfg)
+	var denied *events.PermissionError
+	if errors.As(err, &denied) && denied.Subject == create {
+		// Permissions that keep a node to its own intents allow the create
+		// request only with the filter in its subject, which holds one
+		// filter; they let no scheduler publish to the bare node subject.
+		c.log.Info().Str("denied", denied.Subject).Str("filter", c.subj.NodeIntents(c.cfg.Node)).
+			Msg("NATS permissions allow only the filtered create of the durable consumer; intents on the bare node subject are not watched")
+		cfg.FilterSubjects, cfg.FilterSubject = nil, c.subj.NodeIntents(c.cfg.Node)
+		cons, err = c.createDurable(ctx, create, cfg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("durable consumer %s: %w", cfg.Durable, err)
 	}
 	return cons, nil
+}
+
+// createDurable creates or updates the durable consumer; a create request
+// NATS denies (subject begins with create) fails at once with the
+// *events.PermissionError.
+func (c *Consumer) createDurable(ctx context.Context, create string, cfg jetstream.ConsumerConfig) (cons jetstream.Consumer, err error) {
+	err = events.UnlessDenied(ctx, c.cfg.Denials, create, func(ctx context.Context) error {
+		cons, err = c.js.CreateOrUpdateConsumer(ctx, schemas.StreamIntents, cfg)
+		return err
+	})
+	return cons, err
 }
 
 // receive dispatches one delivered intent to its pod's worker. It runs on the

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/reconcile/podworkers"
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -103,12 +105,20 @@ func (r *recovered) desired() []podworkers.Desired {
 // ackFloor is the durable consumer's ack floor: every intent at or below it
 // has been acked, so answered. 0 when the durable consumer does not exist.
 func (c *Consumer) ackFloor(ctx context.Context) (uint64, error) {
-	cons, err := c.js.Consumer(ctx, schemas.StreamIntents, DurableName(c.cfg.Node))
+	name := DurableName(c.cfg.Node)
+	var cons jetstream.Consumer
+	err := events.UnlessDenied(ctx, c.cfg.Denials, "$JS.API.CONSUMER.INFO."+schemas.StreamIntents+"."+name, func(ctx context.Context) (err error) {
+		cons, err = c.js.Consumer(ctx, schemas.StreamIntents, name)
+		return err
+	})
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return 0, nil
 	}
+	if errors.As(err, new(*events.PermissionError)) {
+		return 0, backoff.Permanent(fmt.Errorf("durable consumer %s: %w", name, err))
+	}
 	if err != nil {
-		return 0, fmt.Errorf("durable consumer %s: %w", DurableName(c.cfg.Node), err)
+		return 0, fmt.Errorf("durable consumer %s: %w", name, err)
 	}
 	return cons.CachedInfo().AckFloor.Stream, nil
 }
@@ -133,13 +143,18 @@ func (c *Consumer) replay(ctx context.Context) (*recovered, int, error) {
 	if total == 0 {
 		return rec, 0, nil
 	}
-	oc, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{filter},
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	// A consumer of a fixed name, not an ordered one, so that a node's
+	// permissions can name it (docs/security.md).
+	oc, err := events.CreateReadBack(ctx, c.js, c.cfg.Denials, schemas.StreamIntents, jetstream.ConsumerConfig{
+		Name: ReplayName(c.cfg.Node), FilterSubject: filter, DeliverPolicy: jetstream.DeliverAllPolicy,
 	})
+	if errors.As(err, new(*events.PermissionError)) {
+		return nil, 0, backoff.Permanent(err) // retrying cannot mend the permissions
+	}
 	if err != nil {
 		return nil, 0, err
 	}
+	defer events.DeleteReadBack(ctx, c.js, schemas.StreamIntents, ReplayName(c.cfg.Node))
 	read := 0
 	for read < total {
 		batch, err := oc.Fetch(min(total-read, 1000), jetstream.FetchMaxWait(5*time.Second))
@@ -156,7 +171,7 @@ func (c *Consumer) replay(ctx context.Context) (*recovered, int, error) {
 			}
 			if uid, ok := c.subj.IntentUID(msg.Subject(), c.cfg.Node); ok {
 				d := newDelivery(msg, meta)
-				d.msg = nil // the ordered consumer's handle acks nothing of the durable's
+				d.msg = nil // the replay consumer's handle acks nothing of the durable's
 				rec.kept[uid] = append(rec.kept[uid], d)
 				c.replayOne(rec, uid, d)
 			}
@@ -187,3 +202,7 @@ func (c *Consumer) replayOne(rec *recovered, uid string, d *delivery) {
 	p.deletedAt = deletedAt(in)
 	rec.desiredOf[uid] = &podworkers.Desired{UID: uid, Intent: in, IntentSeq: d.seq, ReceivedAt: d.receivedAt}
 }
+
+// ReplayName is the consumer through which a node reads its intents back at
+// start-up.
+func ReplayName(node string) string { return DurableName(node) + "-replay" }

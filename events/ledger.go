@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -52,8 +51,9 @@ func (l *ledger) add(uid, id string) {
 
 func (l *ledger) forget(uid string) { delete(l.pods, uid) }
 
-// readBackParallel bounds the pods read back at once.
-const readBackParallel = 8
+// readBackParallel bounds the pods read back at once: a node has as many
+// events read-back consumers.
+const readBackParallel = EventsReadBackSlots
 
 // loadLedgers reads back every pod of events whose ledger is not loaded. The
 // pods read keep their ledger even when others failed.
@@ -68,13 +68,18 @@ func (p *Publisher) loadLedgers(ctx context.Context, events []queuedEvent) error
 	}
 	sets := make([]map[string]struct{}, len(uids))
 	errs := make([]error, len(uids))
-	slots := make(chan struct{}, readBackParallel)
+	// Each read-back holds one of the node's read-back consumers, whose
+	// names are fixed (EventsReadBackName).
+	slots := make(chan int, readBackParallel)
+	for slot := range readBackParallel {
+		slots <- slot
+	}
 	var wg sync.WaitGroup
 	for i, uid := range uids {
-		slots <- struct{}{}
+		slot := <-slots
 		wg.Go(func() {
-			defer func() { <-slots }()
-			sets[i], errs[i] = p.readBack(ctx, uid)
+			defer func() { slots <- slot }()
+			sets[i], errs[i] = p.readBack(ctx, uid, slot)
 		})
 	}
 	wg.Wait()
@@ -94,28 +99,21 @@ func (p *Publisher) loadLedgers(ctx context.Context, events []queuedEvent) error
 	return nil
 }
 
-// readBack returns the ids of every event of the pod the stream holds: an
-// ephemeral consumer filtered on the pod's events delivers their headers
-// until none is pending. Its filter is in the create request's subject, so a
-// node's permissions can limit it to the node's own events.
-func (p *Publisher) readBack(ctx context.Context, uid string) (map[string]struct{}, error) {
-	cons, err := p.js.CreateConsumer(ctx, schemas.StreamEvents, jetstream.ConsumerConfig{
+// readBack returns the ids of every event of the pod the stream holds: the
+// node's read-back consumer number slot, filtered on the pod's events,
+// delivers their headers until none is pending.
+func (p *Publisher) readBack(ctx context.Context, uid string, slot int) (map[string]struct{}, error) {
+	name := EventsReadBackName(p.cfg.Node, slot)
+	cons, err := CreateReadBack(ctx, p.js, p.cfg.Denials, schemas.StreamEvents, jetstream.ConsumerConfig{
+		Name:          name,
 		FilterSubject: p.subj.PodEvents(p.cfg.Node, uid),
 		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckNonePolicy,
 		HeadersOnly:   true,
-		MemoryStorage: true,
-		// The server removes it should the delete below not arrive.
-		InactiveThreshold: time.Minute,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pod %s: %w", uid, err)
 	}
-	defer func() {
-		delCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = p.js.DeleteConsumer(delCtx, schemas.StreamEvents, cons.CachedInfo().Name)
-	}()
+	defer DeleteReadBack(ctx, p.js, schemas.StreamEvents, name)
 	ids := map[string]struct{}{}
 	for pending := cons.CachedInfo().NumPending; pending > 0; {
 		batch, err := cons.FetchNoWait(int(min(pending, 1024)))

@@ -217,3 +217,29 @@ func settle(ctx context.Context, js jetstream.JetStream, stream string, replicas
 	}
 	return nil
 }
+
+// Missing names the streams and buckets of cfg that NATS does not have. It
+// needs only the right to look them up, which a node's permissions give
+// where creating them is an operator's (CONTRACT.md section 10).
+func Missing(ctx context.Context, js jetstream.JetStream, cfg StreamsConfig) ([]string, error) {
+	var missing []string
+	check := func(what, stream string) error {
+		_, err := js.Stream(ctx, stream)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			missing = append(missing, what)
+			return nil
+		}
+		return err
+	}
+	for _, sc := range cfg.StreamConfigs() {
+		if err := check("stream "+sc.Name, sc.Name); err != nil {
+			return nil, err
+		}
+	}
+	for _, kc := range cfg.BucketConfigs() {
+		if err := check("bucket "+kc.Bucket, "KV_"+kc.Bucket); err != nil {
+			return nil, err
+		}
+	}
+	return missing, nil
+}

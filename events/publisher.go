@@ -28,6 +28,9 @@ type PublisherConfig struct {
 	TerminatedStatusTTL time.Duration
 	Logger              zerolog.Logger
 	Metrics             *Metrics
+	// Denials ends at once a read-back NATS denies; nil leaves it to its
+	// timeout.
+	Denials *Denials
 }
 
 func (c *PublisherConfig) setDefaults() {
@@ -72,8 +75,9 @@ type Publisher struct {
 	queued   int
 	drained  *sync.Cond
 
-	resultsMu sync.Mutex
-	results   jetstream.Stream
+	// readBackMu makes one results read-back at a time: its consumer's
+	// name is fixed.
+	readBackMu sync.Mutex
 }
 
 // NewPublisher returns a Publisher; nothing is sent before Run.
@@ -125,31 +129,30 @@ func (p *Publisher) PublishResult(ctx context.Context, r *schemas.SyncResult) er
 
 // ResultsStored returns the intent sequences answered by the results stored
 // for pod uid of this node ("" for every pod) at or after since, reading
-// only their headers.
+// only their headers through the node's results read-back consumer, one
+// read at a time (its name is fixed).
 func (p *Publisher) ResultsStored(ctx context.Context, uid string, since time.Time) (map[uint64]bool, error) {
-	stream, err := p.resultsStream(ctx)
-	if err != nil {
-		return nil, err
-	}
 	if uid == "" {
 		uid = "*"
 	}
-	oc, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{p.subj.Result(p.cfg.Node, uid)},
-		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
-		OptStartTime:   &since,
-		HeadersOnly:    true,
+	p.readBackMu.Lock()
+	defer p.readBackMu.Unlock()
+	name := ResultsReadBackName(p.cfg.Node)
+	cons, err := CreateReadBack(ctx, p.js, p.cfg.Denials, schemas.StreamResults, jetstream.ConsumerConfig{
+		Name:          name,
+		FilterSubject: p.subj.Result(p.cfg.Node, uid),
+		DeliverPolicy: jetstream.DeliverByStartTimePolicy,
+		OptStartTime:  &since,
+		HeadersOnly:   true,
 	})
 	if err != nil {
 		return nil, err
 	}
-	info, err := oc.Info(ctx)
-	if err != nil {
-		return nil, err
-	}
-	answered := make(map[uint64]bool, info.NumPending)
-	for left := info.NumPending; left > 0; {
-		batch, err := oc.Fetch(int(min(left, 1000)), jetstream.FetchMaxWait(5*time.Second))
+	defer DeleteReadBack(ctx, p.js, schemas.StreamResults, name)
+	pending := cons.CachedInfo().NumPending
+	answered := make(map[uint64]bool, pending)
+	for left := pending; left > 0; {
+		batch, err := cons.Fetch(int(min(left, 1000)), jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
 			return nil, err
 		}
@@ -169,20 +172,6 @@ func (p *Publisher) ResultsStored(ctx context.Context, uid string, since time.Ti
 		left -= min(got, left)
 	}
 	return answered, nil
-}
-
-// resultsStream returns the results stream's handle, looked up once.
-func (p *Publisher) resultsStream(ctx context.Context) (jetstream.Stream, error) {
-	p.resultsMu.Lock()
-	defer p.resultsMu.Unlock()
-	if p.results == nil {
-		s, err := p.js.Stream(ctx, schemas.StreamResults)
-		if err != nil {
-			return nil, err
-		}
-		p.results = s
-	}
-	return p.results, nil
 }
 
 // Emit queues a lifecycle event. It never blocks: when the buffer is full the

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -64,6 +66,24 @@ type client struct {
 	js   jetstream.JetStream
 	subj schemas.Subjects
 	url  string // redacted, for messages
+	// denied learns from the connection's error handler the permissions
+	// NATS refused this client.
+	denied *deniedRecorder
+}
+
+// deniedRecorder keeps the last permission NATS refused a client (nats.go
+// reports it asynchronously; the refused request itself only times out) and
+// ends the waits on it.
+type deniedRecorder struct {
+	events.Denials
+	last atomic.Pointer[events.PermissionError]
+}
+
+func (r *deniedRecorder) observe(err error) {
+	if pe, ok := events.AsPermissionError(err); ok {
+		r.last.Store(pe)
+		r.Observe(pe)
+	}
 }
 
 // connectClient connects once, without retrying: a person is waiting, and a
@@ -81,6 +101,7 @@ func connectClient(cmd *cobra.Command, f *clientFlags) (*client, error) {
 		return nil, err
 	}
 	opts = append(opts, auth.opts...)
+	denied := &deniedRecorder{}
 	opts = append(opts,
 		nats.Name("jetlet "+cmd.Name()),
 		nats.Timeout(f.connectWait),
@@ -89,7 +110,7 @@ func connectClient(cmd *cobra.Command, f *clientFlags) (*client, error) {
 		nats.ReconnectJitter(100*time.Millisecond, 0),
 		// An asynchronous error is reported where it surfaces, by the call
 		// that fails; nats.go's default handler would print to stderr.
-		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { denied.observe(err) }),
 	)
 	if f.longLived {
 		opts = append(opts, nats.MaxReconnects(-1), nats.ReconnectWait(time.Second))
@@ -109,7 +130,7 @@ func connectClient(cmd *cobra.Command, f *clientFlags) (*client, error) {
 		nc.Close()
 		return nil, err
 	}
-	return &client{nc: nc, js: js, subj: schemas.Subjects{Prefix: f.subjectPrefix}, url: shown}, nil
+	return &client{nc: nc, js: js, subj: schemas.Subjects{Prefix: f.subjectPrefix}, url: shown, denied: denied}, nil
 }
 
 func (c *client) close() { c.nc.Close() }
@@ -251,7 +272,10 @@ func (c *client) jsError(what string, err error) error {
 		return fmt.Errorf("NATS at %s has no JetStream for this account; point --nats-url at the server `jetlet run` uses", c.url)
 	case errors.Is(err, jetstream.ErrStreamNotFound), errors.Is(err, jetstream.ErrBucketNotFound):
 		return fmt.Errorf("%s not found at %s; start `jetlet run` once against this NATS to create the streams and buckets (or check --subject-prefix)", what, c.url)
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout), errors.Is(err, context.Canceled):
+		if pe := c.denied.last.Load(); pe != nil {
+			return fmt.Errorf("%s: NATS at %s denied these credentials: %w", what, c.url, pe)
+		}
 		return fmt.Errorf("%s: NATS at %s did not answer in time", what, c.url)
 	case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrDisconnected):
 		return fmt.Errorf("%s: lost the connection to NATS at %s", what, c.url)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -61,7 +61,9 @@ func newGetPodsCommand() *cobra.Command {
 		Long: `List pods as kubectl does, from the statuses the nodes keep in jetlet_status.
 
 READY is ready/total app containers; STATUS is the phase, or what holds the
-pod up (Init:0/1, ContainerCreating, CrashLoopBackOff, Error, Completed);
+pod up (Init:0/1, ContainerCreating, CrashLoopBackOff, Error, Completed), or
+Unknown for a pod not finished on a node that is not Ready (its heartbeat is
+late, expired or deleted: see get nodes);
 AGE counts from the earliest container start, else from the status. -o wide
 adds UID, IP and REVISION; -o json and -o yaml print the statuses as stored.`,
 		Args: cobra.NoArgs,
@@ -84,7 +86,11 @@ func (o *getPodsOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer c.close()
-	pods, err := kvValues[schemas.PodStatus](cmd.Context(), c, schemas.BucketStatus, nodeToken(o.client.node)+".*")
+	pods, err := c.statuses(cmd.Context(), o.client.node)
+	if err != nil {
+		return err
+	}
+	nodes, err := c.nodeStates(cmd.Context(), o.client.node, pods)
 	if err != nil {
 		return err
 	}
@@ -112,7 +118,11 @@ func (o *getPodsOptions) run(cmd *cobra.Command) error {
 	now := time.Now()
 	for i := range pods {
 		p := &pods[i]
-		row := []string{p.Namespace, p.Name, podReady(p), podStatusText(p), strconv.Itoa(int(podRestarts(p))), ageSince(podStart(p), now), p.Node}
+		status := podStatusText(p)
+		if phase, unknown := podPhaseShown(p, nodes[p.Node] != nil && nodes[p.Node].live(now)); unknown {
+			status = string(phase)
+		}
+		row := []string{p.Namespace, p.Name, podReady(p), status, strconv.Itoa(int(podRestarts(p))), ageSince(podStart(p), now), p.Node}
 		if o.output == outputWide {
 			ip := ""
 			if p.Sandbox != nil && len(p.Sandbox.IPs) > 0 {
@@ -213,11 +223,14 @@ func newGetNodesCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "nodes",
 		Aliases: []string{"node", "no"},
-		Short:   "List the nodes with a heartbeat in jetlet_nodes",
-		Long: `List the nodes whose jetlet keeps a heartbeat in jetlet_nodes. A node is
-Ready while its heartbeat is fresh (within three beats); a node that stopped
-beating drops out of the list when the bucket's TTL (--node-ttl of jetlet run)
-expires.`,
+		Short:   "List the nodes of jetlet_nodes, and the nodes with pods in jetlet_status",
+		Long: `List the nodes. STATUS is Ready while the node's heartbeat in jetlet_nodes
+is fresh (within three beats); NotReady when it is late, or expired (--node-ttl
+of jetlet run) while the node still has pods in jetlet_status: a lost node;
+Stopped when its jetlet stopped cleanly and deleted its record. The pods of a
+node that is not Ready show as Unknown in get pods. A node that will not come
+back is removed with jetlet node remove. -o json and -o yaml print the
+records as stored.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -238,29 +251,38 @@ func (o *getNodesOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer c.close()
-	nodes, err := kvValues[schemas.NodeRecord](cmd.Context(), c, schemas.BucketNodes, nodeToken(o.client.node))
+	w := cmd.OutOrStdout()
+	if o.output != outputTable {
+		nodes, err := kvValues[schemas.NodeRecord](cmd.Context(), c, schemas.BucketNodes, nodeToken(o.client.node))
+		if err != nil {
+			return err
+		}
+		slices.SortFunc(nodes, func(a, b schemas.NodeRecord) int { return cmp.Compare(a.Node, b.Node) })
+		return printList(w, o.output, "NodeList", nodes)
+	}
+	statuses, err := c.statuses(cmd.Context(), o.client.node)
 	if err != nil {
 		return err
 	}
-	slices.SortFunc(nodes, func(a, b schemas.NodeRecord) int { return cmp.Compare(a.Node, b.Node) })
-	w := cmd.OutOrStdout()
-	if o.output != outputTable {
-		return printList(w, o.output, "NodeList", nodes)
+	states, err := c.nodeStates(cmd.Context(), o.client.node, statuses)
+	if err != nil {
+		return err
 	}
-	if len(nodes) == 0 {
-		fmt.Fprintln(cmd.ErrOrStderr(), "No nodes found: no jetlet has a heartbeat in "+schemas.BucketNodes+".")
+	if len(states) == 0 {
+		fmt.Fprintln(cmd.ErrOrStderr(), "No nodes found: no jetlet has a record in "+schemas.BucketNodes+" or pods in "+schemas.BucketStatus+".")
 		return nil
 	}
+	names := slices.Sorted(maps.Keys(states))
 	tw := newTable(w)
 	fmt.Fprintln(tw, "NAME\tSTATUS\tPODS\tRUNTIME\tVERSION\tAGE\tHEARTBEAT")
 	now := time.Now()
-	for _, n := range nodes {
-		status := "Ready"
-		if now.Sub(n.HeartbeatAt) > 3*events.HeartbeatPeriod {
-			status = "NotReady"
+	for _, name := range names {
+		n := states[name]
+		pods, runtime, version, age := strconv.Itoa(n.Pods), "", "", ""
+		if r := n.Record; r != nil {
+			pods, runtime, version, age = strconv.Itoa(r.Pods.Total), strings.TrimSpace(r.RuntimeName+" "+r.RuntimeVersion), r.JetletVersion, ageSince(r.StartedAt, now)
 		}
-		runtime := strings.TrimSpace(n.RuntimeName + " " + n.RuntimeVersion)
-		writeRow(tw, n.Node, status, strconv.Itoa(n.Pods.Total), runtime, n.JetletVersion, ageSince(n.StartedAt, now), ageSince(n.HeartbeatAt, now)+" ago")
+		writeRow(tw, name, n.status(now), pods, runtime, version, age, n.heartbeat(now))
 	}
 	return tw.Flush()
 }

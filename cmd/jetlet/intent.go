@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -49,6 +50,8 @@ func (c *client) publishIntent(ctx context.Context, pi *plannedIntent) error {
 	subject := c.subj.Intent(pi.node, pi.uid)
 	msg := nats.NewMsg(subject)
 	msg.Data = pi.body
+	ctx, stop := c.denied.Watch(ctx, subject)
+	defer stop()
 	ack, err := c.js.PublishMsg(ctx, msg,
 		jetstream.WithMsgID(intentMsgID(subject, pi.body)),
 		jetstream.WithExpectStream(schemas.StreamIntents),
@@ -56,6 +59,9 @@ func (c *client) publishIntent(ctx context.Context, pi *plannedIntent) error {
 	if err != nil {
 		if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
 			return fmt.Errorf("publish %s: no stream stores %s at %s; start `jetlet run` once against this NATS to create the streams (or check --subject-prefix)", pi.label, subject, c.url)
+		}
+		if denied, ok := events.Denied(ctx); ok {
+			return fmt.Errorf("publish %s: NATS at %s denied these credentials: %w; publishing intents takes the scheduler's", pi.label, c.url, denied)
 		}
 		return fmt.Errorf("publish %s to %s: %w", pi.label, subject, err)
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
+
+	"github.com/jetlet/jetlet/events"
 )
 
 // natsFlags are the connection flags shared by `jetlet run` and the client
@@ -29,6 +31,9 @@ type natsFlags struct {
 	tlsCA    string
 	tlsCert  string
 	tlsKey   string
+	// inboxPrefix is the prefix of this client's reply subjects, for a NATS
+	// that lets each user subscribe to its own prefix only.
+	inboxPrefix string
 }
 
 func (f *natsFlags) register(fs *pflag.FlagSet, defaultURL string) {
@@ -41,6 +46,7 @@ func (f *natsFlags) register(fs *pflag.FlagSet, defaultURL string) {
 	fs.StringVar(&f.tlsCA, "nats-tls-ca", "", "CA certificate file to verify the NATS server")
 	fs.StringVar(&f.tlsCert, "nats-tls-cert", "", "client certificate file for NATS mutual TLS")
 	fs.StringVar(&f.tlsKey, "nats-tls-key", "", "client key file for NATS mutual TLS")
+	fs.StringVar(&f.inboxPrefix, "nats-inbox-prefix", "", "prefix of this client's reply subjects (default _INBOX; `jetlet nats-config` gives each user its own)")
 }
 
 // hasCredentials says whether the flags or the URLs carry credentials.
@@ -84,13 +90,17 @@ func (f *natsFlags) options() ([]nats.Option, error) {
 	if f.tlsCert != "" {
 		opts = append(opts, nats.ClientCert(f.tlsCert, f.tlsKey))
 	}
+	if f.inboxPrefix != "" {
+		opts = append(opts, nats.CustomInboxPrefix(f.inboxPrefix))
+	}
 	return opts, nil
 }
 
 // reconnectForever keeps a long-running process connected: the first connect
 // and every reconnect retry without end, with a jittered back-off from 100 ms
-// to 5 s so that a fleet of nodes does not stampede a restarted server.
-func reconnectForever(log zerolog.Logger) []nats.Option {
+// to 5 s so that a fleet of nodes does not stampede a restarted server. A
+// permission NATS denies goes to denied.
+func reconnectForever(log zerolog.Logger, denied func(*events.PermissionError)) []nats.Option {
 	return []nats.Option{
 		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
@@ -112,6 +122,10 @@ func reconnectForever(log zerolog.Logger) []nats.Option {
 			log.Info().Str("url", nc.ConnectedUrlRedacted()).Msg("reconnected to NATS")
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			if pe, ok := events.AsPermissionError(err); ok {
+				denied(pe)
+				return
+			}
 			ev := log.Error().Err(err)
 			if sub != nil {
 				ev = ev.Str("subject", sub.Subject)

@@ -44,6 +44,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 		TerminatedStatusTTL: a.cfg.streams.TerminatedStatusTTL,
 		Logger:              log,
 		Metrics:             events.NewMetrics(reg),
+		Denials:             &a.denials,
 	})
 	emit := podworkers.IntentEmitter(pub)
 	mgr, err := reconcile.New(client, emit, reconcile.Config{
@@ -80,6 +81,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 		Workers:         a.cfg.workers,
 		AllowPrivileged: a.cfg.allowPrivileged,
 		Logger:          log,
+		Denials:         &a.denials,
 		Registerer:      reg,
 	})
 	if err != nil {
@@ -95,9 +97,13 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	var bg, syncing sync.WaitGroup
 	bg.Go(func() { pub.Run(pubCtx) })
 	bg.Go(func() { relister.Run(relistCtx) })
-	syncing.Go(func() { workers.Run(ctx, a.cfg.shutdownTimeout) })
+	// These end with the consumer, which can fail on its own (a consumer
+	// NATS does not allow).
+	bgCtx, stopBG := context.WithCancel(ctx)
+	defer stopBG()
+	syncing.Go(func() { workers.Run(bgCtx, a.cfg.shutdownTimeout) })
 	bg.Go(func() {
-		events.RunHeartbeat(ctx, js, events.HeartbeatPeriod, func() schemas.NodeRecord {
+		events.RunHeartbeat(bgCtx, js, events.HeartbeatPeriod, func() schemas.NodeRecord {
 			v := client.RuntimeVersion()
 			return schemas.NodeRecord{
 				Node:              a.cfg.node,
@@ -111,9 +117,10 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 			}
 		}, log)
 	})
-	bg.Go(func() { rederiveAfterDrops(ctx, pub, relister, a) })
+	bg.Go(func() { rederiveAfterDrops(bgCtx, pub, relister, a) })
 
 	runErr := cons.Run(ctx, a.cfg.shutdownTimeout)
+	stopBG()
 	syncing.Wait() // the background syncs drain beside the consumer's
 	stopRelist()
 	flushCtx, cancel := context.WithTimeout(context.Background(), a.cfg.shutdownTimeout)
@@ -123,7 +130,10 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	}
 	stopPub()
 	bg.Wait()
-	if err := events.RemoveHeartbeat(flushCtx, js, a.cfg.node); err != nil {
+	// A denied delete fails at once rather than at the flush deadline.
+	removeCtx, stopWatch := a.denials.Watch(flushCtx, "$KV."+schemas.BucketNodes+"."+a.cfg.node)
+	defer stopWatch()
+	if err := events.RemoveHeartbeat(removeCtx, js, a.cfg.node); err != nil {
 		log.Warn().Err(err).Msg("node record not removed from " + schemas.BucketNodes + "; it expires with the bucket's TTL")
 	}
 	return runErr

@@ -112,7 +112,7 @@ func (p *podRecord) recency() uint64 {
 // knownPods returns every pod of node (all nodes when empty) found in
 // jetlet_status or JETLET_INTENTS, oldest first.
 func (c *client) knownPods(ctx context.Context, node string) ([]*podRecord, error) {
-	statuses, err := kvValues[schemas.PodStatus](ctx, c, schemas.BucketStatus, nodeToken(node)+".*")
+	statuses, err := c.statuses(ctx, node)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlet/jetlet/events"
 )
 
 // readStream hands fn every message of stream that cfg selects, in stream
@@ -15,21 +17,37 @@ import (
 // consumer was created; with follow true it goes on until ctx is done, which
 // ends it without an error.
 func (c *client) readStream(ctx context.Context, stream string, cfg jetstream.OrderedConsumerConfig, follow bool, fn func(jetstream.Msg) error) error {
+	// The ordered consumer retries a denied create until ctx ends: a denial
+	// ends it at once, and says which.
+	ctx, stop := c.denied.Watch(ctx, "$JS.API.CONSUMER.CREATE."+stream)
+	defer stop()
+	fail := func(err error) error {
+		if denied, ok := events.Denied(ctx); ok {
+			return fmt.Errorf("stream %s: NATS at %s denied these credentials: %w", stream, c.url, denied)
+		}
+		return c.jsError("stream "+stream, err)
+	}
 	cons, err := c.js.OrderedConsumer(ctx, stream, cfg)
 	if err != nil {
-		return c.jsError("stream "+stream, err)
+		return fail(err)
 	}
 	it, err := cons.Messages()
 	if err != nil {
-		return c.jsError("stream "+stream, err)
+		return fail(err)
 	}
 	defer it.Stop()
+	if _, denied := events.Denied(ctx); denied {
+		return fail(nil)
+	}
 	if info := cons.CachedInfo(); !follow && (info == nil || info.NumPending == 0) {
 		return nil
 	}
 	for {
 		msg, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
+			if _, denied := events.Denied(ctx); denied {
+				return fail(err)
+			}
 			if follow && ctx.Err() != nil {
 				return nil
 			}

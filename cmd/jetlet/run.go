@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -91,12 +90,7 @@ admits anyone. Without
 	fs.DurationVar(&cfg.resyncPeriod, "resync-period", time.Minute, "how often every pod is synced again even when nothing changed (plus up to 10% jitter)")
 	fs.IntVar(&cfg.maxDeadPerContainer, "max-dead-containers-per-container", 1, "dead instances kept per container (kubelet's --maximum-dead-containers-per-container)")
 	fs.StringVar(&cfg.streams.SubjectPrefix, "subject-prefix", schemas.DefaultSubjectPrefix, "first token of every jetlet subject")
-	fs.IntVar(&cfg.streams.Replicas, "replicas", 1, "replicas of the streams and buckets jetlet creates")
-	fs.Int64Var(&cfg.streams.IntentHistory, "intent-history", 16, "intents kept per pod in JETLET_INTENTS")
-	fs.DurationVar(&cfg.streams.MaxAge, "max-age", 7*24*time.Hour, "max age of results, events and dead letters")
-	fs.DurationVar(&cfg.streams.DuplicateWindow, "duplicate-window", 2*time.Minute, "Nats-Msg-Id dedupe window of intents, results and events")
-	fs.DurationVar(&cfg.streams.NodeTTL, "node-ttl", time.Minute, "how long a node's heartbeat outlives it in jetlet_nodes")
-	fs.DurationVar(&cfg.streams.TerminatedStatusTTL, "terminated-status-ttl", time.Hour, "how long the Terminated status of a deleted pod stays in jetlet_status")
+	registerStreamFlags(fs, &cfg.streams)
 	annotateEnv(fs)
 	return cmd
 }
@@ -159,6 +153,10 @@ func (c *runConfig) validate() error {
 	if _, err := c.nats.options(); err != nil {
 		return err
 	}
+	if c.nats.url != "" && c.nats.inboxPrefix == "" {
+		// Permissions can then keep each node to its own replies.
+		c.nats.inboxPrefix = inboxPrefix(c.node)
+	}
 	if c.natsInsecure && c.nats.url != "" {
 		return errors.New("--nats-insecure opens the embedded NATS server; with --nats-url there is none (that server's config decides who it admits)")
 	}
@@ -173,8 +171,12 @@ type agent struct {
 	log   zerolog.Logger
 	ready readiness
 
-	nc            atomic.Pointer[nats.Conn]
-	provisioned   atomic.Bool
+	nc          atomic.Pointer[nats.Conn]
+	provisioned atomic.Bool
+	denials     events.Denials
+	// deniedTotal counts what NATS refused this node, by kind
+	// (jetlet_permission_denied_total{what}).
+	deniedTotal   *prometheus.CounterVec
 	runtimeHealth atomic.Pointer[error] // nil until the runtime answered once
 	attached      atomic.Pointer[consumer.Consumer]
 }
@@ -197,6 +199,7 @@ func (a *agent) run(ctx context.Context) error {
 	}
 	a.addReadinessChecks()
 	reg := newRegistry()
+	a.deniedTotal = newDeniedCounter(reg)
 	web, err := listenHTTP(a.cfg.httpListen, &a.ready, reg, a.cfg.profiling)
 	if err != nil {
 		return err
@@ -368,35 +371,11 @@ func (a *agent) connect(embedded *server.Server, ownAuth []nats.Option) (*nats.C
 		}
 	}
 	natsLog := logger.With().Str("component", "nats").Logger()
-	opts = append(opts, reconnectForever(natsLog)...)
+	opts = append(opts, reconnectForever(natsLog, a.denied)...)
 	opts = append(opts, nats.Name("jetlet run "+a.cfg.node))
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
 	}
 	return nc, nil
-}
-
-// provision creates the streams and buckets, retrying while NATS is not
-// reachable yet; replicas NATS cannot give end the run.
-func (a *agent) provision(ctx context.Context, js jetstream.JetStream) error {
-	log := logger.With().Str("component", "provision").Logger()
-	b := backoff.WithContext(backoff.NewExponentialBackOff(backoff.WithMaxElapsedTime(0), backoff.WithMaxInterval(10*time.Second)), ctx)
-	err := backoff.RetryNotify(func() error {
-		attemptCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		err := events.Provision(attemptCtx, js, a.cfg.streams, log)
-		if errors.Is(err, events.ErrReplicasUnavailable) {
-			return backoff.Permanent(err) // --replicas needs changing, or a cluster
-		}
-		return err
-	}, b, func(err error, next time.Duration) {
-		log.Warn().Err(err).Dur("retry_in", next).Msg("provisioning streams and buckets failed; retrying")
-	})
-	if err != nil {
-		return err
-	}
-	a.provisioned.Store(true)
-	log.Info().Msg("streams and buckets provisioned")
-	return nil
 }
