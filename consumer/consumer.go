@@ -181,7 +181,7 @@ func (c *Consumer) Run(ctx context.Context, drain time.Duration) error {
 	if err != nil {
 		return stopped(err)
 	}
-	cc, err := cons.Consume(c.receive, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+	cc, err := cons.Consume(c.receive, jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		if !errors.Is(err, jetstream.ErrNoHeartbeat) && ctx.Err() == nil {
 			c.log.Warn().Err(err).Msg("consume")
 		}
@@ -240,6 +240,15 @@ func (c *Consumer) sweepTombstones() {
 		}
 	}
 }
+
+// A pull request lives with the consumer's leader: when that server dies the
+// request dies with it and nothing tells jetlet. Heartbeats every second let
+// nats.go notice after two missed ones and pull again from the new leader,
+// rather than after 30 s with its defaults.
+const (
+	pullHeartbeat = time.Second
+	pullExpiry    = 10 * time.Second
+)
 
 // blockTimeout bounds how long a pod waits for an intent handed back to
 // JetStream: one the stream discarded meanwhile (its per-pod history is

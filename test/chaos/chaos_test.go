@@ -55,7 +55,12 @@ func TestPartition(t *testing.T) {
 		leader := r.leader(schemas.StreamIntents)
 		r.cluster.Cut(leader)
 		t.Logf("cut %s, the %s leader, off after %d intents", r.cluster.Servers[leader].Name, schemas.StreamIntents, load.count())
-		<-load.reached(burst)
+		// Clients of the cut server wait for it: the cut lasts while the
+		// load runs, 5 s at most.
+		select {
+		case <-load.reached(burst):
+		case <-time.After(5 * time.Second):
+		}
 		r.cluster.Heal(leader)
 		r.cluster.WaitHealthy(time.Minute)
 	})
@@ -92,6 +97,7 @@ func runFault(t *testing.T, f fault) {
 func (r *rig) run(run int, f fault) time.Duration {
 	t := r.t
 	fromSeq := r.lastSeq(schemas.StreamIntents)
+	started := time.Now()
 	load := startLoad(r, fmt.Sprintf("run%d", run))
 	f(r, load)
 	load.finish()
@@ -130,9 +136,11 @@ func (r *rig) run(run int, f fault) time.Duration {
 			t.Errorf("jetlet %s exited", nodeName(i))
 		}
 	}
-	pause, latency := pauses(intents, byIntent)
-	t.Logf("%d intents, each answered once; longest pause in results %v, longest intent-to-result %v", len(intents), pause, latency)
-	return pause
+	longest, latency := pauses(intents, byIntent)
+	t.Logf("%d intents, each answered once; longest pause in results %v (%s from %s), longest intent-to-result %v",
+		len(intents), longest.length(), longest.node, longest.from.Format("15:04:05.000"), latency)
+	r.logWarnings(started)
+	return longest.length()
 }
 
 // result is a stored result, as the checks need it.
@@ -188,9 +196,18 @@ func (r *rig) checkEventsOnce() {
 	}
 }
 
-// pauses returns the longest time, per node, that intents waited while no
-// result of that node was stored, and the longest intent-to-result time.
-func pauses(intents []stored, byIntent map[uint64][]result) (pause, latency time.Duration) {
+// pause is the longest time a node's intents waited while none of its
+// results was stored.
+type pause struct {
+	node     string
+	from, to time.Time
+}
+
+func (p pause) length() time.Duration { return p.to.Sub(p.from) }
+
+// pauses returns the longest pause of any node and the longest
+// intent-to-result time.
+func pauses(intents []stored, byIntent map[uint64][]result) (longest pause, latency time.Duration) {
 	type mark struct {
 		at     time.Time
 		intent bool
@@ -202,7 +219,7 @@ func pauses(intents []stored, byIntent map[uint64][]result) (pause, latency time
 		latency = max(latency, res.time.Sub(in.time))
 		timeline[node] = append(timeline[node], mark{in.time, true}, mark{res.time, false})
 	}
-	for _, marks := range timeline {
+	for node, marks := range timeline {
 		slices.SortStableFunc(marks, func(a, b mark) int { return a.at.Compare(b.at) })
 		outstanding := 0
 		var since time.Time // last result, or first intent after an idle spell
@@ -214,13 +231,15 @@ func pauses(intents []stored, byIntent map[uint64][]result) (pause, latency time
 				}
 				outstanding++
 			default:
-				pause = max(pause, m.at.Sub(since))
+				if p := (pause{node, since, m.at}); p.length() > longest.length() {
+					longest = p
+				}
 				since = m.at
 				outstanding--
 			}
 		}
 	}
-	return pause, latency
+	return longest, latency
 }
 
 // nodeOf is the node token of an intent subject, jetlet.intent.<node>.<uid>.
@@ -320,4 +339,27 @@ func (r *rig) leader(stream string) int {
 		return i >= 0
 	})
 	return i
+}
+
+// logWarnings logs what the nodes warned about since the run started: what
+// the faults looked like from jetlet.
+func (r *rig) logWarnings(since time.Time) {
+	for i, p := range r.procs {
+		var lines []string
+		for _, line := range strings.Split(p.Logs(), "\n") {
+			var entry struct {
+				Level string    `json:"level"`
+				Time  time.Time `json:"time"`
+			}
+			if json.Unmarshal([]byte(line), &entry) != nil || entry.Time.Before(since) {
+				continue
+			}
+			if entry.Level == "warn" || entry.Level == "error" {
+				lines = append(lines, line)
+			}
+		}
+		if len(lines) > 0 {
+			r.t.Logf("%s warned %d times; first ones:\n%s", nodeName(i), len(lines), strings.Join(lines[:min(len(lines), 15)], "\n"))
+		}
+	}
 }

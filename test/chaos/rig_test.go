@@ -33,6 +33,9 @@ type rig struct {
 	cluster *natscluster.Cluster
 	procs   []*jetlettest.Process
 	js      jetstream.JetStream
+	// pubs connect to one server each, so that the load goes on through
+	// another when one is killed or cut off.
+	pubs []jetstream.JetStream
 	// revision is the last revision published per node and pod; the
 	// publisher's goroutine owns it while it runs, the test's otherwise.
 	revision map[podKey]int64
@@ -60,14 +63,9 @@ func newRig(t *testing.T) *rig {
 		},
 		RouteUser: "route", RoutePassword: routePassword,
 	})
-	nc, err := nats.Connect(r.cluster.URLs(), nats.UserInfo(jetletUser, jetletPassword),
-		nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	if r.js, err = jetstream.New(nc); err != nil {
-		t.Fatal(err)
+	r.js = r.connect(r.cluster.URLs())
+	for _, s := range r.cluster.Servers {
+		r.pubs = append(r.pubs, r.connect(s.URL()))
 	}
 	for i := range nodes {
 		dir := shortDir(t)
@@ -94,6 +92,21 @@ func newRig(t *testing.T) *rig {
 	return r
 }
 
+func (r *rig) connect(urls string) jetstream.JetStream {
+	r.t.Helper()
+	nc, err := nats.Connect(urls, nats.UserInfo(jetletUser, jetletPassword),
+		nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond), nats.RetryOnFailedConnect(true))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return js
+}
+
 // shortDir is a temporary directory with a path short enough for the
 // embedded runtime's unix socket.
 func shortDir(t testing.TB) string {
@@ -108,9 +121,9 @@ func shortDir(t testing.TB) string {
 
 func podUID(node, u int) string { return fmt.Sprintf("%s-pod-%02d", nodeName(node), u) }
 
-// publish stores the next revision of pod u of node i, retrying until
-// JetStream acknowledges it; the message id makes a retry of a stored
-// intent a duplicate JetStream drops.
+// publish stores the next revision of pod u of node i, retrying through
+// each server in turn until JetStream acknowledges it; the message id makes
+// a retry of a stored intent a duplicate JetStream drops.
 func (r *rig) publish(ctx context.Context, node, u int, msgIDPrefix string) bool {
 	key := podKey{nodeName(node), podUID(node, u)}
 	r.revision[key]++
@@ -118,9 +131,9 @@ func (r *rig) publish(ctx context.Context, node, u int, msgIDPrefix string) bool
 	msg := nats.NewMsg(fmt.Sprintf("jetlet.intent.%s.%s", key.node, key.uid))
 	msg.Data = []byte(podJSON(key.uid, rev))
 	msg.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s.%s.%s.%d", msgIDPrefix, key.node, key.uid, rev))
-	for ctx.Err() == nil {
+	for try := 0; ctx.Err() == nil; try++ {
 		attempt, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := r.js.PublishMsg(attempt, msg)
+		_, err := r.pubs[(node+try)%len(r.pubs)].PublishMsg(attempt, msg)
 		cancel()
 		if err == nil {
 			return true
