@@ -4,7 +4,9 @@
 // exactly one result, no event was stored twice, every pod converged and no
 // jetlet exited, and logs the longest pause in results the fault caused.
 //
-// JETLET_CHAOS_RUNS (default 1) repeats each fault on the same cluster.
+// They take minutes, so they run only when JETLET_CHAOS_RUNS says how many
+// times to repeat each fault (on the same cluster): CI's chaos stage runs
+// each once.
 package chaos_test
 
 import (
