@@ -1,7 +1,9 @@
-// Package consumer turns the intents stream into pod syncs: a durable pull
-// consumer per node, per-UID pod workers in the manner of kubelet's (one
-// intent at a time per pod, newest wins, stale revisions refused), and exactly
-// one stored result per intent.
+// Package consumer is the JetStream half of jetlet's pod workers: a durable
+// pull consumer per node, per-UID ordering and coalescing in the manner of
+// kubelet's pod workers (one intent at a time per pod, newest wins, stale
+// revisions refused), exactly one stored result per intent, dead letters and
+// recovery of the desired state. The pods themselves are synced by a Syncer
+// (reconcile/podworkers).
 package consumer
 
 import (
@@ -33,10 +35,7 @@ type Config struct {
 	AllowPrivileged bool
 	// MaxIntentBytes bounds an intent's body (default 1 MiB).
 	MaxIntentBytes int
-	// ResyncPeriod is how often every known pod is synced again even when
-	// nothing changed (default 1m, with up to 10% jitter).
-	ResyncPeriod time.Duration
-	Logger       zerolog.Logger
+	Logger         zerolog.Logger
 	// Registerer receives the consumer's metrics; nil registers nothing.
 	Registerer prometheus.Registerer
 }
@@ -57,9 +56,6 @@ func (c *Config) setDefaults() {
 	if c.MaxIntentBytes == 0 {
 		c.MaxIntentBytes = schemas.DefaultMaxIntentBytes
 	}
-	if c.ResyncPeriod == 0 {
-		c.ResyncPeriod = time.Minute
-	}
 }
 
 // ErrInvalidConfig wraps every configuration error.
@@ -76,8 +72,6 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: ack wait %s < 1s", ErrInvalidConfig, c.AckWait)
 	case c.MaxAckPending < c.Workers:
 		return fmt.Errorf("%w: max ack pending %d < workers %d", ErrInvalidConfig, c.MaxAckPending, c.Workers)
-	case c.ResyncPeriod < time.Second:
-		return fmt.Errorf("%w: resync period %s < 1s", ErrInvalidConfig, c.ResyncPeriod)
 	}
 	return nil
 }

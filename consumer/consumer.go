@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,12 +19,58 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/jetlet/jetlet/events"
+	"github.com/jetlet/jetlet/reconcile/podworkers"
 	"github.com/jetlet/jetlet/schemas"
 )
 
 var tracer = otel.Tracer("github.com/jetlet/jetlet/consumer")
 
-// Consumer consumes one node's intents and runs its pod workers.
+// Consumer consumes one node's intents and answers each one once.
+//
+// # Threading
+//
+// The consume callback (receive), the workers, the keep-alive ticker and
+// recovery share the fields marked "mu"; each one is read and written with
+// Consumer.mu held. A pod's decision state (pod.done) belongs to the worker
+// that set pod.busy, and to recovery before any worker starts; busy is set
+// and cleared under mu, which orders one owner after the next. Workers start
+// only once recovery has finished.
+//
+// # An intent's life
+//
+// From the moment it is taken until it is answered or handed back, an
+// intent is held: its delivery is in Consumer.held, and only the pod's
+// worker settles it.
+//
+//	delivered by the durable consumer         recovered at start-up (above the ack
+//	(not held yet)                            floor, no result in the results stream)
+//	        │ result found (answered at recovery)            │
+//	        ├──────────────▶ acked, no new result            │
+//	        ▼                                                ▼
+//	     pending ◀────────────────────────────────────────────┘
+//	        │  held, in pod.pending in stream order
+//	        │  (stays while the pod is blocked on an older intent)
+//	        ▼  a worker takes the pod's batch
+//	     in sync ── redelivered and its result found stored ──▶ answered
+//	        │  decided: applied (Sync), Superseded, Stale or Rejected
+//	        ├── result stored ───▶ answered: acked, no longer held
+//	        └── not stored ──────▶ blocked: NAKed with a growing delay, no
+//	                                longer held; the pod's newer intents
+//	                                stay pending
+//	blocked ── redelivered, or not within blockTimeout ──▶ pending
+//
+// How each state is left: pending, when a worker takes the pod (or, on
+// shutdown, NAKed for the next jetlet); in sync, when its answer is stored
+// or not; answered is final; blocked, when JetStream delivers the intent
+// again or blockTimeout passes. A delivery of an intent already held only
+// replaces the handle to settle it with. Whether an intent has its result
+// is read from the results stream, never inferred from the order of
+// sequences.
+//
+// A pod's record (what it applied, for Superseded and Stale) lives while it
+// has intents or has applied one. Once its last applied intent is a delete
+// it is tombstoned, and forgotten tombstoneTTL later; a newer apply brings
+// it back.
 type Consumer struct {
 	js   jetstream.JetStream
 	pub  Publisher
@@ -37,64 +81,59 @@ type Consumer struct {
 	m    *metrics
 
 	mu       sync.Mutex
-	pods     map[string]*pod
-	held     map[uint64]*delivery // every intent taken and not yet settled, by stream sequence
-	queue    []*pod               // pods with work, each at most once
+	pods     map[string]*pod      // mu
+	held     map[uint64]*delivery // mu: every intent taken and not yet settled, by stream sequence
+	queue    []*pod               // mu: pods with work, each at most once
 	queued   *sync.Cond
-	draining bool
+	draining bool // mu
+	// answered holds the intents found answered at recovery that the
+	// durable consumer may still deliver (above its ack floor); mu.
+	answered map[uint64]bool
 
 	attached atomic.Bool
 }
 
-// pod is one pod worker's state. The fields under "mu" are guarded by
-// Consumer.mu; the rest belong to the worker that set busy.
+// pod is one pod's intake state.
 type pod struct {
 	uid string
 
 	// mu
 	pending []*delivery // intents waiting, in stream order
 	busy    bool        // in the queue or being worked on
-	wake    bool        // a sync is wanted even without a new intent
-
-	desired    *Desired // written under mu, read by its worker without
-	done       applied
-	lastStatus *schemas.PodStatus // the last status stored, to skip storing it unchanged
-	retry      *time.Timer
-	span       trace.SpanContext // the applied intent's, for the syncs that follow it
 	// blockedAt is the oldest intent handed back to JetStream after a failure:
 	// newer intents of the pod wait for its redelivery, so that results stay
 	// in intent order.
 	blockedAt    uint64
 	blockedSince time.Time
-	// answered is the highest intent whose result is stored: a delivery at or
-	// below it (a redelivery, or one answered at recovery before the durable
-	// consumer got to it) is acked as it is.
-	answered uint64
-	// goneAt is when a delete finished; the entry stays a while as a
-	// tombstone (answered, done) and is then swept.
-	goneAt time.Time
-}
+	// deletedAt is when the last intent applied became a delete: the record
+	// is then a tombstone, swept tombstoneTTL later.
+	deletedAt time.Time
 
-// live reports whether the pod has a desired state still to keep: it is
-// resynced, woken by the relist and counted. Call with Consumer.mu held, or
-// from the pod's worker.
-func (p *pod) live() bool { return p.desired != nil && p.goneAt.IsZero() }
+	done applied // the worker that set busy
+}
 
 // delivery is one intent, as delivered by the durable consumer or, for one
 // recovered from the stream at start-up, as read back from it.
 type delivery struct {
-	msg        jetstream.Msg // nil until the durable consumer delivers it; guarded by Consumer.mu
 	data       []byte
 	header     nats.Header
 	seq        uint64
-	delivered  uint64
+	storedAt   time.Time // when the stream stored it: no result predates it
 	receivedAt time.Time
+	// verified: its result was looked for and not found (at recovery).
+	verified bool
+
+	// mu: the handle to settle it with and its delivery count, replaced when
+	// the durable consumer delivers it again while held. msg is nil for a
+	// recovered intent not delivered yet.
+	msg       jetstream.Msg
+	delivered uint64
 }
 
 func newDelivery(msg jetstream.Msg, meta *jetstream.MsgMetadata) *delivery {
 	return &delivery{
 		msg: msg, data: msg.Data(), header: msg.Headers(),
-		seq: meta.Sequence.Stream, delivered: meta.NumDelivered, receivedAt: time.Now(),
+		seq: meta.Sequence.Stream, delivered: meta.NumDelivered, storedAt: meta.Timestamp, receivedAt: time.Now(),
 	}
 }
 
@@ -105,20 +144,18 @@ func New(js jetstream.JetStream, pub Publisher, syncer Syncer, cfg Config) (*Con
 		return nil, err
 	}
 	c := &Consumer{
-		js:   js,
-		pub:  pub,
-		sync: syncer,
-		cfg:  cfg,
-		subj: schemas.Subjects{Prefix: cfg.SubjectPrefix},
-		log:  cfg.Logger.With().Str("component", "consumer").Logger(),
-		m:    newMetrics(cfg.Registerer),
-		pods: map[string]*pod{},
-		held: map[uint64]*delivery{},
+		js:       js,
+		pub:      pub,
+		sync:     syncer,
+		cfg:      cfg,
+		subj:     schemas.Subjects{Prefix: cfg.SubjectPrefix},
+		log:      cfg.Logger.With().Str("component", "consumer").Logger(),
+		m:        newMetrics(cfg.Registerer),
+		pods:     map[string]*pod{},
+		held:     map[uint64]*delivery{},
+		answered: map[uint64]bool{},
 	}
 	c.queued = sync.NewCond(&c.mu)
-	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(podsCollector{c.PodCounts})
-	}
 	return c, nil
 }
 
@@ -128,14 +165,21 @@ func (c *Consumer) Attached() bool { return c.attached.Load() }
 // DurableName is the durable consumer of a node.
 func DurableName(node string) string { return "jetlet-" + node }
 
-// Run recovers the desired state from the stream, reconciles every pod, then
-// consumes intents until ctx is done. On return every intent it held is
-// settled or handed back; in-flight syncs get drain to finish.
+// Run recovers the desired state from the stream and hands it to the
+// Syncer, then starts the workers and consumes intents until ctx is done.
+// On return every intent it held is settled or handed back; in-flight syncs
+// get drain to finish.
 func (c *Consumer) Run(ctx context.Context, drain time.Duration) error {
+	if err := c.recoverWithRetry(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // SIGTERM before recovery finished: a clean stop
+		}
+		return err
+	}
+
 	// Syncs outlive ctx by up to drain, so that SIGTERM lets them finish.
 	syncCtx, cancelSyncs := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelSyncs()
-
 	var workers sync.WaitGroup
 	for range c.cfg.Workers {
 		workers.Go(func() { c.work(syncCtx) })
@@ -165,21 +209,14 @@ func (c *Consumer) Run(ctx context.Context, drain time.Duration) error {
 		}
 		c.handBack()
 	}
-	// Failing to start because of SIGTERM is a clean stop, not an error.
-	stopped := func(err error) error {
+
+	cons, err := c.attach(ctx)
+	if err != nil {
 		stopWorkers()
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
-	}
-
-	if err := c.recoverWithRetry(ctx); err != nil {
-		return stopped(err)
-	}
-	cons, err := c.attach(ctx)
-	if err != nil {
-		return stopped(err)
 	}
 	cc, err := cons.Consume(c.receive, jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		if !errors.Is(err, jetstream.ErrNoHeartbeat) && ctx.Err() == nil {
@@ -187,15 +224,16 @@ func (c *Consumer) Run(ctx context.Context, drain time.Duration) error {
 		}
 	}))
 	if err != nil {
-		return stopped(fmt.Errorf("consume intents: %w", err))
+		stopWorkers()
+		return fmt.Errorf("consume intents: %w", err)
 	}
 	c.attached.Store(true)
 	c.log.Info().Str("durable", DurableName(c.cfg.Node)).Msg("consuming intents")
 
 	keepAlive := time.NewTicker(c.cfg.AckWait / 3)
 	defer keepAlive.Stop()
-	resync := time.NewTimer(jitter(c.cfg.ResyncPeriod))
-	defer resync.Stop()
+	sweep := time.NewTicker(sweepPeriod)
+	defer sweep.Stop()
 	for done := false; !done; {
 		select {
 		case <-ctx.Done():
@@ -203,10 +241,8 @@ func (c *Consumer) Run(ctx context.Context, drain time.Duration) error {
 		case <-keepAlive.C:
 			c.keepAlive()
 			c.unblockLost()
-		case <-resync.C:
-			c.WakeAll()
+		case <-sweep.C:
 			c.sweepTombstones()
-			resync.Reset(jitter(c.cfg.ResyncPeriod))
 		}
 	}
 	c.attached.Store(false)
@@ -230,12 +266,15 @@ func (c *Consumer) recoverWithRetry(ctx context.Context) error {
 // Stale rather than bringing it back.
 const tombstoneTTL = time.Hour
 
+// sweepPeriod is how often tombstones older than tombstoneTTL are swept.
+const sweepPeriod = time.Minute
+
 // sweepTombstones forgets the pods deleted more than tombstoneTTL ago.
 func (c *Consumer) sweepTombstones() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for uid, p := range c.pods {
-		if !p.busy && len(p.pending) == 0 && !p.goneAt.IsZero() && time.Since(p.goneAt) > tombstoneTTL {
+		if !p.busy && len(p.pending) == 0 && p.blockedAt == 0 && !p.deletedAt.IsZero() && time.Since(p.deletedAt) > tombstoneTTL {
 			delete(c.pods, uid)
 		}
 	}
@@ -271,11 +310,9 @@ func (c *Consumer) unblockLost() {
 	}
 }
 
-// jitter spreads a period over [p, 1.1p).
-func jitter(p time.Duration) time.Duration { return p + rand.N(p/10+1) }
-
-func (c *Consumer) attach(ctx context.Context) (jetstream.Consumer, error) {
-	cfg := jetstream.ConsumerConfig{
+// consumerConfig is the node's durable consumer.
+func (c *Consumer) consumerConfig() jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
 		Durable:     DurableName(c.cfg.Node),
 		Description: "jetlet intents for node " + c.cfg.Node,
 		// The bare node subject too: an intent with no uid token must be seen
@@ -287,6 +324,10 @@ func (c *Consumer) attach(ctx context.Context) (jetstream.Consumer, error) {
 		MaxDeliver:     -1,
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	}
+}
+
+func (c *Consumer) attach(ctx context.Context) (jetstream.Consumer, error) {
+	cfg := c.consumerConfig()
 	cons, err := c.js.CreateOrUpdateConsumer(ctx, schemas.StreamIntents, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("durable consumer %s: %w", cfg.Durable, err)
@@ -308,22 +349,43 @@ func (c *Consumer) receive(msg jetstream.Msg) {
 		c.deadLetter(d, fmt.Sprintf("subject %q has no valid pod uid token (want %s)", msg.Subject(), c.subj.Intent(c.cfg.Node, "<uid>")))
 		return
 	}
+	switch c.take(uid, d) {
+	case handBack:
+		_ = msg.Nak()
+	case answeredBefore:
+		_ = msg.Ack()
+	}
+}
+
+type taken int
+
+const (
+	queued         taken = iota // pending for its pod's worker, or already held
+	handBack                    // draining: for the next jetlet
+	answeredBefore              // found answered at recovery
+)
+
+func (c *Consumer) take(uid string, d *delivery) taken {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.draining {
-		_ = msg.Nak()
-		return
+		return handBack
 	}
-	if taken, dup := c.held[d.seq]; dup {
+	if held, dup := c.held[d.seq]; dup {
 		// A redelivery of an intent already taken (waiting, being synced, or
 		// recovered at start-up): settle it through the newest handle.
-		taken.msg, taken.delivered = msg, d.delivered
-		return
+		held.msg, held.delivered = d.msg, d.delivered
+		return queued
+	}
+	if c.answered[d.seq] {
+		delete(c.answered, d.seq)
+		return answeredBefore
 	}
 	c.held[d.seq] = d
 	p := c.podLocked(uid)
 	p.pending = insertBySeq(p.pending, d)
 	c.scheduleLocked(p)
+	return queued
 }
 
 // insertBySeq keeps a pod's waiting intents in stream order: a redelivered
@@ -355,29 +417,6 @@ func (c *Consumer) scheduleLocked(p *pod) {
 	c.queued.Signal()
 }
 
-// Wake asks for a sync of the pod even though no intent arrived (the relist
-// saw it change). Pods without a desired state are ignored.
-func (c *Consumer) Wake(uid string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if p, ok := c.pods[uid]; ok && p.live() && !c.draining {
-		p.wake = true
-		c.scheduleLocked(p)
-	}
-}
-
-// WakeAll asks for a sync of every pod with a desired state.
-func (c *Consumer) WakeAll() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, p := range c.pods {
-		if p.live() && !c.draining {
-			p.wake = true
-			c.scheduleLocked(p)
-		}
-	}
-}
-
 // work is one worker: it takes pods off the queue until draining.
 func (c *Consumer) work(ctx context.Context) {
 	for {
@@ -394,8 +433,6 @@ func (c *Consumer) work(ctx context.Context) {
 		c.queue = c.queue[1:]
 		batch := p.pending
 		p.pending = nil
-		wake := p.wake
-		p.wake = false
 		if p.blockedAt != 0 {
 			if !hasSeq(batch, p.blockedAt) {
 				// Still waiting for the handed-back intent: keep these.
@@ -406,16 +443,15 @@ func (c *Consumer) work(ctx context.Context) {
 		}
 		c.mu.Unlock()
 
-		synced := len(batch) > 0 && c.handleIntents(ctx, p, batch)
-		if wake && !synced && p.live() {
-			c.resyncPod(ctx, p)
+		if len(batch) > 0 {
+			c.handleIntents(ctx, p, batch)
 		}
 
 		c.mu.Lock()
 		p.busy = false
-		if p.wake || (len(p.pending) > 0 && (p.blockedAt == 0 || hasSeq(p.pending, p.blockedAt))) {
+		if len(p.pending) > 0 && (p.blockedAt == 0 || hasSeq(p.pending, p.blockedAt)) {
 			c.scheduleLocked(p)
-		} else if p.desired == nil && len(p.pending) == 0 && p.blockedAt == 0 {
+		} else if p.done.seq == 0 && len(p.pending) == 0 && p.blockedAt == 0 {
 			// Never applied anything: nothing to remember (a redelivery of its
 			// answered intents finds their results in the stream).
 			delete(c.pods, p.uid)
@@ -434,10 +470,12 @@ func hasSeq(batch []*delivery, seq uint64) bool {
 }
 
 // handleIntents answers a batch of intents for one pod in stream order: the
-// applied one after its sync, every other one at once. It reports whether
-// the pod was synced.
-func (c *Consumer) handleIntents(ctx context.Context, p *pod, batch []*delivery) (synced bool) {
-	batch = c.dropAnswered(ctx, p, batch)
+// applied one after its sync, every other one at once.
+func (c *Consumer) handleIntents(ctx context.Context, p *pod, batch []*delivery) {
+	batch, ok := c.dropAnswered(ctx, p, batch)
+	if !ok {
+		return
+	}
 	cands := make([]candidate, len(batch))
 	for i, d := range batch {
 		in, err := schemas.DecodeIntent(d.data, schemas.IntentTarget{
@@ -453,43 +491,57 @@ func (c *Consumer) handleIntents(ctx context.Context, p *pod, batch []*delivery)
 	for i, d := range batch {
 		var ok bool
 		if i == apply {
-			ok, synced = c.apply(ctx, p, d, cands[i].intent), true
+			ok = c.apply(ctx, p, d, cands[i].intent)
 		} else {
 			ok = c.answer(ctx, p, d, cands[i], verdictOf[d.seq])
 		}
 		if !ok {
 			c.nakFrom(p, batch, i)
-			return synced
+			return
 		}
 	}
-	return synced
 }
 
-// dropAnswered acks the intents whose result is already stored: below the
-// pod's answered mark, or, for a redelivery, below the pod's newest stored
-// result (jetlet stopped between storing a result and acking its intent).
-func (c *Consumer) dropAnswered(ctx context.Context, p *pod, batch []*delivery) []*delivery {
-	answered := p.answered
+// clockSkew is how much earlier than its intent a result may be stamped:
+// the intents and results streams may have their leaders on different
+// servers, whose clocks differ.
+const clockSkew = time.Minute
+
+// dropAnswered acks, without a new result, the redelivered intents whose
+// result is stored (jetlet stored it and then lost the ack, or stopped
+// before acking). It reports false when it could not tell, having handed
+// the batch back.
+func (c *Consumer) dropAnswered(ctx context.Context, p *pod, batch []*delivery) ([]*delivery, bool) {
+	var since time.Time
+	check := false
+	c.mu.Lock()
 	for _, d := range batch {
-		if d.delivered > 1 && d.seq > answered {
-			last, err := c.pub.LastResultSeq(ctx, p.uid)
-			if err != nil {
-				// The result stream's dedupe window still guards the common case.
-				c.log.Warn().Err(err).Str("uid", p.uid).Msg("cannot read the last result; answering redelivered intents again")
+		if d.delivered > 1 && !d.verified {
+			if !check || d.storedAt.Before(since) {
+				since = d.storedAt
 			}
-			answered = max(answered, last)
-			break
+			check = true
 		}
+	}
+	c.mu.Unlock()
+	if !check {
+		return batch, true
+	}
+	stored, err := c.pub.ResultsStored(ctx, p.uid, since.Add(-clockSkew))
+	if err != nil {
+		c.log.Warn().Err(err).Str("uid", p.uid).Msg("cannot tell whether redelivered intents have their results; handing them back")
+		c.nakFrom(p, batch, 0)
+		return nil, false
 	}
 	kept := batch[:0]
 	for _, d := range batch {
-		if d.seq <= answered {
+		if stored[d.seq] {
 			c.settle(d, func(m jetstream.Msg) error { return m.Ack() })
 			continue
 		}
 		kept = append(kept, d)
 	}
-	return kept
+	return kept, true
 }
 
 // answer stores the result of an intent that is not applied and acks it.
@@ -501,114 +553,34 @@ func (c *Consumer) answer(ctx context.Context, p *pod, d *delivery, cand candida
 	if v.outcome == schemas.OutcomeRejected {
 		c.emitRejected(ctx, p.uid, d, r)
 	}
-	return c.finish(ctx, p, d, r)
+	return c.finish(ctx, d, r)
 }
 
 // apply syncs the pod to an accepted intent, stores the result and acks it.
 func (c *Consumer) apply(ctx context.Context, p *pod, d *delivery, in *schemas.PodIntent) bool {
 	ctx, span := c.startSpan(ctx, d, p.uid)
 	defer span.End()
-	if in.Op == schemas.OpDelete && p.desired != nil && p.desired.Intent.Op == schemas.OpApply {
-		in = deleteOf(in, p.desired.Intent)
-	}
-	c.mu.Lock() // Wanted reads desired
-	p.desired = &Desired{UID: p.uid, Intent: in, IntentSeq: d.seq, ReceivedAt: d.receivedAt}
-	p.goneAt = time.Time{}
-	c.mu.Unlock()
 	p.done = applied{seq: d.seq, revision: max(p.done.revision, in.Revision)}
-	p.span = span.SpanContext()
+	c.mu.Lock()
+	p.deletedAt = deletedAt(in)
+	c.mu.Unlock()
 
-	rep := c.syncPod(ctx, p)
+	rep := c.sync.Sync(ctx, podworkers.Desired{UID: p.uid, Intent: in, IntentSeq: d.seq, ReceivedAt: d.receivedAt})
 	r := c.newResult(p.uid, d, in)
 	r.Actions, r.Status = rep.Actions, rep.Status
 	r.Outcome = schemas.OutcomeSynced
 	if rep.Err != nil {
 		r.Outcome, r.Error = schemas.OutcomeFailed, rep.Err.Error()
 	}
-	return c.finish(ctx, p, d, r)
+	return c.finish(ctx, d, r)
 }
 
-// resyncPod syncs the pod to its desired state again; no result is due.
-func (c *Consumer) resyncPod(ctx context.Context, p *pod) {
-	ctx = trace.ContextWithSpanContext(ctx, p.span)
-	c.syncPod(ctx, p)
-}
-
-// syncPod runs one sync and arranges what comes after it: the status stored,
-// a retry timer, forgetting a pod that is gone.
-func (c *Consumer) syncPod(ctx context.Context, p *pod) Report {
-	start := time.Now()
-	rep := c.sync.Sync(ctx, *p.desired)
-	c.m.syncDuration.Observe(time.Since(start).Seconds())
-	if rep.Status != nil && !sameStatus(p.lastStatus, rep.Status) {
-		c.pub.PutStatus(rep.Status)
-		c.mu.Lock()
-		p.lastStatus = rep.Status
-		c.mu.Unlock()
+// deletedAt is now for a delete, zero for an apply.
+func deletedAt(in *schemas.PodIntent) time.Time {
+	if in.Op == schemas.OpDelete {
+		return time.Now()
 	}
-	if p.retry != nil {
-		p.retry.Stop()
-		p.retry = nil
-	}
-	if rep.RetryAfter > 0 {
-		uid := p.uid
-		p.retry = time.AfterFunc(rep.RetryAfter, func() { c.Wake(uid) })
-	}
-	if rep.Gone {
-		c.mu.Lock()
-		p.goneAt = time.Now()
-		c.mu.Unlock()
-	}
-	return rep
-}
-
-// deleteOf is a delete intent to apply to a pod the node runs from applied:
-// it kills with applied's spec (its containers, their grace) unless the
-// delete says otherwise. The grace period is the delete's
-// gracePeriodSeconds, else its pod's terminationGracePeriodSeconds, else the
-// running pod's, else 30 s.
-func deleteOf(del, applied *schemas.PodIntent) *schemas.PodIntent {
-	merged := *del
-	if merged.GracePeriodSeconds == nil && del.Pod != nil {
-		merged.GracePeriodSeconds = del.Pod.Spec.TerminationGracePeriodSeconds
-	}
-	merged.Pod = applied.Pod
-	return &merged
-}
-
-// sameStatus reports whether two statuses differ only in when they were
-// observed.
-func sameStatus(a, b *schemas.PodStatus) bool {
-	if a == nil || b == nil {
-		return false
-	}
-	x, y := *a, *b
-	x.ObservedAt, y.ObservedAt = time.Time{}, time.Time{}
-	return reflect.DeepEqual(x, y)
-}
-
-// Wanted reports whether the pod is desired on the node: its last intent is
-// an apply. Garbage collection removes the content of pods not wanted.
-func (c *Consumer) Wanted(uid string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p, ok := c.pods[uid]
-	return ok && p.desired != nil && p.desired.Intent.Op != schemas.OpDelete
-}
-
-// PodCounts counts the pods with a desired state by the phase last stored.
-func (c *Consumer) PodCounts() schemas.PodCounts {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	counts := schemas.PodCounts{ByPhase: map[schemas.PodPhase]int{}}
-	for _, p := range c.pods {
-		if !p.live() || p.lastStatus == nil {
-			continue
-		}
-		counts.Total++
-		counts.ByPhase[p.lastStatus.Phase]++
-	}
-	return counts
+	return time.Time{}
 }
 
 func (c *Consumer) newResult(uid string, d *delivery, in *schemas.PodIntent) *schemas.SyncResult {
@@ -625,22 +597,22 @@ func (c *Consumer) newResult(uid string, d *delivery, in *schemas.PodIntent) *sc
 		if in.Pod != nil {
 			r.Namespace, r.Name = in.Pod.Namespace, in.Pod.Name
 		}
+	} else if env := schemas.PeekEnvelope(d.data); env.UID == uid {
+		// Refused: say what can be read of it, unless it names another pod.
+		r.Op, r.Revision, r.Namespace, r.Name = env.Op, env.Revision, env.Namespace, env.Name
 	}
 	return r
 }
 
 // finish stores the result and acks the intent; a failed store hands the
 // intent back for redelivery with a growing delay.
-func (c *Consumer) finish(ctx context.Context, p *pod, d *delivery, r *schemas.SyncResult) bool {
+func (c *Consumer) finish(ctx context.Context, d *delivery, r *schemas.SyncResult) bool {
 	r.FinishedAt = time.Now().UTC()
 	if err := c.pub.PublishResult(ctx, r); err != nil {
 		c.log.Warn().Err(err).Uint64("seq", d.seq).Msg("result not stored; the intent will be redelivered")
 		return false
 	}
 	c.m.intents.WithLabelValues(string(r.Outcome)).Inc()
-	c.mu.Lock()
-	p.answered = max(p.answered, d.seq)
-	c.mu.Unlock()
 	c.settle(d, func(m jetstream.Msg) error { return m.Ack() })
 	return true
 }
@@ -651,11 +623,14 @@ func (c *Consumer) finish(ctx context.Context, p *pod, d *delivery, r *schemas.S
 func (c *Consumer) nakFrom(p *pod, batch []*delivery, i int) {
 	c.mu.Lock()
 	p.blockedAt, p.blockedSince = batch[i].seq, time.Now()
+	delays := make([]time.Duration, len(batch)-i)
+	for j, d := range batch[i:] {
+		delays[j] = redeliveryDelay(d.delivered)
+	}
 	c.mu.Unlock()
-	for _, d := range batch[i:] {
+	for j, d := range batch[i:] {
 		c.m.naks.Inc()
-		delay := redeliveryDelay(d.delivered)
-		c.settle(d, func(m jetstream.Msg) error { return m.NakWithDelay(delay) })
+		c.settle(d, func(m jetstream.Msg) error { return m.NakWithDelay(delays[j]) })
 	}
 }
 
@@ -665,8 +640,8 @@ func redeliveryDelay(delivered uint64) time.Duration {
 }
 
 // settle stops keeping d alive and settles it with fn. An intent recovered
-// from the stream and not delivered again yet has nothing to settle: the
-// durable consumer delivers it later and it is acked then as answered.
+// from the stream and not delivered again yet has nothing to settle: when
+// the durable consumer delivers it, its result is found stored.
 func (c *Consumer) settle(d *delivery, fn func(jetstream.Msg) error) {
 	c.mu.Lock()
 	delete(c.held, d.seq)
@@ -716,7 +691,8 @@ func (c *Consumer) handBack() {
 }
 
 // deadLetter copies an intent no pod can be read from to the dead-letter
-// subject and terminates it.
+// subject and terminates it. d has just been delivered: only the consume
+// goroutine knows it.
 func (c *Consumer) deadLetter(d *delivery, reason string) {
 	out := nats.NewMsg(c.subj.Dead(c.cfg.Node))
 	out.Data = d.data

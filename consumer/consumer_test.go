@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,19 +18,22 @@ import (
 
 	"github.com/jetlet/jetlet/consumer"
 	"github.com/jetlet/jetlet/events"
+	"github.com/jetlet/jetlet/reconcile/podworkers"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/natstest"
 	"github.com/jetlet/jetlet/test/poll"
 )
 
-// fakeSyncer records the intents it is asked to apply. A sync blocks while
-// gate is closed, so that tests can make intents pile up behind it.
+// fakeSyncer records the desired state it is started with and the intents
+// it is asked to apply. A sync blocks while gate is closed, so that tests
+// can make intents pile up behind it.
 type fakeSyncer struct {
 	mu      sync.Mutex
-	applied map[string][]uint64 // uid → intent seqs synced, in order
+	started []podworkers.Desired // nil until Start
+	applied map[string][]uint64  // uid → intent seqs synced, in order
+	early   int                  // syncs asked for before Start
 	gate    chan struct{}
-	running []consumer.PodRef
 }
 
 func newFakeSyncer() *fakeSyncer {
@@ -37,9 +42,19 @@ func newFakeSyncer() *fakeSyncer {
 	return &fakeSyncer{applied: map[string][]uint64{}, gate: g}
 }
 
-func (f *fakeSyncer) Sync(ctx context.Context, want consumer.Desired) consumer.Report {
+func (f *fakeSyncer) Start(_ context.Context, desired []podworkers.Desired) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.started = append([]podworkers.Desired{}, desired...)
+	return nil
+}
+
+func (f *fakeSyncer) Sync(ctx context.Context, want podworkers.Desired) podworkers.Report {
 	f.mu.Lock()
 	gate := f.gate
+	if f.started == nil {
+		f.early++
+	}
 	f.mu.Unlock()
 	select {
 	case <-gate:
@@ -48,24 +63,19 @@ func (f *fakeSyncer) Sync(ctx context.Context, want consumer.Desired) consumer.R
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.applied[want.UID] = append(f.applied[want.UID], want.IntentSeq)
-	return consumer.Report{
+	return podworkers.Report{
 		Actions: []schemas.ActionResult{{Action: schemas.ActionStartContainer, Target: "app"}},
 		Status:  &schemas.PodStatus{UID: want.UID, Phase: schemas.PhaseRunning, IntentSeq: want.IntentSeq},
 	}
 }
 
-func (f *fakeSyncer) RunningPods(context.Context) ([]consumer.PodRef, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.running, nil
-}
-
 type harness struct {
-	t    *testing.T
-	nc   *nats.Conn
-	js   jetstream.JetStream
-	sync *fakeSyncer
-	c    *consumer.Consumer
+	t         *testing.T
+	nc        *nats.Conn
+	js        jetstream.JetStream
+	sync      *fakeSyncer
+	c         *consumer.Consumer
+	sentinels int
 }
 
 func newHarness(t *testing.T) *harness {
@@ -129,6 +139,33 @@ func (h *harness) results(n int) []schemas.SyncResult {
 	return readAll[schemas.SyncResult](h.t, h.js, schemas.StreamResults, "jetlet.result.>", n)
 }
 
+// settledResults returns every result stored once the consumer has settled:
+// it publishes a sentinel intent and waits for its result first, so that a
+// late duplicate of an earlier result is counted too. The sentinel's own
+// result is left out.
+func (h *harness) settledResults() []schemas.SyncResult {
+	h.t.Helper()
+	h.sentinels++
+	uid := fmt.Sprintf("sentinel-%d", h.sentinels)
+	seq := h.publish("jetlet.intent.n1."+uid, podIntent(uid, 1))
+	var all []schemas.SyncResult
+	var err error
+	poll.Until(h.t, 60*time.Second, func() string { return fmt.Sprintf("the result of sentinel intent %d (%v)", seq, err) }, func() bool {
+		all, err = jetlettest.ReadAll[schemas.SyncResult](h.js, schemas.StreamResults, "jetlet.result.>")
+		return err == nil && slices.ContainsFunc(all, func(r schemas.SyncResult) bool { return r.IntentSeq == seq })
+	})
+	return slices.DeleteFunc(all, func(r schemas.SyncResult) bool { return strings.HasPrefix(r.UID, "sentinel-") })
+}
+
+// resultsOf counts the results per intent.
+func resultsOf(results []schemas.SyncResult) map[uint64]int {
+	n := map[uint64]int{}
+	for _, r := range results {
+		n[r.IntentSeq]++
+	}
+	return n
+}
+
 // readAll waits until the stream holds at least n messages on filter and
 // returns them in order.
 func readAll[T any](t *testing.T, js jetstream.JetStream, stream, filter string, n int) []T {
@@ -160,7 +197,8 @@ func TestEveryIntentGetsExactlyOneResultInOrder(t *testing.T) {
 	}
 	close(h.sync.gate)
 
-	results := h.results(uids * perUID)
+	h.results(uids * perUID)
+	results := h.settledResults()
 	if len(results) != uids*perUID {
 		t.Fatalf("%d results, want %d", len(results), uids*perUID)
 	}
@@ -193,7 +231,8 @@ func TestEveryIntentGetsExactlyOneResultInOrder(t *testing.T) {
 	// Every pod ends on its newest intent.
 	h.sync.mu.Lock()
 	defer h.sync.mu.Unlock()
-	for uid, applied := range h.sync.applied {
+	for uid := range lastSeq {
+		applied := h.sync.applied[uid]
 		if got, want := applied[len(applied)-1], lastSeq[uid]; got != want {
 			t.Errorf("uid %s last synced intent %d, want the newest, %d", uid, got, want)
 		}
@@ -204,18 +243,22 @@ func TestBadIntentsAreRejectedOrDeadLetteredAndOthersCarryOn(t *testing.T) {
 	h := newHarness(t)
 	h.start(consumer.Config{})
 
-	privileged := `{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","pod":{"metadata":{"name":"p","namespace":"default","uid":"priv"},
+	privileged := `{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","revision":7,"pod":{"metadata":{"name":"p","namespace":"default","uid":"priv"},
 	  "spec":{"containers":[{"name":"app","image":"busybox","command":["true"],"securityContext":{"privileged":true}}]}}}`
 	pvc := `{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","pod":{"metadata":{"name":"p","namespace":"default","uid":"pvc"},
 	  "spec":{"volumes":[{"name":"data","persistentVolumeClaim":{"claimName":"c"}}],
 	  "containers":[{"name":"app","image":"busybox","command":["true"]}]}}}`
+	// A refused intent is reported with what its envelope says, unless the
+	// envelope cannot be read or names another pod.
 	cases := []struct {
 		uid, body, want string
+		ns, name        string
+		revision        int64
 	}{
-		{"notjson", `{not json`, "malformed"},
-		{"wronguid", string(podIntent("other", 1)), "pod.metadata.uid"},
-		{"pvc", pvc, "persistentVolumeClaim"},
-		{"priv", privileged, "privileged"},
+		{"notjson", `{not json`, "malformed", "", "", 0},
+		{"wronguid", string(podIntent("other", 1)), "pod.metadata.uid", "", "", 0},
+		{"pvc", pvc, "persistentVolumeClaim", "default", "p", 0},
+		{"priv", privileged, "privileged", "default", "p", 7},
 	}
 	for _, c := range cases {
 		h.publish("jetlet.intent.n1."+c.uid, []byte(c.body))
@@ -232,6 +275,9 @@ func TestBadIntentsAreRejectedOrDeadLetteredAndOthersCarryOn(t *testing.T) {
 		r := byUID[c.uid]
 		if r.Outcome != schemas.OutcomeRejected || !strings.Contains(r.Error, c.want) {
 			t.Errorf("%s: outcome %s error %q; want Rejected naming %q", c.uid, r.Outcome, r.Error, c.want)
+		}
+		if r.Namespace != c.ns || r.Name != c.name || r.Revision != c.revision {
+			t.Errorf("%s: result for %s/%s revision %d; want %s/%s revision %d", c.uid, r.Namespace, r.Name, r.Revision, c.ns, c.name, c.revision)
 		}
 	}
 	if r := byUID["good"]; r.Outcome != schemas.OutcomeSynced {
@@ -254,6 +300,9 @@ func TestBadIntentsAreRejectedOrDeadLetteredAndOthersCarryOn(t *testing.T) {
 		if ev.Type != schemas.EventIntentRejected {
 			t.Errorf("event %s, want IntentRejected", ev.Type)
 		}
+		if ev.UID == "priv" && (ev.Namespace != "default" || ev.Pod != "p" || ev.Revision != 7) {
+			t.Errorf("IntentRejected of the privileged pod for %s/%s revision %d; want default/p revision 7", ev.Namespace, ev.Pod, ev.Revision)
+		}
 	}
 }
 
@@ -274,20 +323,34 @@ func TestStaleRevisionIsNotApplied(t *testing.T) {
 	}
 }
 
-func TestRecoveryReplaysDesiredStateAndDeletesOrphans(t *testing.T) {
+func TestRecoveryHandsTheWholeDesiredStateOverBeforeAnySync(t *testing.T) {
 	h := newHarness(t)
 	seq := h.publish("jetlet.intent.n1.u1", podIntent("u1", 2))
 	h.publish("jetlet.intent.n1.u1", podIntent("u1", 1)) // stale: not the desired state
-	h.sync.running = []consumer.PodRef{{UID: "u1"}, {UID: "orphan", Namespace: "default", Name: "old"}}
+	deleted := h.publish("jetlet.intent.n1.u2", podIntent("u2", 1))
+	deleted = h.publish("jetlet.intent.n1.u2", []byte(`{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","op":"delete",
+	  "pod":{"metadata":{"name":"p-u2","namespace":"default","uid":"u2"}}}`))
+	h.publish("jetlet.intent.n1.u3", []byte(`{"not":"an intent"}`)) // never valid: no desired state
 	h.start(consumer.Config{})
-	h.results(2)
+	results := h.settledResults()
+	if got := resultsOf(results); len(got) != 5 {
+		t.Errorf("results per intent %v, want one for each of the 5", got)
+	}
 	h.sync.mu.Lock()
 	defer h.sync.mu.Unlock()
-	if got := h.sync.applied["u1"]; len(got) == 0 || got[0] != seq {
-		t.Errorf("u1 synced with %v first, want the replayed intent %d", got, seq)
+	if h.sync.early != 0 {
+		t.Errorf("%d syncs before the desired state was handed over", h.sync.early)
 	}
-	if len(h.sync.applied["orphan"]) == 0 {
-		t.Error("the orphan pod was not synced (deleted)")
+	want := map[string]uint64{"u1": seq, "u2": deleted}
+	got := map[string]uint64{}
+	for _, d := range h.sync.started {
+		got[d.UID] = d.IntentSeq
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("started with the intents %v, want %v", got, want)
+	}
+	if s := h.sync.applied["u1"]; len(s) == 0 || s[0] != seq {
+		t.Errorf("u1 synced with %v, want the replayed intent %d first", s, seq)
 	}
 }
 
@@ -327,7 +390,13 @@ func TestAFailedResultIsRedeliveredAndOrderKept(t *testing.T) {
 	for rev := int64(2); rev <= 4; rev++ {
 		h.publish("jetlet.intent.n1.u1", podIntent("u1", rev))
 	}
-	results := h.results(4)
+	h.results(4)
+	results := h.settledResults()
+	for seq, n := range resultsOf(results) {
+		if n != 1 {
+			t.Errorf("intent %d has %d results, want 1", seq, n)
+		}
+	}
 	for i := 1; i < len(results); i++ {
 		if results[i].IntentSeq <= results[i-1].IntentSeq {
 			t.Fatalf("results out of intent order: %d after %d", results[i].IntentSeq, results[i-1].IntentSeq)
@@ -338,30 +407,165 @@ func TestAFailedResultIsRedeliveredAndOrderKept(t *testing.T) {
 	}
 }
 
-func TestRecoverySyncsAPodWhoseUnansweredIntentsAreNotApplied(t *testing.T) {
+func TestRestartAnswersWhatWasNotAnsweredAndKeepsTheDesiredState(t *testing.T) {
 	h := newHarness(t)
 	stop := h.start(consumer.Config{})
 	applied := h.publish("jetlet.intent.n1.u1", podIntent("u1", 1))
 	h.results(1)
 	stop()
 	// While jetlet is away an invalid intent comes: at start-up it is
-	// answered Rejected, and the pod must still be synced to intent 1.
-	h.publish("jetlet.intent.n1.u1", []byte(`{"not":"an intent"}`))
-	h.sync.mu.Lock()
-	before := len(h.sync.applied["u1"])
-	h.sync.mu.Unlock()
+	// answered Rejected, and the pod's desired state stays intent 1, which
+	// is not answered again.
+	bad := h.publish("jetlet.intent.n1.u1", []byte(`{"not":"an intent"}`))
 	h.start(consumer.Config{})
-	if r := h.results(2)[1]; r.Outcome != schemas.OutcomeRejected {
-		t.Fatalf("second intent: %s, want Rejected", r.Outcome)
+	results := h.settledResults()
+	if got, want := resultsOf(results), map[uint64]int{applied: 1, bad: 1}; !maps.Equal(got, want) {
+		t.Fatalf("results per intent %v, want %v", got, want)
 	}
-	var got []uint64
-	poll.Until(t, 30*time.Second, poll.Msg("a sync of the pod at start-up"), func() bool {
-		h.sync.mu.Lock()
-		defer h.sync.mu.Unlock()
-		got = h.sync.applied["u1"]
-		return len(got) > before
+	if r := results[1]; r.Outcome != schemas.OutcomeRejected {
+		t.Errorf("second intent: %s, want Rejected", r.Outcome)
+	}
+	h.sync.mu.Lock()
+	defer h.sync.mu.Unlock()
+	if len(h.sync.started) != 1 || h.sync.started[0].IntentSeq != applied {
+		t.Errorf("started with %+v, want u1 at intent %d", h.sync.started, applied)
+	}
+}
+
+// storedButFailingPublisher stores the result of one intent and then reports
+// a failure, as when the PubAck is lost; it counts the results published.
+type storedButFailingPublisher struct {
+	*events.Publisher
+	mu        sync.Mutex
+	failSeq   uint64
+	published map[uint64]int
+}
+
+func (f *storedButFailingPublisher) PublishResult(ctx context.Context, r *schemas.SyncResult) error {
+	err := f.Publisher.PublishResult(ctx, r)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.published[r.IntentSeq]++
+	if err == nil && r.IntentSeq == f.failSeq {
+		f.failSeq = 0
+		return errors.New("injected: no acknowledgement")
+	}
+	return err
+}
+
+func TestARedeliveredIntentWhoseResultIsStoredIsNotAnsweredAgain(t *testing.T) {
+	h := newHarness(t)
+	h.sync.gate = make(chan struct{})
+	pub := &storedButFailingPublisher{published: map[uint64]int{}}
+	h.start(consumer.Config{}, func(p *events.Publisher) consumer.Publisher {
+		pub.Publisher = p
+		return pub
 	})
-	if got[len(got)-1] != applied {
-		t.Fatalf("synced to intent %d at start-up, want %d", got[len(got)-1], applied)
+	seq := h.publish("jetlet.intent.n1.u1", podIntent("u1", 1))
+	pub.mu.Lock()
+	pub.failSeq = seq
+	pub.mu.Unlock()
+	close(h.sync.gate)
+	if got := resultsOf(h.settledResults()); got[seq] != 1 || len(got) != 1 {
+		t.Fatalf("results per intent %v, want one for intent %d", got, seq)
+	}
+	// The intent was handed back and redelivered; its stored result was
+	// found, so it was acked without publishing another.
+	poll.Until(t, 30*time.Second, poll.Msg("the redelivered intent to be acked"), func() bool {
+		info, err := h.js.Consumer(t.Context(), schemas.StreamIntents, consumer.DurableName("n1"))
+		return err == nil && info.CachedInfo().NumAckPending == 0 && info.CachedInfo().NumRedelivered == 0 &&
+			info.CachedInfo().AckFloor.Stream >= seq
+	})
+	pub.mu.Lock()
+	defer pub.mu.Unlock()
+	if n := pub.published[seq]; n != 1 {
+		t.Errorf("intent %d: %d results published, want 1", seq, n)
+	}
+}
+
+// An intent whose first delivery is lost (as with a stream leader killed
+// mid-burst) comes back only after AckWait, once a newer intent of its pod
+// has been answered: it must get its own result, once, not be taken for
+// answered because a newer one was.
+func TestAnOlderIntentRedeliveredAfterANewerOneWasAnsweredGetsItsOwnResult(t *testing.T) {
+	h := newHarness(t)
+	cfg := consumer.Config{Node: "n1", AckWait: time.Second}
+	probe, err := consumer.New(h.js, nil, nil, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	durable, err := h.js.CreateOrUpdateConsumer(t.Context(), schemas.StreamIntents, probe.ConsumerConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A pull request waiting before jetlet's takes the next intent: its
+	// delivery is the one lost.
+	lost, err := durable.Fetch(1, jetstream.FetchMaxWait(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	h.start(cfg)
+	older := h.publish("jetlet.intent.n1.u1", podIntent("u1", 1))
+	m, ok := <-lost.Messages()
+	if !ok {
+		t.Fatalf("the intent was not delivered to the first pull request: %v", lost.Error())
+	}
+	if meta, _ := m.Metadata(); meta.Sequence.Stream != older {
+		t.Fatalf("took intent %d, want %d", meta.Sequence.Stream, older)
+	}
+	newer := h.publish("jetlet.intent.n1.u1", podIntent("u1", 2))
+	h.results(1)
+	// The lost one comes back after AckWait and is answered.
+	var results []schemas.SyncResult
+	poll.Until(t, 30*time.Second, poll.Msg("a result for the redelivered intent"), func() bool {
+		results = h.settledResults()
+		return resultsOf(results)[older] > 0
+	})
+	if got, want := resultsOf(h.settledResults()), map[uint64]int{older: 1, newer: 1}; !maps.Equal(got, want) {
+		t.Fatalf("results per intent %v, want %v", got, want)
+	}
+	for _, r := range results {
+		switch {
+		case r.IntentSeq == newer && r.Outcome != schemas.OutcomeSynced:
+			t.Errorf("newer intent: %s, want Synced", r.Outcome)
+		case r.IntentSeq == older && r.Outcome != schemas.OutcomeSuperseded && r.Outcome != schemas.OutcomeStale:
+			t.Errorf("older intent: %s (%s), want Superseded or Stale", r.Outcome, r.Error)
+		}
+	}
+	h.sync.mu.Lock()
+	defer h.sync.mu.Unlock()
+	if got := h.sync.applied["u1"]; !slices.Equal(got, []uint64{newer}) {
+		t.Errorf("synced %v, want only the newer intent %d", got, newer)
+	}
+}
+
+// A jetlet that stored an intent's result and died before acking it leaves
+// the intent in the stream with its answer: the next one acks it when the
+// durable consumer delivers it, without answering it again.
+func TestAnIntentAnsweredButNotAckedBeforeARestartIsAckedWithoutAnother(t *testing.T) {
+	h := newHarness(t)
+	seq := h.publish("jetlet.intent.n1.u1", podIntent("u1", 1))
+	pub := events.NewPublisher(h.js, events.PublisherConfig{Node: "n1"})
+	if err := pub.PublishResult(t.Context(), &schemas.SyncResult{Node: "n1", UID: "u1", IntentSeq: seq, Outcome: schemas.OutcomeSynced}); err != nil {
+		t.Fatal(err)
+	}
+	h.start(consumer.Config{})
+	poll.Until(t, 30*time.Second, poll.Msg("the answered intent to be acked"), func() bool {
+		info, err := h.js.Consumer(t.Context(), schemas.StreamIntents, consumer.DurableName("n1"))
+		return err == nil && info.CachedInfo().NumAckPending == 0 && info.CachedInfo().AckFloor.Stream >= seq
+	})
+	if got := resultsOf(h.settledResults()); got[seq] != 1 || len(got) != 1 {
+		t.Errorf("results per intent %v, want the one stored before the restart", got)
+	}
+	h.sync.mu.Lock()
+	defer h.sync.mu.Unlock()
+	if len(h.sync.applied["u1"]) != 0 {
+		t.Errorf("synced %v: an answered intent is not applied again by the consumer", h.sync.applied["u1"])
+	}
+	if len(h.sync.started) != 1 || h.sync.started[0].IntentSeq != seq {
+		t.Errorf("started with %+v, want u1 at intent %d", h.sync.started, seq)
 	}
 }

@@ -2,128 +2,149 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/jetlet/jetlet/reconcile/podworkers"
 	"github.com/jetlet/jetlet/schemas"
 )
 
-// recover rebuilds every pod's desired state before any intent is consumed,
-// then queues a sync of each pod, so that a restarted jetlet adopts what runs
-// (without restarting what still matches its intent) and kills what no intent
-// wants any more.
+// recover rebuilds every pod's desired state before any intent is consumed
+// and hands it, complete, to the Syncer, so that a restarted jetlet adopts
+// what runs (without restarting what still matches its intent) and kills
+// what no intent wants any more.
 //
-// The desired state is what the pod workers would have reached: the intents
-// the stream keeps for this node are replayed in order through the same
-// decision as live ones (newest valid, not stale). Every intent newer than the
-// pod's last stored result has no answer yet: it is queued to be answered
-// now, before any new intent, so that each pod's results stay in intent
-// order even though the durable consumer would redeliver it only after its
-// ack wait. When the consumer does redeliver it, it is acked as answered.
+// The desired state is what the workers would have reached: the intents the
+// stream keeps for this node are replayed in order through the same
+// decision as live ones (newest valid, not stale). Every kept intent above
+// the durable consumer's ack floor whose result is not in the results
+// stream has no answer yet: it is queued to be answered first, before any
+// new intent, so that each pod's results stay in intent order even though
+// the durable consumer would redeliver it only after its ack wait. The ones
+// whose result is stored are acked when the durable consumer delivers them.
+//
+// Nothing of the consumer changes until every step has succeeded, so that a
+// failed attempt can be retried from scratch.
 func (c *Consumer) recover(ctx context.Context) error {
 	start := time.Now()
-	replayed, kept, err := c.replay(ctx)
+	rec, replayed, err := c.replay(ctx)
 	if err != nil {
 		return fmt.Errorf("replay intents: %w", err)
 	}
-	unanswered, err := c.queueUnanswered(ctx, kept, start)
+	floor, err := c.ackFloor(ctx)
 	if err != nil {
 		return err
 	}
-	running, err := c.sync.RunningPods(ctx)
-	if err != nil {
-		return fmt.Errorf("list the runtime's pods: %w", err)
+	var open []*delivery // kept intents the durable consumer may still deliver
+	var since time.Time
+	for _, ds := range rec.kept {
+		for _, d := range ds {
+			if d.seq > floor {
+				open = append(open, d)
+				if since.IsZero() || d.storedAt.Before(since) {
+					since = d.storedAt
+				}
+			}
+		}
 	}
-	orphans := 0
+	stored := map[uint64]bool{}
+	if len(open) > 0 {
+		if stored, err = c.pub.ResultsStored(ctx, "", since.Add(-clockSkew)); err != nil {
+			return fmt.Errorf("read the results of kept intents: %w", err)
+		}
+	}
+	if err := c.sync.Start(ctx, rec.desired()); err != nil {
+		return err
+	}
+
 	c.mu.Lock()
-	for _, ref := range running {
-		p := c.podLocked(ref.UID)
-		if p.desired == nil {
-			// No intent wants it: delete it as an intent would.
-			orphans++
-			p.desired = &Desired{UID: ref.UID, ReceivedAt: time.Now(), Intent: &schemas.PodIntent{
-				APIVersion: schemas.APIVersion, Kind: schemas.KindPodIntent, Op: schemas.OpDelete,
-				Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(ref.UID), Name: ref.Name, Namespace: ref.Namespace}},
-			}}
+	defer c.mu.Unlock()
+	c.pods = rec.pods
+	unanswered := 0
+	for uid, ds := range rec.kept {
+		for _, d := range ds {
+			switch {
+			case d.seq <= floor:
+			case stored[d.seq]:
+				c.answered[d.seq] = true
+			default:
+				d.receivedAt, d.verified = start, true
+				c.held[d.seq] = d
+				p := c.podLocked(uid)
+				p.pending = append(p.pending, d)
+				c.scheduleLocked(p)
+				unanswered++
+			}
 		}
 	}
-	for _, p := range c.pods {
-		p.wake = p.live()
-		if p.wake || len(p.pending) > 0 {
-			c.scheduleLocked(p)
-		}
-	}
-	pods := len(c.pods)
-	c.mu.Unlock()
-	c.log.Info().Int("intents", replayed).Int("unanswered", unanswered).Int("pods", pods).Int("running", len(running)).Int("orphans", orphans).
-		Dur("took", time.Since(start)).Msg("desired state recovered; syncing every pod")
+	c.log.Info().Int("intents", replayed).Int("unanswered", unanswered).Int("pods", len(rec.desiredOf)).Uint64("ack_floor", floor).
+		Dur("took", time.Since(start)).Msg("desired state recovered")
 	return nil
 }
 
-// queueUnanswered queues, per pod and in stream order, the kept intents
-// newer than the pod's last stored result.
-func (c *Consumer) queueUnanswered(ctx context.Context, kept map[string][]*delivery, now time.Time) (int, error) {
-	queued := 0
-	for uid, ds := range kept {
-		last, err := c.pub.LastResultSeq(ctx, uid)
-		if err != nil {
-			return queued, fmt.Errorf("last result of pod %s: %w", uid, err)
-		}
-		c.mu.Lock()
-		p := c.podLocked(uid)
-		p.answered = max(p.answered, last)
-		for _, d := range ds {
-			if _, queued := c.held[d.seq]; queued || d.seq <= last {
-				continue // answered, or queued by an earlier attempt
-			}
-			d.receivedAt = now
-			c.held[d.seq] = d
-			p.pending = append(p.pending, d)
-			queued++
-		}
-		c.mu.Unlock()
-	}
-	return queued, nil
+// recovered is what replaying the stream found.
+type recovered struct {
+	pods      map[string]*pod                // what each pod applied
+	desiredOf map[string]*podworkers.Desired // each pod's last applied intent
+	kept      map[string][]*delivery         // every intent kept, per pod, in stream order
 }
 
-// replay reads every intent kept for this node, oldest first, and sets each
-// pod's desired state and highest revision. It returns how many it read and
-// the intents per pod.
-func (c *Consumer) replay(ctx context.Context) (int, map[string][]*delivery, error) {
-	kept := map[string][]*delivery{}
+func (r *recovered) desired() []podworkers.Desired {
+	out := make([]podworkers.Desired, 0, len(r.desiredOf))
+	for _, d := range r.desiredOf {
+		out = append(out, *d)
+	}
+	return out
+}
+
+// ackFloor is the durable consumer's ack floor: every intent at or below it
+// has been acked, so answered. 0 when the durable consumer does not exist.
+func (c *Consumer) ackFloor(ctx context.Context) (uint64, error) {
+	cons, err := c.js.Consumer(ctx, schemas.StreamIntents, DurableName(c.cfg.Node))
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("durable consumer %s: %w", DurableName(c.cfg.Node), err)
+	}
+	return cons.CachedInfo().AckFloor.Stream, nil
+}
+
+// replay reads every intent kept for this node, oldest first, and decides
+// as the workers would. It returns what it found and how many it read.
+func (c *Consumer) replay(ctx context.Context) (*recovered, int, error) {
+	rec := &recovered{pods: map[string]*pod{}, desiredOf: map[string]*podworkers.Desired{}, kept: map[string][]*delivery{}}
 	stream, err := c.js.Stream(ctx, schemas.StreamIntents)
 	if err != nil {
-		return 0, nil, err
+		return nil, 0, err
 	}
 	filter := c.subj.NodeIntents(c.cfg.Node)
 	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(filter))
 	if err != nil {
-		return 0, nil, err
+		return nil, 0, err
 	}
 	total := 0
 	for _, n := range info.State.Subjects {
 		total += int(n)
 	}
 	if total == 0 {
-		return 0, kept, nil
+		return rec, 0, nil
 	}
 	oc, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{filter},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	})
 	if err != nil {
-		return 0, nil, err
+		return nil, 0, err
 	}
 	read := 0
 	for read < total {
 		batch, err := oc.Fetch(min(total-read, 1000), jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
-			return read, nil, err
+			return nil, read, err
 		}
 		got := 0
 		for msg := range batch.Messages() {
@@ -136,36 +157,33 @@ func (c *Consumer) replay(ctx context.Context) (int, map[string][]*delivery, err
 			if uid, ok := c.subj.IntentUID(msg.Subject(), c.cfg.Node); ok {
 				d := newDelivery(msg, meta)
 				d.msg = nil // the ordered consumer's handle acks nothing of the durable's
-				kept[uid] = append(kept[uid], d)
-				c.replayOne(uid, d)
+				rec.kept[uid] = append(rec.kept[uid], d)
+				c.replayOne(rec, uid, d)
 			}
 		}
 		if err := batch.Error(); err != nil {
-			return read, nil, err
+			return nil, read, err
 		}
 		if got == 0 {
 			break // trimmed meanwhile
 		}
 	}
-	return read, kept, nil
+	return rec, read, nil
 }
 
-func (c *Consumer) replayOne(uid string, d *delivery) {
+func (c *Consumer) replayOne(rec *recovered, uid string, d *delivery) {
 	in, err := schemas.DecodeIntent(d.data, schemas.IntentTarget{
 		Node: c.cfg.Node, UID: uid, MaxBodyBytes: c.cfg.MaxIntentBytes, AllowPrivileged: c.cfg.AllowPrivileged,
 	})
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p := c.podLocked(uid)
+	p, ok := rec.pods[uid]
+	if !ok {
+		p = &pod{uid: uid}
+	}
 	if _, apply := decide([]candidate{{seq: d.seq, intent: in, err: err}}, p.done); apply < 0 {
-		if p.desired == nil {
-			delete(c.pods, uid) // never had a valid intent
-		}
 		return
 	}
-	if in.Op == schemas.OpDelete && p.desired != nil && p.desired.Intent.Op == schemas.OpApply {
-		in = deleteOf(in, p.desired.Intent)
-	}
-	p.desired = &Desired{UID: uid, Intent: in, IntentSeq: d.seq, ReceivedAt: d.receivedAt}
+	rec.pods[uid] = p
 	p.done = applied{seq: d.seq, revision: max(p.done.revision, in.Revision)}
+	p.deletedAt = deletedAt(in)
+	rec.desiredOf[uid] = &podworkers.Desired{UID: uid, Intent: in, IntentSeq: d.seq, ReceivedAt: d.receivedAt}
 }

@@ -7,6 +7,9 @@ type Metrics struct {
 	PublishFailures *prometheus.CounterVec
 	EventsDropped   prometheus.Counter
 	EventsBuffered  prometheus.Gauge
+	// EventsStored counts the events not published because their pod's
+	// ledger says the stream holds them: the same fact seen again.
+	EventsStored prometheus.Counter
 }
 
 // NewMetrics creates the publishers' metrics and registers them with reg
@@ -25,9 +28,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "jetlet_events_buffered",
 			Help: "Lifecycle events waiting to be published.",
 		}),
+		EventsStored: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "jetlet_events_already_stored_total",
+			Help: "Lifecycle events not published because JETLET_EVENTS already holds their id (a fact seen again).",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.PublishFailures, m.EventsDropped, m.EventsBuffered)
+		reg.MustRegister(m.PublishFailures, m.EventsDropped, m.EventsBuffered, m.EventsStored)
 	}
 	return m
 }

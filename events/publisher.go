@@ -50,15 +50,17 @@ func (c *PublisherConfig) setDefaults() {
 // Results are published synchronously: the caller acks its intent only once
 // the result is stored. Events and statuses are queued and published in the
 // background by Run, retrying with back-off while NATS is unreachable, so a
-// pod sync never waits on them.
+// pod sync never waits on them. An event whose id its pod's ledger holds is
+// not published again.
 type Publisher struct {
 	js   jetstream.JetStream
 	cfg  PublisherConfig
 	subj schemas.Subjects
 	log  zerolog.Logger
 
-	events  chan *nats.Msg
+	events  chan queuedEvent
 	dropped atomic.Bool
+	ledger  ledger // owned by runEvents
 
 	statusMu      sync.Mutex
 	statusPending map[string]*nats.Msg // key → newest status not yet stored
@@ -82,7 +84,8 @@ func NewPublisher(js jetstream.JetStream, cfg PublisherConfig) *Publisher {
 		cfg:           cfg,
 		subj:          schemas.Subjects{Prefix: cfg.SubjectPrefix},
 		log:           cfg.Logger.With().Str("component", "publisher").Logger(),
-		events:        make(chan *nats.Msg, cfg.EventBuffer),
+		events:        make(chan queuedEvent, cfg.EventBuffer),
+		ledger:        ledger{pods: map[string]map[string]struct{}{}},
 		statusPending: map[string]*nats.Msg{},
 		statusWake:    make(chan struct{}, 1),
 	}
@@ -120,22 +123,52 @@ func (p *Publisher) PublishResult(ctx context.Context, r *schemas.SyncResult) er
 	return nil
 }
 
-// LastResultSeq returns the intent sequence answered by the newest stored
-// result for uid, or 0 when there is none. Results of one pod are stored in
-// intent order, so an intent whose sequence is not above it has its answer.
-func (p *Publisher) LastResultSeq(ctx context.Context, uid string) (uint64, error) {
+// ResultsStored returns the intent sequences answered by the results stored
+// for pod uid of this node ("" for every pod) at or after since, reading
+// only their headers.
+func (p *Publisher) ResultsStored(ctx context.Context, uid string, since time.Time) (map[uint64]bool, error) {
 	stream, err := p.resultsStream(ctx)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	m, err := stream.GetLastMsgForSubject(ctx, p.subj.Result(p.cfg.Node, uid))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, nil
+	if uid == "" {
+		uid = "*"
 	}
+	oc, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{p.subj.Result(p.cfg.Node, uid)},
+		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
+		OptStartTime:   &since,
+		HeadersOnly:    true,
+	})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return strconv.ParseUint(m.Header.Get(schemas.HeaderIntentSeq), 10, 64)
+	info, err := oc.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	answered := make(map[uint64]bool, info.NumPending)
+	for left := info.NumPending; left > 0; {
+		batch, err := oc.Fetch(int(min(left, 1000)), jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			return nil, err
+		}
+		got := uint64(0)
+		for m := range batch.Messages() {
+			got++
+			if seq, err := strconv.ParseUint(m.Headers().Get(schemas.HeaderIntentSeq), 10, 64); err == nil {
+				answered[seq] = true
+			}
+		}
+		if err := batch.Error(); err != nil {
+			return nil, err
+		}
+		if got == 0 {
+			break // aged out meanwhile
+		}
+		left -= min(got, left)
+	}
+	return answered, nil
 }
 
 // resultsStream returns the results stream's handle, looked up once.
@@ -157,6 +190,11 @@ func (p *Publisher) resultsStream(ctx context.Context) (jetstream.Stream, error)
 // relist can derive the facts again (with the same ids).
 func (p *Publisher) Emit(ctx context.Context, ev schemas.LifecycleEvent) {
 	ev.APIVersion, ev.Kind, ev.Node = schemas.APIVersion, schemas.KindLifecycleEvent, p.cfg.Node
+	if !schemas.ValidUID(ev.UID) {
+		// No subject and no ledger for it: it would hold back every other.
+		p.log.Error().Str("event", ev.ID).Str("uid", ev.UID).Msg("event without a valid pod uid dropped")
+		return
+	}
 	data, err := json.Marshal(ev)
 	if err != nil {
 		p.log.Error().Err(err).Str("event", ev.ID).Msg("encode event")
@@ -164,11 +202,13 @@ func (p *Publisher) Emit(ctx context.Context, ev schemas.LifecycleEvent) {
 	}
 	msg := nats.NewMsg(p.subj.Event(p.cfg.Node, ev.UID, ev.Type))
 	msg.Data = data
+	// The window dedupes a publish retried after a lost ack; the ledger
+	// everything else.
 	msg.Header.Set(jetstream.MsgIDHeader, ev.ID)
 	injectTrace(ctx, msg.Header)
 	p.track(1)
 	select {
-	case p.events <- msg:
+	case p.events <- queuedEvent{uid: ev.UID, id: ev.ID, terminal: ev.Type == schemas.EventPodTerminated, msg: msg}:
 		p.cfg.Metrics.EventsBuffered.Inc()
 	default:
 		p.track(-1)
@@ -243,30 +283,84 @@ const ackTimeout = 10 * time.Second
 // eventBatch bounds the events in flight at once.
 const eventBatch = 256
 
+// queuedEvent is an event waiting to be published.
+type queuedEvent struct {
+	uid, id string
+	// terminal: no fact of the pod follows (PodTerminated), so its ledger
+	// can go once this is stored.
+	terminal bool
+	msg      *nats.Msg
+}
+
 func (p *Publisher) runEvents(ctx context.Context) {
-	batch := make([]*nats.Msg, 0, eventBatch)
+	batch := make([]queuedEvent, 0, eventBatch)
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case m := <-p.events:
-			batch = append(batch[:0], m)
+		case e := <-p.events:
+			batch = append(batch[:0], e)
 		}
 	fill:
 		for len(batch) < eventBatch {
 			select {
-			case m := <-p.events:
-				batch = append(batch, m)
+			case e := <-p.events:
+				batch = append(batch, e)
 			default:
 				break fill
 			}
 		}
 		p.cfg.Metrics.EventsBuffered.Sub(float64(len(batch)))
-		if err := p.publishAll(ctx, "event", batch); err != nil {
+		if err := p.publishEvents(ctx, batch); err != nil {
 			return // ctx done
 		}
 		p.track(-len(batch))
 	}
+}
+
+// publishEvents stores each event of batch that its pod's ledger does not
+// hold, in order, retrying with back-off until each is stored or ctx is done.
+// A ledger that cannot be read back (NATS away) holds its pod's events back:
+// none is published blind.
+func (p *Publisher) publishEvents(ctx context.Context, batch []queuedEvent) error {
+	pending := batch
+	return p.retry(ctx, func() error {
+		if err := p.loadLedgers(ctx, pending); err != nil {
+			return err
+		}
+		fresh := make([]queuedEvent, 0, len(pending))
+		msgs := make([]*nats.Msg, 0, len(pending))
+		inBatch := map[[2]string]bool{}
+		for _, e := range pending {
+			key := [2]string{e.uid, e.id}
+			if p.ledger.stored(e.uid, e.id) || inBatch[key] {
+				p.cfg.Metrics.EventsStored.Inc()
+				continue
+			}
+			inBatch[key] = true
+			fresh = append(fresh, e)
+			msgs = append(msgs, e.msg)
+		}
+		stored, err := p.publishOnce(ctx, "event", msgs)
+		var failed []queuedEvent
+		for i, e := range fresh {
+			if stored[i] {
+				p.ledger.add(e.uid, e.id)
+			} else {
+				failed = append(failed, e)
+			}
+		}
+		for i, e := range fresh {
+			if !stored[i] || e.terminal {
+				p.ledger.forget(e.uid)
+			}
+		}
+		pending = failed
+		if err != nil {
+			return fmt.Errorf("%d of %d events not stored: %w", len(failed), len(batch), err)
+		}
+		return nil
+	})
 }
 
 func (p *Publisher) runStatuses(ctx context.Context) {
@@ -293,52 +387,77 @@ func (p *Publisher) runStatuses(ctx context.Context) {
 // publishAll stores every message, in order, retrying the ones that failed with
 // back-off until they are stored or ctx is done.
 func (p *Publisher) publishAll(ctx context.Context, kind string, msgs []*nats.Msg) error {
+	pending := msgs
+	return p.retry(ctx, func() error {
+		stored, err := p.publishOnce(ctx, kind, pending)
+		var failed []*nats.Msg
+		for i, m := range pending {
+			if !stored[i] {
+				failed = append(failed, m)
+			}
+		}
+		pending = failed
+		if err != nil {
+			return fmt.Errorf("%d of %d %s messages not stored: %w", len(failed), len(msgs), kind, err)
+		}
+		return nil
+	})
+}
+
+// retry runs op until it succeeds or ctx is done, with back-off between tries.
+func (p *Publisher) retry(ctx context.Context, op func() error) error {
 	b := backoff.WithContext(backoff.NewExponentialBackOff(
 		backoff.WithInitialInterval(50*time.Millisecond),
 		backoff.WithMaxInterval(5*time.Second),
 		backoff.WithMaxElapsedTime(0)), ctx)
-	pending := msgs
-	return backoff.RetryNotify(func() error {
-		futures := make([]jetstream.PubAckFuture, 0, len(pending))
-		var failed []*nats.Msg
-		var firstErr error
-		for _, m := range pending {
-			f, err := p.js.PublishMsgAsync(m)
-			if err != nil {
-				failed = append(failed, m)
-				firstErr = cmpErr(firstErr, err)
-				continue
-			}
-			futures = append(futures, f)
-		}
-		// An ack lost with a server that died never arrives: give up on every
-		// one still missing after ackTimeout and publish it again (the message
-		// id dedupes a late store).
-		waitCtx, cancel := context.WithTimeout(ctx, ackTimeout)
-		defer cancel()
-		for _, f := range futures {
-			select {
-			case <-f.Ok():
-			case err := <-f.Err():
-				failed = append(failed, f.Msg())
-				firstErr = cmpErr(firstErr, err)
-			case <-waitCtx.Done():
-				if ctx.Err() != nil {
-					return backoff.Permanent(ctx.Err())
-				}
-				failed = append(failed, f.Msg())
-				firstErr = cmpErr(firstErr, errors.New("no acknowledgement"))
-			}
-		}
-		if len(failed) == 0 {
-			return nil
-		}
-		p.cfg.Metrics.PublishFailures.WithLabelValues(kind).Add(float64(len(failed)))
-		pending = failed
-		return fmt.Errorf("%d of %d %s messages not stored: %w", len(failed), len(msgs), kind, firstErr)
-	}, b, func(err error, next time.Duration) {
+	return backoff.RetryNotify(op, b, func(err error, next time.Duration) {
 		p.log.Warn().Err(err).Dur("retry_in", next).Msg("publish failed; retrying")
 	})
+}
+
+// publishOnce publishes msgs at once and waits for their acknowledgements;
+// stored[i] says whether msgs[i] was. The error is the first failure, or a
+// permanent one when ctx is done.
+func (p *Publisher) publishOnce(ctx context.Context, kind string, msgs []*nats.Msg) (stored []bool, err error) {
+	stored = make([]bool, len(msgs))
+	futures := make([]jetstream.PubAckFuture, len(msgs))
+	for i, m := range msgs {
+		f, e := p.js.PublishMsgAsync(m)
+		if e != nil {
+			err = cmpErr(err, e)
+			continue
+		}
+		futures[i] = f
+	}
+	// An ack lost with a server that died never arrives: give up on every
+	// one still missing after ackTimeout and publish it again (the message
+	// id dedupes a late store).
+	waitCtx, cancel := context.WithTimeout(ctx, ackTimeout)
+	defer cancel()
+	failed := 0
+	for i, f := range futures {
+		if f == nil { // not sent
+			failed++
+			continue
+		}
+		select {
+		case <-f.Ok():
+			stored[i] = true
+		case e := <-f.Err():
+			failed++
+			err = cmpErr(err, e)
+		case <-waitCtx.Done():
+			if ctx.Err() != nil {
+				return stored, backoff.Permanent(ctx.Err())
+			}
+			failed++
+			err = cmpErr(err, errors.New("no acknowledgement"))
+		}
+	}
+	if failed > 0 {
+		p.cfg.Metrics.PublishFailures.WithLabelValues(kind).Add(float64(failed))
+	}
+	return stored, err
 }
 
 func cmpErr(first, err error) error {

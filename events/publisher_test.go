@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -27,13 +28,22 @@ func startPublisher(t *testing.T, js jetstream.JetStream, cfg events.PublisherCo
 	if err := events.Provision(t.Context(), js, defaultStreams(t), zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
+	p, _ := runPublisher(t, js, cfg)
+	return p
+}
+
+// runPublisher runs a publisher for node n1 until stop is called or the test
+// ends.
+func runPublisher(t *testing.T, js jetstream.JetStream, cfg events.PublisherConfig) (p *events.Publisher, stop func()) {
+	t.Helper()
 	cfg.Node = "n1"
-	p := events.NewPublisher(js, cfg)
+	p = events.NewPublisher(js, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { p.Run(ctx) })
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	return p
+	stop = func() { cancel(); wg.Wait() }
+	t.Cleanup(stop)
+	return p, stop
 }
 
 func tracedContext(t *testing.T) (context.Context, string) {
@@ -79,12 +89,20 @@ func TestPublishResultIsStoredOncePerIntent(t *testing.T) {
 	if got.APIVersion != schemas.APIVersion || got.Kind != schemas.KindSyncResult || got.IntentSeq != 42 {
 		t.Errorf("stored result %+v", got)
 	}
-	seq, err := p.LastResultSeq(t.Context(), "u1")
-	if err != nil || seq != 42 {
-		t.Errorf("LastResultSeq = %d, %v; want 42", seq, err)
-	}
-	if seq, err := p.LastResultSeq(t.Context(), "nobody"); err != nil || seq != 0 {
-		t.Errorf("LastResultSeq of a pod without results = %d, %v; want 0", seq, err)
+	for _, c := range []struct {
+		uid   string
+		since time.Time
+		want  map[uint64]bool
+	}{
+		{"u1", time.Time{}, map[uint64]bool{42: true}},
+		{"", time.Time{}, map[uint64]bool{42: true}},
+		{"nobody", time.Time{}, map[uint64]bool{}},
+		{"u1", time.Now().Add(time.Hour), map[uint64]bool{}},
+	} {
+		got, err := p.ResultsStored(t.Context(), c.uid, c.since)
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("ResultsStored(%q, %v) = %v, %v; want %v", c.uid, c.since, got, err, c.want)
+		}
 	}
 }
 
@@ -92,6 +110,8 @@ func TestEmitStoresEventsOnceByIDInOrder(t *testing.T) {
 	_, js := natstest.Connect(t, natstest.RunServer(t))
 	p := startPublisher(t, js, events.PublisherConfig{})
 	ctx, traceparent := tracedContext(t)
+	// An event naming no pod has no subject: dropped, it holds nothing back.
+	p.Emit(ctx, schemas.LifecycleEvent{ID: "x.started", Type: schemas.EventContainerStarted})
 	for i := range 100 {
 		ev := schemas.LifecycleEvent{ID: fmt.Sprintf("c%d.started", i%50), Type: schemas.EventContainerStarted, UID: "u1", Container: "app"}
 		p.Emit(ctx, ev)
@@ -222,17 +242,27 @@ func TestHeartbeatWritesTheNodeRecord(t *testing.T) {
 		}, zerolog.Nop())
 	})
 	defer func() { cancel(); wg.Wait() }()
-	for e := range w.Updates() {
-		if e == nil {
-			continue // end of the initial values
+	// Bounded: a heartbeat that never comes fails the test, not the run.
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case <-deadline:
+			t.Fatal("no node record stored within 30s")
+		case e, ok := <-w.Updates():
+			if !ok {
+				t.Fatal("the watch ended before a node record was stored")
+			}
+			if e == nil {
+				continue // end of the initial values
+			}
+			var rec schemas.NodeRecord
+			if err := json.Unmarshal(e.Value(), &rec); err != nil {
+				t.Fatal(err)
+			}
+			if rec.Kind != schemas.KindNode || rec.RuntimeName != "jetlet-proc" || rec.HeartbeatAt.IsZero() {
+				t.Errorf("node record %+v", rec)
+			}
+			return
 		}
-		var rec schemas.NodeRecord
-		if err := json.Unmarshal(e.Value(), &rec); err != nil {
-			t.Fatal(err)
-		}
-		if rec.Kind != schemas.KindNode || rec.RuntimeName != "jetlet-proc" || rec.HeartbeatAt.IsZero() {
-			t.Errorf("node record %+v", rec)
-		}
-		return
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,19 +14,21 @@ import (
 
 // Event ids are deterministic, so that the same runtime fact seen twice (by a
 // sync and by the relist loop, or again after jetlet restarts) publishes with
-// the same Nats-Msg-Id and is stored once:
+// the same Nats-Msg-Id, and the publisher's ledger stores it once:
 //
 //	<containerId>.<Type>  ContainerCreated, ContainerStarted, ContainerDied,
-//	                      ContainerKilled, ContainerRemoved, and BackOff (the
-//	                      id of the exited instance being backed off: one
-//	                      BackOff per crash)
+//	                      ContainerKilled, ContainerRemoved
+//	<containerId>.<restartCount>.BackOff
+//	                      BackOff: the exited instance being backed off and its
+//	                      restart count, so one BackOff per back-off period
+//	                      (BackOffEventID)
 //	<sandboxId>.<Type>    SandboxCreated, SandboxStopped, SandboxRemoved
 //	<hash>.<Type>         ImagePulled, ImagePullFailed: no runtime object
 //	                      exists, so <hash> is the first 16 hex digits of
 //	                      SHA-256 over uid, container, image and the image
 //	                      reference (pulled) or the failure time (failed).
 //
-// EventID builds the first two forms.
+// EventID builds the first and third forms.
 func EventID(runtimeID string, typ schemas.EventType) string {
 	return runtimeID + "." + string(typ)
 }
@@ -53,6 +57,12 @@ func newEvent(node string, pod podRef, typ schemas.EventType, id string, t time.
 	}
 }
 
+// BackOffEventID is the id of the BackOff of the exited instance dead: one
+// per back-off period of its container.
+func BackOffEventID(dead *ContainerStatus) string {
+	return EventID(dead.ID+"."+strconv.Itoa(dead.RestartCount), schemas.EventBackOff)
+}
+
 // containerEvent emits a fact about one container instance.
 func (m *Manager) containerEvent(ctx context.Context, pod podRef, typ schemas.EventType, container, containerID, sandboxID string, attempt uint32, reason, message string) {
 	ev := newEvent(m.cfg.NodeName, pod, typ, EventID(containerID, typ), m.cfg.Clock.Now())
@@ -68,6 +78,14 @@ func (m *Manager) sandboxEvent(ctx context.Context, pod podRef, typ schemas.Even
 	m.emit.Emit(ctx, ev)
 }
 
+// instanceEvent is a fact of type typ about the container instance cs, at t,
+// with the id a live emission of that fact has.
+func instanceEvent(node string, pod podRef, cs *ContainerStatus, typ schemas.EventType, t time.Time) schemas.LifecycleEvent {
+	ev := newEvent(node, pod, typ, EventID(cs.ID, typ), t)
+	ev.Container, ev.ContainerID, ev.SandboxID, ev.Attempt = cs.Name, cs.ID, cs.SandboxID, cs.Attempt
+	return ev
+}
+
 // DiedReason is the ContainerDied reason of an exited container: OOMKilled,
 // Completed (exit 0) or Error.
 func DiedReason(cs *ContainerStatus) string {
@@ -80,18 +98,6 @@ func DiedReason(cs *ContainerStatus) string {
 	return schemas.ReasonError
 }
 
-// ContainerStartedEvent derives the ContainerStarted event of a running
-// container instance, for re-deriving facts after events were lost: id
-// <containerId>.ContainerStarted, time the instance's startedAt.
-func ContainerStartedEvent(node string, pod *PodStatus, cs *ContainerStatus) (ev schemas.LifecycleEvent, ok bool) {
-	if cs == nil || cs.State != ContainerRunning {
-		return ev, false
-	}
-	ev = newEvent(node, podRef{pod.UID, pod.Namespace, pod.Name}, schemas.EventContainerStarted, EventID(cs.ID, schemas.EventContainerStarted), cs.StartedAt)
-	ev.Container, ev.ContainerID, ev.SandboxID, ev.Attempt = cs.Name, cs.ID, cs.SandboxID, cs.Attempt
-	return ev, true
-}
-
 // ContainerDiedEvent derives the ContainerDied event of an exited container
 // instance of the pod, for the relist loop: id <containerId>.ContainerDied,
 // time the instance's finishedAt. ok is false unless the instance exited.
@@ -99,12 +105,39 @@ func ContainerDiedEvent(node string, pod *PodStatus, cs *ContainerStatus) (ev sc
 	if cs == nil || cs.State != ContainerExited {
 		return ev, false
 	}
-	t := cs.FinishedAt
-	ev = newEvent(node, podRef{pod.UID, pod.Namespace, pod.Name}, schemas.EventContainerDied, EventID(cs.ID, schemas.EventContainerDied), t)
-	ev.Container, ev.ContainerID, ev.SandboxID, ev.Attempt = cs.Name, cs.ID, cs.SandboxID, cs.Attempt
+	ev = instanceEvent(node, podRef{pod.UID, pod.Namespace, pod.Name}, cs, schemas.EventContainerDied, cs.FinishedAt)
 	code := cs.ExitCode
 	ev.ExitCode = &code
 	ev.Reason = DiedReason(cs)
 	ev.Message = cs.Message
 	return ev, true
+}
+
+// PodFacts derives every fact the pod's runtime status implies, oldest first,
+// each with the id and the time of the fact (not of its derivation):
+// SandboxCreated for each sandbox (its createdAt), and for each container
+// instance ContainerCreated (createdAt), ContainerStarted once it started
+// (startedAt) and ContainerDied once it exited (finishedAt, exit code,
+// reason). The ids are those of the live emissions, so a fact emitted both
+// ways is stored once. After a crash this restores what was lost between a
+// runtime call and the publication of its event.
+func PodFacts(node string, pod *PodStatus) []schemas.LifecycleEvent {
+	ref := podRef{pod.UID, pod.Namespace, pod.Name}
+	var facts []schemas.LifecycleEvent
+	for _, s := range pod.SandboxStatuses {
+		ev := newEvent(node, ref, schemas.EventSandboxCreated, EventID(s.GetId(), schemas.EventSandboxCreated), fromNanos(s.GetCreatedAt()))
+		ev.SandboxID, ev.Attempt = s.GetId(), s.GetMetadata().GetAttempt()
+		facts = append(facts, ev)
+	}
+	for _, cs := range pod.ContainerStatuses {
+		facts = append(facts, instanceEvent(node, ref, cs, schemas.EventContainerCreated, cs.CreatedAt))
+		if !cs.StartedAt.IsZero() {
+			facts = append(facts, instanceEvent(node, ref, cs, schemas.EventContainerStarted, cs.StartedAt))
+		}
+		if ev, ok := ContainerDiedEvent(node, pod, cs); ok {
+			facts = append(facts, ev)
+		}
+	}
+	slices.SortStableFunc(facts, func(a, b schemas.LifecycleEvent) int { return a.Time.Compare(b.Time) })
+	return facts
 }

@@ -29,6 +29,12 @@ import (
 //  3. Pod directories (logs, emptyDir volumes) of pods that are gone and have
 //     no sandbox left.
 //
+// Before anything of a pod is removed, every fact its runtime state implies
+// (PodFacts: sandbox created, containers created, started, died) is emitted
+// and, when the Emitter is a Flusher, stored: nothing could derive them once
+// the objects are gone. A pod whose facts cannot be stored keeps everything
+// until a later collection.
+//
 // pods says which pods are gone. Errors are collected; GC goes on past them.
 func (m *Manager) GarbageCollect(ctx context.Context, pods PodStateProvider) error {
 	var errs []error
@@ -56,6 +62,7 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods PodStateProvider) err
 	}
 	remaining := map[string]int{} // containers left per sandbox
 	left := map[string]bool{}     // pods with a container or a sandbox left
+	var doomed []*runtimeapi.Container
 	for k, g := range groups {
 		slices.SortStableFunc(g, newestContainerFirst)
 		podGone := gone(k.uid)
@@ -76,34 +83,62 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods PodStateProvider) err
 				left[k.uid] = true
 				continue
 			}
-			if err := m.rt.RemoveContainer(ctx, c.Id); err != nil && !isNotFound(err) {
-				errs = append(errs, fmt.Errorf("remove container %s: %w", c.Id, err))
-				remaining[c.PodSandboxId]++
-				left[k.uid] = true
-				continue
-			}
-			rc, _ := strconv.Atoi(c.Annotations[AnnotationContainerRestartCount])
-			ns, name := c.Labels[LabelPodNamespace], c.Labels[LabelPodName]
-			_ = os.Remove(filepath.Join(podLogsDir(m.cfg.LogDir, ns, name, k.uid), containerLogPath(k.name, rc)))
-			m.containerEvent(ctx, podRef{k.uid, ns, name}, schemas.EventContainerRemoved, k.name, c.Id, c.PodSandboxId, c.GetMetadata().GetAttempt(), "", "garbage collected")
+			doomed = append(doomed, c)
 		}
 	}
-
-	// 2. Sandboxes, grouped by pod, newest first.
 	byPod := map[string][]*runtimeapi.PodSandbox{}
 	for _, s := range sandboxes {
-		uid := sandboxPodUID(s)
-		if uid == "" {
-			continue
+		if uid := sandboxPodUID(s); uid != "" {
+			byPod[uid] = append(byPod[uid], s)
 		}
-		byPod[uid] = append(byPod[uid], s)
+	}
+	sandboxRemovable := func(uid string, i int, s *runtimeapi.PodSandbox) bool {
+		return s.State != runtimeapi.PodSandboxState_SANDBOX_READY && remaining[s.Id] == 0 && (gone(uid) || i > 0)
+	}
+
+	// The facts of what goes must be stored first.
+	touched := map[string]podRef{}
+	for _, c := range doomed {
+		touched[c.Labels[LabelPodUID]] = podRef{c.Labels[LabelPodUID], c.Labels[LabelPodNamespace], c.Labels[LabelPodName]}
 	}
 	for uid, ss := range byPod {
 		slices.SortStableFunc(ss, newestSandboxFirst)
-		podGone := gone(uid)
 		for i, s := range ss {
-			removable := s.State != runtimeapi.PodSandboxState_SANDBOX_READY && remaining[s.Id] == 0 && (podGone || i > 0)
-			if !removable {
+			if sandboxRemovable(uid, i, s) {
+				md := s.GetMetadata()
+				touched[uid] = podRef{uid, md.GetNamespace(), md.GetName()}
+			}
+		}
+	}
+	unrecorded, err := m.storeFacts(ctx, touched)
+	if err != nil {
+		errs = append(errs, err)
+	}
+
+	// 1. Containers.
+	for _, c := range doomed {
+		uid, name := c.Labels[LabelPodUID], c.Labels[LabelContainerName]
+		if unrecorded[uid] {
+			remaining[c.PodSandboxId]++
+			left[uid] = true
+			continue
+		}
+		if err := m.rt.RemoveContainer(ctx, c.Id); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove container %s: %w", c.Id, err))
+			remaining[c.PodSandboxId]++
+			left[uid] = true
+			continue
+		}
+		rc, _ := strconv.Atoi(c.Annotations[AnnotationContainerRestartCount])
+		ns, podName := c.Labels[LabelPodNamespace], c.Labels[LabelPodName]
+		_ = os.Remove(filepath.Join(podLogsDir(m.cfg.LogDir, ns, podName, uid), containerLogPath(name, rc)))
+		m.containerEvent(ctx, podRef{uid, ns, podName}, schemas.EventContainerRemoved, name, c.Id, c.PodSandboxId, c.GetMetadata().GetAttempt(), "", "garbage collected")
+	}
+
+	// 2. Sandboxes, newest first per pod.
+	for uid, ss := range byPod {
+		for i, s := range ss {
+			if unrecorded[uid] || !sandboxRemovable(uid, i, s) {
 				left[uid] = true
 				continue
 			}
@@ -150,4 +185,40 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods PodStateProvider) err
 	m.backOff.GC()
 	m.imageBackOff.GC()
 	return errors.Join(errs...)
+}
+
+// factsFlushTimeout bounds the wait for the facts of what GC removes to be
+// stored; past it GC leaves those pods for a later collection.
+const factsFlushTimeout = 30 * time.Second
+
+// storeFacts emits every fact of the pods and waits until they are stored. It
+// returns the pods whose facts are not known to be stored.
+func (m *Manager) storeFacts(ctx context.Context, pods map[string]podRef) (unrecorded map[string]bool, err error) {
+	unrecorded = map[string]bool{}
+	if len(pods) == 0 {
+		return unrecorded, nil
+	}
+	var errs []error
+	for uid, ref := range pods {
+		st, err := m.GetPodStatus(ctx, uid, ref.Name, ref.Namespace)
+		if err != nil {
+			unrecorded[uid] = true
+			errs = append(errs, fmt.Errorf("gc: status of pod %s, whose facts go before its content: %w", uid, err))
+			continue
+		}
+		for _, ev := range PodFacts(m.cfg.NodeName, st) {
+			m.emit.Emit(ctx, ev)
+		}
+	}
+	if f, ok := m.emit.(Flusher); ok {
+		flushCtx, cancel := context.WithTimeout(ctx, factsFlushTimeout)
+		defer cancel()
+		if err := f.Flush(flushCtx); err != nil {
+			for uid := range pods {
+				unrecorded[uid] = true
+			}
+			errs = append(errs, fmt.Errorf("gc: facts of what it would remove not stored; removing nothing: %w", err))
+		}
+	}
+	return unrecorded, errors.Join(errs...)
 }

@@ -77,8 +77,6 @@ func (m *Manager) ensureImageExists(ctx context.Context, pod *corev1.Pod, c *cor
 	if m.imageBackOff.IsInBackOffSinceUpdate(key, now) {
 		return "", fmt.Sprintf("Back-off pulling image %q", c.Image), ErrImagePullBackOff
 	}
-	pr := result.add(schemas.ActionPullImage, c.Name)
-	pr.Message = image
 	// No credentials: intents carry no pull secrets (the runtime's own
 	// registry configuration applies).
 	ref, err := m.rt.PullImage(ctx, spec, nil, sandboxCfg)
@@ -87,13 +85,14 @@ func (m *Manager) ensureImageExists(ctx context.Context, pod *corev1.Pod, c *cor
 	if err != nil {
 		m.imageBackOff.Next(key, m.cfg.Clock.Now())
 		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
-		pr.Error, pr.Message = ErrImagePull.Error(), msg
+		result.fail(schemas.ActionPullImage, c.Name, ErrImagePull, msg)
 		ev.Type = schemas.EventImagePullFailed
 		ev.ID = hashID(string(pod.UID), c.Name, image, strconv.FormatInt(now.UnixNano(), 10)) + "." + string(ev.Type)
 		ev.Reason, ev.Message = ErrImagePull.Error(), msg
 		m.emit.Emit(ctx, ev)
 		return "", msg, ErrImagePull
 	}
+	result.add(schemas.ActionPullImage, c.Name).Message = image
 	m.imageBackOff.GC()
 	ev.ID = hashID(string(pod.UID), c.Name, image, ref) + "." + string(ev.Type)
 	ev.Message = fmt.Sprintf("Successfully pulled image %q", c.Image)

@@ -28,36 +28,47 @@ func (m *Manager) KillPod(ctx context.Context, pod *corev1.Pod, status *PodStatu
 	return m.killPod(ctx, pod, podRefOf(pod), status, gracePeriodOverride, schemas.ReasonPodDeleted, "Stopping container: pod deleted")
 }
 
+// KillOrphan is KillPod for a pod the node has no intent for: its
+// ContainerKilled events carry reason Orphaned.
+func (m *Manager) KillOrphan(ctx context.Context, pod *corev1.Pod, status *PodStatus, gracePeriodOverride *int64) PodSyncResult {
+	return m.killPod(ctx, pod, podRefOf(pod), status, gracePeriodOverride, schemas.ReasonOrphaned, "Stopping container: pod orphaned (no intent wants it)")
+}
+
 func (m *Manager) killPod(ctx context.Context, pod *corev1.Pod, ref podRef, status *PodStatus, gracePeriodOverride *int64, reason, message string) PodSyncResult {
 	var result PodSyncResult
 	running := status.RunningContainers()
-	results := make([]schemas.ActionResult, len(running))
+	errs := make([]error, len(running))
 	var wg sync.WaitGroup
 	for i, cs := range running {
 		wg.Go(func() {
-			r := schemas.ActionResult{Action: schemas.ActionKillContainer, Target: cs.Name}
-			if err := m.killContainer(ctx, pod, ref, cs, specOf(pod, cs.Name), reason, message, gracePeriodOverride); err != nil {
-				r.Error, r.Message = ErrKillContainer.Error(), err.Error()
-			}
-			results[i] = r
+			errs[i] = m.killContainer(ctx, pod, ref, cs, specOf(pod, cs.Name), reason, message, gracePeriodOverride)
 		})
 	}
 	wg.Wait()
-	result.Actions = append(result.Actions, results...)
+	for i, cs := range running {
+		if errs[i] != nil {
+			result.fail(schemas.ActionKillContainer, cs.Name, ErrKillContainer, errs[i].Error())
+		} else {
+			result.add(schemas.ActionKillContainer, cs.Name)
+		}
+	}
 
 	// Stop every sandbox of the pod; garbage collection removes them.
-	sr := schemas.ActionResult{Action: schemas.ActionKillPodSandbox, Target: ref.UID}
+	var stopErr error
 	for _, s := range status.SandboxStatuses {
 		if err := m.rt.StopPodSandbox(ctx, s.Id); err != nil && !isNotFound(err) {
-			sr.Error, sr.Message = ErrKillPodSandbox.Error(), fmt.Sprintf("stop sandbox %s: %v", s.Id, err)
+			stopErr = fmt.Errorf("stop sandbox %s: %w", s.Id, err)
 			continue
 		}
 		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
 			m.sandboxEvent(ctx, ref, schemas.EventSandboxStopped, s.Id, s.GetMetadata().GetAttempt(), message)
 		}
 	}
-	if len(status.SandboxStatuses) > 0 {
-		result.Actions = append(result.Actions, sr)
+	switch {
+	case stopErr != nil:
+		result.fail(schemas.ActionKillPodSandbox, ref.UID, ErrKillPodSandbox, stopErr.Error())
+	case len(status.SandboxStatuses) > 0:
+		result.add(schemas.ActionKillPodSandbox, ref.UID)
 	}
 	return result
 }

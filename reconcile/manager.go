@@ -19,6 +19,15 @@ type Emitter interface {
 	Emit(ctx context.Context, ev schemas.LifecycleEvent)
 }
 
+// Flusher is an Emitter that can wait until every event it was given is
+// stored. Garbage collection flushes the facts about what it is about to
+// remove before removing it: once a container or sandbox is gone, nothing can
+// derive its facts again (a crash between the removal and the publication
+// would lose them).
+type Flusher interface {
+	Flush(ctx context.Context) error
+}
+
 // EmitterFunc adapts a function to Emitter.
 type EmitterFunc func(ctx context.Context, ev schemas.LifecycleEvent)
 
@@ -99,9 +108,25 @@ var (
 // taken, in order.
 type PodSyncResult struct {
 	Actions []schemas.ActionResult
+	// Failures are the failed actions of Actions, in order, each wrapping
+	// its kubelet error (ErrCrashLoopBackOff, ...) for errors.Is.
+	Failures []*ActionError
 	// SyncError is an error that is no action's (reading the new sandbox's status).
 	SyncError error
 }
+
+// ActionError is one failed action.
+type ActionError struct {
+	Action, Target string
+	Err            error // one of the Err* sentinels above
+	Message        string
+}
+
+func (e *ActionError) Error() string {
+	return fmt.Sprintf("%s %q: %s: %s", e.Action, e.Target, e.Err, e.Message)
+}
+
+func (e *ActionError) Unwrap() error { return e.Err }
 
 func (r *PodSyncResult) add(action, target string) *schemas.ActionResult {
 	r.Actions = append(r.Actions, schemas.ActionResult{Action: action, Target: target})
@@ -110,22 +135,40 @@ func (r *PodSyncResult) add(action, target string) *schemas.ActionResult {
 
 func (r *PodSyncResult) fail(action, target string, err error, msg string) {
 	r.Actions = append(r.Actions, schemas.ActionResult{Action: action, Target: target, Error: err.Error(), Message: msg})
+	r.Failures = append(r.Failures, &ActionError{Action: action, Target: target, Err: err, Message: msg})
 }
 
-// Error returns nil when every action succeeded, else an error naming the
-// failed actions.
+// merge appends the actions of o.
+func (r *PodSyncResult) merge(o PodSyncResult) {
+	r.Actions = append(r.Actions, o.Actions...)
+	r.Failures = append(r.Failures, o.Failures...)
+}
+
+// Error returns nil when every action succeeded, else a SyncErrors naming
+// the failed actions; errors.Is finds each one's kubelet error in it.
 func (r PodSyncResult) Error() error {
-	var parts []string
+	var errs SyncErrors
 	if r.SyncError != nil {
-		parts = append(parts, r.SyncError.Error())
+		errs = append(errs, r.SyncError)
 	}
-	for _, a := range r.Actions {
-		if a.Error != "" {
-			parts = append(parts, fmt.Sprintf("%s %q: %s: %s", a.Action, a.Target, a.Error, a.Message))
-		}
+	for _, f := range r.Failures {
+		errs = append(errs, f)
 	}
-	if len(parts) == 0 {
+	if len(errs) == 0 {
 		return nil
 	}
-	return errors.New(strings.Join(parts, "; "))
+	return errs
 }
+
+// SyncErrors are the errors of one sync, in order.
+type SyncErrors []error
+
+func (e SyncErrors) Error() string {
+	parts := make([]string, len(e))
+	for i, err := range e {
+		parts[i] = err.Error()
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (e SyncErrors) Unwrap() []error { return e }

@@ -40,6 +40,18 @@ func (l *eventLog) count(typ schemas.EventType) int {
 	return n
 }
 
+func (l *eventLog) of(typ schemas.EventType) []schemas.LifecycleEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []schemas.LifecycleEvent
+	for _, ev := range l.events {
+		if ev.Type == typ {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
 func newTestManager(t testing.TB, rt Runtime) (*Manager, *eventLog) {
 	t.Helper()
 	events := &eventLog{}
@@ -77,7 +89,8 @@ func startResult(r PodSyncResult) schemas.ActionResult {
 }
 
 // The restart back-off doubles from 10 s to 300 s, measured from the last
-// exit, and starts again from 10 s after 10 minutes without a crash.
+// exit, and starts again from 10 s after 10 minutes without a crash; each
+// figure is pinned, the reset on both sides of its boundary.
 func TestRestartBackOffTimeline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rt := newFakeRuntime()
@@ -86,6 +99,9 @@ func TestRestartBackOffTimeline(t *testing.T) {
 		if err := syncOnce(t, m, pod).Error(); err != nil {
 			t.Fatal(err)
 		}
+		// The first instance runs a while: no two instances share a creation
+		// time (which tells the newest).
+		time.Sleep(time.Second)
 		// crash: exit, then sync until the restart happens; return the wait.
 		crash := func() time.Duration {
 			rt.exit("app", 1)
@@ -112,13 +128,28 @@ func TestRestartBackOffTimeline(t *testing.T) {
 				t.Fatalf("waits = %v, want %v", waits, want)
 			}
 		}
-		if events.count(schemas.EventBackOff) == 0 {
-			t.Error("no BackOff event")
+		// Each sync of a back-off period says BackOff again, with the
+		// period's id: seven periods (every wait but the first), seven ids.
+		ids := map[string]bool{}
+		for _, ev := range events.of(schemas.EventBackOff) {
+			if !strings.HasPrefix(ev.ID, ev.ContainerID+".") || !strings.HasSuffix(ev.ID, ".BackOff") {
+				t.Errorf("BackOff id %s, want <exited container id>.<restart count>.BackOff", ev.ID)
+			}
+			ids[ev.ID] = true
 		}
-		// Ten minutes and a bit without a crash: the next crash starts over.
+		if len(ids) != 7 {
+			t.Errorf("%d BackOff ids, want one per back-off period, 7", len(ids))
+		}
+		// The reset counts from the last restart (the back-off's last update):
+		// a crash 9m59s after it still waits the capped delay...
+		time.Sleep(10*time.Minute - time.Second)
+		if w := crash(); w != 300*time.Second {
+			t.Errorf("a crash 9m59s after the last restart waited %s, want 300s (no reset yet)", w)
+		}
+		// ...and one 10m01s after it starts over: at once, then 10 s.
 		time.Sleep(10*time.Minute + time.Second)
 		if w := crash(); w != 0 {
-			t.Errorf("after a quiet period the restart waited %s, want 0 (back-off reset)", w)
+			t.Errorf("a crash 10m01s after the last restart waited %s, want 0 (back-off reset)", w)
 		}
 		if w := crash(); w != 10*time.Second {
 			t.Errorf("then waited %s, want 10s", w)
@@ -393,5 +424,91 @@ func TestPodIPsWhenNewestSandboxVanished(t *testing.T) {
 	}
 	if len(st.SandboxStatuses) != 1 || len(st.IPs) != 1 || st.IPs[0] != "10.0.0.1" {
 		t.Errorf("sandboxes %d, IPs %v; want 1 and [10.0.0.1]", len(st.SandboxStatuses), st.IPs)
+	}
+}
+
+// flushingLog is an Emitter whose events are stored only when flushed, or
+// never when failing.
+type flushingLog struct {
+	eventLog
+	failing bool
+	stored  map[string]bool // event ids
+}
+
+func (l *flushingLog) Flush(context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failing {
+		return errors.New("NATS away")
+	}
+	for _, ev := range l.events {
+		l.stored[ev.ID] = true
+	}
+	return nil
+}
+
+// removalWitness checks, at each removal, that the removed object's facts are
+// stored.
+type removalWitness struct {
+	Runtime
+	log      *flushingLog
+	problems []string
+}
+
+func (w *removalWitness) RemoveContainer(ctx context.Context, id string) error {
+	w.log.mu.Lock()
+	for _, typ := range []schemas.EventType{schemas.EventContainerCreated, schemas.EventContainerStarted, schemas.EventContainerDied} {
+		if !w.log.stored[EventID(id, typ)] {
+			w.problems = append(w.problems, "container "+id+" removed before its "+string(typ)+" was stored")
+		}
+	}
+	w.log.mu.Unlock()
+	return w.Runtime.RemoveContainer(ctx, id)
+}
+
+func (w *removalWitness) RemovePodSandbox(ctx context.Context, id string) error {
+	w.log.mu.Lock()
+	if !w.log.stored[EventID(id, schemas.EventSandboxCreated)] {
+		w.problems = append(w.problems, "sandbox "+id+" removed before its SandboxCreated was stored")
+	}
+	w.log.mu.Unlock()
+	return w.Runtime.RemovePodSandbox(ctx, id)
+}
+
+// A container or sandbox that is removed can no longer be derived from: its
+// facts are stored first, and nothing goes while they cannot be.
+func TestGarbageCollectStoresTheFactsOfWhatItRemovesFirst(t *testing.T) {
+	rt := newFakeRuntime()
+	log := &flushingLog{stored: map[string]bool{}}
+	w := &removalWitness{Runtime: rt, log: log}
+	m, err := New(w, log, Config{NodeName: "n1", DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := testPod(corev1.Container{Name: "app", Image: "img:1", Command: []string{"x"}})
+	syncOnce(t, m, pod)
+	rt.exit("app", 3)
+	m.KillPod(context.Background(), pod, nil, nil)
+	gone := PodStateFunc(func(string) bool { return true })
+
+	log.failing = true
+	if err := m.GarbageCollect(context.Background(), gone); err == nil {
+		t.Error("GC reported no error while the facts could not be stored")
+	}
+	st, _ := m.GetPodStatus(context.Background(), "uid1", "p", "ns")
+	if len(st.ContainerStatuses) != 1 || len(st.SandboxStatuses) != 1 {
+		t.Fatalf("GC removed %+v while the facts could not be stored", st)
+	}
+
+	log.failing = false
+	if err := m.GarbageCollect(context.Background(), gone); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = m.GetPodStatus(context.Background(), "uid1", "p", "ns")
+	if len(st.ContainerStatuses)+len(st.SandboxStatuses) != 0 {
+		t.Fatalf("after GC of a gone pod: %+v", st)
+	}
+	for _, p := range w.problems {
+		t.Error(p)
 	}
 }

@@ -37,7 +37,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatu
 			message = "Pod sandbox changed, it will be killed and re-created"
 		}
 		kill := m.killPod(ctx, pod, ref, status, nil, schemas.ReasonUnknown, message)
-		result.Actions = append(result.Actions, kill.Actions...)
+		result.merge(kill)
 		if kill.Error() != nil {
 			return result
 		}
@@ -134,7 +134,11 @@ func (m *Manager) doBackOff(ctx context.Context, pod *corev1.Pod, ref podRef, c 
 	key := backOffKey(pod, c)
 	if m.backOff.IsInBackOffSince(key, dead.FinishedAt) {
 		msg := fmt.Sprintf("back-off %s restarting failed container=%s pod=%s/%s", m.backOff.Get(key), c.Name, pod.Namespace, pod.Name)
-		m.containerEvent(ctx, ref, schemas.EventBackOff, c.Name, dead.ID, dead.SandboxID, dead.Attempt, ErrCrashLoopBackOff.Error(), msg)
+		// Every sync of the period says so again; the id (the instance and
+		// its restart count) makes it one stored BackOff per period.
+		ev := instanceEvent(m.cfg.NodeName, ref, dead, schemas.EventBackOff, m.cfg.Clock.Now())
+		ev.ID, ev.Reason, ev.Message = BackOffEventID(dead), ErrCrashLoopBackOff.Error(), msg
+		m.emit.Emit(ctx, ev)
 		return true, msg
 	}
 	m.backOff.Next(key, dead.FinishedAt)

@@ -219,25 +219,50 @@ func strictUnmarshal(data []byte, v any) error {
 	return dec.Decode(v)
 }
 
-// PeekUID reads pod.metadata.uid from an intent body without validating
-// anything else, for logging and for attributing a body that DecodeIntent
-// refused. ok is false when there is no readable uid or it is not a valid
-// subject token.
-func PeekUID(body []byte) (uid string, ok bool) {
-	var peek struct {
-		Pod struct {
-			Metadata struct {
-				UID json.RawMessage `json:"uid"`
-			} `json:"metadata"`
-		} `json:"pod"`
+// Envelope is what can be read of an intent body without validating it as a
+// whole, to attribute a body that DecodeIntent refused. Each field is read on
+// its own and left zero when absent or not valid by itself, so one bad field
+// does not hide the others.
+type Envelope struct {
+	Op        Op // apply when absent
+	Revision  int64
+	Namespace string
+	Name      string
+	UID       string
+}
+
+// PeekEnvelope reads the envelope of an intent body, best effort.
+func PeekEnvelope(body []byte) Envelope {
+	env := Envelope{Op: OpApply}
+	top := peekField[map[string]json.RawMessage](body)
+	if op := peekField[Op](top["op"]); op == OpDelete {
+		env.Op = op
 	}
-	if json.Unmarshal(body, &peek) != nil {
-		return "", false
+	if rev := peekField[int64](top["revision"]); rev > 0 {
+		env.Revision = rev
 	}
-	if err := json.Unmarshal(peek.Pod.Metadata.UID, &uid); err != nil || !ValidUID(uid) {
-		return "", false
+	pod := peekField[map[string]json.RawMessage](top["pod"])
+	meta := peekField[map[string]json.RawMessage](pod["metadata"])
+	if ns := peekField[string](meta["namespace"]); isDNSLabel(ns) {
+		env.Namespace = ns
 	}
-	return uid, true
+	if name := peekField[string](meta["name"]); isDNSSubdomain(name) {
+		env.Name = name
+	}
+	if uid := peekField[string](meta["uid"]); ValidUID(uid) {
+		env.UID = uid
+	}
+	return env
+}
+
+// peekField decodes raw as a T, or returns the zero T.
+func peekField[T any](raw []byte) T {
+	var v T
+	if json.Unmarshal(raw, &v) != nil {
+		var zero T
+		return zero
+	}
+	return v
 }
 
 // GracePeriod is the grace period, in seconds, of deleting the intent's pod:

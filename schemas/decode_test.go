@@ -361,26 +361,32 @@ func TestDecodeIntentSizeLimit(t *testing.T) {
 	}
 }
 
-func TestPeekUID(t *testing.T) {
+func TestPeekEnvelope(t *testing.T) {
 	tests := []struct {
+		name string
 		body string
-		uid  string
-		ok   bool
+		want Envelope
 	}{
-		{`{"pod":{"metadata":{"uid":"abc-123"}}}`, "abc-123", true},
-		{`{"kind":7,"pod":{"spec":"x","metadata":{"uid":"abc"}}}`, "abc", true},
-		{`{"pod":{"metadata":{"uid":"a.b"}}}`, "", false},
-		{`{"pod":{"metadata":{"uid":42}}}`, "", false},
-		{`{"pod":{"metadata":{}}}`, "", false},
-		{`{"pod":"x"}`, "", false},
-		{`not json`, "", false},
-		{``, "", false},
+		{"privileged pod", `{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","revision":3,"pod":{"metadata":{"name":"web","namespace":"default","uid":"abc-123"},"spec":{"containers":[{"name":"c","image":"i","securityContext":{"privileged":true}}]}}}`,
+			Envelope{Op: OpApply, Revision: 3, Namespace: "default", Name: "web", UID: "abc-123"}},
+		{"delete", `{"op":"delete","pod":{"metadata":{"name":"web","namespace":"default","uid":"abc"}}}`,
+			Envelope{Op: OpDelete, Namespace: "default", Name: "web", UID: "abc"}},
+		{"bad fields hide nothing else", `{"kind":7,"op":"explode","revision":"x","pod":{"spec":"x","metadata":{"uid":"abc","name":"Web!","namespace":"ok"}}}`,
+			Envelope{Op: OpApply, Namespace: "ok", UID: "abc"}},
+		{"revision not positive", `{"revision":0,"pod":{"metadata":{"uid":"abc"}}}`, Envelope{Op: OpApply, UID: "abc"}},
+		{"uid not a token", `{"revision":2,"pod":{"metadata":{"uid":"a.b"}}}`, Envelope{Op: OpApply, Revision: 2}},
+		{"uid not a string", `{"pod":{"metadata":{"uid":42}}}`, Envelope{Op: OpApply}},
+		{"no metadata", `{"pod":{"metadata":{}}}`, Envelope{Op: OpApply}},
+		{"pod not an object", `{"revision":5,"pod":"x"}`, Envelope{Op: OpApply, Revision: 5}},
+		{"not json", `not json`, Envelope{Op: OpApply}},
+		{"empty", ``, Envelope{Op: OpApply}},
 	}
 	for _, tt := range tests {
-		uid, ok := PeekUID([]byte(tt.body))
-		if uid != tt.uid || ok != tt.ok {
-			t.Errorf("PeekUID(%s) = %q, %v; want %q, %v", tt.body, uid, ok, tt.uid, tt.ok)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			if got := PeekEnvelope([]byte(tt.body)); got != tt.want {
+				t.Errorf("PeekEnvelope(%s) = %+v; want %+v", tt.body, got, tt.want)
+			}
+		})
 	}
 }
 

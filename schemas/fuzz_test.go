@@ -25,8 +25,8 @@ func FuzzDecodeIntent(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","pod":{"metadata":{"name":"a","namespace":"b","uid":"u1"},"spec":{"containers":[{"name":"c","image":"i"}]}}}`))
 	f.Add([]byte(`{"pod":{"metadata":{"uid":"u1"},"spec":{"containers":[{"resources":{"limits":{"cpu":"1e400"}}}]}}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		uid, ok := PeekUID(body)
-		if !ok {
+		uid := PeekEnvelope(body).UID
+		if uid == "" {
 			uid = "u1"
 		}
 		in, err := DecodeIntent(body, IntentTarget{Node: "n1", UID: uid})

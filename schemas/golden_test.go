@@ -131,7 +131,7 @@ func readExamples(t *testing.T, dir string) map[string][]byte {
 func targetFor(body []byte, subjectUID string) IntentTarget {
 	if subjectUID == "" {
 		subjectUID = goldenUID
-		if uid, ok := PeekUID(body); ok {
+		if uid := PeekEnvelope(body).UID; uid != "" {
 			subjectUID = uid
 		}
 	}

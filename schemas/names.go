@@ -67,6 +67,11 @@ func (s Subjects) Event(node, uid string, t EventType) string {
 	return s.Prefix + ".event." + node + "." + uid + "." + string(t)
 }
 
+// PodEvents is the filter of every event of one pod.
+func (s Subjects) PodEvents(node, uid string) string {
+	return s.Prefix + ".event." + node + "." + uid + ".*"
+}
+
 // Dead is the dead-letter subject of one node.
 func (s Subjects) Dead(node string) string { return s.Prefix + ".dead." + node }
 

@@ -126,6 +126,7 @@ const (
 	ReasonLivenessProbe = "LivenessProbe"
 	ReasonStartupProbe  = "StartupProbe"
 	ReasonPodDeleted    = "PodDeleted"
+	ReasonOrphaned      = "Orphaned" // a pod the node has no intent for
 	ReasonUnknown       = "Unknown"
 )
 

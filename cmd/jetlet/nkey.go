@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"github.com/nats-io/nkeys"
+
+	"github.com/jetlet/jetlet/internal/atomicfile"
 )
 
 // clientSeedFile is the nkey seed, in the data dir, that the embedded NATS
@@ -73,23 +75,7 @@ func writeNewSeed(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// CreateTemp makes the file 0600 before a byte is in it.
-	f, err := os.CreateTemp(filepath.Dir(path), "."+clientSeedFile+".*")
-	if err != nil {
-		return nil, fmt.Errorf("write NATS client seed: %w", err)
-	}
-	defer os.Remove(f.Name()) // a no-op once renamed
-	_, err = f.Write(append(seed, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if closeErr := f.Close(); err == nil {
-		err = closeErr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
+	if err := atomicfile.Write(path, append(seed, '\n'), 0o600); err != nil {
 		return nil, fmt.Errorf("write NATS client seed %s: %w", path, err)
 	}
 	return seed, nil

@@ -13,6 +13,8 @@ import (
 	"github.com/jetlet/jetlet/consumer"
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/reconcile"
+	"github.com/jetlet/jetlet/reconcile/pleg"
+	"github.com/jetlet/jetlet/reconcile/podworkers"
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -43,8 +45,8 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 		Logger:              log,
 		Metrics:             events.NewMetrics(reg),
 	})
-	emit := consumer.EventEmitter(pub.Emit)
-	mgr, err := reconcile.New(client, reconcile.EmitterFunc(emit), reconcile.Config{
+	emit := podworkers.IntentEmitter(pub)
+	mgr, err := reconcile.New(client, emit, reconcile.Config{
 		NodeName:        a.cfg.node,
 		DataDir:         a.cfg.dataDir,
 		AllowPrivileged: a.cfg.allowPrivileged,
@@ -54,29 +56,35 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	if err != nil {
 		return err
 	}
-	relister := consumer.NewRelister(mgr, pub.Emit, consumer.RelistConfig{
+	relister := pleg.New(mgr, pub, pleg.Config{
 		Node:            a.cfg.node,
 		Period:          a.cfg.relistPeriod,
 		ContainerEvents: containerEvents(client),
 		Logger:          log,
 		Registerer:      reg,
 	})
-	var cons *consumer.Consumer
-	syncer := consumer.NewPodSyncer(mgr, relister, a.cfg.node, emit, pub.PutStatus,
-		func(uid string) bool { return cons.Wanted(uid) })
-	cons, err = consumer.New(js, pub, syncer, consumer.Config{
+	workers, err := podworkers.New(mgr, relister, emit, pub, podworkers.Config{
+		Node:         a.cfg.node,
+		Workers:      a.cfg.workers,
+		ResyncPeriod: a.cfg.resyncPeriod,
+		GCPeriod:     gcPeriod,
+		Logger:       log,
+		Registerer:   reg,
+	})
+	if err != nil {
+		return err
+	}
+	cons, err := consumer.New(js, pub, workers, consumer.Config{
 		Node:            a.cfg.node,
 		SubjectPrefix:   a.cfg.streams.SubjectPrefix,
 		Workers:         a.cfg.workers,
 		AllowPrivileged: a.cfg.allowPrivileged,
-		ResyncPeriod:    a.cfg.resyncPeriod,
 		Logger:          log,
 		Registerer:      reg,
 	})
 	if err != nil {
 		return err
 	}
-	relister.OnChange(cons.Wake)
 	a.attached.Store(cons)
 	startedAt := time.Now().UTC()
 
@@ -84,10 +92,10 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	// (from the cache) and publishes.
 	pubCtx, stopPub := context.WithCancel(context.WithoutCancel(ctx))
 	relistCtx, stopRelist := context.WithCancel(context.WithoutCancel(ctx))
-	var bg sync.WaitGroup
+	var bg, syncing sync.WaitGroup
 	bg.Go(func() { pub.Run(pubCtx) })
 	bg.Go(func() { relister.Run(relistCtx) })
-	bg.Go(func() { syncer.GarbageCollect(ctx, gcPeriod) })
+	syncing.Go(func() { workers.Run(ctx, a.cfg.shutdownTimeout) })
 	bg.Go(func() {
 		events.RunHeartbeat(ctx, js, events.HeartbeatPeriod, func() schemas.NodeRecord {
 			v := client.RuntimeVersion()
@@ -98,7 +106,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 				RuntimeVersion:    v.GetRuntimeVersion(),
 				RuntimeAPIVersion: v.GetRuntimeApiVersion(),
 				RuntimeEndpoint:   client.Endpoint(),
-				Pods:              cons.PodCounts(),
+				Pods:              workers.PodCounts(),
 				StartedAt:         startedAt,
 			}
 		}, log)
@@ -106,6 +114,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	bg.Go(func() { rederiveAfterDrops(ctx, pub, relister, a) })
 
 	runErr := cons.Run(ctx, a.cfg.shutdownTimeout)
+	syncing.Wait() // the background syncs drain beside the consumer's
 	stopRelist()
 	flushCtx, cancel := context.WithTimeout(context.Background(), a.cfg.shutdownTimeout)
 	defer cancel()
@@ -122,7 +131,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 
 // rederiveAfterDrops re-emits the facts the relist knows once NATS is back,
 // when events had to be dropped while it was away.
-func rederiveAfterDrops(ctx context.Context, pub *events.Publisher, relister *consumer.Relister, a *agent) {
+func rederiveAfterDrops(ctx context.Context, pub *events.Publisher, relister *pleg.Relister, a *agent) {
 	t := time.NewTicker(rederiveCheck)
 	defer t.Stop()
 	pending := false
@@ -141,11 +150,11 @@ func rederiveAfterDrops(ctx context.Context, pub *events.Publisher, relister *co
 }
 
 // containerEvents turns the CRI event stream into the relist's trigger.
-func containerEvents(client *runtime.Client) consumer.ContainerEventsFunc {
+func containerEvents(client *runtime.Client) pleg.ContainerEventsFunc {
 	return func(ctx context.Context, ready, event func()) error {
 		err := client.FollowContainerEvents(ctx, ready, func(*runtimeapi.ContainerEventResponse) { event() })
 		if errors.Is(err, runtime.ErrUnimplemented) {
-			return errors.Join(consumer.ErrEventsUnsupported, err)
+			return errors.Join(pleg.ErrEventsUnsupported, err)
 		}
 		return err
 	}

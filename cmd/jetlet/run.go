@@ -39,6 +39,7 @@ type runConfig struct {
 	workers               int
 	httpListen            string
 	allowPrivileged       bool
+	renameNode            bool
 	logLevel              string
 	shutdownTimeout       time.Duration
 	relistPeriod          time.Duration
@@ -86,6 +87,7 @@ admits anyone. Without
 	fs.IntVar(&cfg.workers, "workers", 16, "pods synced concurrently")
 	fs.StringVar(&cfg.httpListen, "http-listen", "127.0.0.1:9464", "address of /healthz, /readyz and /metrics (port 0 picks a free port)")
 	fs.BoolVar(&cfg.allowPrivileged, "allow-privileged", false, "accept privileged containers")
+	fs.BoolVar(&cfg.renameNode, "rename-node", false, "let --node differ from the node name the data dir recorded, and record it")
 	fs.BoolVar(&cfg.profiling, "profiling", false, "serve Go's /debug/pprof/ on --http-listen")
 	fs.StringVar(&cfg.logLevel, "log-level", "info", "trace, debug, info, warn or error")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for in-flight syncs and publishes")
@@ -194,6 +196,14 @@ func newAgent(cfg runConfig) *agent {
 func (a *agent) run(ctx context.Context) error {
 	if err := os.MkdirAll(a.cfg.dataDir, 0o755); err != nil {
 		return fmt.Errorf("--data-dir: %w", err)
+	}
+	// Before anything starts: a data dir taken for another node kills nothing.
+	renamedFrom, err := claimDataDir(a.cfg.dataDir, a.cfg.node, a.cfg.renameNode)
+	if err != nil {
+		return err
+	}
+	if renamedFrom != "" {
+		a.log.Warn().Str("from", renamedFrom).Msg("data dir renamed to this node (--rename-node)")
 	}
 	a.addReadinessChecks()
 	reg := newRegistry()

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/jetlet/jetlet/internal/atomicfile"
 )
 
 // launchShim starts the shim for c (spec.json already written) and waits for
@@ -172,7 +174,7 @@ func signalGroup(pid int, sig syscall.Signal) error {
 // reopenLog asks c's shim to reopen its log file and waits for its answer.
 func (r *Runtime) reopenLog(ctx context.Context, c *container, st *shimState) error {
 	nonce := strconv.FormatInt(time.Now().UnixNano(), 10)
-	if err := writeFileAtomic(filepath.Join(c.dir, "reopen.req"), []byte(nonce), 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(c.dir, "reopen.req"), []byte(nonce), 0o600); err != nil {
 		return err
 	}
 	if !shimAlive(filepath.Join(c.dir, "shim.lock")) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,6 +127,23 @@ func readMsgs[T any](t testing.TB, js jetstream.JetStream, stream, filter string
 		t.Fatal(err)
 	}
 	return out
+}
+
+// settledResults returns every result stored once jetlet has settled: it
+// publishes a sentinel intent (a delete of a pod the node never had, which
+// has nothing to do) and waits for its result first, so that a late
+// duplicate of an earlier result is counted too. The sentinel's result is
+// left out.
+func (n *node) settledResults() []schemas.SyncResult {
+	n.t.Helper()
+	uid := fmt.Sprintf("sentinel-%d", time.Now().UnixNano())
+	seq := n.publish(uid, deleteJSON(uid, 1, 0))
+	var all []schemas.SyncResult
+	poll.Until(n.t, 60*time.Second, poll.Msg(fmt.Sprintf("the result of sentinel intent %d", seq)), func() bool {
+		all = readMsgs[schemas.SyncResult](n.t, n.js, schemas.StreamResults, "jetlet.result."+n.name+".>")
+		return slices.ContainsFunc(all, func(r schemas.SyncResult) bool { return r.IntentSeq == seq })
+	})
+	return slices.DeleteFunc(all, func(r schemas.SyncResult) bool { return strings.HasPrefix(r.UID, "sentinel-") })
 }
 
 func (n *node) results(uid string, count int) []schemas.SyncResult {

@@ -17,7 +17,8 @@ import (
 )
 
 // checkOneResultEach asserts that every intent in seqs has exactly one
-// result, and that each pod's results come in intent order.
+// result, and that each pod's results come in intent order. results must be
+// settled (node.settledResults), so that a late duplicate is in them.
 func checkOneResultEach(t *testing.T, results []schemas.SyncResult, seqs map[uint64]string) (outcomes map[schemas.Outcome]int) {
 	t.Helper()
 	outcomes = map[schemas.Outcome]int{}
@@ -52,8 +53,8 @@ func TestInterleavedIntentsGetOneResultEach(t *testing.T) {
 			seqs[n.publish(uid, podJSON(uid, int64(round+1), "Always", fmt.Sprintf("exec sleep %d", 300+round)))] = uid
 		}
 	}
-	results := waitMsgs[schemas.SyncResult](t, n.js, schemas.StreamResults, "jetlet.result.n1.>", uids*rounds, 120*time.Second)
-	outcomes := checkOneResultEach(t, results, seqs)
+	waitMsgs[schemas.SyncResult](t, n.js, schemas.StreamResults, "jetlet.result.n1.>", uids*rounds, 120*time.Second)
+	outcomes := checkOneResultEach(t, n.settledResults(), seqs)
 	if outcomes[schemas.OutcomeSynced]+outcomes[schemas.OutcomeSuperseded] != uids*rounds {
 		t.Errorf("outcomes %v: want only Synced and Superseded", outcomes)
 	}
@@ -134,50 +135,80 @@ func TestOnFailureExitZeroIsNotRestarted(t *testing.T) {
 	}
 }
 
-// startedCounts counts ContainerStarted events per pod.
-func startedCounts(t *testing.T, n *node) map[string]int {
-	t.Helper()
-	counts := map[string]int{}
-	for _, ev := range readMsgs[schemas.LifecycleEvent](t, n.js, schemas.StreamEvents, "jetlet.event.n1.*.ContainerStarted") {
-		counts[ev.UID]++
-	}
-	return counts
-}
-
 func TestSIGKILLMidBurstLosesAndDuplicatesNothing(t *testing.T) {
 	dir := shortDir(t)
-	n := startNode(t, dir, "")
-	url := n.proc.NATSURL()
-	const uids = 20
+	// A duplicate window shorter than a restart: only the event ledger keeps
+	// each event once.
+	n := startNode(t, dir, "", "--duplicate-window", "1s")
+	// The embedded NATS dies with jetlet: each start is on the same data dir
+	// and port.
+	n.extra = append(n.extra, "--nats-listen", strings.TrimPrefix(n.proc.NATSURL(), "nats://"))
+	const rounds, perRound = 3, 20
 	seqs := map[uint64]string{}
-	burst := func(rev int64) {
-		for u := range uids {
-			uid := fmt.Sprintf("k-%02d", u)
-			seqs[n.publish(uid, podJSON(uid, rev, "Always", "exec sleep 600"))] = uid
+	uid := func(round, i int) string { return fmt.Sprintf("k%d-%02d", round, i) }
+	job := func(i int) bool { return i%4 == 0 } // runs to completion
+	burst := func(round int, rev int64) {
+		for i := range perRound {
+			body := podJSON(uid(round, i), rev, "Always", "exec sleep 600")
+			if job(i) {
+				body = podJSON(uid(round, i), rev, "Never", "exit 0")
+			}
+			seqs[n.publish(uid(round, i), body)] = uid(round, i)
 		}
 	}
-	burst(1)
-	burst(2)
-	// Kill it while it works through the burst.
-	waitMsgs[schemas.SyncResult](t, n.js, schemas.StreamResults, "jetlet.result.n1.>", 5, 60*time.Second)
-	n.proc.Signal(syscall.SIGKILL)
-	n.proc.Wait(30 * time.Second)
-
-	// The embedded NATS died with it: start again on the same data dir and port.
-	n.extra = append(n.extra, "--nats-listen", strings.TrimPrefix(url, "nats://"))
-	n.start()
-	burst(3)
-	results := waitMsgs[schemas.SyncResult](t, n.js, schemas.StreamResults, "jetlet.result.n1.>", len(seqs), 120*time.Second)
-	checkOneResultEach(t, results, seqs)
-	for u := range uids {
-		uid := fmt.Sprintf("k-%02d", u)
-		n.waitStatus(uid, 60*time.Second, func(st *schemas.PodStatus) bool { return st.Revision == 3 && st.Phase == schemas.PhaseRunning })
+	// Each round a burst of new pods, and jetlet is killed while it works
+	// through it, between any CRI call and its event.
+	for round := range rounds {
+		burst(round, 1)
+		waitMsgs[schemas.SyncResult](t, n.js, schemas.StreamResults, "jetlet.result.n1.>", round*perRound+5, 60*time.Second)
+		n.proc.Signal(syscall.SIGKILL)
+		n.proc.Wait(30 * time.Second)
+		n.start()
 	}
-	// Each pod's container started once per spec it ran: the specs differ
-	// only by revision, which is not part of the container spec, so once.
-	for uid, c := range startedCounts(t, n) {
-		if c != 1 {
-			t.Errorf("pod %s: container started %d times, want once", uid, c)
+	for round := range rounds {
+		burst(round, 2)
+	}
+	waitMsgs[schemas.SyncResult](t, n.js, schemas.StreamResults, "jetlet.result.n1.>", len(seqs), 120*time.Second)
+	checkOneResultEach(t, n.settledResults(), seqs)
+	for round := range rounds {
+		for i := range perRound {
+			n.waitStatus(uid(round, i), 60*time.Second, func(st *schemas.PodStatus) bool {
+				if job(i) {
+					return st.Phase == schemas.PhaseSucceeded
+				}
+				return st.Revision == 2 && st.Phase == schemas.PhaseRunning
+			})
+		}
+	}
+	settle(t, n, "settle")
+
+	// Each pod's container started once (the specs differ only by
+	// revision, which is not part of the container spec) and is told so
+	// once, a job's exit once; no event is stored twice.
+	evs, counts := nodeEvents(t, n)
+	started, died := map[string]int{}, map[string]int{}
+	for _, ev := range evs {
+		switch ev.Type {
+		case schemas.EventContainerStarted:
+			started[ev.UID]++
+		case schemas.EventContainerDied:
+			died[ev.UID]++
+		}
+	}
+	for round := range rounds {
+		for i := range perRound {
+			want := 0
+			if job(i) {
+				want = 1
+			}
+			if u := uid(round, i); started[u] != 1 || died[u] != want {
+				t.Errorf("pod %s: %d ContainerStarted and %d ContainerDied, want 1 and %d", u, started[u], died[u], want)
+			}
+		}
+	}
+	for id, c := range counts {
+		if c[schemas.EventContainerCreated] != 1 {
+			t.Errorf("container %s: %d ContainerCreated, want 1", id, c[schemas.EventContainerCreated])
 		}
 	}
 }

@@ -4,10 +4,14 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/natstest"
 )
 
 func TestPodRunsAndIsDeleted(t *testing.T) {
@@ -52,5 +56,47 @@ func TestPodRunsAndIsDeleted(t *testing.T) {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+}
+
+func TestAPodNoIntentWantsIsDeletedAsAnOrphan(t *testing.T) {
+	srv := natstest.RunServer(t)
+	n := startNode(t, shortDir(t), srv.ClientURL())
+	n.publish("orphan", podJSON("orphan", 1, "Always", "exec sleep 600"))
+	n.publish("kept", podJSON("kept", 1, "Always", "exec sleep 600"))
+	for _, uid := range []string{"orphan", "kept"} {
+		n.waitStatus(uid, 30*time.Second, func(st *schemas.PodStatus) bool { return st.Phase == schemas.PhaseRunning })
+	}
+
+	// jetlet stops (its pods keep running) and the orphan's intents go.
+	n.proc.Signal(syscall.SIGTERM)
+	if code := n.proc.Wait(30 * time.Second); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM, want 0", code)
+	}
+	stream, err := n.js.Stream(t.Context(), schemas.StreamIntents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Purge(t.Context(), jetstream.WithPurgeSubject("jetlet.intent.n1.orphan")); err != nil {
+		t.Fatal(err)
+	}
+	n.start()
+
+	line := n.proc.WaitLog("deleting an orphaned pod: the runtime runs it and no intent wants it", 30*time.Second)
+	if line["level"] != "warn" || line["uid"] != "orphan" || line["pod"] != "default/p-orphan" {
+		t.Errorf("orphan log line %v, want level warn naming the pod", line)
+	}
+	killed := n.waitEvent("orphan", schemas.EventContainerKilled, 30*time.Second, nil)
+	if killed.Reason != schemas.ReasonOrphaned {
+		t.Errorf("ContainerKilled reason %q, want Orphaned", killed.Reason)
+	}
+	term := n.waitEvent("orphan", schemas.EventPodTerminated, 30*time.Second, nil)
+	if term.Reason != schemas.ReasonOrphaned || !strings.Contains(term.Message, "orphaned") {
+		t.Errorf("PodTerminated %q %q, want reason Orphaned and a message saying orphaned", term.Reason, term.Message)
+	}
+	n.waitStatus("orphan", 10*time.Second, func(st *schemas.PodStatus) bool { return st.Phase == schemas.PhaseTerminated })
+	// The pod with an intent is adopted, not killed.
+	if evs := readMsgs[schemas.LifecycleEvent](t, n.js, schemas.StreamEvents, "jetlet.event.n1.kept.ContainerKilled"); len(evs) != 0 {
+		t.Errorf("the pod with an intent had containers killed: %+v", evs)
 	}
 }

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlet/jetlet/test/poll"
 )
 
 // readers keeps one ordered consumer per connection, stream and filter, so
@@ -66,4 +69,23 @@ func ReadAll[T any](js jetstream.JetStream, stream, filter string) ([]T, error) 
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// WaitDuplicateWindow returns once the stream that stores subject has
+// forgotten the Nats-Msg-Id of every message stored before the call, by its
+// own clock: a probe published on subject with a fresh id is reported a
+// duplicate until then (the server forgets ids oldest first). Each try
+// after the window stores one probe message on subject.
+func WaitDuplicateWindow(t testing.TB, js jetstream.JetStream, subject string, timeout time.Duration) {
+	t.Helper()
+	id := fmt.Sprintf("window-probe.%d", time.Now().UnixNano())
+	probe := func() *jetstream.PubAck {
+		ack, err := js.Publish(t.Context(), subject, nil, jetstream.WithMsgID(id))
+		if err != nil {
+			t.Fatalf("probe the duplicate window: %v", err)
+		}
+		return ack
+	}
+	probe()
+	poll.Until(t, timeout, poll.Msg("the duplicate window to expire"), func() bool { return !probe().Duplicate })
 }

@@ -3,12 +3,14 @@ package containerd_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/poll"
 )
 
 // running is a status with the pod Running and its one container running.
@@ -97,7 +99,16 @@ func TestCrashingContainerIsRestartedWithBackOff(t *testing.T) {
 	grown := n.waitStatus(uid, 90*time.Second, "restarted again", func(st *schemas.PodStatus) bool {
 		return len(st.Containers) == 1 && st.Containers[0].RestartCount > first.Containers[0].RestartCount
 	})
-	deaths := n.events(uid, schemas.EventContainerDied)
+	// Every restart followed a death: at least as many ContainerDied events
+	// as restarts, each with exit code 1.
+	restarts := int(grown.Containers[0].RestartCount)
+	var deaths []schemas.LifecycleEvent
+	poll.Until(t, 30*time.Second, func() string {
+		return fmt.Sprintf("%d ContainerDied events for %d restarts", len(deaths), restarts)
+	}, func() bool {
+		deaths = n.events(uid, schemas.EventContainerDied)
+		return len(deaths) >= restarts
+	})
 	for _, ev := range deaths {
 		if ev.ExitCode == nil || *ev.ExitCode != 1 {
 			b, _ := json.Marshal(ev)
@@ -138,12 +149,16 @@ func TestDeleteKillsProcessIgnoringSIGTERMAfterGrace(t *testing.T) {
 	fb, _ := json.Marshal(final)
 	t.Logf("final status %s", fb)
 
-	// Only SIGKILL ends that shell: if jetlet reports its exit, it says 137.
+	// Only SIGKILL ends that shell: its one ContainerDied says 137.
+	n.waitEvent(uid, schemas.EventContainerDied, 30*time.Second, func(ev schemas.LifecycleEvent) bool { return ev.ContainerID == cid })
+	var died []schemas.LifecycleEvent
 	for _, ev := range n.events(uid, schemas.EventContainerDied) {
-		if ev.ContainerID == cid && (ev.ExitCode == nil || *ev.ExitCode != 137) {
-			b, _ := json.Marshal(ev)
-			t.Errorf("ContainerDied %s: want exit code 137 (SIGKILL after the grace period)", b)
+		if ev.ContainerID == cid {
+			died = append(died, ev)
 		}
+	}
+	if b, _ := json.Marshal(died); len(died) != 1 || died[0].ExitCode == nil || *died[0].ExitCode != 137 {
+		t.Errorf("ContainerDied events of %s: %s; want exactly one, exit code 137 (SIGKILL after the grace period)", cid, b)
 	}
 	// containerd's own log says what happened: StopContainer with the
 	// pod's grace period as its timeout, SIGTERM, and SIGKILL once the

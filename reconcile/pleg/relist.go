@@ -1,4 +1,8 @@
-package consumer
+// Package pleg is jetlet's pod lifecycle event generator and pod cache
+// (kubelet's PLEG and PodCache): it relists the runtime's pods, keeps their
+// statuses, emits ContainerDied for containers that exited on their own and
+// tells which pods changed.
+package pleg
 
 import (
 	"context"
@@ -12,11 +16,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/jetlet/jetlet/reconcile"
-	"github.com/jetlet/jetlet/schemas"
 )
 
-// podLister is what the relist needs of reconcile.Manager.
-type podLister interface {
+// PodLister is what the relist needs of reconcile.Manager.
+type PodLister interface {
 	GetPods(ctx context.Context, all bool) ([]*reconcile.RuntimePod, error)
 	GetPodStatus(ctx context.Context, uid, name, namespace string) (*reconcile.PodStatus, error)
 }
@@ -33,8 +36,8 @@ var errRelistStopped = errors.New("the relist loop has stopped")
 // ErrEventsUnsupported says the runtime offers no container event stream.
 var ErrEventsUnsupported = errors.New("container events not supported by the runtime")
 
-// RelistConfig configures a Relister.
-type RelistConfig struct {
+// Config configures a Relister.
+type Config struct {
 	Node string
 	// Period between relists (default 1s), kubelet's PLEG relist period.
 	Period time.Duration
@@ -49,17 +52,20 @@ type RelistConfig struct {
 // runtime reports a container event, or a pod worker needs a fresher view) it
 // lists the runtime's sandboxes and containers, compares them with the last
 // listing, reads the full status of the pods that changed into the cache,
-// emits ContainerDied for containers that exited on their own, and wakes the
-// pods' workers.
+// emits every fact their statuses imply (reconcile.PodFacts: sandboxes and
+// containers created, started, died; the event ledger stores each fact once,
+// so facts a killed jetlet never published are published now, and facts
+// already stored cost a lookup), and signals Changed for the pod workers to
+// take the pods that changed.
 //
 // The cache lets a pod worker sync without asking the runtime: a status is
 // usable for an intent that arrived at t when it was read after t, when a
 // relist started after t, or when the runtime's event stream is connected
 // and every event received has been relisted.
 type Relister struct {
-	lister podLister
-	emit   func(ctx context.Context, ev schemas.LifecycleEvent)
-	cfg    RelistConfig
+	lister PodLister
+	emit   reconcile.Emitter
+	cfg    Config
 	log    zerolog.Logger
 
 	relistDuration prometheus.Histogram
@@ -76,8 +82,9 @@ type Relister struct {
 	stopped    bool                                           // Run has returned: no relist will come
 	failure    error                                          // why the last relist failed, when it did
 	failedAsOf time.Time                                      // when the failed relist started
-	wakeFn     func(uid string)
+	dirty      map[string]struct{}                            // pods changed and not yet taken
 	kick       chan struct{}
+	notify     chan struct{} // signalled when dirty gains a pod
 }
 
 type podFailure struct {
@@ -90,8 +97,8 @@ type cacheEntry struct {
 	at     time.Time // read from the runtime at or after this
 }
 
-// NewRelister returns a Relister; it does nothing before Run.
-func NewRelister(lister podLister, emit func(ctx context.Context, ev schemas.LifecycleEvent), cfg RelistConfig) *Relister {
+// New returns a Relister; it does nothing before Run.
+func New(lister PodLister, emit reconcile.Emitter, cfg Config) *Relister {
 	if cfg.Period <= 0 {
 		cfg.Period = time.Second
 	}
@@ -108,7 +115,9 @@ func NewRelister(lister podLister, emit func(ctx context.Context, ev schemas.Lif
 		cache:  map[string]cacheEntry{},
 		seen:   map[string]map[string]reconcile.ContainerState{},
 		unread: map[string]podFailure{},
+		dirty:  map[string]struct{}{},
 		kick:   make(chan struct{}, 1),
+		notify: make(chan struct{}, 1),
 	}
 	r.changed = sync.NewCond(&r.mu)
 	if cfg.Registerer != nil {
@@ -117,8 +126,21 @@ func NewRelister(lister podLister, emit func(ctx context.Context, ev schemas.Lif
 	return r
 }
 
-// OnChange sets who is told that a pod changed; call before Run.
-func (r *Relister) OnChange(wake func(uid string)) { r.wakeFn = wake }
+// Changed is signalled when a relist found pods changed; TakeChanged
+// returns them. A pod changed several times before it is taken is taken once.
+func (r *Relister) Changed() <-chan struct{} { return r.notify }
+
+// TakeChanged returns the pods changed since the last call.
+func (r *Relister) TakeChanged() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	uids := make([]string, 0, len(r.dirty))
+	for uid := range r.dirty {
+		uids = append(uids, uid)
+	}
+	clear(r.dirty)
+	return uids
+}
 
 // Run relists until ctx is done. The first relist happens at once.
 func (r *Relister) Run(ctx context.Context) {
@@ -208,7 +230,7 @@ func (r *Relister) relist(ctx context.Context) {
 			r.mu.Unlock()
 			continue
 		}
-		r.emitDied(ctx, st, r.seen[uid], now[uid])
+		r.emitFacts(ctx, st)
 		r.put(uid, st, start)
 		r.mu.Lock()
 		delete(r.unread, uid)
@@ -232,37 +254,23 @@ func (r *Relister) relist(ctx context.Context) {
 			delete(r.unread, uid)
 		}
 	}
+	for _, uid := range changed {
+		r.dirty[uid] = struct{}{}
+	}
 	r.changed.Broadcast()
 	r.mu.Unlock()
 	r.relistDuration.Observe(time.Since(start).Seconds())
-
-	if r.wakeFn != nil {
-		for _, uid := range changed {
-			r.wakeFn(uid)
+	if len(changed) > 0 {
+		select {
+		case r.notify <- struct{}{}:
+		default:
 		}
 	}
 }
 
-// emitDied emits ContainerDied for every instance that is exited now and was
-// not exited at the last listing (including one never seen: it exited while
-// jetlet was not looking; the event id makes a repeat harmless).
-func (r *Relister) emitDied(ctx context.Context, st *reconcile.PodStatus, before, after map[string]reconcile.ContainerState) {
-	for _, cs := range st.ContainerStatuses {
-		if after[cs.ID] != reconcile.ContainerExited {
-			continue
-		}
-		if prev, ok := before[cs.ID]; ok && prev == reconcile.ContainerExited {
-			continue
-		}
-		if ev, ok := reconcile.ContainerDiedEvent(r.cfg.Node, st, cs); ok {
-			r.emit(ctx, ev)
-		}
-	}
-}
-
-// Rederive emits again the facts of every container the cache holds
-// (ContainerStarted for running ones, ContainerDied for exited ones), with
-// their deterministic ids, after events may have been lost.
+// Rederive emits again every fact of every pod the cache holds (see
+// reconcile.PodFacts), with their deterministic ids, after events may have
+// been lost; the publisher stores only those not stored yet.
 func (r *Relister) Rederive(ctx context.Context) {
 	r.mu.Lock()
 	var statuses []*reconcile.PodStatus
@@ -271,13 +279,14 @@ func (r *Relister) Rederive(ctx context.Context) {
 	}
 	r.mu.Unlock()
 	for _, st := range statuses {
-		for _, cs := range st.ContainerStatuses {
-			if ev, ok := reconcile.ContainerDiedEvent(r.cfg.Node, st, cs); ok {
-				r.emit(ctx, ev)
-			} else if ev, ok := reconcile.ContainerStartedEvent(r.cfg.Node, st, cs); ok {
-				r.emit(ctx, ev)
-			}
-		}
+		r.emitFacts(ctx, st)
+	}
+}
+
+// emitFacts emits every fact the pod's status implies.
+func (r *Relister) emitFacts(ctx context.Context, st *reconcile.PodStatus) {
+	for _, ev := range reconcile.PodFacts(r.cfg.Node, st) {
+		r.emit.Emit(ctx, ev)
 	}
 }
 

@@ -1,0 +1,141 @@
+package events
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// ledger knows which events JETLET_EVENTS holds, per pod: the ids of its
+// stored events. It makes each fact stored once however long jetlet was away,
+// where the stream's duplicate window forgets an id after 2 minutes.
+//
+// A pod's ids are read back from the stream the first time the pod has an
+// event to publish (after a start, or after the pod was forgotten), then kept
+// as its events are stored. A pod is forgotten once its PodTerminated is
+// stored (later events of the pod, garbage collection's, read it back again),
+// and when a publish of one of its events failed: whether that one was stored
+// is unknown until the stream is read again. So memory holds, per pod that
+// had an event since start and is not terminated, the ids of its events: a
+// few per container instance (a crash loop adds four per restart, at most
+// about 300 restarts a day with the 5-minute back-off).
+//
+// Only the publisher's event loop (runEvents) uses it, one batch at a time:
+// it needs no lock.
+type ledger struct {
+	pods map[string]map[string]struct{} // uid → ids of its stored events
+}
+
+func (l *ledger) loaded(uid string) bool {
+	_, ok := l.pods[uid]
+	return ok
+}
+
+// stored reports whether the pod's event id is stored; the pod must be loaded.
+func (l *ledger) stored(uid, id string) bool {
+	_, ok := l.pods[uid][id]
+	return ok
+}
+
+// add records a stored event. A pod not loaded stays so: a partial set of
+// ids would pass the others for unpublished.
+func (l *ledger) add(uid, id string) {
+	if ids, ok := l.pods[uid]; ok {
+		ids[id] = struct{}{}
+	}
+}
+
+func (l *ledger) forget(uid string) { delete(l.pods, uid) }
+
+// readBackParallel bounds the pods read back at once.
+const readBackParallel = 8
+
+// loadLedgers reads back every pod of events whose ledger is not loaded. The
+// pods read keep their ledger even when others failed.
+func (p *Publisher) loadLedgers(ctx context.Context, events []queuedEvent) error {
+	var uids []string
+	seen := map[string]bool{}
+	for _, e := range events {
+		if !seen[e.uid] && !p.ledger.loaded(e.uid) {
+			seen[e.uid] = true
+			uids = append(uids, e.uid)
+		}
+	}
+	sets := make([]map[string]struct{}, len(uids))
+	errs := make([]error, len(uids))
+	slots := make(chan struct{}, readBackParallel)
+	var wg sync.WaitGroup
+	for i, uid := range uids {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			sets[i], errs[i] = p.readBack(ctx, uid)
+		})
+	}
+	wg.Wait()
+	failed, firstErr := 0, error(nil)
+	for i, uid := range uids {
+		if errs[i] != nil {
+			failed++
+			firstErr = cmpErr(firstErr, errs[i])
+			continue
+		}
+		p.ledger.pods[uid] = sets[i]
+	}
+	if failed > 0 {
+		p.cfg.Metrics.PublishFailures.WithLabelValues("ledger").Add(float64(failed))
+		return fmt.Errorf("read back the stored events of %d of %d pods: %w", failed, len(uids), firstErr)
+	}
+	return nil
+}
+
+// readBack returns the ids of every event of the pod the stream holds: an
+// ephemeral consumer filtered on the pod's events delivers their headers
+// until none is pending. Its filter is in the create request's subject, so a
+// node's permissions can limit it to the node's own events.
+func (p *Publisher) readBack(ctx context.Context, uid string) (map[string]struct{}, error) {
+	cons, err := p.js.CreateConsumer(ctx, schemas.StreamEvents, jetstream.ConsumerConfig{
+		FilterSubject: p.subj.PodEvents(p.cfg.Node, uid),
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckNonePolicy,
+		HeadersOnly:   true,
+		MemoryStorage: true,
+		// The server removes it should the delete below not arrive.
+		InactiveThreshold: time.Minute,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pod %s: %w", uid, err)
+	}
+	defer func() {
+		delCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = p.js.DeleteConsumer(delCtx, schemas.StreamEvents, cons.CachedInfo().Name)
+	}()
+	ids := map[string]struct{}{}
+	for pending := cons.CachedInfo().NumPending; pending > 0; {
+		batch, err := cons.FetchNoWait(int(min(pending, 1024)))
+		if err != nil {
+			return nil, fmt.Errorf("pod %s: %w", uid, err)
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			ids[m.Headers().Get(jetstream.MsgIDHeader)] = struct{}{}
+			if md, err := m.Metadata(); err == nil {
+				pending = md.NumPending
+			}
+		}
+		if err := batch.Error(); err != nil {
+			return nil, fmt.Errorf("pod %s: %w", uid, err)
+		}
+		if got == 0 {
+			break // the pending ones aged out of the stream meanwhile
+		}
+	}
+	return ids, nil
+}

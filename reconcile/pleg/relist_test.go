@@ -1,0 +1,158 @@
+package pleg
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/jetlet/jetlet/reconcile"
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// fakeLister is a runtime that is down until up is set, then holds pods.
+type fakeLister struct {
+	mu   sync.Mutex
+	up   bool
+	pods []*reconcile.RuntimePod
+}
+
+var errRuntimeDown = errors.New("runtime unavailable")
+
+func (f *fakeLister) GetPods(context.Context, bool) ([]*reconcile.RuntimePod, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.up {
+		return nil, errRuntimeDown
+	}
+	return f.pods, nil
+}
+
+func (f *fakeLister) GetPodStatus(_ context.Context, uid, name, ns string) (*reconcile.PodStatus, error) {
+	return &reconcile.PodStatus{UID: uid, Name: name, Namespace: ns}, nil
+}
+
+func TestStatusFailsWhileTheRuntimeIsDownAndRecovers(t *testing.T) {
+	lister := &fakeLister{}
+	r := New(lister, reconcile.EmitterFunc(func(context.Context, schemas.LifecycleEvent) {}), Config{Node: "n1", Period: time.Hour, Logger: zerolog.Nop()})
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { r.Run(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+
+	// A worker asking for a view newer than now gets the runtime's error, not a hang.
+	if _, err := r.Status(ctx, "u1", time.Now()); !errors.Is(err, errRuntimeDown) {
+		t.Fatalf("Status with the runtime down: %v, want %v", err, errRuntimeDown)
+	}
+
+	lister.mu.Lock()
+	lister.up = true
+	lister.pods = []*reconcile.RuntimePod{{UID: "u1", Name: "web", Namespace: "default",
+		Containers: []*reconcile.Container{{ID: "c1", State: reconcile.ContainerRunning}}}}
+	lister.mu.Unlock()
+	st, err := r.Status(ctx, "u1", time.Now())
+	if err != nil || st == nil || st.UID != "u1" {
+		t.Fatalf("Status after the runtime is back: %+v, %v", st, err)
+	}
+}
+
+func TestStatusWaitersWakeWhenTheRelistStopsOrTheirContextEnds(t *testing.T) {
+	lister := &fakeLister{up: true}
+	r := New(lister, reconcile.EmitterFunc(func(context.Context, schemas.LifecycleEvent) {}), Config{Node: "n1", Period: time.Hour, Logger: zerolog.Nop()})
+
+	// Nothing relists: a waiter returns when its own context ends.
+	waitCtx, cancelWait := context.WithCancel(t.Context())
+	errs := make(chan error, 1)
+	go func() { _, err := r.Status(waitCtx, "u1", time.Now().Add(time.Hour)); errs <- err }()
+	cancelWait()
+	if err := <-errs; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Status after its context ended: %v", err)
+	}
+
+	// The relist stops (SIGTERM) while a sync waits for a view it cannot get.
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	go func() { _, err := r.Status(t.Context(), "u1", time.Now().Add(time.Hour)); errs <- err }()
+	cancel()
+	<-done
+	if err := <-errs; !errors.Is(err, errRelistStopped) {
+		t.Fatalf("Status after the relist stopped: %v", err)
+	}
+}
+
+// podsLister holds pods and their statuses; reading a status of a uid in
+// failing fails.
+type podsLister struct {
+	pods     map[string]*reconcile.PodStatus
+	failing  map[string]bool
+	emitted  []schemas.LifecycleEvent
+	relister *Relister
+}
+
+func (f *podsLister) GetPods(context.Context, bool) ([]*reconcile.RuntimePod, error) {
+	var out []*reconcile.RuntimePod
+	for uid, st := range f.pods {
+		p := &reconcile.RuntimePod{UID: uid, Name: st.Name, Namespace: st.Namespace}
+		for _, cs := range st.ContainerStatuses {
+			p.Containers = append(p.Containers, &reconcile.Container{ID: cs.ID, State: cs.State})
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func (f *podsLister) GetPodStatus(_ context.Context, uid, _, _ string) (*reconcile.PodStatus, error) {
+	if f.failing[uid] {
+		return nil, errRuntimeDown
+	}
+	return f.pods[uid], nil
+}
+
+// relist runs one relist and returns the ids it emitted.
+func (f *podsLister) relist(t *testing.T) []string {
+	f.emitted = nil
+	f.relister.relist(t.Context())
+	var ids []string
+	for _, ev := range f.emitted {
+		ids = append(ids, ev.ID)
+	}
+	return ids
+}
+
+func TestEveryChangedPodHasItsFactsDerived(t *testing.T) {
+	t0 := time.Now()
+	running := func(id string) *reconcile.ContainerStatus {
+		return &reconcile.ContainerStatus{ID: id, Name: "app", State: reconcile.ContainerRunning, CreatedAt: t0, StartedAt: t0}
+	}
+	f := &podsLister{
+		pods: map[string]*reconcile.PodStatus{
+			"u1": {UID: "u1", ContainerStatuses: []*reconcile.ContainerStatus{running("c1")}},
+			"u2": {UID: "u2", ContainerStatuses: []*reconcile.ContainerStatus{running("c2")}},
+		},
+		failing: map[string]bool{"u2": true},
+	}
+	f.relister = New(f, reconcile.EmitterFunc(func(_ context.Context, ev schemas.LifecycleEvent) { f.emitted = append(f.emitted, ev) }),
+		Config{Node: "n1", Logger: zerolog.Nop()})
+
+	if got := f.relist(t); !slices.Equal(got, []string{"c1.ContainerCreated", "c1.ContainerStarted"}) {
+		t.Errorf("first relist emitted %v, want c1's facts (u2 could not be read)", got)
+	}
+	// u2 is read at last: its facts too; u1, unchanged, is not read again.
+	delete(f.failing, "u2")
+	if got := f.relist(t); !slices.Equal(got, []string{"c2.ContainerCreated", "c2.ContainerStarted"}) {
+		t.Errorf("second relist emitted %v, want c2's facts", got)
+	}
+	// A change derives every fact of the pod again (the ledger stores only
+	// the new one): a restart of jetlet between a fact and its event, or an
+	// instance that started and died between two listings, leaves no gap.
+	f.pods["u1"].ContainerStatuses[0].State = reconcile.ContainerExited
+	f.pods["u1"].ContainerStatuses[0].FinishedAt = t0.Add(time.Second)
+	if got := f.relist(t); !slices.Equal(got, []string{"c1.ContainerCreated", "c1.ContainerStarted", "c1.ContainerDied"}) {
+		t.Errorf("after c1 exited the relist emitted %v, want all of c1's facts", got)
+	}
+}

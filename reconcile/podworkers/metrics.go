@@ -1,0 +1,40 @@
+package podworkers
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jetlet/jetlet/schemas"
+)
+
+type metrics struct {
+	syncDuration prometheus.Histogram
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		syncDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "jetlet_sync_duration_seconds",
+			Help:    "Duration of pod syncs, intent-driven and background.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 12),
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.syncDuration)
+	}
+	return m
+}
+
+var podsDesc = prometheus.NewDesc("jetlet_pods", "Pods with a desired state on this node, by the phase last stored.", []string{"phase"}, nil)
+
+// podsCollector reports the pods per phase at scrape time.
+type podsCollector struct{ counts func() schemas.PodCounts }
+
+func (c podsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- podsDesc }
+
+func (c podsCollector) Collect(ch chan<- prometheus.Metric) {
+	counts := c.counts()
+	for _, phase := range []schemas.PodPhase{schemas.PhasePending, schemas.PhaseRunning, schemas.PhaseSucceeded,
+		schemas.PhaseFailed, schemas.PhaseTerminating, schemas.PhaseTerminated} {
+		ch <- prometheus.MustNewConstMetric(podsDesc, prometheus.GaugeValue, float64(counts.ByPhase[phase]), string(phase))
+	}
+}

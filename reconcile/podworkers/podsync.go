@@ -1,0 +1,245 @@
+package podworkers
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/reconcile"
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// podSync is one sync of one pod to its desired state: kubelet's syncPod
+// over reconcile.Manager, reading the pod's status from the relist's cache
+// so that a sync of a converged pod asks the runtime nothing.
+type podSync struct {
+	w      *Workers
+	p      *pod
+	want   Desired
+	orphan bool // want deletes a pod no intent wants
+}
+
+func (s *podSync) run(ctx context.Context) Report {
+	if s.want.Intent.Op == schemas.OpDelete {
+		return s.delete(ctx)
+	}
+	mgr, pod := s.w.mgr, s.want.Intent.Pod
+	status, err := s.status(ctx)
+	if err != nil {
+		return Report{Actions: []schemas.ActionResult{}, Err: err}
+	}
+	api := mgr.ToAPIStatus(pod, status)
+	if isTerminal(api.Phase) && !sandboxReady(status) {
+		// Finished for good, as kubelet's terminated pods: nothing restarts.
+		return Report{Actions: []schemas.ActionResult{}, Status: s.decorate(api)}
+	}
+	res := mgr.SyncPod(ctx, pod, status)
+	if changedRuntime(res) {
+		// Read back what the sync did, so that the next sync needs no relist.
+		at := time.Now()
+		if fresh, err := mgr.GetPodStatus(ctx, s.want.UID, pod.Name, pod.Namespace); err == nil {
+			s.w.cache.Store(s.want.UID, fresh, at)
+			status = fresh
+		}
+	}
+	if len(res.Actions) > 0 {
+		// Only an action changes what the status says (the runtime, or a
+		// container's waiting reason); a no-op sync reuses it.
+		api = mgr.ToAPIStatus(pod, status)
+	}
+	return Report{Actions: nonNil(res.Actions), Err: res.Error(), Status: s.decorate(api)}
+}
+
+// delete kills the pod with its grace period, removes what is left of it and
+// reports it gone: Terminating while it runs, Terminated at the end.
+func (s *podSync) delete(ctx context.Context) Report {
+	mgr, pod, uid := s.w.mgr, s.want.Intent.Pod, s.want.UID
+	status, err := s.status(ctx)
+	if err != nil {
+		return Report{Actions: []schemas.ActionResult{}, Err: err}
+	}
+	if len(status.SandboxStatuses) == 0 && len(status.ContainerStatuses) == 0 {
+		// Nothing of the pod on the node: nothing to do, and no status to
+		// replace the one its actual deletion left.
+		return Report{Actions: []schemas.ActionResult{}, gone: true}
+	}
+	terminating := s.decorate(mgr.ToAPIStatus(pod, status))
+	terminating.Phase = schemas.PhaseTerminating
+	s.w.putStatus(s.p, terminating)
+
+	kill := mgr.KillPod
+	if s.orphan {
+		kill = mgr.KillOrphan
+	}
+	killed := kill(ctx, pod, status, gracePeriodOverride(s.want.Intent))
+	rep := Report{Actions: nonNil(killed.Actions), Status: terminating}
+	if err := killed.Error(); err != nil {
+		rep.Err = err
+		return rep
+	}
+	// What the kill left: the containers' exits, reported before the
+	// containers are removed (the relist would not see them exited).
+	if after, err := mgr.GetPodStatus(ctx, uid, pod.Name, pod.Namespace); err == nil {
+		status = after
+		for _, cs := range after.ContainerStatuses {
+			if ev, ok := reconcile.ContainerDiedEvent(s.w.cfg.Node, after, cs); ok {
+				s.w.emit.Emit(ctx, ev)
+			}
+		}
+	}
+	if err := s.w.gc(ctx, func(u string) bool { return u == uid || !s.w.wanted(u) }); err != nil {
+		rep.Err = err
+		return rep
+	}
+	s.w.cache.Store(uid, nil, time.Now())
+	reason, message := "Deleted", "pod deleted by intent"
+	if s.orphan {
+		reason, message = schemas.ReasonOrphaned, "pod orphaned: the runtime ran it and no intent wants it"
+	}
+	s.w.emit.Emit(ctx, schemas.LifecycleEvent{
+		ID:        podTerminatedID(uid, status),
+		Type:      schemas.EventPodTerminated,
+		UID:       uid,
+		Namespace: pod.Namespace,
+		Pod:       pod.Name,
+		Reason:    reason,
+		Message:   message,
+		Time:      time.Now().UTC(),
+	})
+
+	// The last status shows how each container ended.
+	final := s.decorate(mgr.ToAPIStatus(pod, status))
+	final.Phase, final.Sandbox = schemas.PhaseTerminated, nil
+	showExits(final.InitContainers, status)
+	showExits(final.Containers, status)
+	rep.Status, rep.gone = final, true
+	return rep
+}
+
+// gracePeriodOverride is the delete's gracePeriodSeconds, else its pod's
+// terminationGracePeriodSeconds; nil lets KillPod take the running pod's
+// (recorded on each container), else 30 s.
+func gracePeriodOverride(in *schemas.PodIntent) *int64 {
+	if g := in.GracePeriodSeconds; g != nil && *g >= 0 {
+		return g
+	}
+	if in.Pod != nil {
+		if g := in.Pod.Spec.TerminationGracePeriodSeconds; g != nil && *g >= 0 {
+			return g
+		}
+	}
+	return nil
+}
+
+// status reads the pod's status at least as new as the intent.
+func (s *podSync) status(ctx context.Context) (*reconcile.PodStatus, error) {
+	st, err := s.w.cache.Status(ctx, s.want.UID, s.want.ReceivedAt)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		pod := s.want.Intent.Pod
+		st = &reconcile.PodStatus{UID: s.want.UID, Name: pod.Name, Namespace: pod.Namespace}
+	}
+	return st, nil
+}
+
+func (s *podSync) decorate(st *schemas.PodStatus) *schemas.PodStatus {
+	st.Node = s.w.cfg.Node
+	st.Revision = s.want.Intent.Revision
+	st.IntentSeq = s.want.IntentSeq
+	return st
+}
+
+// showExits shows each container of a terminated pod as it ended (kubelet's
+// view of a running pod would show a container waiting to restart).
+func showExits(containers []schemas.ContainerStatus, status *reconcile.PodStatus) {
+	for i := range containers {
+		cs := status.FindContainerStatusByName(containers[i].Name)
+		if cs == nil || cs.State != reconcile.ContainerExited {
+			continue
+		}
+		c := &containers[i]
+		c.ContainerID, c.State, c.ExitCode = cs.ID, schemas.ContainerExited, cs.ExitCode
+		c.Reason, c.Message, c.Ready = reconcile.DiedReason(cs), cs.Message, false
+		c.StartedAt, c.FinishedAt = rfc3339(cs.StartedAt), rfc3339(cs.FinishedAt)
+	}
+}
+
+func rfc3339(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// podTerminatedID names the termination after the pod's newest sandbox, the
+// runtime object the deletion ended; a pod with no sandbox left is named by
+// its uid.
+func podTerminatedID(uid string, status *reconcile.PodStatus) string {
+	if len(status.SandboxStatuses) > 0 {
+		return reconcile.EventID(status.SandboxStatuses[0].Id, schemas.EventPodTerminated)
+	}
+	return reconcile.EventID(uid, schemas.EventPodTerminated)
+}
+
+// isBackOff reports whether err is a start waiting out its back-off: the
+// sync changed nothing and the back-off runs out on its own.
+func isBackOff(err error) bool {
+	return errors.Is(err, reconcile.ErrCrashLoopBackOff) || errors.Is(err, reconcile.ErrImagePullBackOff)
+}
+
+// onlyBackOff reports whether every error of a sync is a back-off.
+func onlyBackOff(err error) bool {
+	var errs reconcile.SyncErrors
+	if !errors.As(err, &errs) {
+		return false
+	}
+	for _, e := range errs {
+		if !isBackOff(e) {
+			return false
+		}
+	}
+	return true
+}
+
+// changedRuntime reports whether any action may have changed the runtime
+// (anything but waiting out a back-off).
+func changedRuntime(res reconcile.PodSyncResult) bool {
+	backingOff := 0
+	for _, f := range res.Failures {
+		if isBackOff(f) {
+			backingOff++
+		}
+	}
+	return len(res.Actions) > backingOff
+}
+
+func isTerminal(p schemas.PodPhase) bool {
+	return p == schemas.PhaseSucceeded || p == schemas.PhaseFailed
+}
+
+func sandboxReady(st *reconcile.PodStatus) bool {
+	return len(st.SandboxStatuses) > 0 && st.SandboxStatuses[0].State == runtimeapi.PodSandboxState_SANDBOX_READY
+}
+
+// sameStatus reports whether two statuses differ only in when they were
+// observed.
+func sameStatus(a, b *schemas.PodStatus) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	x, y := *a, *b
+	x.ObservedAt, y.ObservedAt = time.Time{}, time.Time{}
+	return reflect.DeepEqual(x, y)
+}
+
+func nonNil(a []schemas.ActionResult) []schemas.ActionResult {
+	if a == nil {
+		return []schemas.ActionResult{}
+	}
+	return a
+}

@@ -1,0 +1,196 @@
+package podworkers
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/rs/zerolog"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/reconcile"
+	"github.com/jetlet/jetlet/reconcile/pleg"
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// scriptedManager answers SyncPod with the errors of script, one per call
+// (nil: success once the script is used up), and records when it was called.
+// The runtime holds a ready sandbox of each pod in running until it is
+// killed.
+type scriptedManager struct {
+	mu      sync.Mutex
+	script  []error
+	calls   []time.Time
+	running map[string]bool
+	killed  []string // "KillPod <uid>" or "KillOrphan <uid>", in order
+	gcs     int
+}
+
+func (m *scriptedManager) SyncPod(context.Context, *corev1.Pod, *reconcile.PodStatus) reconcile.PodSyncResult {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls = append(m.calls, time.Now())
+	if len(m.script) == 0 || m.script[0] == nil {
+		if len(m.script) > 0 {
+			m.script = m.script[1:]
+		}
+		return reconcile.PodSyncResult{}
+	}
+	err := m.script[0]
+	m.script = m.script[1:]
+	return reconcile.PodSyncResult{
+		Actions:  []schemas.ActionResult{{Action: schemas.ActionStartContainer, Target: "app", Error: err.Error()}},
+		Failures: []*reconcile.ActionError{{Action: schemas.ActionStartContainer, Target: "app", Err: err}},
+	}
+}
+
+// intervals are the delays between the SyncPod calls so far.
+func (m *scriptedManager) intervals() []time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []time.Duration
+	for i := 1; i < len(m.calls); i++ {
+		out = append(out, m.calls[i].Sub(m.calls[i-1]))
+	}
+	return out
+}
+
+func (m *scriptedManager) GetPods(context.Context, bool) ([]*reconcile.RuntimePod, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var pods []*reconcile.RuntimePod
+	for uid := range m.running {
+		pods = append(pods, &reconcile.RuntimePod{UID: uid, Name: "p-" + uid, Namespace: "default",
+			Sandboxes: []*reconcile.Container{{ID: "sb-" + uid, State: reconcile.ContainerRunning}}})
+	}
+	return pods, nil
+}
+
+func (m *scriptedManager) GetPodStatus(_ context.Context, uid, name, ns string) (*reconcile.PodStatus, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := &reconcile.PodStatus{UID: uid, Name: name, Namespace: ns}
+	if m.running[uid] {
+		st.SandboxStatuses = []*runtimeapi.PodSandboxStatus{{Id: "sb-" + uid, State: runtimeapi.PodSandboxState_SANDBOX_READY}}
+	}
+	return st, nil
+}
+
+func (m *scriptedManager) kill(how string, pod *corev1.Pod) reconcile.PodSyncResult {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.killed = append(m.killed, how+" "+string(pod.UID))
+	delete(m.running, string(pod.UID))
+	return reconcile.PodSyncResult{Actions: []schemas.ActionResult{{Action: schemas.ActionKillPodSandbox, Target: string(pod.UID)}}}
+}
+
+func (m *scriptedManager) KillPod(_ context.Context, pod *corev1.Pod, _ *reconcile.PodStatus, _ *int64) reconcile.PodSyncResult {
+	return m.kill("KillPod", pod)
+}
+
+func (m *scriptedManager) KillOrphan(_ context.Context, pod *corev1.Pod, _ *reconcile.PodStatus, _ *int64) reconcile.PodSyncResult {
+	return m.kill("KillOrphan", pod)
+}
+
+func (m *scriptedManager) GarbageCollect(context.Context, reconcile.PodStateProvider) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.gcs++
+	return nil
+}
+
+func (m *scriptedManager) ToAPIStatus(pod *corev1.Pod, _ *reconcile.PodStatus) *schemas.PodStatus {
+	return &schemas.PodStatus{UID: string(pod.UID), Phase: schemas.PhasePending}
+}
+
+type discard struct{}
+
+func (discard) Emit(context.Context, schemas.LifecycleEvent) {}
+func (discard) PutStatus(*schemas.PodStatus)                 {}
+
+// runScripted syncs one pod once through Workers over m, then lets the
+// background syncs run for d of the bubble's time.
+func runScripted(t *testing.T, m *scriptedManager, d time.Duration) {
+	relister := pleg.New(m, discard{}, pleg.Config{Node: "n1", Period: time.Second, Logger: zerolog.Nop()})
+	w, err := New(m, relister, discard{}, discard{}, Config{Node: "n1", ResyncPeriod: time.Hour, GCPeriod: time.Hour, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { relister.Run(ctx) })
+	wg.Go(func() { w.Run(ctx, time.Second) })
+	if err := w.Start(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	synctest.Wait() // Run has begun the background syncs
+	w.Sync(ctx, Desired{UID: "u1", IntentSeq: 1, ReceivedAt: time.Now(), Intent: &schemas.PodIntent{Op: schemas.OpApply,
+		Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "u1"}}}})
+	time.Sleep(d)
+	cancel()
+	wg.Wait()
+}
+
+func TestAFailedSyncIsRetriedWithAGrowingDelayUntilItSucceeds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &scriptedManager{script: []error{reconcile.ErrCreateContainer, reconcile.ErrCreateContainer, reconcile.ErrRunContainer, nil}}
+		runScripted(t, m, 10*time.Minute)
+		want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}
+		if got := m.intervals(); len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+			t.Errorf("syncs %v apart, want %v and none after the success", got, want)
+		}
+	})
+}
+
+func TestAPodInBackOffIsLookedAtEverySecondWithoutGrowing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &scriptedManager{script: []error{reconcile.ErrCrashLoopBackOff, reconcile.ErrImagePullBackOff, reconcile.ErrCrashLoopBackOff, nil}}
+		runScripted(t, m, 10*time.Minute)
+		want := []time.Duration{time.Second, time.Second, time.Second}
+		if got := m.intervals(); len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+			t.Errorf("syncs %v apart, want %v and none after the success", got, want)
+		}
+	})
+}
+
+// Until Start hands over the desired state, nothing is synced, killed or
+// collected, however long it takes and whatever the relist sees.
+func TestNothingIsSyncedOrCollectedBeforeStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &scriptedManager{running: map[string]bool{"wanted": true, "orphan": true}}
+		relister := pleg.New(m, discard{}, pleg.Config{Node: "n1", Period: time.Second, Logger: zerolog.Nop()})
+		w, err := New(m, relister, discard{}, discard{}, Config{Node: "n1", ResyncPeriod: time.Minute, GCPeriod: time.Minute, Logger: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go relister.Run(ctx)
+		go w.Run(ctx, time.Second)
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		m.mu.Lock()
+		if len(m.calls) != 0 || len(m.killed) != 0 || m.gcs != 0 {
+			t.Errorf("before Start: %d syncs, kills %v, %d collections; want none", len(m.calls), m.killed, m.gcs)
+		}
+		m.mu.Unlock()
+
+		wanted := Desired{UID: "wanted", IntentSeq: 1, ReceivedAt: time.Now(), Intent: &schemas.PodIntent{Op: schemas.OpApply,
+			Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-wanted", Namespace: "default", UID: "wanted"}}}}
+		if err := w.Start(ctx, []Desired{wanted}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if len(m.calls) == 0 || !slices.Equal(m.killed, []string{"KillOrphan orphan"}) || m.gcs == 0 {
+			t.Errorf("after Start: %d syncs, kills %v, %d collections; want the wanted pod synced, the orphan killed, collections", len(m.calls), m.killed, m.gcs)
+		}
+	})
+}

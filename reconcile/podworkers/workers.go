@@ -1,0 +1,496 @@
+// Package podworkers is the kubelet half of jetlet's pod workers: it owns
+// each pod's desired state and drives the pod to it through reconcile, on
+// the intents the consumer hands it (Sync) and on its own (the relist saw
+// the pod change, a back-off ran out, a failed sync is retried, the periodic
+// resync). It stores each pod's status when it changes, kills the pods no
+// intent wants, and collects what dead pods and containers leave behind.
+//
+// The consumer calls it one way: Start once with the desired state it
+// recovered from the stream, then Sync once per applied intent. Nothing here
+// calls the consumer back.
+//
+// Per pod, every sync (intent-driven or background) holds the pod's sync
+// lock, so that syncs of one pod never overlap, as kubelet's pod workers
+// guarantee; different pods sync in parallel.
+package podworkers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/jetlet/jetlet/reconcile"
+	"github.com/jetlet/jetlet/reconcile/pleg"
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// Desired is the state a pod is driven to: the last intent applied for it.
+type Desired struct {
+	UID string
+	// Intent is an apply or a delete; a delete's pod may have only its metadata.
+	Intent     *schemas.PodIntent
+	IntentSeq  uint64
+	ReceivedAt time.Time
+}
+
+// Report is what one sync did and found.
+type Report struct {
+	Actions []schemas.ActionResult
+	// Err is set when the sync failed (an action, or reading the pod's
+	// status): the pod is synced again with back-off.
+	Err    error
+	Status *schemas.PodStatus
+	// gone: a delete has finished and nothing of the pod is left on the
+	// node; the pod's worker state is dropped.
+	gone bool
+}
+
+// StatusSink stores pod statuses (jetlet_status); it must not block for long.
+type StatusSink interface {
+	PutStatus(st *schemas.PodStatus)
+}
+
+// Manager is what the pod workers need of reconcile.Manager.
+type Manager interface {
+	pleg.PodLister
+	SyncPod(ctx context.Context, pod *corev1.Pod, status *reconcile.PodStatus) reconcile.PodSyncResult
+	KillPod(ctx context.Context, pod *corev1.Pod, status *reconcile.PodStatus, gracePeriodOverride *int64) reconcile.PodSyncResult
+	KillOrphan(ctx context.Context, pod *corev1.Pod, status *reconcile.PodStatus, gracePeriodOverride *int64) reconcile.PodSyncResult
+	GarbageCollect(ctx context.Context, pods reconcile.PodStateProvider) error
+	ToAPIStatus(pod *corev1.Pod, status *reconcile.PodStatus) *schemas.PodStatus
+}
+
+// Config configures Workers.
+type Config struct {
+	Node string
+	// Workers bounds the background syncs run at once (default 16).
+	Workers int
+	// ResyncPeriod is how often every pod is synced again even when nothing
+	// changed (default 1m, plus up to 10% jitter).
+	ResyncPeriod time.Duration
+	// GCPeriod is how often dead containers and gone pods are collected, as
+	// kubelet's container GC period (default 1m).
+	GCPeriod   time.Duration
+	Logger     zerolog.Logger
+	Registerer prometheus.Registerer
+}
+
+// ErrInvalidConfig wraps every configuration error.
+var ErrInvalidConfig = errors.New("invalid pod workers config")
+
+func (c *Config) setDefaults() {
+	if c.Workers == 0 {
+		c.Workers = 16
+	}
+	if c.ResyncPeriod == 0 {
+		c.ResyncPeriod = time.Minute
+	}
+	if c.GCPeriod == 0 {
+		c.GCPeriod = time.Minute
+	}
+}
+
+// Validate reports the first setting that cannot work.
+func (c *Config) Validate() error {
+	switch {
+	case !schemas.ValidNodeName(c.Node):
+		return fmt.Errorf("%w: node %q is not a DNS-1123 label", ErrInvalidConfig, c.Node)
+	case c.Workers < 1:
+		return fmt.Errorf("%w: workers %d < 1", ErrInvalidConfig, c.Workers)
+	case c.ResyncPeriod < time.Second:
+		return fmt.Errorf("%w: resync period %s < 1s", ErrInvalidConfig, c.ResyncPeriod)
+	case c.GCPeriod <= 0:
+		return fmt.Errorf("%w: gc period %s", ErrInvalidConfig, c.GCPeriod)
+	}
+	return nil
+}
+
+// Workers drives every pod of the node to its desired state.
+type Workers struct {
+	mgr    Manager
+	cache  *pleg.Relister
+	emit   reconcile.Emitter
+	status StatusSink
+	cfg    Config
+	log    zerolog.Logger
+	m      *metrics
+
+	started chan struct{} // closed by Start: the desired state is complete
+	sem     chan struct{} // one token per background sync running
+	gcMu    sync.Mutex    // one garbage collection at a time
+	bg      sync.WaitGroup
+
+	mu   sync.Mutex
+	pods map[string]*pod // guarded by mu
+	// running: background syncs may start (Run saw Start and is not
+	// stopping); bgCtx is theirs. Both guarded by mu.
+	running bool
+	bgCtx   context.Context
+}
+
+// pod is one pod's worker state.
+type pod struct {
+	uid string
+	// sync serialises the pod's syncs; its holder owns the fields marked
+	// "sync holder".
+	sync sync.Mutex
+
+	// Written with both sync and Workers.mu held (by Start with mu alone,
+	// before any sync can run); read with either.
+	desired    *Desired
+	orphan     bool               // desired is a delete of a pod no intent wants
+	lastStatus *schemas.PodStatus // the last status stored, to skip storing it unchanged
+
+	// Guarded by Workers.mu.
+	waking bool // a background sync is on its way
+
+	// Sync holder.
+	failures int               // consecutive failed syncs, for the retry delay
+	retry    *time.Timer       // the next background sync a failure or back-off asked for
+	span     trace.SpanContext // the applied intent's, for the background syncs after it
+}
+
+// New returns Workers; it does no I/O before Start and Run.
+func New(mgr Manager, cache *pleg.Relister, emit reconcile.Emitter, status StatusSink, cfg Config) (*Workers, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	w := &Workers{
+		mgr: mgr, cache: cache, emit: emit, status: status, cfg: cfg,
+		log:     cfg.Logger.With().Str("component", "podworkers").Logger(),
+		m:       newMetrics(cfg.Registerer),
+		started: make(chan struct{}),
+		sem:     make(chan struct{}, cfg.Workers),
+		pods:    map[string]*pod{},
+	}
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(podsCollector{w.PodCounts})
+	}
+	return w, nil
+}
+
+// Start takes the complete desired state recovered from the intents stream,
+// lists the runtime's pods and makes every pod that no desired state names
+// an orphan to delete (reason Orphaned). Background syncs (of every pod
+// first, then on relist changes, retries, resyncs) and garbage collection
+// begin only now, so that no pod is synced to a half-recovered state and
+// nothing is collected that an intent still wants. Call it once, before any
+// Sync; on error nothing has changed and it may be called again.
+func (w *Workers) Start(ctx context.Context, desired []Desired) error {
+	running, err := w.mgr.GetPods(ctx, true)
+	if err != nil {
+		return fmt.Errorf("list the runtime's pods: %w", err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, d := range desired {
+		w.podLocked(d.UID).desired = &d
+	}
+	for _, rp := range running {
+		if _, known := w.pods[rp.UID]; known {
+			continue
+		}
+		w.log.Warn().Str("uid", rp.UID).Str("pod", rp.Namespace+"/"+rp.Name).
+			Msg("deleting an orphaned pod: the runtime runs it and no intent wants it")
+		p := w.podLocked(rp.UID)
+		p.orphan = true
+		p.desired = &Desired{UID: rp.UID, ReceivedAt: time.Now(), Intent: &schemas.PodIntent{
+			APIVersion: schemas.APIVersion, Kind: schemas.KindPodIntent, Op: schemas.OpDelete,
+			Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(rp.UID), Name: rp.Name, Namespace: rp.Namespace}},
+		}}
+	}
+	close(w.started)
+	return nil
+}
+
+func (w *Workers) podLocked(uid string) *pod {
+	p, ok := w.pods[uid]
+	if !ok {
+		p = &pod{uid: uid}
+		w.pods[uid] = p
+	}
+	return p
+}
+
+// Run runs the background syncs and garbage collection from Start until ctx
+// is done. Then it starts no more, gives the ones running drain to finish,
+// cancels what is left and returns once they have.
+func (w *Workers) Run(ctx context.Context, drain time.Duration) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-w.started:
+	}
+	bgCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	w.cache.TakeChanged() // every pod is synced now anyway
+	w.mu.Lock()
+	w.running, w.bgCtx = true, bgCtx
+	w.mu.Unlock()
+	w.wakeAll()
+
+	var gc sync.WaitGroup
+	gc.Go(func() { w.collectGarbage(ctx) })
+	resync := time.NewTimer(jitter(w.cfg.ResyncPeriod))
+	defer resync.Stop()
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+		case <-w.cache.Changed():
+			for _, uid := range w.cache.TakeChanged() {
+				w.wake(uid)
+			}
+		case <-resync.C:
+			w.wakeAll()
+			resync.Reset(jitter(w.cfg.ResyncPeriod))
+		}
+	}
+	gc.Wait()
+
+	w.mu.Lock()
+	w.running = false // no background sync starts from now on
+	w.mu.Unlock()
+	finished := make(chan struct{})
+	go func() { w.bg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(drain):
+		w.log.Warn().Dur("drain", drain).Msg("background syncs did not finish in time; cancelling them")
+		cancel()
+		<-finished
+	}
+}
+
+// jitter spreads a period over [p, 1.1p).
+func jitter(p time.Duration) time.Duration { return p + rand.N(p/10+1) }
+
+// wake asks for a background sync of the pod, unless one is on its way.
+func (w *Workers) wake(uid string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if p, ok := w.pods[uid]; ok {
+		w.wakeLocked(p)
+	}
+}
+
+func (w *Workers) wakeAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range w.pods {
+		w.wakeLocked(p)
+	}
+}
+
+func (w *Workers) wakeLocked(p *pod) {
+	if p.waking || !w.running || p.desired == nil {
+		return
+	}
+	p.waking = true
+	w.bg.Add(1) // never while Run waits: running is false by then
+	go w.background(w.bgCtx, p)
+}
+
+// background syncs the pod to its desired state; no result is due. A wake
+// that comes while it runs asks for another sync after it.
+func (w *Workers) background(ctx context.Context, p *pod) {
+	defer w.bg.Done()
+	p.sync.Lock()
+	defer p.sync.Unlock()
+	w.mu.Lock()
+	p.waking = false
+	current := w.running && w.pods[p.uid] == p
+	w.mu.Unlock()
+	if !current {
+		return
+	}
+	select {
+	case w.sem <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	defer func() { <-w.sem }()
+	w.syncLocked(trace.ContextWithSpanContext(ctx, p.span), p)
+}
+
+// Sync drives the pod to want now, after any sync of the pod already
+// running, and reports what it did. Intents of one pod must come in the
+// order they were applied. A delete kills with the applied pod's spec
+// (its containers, their grace) unless the delete says otherwise.
+func (w *Workers) Sync(ctx context.Context, want Desired) Report {
+	w.mu.Lock()
+	p := w.podLocked(want.UID)
+	w.mu.Unlock()
+	p.sync.Lock()
+	defer p.sync.Unlock()
+	w.mu.Lock()
+	if want.Intent.Op == schemas.OpDelete && p.desired != nil && p.desired.Intent.Op == schemas.OpApply {
+		want.Intent = deleteOf(want.Intent, p.desired.Intent)
+	}
+	p.desired, p.orphan = &want, false
+	w.pods[want.UID] = p // again, if a background delete finished meanwhile
+	w.mu.Unlock()
+	p.span = trace.SpanContextFromContext(ctx)
+	return w.syncLocked(ctx, p)
+}
+
+// deleteOf is a delete intent to apply to a pod the node runs from applied:
+// it kills with applied's spec (its containers, their grace) unless the
+// delete says otherwise.
+func deleteOf(del, applied *schemas.PodIntent) *schemas.PodIntent {
+	merged := *del
+	if merged.GracePeriodSeconds == nil && del.Pod != nil {
+		merged.GracePeriodSeconds = del.Pod.Spec.TerminationGracePeriodSeconds
+	}
+	merged.Pod = applied.Pod
+	return &merged
+}
+
+// syncLocked runs one sync of p (whose sync lock the caller holds) and
+// arranges what comes after it: the status stored, a retry, forgetting a
+// pod that is gone.
+func (w *Workers) syncLocked(ctx context.Context, p *pod) Report {
+	start := time.Now()
+	s := &podSync{w: w, p: p, want: *p.desired, orphan: p.orphan}
+	rep := s.run(withIntent(ctx, s.want))
+	w.m.syncDuration.Observe(time.Since(start).Seconds())
+	if rep.Status != nil {
+		w.putStatus(p, rep.Status)
+	}
+	if p.retry != nil {
+		p.retry.Stop()
+		p.retry = nil
+	}
+	if after := p.retryAfter(rep); after > 0 {
+		uid := p.uid
+		p.retry = time.AfterFunc(after, func() { w.wake(uid) })
+	}
+	if rep.gone {
+		w.mu.Lock()
+		if w.pods[p.uid] == p {
+			delete(w.pods, p.uid)
+		}
+		w.mu.Unlock()
+	}
+	return rep
+}
+
+// putStatus stores the pod's status unless it is the one stored last.
+func (w *Workers) putStatus(p *pod, st *schemas.PodStatus) {
+	if sameStatus(p.lastStatus, st) {
+		return
+	}
+	w.status.PutStatus(st)
+	w.mu.Lock()
+	p.lastStatus = st
+	w.mu.Unlock()
+}
+
+// backOffPoll is how often a pod waiting out a back-off is looked at again;
+// from the cache, that costs no runtime call.
+const backOffPoll = time.Second
+
+// retryAfter is when to sync the pod again after rep although nothing
+// changes: soon for a back-off that runs out on its own, with a delay
+// growing from 1 s to 1 min for a failure; never after a success.
+func (p *pod) retryAfter(rep Report) time.Duration {
+	switch {
+	case rep.Err == nil:
+		p.failures = 0
+		return 0
+	case onlyBackOff(rep.Err):
+		return backOffPoll
+	}
+	p.failures++
+	return min(time.Second<<min(p.failures-1, 6), time.Minute)
+}
+
+// wanted reports whether the pod is desired on the node: its desired state
+// is an apply. Garbage collection removes the content of pods not wanted.
+func (w *Workers) wanted(uid string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p, ok := w.pods[uid]
+	return ok && p.desired != nil && p.desired.Intent.Op != schemas.OpDelete
+}
+
+// collectGarbage removes what pods no longer wanted left behind, and dead
+// container instances beyond the policy, every period until ctx is done.
+func (w *Workers) collectGarbage(ctx context.Context) {
+	t := time.NewTicker(w.cfg.GCPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := w.gc(ctx, func(uid string) bool { return !w.wanted(uid) }); err != nil && ctx.Err() == nil {
+				w.log.Warn().Err(err).Msg("garbage collection")
+			}
+		}
+	}
+}
+
+// gc runs one garbage collection, one at a time; gone says which pods'
+// content may go.
+func (w *Workers) gc(ctx context.Context, gone func(uid string) bool) error {
+	w.gcMu.Lock()
+	defer w.gcMu.Unlock()
+	return w.mgr.GarbageCollect(ctx, reconcile.PodStateFunc(gone))
+}
+
+// PodCounts counts the pods with a desired state by the phase last stored.
+func (w *Workers) PodCounts() schemas.PodCounts {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	counts := schemas.PodCounts{ByPhase: map[schemas.PodPhase]int{}}
+	for _, p := range w.pods {
+		if p.desired == nil || p.lastStatus == nil {
+			continue
+		}
+		counts.Total++
+		counts.ByPhase[p.lastStatus.Phase]++
+	}
+	return counts
+}
+
+type intentKey struct{}
+
+// withIntent marks ctx as a sync for want, so that the events it emits name
+// the intent.
+func withIntent(ctx context.Context, want Desired) context.Context {
+	return context.WithValue(ctx, intentKey{}, want)
+}
+
+// IntentEmitter adds the intent being synced (its sequence and revision) to
+// every event emitted from within a sync.
+// It flushes through to emit when emit is a reconcile.Flusher.
+func IntentEmitter(emit reconcile.Emitter) reconcile.Emitter { return intentEmitter{emit} }
+
+type intentEmitter struct{ next reconcile.Emitter }
+
+func (e intentEmitter) Emit(ctx context.Context, ev schemas.LifecycleEvent) {
+	if d, ok := ctx.Value(intentKey{}).(Desired); ok && d.IntentSeq != 0 {
+		ev.IntentSeq = d.IntentSeq
+		ev.Revision = d.Intent.Revision
+	}
+	e.next.Emit(ctx, ev)
+}
+
+func (e intentEmitter) Flush(ctx context.Context) error {
+	if f, ok := e.next.(reconcile.Flusher); ok {
+		return f.Flush(ctx)
+	}
+	return nil
+}
