@@ -496,7 +496,7 @@ func (c *Consumer) handleIntents(ctx context.Context, p *pod, batch []*delivery)
 			ok = c.answer(ctx, p, d, cands[i], verdictOf[d.seq])
 		}
 		if !ok {
-			c.nakFrom(p, batch, i)
+			c.nakFrom(ctx, p, batch, i)
 			return
 		}
 	}
@@ -530,7 +530,7 @@ func (c *Consumer) dropAnswered(ctx context.Context, p *pod, batch []*delivery) 
 	stored, err := c.pub.ResultsStored(ctx, p.uid, since.Add(-clockSkew))
 	if err != nil {
 		c.log.Warn().Err(err).Str("uid", p.uid).Msg("cannot tell whether redelivered intents have their results; handing them back")
-		c.nakFrom(p, batch, 0)
+		c.nakFrom(ctx, p, batch, 0)
 		return nil, false
 	}
 	kept := batch[:0]
@@ -620,7 +620,7 @@ func (c *Consumer) finish(ctx context.Context, d *delivery, r *schemas.SyncResul
 // nakFrom hands batch[i:] back to JetStream, to be delivered again after a
 // delay that grows with the number of deliveries; newer intents of the pod
 // wait for them.
-func (c *Consumer) nakFrom(p *pod, batch []*delivery, i int) {
+func (c *Consumer) nakFrom(ctx context.Context, p *pod, batch []*delivery, i int) {
 	c.mu.Lock()
 	p.blockedAt, p.blockedSince = batch[i].seq, time.Now()
 	delays := make([]time.Duration, len(batch)-i)
@@ -630,9 +630,30 @@ func (c *Consumer) nakFrom(p *pod, batch []*delivery, i int) {
 	c.mu.Unlock()
 	for j, d := range batch[i:] {
 		c.m.naks.Inc()
-		c.settle(d, func(m jetstream.Msg) error { return m.NakWithDelay(delays[j]) })
+		c.settle(d, func(m jetstream.Msg) error { return c.nakConfirmed(ctx, m, delays[j]) })
 	}
 }
+
+// nakConfirmed hands m back with delay and waits until JetStream confirms
+// it, trying again while the consumer has no leader. A NAK is a bare
+// publish: one sent as the consumer's leader dies, or while JetStream elects
+// the next, is lost, and the pod waits the whole ack wait (30 s) for the
+// redelivery that it would have had after delay. Past the ack wait JetStream
+// redelivers anyway.
+func (c *Consumer) nakConfirmed(ctx context.Context, m jetstream.Msg, delay time.Duration) error {
+	body := fmt.Appendf(nil, `-NAK {"delay": %d}`, delay.Nanoseconds())
+	b := backoff.WithContext(backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(100*time.Millisecond),
+		backoff.WithMaxInterval(time.Second),
+		backoff.WithMaxElapsedTime(c.cfg.AckWait)), ctx)
+	return backoff.Retry(func() error {
+		_, err := c.js.Conn().Request(m.Reply(), body, nakReplyTimeout)
+		return err
+	}, b)
+}
+
+// nakReplyTimeout bounds the wait for JetStream's confirmation of a NAK.
+const nakReplyTimeout = time.Second
 
 // redeliveryDelay grows with the deliveries so far: 500 ms doubling to 15 s.
 func redeliveryDelay(delivered uint64) time.Duration {
