@@ -66,6 +66,21 @@ func TestPartition(t *testing.T) {
 	})
 }
 
+// TestFreeze stops the results stream's leader (SIGSTOP) for 10 s: its
+// clients must leave it (jetlet pings every second) and JetStream must elect
+// another leader, rather than everyone waiting for the server to wake.
+func TestFreeze(t *testing.T) {
+	runFault(t, func(r *rig, load *load) {
+		<-load.reached(burst / 3)
+		leader := r.leader(schemas.StreamResults)
+		r.cluster.Freeze(leader)
+		t.Logf("froze %s, the %s leader, after %d intents", r.cluster.Servers[leader].Name, schemas.StreamResults, load.count())
+		<-time.After(10 * time.Second) // the fault's length, not a wait for anything
+		r.cluster.Thaw(leader)
+		r.cluster.WaitHealthy(time.Minute)
+	})
+}
+
 // runFault repeats the fault JETLET_CHAOS_RUNS times on one cluster and
 // checks each run; without the variable the test is skipped.
 func runFault(t *testing.T, f fault) {

@@ -1,6 +1,6 @@
 // Package chaos_test runs jetlet nodes on a three-server JetStream cluster
 // and breaks the cluster under load: a killed stream leader, a rolling
-// restart, a partitioned server. Each run checks that every intent got
+// restart, a partitioned server, a frozen one. Each run checks that every intent got
 // exactly one result, no event was stored twice, every pod converged and no
 // jetlet exited, and logs the longest pause in results the fault caused.
 //
