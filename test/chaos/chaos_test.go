@@ -153,18 +153,19 @@ func (r *rig) run(run int, f fault) time.Duration {
 		}
 	}
 	longest, slowest, latency := pauses(intents, byIntent)
-	t.Logf("%d intents, each answered once; longest pause in results %v (%s from %s); longest intent-to-result %v (intent %d %s); longest gap between stored intents %v",
+	t.Logf("%d intents, each answered once; longest pause in results %v (%s from %s); longest intent-to-result %v (intent %d %s, taken by jetlet %v after it was stored); longest gap between stored intents %v",
 		len(intents), longest.length(), longest.node, longest.from.Format("15:04:05.000"),
-		latency, slowest.seq, slowest.subject, intakeGap(intents[:len(intents)-nodes]))
+		latency, slowest.seq, slowest.subject, byIntent[slowest.seq][0].received.Sub(slowest.time), intakeGap(intents[:len(intents)-nodes]))
 	r.logWarnings(started)
 	return longest.length()
 }
 
 // result is a stored result, as the checks need it.
 type result struct {
-	seq     uint64 // in JETLET_RESULTS
-	time    time.Time
-	outcome schemas.Outcome
+	seq      uint64 // in JETLET_RESULTS
+	time     time.Time
+	outcome  schemas.Outcome
+	received time.Time // when jetlet took the intent (its last delivery)
 }
 
 func (r *rig) resultsByIntent() map[uint64][]result {
@@ -174,7 +175,7 @@ func (r *rig) resultsByIntent() map[uint64][]result {
 		if err := json.Unmarshal(m.data, &res); err != nil {
 			r.t.Fatalf("result %d: %v", m.seq, err)
 		}
-		out[res.IntentSeq] = append(out[res.IntentSeq], result{seq: m.seq, time: m.time, outcome: res.Outcome})
+		out[res.IntentSeq] = append(out[res.IntentSeq], result{seq: m.seq, time: m.time, outcome: res.Outcome, received: res.ReceivedAt})
 	}
 	return out
 }
