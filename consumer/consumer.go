@@ -637,7 +637,7 @@ func (c *Consumer) nakFrom(ctx context.Context, p *pod, batch []*delivery, i int
 // nakConfirmed hands m back with delay and waits until JetStream confirms
 // it, trying again while the consumer has no leader. A NAK is a bare
 // publish: one sent as the consumer's leader dies, or while JetStream elects
-// the next, is lost, and the pod waits the whole ack wait (30 s) for the
+// the next, is lost, and the pod waits the whole ack wait for the
 // redelivery that it would have had after delay. Past the ack wait JetStream
 // redelivers anyway.
 func (c *Consumer) nakConfirmed(ctx context.Context, m jetstream.Msg, delay time.Duration) error {
