@@ -281,13 +281,11 @@ func (c *Consumer) sweepTombstones() {
 }
 
 // A pull request lives with the consumer's leader: when that server dies the
-// request dies with it and nothing tells jetlet, and when it stops cleanly
-// nats.go is told ("server shutdown") but keeps counting the request as
-// pending. Heartbeats every 500 ms let nats.go notice after two missed ones
-// and pull again from the new leader: a pause of 1 s rather than 30 s with
-// its defaults.
+// request dies with it and nothing tells jetlet. Heartbeats every second let
+// nats.go notice after two missed ones and pull again from the new leader,
+// rather than after 30 s with its defaults.
 const (
-	pullHeartbeat = 500 * time.Millisecond
+	pullHeartbeat = time.Second
 	pullExpiry    = 10 * time.Second
 )
 
