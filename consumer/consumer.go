@@ -617,21 +617,22 @@ func (c *Consumer) finish(ctx context.Context, d *delivery, r *schemas.SyncResul
 	return true
 }
 
-// nakFrom hands batch[i:] back to JetStream, to be delivered again after a
-// delay that grows with the number of deliveries; newer intents of the pod
-// wait for them.
+// nakFrom hands batch[i] back to JetStream, to be delivered again after a
+// delay that grows with the number of deliveries, and keeps the newer
+// batch[i+1:] held and pending: the pod waits for batch[i] to come back and
+// then answers them all in stream order. (Handing those back too would let
+// them come back in any order, and an older one be answered after a newer.)
+// Called by the pod's worker.
 func (c *Consumer) nakFrom(ctx context.Context, p *pod, batch []*delivery, i int) {
 	c.mu.Lock()
 	p.blockedAt, p.blockedSince = batch[i].seq, time.Now()
-	delays := make([]time.Duration, len(batch)-i)
-	for j, d := range batch[i:] {
-		delays[j] = redeliveryDelay(d.delivered)
+	delay := redeliveryDelay(batch[i].delivered)
+	for _, d := range batch[i+1:] {
+		p.pending = insertBySeq(p.pending, d)
 	}
 	c.mu.Unlock()
-	for j, d := range batch[i:] {
-		c.m.naks.Inc()
-		c.settle(d, func(m jetstream.Msg) error { return c.nakConfirmed(ctx, m, delays[j]) })
-	}
+	c.m.naks.Inc()
+	c.settle(batch[i], func(m jetstream.Msg) error { return c.nakConfirmed(ctx, m, delay) })
 }
 
 // nakConfirmed hands m back with delay and waits until JetStream confirms

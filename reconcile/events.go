@@ -63,10 +63,19 @@ func BackOffEventID(dead *ContainerStatus) string {
 	return EventID(dead.ID+"."+strconv.Itoa(dead.RestartCount), schemas.EventBackOff)
 }
 
-// containerEvent emits a fact about one container instance.
-func (m *Manager) containerEvent(ctx context.Context, pod podRef, typ schemas.EventType, container, containerID, sandboxID string, attempt uint32, reason, message string) {
-	ev := newEvent(m.cfg.NodeName, pod, typ, EventID(containerID, typ), m.cfg.Clock.Now())
-	ev.Container, ev.ContainerID, ev.SandboxID, ev.Attempt = container, containerID, sandboxID, attempt
+// instance is the container instance an event is about.
+type instance struct {
+	container, id, sandboxID string
+	attempt                  uint32
+}
+
+func instanceOf(cs *ContainerStatus) instance {
+	return instance{container: cs.Name, id: cs.ID, sandboxID: cs.SandboxID, attempt: cs.Attempt}
+}
+
+// containerEvent emits a fact, now, about one container instance.
+func (m *Manager) containerEvent(ctx context.Context, pod podRef, in instance, typ schemas.EventType, reason, message string) {
+	ev := instanceEvent(m.cfg.NodeName, pod, in, typ, m.cfg.Clock.Now())
 	ev.Reason, ev.Message = reason, message
 	m.emit.Emit(ctx, ev)
 }
@@ -78,11 +87,11 @@ func (m *Manager) sandboxEvent(ctx context.Context, pod podRef, typ schemas.Even
 	m.emit.Emit(ctx, ev)
 }
 
-// instanceEvent is a fact of type typ about the container instance cs, at t,
+// instanceEvent is a fact of type typ about the container instance in, at t,
 // with the id a live emission of that fact has.
-func instanceEvent(node string, pod podRef, cs *ContainerStatus, typ schemas.EventType, t time.Time) schemas.LifecycleEvent {
-	ev := newEvent(node, pod, typ, EventID(cs.ID, typ), t)
-	ev.Container, ev.ContainerID, ev.SandboxID, ev.Attempt = cs.Name, cs.ID, cs.SandboxID, cs.Attempt
+func instanceEvent(node string, pod podRef, in instance, typ schemas.EventType, t time.Time) schemas.LifecycleEvent {
+	ev := newEvent(node, pod, typ, EventID(in.id, typ), t)
+	ev.Container, ev.ContainerID, ev.SandboxID, ev.Attempt = in.container, in.id, in.sandboxID, in.attempt
 	return ev
 }
 
@@ -105,7 +114,7 @@ func ContainerDiedEvent(node string, pod *PodStatus, cs *ContainerStatus) (ev sc
 	if cs == nil || cs.State != ContainerExited {
 		return ev, false
 	}
-	ev = instanceEvent(node, podRef{pod.UID, pod.Namespace, pod.Name}, cs, schemas.EventContainerDied, cs.FinishedAt)
+	ev = instanceEvent(node, podRef{pod.UID, pod.Namespace, pod.Name}, instanceOf(cs), schemas.EventContainerDied, cs.FinishedAt)
 	code := cs.ExitCode
 	ev.ExitCode = &code
 	ev.Reason = DiedReason(cs)
@@ -130,9 +139,9 @@ func PodFacts(node string, pod *PodStatus) []schemas.LifecycleEvent {
 		facts = append(facts, ev)
 	}
 	for _, cs := range pod.ContainerStatuses {
-		facts = append(facts, instanceEvent(node, ref, cs, schemas.EventContainerCreated, cs.CreatedAt))
+		facts = append(facts, instanceEvent(node, ref, instanceOf(cs), schemas.EventContainerCreated, cs.CreatedAt))
 		if !cs.StartedAt.IsZero() {
-			facts = append(facts, instanceEvent(node, ref, cs, schemas.EventContainerStarted, cs.StartedAt))
+			facts = append(facts, instanceEvent(node, ref, instanceOf(cs), schemas.EventContainerStarted, cs.StartedAt))
 		}
 		if ev, ok := ContainerDiedEvent(node, pod, cs); ok {
 			facts = append(facts, ev)

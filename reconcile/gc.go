@@ -132,7 +132,8 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods PodStateProvider) err
 		rc, _ := strconv.Atoi(c.Annotations[AnnotationContainerRestartCount])
 		ns, podName := c.Labels[LabelPodNamespace], c.Labels[LabelPodName]
 		_ = os.Remove(filepath.Join(podLogsDir(m.cfg.LogDir, ns, podName, uid), containerLogPath(name, rc)))
-		m.containerEvent(ctx, podRef{uid, ns, podName}, schemas.EventContainerRemoved, name, c.Id, c.PodSandboxId, c.GetMetadata().GetAttempt(), "", "garbage collected")
+		in := instance{container: name, id: c.Id, sandboxID: c.PodSandboxId, attempt: c.GetMetadata().GetAttempt()}
+		m.containerEvent(ctx, podRef{uid, ns, podName}, in, schemas.EventContainerRemoved, "", "garbage collected")
 	}
 
 	// 2. Sandboxes, newest first per pod.

@@ -54,7 +54,8 @@ func imageTag(image string) string {
 // ensureImageExists makes the container's image present per its pull policy,
 // after kubelet's image manager: ImageStatus first; pull when the policy says
 // so; failed pulls back off per pod and image.
-func (m *Manager) ensureImageExists(ctx context.Context, pod *corev1.Pod, c *corev1.Container, sandboxCfg *runtimeapi.PodSandboxConfig, result *PodSyncResult) (string, string, error) {
+func (s *podSync) ensureImageExists(ctx context.Context, c *corev1.Container) (string, string, error) {
+	m, pod := s.m, s.pod
 	image := applyDefaultImageTag(c.Image)
 	spec := &runtimeapi.ImageSpec{Image: image}
 	resp, err := m.rt.ImageStatus(ctx, spec, false)
@@ -79,20 +80,20 @@ func (m *Manager) ensureImageExists(ctx context.Context, pod *corev1.Pod, c *cor
 	}
 	// No credentials: intents carry no pull secrets (the runtime's own
 	// registry configuration applies).
-	ref, err := m.rt.PullImage(ctx, spec, nil, sandboxCfg)
-	ev := newEvent(m.cfg.NodeName, podRefOf(pod), schemas.EventImagePulled, "", m.cfg.Clock.Now())
+	ref, err := m.rt.PullImage(ctx, spec, nil, s.sandboxCfg)
+	ev := newEvent(m.cfg.NodeName, s.ref, schemas.EventImagePulled, "", m.cfg.Clock.Now())
 	ev.Container = c.Name
 	if err != nil {
 		m.imageBackOff.Next(key, m.cfg.Clock.Now())
 		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
-		result.fail(schemas.ActionPullImage, c.Name, ErrImagePull, msg)
+		s.result.fail(schemas.ActionPullImage, c.Name, ErrImagePull, msg)
 		ev.Type = schemas.EventImagePullFailed
 		ev.ID = hashID(string(pod.UID), c.Name, image, strconv.FormatInt(now.UnixNano(), 10)) + "." + string(ev.Type)
 		ev.Reason, ev.Message = ErrImagePull.Error(), msg
 		m.emit.Emit(ctx, ev)
 		return "", msg, ErrImagePull
 	}
-	result.add(schemas.ActionPullImage, c.Name).Message = image
+	s.result.add(schemas.ActionPullImage, c.Name, image)
 	m.imageBackOff.GC()
 	ev.ID = hashID(string(pod.UID), c.Name, image, ref) + "." + string(ev.Type)
 	ev.Message = fmt.Sprintf("Successfully pulled image %q", c.Image)

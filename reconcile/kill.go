@@ -25,52 +25,71 @@ func (m *Manager) KillPod(ctx context.Context, pod *corev1.Pod, status *PodStatu
 			return PodSyncResult{SyncError: err}
 		}
 	}
-	return m.killPod(ctx, pod, podRefOf(pod), status, gracePeriodOverride, schemas.ReasonPodDeleted, "Stopping container: pod deleted")
+	s := m.newPodSync(pod, status)
+	s.killPod(ctx, killing{schemas.ReasonPodDeleted, "Stopping container: pod deleted", gracePeriodOverride})
+	return s.result
 }
 
 // KillOrphan is KillPod for a pod the node has no intent for: its
 // ContainerKilled events carry reason Orphaned.
 func (m *Manager) KillOrphan(ctx context.Context, pod *corev1.Pod, status *PodStatus, gracePeriodOverride *int64) PodSyncResult {
-	return m.killPod(ctx, pod, podRefOf(pod), status, gracePeriodOverride, schemas.ReasonOrphaned, "Stopping container: pod orphaned (no intent wants it)")
+	s := m.newPodSync(pod, status)
+	s.killPod(ctx, killing{schemas.ReasonOrphaned, "Stopping container: pod orphaned (no intent wants it)", gracePeriodOverride})
+	return s.result
 }
 
-func (m *Manager) killPod(ctx context.Context, pod *corev1.Pod, ref podRef, status *PodStatus, gracePeriodOverride *int64, reason, message string) PodSyncResult {
-	var result PodSyncResult
-	running := status.RunningContainers()
+// killing says why containers are stopped and how long they may take.
+type killing struct {
+	// reason and message of the ContainerKilled events.
+	reason, message string
+	// gracePeriodOverride, if set, replaces the pod's and the container's.
+	gracePeriodOverride *int64
+}
+
+// killPod stops the running containers in parallel, then every sandbox, and
+// records each; it reports whether all of them stopped.
+func (s *podSync) killPod(ctx context.Context, k killing) (stopped bool) {
+	running := s.status.RunningContainers()
 	errs := make([]error, len(running))
+	// The kills read a copy of s: goroutines capturing s itself would put
+	// every sync's podSync on the heap, the no-op ones too.
+	kills := *s
 	var wg sync.WaitGroup
 	for i, cs := range running {
 		wg.Go(func() {
-			errs[i] = m.killContainer(ctx, pod, ref, cs, specOf(pod, cs.Name), reason, message, gracePeriodOverride)
+			errs[i] = kills.killContainer(ctx, cs, specOf(kills.pod, cs.Name), k)
 		})
 	}
 	wg.Wait()
+	stopped = true
 	for i, cs := range running {
 		if errs[i] != nil {
-			result.fail(schemas.ActionKillContainer, cs.Name, ErrKillContainer, errs[i].Error())
+			s.result.fail(schemas.ActionKillContainer, cs.Name, ErrKillContainer, errs[i].Error())
+			stopped = false
 		} else {
-			result.add(schemas.ActionKillContainer, cs.Name)
+			s.result.add(schemas.ActionKillContainer, cs.Name, "")
 		}
 	}
 
 	// Stop every sandbox of the pod; garbage collection removes them.
 	var stopErr error
-	for _, s := range status.SandboxStatuses {
-		if err := m.rt.StopPodSandbox(ctx, s.Id); err != nil && !isNotFound(err) {
-			stopErr = fmt.Errorf("stop sandbox %s: %w", s.Id, err)
+	for _, sb := range s.status.SandboxStatuses {
+		if err := s.m.rt.StopPodSandbox(ctx, sb.Id); err != nil && !isNotFound(err) {
+			stopErr = fmt.Errorf("stop sandbox %s: %w", sb.Id, err)
 			continue
 		}
-		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
-			m.sandboxEvent(ctx, ref, schemas.EventSandboxStopped, s.Id, s.GetMetadata().GetAttempt(), message)
+		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			s.m.sandboxEvent(ctx, s.ref, schemas.EventSandboxStopped, sb.Id, sb.GetMetadata().GetAttempt(), k.message)
 		}
 	}
 	switch {
 	case stopErr != nil:
-		result.fail(schemas.ActionKillPodSandbox, ref.UID, ErrKillPodSandbox, stopErr.Error())
-	case len(status.SandboxStatuses) > 0:
-		result.add(schemas.ActionKillPodSandbox, ref.UID)
+		s.result.fail(schemas.ActionKillPodSandbox, s.ref.UID, ErrKillPodSandbox, stopErr.Error())
+		stopped = false
+	case len(s.status.SandboxStatuses) > 0:
+		s.result.add(schemas.ActionKillPodSandbox, s.ref.UID, "")
 	}
-	return result
+	return stopped
 }
 
 // specOf finds the container (app or init) named name in pod, if pod has a spec.
@@ -92,7 +111,7 @@ func specOf(pod *corev1.Pod, name string) *corev1.Container {
 }
 
 // gracePeriod for killing one container, after kubelet's killContainer.
-func gracePeriod(pod *corev1.Pod, cs *ContainerStatus, spec *corev1.Container, reason string, override *int64) int64 {
+func gracePeriod(pod *corev1.Pod, cs *ContainerStatus, spec *corev1.Container, k killing) int64 {
 	var g int64 = defaultTerminationGracePeriod
 	switch {
 	case pod != nil && pod.DeletionGracePeriodSeconds != nil:
@@ -104,7 +123,7 @@ func gracePeriod(pod *corev1.Pod, cs *ContainerStatus, spec *corev1.Container, r
 	}
 	// A probe may bring its own grace period.
 	if spec != nil {
-		switch reason {
+		switch k.reason {
 		case schemas.ReasonLivenessProbe:
 			if p := spec.LivenessProbe; p != nil && p.TerminationGracePeriodSeconds != nil {
 				g = *p.TerminationGracePeriodSeconds
@@ -115,19 +134,20 @@ func gracePeriod(pod *corev1.Pod, cs *ContainerStatus, spec *corev1.Container, r
 			}
 		}
 	}
-	if override != nil {
-		g = *override
+	if k.gracePeriodOverride != nil {
+		g = *k.gracePeriodOverride
 	}
 	return max(g, minimumGracePeriodInSeconds)
 }
 
-// killContainer stops one instance with its grace period and emits
-// ContainerKilled. Stopping an absent container is success.
-func (m *Manager) killContainer(ctx context.Context, pod *corev1.Pod, ref podRef, cs *ContainerStatus, spec *corev1.Container, reason, message string, override *int64) error {
-	g := gracePeriod(pod, cs, spec, reason, override)
-	if err := m.rt.StopContainer(ctx, cs.ID, g); err != nil && !isNotFound(err) {
+// killContainer stops one instance (spec: its container's, if the pod has
+// it) with its grace period and emits ContainerKilled. Stopping an absent
+// container is success.
+func (s *podSync) killContainer(ctx context.Context, cs *ContainerStatus, spec *corev1.Container, k killing) error {
+	g := gracePeriod(s.pod, cs, spec, k)
+	if err := s.m.rt.StopContainer(ctx, cs.ID, g); err != nil && !isNotFound(err) {
 		return fmt.Errorf("stop container %s (%s): %w", cs.Name, cs.ID, err)
 	}
-	m.containerEvent(ctx, ref, schemas.EventContainerKilled, cs.Name, cs.ID, cs.SandboxID, cs.Attempt, reason, message)
+	s.m.containerEvent(ctx, s.ref, instanceOf(cs), schemas.EventContainerKilled, k.reason, k.message)
 	return nil
 }

@@ -2,9 +2,7 @@ package reconcile
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/rs/zerolog"
 
@@ -87,88 +85,3 @@ func New(rt Runtime, emit Emitter, cfg Config) (*Manager, error) {
 
 // Config returns the manager's defaulted config.
 func (m *Manager) Config() Config { return m.cfg }
-
-// Errors named in action results, kubelet's.
-var (
-	ErrCrashLoopBackOff      = errors.New("CrashLoopBackOff")
-	ErrImagePull             = errors.New("ErrImagePull")
-	ErrImagePullBackOff      = errors.New("ImagePullBackOff")
-	ErrImageNeverPull        = errors.New("ErrImageNeverPull")
-	ErrImageInspect          = errors.New("ImageInspectError")
-	ErrCreateContainerConfig = errors.New("CreateContainerConfigError")
-	ErrCreateContainer       = errors.New("CreateContainerError")
-	ErrRunContainer          = errors.New("RunContainerError")
-	ErrKillContainer         = errors.New("KillContainerError")
-	ErrCreatePodSandbox      = errors.New("CreatePodSandboxError")
-	ErrKillPodSandbox        = errors.New("KillPodSandboxError")
-	ErrPodSandboxStatus      = errors.New("PodSandboxStatusError")
-)
-
-// PodSyncResult is the outcome of a SyncPod or KillPod: one result per action
-// taken, in order.
-type PodSyncResult struct {
-	Actions []schemas.ActionResult
-	// Failures are the failed actions of Actions, in order, each wrapping
-	// its kubelet error (ErrCrashLoopBackOff, ...) for errors.Is.
-	Failures []*ActionError
-	// SyncError is an error that is no action's (reading the new sandbox's status).
-	SyncError error
-}
-
-// ActionError is one failed action.
-type ActionError struct {
-	Action, Target string
-	Err            error // one of the Err* sentinels above
-	Message        string
-}
-
-func (e *ActionError) Error() string {
-	return fmt.Sprintf("%s %q: %s: %s", e.Action, e.Target, e.Err, e.Message)
-}
-
-func (e *ActionError) Unwrap() error { return e.Err }
-
-func (r *PodSyncResult) add(action, target string) *schemas.ActionResult {
-	r.Actions = append(r.Actions, schemas.ActionResult{Action: action, Target: target})
-	return &r.Actions[len(r.Actions)-1]
-}
-
-func (r *PodSyncResult) fail(action, target string, err error, msg string) {
-	r.Actions = append(r.Actions, schemas.ActionResult{Action: action, Target: target, Error: err.Error(), Message: msg})
-	r.Failures = append(r.Failures, &ActionError{Action: action, Target: target, Err: err, Message: msg})
-}
-
-// merge appends the actions of o.
-func (r *PodSyncResult) merge(o PodSyncResult) {
-	r.Actions = append(r.Actions, o.Actions...)
-	r.Failures = append(r.Failures, o.Failures...)
-}
-
-// Error returns nil when every action succeeded, else a SyncErrors naming
-// the failed actions; errors.Is finds each one's kubelet error in it.
-func (r PodSyncResult) Error() error {
-	var errs SyncErrors
-	if r.SyncError != nil {
-		errs = append(errs, r.SyncError)
-	}
-	for _, f := range r.Failures {
-		errs = append(errs, f)
-	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return errs
-}
-
-// SyncErrors are the errors of one sync, in order.
-type SyncErrors []error
-
-func (e SyncErrors) Error() string {
-	parts := make([]string, len(e))
-	for i, err := range e {
-		parts[i] = err.Error()
-	}
-	return strings.Join(parts, "; ")
-}
-
-func (e SyncErrors) Unwrap() []error { return e }

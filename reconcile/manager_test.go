@@ -80,7 +80,7 @@ func syncOnce(t *testing.T, m *Manager, pod *corev1.Pod) PodSyncResult {
 }
 
 func startResult(r PodSyncResult) schemas.ActionResult {
-	for _, a := range r.Actions {
+	for _, a := range r.ActionResults() {
 		if a.Action == schemas.ActionStartContainer {
 			return a
 		}

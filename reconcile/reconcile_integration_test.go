@@ -236,7 +236,7 @@ func shell(name, script string) corev1.Container {
 
 func actionsOf(r reconcile.PodSyncResult, action string) []schemas.ActionResult {
 	var out []schemas.ActionResult
-	for _, a := range r.Actions {
+	for _, a := range r.ActionResults() {
 		if a.Action == action {
 			out = append(out, a)
 		}

@@ -14,18 +14,43 @@ import (
 	"github.com/jetlet/jetlet/schemas"
 )
 
+// podSync is one SyncPod or KillPod of one pod: what its steps share, set
+// once, and the result they record into. Only the sync's goroutine uses it
+// (killPod's parallel container kills read a copy).
+type podSync struct {
+	m *Manager
+	// pod is the spec; KillPod's may carry metadata only.
+	pod    *corev1.Pod
+	ref    podRef
+	status *PodStatus // the plan's input, read only
+	// Where containers start, set by SyncPod once the sandbox exists.
+	sandboxID  string
+	sandboxCfg *runtimeapi.PodSandboxConfig
+	net        podNetwork
+	result     PodSyncResult
+}
+
+func (m *Manager) newPodSync(pod *corev1.Pod, status *PodStatus) *podSync {
+	return &podSync{m: m, pod: pod, ref: podRefOf(pod), status: status}
+}
+
 // SyncPod brings the runtime's pod to the spec, in kubelet's steps, and
 // returns one result per action taken. status is what GetPodStatus returned
 // just before.
 func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus) PodSyncResult {
-	var result PodSyncResult
 	if status == nil {
 		status = &PodStatus{UID: string(pod.UID), Name: pod.Name, Namespace: pod.Namespace}
 	}
-	ref := podRefOf(pod)
+	s := m.newPodSync(pod, status)
+	s.sync(ctx)
+	return s.result
+}
+
+func (s *podSync) sync(ctx context.Context) {
+	m, pod := s.m, s.pod
 
 	// Step 1: compute the plan.
-	actions := ComputePodActions(pod, status, Probes{Liveness: m.cfg.Liveness, Startup: m.cfg.Startup})
+	actions := ComputePodActions(pod, s.status, Probes{Liveness: m.cfg.Liveness, Startup: m.cfg.Startup})
 	if e := m.log.Debug(); e.Enabled() { // the arguments allocate even when the event is dropped
 		e.Str("pod", pod.Namespace+"/"+pod.Name).Str("uid", string(pod.UID)).Stringer("actions", actions).Msg("computed pod actions")
 	}
@@ -36,79 +61,75 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatu
 		if actions.CreateSandbox {
 			message = "Pod sandbox changed, it will be killed and re-created"
 		}
-		kill := m.killPod(ctx, pod, ref, status, nil, schemas.ReasonUnknown, message)
-		result.merge(kill)
-		if kill.Error() != nil {
-			return result
+		if !s.killPod(ctx, killing{reason: schemas.ReasonUnknown, message: message}) {
+			return
 		}
 		if actions.CreateSandbox {
-			m.purgeInitContainers(ctx, pod, ref, status)
+			s.purgeInitContainers(ctx)
 		}
 	} else {
 		// Step 3: kill the containers that are not to keep (instances of
 		// status: the plan was made from it).
 		for _, k := range actions.ContainersToKill {
-			if err := m.killContainer(ctx, pod, ref, status.FindContainerStatusByID(k.ID), k.Container, k.Reason, k.Message, nil); err != nil {
-				result.fail(schemas.ActionKillContainer, k.Name, ErrKillContainer, err.Error())
-				return result
+			cs := s.status.FindContainerStatusByID(k.ID)
+			if err := s.killContainer(ctx, cs, k.Container, killing{reason: k.Reason, message: k.Message}); err != nil {
+				s.result.fail(schemas.ActionKillContainer, k.Name, ErrKillContainer, err.Error())
+				return
 			}
-			result.add(schemas.ActionKillContainer, k.Name).Message = k.Message
+			s.result.add(schemas.ActionKillContainer, k.Name, k.Message)
 		}
 	}
 
 	// Step 4: keep only the newest exited instance of each init container.
-	m.pruneInitContainersBeforeStart(ctx, pod, ref, status)
+	s.pruneInitContainersBeforeStart(ctx)
 
-	net := podNetwork{podIPs: status.IPs}
+	s.net = podNetwork{podIPs: s.status.IPs}
 
 	// Step 5: create the sandbox.
-	sandboxID := actions.SandboxID
+	s.sandboxID = actions.SandboxID
 	if actions.CreateSandbox {
 		cfg := m.generateSandboxConfig(pod, actions.Attempt)
 		if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
-			result.fail(schemas.ActionCreatePodSandbox, string(pod.UID), ErrCreatePodSandbox, fmt.Sprintf("create log directory: %v", err))
-			return result
+			s.result.fail(schemas.ActionCreatePodSandbox, s.ref.UID, ErrCreatePodSandbox, fmt.Sprintf("create log directory: %v", err))
+			return
 		}
 		id, err := m.rt.RunPodSandbox(ctx, cfg, defaultRuntimeHandler)
 		if err != nil {
-			result.fail(schemas.ActionCreatePodSandbox, string(pod.UID), ErrCreatePodSandbox, fmt.Sprintf("Failed to create pod sandbox: %v", err))
-			return result
+			s.result.fail(schemas.ActionCreatePodSandbox, s.ref.UID, ErrCreatePodSandbox, fmt.Sprintf("Failed to create pod sandbox: %v", err))
+			return
 		}
-		sandboxID = id
-		result.add(schemas.ActionCreatePodSandbox, string(pod.UID)).Message = id
-		m.sandboxEvent(ctx, ref, schemas.EventSandboxCreated, id, actions.Attempt, "")
+		s.sandboxID = id
+		s.result.add(schemas.ActionCreatePodSandbox, s.ref.UID, id)
+		m.sandboxEvent(ctx, s.ref, schemas.EventSandboxCreated, id, actions.Attempt, "")
 		resp, err := m.rt.PodSandboxStatus(ctx, id, false)
 		if err != nil {
-			result.SyncError = fmt.Errorf("%w: sandbox %s: %v", ErrPodSandboxStatus, id, err)
-			return result
+			s.result.SyncError = fmt.Errorf("%w: sandbox %s: %v", ErrPodSandboxStatus, id, err)
+			return
 		}
 		if !pod.Spec.HostNetwork {
-			net.podIPs = podIPs(resp.GetStatus())
+			s.net.podIPs = podIPs(resp.GetStatus())
 		}
 	}
-	if len(net.podIPs) > 0 {
-		net.podIP = net.podIPs[0]
+	if len(s.net.podIPs) > 0 {
+		s.net.podIP = s.net.podIPs[0]
 	}
 	if actions.NextInitContainerToStart == nil && len(actions.ContainersToStart) == 0 {
-		return result
+		return
 	}
 
 	// The sandbox config containers are created with (attempt 0, as kubelet).
-	sandboxCfg := m.generateSandboxConfig(pod, 0)
+	s.sandboxCfg = m.generateSandboxConfig(pod, 0)
 
 	// Step 6: start the next init container; app containers wait for it.
 	if c := actions.NextInitContainerToStart; c != nil {
-		if err := m.start(ctx, pod, ref, status, c, sandboxID, sandboxCfg, net, true, &result); err != nil {
-			return result
-		}
-		return result
+		s.start(ctx, c, true)
+		return
 	}
 
 	// Step 7: start the app containers.
 	for _, i := range actions.ContainersToStart {
-		_ = m.start(ctx, pod, ref, status, &pod.Spec.Containers[i], sandboxID, sandboxCfg, net, false, &result)
+		s.start(ctx, &pod.Spec.Containers[i], false)
 	}
-	return result
 }
 
 // backOffKey identifies a container's restart back-off: pod name, namespace,
@@ -120,9 +141,10 @@ func backOffKey(pod *corev1.Pod, c *corev1.Container) string {
 
 // doBackOff says whether the container must wait before its next restart:
 // measured from the finish of its newest exited instance.
-func (m *Manager) doBackOff(ctx context.Context, pod *corev1.Pod, ref podRef, c *corev1.Container, status *PodStatus) (bool, string) {
+func (s *podSync) doBackOff(ctx context.Context, c *corev1.Container) (bool, string) {
+	m, pod := s.m, s.pod
 	var dead *ContainerStatus
-	for _, cs := range status.ContainerStatuses {
+	for _, cs := range s.status.ContainerStatuses {
 		if cs.Name == c.Name && cs.State == ContainerExited {
 			dead = cs
 			break
@@ -136,7 +158,7 @@ func (m *Manager) doBackOff(ctx context.Context, pod *corev1.Pod, ref podRef, c 
 		msg := fmt.Sprintf("back-off %s restarting failed container=%s pod=%s/%s", m.backOff.Get(key), c.Name, pod.Namespace, pod.Name)
 		// Every sync of the period says so again; the id (the instance and
 		// its restart count) makes it one stored BackOff per period.
-		ev := instanceEvent(m.cfg.NodeName, ref, dead, schemas.EventBackOff, m.cfg.Clock.Now())
+		ev := instanceEvent(m.cfg.NodeName, s.ref, instanceOf(dead), schemas.EventBackOff, m.cfg.Clock.Now())
 		ev.ID, ev.Reason, ev.Message = BackOffEventID(dead), ErrCrashLoopBackOff.Error(), msg
 		m.emit.Emit(ctx, ev)
 		return true, msg
@@ -147,32 +169,33 @@ func (m *Manager) doBackOff(ctx context.Context, pod *corev1.Pod, ref podRef, c 
 
 // start is SyncPod's start helper: back-off, then startContainer; it records
 // the container's result and the reason of a failure for the status.
-func (m *Manager) start(ctx context.Context, pod *corev1.Pod, ref podRef, status *PodStatus, c *corev1.Container, sandboxID string, sandboxCfg *runtimeapi.PodSandboxConfig, net podNetwork, isInit bool, result *PodSyncResult) error {
+func (s *podSync) start(ctx context.Context, c *corev1.Container, isInit bool) {
 	action := schemas.ActionStartContainer
 	if isInit {
 		action = schemas.ActionInitContainer
 	}
-	if backingOff, msg := m.doBackOff(ctx, pod, ref, c, status); backingOff {
-		result.fail(action, c.Name, ErrCrashLoopBackOff, msg)
-		m.reasons.set(string(pod.UID), c.Name, ErrCrashLoopBackOff, msg)
-		return ErrCrashLoopBackOff
+	uid := s.ref.UID
+	if backingOff, msg := s.doBackOff(ctx, c); backingOff {
+		s.result.fail(action, c.Name, ErrCrashLoopBackOff, msg)
+		s.m.reasons.set(uid, c.Name, ErrCrashLoopBackOff, msg)
+		return
 	}
-	id, msg, err := m.startContainer(ctx, pod, ref, status, c, sandboxID, sandboxCfg, net, isInit, result)
+	id, msg, err := s.startContainer(ctx, c, isInit)
 	if err != nil {
-		result.fail(action, c.Name, err, msg)
-		m.reasons.set(string(pod.UID), c.Name, err, msg)
-		return err
+		s.result.fail(action, c.Name, err, msg)
+		s.m.reasons.set(uid, c.Name, err, msg)
+		return
 	}
-	m.reasons.remove(string(pod.UID), c.Name)
-	result.add(action, c.Name).Message = id
-	return nil
+	s.m.reasons.remove(uid, c.Name)
+	s.result.add(action, c.Name, id)
 }
 
 // startContainer pulls the image, creates and starts one instance, as
 // kubelet's startContainer. It returns the container id, or a message and
 // one of the named errors.
-func (m *Manager) startContainer(ctx context.Context, pod *corev1.Pod, ref podRef, status *PodStatus, c *corev1.Container, sandboxID string, sandboxCfg *runtimeapi.PodSandboxConfig, net podNetwork, isInit bool, result *PodSyncResult) (string, string, error) {
-	imageRef, msg, err := m.ensureImageExists(ctx, pod, c, sandboxCfg, result)
+func (s *podSync) startContainer(ctx context.Context, c *corev1.Container, isInit bool) (string, string, error) {
+	m, pod := s.m, s.pod
+	imageRef, msg, err := s.ensureImageExists(ctx, c)
 	if err != nil {
 		return "", msg, err
 	}
@@ -181,26 +204,27 @@ func (m *Manager) startContainer(ctx context.Context, pod *corev1.Pod, ref podRe
 	// garbage collected, or the runtime lost its state) the log directory
 	// says how many ran.
 	restartCount := 0
-	if cs := status.FindContainerStatusByName(c.Name); cs != nil {
+	if cs := s.status.FindContainerStatusByName(c.Name); cs != nil {
 		restartCount = cs.RestartCount + 1
 	} else {
 		dir := filepath.Join(podLogsDir(m.cfg.LogDir, pod.Namespace, pod.Name, string(pod.UID)), c.Name)
 		restartCount = restartCountFromLogDir(dir)
 	}
 
-	cfg, err := m.generateContainerConfig(pod, c, restartCount, imageRef, net, isInit)
+	cfg, err := m.generateContainerConfig(pod, c, restartCount, imageRef, s.net, isInit)
 	if err != nil {
 		return "", err.Error(), ErrCreateContainerConfig
 	}
-	id, err := m.rt.CreateContainer(ctx, sandboxID, cfg, sandboxCfg)
+	id, err := m.rt.CreateContainer(ctx, s.sandboxID, cfg, s.sandboxCfg)
 	if err != nil {
 		return "", err.Error(), ErrCreateContainer
 	}
-	m.containerEvent(ctx, ref, schemas.EventContainerCreated, c.Name, id, sandboxID, uint32(restartCount), "", "")
+	in := instance{container: c.Name, id: id, sandboxID: s.sandboxID, attempt: uint32(restartCount)}
+	m.containerEvent(ctx, s.ref, in, schemas.EventContainerCreated, "", "")
 	if err := m.rt.StartContainer(ctx, id); err != nil {
 		return "", err.Error(), ErrRunContainer
 	}
-	m.containerEvent(ctx, ref, schemas.EventContainerStarted, c.Name, id, sandboxID, uint32(restartCount), "", "")
+	m.containerEvent(ctx, s.ref, in, schemas.EventContainerStarted, "", "")
 	return id, "", nil
 }
 
@@ -225,11 +249,11 @@ func restartCountFromLogDir(dir string) int {
 
 // pruneInitContainersBeforeStart removes every exited (or unknown) instance
 // of each init container but the newest.
-func (m *Manager) pruneInitContainersBeforeStart(ctx context.Context, pod *corev1.Pod, ref podRef, status *PodStatus) {
-	for i := range pod.Spec.InitContainers {
-		name := pod.Spec.InitContainers[i].Name
+func (s *podSync) pruneInitContainersBeforeStart(ctx context.Context) {
+	for i := range s.pod.Spec.InitContainers {
+		name := s.pod.Spec.InitContainers[i].Name
 		seen := 0
-		for _, cs := range status.ContainerStatuses {
+		for _, cs := range s.status.ContainerStatuses {
 			if cs.Name != name || (cs.State != ContainerExited && cs.State != ContainerUnknown) {
 				continue
 			}
@@ -237,18 +261,18 @@ func (m *Manager) pruneInitContainersBeforeStart(ctx context.Context, pod *corev
 			if seen == 1 {
 				continue
 			}
-			m.removeContainer(ctx, pod.Namespace, pod.Name, ref, cs)
+			s.removeContainer(ctx, cs)
 		}
 	}
 }
 
 // purgeInitContainers removes every instance of every init container: a new
 // sandbox runs initialisation again.
-func (m *Manager) purgeInitContainers(ctx context.Context, pod *corev1.Pod, ref podRef, status *PodStatus) {
-	for i := range pod.Spec.InitContainers {
-		for _, cs := range status.ContainerStatuses {
-			if cs.Name == pod.Spec.InitContainers[i].Name {
-				m.removeContainer(ctx, pod.Namespace, pod.Name, ref, cs)
+func (s *podSync) purgeInitContainers(ctx context.Context) {
+	for i := range s.pod.Spec.InitContainers {
+		for _, cs := range s.status.ContainerStatuses {
+			if cs.Name == s.pod.Spec.InitContainers[i].Name {
+				s.removeContainer(ctx, cs)
 			}
 		}
 	}
@@ -256,12 +280,13 @@ func (m *Manager) purgeInitContainers(ctx context.Context, pod *corev1.Pod, ref 
 
 // removeContainer removes an instance and its log file. Errors are logged:
 // garbage collection retries.
-func (m *Manager) removeContainer(ctx context.Context, namespace, name string, ref podRef, cs *ContainerStatus) {
+func (s *podSync) removeContainer(ctx context.Context, cs *ContainerStatus) {
+	m := s.m
 	if err := m.rt.RemoveContainer(ctx, cs.ID); err != nil && !isNotFound(err) {
 		m.log.Warn().Err(err).Str("container", cs.ID).Msg("remove container")
 		return
 	}
-	logFile := filepath.Join(podLogsDir(m.cfg.LogDir, namespace, name, ref.UID), containerLogPath(cs.Name, cs.RestartCount))
+	logFile := filepath.Join(podLogsDir(m.cfg.LogDir, s.ref.Namespace, s.ref.Name, s.ref.UID), containerLogPath(cs.Name, cs.RestartCount))
 	_ = os.Remove(logFile)
-	m.containerEvent(ctx, ref, schemas.EventContainerRemoved, cs.Name, cs.ID, cs.SandboxID, cs.Attempt, "", "")
+	m.containerEvent(ctx, s.ref, instanceOf(cs), schemas.EventContainerRemoved, "", "")
 }

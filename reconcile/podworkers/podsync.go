@@ -50,7 +50,7 @@ func (s *podSync) run(ctx context.Context) Report {
 		// container's waiting reason); a no-op sync reuses it.
 		api = mgr.ToAPIStatus(pod, status)
 	}
-	return Report{Actions: nonNil(res.Actions), Err: res.Error(), Status: s.decorate(api)}
+	return Report{Actions: res.ActionResults(), Err: res.Error(), Status: s.decorate(api)}
 }
 
 // delete kills the pod with its grace period, removes what is left of it and
@@ -75,7 +75,7 @@ func (s *podSync) delete(ctx context.Context) Report {
 		kill = mgr.KillOrphan
 	}
 	killed := kill(ctx, pod, status, gracePeriodOverride(s.want.Intent))
-	rep := Report{Actions: nonNil(killed.Actions), Status: terminating}
+	rep := Report{Actions: killed.ActionResults(), Status: terminating}
 	if err := killed.Error(); err != nil {
 		rep.Err = err
 		return rep
@@ -209,13 +209,12 @@ func onlyBackOff(err error) bool {
 // changedRuntime reports whether any action may have changed the runtime
 // (anything but waiting out a back-off).
 func changedRuntime(res reconcile.PodSyncResult) bool {
-	backingOff := 0
-	for _, f := range res.Failures {
-		if isBackOff(f) {
-			backingOff++
+	for _, a := range res.Actions {
+		if !isBackOff(a.Err) {
+			return true
 		}
 	}
-	return len(res.Actions) > backingOff
+	return false
 }
 
 func isTerminal(p schemas.PodPhase) bool {
@@ -235,11 +234,4 @@ func sameStatus(a, b *schemas.PodStatus) bool {
 	x, y := *a, *b
 	x.ObservedAt, y.ObservedAt = time.Time{}, time.Time{}
 	return reflect.DeepEqual(x, y)
-}
-
-func nonNil(a []schemas.ActionResult) []schemas.ActionResult {
-	if a == nil {
-		return []schemas.ActionResult{}
-	}
-	return a
 }

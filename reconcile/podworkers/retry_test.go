@@ -44,8 +44,7 @@ func (m *scriptedManager) SyncPod(context.Context, *corev1.Pod, *reconcile.PodSt
 	err := m.script[0]
 	m.script = m.script[1:]
 	return reconcile.PodSyncResult{
-		Actions:  []schemas.ActionResult{{Action: schemas.ActionStartContainer, Target: "app", Error: err.Error()}},
-		Failures: []*reconcile.ActionError{{Action: schemas.ActionStartContainer, Target: "app", Err: err}},
+		Actions: []reconcile.ActionResult{{Action: schemas.ActionStartContainer, Target: "app", Err: err}},
 	}
 }
 
@@ -86,7 +85,7 @@ func (m *scriptedManager) kill(how string, pod *corev1.Pod) reconcile.PodSyncRes
 	defer m.mu.Unlock()
 	m.killed = append(m.killed, how+" "+string(pod.UID))
 	delete(m.running, string(pod.UID))
-	return reconcile.PodSyncResult{Actions: []schemas.ActionResult{{Action: schemas.ActionKillPodSandbox, Target: string(pod.UID)}}}
+	return reconcile.PodSyncResult{Actions: []reconcile.ActionResult{{Action: schemas.ActionKillPodSandbox, Target: string(pod.UID)}}}
 }
 
 func (m *scriptedManager) KillPod(_ context.Context, pod *corev1.Pod, _ *reconcile.PodStatus, _ *int64) reconcile.PodSyncResult {

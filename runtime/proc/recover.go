@@ -55,6 +55,7 @@ func (r *Runtime) recover() {
 // recoverProcess fills c's shim and exit state from the shim's files and
 // watches it when it still runs; it reports whether it does.
 func (r *Runtime) recoverProcess(c *container) bool {
+	r.awaitInterruptedStart(c)
 	var ex exitState
 	switch err := readJSON(filepath.Join(c.dir, "exit.json"), &ex); {
 	case err == nil:
@@ -89,6 +90,42 @@ func (r *Runtime) recoverProcess(c *container) bool {
 	c.exitAtStart = !alive
 	r.watch(c)
 	return alive
+}
+
+// awaitInterruptedStart waits, when a runtime that stopped (crashed) during
+// StartContainer left c's shim starting (spec.json written, neither shim.json
+// nor exit.json yet), until that shim records how the start went: otherwise
+// the container would pass for never started while its process runs, and be
+// started a second time. It waits while the shim holds its lock (at most
+// StartTimeout), or while the spec is too fresh for the shim to have taken the
+// lock yet; a shim never launched, or dead before recording, is not waited for.
+func (r *Runtime) awaitInterruptedStart(c *container) {
+	spec, err := os.Stat(filepath.Join(c.dir, "spec.json"))
+	if err != nil {
+		return
+	}
+	deadline := time.Now().Add(r.cfg.StartTimeout)
+	for !fileExists(filepath.Join(c.dir, "shim.json")) && !fileExists(filepath.Join(c.dir, "exit.json")) {
+		starting := shimAlive(filepath.Join(c.dir, "shim.lock")) || time.Since(spec.ModTime()) < shimLaunchGrace
+		if !starting {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.log.Warn().Str("container", c.id).Dur("waited", r.cfg.StartTimeout).
+				Msg("the shim of a start a crash interrupted recorded nothing; the container counts as never started")
+			return
+		}
+		time.Sleep(5 * time.Millisecond) // files another process writes: polled
+	}
+}
+
+// shimLaunchGrace bounds the time between writing a container's spec and its
+// shim holding its lock (an exec and an open).
+const shimLaunchGrace = 2 * time.Second
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // recordDirs lists the record directories under root and finishes removals a

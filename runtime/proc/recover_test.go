@@ -2,6 +2,7 @@ package proc
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -129,4 +130,49 @@ func mustWrite(t *testing.T, path, data string) {
 	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A runtime that dies during StartContainer leaves a shim starting the
+// process. The next runtime must see the container running (adopted), not
+// created: a second start would run it twice.
+func TestRestartDuringAStartAdoptsWhatTheShimStarted(t *testing.T) {
+	h := newHarness(t)
+	sb, sbCfg := h.pod("p", nil)
+	id := h.create(sb, sbCfg, containerConfig("c", nil, "sleep", "1000"))
+
+	// What StartContainer does up to launching the shim, and the launch,
+	// with nobody left to read the shim's report.
+	c, err := h.rt.getContainer(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := h.rt.buildSpec(c, h.rt.sandboxes[c.sandboxID])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeJSONAtomic(filepath.Join(c.dir, "spec.json"), spec); err != nil {
+		t.Fatal(err)
+	}
+	h.stop()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr.Close()
+	shim := exec.Command(os.Args[0])
+	shim.Env = []string{shimEnv + "=1", shimDirEnv + "=" + c.dir, "PATH=" + defaultPath}
+	shim.ExtraFiles = []*os.File{pw}
+	shim.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := shim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	go func() { _ = shim.Wait() }()
+	h.start()
+
+	if st := h.status(id); st.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING || st.GetStartedAt() == 0 {
+		t.Fatalf("after a restart during its start the container is %v, want RUNNING (adopted)", st.GetState())
+	}
+	_, err = h.rs.StartContainer(ctxT(t), &runtimeapi.StartContainerRequest{ContainerId: id})
+	wantCode(t, err, codes.FailedPrecondition)
 }
