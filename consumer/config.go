@@ -27,7 +27,9 @@ type Config struct {
 	// Workers bounds the pods synced at once (default 16).
 	Workers int
 	// AckWait is how long JetStream waits for an ack before redelivering;
-	// held intents are kept alive with in-progress acks (default 30s).
+	// held intents are kept alive with in-progress acks (default 10s). It is
+	// what a delivery lost with a dying consumer leader costs: JetStream
+	// counts it delivered and sends it again only then.
 	AckWait time.Duration
 	// MaxAckPending bounds the intents held at once: being synced or waiting
 	// behind their pod's sync (default 64 per worker, at least 1024).
@@ -53,7 +55,7 @@ func (c *Config) setDefaults() {
 		c.Workers = 16
 	}
 	if c.AckWait == 0 {
-		c.AckWait = 30 * time.Second
+		c.AckWait = 10 * time.Second
 	}
 	if c.MaxAckPending == 0 {
 		c.MaxAckPending = max(1024, 64*c.Workers)

@@ -218,7 +218,7 @@ func (c *Consumer) Run(ctx context.Context, drain time.Duration) error {
 		}
 		return err
 	}
-	cc, err := cons.Consume(c.receive, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+	cc, err := cons.Consume(c.receive, jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		if !errors.Is(err, jetstream.ErrNoHeartbeat) && ctx.Err() == nil {
 			c.log.Warn().Err(err).Msg("consume")
 		}
@@ -279,6 +279,15 @@ func (c *Consumer) sweepTombstones() {
 		}
 	}
 }
+
+// A pull request lives with the consumer's leader: when that server dies the
+// request dies with it and nothing tells jetlet. Heartbeats every second let
+// nats.go notice after two missed ones and pull again from the new leader,
+// rather than after 30 s with its defaults.
+const (
+	pullHeartbeat = time.Second
+	pullExpiry    = 10 * time.Second
+)
 
 // blockTimeout bounds how long a pod waits for an intent handed back to
 // JetStream: one the stream discarded meanwhile (its per-pod history is
@@ -509,7 +518,7 @@ func (c *Consumer) handleIntents(ctx context.Context, p *pod, batch []*delivery)
 			ok = c.answer(ctx, p, d, cands[i], verdictOf[d.seq])
 		}
 		if !ok {
-			c.nakFrom(p, batch, i)
+			c.nakFrom(ctx, p, batch, i)
 			return
 		}
 	}
@@ -543,7 +552,7 @@ func (c *Consumer) dropAnswered(ctx context.Context, p *pod, batch []*delivery) 
 	stored, err := c.pub.ResultsStored(ctx, p.uid, since.Add(-clockSkew))
 	if err != nil {
 		c.log.Warn().Err(err).Str("uid", p.uid).Msg("cannot tell whether redelivered intents have their results; handing them back")
-		c.nakFrom(p, batch, 0)
+		c.nakFrom(ctx, p, batch, 0)
 		return nil, false
 	}
 	kept := batch[:0]
@@ -636,7 +645,7 @@ func (c *Consumer) finish(ctx context.Context, d *delivery, r *schemas.SyncResul
 // then answers them all in stream order. (Handing those back too would let
 // them come back in any order, and an older one be answered after a newer.)
 // Called by the pod's worker.
-func (c *Consumer) nakFrom(p *pod, batch []*delivery, i int) {
+func (c *Consumer) nakFrom(ctx context.Context, p *pod, batch []*delivery, i int) {
 	c.mu.Lock()
 	p.blockedAt, p.blockedSince = batch[i].seq, time.Now()
 	delay := redeliveryDelay(batch[i].delivered)
@@ -645,8 +654,29 @@ func (c *Consumer) nakFrom(p *pod, batch []*delivery, i int) {
 	}
 	c.mu.Unlock()
 	c.m.naks.Inc()
-	c.settle(batch[i], func(m jetstream.Msg) error { return m.NakWithDelay(delay) })
+	c.settle(batch[i], func(m jetstream.Msg) error { return c.nakConfirmed(ctx, m, delay) })
 }
+
+// nakConfirmed hands m back with delay and waits until JetStream confirms
+// it, trying again while the consumer has no leader. A NAK is a bare
+// publish: one sent as the consumer's leader dies, or while JetStream elects
+// the next, is lost, and the pod waits the whole ack wait for the
+// redelivery that it would have had after delay. Past the ack wait JetStream
+// redelivers anyway.
+func (c *Consumer) nakConfirmed(ctx context.Context, m jetstream.Msg, delay time.Duration) error {
+	body := fmt.Appendf(nil, `-NAK {"delay": %d}`, delay.Nanoseconds())
+	b := backoff.WithContext(backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(100*time.Millisecond),
+		backoff.WithMaxInterval(time.Second),
+		backoff.WithMaxElapsedTime(c.cfg.AckWait)), ctx)
+	return backoff.Retry(func() error {
+		_, err := c.js.Conn().Request(m.Reply(), body, nakReplyTimeout)
+		return err
+	}, b)
+}
+
+// nakReplyTimeout bounds the wait for JetStream's confirmation of a NAK.
+const nakReplyTimeout = time.Second
 
 // redeliveryDelay grows with the deliveries so far: 500 ms doubling to 15 s.
 func redeliveryDelay(delivered uint64) time.Duration {

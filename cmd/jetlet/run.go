@@ -31,6 +31,8 @@ type runConfig struct {
 	nats                  natsFlags
 	natsListen            string
 	natsInsecure          bool
+	natsPingInterval      time.Duration
+	natsMaxPingsOut       int
 	runtimeEndpoint       string
 	runtimeRequestTimeout time.Duration
 	workers               int
@@ -77,6 +79,8 @@ admits anyone. Without
 	cfg.nats.register(fs, "")
 	fs.StringVar(&cfg.natsListen, "nats-listen", "127.0.0.1:4222", "embedded NATS listen address (port 0 picks a free port); ignored with --nats-url")
 	fs.BoolVar(&cfg.natsInsecure, "nats-insecure", false, "let the embedded NATS server admit anyone, without credentials (by default it admits the nkey of --data-dir/"+clientSeedFile+" only)")
+	fs.DurationVar(&cfg.natsPingInterval, "nats-ping-interval", time.Second, "how often jetlet pings its NATS server; with --nats-max-pings-out it bounds how long jetlet stays on a server that stopped answering before it moves to another")
+	fs.IntVar(&cfg.natsMaxPingsOut, "nats-max-pings-out", 2, "unanswered pings after which jetlet leaves its NATS server for another")
 	fs.StringVar(&cfg.runtimeEndpoint, "runtime-endpoint", "", "CRI runtime endpoint (unix:///run/containerd/containerd.sock); empty starts the embedded process runtime")
 	fs.DurationVar(&cfg.runtimeRequestTimeout, "runtime-request-timeout", 2*time.Minute, "timeout of every CRI call but image pulls")
 	fs.IntVar(&cfg.workers, "workers", 16, "pods synced concurrently")
@@ -156,6 +160,12 @@ func (c *runConfig) validate() error {
 	if c.nats.url != "" && c.nats.inboxPrefix == "" {
 		// Permissions can then keep each node to its own replies.
 		c.nats.inboxPrefix = inboxPrefix(c.node)
+	}
+	if c.natsPingInterval < 100*time.Millisecond {
+		return fmt.Errorf("--nats-ping-interval %s: must be at least 100ms", c.natsPingInterval)
+	}
+	if c.natsMaxPingsOut < 1 {
+		return fmt.Errorf("--nats-max-pings-out %d: must be at least 1", c.natsMaxPingsOut)
 	}
 	if c.natsInsecure && c.nats.url != "" {
 		return errors.New("--nats-insecure opens the embedded NATS server; with --nats-url there is none (that server's config decides who it admits)")
@@ -372,7 +382,10 @@ func (a *agent) connect(embedded *server.Server, ownAuth []nats.Option) (*nats.C
 	}
 	natsLog := logger.With().Str("component", "nats").Logger()
 	opts = append(opts, reconnectForever(natsLog, a.denied)...)
-	opts = append(opts, nats.Name("jetlet run "+a.cfg.node))
+	// nats.go's defaults (2 min, 2 pings) would keep jetlet on a frozen
+	// server for minutes; it leaves one after about interval × (max + 1).
+	opts = append(opts, nats.Name("jetlet run "+a.cfg.node),
+		nats.PingInterval(a.cfg.natsPingInterval), nats.MaxPingsOutstanding(a.cfg.natsMaxPingsOut))
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)

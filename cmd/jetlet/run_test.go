@@ -165,6 +165,8 @@ func TestFlagsFromEnvironmentAndErrors(t *testing.T) {
 		{"bad workers", nil, []string{"--node", "n1", "--workers", "0"}, "--workers 0"},
 		{"half a client certificate", nil, []string{"--node", "n1", "--nats-tls-cert", "c.pem"}, "--nats-tls-cert and --nats-tls-key go together"},
 		{"bad log level", nil, []string{"--node", "n1", "--log-level", "loud"}, `log level "loud"`},
+		{"ping interval too short", nil, []string{"--node", "n1", "--nats-ping-interval", "10ms"}, "--nats-ping-interval 10ms"},
+		{"no pings out", nil, []string{"--node", "n1", "--nats-max-pings-out", "0"}, "--nats-max-pings-out 0"},
 		{"insecure external NATS", nil, []string{"--node", "n1", "--nats-url", "nats://127.0.0.1:1", "--nats-insecure"}, "with --nats-url there is none"},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# deploy/check.sh: CI's check of deploy/ (Debian 12, as root; installs what
+# it needs with apt):
+#   - the systemd units pass `systemd-analyze verify`, with their ExecStart
+#     paths pointed at the jetlet and nats-server just built;
+#   - every variable of jetlet.env is a flag of `jetlet run`;
+#   - nats-server accepts nats-server.conf with its two included files: the
+#     routes from routes.conf.example and jetlet's authorization block
+#     (`jetlet nats-config`). The chaos tests (test/chaos) start their
+#     cluster from the same file;
+#   - containerd accepts config.toml; the CNI conflist is JSON.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
+
+log() { printf '== deploy: %s\n' "$*"; }
+die() { printf '== deploy: FAILED: %s\n' "$*" >&2; exit 1; }
+
+missing=
+command -v systemd-analyze >/dev/null || missing="$missing systemd"
+command -v containerd >/dev/null || missing="$missing containerd"
+command -v python3 >/dev/null || missing="$missing python3"
+if [ -n "$missing" ]; then
+	[ "$(id -u)" = 0 ] || die "needs$missing (apt-get install as root)"
+	log "apt-get install$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get -qq -o DPkg::Lock::Timeout=300 update
+	# shellcheck disable=SC2086
+	apt-get -qq -y -o DPkg::Lock::Timeout=300 --no-install-recommends install $missing >/dev/null
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/bin" "$work/units" "$work/nats"
+log "building jetlet and nats-server (go.mod's version)"
+go build -o "$work/bin/jetlet" ./cmd/jetlet
+go build -o "$work/bin/nats-server" github.com/nats-io/nats-server/v2
+
+log "systemd-analyze verify"
+for unit in deploy/systemd/*.service; do
+	sed "s#/usr/local/bin/#$work/bin/#g" "$unit" >"$work/units/${unit##*/}"
+done
+systemd-analyze verify "$work"/units/*.service
+
+log "jetlet.env names flags of jetlet run"
+flags=$("$work/bin/jetlet" run --help)
+while IFS= read -r line; do
+	case $line in '' | '#'*) continue ;; esac
+	var=${line%%=*}
+	grep -q "\[$var\]" <<<"$flags" || die "jetlet.env: $var is not a flag of jetlet run"
+done <deploy/systemd/jetlet.env
+
+log "nats-server -t"
+cp deploy/nats/nats-server.conf "$work/nats/"
+sed 's/ROUTE_PASSWORD/check-password/g' deploy/nats/routes.conf.example >"$work/nats/routes.conf"
+if "$work/bin/jetlet" nats-config --help >/dev/null 2>&1; then
+	"$work/bin/jetlet" nats-config --nodes node1,node2,node3 --keys-dir "$work/keys" >"$work/nats/jetlet-auth.conf"
+else
+	log "jetlet has no nats-config yet: a stand-in authorization block"
+	printf 'authorization { users: [ {user: jetlet, password: stand-in} ] }\n' >"$work/nats/jetlet-auth.conf"
+fi
+"$work/bin/nats-server" -t -c "$work/nats/nats-server.conf"
+
+log "containerd config dump"
+containerd --config deploy/containerd/config.toml config dump >/dev/null
+python3 -m json.tool deploy/containerd/10-jetlet.conflist >/dev/null
+
+log "ok"
