@@ -7,6 +7,8 @@ package fakecri
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"sync"
 	"time"
@@ -27,7 +29,6 @@ import (
 // benchmarks' small heap, cost garbage collections reconcile does not cause.)
 type Runtime struct {
 	mu         sync.Mutex
-	next       int
 	sandboxes  map[string]*runtimeapi.PodSandboxStatus
 	containers map[string]*fakeContainer
 	images     map[string]bool
@@ -43,9 +44,12 @@ func New() *Runtime {
 	return &Runtime{sandboxes: map[string]*runtimeapi.PodSandboxStatus{}, containers: map[string]*fakeContainer{}, images: map[string]bool{}}
 }
 
+// id is unique across runtimes, as a real runtime's random ids are: event
+// ids derive from them, and nodes share the events stream.
 func (f *Runtime) id(prefix string) string {
-	f.next++
-	return fmt.Sprintf("%s%04d", prefix, f.next)
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // never fails on Linux
+	return prefix + hex.EncodeToString(b)
 }
 
 func matches(sel, labels map[string]string) bool {
