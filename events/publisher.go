@@ -143,6 +143,14 @@ func (p *Publisher) ResultsStored(ctx context.Context, uid string, since time.Ti
 	if err != nil {
 		return nil, err
 	}
+	// Deleted at once: left to its inactive threshold (5 minutes) it would
+	// count against the stream's consumer limit (1,000 by default), which a
+	// burst of redeliveries across the fleet reaches (docs/scaling.md).
+	defer func() {
+		delCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = stream.DeleteConsumer(delCtx, oc.CachedInfo().Name)
+	}()
 	info, err := oc.Info(ctx)
 	if err != nil {
 		return nil, err
