@@ -39,7 +39,7 @@ var (
 	nodeCount   = flag.Int("scale.nodes", 100, "simulated nodes")
 	intentCount = flag.Int("scale.intents", 20000, "intents published per iteration, spread evenly over the nodes")
 	podsPerNode = flag.Int("scale.pods", 50, "pods per node; each gets intents/(nodes*pods) revisions, the first creates it, the others re-apply it unchanged")
-	window      = flag.Int("scale.window", 2000, "intents the publisher lets wait for their result at once, as a scheduler that paces itself on results")
+	window      = flag.Int("scale.window", 200, "intents the publisher lets wait for their result at once, as a scheduler that paces itself on results")
 	countMsgs   = flag.Bool("scale.count", false, "count the messages of each kind (JetStream API calls, acks, KV puts, results, events) per intent; the extra subscriber costs the servers CPU")
 )
 
