@@ -313,8 +313,8 @@ func (l *load) run(from, to int) phaseResult {
 
 // publish stores one intent without waiting for JetStream's acknowledgement,
 // once a slot is free; acks waits for the acknowledgement. An intent not
-// acknowledged is published again: its message id makes a retried intent
-// that was stored a duplicate.
+// acknowledged is published again, each try bounded by publishTimeout: its
+// message id makes a retried intent that was stored a duplicate.
 func (l *load) publish(ctx context.Context, acks *sync.WaitGroup, node, uid string, rev int) {
 	select {
 	case l.slots <- struct{}{}:
@@ -322,11 +322,15 @@ func (l *load) publish(ctx context.Context, acks *sync.WaitGroup, node, uid stri
 		return
 	}
 	subj := schemas.Subjects{Prefix: schemas.DefaultSubjectPrefix}
-	msg := nats.NewMsg(subj.Intent(node, uid))
-	msg.Data = []byte(podJSON(uid, rev))
-	msg.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("scale.%s.%s.%d", node, uid, rev))
+	// A new message per try: a published one carries its try's reply inbox.
+	msg := func() *nats.Msg {
+		m := nats.NewMsg(subj.Intent(node, uid))
+		m.Data = []byte(podJSON(uid, rev))
+		m.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("scale.%s.%s.%d", node, uid, rev))
+		return m
+	}
 	began := time.Now()
-	f, err := l.js.PublishMsgAsync(msg)
+	f, err := l.js.PublishMsgAsync(msg())
 	acks.Go(func() {
 		var ack *jetstream.PubAck
 		if err == nil {
@@ -338,7 +342,9 @@ func (l *load) publish(ctx context.Context, acks *sync.WaitGroup, node, uid stri
 			}
 		}
 		for ack == nil && ctx.Err() == nil {
-			ack, _ = l.js.PublishMsg(ctx, msg)
+			try, cancel := context.WithTimeout(ctx, publishTimeout)
+			ack, _ = l.js.PublishMsg(try, msg())
+			cancel()
 		}
 		if ack != nil {
 			l.mu.Lock()
@@ -347,6 +353,9 @@ func (l *load) publish(ctx context.Context, acks *sync.WaitGroup, node, uid stri
 		}
 	})
 }
+
+// publishTimeout bounds one try of a retried intent.
+const publishTimeout = 10 * time.Second
 
 // podJSON is an apply intent with the same spec at every revision: the first
 // creates the pod, the others find it converged.
