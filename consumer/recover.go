@@ -140,6 +140,14 @@ func (c *Consumer) replay(ctx context.Context) (*recovered, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	// Deleted at once: left to its inactive threshold (5 minutes) it counts
+	// against the stream's consumer limit (1,000 by default) beside the
+	// durables, which a fleet restarting together reaches (docs/scaling.md).
+	defer func() {
+		delCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = stream.DeleteConsumer(delCtx, oc.CachedInfo().Name)
+	}()
 	read := 0
 	for read < total {
 		batch, err := oc.Fetch(min(total-read, 1000), jetstream.FetchMaxWait(5*time.Second))
