@@ -352,6 +352,13 @@ func TestRecoveryHandsTheWholeDesiredStateOverBeforeAnySync(t *testing.T) {
 	if s := h.sync.applied["u1"]; len(s) == 0 || s[0] != seq {
 		t.Errorf("u1 synced with %v, want the replayed intent %d first", s, seq)
 	}
+	stream, err := h.js.Stream(t.Context(), schemas.StreamIntents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := stream.Info(t.Context()); err != nil || info.State.Consumers != 1 {
+		t.Errorf("%s holds %d consumers after recovery (%v), want only the durable: each counts against the stream's limit", schemas.StreamIntents, info.State.Consumers, err)
+	}
 }
 
 // flakyPublisher fails to store the result of one intent once.

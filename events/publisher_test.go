@@ -104,6 +104,9 @@ func TestPublishResultIsStoredOncePerIntent(t *testing.T) {
 			t.Errorf("ResultsStored(%q, %v) = %v, %v; want %v", c.uid, c.since, got, err, c.want)
 		}
 	}
+	if info, err := stream.Info(t.Context()); err != nil || info.State.Consumers != 0 {
+		t.Errorf("%s holds %d consumers after the reads (%v), want 0: each counts against the stream's limit", schemas.StreamResults, info.State.Consumers, err)
+	}
 }
 
 func TestEmitStoresEventsOnceByIDInOrder(t *testing.T) {

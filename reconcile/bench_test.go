@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/jetlet/jetlet/test/fakecri"
 )
 
 // BenchmarkComputePodActions: the plan for a converged 3-container pod.
@@ -21,7 +23,7 @@ func BenchmarkComputePodActions(b *testing.B) {
 // still noticed: its listed state differs from the cached one.
 func BenchmarkNoOpSync(b *testing.B) {
 	ctx := context.Background()
-	counting := &countingRuntime{Runtime: newFakeRuntime()}
+	counting := &countingRuntime{Runtime: fakecri.New()}
 	m, _ := newTestManager(b, counting)
 	pod := testPod(
 		corev1.Container{Name: "a", Image: "img:1", Command: []string{"x"}},
@@ -54,7 +56,7 @@ func BenchmarkNoOpSync(b *testing.B) {
 // TestNoOpSyncNoticesDeath: the cached no-op path still sees a container die.
 func TestNoOpSyncNoticesDeath(t *testing.T) {
 	ctx := context.Background()
-	rt := newFakeRuntime()
+	rt := fakecri.New()
 	counting := &countingRuntime{Runtime: rt}
 	m, _ := newTestManager(t, counting)
 	pod := testPod(corev1.Container{Name: "a", Image: "img:1", Command: []string{"x"}})
@@ -66,7 +68,7 @@ func TestNoOpSyncNoticesDeath(t *testing.T) {
 	if n := counting.total(); n != 2 {
 		t.Errorf("converged GetPodStatus made %d CRI calls, want 2 (%v)", n, counting.calls)
 	}
-	rt.exit("a", 7)
+	rt.Exit("a", 7)
 	st, _ = m.GetPodStatus(ctx, "uid1", "p", "ns")
 	if c := st.FindContainerStatusByName("a"); c.State != ContainerExited || c.ExitCode != 7 {
 		t.Errorf("death not noticed: %+v", c)

@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/fakecri"
 )
 
 type eventLog struct {
@@ -93,7 +94,7 @@ func startResult(r PodSyncResult) schemas.ActionResult {
 // figure is pinned, the reset on both sides of its boundary.
 func TestRestartBackOffTimeline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rt := newFakeRuntime()
+		rt := fakecri.New()
 		m, events := newTestManager(t, rt)
 		pod := testPod(corev1.Container{Name: "app", Image: "img:1", Command: []string{"false"}})
 		if err := syncOnce(t, m, pod).Error(); err != nil {
@@ -104,7 +105,7 @@ func TestRestartBackOffTimeline(t *testing.T) {
 		time.Sleep(time.Second)
 		// crash: exit, then sync until the restart happens; return the wait.
 		crash := func() time.Duration {
-			rt.exit("app", 1)
+			rt.Exit("app", 1)
 			start := time.Now()
 			for {
 				r := syncOnce(t, m, pod)
@@ -189,7 +190,7 @@ func TestBackoffUnit(t *testing.T) {
 // An image pull failure backs off per pod and image; the result and the
 // status say ErrImagePull then ImagePullBackOff.
 type failingPuller struct {
-	*fakeRuntime
+	*fakecri.Runtime
 	fail bool
 }
 
@@ -197,12 +198,12 @@ func (f *failingPuller) PullImage(ctx context.Context, im *runtimeapi.ImageSpec,
 	if f.fail {
 		return "", errors.New("registry says no")
 	}
-	return f.fakeRuntime.PullImage(ctx, im, auth, sc)
+	return f.Runtime.PullImage(ctx, im, auth, sc)
 }
 
 func TestImagePullBackOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rt := &failingPuller{fakeRuntime: newFakeRuntime(), fail: true}
+		rt := &failingPuller{Runtime: fakecri.New(), fail: true}
 		m, events := newTestManager(t, rt)
 		pod := testPod(corev1.Container{Name: "app", Image: "img", Command: []string{"x"}}) // :latest: Always
 		if got := startResult(syncOnce(t, m, pod)).Error; got != "ErrImagePull" {
@@ -233,7 +234,7 @@ func TestImagePullBackOff(t *testing.T) {
 }
 
 func TestGarbageCollectKeepsNewestDeadInstance(t *testing.T) {
-	rt := newFakeRuntime()
+	rt := fakecri.New()
 	m, _ := newTestManager(t, rt)
 	pod := testPod(corev1.Container{Name: "app", Image: "img:1", Command: []string{"x"}})
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
@@ -244,7 +245,7 @@ func TestGarbageCollectKeepsNewestDeadInstance(t *testing.T) {
 		syncOnce(t, m, pod)
 		time.Sleep(time.Millisecond) // distinct creation times
 	}
-	rt.exit("app", 1)
+	rt.Exit("app", 1)
 	st, _ := m.GetPodStatus(context.Background(), "uid1", "p", "ns")
 	if len(st.ContainerStatuses) != 4 {
 		t.Fatalf("want 4 instances, got %d", len(st.ContainerStatuses))
@@ -272,7 +273,7 @@ func TestGarbageCollectKeepsNewestDeadInstance(t *testing.T) {
 }
 
 func TestContainerConfig(t *testing.T) {
-	m, _ := newTestManager(t, newFakeRuntime())
+	m, _ := newTestManager(t, fakecri.New())
 	grace := int64(45)
 	pod := testPod(corev1.Container{
 		Name: "app", Image: "img:1", Command: []string{"run", "$(A)"}, Args: []string{"--x=$(B)", "$$(A)", "$(NOPE)"},
@@ -331,7 +332,7 @@ func TestConfigValidate(t *testing.T) {
 		{NodeName: "n1", DataDir: "relative"},
 		{NodeName: "n1", DataDir: "/d", BackOffInitial: time.Minute, BackOffMax: time.Second},
 	} {
-		if _, err := New(newFakeRuntime(), &eventLog{}, c); !errors.Is(err, ErrInvalidConfig) {
+		if _, err := New(fakecri.New(), &eventLog{}, c); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("%+v: err %v", c, err)
 		}
 	}
@@ -401,10 +402,10 @@ func TestPullPolicyDefault(t *testing.T) {
 
 // vanishingSandbox lists a newest sandbox that is gone by the time its
 // status is asked for.
-type vanishingSandbox struct{ *fakeRuntime }
+type vanishingSandbox struct{ *fakecri.Runtime }
 
 func (v vanishingSandbox) ListPodSandbox(ctx context.Context, f *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
-	out, err := v.fakeRuntime.ListPodSandbox(ctx, f)
+	out, err := v.Runtime.ListPodSandbox(ctx, f)
 	return append(out, &runtimeapi.PodSandbox{Id: "gone", State: runtimeapi.PodSandboxState_SANDBOX_READY, CreatedAt: time.Now().Add(time.Hour).UnixNano()}), err
 }
 
@@ -412,7 +413,7 @@ func (v vanishingSandbox) ListPodSandbox(ctx context.Context, f *runtimeapi.PodS
 // sandbox that could be read, not none.
 func TestPodIPsWhenNewestSandboxVanished(t *testing.T) {
 	ctx := context.Background()
-	rt := newFakeRuntime()
+	rt := fakecri.New()
 	m, _ := newTestManager(t, vanishingSandbox{rt})
 	pod := testPod(corev1.Container{Name: "a", Image: "img:1", Command: []string{"x"}})
 	if err := m.SyncPod(ctx, pod, nil).Error(); err != nil {
@@ -478,7 +479,7 @@ func (w *removalWitness) RemovePodSandbox(ctx context.Context, id string) error 
 // A container or sandbox that is removed can no longer be derived from: its
 // facts are stored first, and nothing goes while they cannot be.
 func TestGarbageCollectStoresTheFactsOfWhatItRemovesFirst(t *testing.T) {
-	rt := newFakeRuntime()
+	rt := fakecri.New()
 	log := &flushingLog{stored: map[string]bool{}}
 	w := &removalWitness{Runtime: rt, log: log}
 	m, err := New(w, log, Config{NodeName: "n1", DataDir: t.TempDir()})
@@ -487,7 +488,7 @@ func TestGarbageCollectStoresTheFactsOfWhatItRemovesFirst(t *testing.T) {
 	}
 	pod := testPod(corev1.Container{Name: "app", Image: "img:1", Command: []string{"x"}})
 	syncOnce(t, m, pod)
-	rt.exit("app", 3)
+	rt.Exit("app", 3)
 	m.KillPod(context.Background(), pod, nil, nil)
 	gone := PodStateFunc(func(string) bool { return true })
 
@@ -517,20 +518,20 @@ func TestGarbageCollectStoresTheFactsOfWhatItRemovesFirst(t *testing.T) {
 // container has exited by then anyway (containerd's "ttrpc: closed" when the
 // task ends under the stop).
 type stopRacingExit struct {
-	*fakeRuntime
+	*fakecri.Runtime
 	exits bool
 }
 
 func (r *stopRacingExit) StopContainer(ctx context.Context, id string, timeout int64) error {
 	if r.exits {
-		_ = r.fakeRuntime.StopContainer(ctx, id, timeout)
+		_ = r.Runtime.StopContainer(ctx, id, timeout)
 	}
 	return errors.New("ttrpc: closed")
 }
 
 func TestAStopThatFailsBecauseTheContainerExitedKills(t *testing.T) {
 	for _, exits := range []bool{true, false} {
-		rt := &stopRacingExit{fakeRuntime: newFakeRuntime()}
+		rt := &stopRacingExit{Runtime: fakecri.New()}
 		m, _ := newTestManager(t, rt)
 		pod := testPod(corev1.Container{Name: "app", Image: "img:1", Command: []string{"x"}})
 		syncOnce(t, m, pod)

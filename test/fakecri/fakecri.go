@@ -1,7 +1,14 @@
-package reconcile
+// Package fakecri is an in-memory CRI runtime for tests and benchmarks of
+// the code above the runtime (reconcile, the pipeline): sandboxes and
+// containers are map entries, a start is instantly running, a pull instantly
+// present. It is no conformance target: the CRI suite in test/cri runs
+// against real runtimes.
+package fakecri
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"sync"
 	"time"
@@ -11,16 +18,17 @@ import (
 	"github.com/jetlet/jetlet/runtime/crierr"
 )
 
-// fakeRuntime is an in-memory Runtime for unit tests and benchmarks; it
-// follows the CRI's semantics for what reconcile uses, with time.Now (the
+// Runtime is an in-memory container runtime with the signatures of
+// *runtime.Client, for unit tests and benchmarks; it follows the CRI's
+// semantics for what reconcile uses (a started container runs until it is
+// stopped or told to Exit), with time.Now (the
 // synctest bubble's clock inside one). Like a real client, it answers with
 // messages of its own the caller may keep: the stored ones never leave it, and
 // as it changes only their top-level fields, a shallow copy is one of its own.
 // (Not proto.Clone: its reflection metadata would stay live and, in the
 // benchmarks' small heap, cost garbage collections reconcile does not cause.)
-type fakeRuntime struct {
+type Runtime struct {
 	mu         sync.Mutex
-	next       int
 	sandboxes  map[string]*runtimeapi.PodSandboxStatus
 	containers map[string]*fakeContainer
 	images     map[string]bool
@@ -31,13 +39,17 @@ type fakeContainer struct {
 	sandboxID string
 }
 
-func newFakeRuntime() *fakeRuntime {
-	return &fakeRuntime{sandboxes: map[string]*runtimeapi.PodSandboxStatus{}, containers: map[string]*fakeContainer{}, images: map[string]bool{}}
+// New returns a runtime that holds nothing.
+func New() *Runtime {
+	return &Runtime{sandboxes: map[string]*runtimeapi.PodSandboxStatus{}, containers: map[string]*fakeContainer{}, images: map[string]bool{}}
 }
 
-func (f *fakeRuntime) id(prefix string) string {
-	f.next++
-	return fmt.Sprintf("%s%04d", prefix, f.next)
+// id is unique across runtimes, as a real runtime's random ids are: event
+// ids derive from them, and nodes share the events stream.
+func (f *Runtime) id(prefix string) string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // never fails on Linux
+	return prefix + hex.EncodeToString(b)
 }
 
 func matches(sel, labels map[string]string) bool {
@@ -49,7 +61,7 @@ func matches(sel, labels map[string]string) bool {
 	return true
 }
 
-func (f *fakeRuntime) RunPodSandbox(_ context.Context, c *runtimeapi.PodSandboxConfig, _ string) (string, error) {
+func (f *Runtime) RunPodSandbox(_ context.Context, c *runtimeapi.PodSandboxConfig, _ string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := f.id("sb")
@@ -64,7 +76,7 @@ func (f *fakeRuntime) RunPodSandbox(_ context.Context, c *runtimeapi.PodSandboxC
 	return id, nil
 }
 
-func (f *fakeRuntime) StopPodSandbox(_ context.Context, id string) error {
+func (f *Runtime) StopPodSandbox(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if s, ok := f.sandboxes[id]; ok {
@@ -78,7 +90,7 @@ func (f *fakeRuntime) StopPodSandbox(_ context.Context, id string) error {
 	return nil
 }
 
-func (f *fakeRuntime) RemovePodSandbox(_ context.Context, id string) error {
+func (f *Runtime) RemovePodSandbox(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.sandboxes, id)
@@ -90,7 +102,7 @@ func (f *fakeRuntime) RemovePodSandbox(_ context.Context, id string) error {
 	return nil
 }
 
-func (f *fakeRuntime) PodSandboxStatus(_ context.Context, id string, _ bool) (*runtimeapi.PodSandboxStatusResponse, error) {
+func (f *Runtime) PodSandboxStatus(_ context.Context, id string, _ bool) (*runtimeapi.PodSandboxStatusResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s, ok := f.sandboxes[id]
@@ -103,7 +115,7 @@ func (f *fakeRuntime) PodSandboxStatus(_ context.Context, id string, _ bool) (*r
 	}}, nil
 }
 
-func (f *fakeRuntime) ListPodSandbox(_ context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+func (f *Runtime) ListPodSandbox(_ context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []*runtimeapi.PodSandbox
@@ -116,7 +128,7 @@ func (f *fakeRuntime) ListPodSandbox(_ context.Context, filter *runtimeapi.PodSa
 	return out, nil
 }
 
-func (f *fakeRuntime) CreateContainer(_ context.Context, sandboxID string, c *runtimeapi.ContainerConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
+func (f *Runtime) CreateContainer(_ context.Context, sandboxID string, c *runtimeapi.ContainerConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if s, ok := f.sandboxes[sandboxID]; !ok || s.State != runtimeapi.PodSandboxState_SANDBOX_READY {
@@ -130,7 +142,7 @@ func (f *fakeRuntime) CreateContainer(_ context.Context, sandboxID string, c *ru
 	return id, nil
 }
 
-func (f *fakeRuntime) StartContainer(_ context.Context, id string) error {
+func (f *Runtime) StartContainer(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c, ok := f.containers[id]
@@ -141,7 +153,7 @@ func (f *fakeRuntime) StartContainer(_ context.Context, id string) error {
 	return nil
 }
 
-func (f *fakeRuntime) StopContainer(_ context.Context, id string, _ int64) error {
+func (f *Runtime) StopContainer(_ context.Context, id string, _ int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if c, ok := f.containers[id]; ok && c.status.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -150,14 +162,14 @@ func (f *fakeRuntime) StopContainer(_ context.Context, id string, _ int64) error
 	return nil
 }
 
-func (f *fakeRuntime) RemoveContainer(_ context.Context, id string) error {
+func (f *Runtime) RemoveContainer(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.containers, id)
 	return nil
 }
 
-func (f *fakeRuntime) ListContainers(_ context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+func (f *Runtime) ListContainers(_ context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []*runtimeapi.Container
@@ -173,7 +185,7 @@ func (f *fakeRuntime) ListContainers(_ context.Context, filter *runtimeapi.Conta
 	return out, nil
 }
 
-func (f *fakeRuntime) ContainerStatus(_ context.Context, id string, _ bool) (*runtimeapi.ContainerStatusResponse, error) {
+func (f *Runtime) ContainerStatus(_ context.Context, id string, _ bool) (*runtimeapi.ContainerStatusResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c, ok := f.containers[id]
@@ -187,7 +199,7 @@ func (f *fakeRuntime) ContainerStatus(_ context.Context, id string, _ bool) (*ru
 	}}, nil
 }
 
-func (f *fakeRuntime) ImageStatus(_ context.Context, image *runtimeapi.ImageSpec, _ bool) (*runtimeapi.ImageStatusResponse, error) {
+func (f *Runtime) ImageStatus(_ context.Context, image *runtimeapi.ImageSpec, _ bool) (*runtimeapi.ImageStatusResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.images[image.Image] {
@@ -196,105 +208,20 @@ func (f *fakeRuntime) ImageStatus(_ context.Context, image *runtimeapi.ImageSpec
 	return &runtimeapi.ImageStatusResponse{}, nil
 }
 
-func (f *fakeRuntime) PullImage(_ context.Context, image *runtimeapi.ImageSpec, _ *runtimeapi.AuthConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
+func (f *Runtime) PullImage(_ context.Context, image *runtimeapi.ImageSpec, _ *runtimeapi.AuthConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.images[image.Image] = true
 	return "sha256:" + image.Image, nil
 }
 
-// exit makes every running instance of the named container exit with code.
-func (f *fakeRuntime) exit(name string, code int32) {
+// Exit makes every running instance of the named container exit with code.
+func (f *Runtime) Exit(name string, code int32) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, c := range f.containers {
-		if c.status.Labels[LabelContainerName] == name && c.status.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+		if c.status.Metadata.GetName() == name && c.status.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
 			c.status.State, c.status.ExitCode, c.status.FinishedAt = runtimeapi.ContainerState_CONTAINER_EXITED, code, time.Now().UnixNano()
 		}
 	}
-}
-
-// countingRuntime counts the calls made through it.
-type countingRuntime struct {
-	Runtime
-	mu    sync.Mutex
-	calls map[string]int
-}
-
-func (c *countingRuntime) count(m string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.calls == nil {
-		c.calls = map[string]int{}
-	}
-	c.calls[m]++
-}
-
-func (c *countingRuntime) total() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, v := range c.calls {
-		n += v
-	}
-	return n
-}
-
-func (c *countingRuntime) reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.calls = nil
-}
-
-func (c *countingRuntime) RunPodSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig, handler string) (string, error) {
-	c.count("RunPodSandbox")
-	return c.Runtime.RunPodSandbox(ctx, cfg, handler)
-}
-func (c *countingRuntime) StopPodSandbox(ctx context.Context, id string) error {
-	c.count("StopPodSandbox")
-	return c.Runtime.StopPodSandbox(ctx, id)
-}
-func (c *countingRuntime) RemovePodSandbox(ctx context.Context, id string) error {
-	c.count("RemovePodSandbox")
-	return c.Runtime.RemovePodSandbox(ctx, id)
-}
-func (c *countingRuntime) PodSandboxStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.PodSandboxStatusResponse, error) {
-	c.count("PodSandboxStatus")
-	return c.Runtime.PodSandboxStatus(ctx, id, verbose)
-}
-func (c *countingRuntime) ListPodSandbox(ctx context.Context, f *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
-	c.count("ListPodSandbox")
-	return c.Runtime.ListPodSandbox(ctx, f)
-}
-func (c *countingRuntime) CreateContainer(ctx context.Context, sb string, cfg *runtimeapi.ContainerConfig, sc *runtimeapi.PodSandboxConfig) (string, error) {
-	c.count("CreateContainer")
-	return c.Runtime.CreateContainer(ctx, sb, cfg, sc)
-}
-func (c *countingRuntime) StartContainer(ctx context.Context, id string) error {
-	c.count("StartContainer")
-	return c.Runtime.StartContainer(ctx, id)
-}
-func (c *countingRuntime) StopContainer(ctx context.Context, id string, t int64) error {
-	c.count("StopContainer")
-	return c.Runtime.StopContainer(ctx, id, t)
-}
-func (c *countingRuntime) RemoveContainer(ctx context.Context, id string) error {
-	c.count("RemoveContainer")
-	return c.Runtime.RemoveContainer(ctx, id)
-}
-func (c *countingRuntime) ListContainers(ctx context.Context, f *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
-	c.count("ListContainers")
-	return c.Runtime.ListContainers(ctx, f)
-}
-func (c *countingRuntime) ContainerStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.ContainerStatusResponse, error) {
-	c.count("ContainerStatus")
-	return c.Runtime.ContainerStatus(ctx, id, verbose)
-}
-func (c *countingRuntime) ImageStatus(ctx context.Context, im *runtimeapi.ImageSpec, verbose bool) (*runtimeapi.ImageStatusResponse, error) {
-	c.count("ImageStatus")
-	return c.Runtime.ImageStatus(ctx, im, verbose)
-}
-func (c *countingRuntime) PullImage(ctx context.Context, im *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sc *runtimeapi.PodSandboxConfig) (string, error) {
-	c.count("PullImage")
-	return c.Runtime.PullImage(ctx, im, auth, sc)
 }

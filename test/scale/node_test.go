@@ -1,0 +1,105 @@
+package scale_test
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/jetlet/jetlet/consumer"
+	"github.com/jetlet/jetlet/events"
+	"github.com/jetlet/jetlet/reconcile"
+	"github.com/jetlet/jetlet/reconcile/pleg"
+	"github.com/jetlet/jetlet/reconcile/podworkers"
+	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/fakecri"
+)
+
+// simNode is one jetlet node in the benchmark's process: the pipeline of
+// cmd/jetlet (publisher, relist, pod workers, consumer, heartbeat) with
+// their defaults, on its own NATS connection, over an in-memory runtime.
+type simNode struct {
+	name string
+	cons *consumer.Consumer
+}
+
+// pulling reports whether the node's durable consumer has a pull request of
+// the node's waiting.
+func (n *simNode) pulling(ctx context.Context, js jetstream.JetStream) bool {
+	if !n.cons.Attached() {
+		return false
+	}
+	c, err := js.Consumer(ctx, schemas.StreamIntents, consumer.DurableName(n.name))
+	if err != nil {
+		return false
+	}
+	info, err := c.Info(ctx)
+	return err == nil && info.NumWaiting > 0
+}
+
+// drain bounds a node's shutdown at the end of the benchmark.
+const drain = 5 * time.Second
+
+// startNode wires node's pipeline as cmd/jetlet's servePipeline does, runs it
+// until the benchmark ends, and stops it then.
+func startNode(b *testing.B, urls, user, password, name string) *simNode {
+	b.Helper()
+	nc, err := nats.Connect(urls, nats.Name("jetlet-"+name), nats.UserInfo(user, password),
+		nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		b.Fatal(err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Warnings only: at 100 nodes anything louder drowns the figures.
+	log := zerolog.New(os.Stderr).Level(zerolog.WarnLevel).With().Timestamp().Str("node", name).Logger()
+	pub := events.NewPublisher(js, events.PublisherConfig{Node: name, Logger: log})
+	emit := podworkers.IntentEmitter(pub)
+	mgr, err := reconcile.New(fakecri.New(), emit, reconcile.Config{NodeName: name, DataDir: b.TempDir(), Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
+	relister := pleg.New(mgr, pub, pleg.Config{Node: name, Logger: log})
+	workers, err := podworkers.New(mgr, relister, emit, pub, podworkers.Config{Node: name, Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cons, err := consumer.New(js, pub, workers, consumer.Config{Node: name, Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	ctx, stop := context.WithCancel(context.Background())
+	// The publisher outlives the consumer and workers, so that their drain
+	// still publishes, as in servePipeline.
+	pubCtx, stopPub := context.WithCancel(context.Background())
+	var bg, syncing sync.WaitGroup
+	bg.Go(func() { pub.Run(pubCtx) })
+	bg.Go(func() { relister.Run(ctx) })
+	bg.Go(func() {
+		events.RunHeartbeat(ctx, js, events.HeartbeatPeriod, func() schemas.NodeRecord {
+			return schemas.NodeRecord{Node: name, RuntimeName: "fakecri", Pods: workers.PodCounts()}
+		}, log)
+	})
+	syncing.Go(func() { workers.Run(ctx, drain) })
+	syncing.Go(func() {
+		if err := cons.Run(ctx, drain); err != nil {
+			b.Errorf("node %s: consumer: %v", name, err)
+		}
+	})
+	b.Cleanup(func() {
+		stop()
+		syncing.Wait()
+		stopPub()
+		bg.Wait()
+		nc.Close()
+	})
+	return &simNode{name: name, cons: cons}
+}
