@@ -11,11 +11,11 @@ import (
 // that cutting a server's links partitions it from the others while its
 // clients stay connected.
 type link struct {
-	ln     net.Listener
-	target string
+	ln net.Listener
 
-	mu    sync.Mutex // guards cut and conns
-	cut   bool
+	mu     sync.Mutex // guards target, cut and conns
+	target string
+	cut    bool
 	conns map[net.Conn]struct{}
 }
 
@@ -41,8 +41,18 @@ func (l *link) accept() {
 	}
 }
 
+// retarget forwards new connections to addr (the server moved to a new port).
+func (l *link) retarget(addr string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.target = addr
+}
+
 func (l *link) forward(in net.Conn) {
-	out, err := net.Dial("tcp", l.target)
+	l.mu.Lock()
+	target := l.target
+	l.mu.Unlock()
+	out, err := net.Dial("tcp", target)
 	if err != nil {
 		in.Close()
 		return

@@ -160,8 +160,53 @@ func Start(t testing.TB, cfg Config) *Cluster {
 	for i := range c.Servers {
 		c.start(i)
 	}
-	c.WaitHealthy(60 * time.Second)
+	c.waitAllStarted(60 * time.Second)
 	return c
+}
+
+// startAttempts bounds the starts of one server at cluster start-up.
+const startAttempts = 5
+
+// waitAllStarted waits until every server runs and is healthy. A server
+// that exits meanwhile (a port freePort chose was taken before the server
+// bound it: another process's ephemeral port) gets new ports and is started
+// again.
+func (c *Cluster) waitAllStarted(timeout time.Duration) {
+	c.t.Helper()
+	starts := make([]int, len(c.Servers))
+	var last string
+	poll.Until(c.t, timeout, func() string { return "every server started and healthy; last: " + last }, func() bool {
+		healthy := true
+		for i, s := range c.Servers {
+			if !c.Running(i) {
+				if starts[i]++; starts[i] >= startAttempts {
+					c.t.Fatalf("%s exited at start-up %d times; see its log", s.Name, starts[i])
+				}
+				c.t.Logf("%s exited at start-up (a port taken?); starting it on new ports", s.Name)
+				c.movePorts(i)
+				c.start(i)
+				healthy = false
+				continue
+			}
+			if err := s.healthy(); err != nil {
+				last = s.Name + ": " + err.Error()
+				healthy = false
+			}
+		}
+		return healthy
+	})
+}
+
+// movePorts gives server i new client, monitoring and cluster ports, and
+// points the links to it at the new cluster port.
+func (c *Cluster) movePorts(i int) {
+	s := c.Servers[i]
+	s.Port, s.monitor, s.cluster = freePort(c.t), freePort(c.t), freePort(c.t)
+	for j := range c.Servers {
+		if l := c.links[j][i]; l != nil {
+			l.retarget(fmt.Sprintf("127.0.0.1:%d", s.cluster))
+		}
+	}
 }
 
 func (c *Cluster) routeURL(addr string) string {
