@@ -16,7 +16,7 @@ type link struct {
 	mu     sync.Mutex // guards target, cut and conns
 	target string
 	cut    bool
-	conns map[net.Conn]struct{}
+	conns  map[net.Conn]struct{}
 }
 
 func newLink(target string) (*link, error) {
