@@ -4,12 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/nats-io/nkeys"
 	"github.com/spf13/cobra"
 
 	"github.com/jetlet/jetlet/consumer"
@@ -235,31 +233,13 @@ func (o *natsConfigOptions) run(w io.Writer) error {
 	users := natsUsers(o.subjectPrefix, o.nodes)
 	keys := make([]string, len(users))
 	for i, u := range users {
-		pub, err := userKey(filepath.Join(o.keysDir, u.name+".nk"))
+		pub, err := ensureUserSeed(filepath.Join(o.keysDir, u.name+".nk"))
 		if err != nil {
 			return err
 		}
 		keys[i] = pub
 	}
 	return writeNATSConfig(w, users, keys, o.keysDir, o.nodes)
-}
-
-// userKey returns the public key of the seed at path, writing a new seed
-// first when there is none.
-func userKey(path string) (string, error) {
-	seed, err := readOwnSeed(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		seed, err = writeNewSeed(path)
-	}
-	if err != nil {
-		return "", err
-	}
-	kp, err := nkeys.ParseDecoratedNKey(seed)
-	if err != nil {
-		return "", fmt.Errorf("seed %s: %w", path, err)
-	}
-	defer kp.Wipe()
-	return kp.PublicKey()
 }
 
 func writeNATSConfig(w io.Writer, users []natsUser, keys []string, keysDir string, nodes []string) error {

@@ -24,7 +24,12 @@ func clientSeedPath(dataDir string) string { return filepath.Join(dataDir, clien
 // but its owner may read or change, or that another user owns, is refused: it
 // would let someone else drive this node.
 func ensureClientSeed(dataDir string) (string, error) {
-	path := clientSeedPath(dataDir)
+	return ensureUserSeed(clientSeedPath(dataDir))
+}
+
+// ensureUserSeed returns the public key of the user nkey seed at path,
+// writing a new seed first when there is none; the checks are readOwnSeed's.
+func ensureUserSeed(path string) (string, error) {
 	seed, err := readOwnSeed(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		seed, err = writeNewSeed(path)
