@@ -6,12 +6,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,39 +17,15 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/jetlet/jetlet/test/gobuild"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+var jetlet = &gobuild.Command{Pkg: "github.com/jetlet/jetlet/cmd/jetlet", Name: "jetlet", Flags: raceFlags}
 
 // Binary builds ./cmd/jetlet once per test process (with -race when the test
 // binary has it) and returns its path.
-func Binary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "jetlet-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "jetlet")
-		args := []string{"build", "-o", binPath}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		cmd := exec.Command("go", append(args, "github.com/jetlet/jetlet/cmd/jetlet")...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+func Binary(t testing.TB) string { return jetlet.Path(t) }
 
 // Process is a running jetlet.
 type Process struct {

@@ -2,4 +2,5 @@
 
 package jetlettest
 
-const raceEnabled = true
+// raceFlags builds the jetlet binary with -race when the tests have it.
+var raceFlags = []string{"-race"}

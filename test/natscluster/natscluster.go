@@ -17,41 +17,19 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/jetlet/jetlet/test/gobuild"
 	"github.com/jetlet/jetlet/test/poll"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+var natsServer = &gobuild.Command{Pkg: "github.com/nats-io/nats-server/v2", Name: "nats-server"}
 
 // Binary builds nats-server from the module's own dependency (the version in
 // go.mod, no download) once per test process and returns its path.
-func Binary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "nats-server-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "nats-server")
-		cmd := exec.Command("go", "build", "-o", binPath, "github.com/nats-io/nats-server/v2")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build nats-server: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+func Binary(t testing.TB) string { return natsServer.Path(t) }
 
 // storeDir matches the JetStream store_dir line of a configuration file.
 var storeDir = regexp.MustCompile(`(?m)^(\s*store_dir:\s*).*$`)
