@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -35,6 +36,9 @@ type ContainerManager interface {
 	RemoveContainer(ctx context.Context, id string) error
 	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
 	ContainerStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.ContainerStatusResponse, error)
+	// ExecSync runs cmd in a running container (exec probes and hooks); a
+	// command that runs and exits non-zero is not an error.
+	ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (*runtimeapi.ExecSyncResponse, error)
 }
 
 // ImageManager is the image part of the CRI that reconcile uses.

@@ -106,6 +106,10 @@ const (
 	EventUnhealthy        EventType = "Unhealthy"
 	EventPodTerminated    EventType = "PodTerminated"
 	EventIntentRejected   EventType = "IntentRejected"
+	// A postStart hook failed: the container is killed.
+	EventFailedPostStartHook EventType = "FailedPostStartHook"
+	// A preStop hook failed: the kill goes on.
+	EventFailedPreStopHook EventType = "FailedPreStopHook"
 )
 
 // EventTypes lists every event type, in the contract's order.
@@ -115,6 +119,7 @@ var EventTypes = []EventType{
 	EventContainerKilled, EventContainerRemoved, EventBackOff,
 	EventImagePulled, EventImagePullFailed, EventUnhealthy,
 	EventPodTerminated, EventIntentRejected,
+	EventFailedPostStartHook, EventFailedPreStopHook,
 }
 
 // Reasons carried by ContainerDied and ContainerKilled events.
@@ -128,6 +133,19 @@ const (
 	ReasonPodDeleted    = "PodDeleted"
 	ReasonOrphaned      = "Orphaned" // a pod the node has no intent for
 	ReasonUnknown       = "Unknown"
+	// ReasonDeadlineExceeded: the pod ran past its activeDeadlineSeconds (also
+	// the reason of the pod's Failed status).
+	ReasonDeadlineExceeded    = "DeadlineExceeded"
+	ReasonFailedPostStartHook = "FailedPostStartHook"
+)
+
+// ProbeKind says which probe an Unhealthy event is about.
+type ProbeKind string
+
+const (
+	ProbeLiveness  ProbeKind = "Liveness"
+	ProbeReadiness ProbeKind = "Readiness"
+	ProbeStartup   ProbeKind = "Startup"
 )
 
 // LifecycleEvent is one container or sandbox fact, for audit.
@@ -147,9 +165,11 @@ type LifecycleEvent struct {
 	ExitCode    *int32    `json:"exitCode,omitempty"`
 	Reason      string    `json:"reason,omitempty"`
 	Message     string    `json:"message,omitempty"`
-	Time        time.Time `json:"time"`
-	IntentSeq   uint64    `json:"intentSeq,omitempty"`
-	Revision    int64     `json:"revision,omitempty"`
+	// Probe is set on Unhealthy events.
+	Probe     ProbeKind `json:"probe,omitempty"`
+	Time      time.Time `json:"time"`
+	IntentSeq uint64    `json:"intentSeq,omitempty"`
+	Revision  int64     `json:"revision,omitempty"`
 }
 
 // PodPhase follows Kubernetes, plus Terminating and Terminated for deletes.
@@ -203,18 +223,59 @@ type ContainerStatus struct {
 	RestartCount int32          `json:"restartCount"`
 	StartedAt    string         `json:"startedAt"`
 	FinishedAt   string         `json:"finishedAt"`
-	Ready        bool           `json:"ready"`
+	// Ready: running and its readiness probe (if any) passed.
+	Ready bool `json:"ready"`
+	// Started: running and its startup probe (if any) passed.
+	Started bool `json:"started"`
+	// LastState is how the previous instance ended, if there was one.
+	LastState *LastState `json:"lastState,omitempty"`
+}
+
+// LastState is the termination of a container's previous instance.
+type LastState struct {
+	ExitCode   int32  `json:"exitCode"`
+	Reason     string `json:"reason"`
+	FinishedAt string `json:"finishedAt"`
+	Message    string `json:"message,omitempty"`
+}
+
+// PodConditionType names a pod condition, as Kubernetes.
+type PodConditionType string
+
+const (
+	PodInitialized     PodConditionType = "Initialized"
+	PodContainersReady PodConditionType = "ContainersReady"
+	PodReady           PodConditionType = "Ready"
+)
+
+// ConditionStatus is "True" or "False".
+type ConditionStatus string
+
+const (
+	ConditionTrue  ConditionStatus = "True"
+	ConditionFalse ConditionStatus = "False"
+)
+
+// PodCondition is one of the pod's conditions.
+type PodCondition struct {
+	Type               PodConditionType `json:"type"`
+	Status             ConditionStatus  `json:"status"`
+	Reason             string           `json:"reason,omitempty"`
+	LastTransitionTime time.Time        `json:"lastTransitionTime"`
 }
 
 // PodStatus is the latest status of one pod, kept in the jetlet_status bucket.
 type PodStatus struct {
-	UID            string            `json:"uid"`
-	Namespace      string            `json:"namespace"`
-	Name           string            `json:"name"`
-	Node           string            `json:"node"`
-	Revision       int64             `json:"revision"`
-	IntentSeq      uint64            `json:"intentSeq"`
-	Phase          PodPhase          `json:"phase"`
+	UID       string   `json:"uid"`
+	Namespace string   `json:"namespace"`
+	Name      string   `json:"name"`
+	Node      string   `json:"node"`
+	Revision  int64    `json:"revision"`
+	IntentSeq uint64   `json:"intentSeq"`
+	Phase     PodPhase `json:"phase"`
+	// Reason says why the phase is what it is (DeadlineExceeded with Failed).
+	Reason         string            `json:"reason,omitempty"`
+	Conditions     []PodCondition    `json:"conditions,omitempty"`
 	Sandbox        *SandboxStatus    `json:"sandbox"`
 	InitContainers []ContainerStatus `json:"initContainers"`
 	Containers     []ContainerStatus `json:"containers"`

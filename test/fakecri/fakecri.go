@@ -32,6 +32,7 @@ type Runtime struct {
 	sandboxes  map[string]*runtimeapi.PodSandboxStatus
 	containers map[string]*fakeContainer
 	images     map[string]bool
+	exec       func(id string, cmd []string) (*runtimeapi.ExecSyncResponse, error)
 }
 
 type fakeContainer struct {
@@ -224,4 +225,30 @@ func (f *Runtime) Exit(name string, code int32) {
 			c.status.State, c.status.ExitCode, c.status.FinishedAt = runtimeapi.ContainerState_CONTAINER_EXITED, code, time.Now().UnixNano()
 		}
 	}
+}
+
+// OnExec makes ExecSync answer with fn; without it every command exits 0
+// with no output.
+func (f *Runtime) OnExec(fn func(id string, cmd []string) (*runtimeapi.ExecSyncResponse, error)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.exec = fn
+}
+
+// ExecSync runs nothing: it answers as OnExec said, in a running container.
+func (f *Runtime) ExecSync(_ context.Context, id string, cmd []string, _ time.Duration) (*runtimeapi.ExecSyncResponse, error) {
+	f.mu.Lock()
+	c, ok := f.containers[id]
+	fn := f.exec
+	running := ok && c.status.State == runtimeapi.ContainerState_CONTAINER_RUNNING
+	f.mu.Unlock()
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("container %s: %w", id, crierr.ErrNotFound)
+	case !running:
+		return nil, fmt.Errorf("container %s is not running", id)
+	case fn != nil:
+		return fn(id, cmd)
+	}
+	return &runtimeapi.ExecSyncResponse{}, nil
 }
