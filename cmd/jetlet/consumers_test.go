@@ -97,7 +97,7 @@ func TestSoakCLIAgainstJetletRun(t *testing.T) {
 			t.Fatalf("JETLET_SOAK_COMMANDS=%q: want a positive number", s)
 		}
 	}
-	jetlettest.Binary(t) // built from inside the module, before leaving it
+	jetlettest.Binary(t)                  // built from inside the module, before leaving it
 	dir, err := os.MkdirTemp("", "jsoak") // short: the runtime's socket lives under it
 	if err != nil {
 		t.Fatal(err)
