@@ -17,6 +17,7 @@ import (
 	"github.com/jetlet/jetlet/reconcile/pleg"
 	"github.com/jetlet/jetlet/reconcile/podworkers"
 	"github.com/jetlet/jetlet/runtime"
+	"github.com/jetlet/jetlet/runtime/probe"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -31,6 +32,10 @@ const rederiveCheck = 5 * time.Second
 // The CRI client is reconcile's runtime as it is: reconcile declares its
 // roles with the client's own signatures.
 var _ reconcile.Runtime = (*runtime.Client)(nil)
+
+// runtime/probe runs reconcile's probe and hook handlers without importing
+// reconcile: the outcome type is shared through runtime/probe/outcome.
+var _ reconcile.HandlerRunner = (*probe.Runner)(nil)
 
 // servePipeline runs the node's pipeline (publisher, relist, pod workers,
 // consumer, garbage collection, heartbeat) until ctx is done, then drains it:
