@@ -40,6 +40,10 @@ func (m *Manager) generateContainerConfig(pod *corev1.Pod, c *corev1.Container, 
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create log directory: %w", err)
 	}
+	signal, err := stopSignal(c)
+	if err != nil {
+		return nil, err
+	}
 	image := imageRef
 	if image == "" {
 		image = c.Image
@@ -59,6 +63,7 @@ func (m *Manager) generateContainerConfig(pod *corev1.Pod, c *corev1.Container, 
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
 		Linux:       &runtimeapi.LinuxContainerConfig{Resources: m.linuxResources(c), SecurityContext: sc},
+		StopSignal:  signal,
 	}, nil
 }
 

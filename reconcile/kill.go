@@ -145,6 +145,9 @@ func gracePeriod(pod *corev1.Pod, cs *ContainerStatus, spec *corev1.Container, k
 // container is success.
 func (s *podSync) killContainer(ctx context.Context, cs *ContainerStatus, spec *corev1.Container, k killing) error {
 	g := gracePeriod(s.pod, cs, spec, k)
+	// The preStop hook runs inside the grace period; the stop gets what is
+	// left, never less than the minimum.
+	g = max(g-s.runPreStop(ctx, cs, spec, g), minimumGracePeriodInSeconds)
 	if err := s.m.rt.StopContainer(ctx, cs.ID, g); err != nil && !isNotFound(err) && !s.m.exited(ctx, cs.ID) {
 		return fmt.Errorf("stop container %s (%s): %w", cs.Name, cs.ID, err)
 	}

@@ -171,6 +171,7 @@ func toContainerStatus(s *runtimeapi.ContainerStatus, sandboxID string) *Contain
 		Hash:       annotations[AnnotationContainerHash],
 		Attempt:    s.GetMetadata().GetAttempt(),
 		Init:       annotations[AnnotationContainerInit] == "true",
+		PreStop:    preStopFromAnnotations(annotations),
 	}
 	if cs.Name == "" {
 		cs.Name = s.GetMetadata().GetName()

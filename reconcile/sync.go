@@ -225,6 +225,10 @@ func (s *podSync) startContainer(ctx context.Context, c *corev1.Container, isIni
 		return "", err.Error(), ErrRunContainer
 	}
 	m.containerEvent(ctx, s.ref, in, schemas.EventContainerStarted, "", "")
+	started := &ContainerStatus{ID: id, Name: c.Name, SandboxID: s.sandboxID, Attempt: in.attempt, RestartCount: restartCount}
+	if msg := s.runPostStart(ctx, started, c); msg != "" {
+		return "", msg, ErrPostStartHook
+	}
 	return id, "", nil
 }
 
