@@ -147,10 +147,16 @@ func (m *Manager) ready(c *corev1.Container, cs *ContainerStatus) bool {
 	return ok && r == ProbeSuccess
 }
 
-// podPhase is kubelet's getPhase (for a pod not yet terminal).
+// podPhase is kubelet's getPhase (for a pod not yet terminal). inits are
+// in the order of pod.Spec.InitContainers. Sidecars count apart: a running
+// one is running (and pending initialisation until started), an exited one
+// does not count.
 func podPhase(pod *corev1.Pod, inits, apps []apiContainer) schemas.PodPhase {
 	pendingInit, failedInit := 0, 0
-	for _, s := range inits {
+	for i, s := range inits {
+		if isSidecar(&pod.Spec.InitContainers[i]) {
+			continue
+		}
 		switch {
 		case !s.found && !s.lastTerminated:
 			pendingInit++
@@ -194,6 +200,23 @@ func podPhase(pod *corev1.Pod, inits, apps []apiContainer) schemas.PodPhase {
 		}
 	}
 	anyAppStarted := running > 0 || stopped > 0
+	for i, s := range inits {
+		if !isSidecar(&pod.Spec.InitContainers[i]) {
+			continue
+		}
+		switch {
+		case s.State == schemas.ContainerRunning:
+			if !s.Started {
+				pendingInit++
+			}
+			running++
+		case s.State == schemas.ContainerExited, s.State == schemas.ContainerUnknown, s.lastTerminated:
+			// A sidecar that stopped does not decide the phase.
+		default:
+			pendingInit++
+			waiting++
+		}
+	}
 	if failedInit > 0 && pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
 		return schemas.PhaseFailed
 	}

@@ -65,11 +65,13 @@ type stopRecorder struct {
 	*fakecri.Runtime
 	mu       sync.Mutex
 	timeouts []int64
+	ids      []string // in the order stopped
 }
 
 func (r *stopRecorder) StopContainer(ctx context.Context, id string, timeout int64) error {
 	r.mu.Lock()
 	r.timeouts = append(r.timeouts, timeout)
+	r.ids = append(r.ids, id)
 	r.mu.Unlock()
 	return r.Runtime.StopContainer(ctx, id, timeout)
 }
