@@ -125,17 +125,32 @@ func (m *Manager) apiContainerStatus(pod *corev1.Pod, status *PodStatus, c *core
 			out.lastTerminated, out.lastExitCode = true, previous.ExitCode
 		}
 	}
+	out.LastState = lastState(previous)
 	// A container that will be started again and whose last start failed
 	// waits, with that failure as its reason (CrashLoopBackOff, ErrImagePull).
 	if shouldContainerBeRestarted(c, pod, status) {
 		if f, ok := m.reasons.get(string(pod.UID), c.Name); ok {
 			if newest != nil && newest.State == ContainerExited {
 				out.lastTerminated, out.lastExitCode = true, newest.ExitCode
+				out.LastState = lastState(newest)
 			}
 			out.State, out.Reason, out.Message = schemas.ContainerWaiting, f.err.Error(), f.message
 		}
 	}
 	return out
+}
+
+// lastState is how the instance before the one shown ended, as kubelet's
+// lastTerminationState: nil unless it exited.
+func lastState(cs *ContainerStatus) *schemas.LastState {
+	if cs == nil || cs.State != ContainerExited {
+		return nil
+	}
+	reason := cs.Reason
+	if reason == "" {
+		reason = DiedReason(cs)
+	}
+	return &schemas.LastState{ExitCode: cs.ExitCode, Reason: reason, FinishedAt: formatTime(cs.FinishedAt), Message: cs.Message}
 }
 
 // ready: running, and the readiness probe (if any) succeeded.

@@ -32,6 +32,13 @@ func (m *Manager) generateContainerConfig(pod *corev1.Pod, c *corev1.Container, 
 	if err != nil {
 		return nil, err
 	}
+	if c.TerminationMessagePath != "" {
+		tm, err := m.terminationMessageMount(pod, c, restartCount)
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, tm)
+	}
 	sc, err := m.containerSecurityContext(pod, c)
 	if err != nil {
 		return nil, err

@@ -298,5 +298,6 @@ func (s *podSync) removeContainer(ctx context.Context, cs *ContainerStatus) {
 	}
 	logFile := filepath.Join(podLogsDir(m.cfg.LogDir, s.ref.Namespace, s.ref.Name, s.ref.UID), containerLogPath(cs.Name, cs.RestartCount))
 	_ = os.Remove(logFile)
+	_ = os.Remove(m.terminationMessageFile(s.ref.UID, cs.Name, cs.RestartCount))
 	m.containerEvent(ctx, s.ref, instanceOf(cs), schemas.EventContainerRemoved, "", "")
 }
