@@ -205,6 +205,10 @@ func shouldContainerBeRestarted(c *corev1.Container, pod *corev1.Pod, status *Po
 	case ContainerUnknown, ContainerCreated:
 		return true
 	}
+	if isSidecar(c) {
+		// A sidecar restarts whatever the pod's policy.
+		return true
+	}
 	switch pod.Spec.RestartPolicy {
 	case corev1.RestartPolicyNever:
 		return false

@@ -39,6 +39,15 @@ func (m *Manager) KillOrphan(ctx context.Context, pod *corev1.Pod, status *PodSt
 	return s.result
 }
 
+// KillPastDeadline is KillPod for a pod that ran past its
+// activeDeadlineSeconds: its ContainerKilled events carry reason
+// DeadlineExceeded.
+func (m *Manager) KillPastDeadline(ctx context.Context, pod *corev1.Pod, status *PodStatus) PodSyncResult {
+	s := m.newPodSync(pod, status)
+	s.killPod(ctx, killing{reason: schemas.ReasonDeadlineExceeded, message: "Pod was active on the node longer than the specified deadline"})
+	return s.result
+}
+
 // killing says why containers are stopped and how long they may take.
 type killing struct {
 	// reason and message of the ContainerKilled events.

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/fakecri"
 )
 
@@ -48,5 +49,30 @@ func TestSidecarsStartFirstAndStopLast(t *testing.T) {
 	}
 	if want := []string{"app", "side2", "side1"}; !slices.Equal(order, want) {
 		t.Fatalf("stopped %v, want %v", order, want)
+	}
+}
+
+// KillPastDeadline stops everything with ContainerKilled reason
+// DeadlineExceeded.
+func TestKillPastDeadline(t *testing.T) {
+	rt := fakecri.New()
+	m, events := newTestManager(t, rt)
+	pod := testPod(corev1.Container{Name: "app", Image: "img:1"})
+	if err := syncOnce(t, m, pod).Error(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := m.GetPodStatus(context.Background(), "uid1", "p", "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.KillPastDeadline(context.Background(), pod, st).Error(); err != nil {
+		t.Fatal(err)
+	}
+	killed := events.of(schemas.EventContainerKilled)
+	if len(killed) != 1 || killed[0].Reason != schemas.ReasonDeadlineExceeded {
+		t.Fatalf("ContainerKilled %+v, want one with reason DeadlineExceeded", killed)
+	}
+	if n := events.count(schemas.EventSandboxStopped); n != 1 {
+		t.Fatalf("%d SandboxStopped, want 1", n)
 	}
 }

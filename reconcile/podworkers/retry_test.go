@@ -96,6 +96,10 @@ func (m *scriptedManager) KillOrphan(_ context.Context, pod *corev1.Pod, _ *reco
 	return m.kill("KillOrphan", pod)
 }
 
+func (m *scriptedManager) KillPastDeadline(_ context.Context, pod *corev1.Pod, _ *reconcile.PodStatus) reconcile.PodSyncResult {
+	return m.kill("KillPastDeadline", pod)
+}
+
 func (m *scriptedManager) GarbageCollect(context.Context, reconcile.PodStateProvider) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
