@@ -210,6 +210,15 @@ func (a *agent) run(ctx context.Context) error {
 	a.addReadinessChecks()
 	reg := newRegistry()
 	a.deniedTotal = newDeniedCounter(reg)
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "jetlet_nats_connected",
+		Help: "1 while the connection to NATS is up, else 0.",
+	}, func() float64 {
+		if nc := a.nc.Load(); nc != nil && nc.IsConnected() {
+			return 1
+		}
+		return 0
+	}))
 	web, err := listenHTTP(a.cfg.httpListen, &a.ready, reg, a.cfg.profiling)
 	if err != nil {
 		return err
@@ -274,7 +283,7 @@ func (a *agent) run(ctx context.Context) error {
 // serve connects the runtime and runs the pipeline until ctx is done or the
 // HTTP server dies (then the agent exits non-zero).
 func (a *agent) serve(ctx context.Context, js jetstream.JetStream, endpoint string, reg *prometheus.Registry, webErr <-chan error) error {
-	client, err := a.connectRuntime(ctx, endpoint, criMetrics(reg))
+	client, err := a.connectRuntime(ctx, endpoint, criObserver(reg, a.log))
 	if err != nil {
 		return err
 	}
