@@ -30,38 +30,50 @@ func (l *statusLog) PutStatus(st *schemas.PodStatus) {
 	l.at = append(l.at, time.Now())
 }
 
+// runDeadlinePod syncs a pod with activeDeadlineSeconds 3 through Workers
+// over m (whose runtime then holds its sandbox), calls during(start) after
+// 1 s, and lets the background syncs run until just before the hourly
+// resync. It returns the start and the statuses stored.
+func runDeadlinePod(t *testing.T, m *scriptedManager, during func()) (time.Time, *statusLog) {
+	statuses := &statusLog{}
+	relister := pleg.New(m, discard{}, pleg.Config{Node: "n1", Period: time.Second, Logger: zerolog.Nop()})
+	w, err := New(m, relister, discard{}, statuses, Config{Node: "n1", ResyncPeriod: time.Hour, GCPeriod: time.Hour, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { relister.Run(ctx) })
+	wg.Go(func() { w.Run(ctx, time.Second) })
+	defer func() { cancel(); wg.Wait() }()
+	if err := w.Start(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	synctest.Wait()
+	m.mu.Lock()
+	m.running["u1"] = true // the sync makes its sandbox
+	m.mu.Unlock()
+	deadline := int64(3)
+	start := time.Now()
+	w.Sync(ctx, Desired{UID: "u1", IntentSeq: 1, ReceivedAt: start, Intent: &schemas.PodIntent{Op: schemas.OpApply,
+		Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "u1"},
+			Spec: corev1.PodSpec{ActiveDeadlineSeconds: &deadline}}}})
+	time.Sleep(time.Second)
+	if during != nil {
+		during()
+	}
+	time.Sleep(time.Hour - 2*time.Second)
+	synctest.Wait()
+	return start, statuses
+}
+
 // A pod past its activeDeadlineSeconds is woken at the deadline, killed
 // (KillPastDeadline) and stored Failed with reason DeadlineExceeded; it is
 // not synced, nor killed, again.
 func TestAPodPastItsActiveDeadlineIsKilledAtItAndStaysFailed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := &scriptedManager{running: map[string]bool{}}
-		statuses := &statusLog{}
-		relister := pleg.New(m, discard{}, pleg.Config{Node: "n1", Period: time.Second, Logger: zerolog.Nop()})
-		w, err := New(m, relister, discard{}, statuses, Config{Node: "n1", ResyncPeriod: time.Hour, GCPeriod: time.Hour, Logger: zerolog.Nop()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		var wg sync.WaitGroup
-		wg.Go(func() { relister.Run(ctx) })
-		wg.Go(func() { w.Run(ctx, time.Second) })
-		defer func() { cancel(); wg.Wait() }()
-		if err := w.Start(ctx, nil); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait()
-		m.mu.Lock()
-		m.running["u1"] = true // the sync makes its sandbox
-		m.mu.Unlock()
-		deadline := int64(3)
-		start := time.Now()
-		w.Sync(ctx, Desired{UID: "u1", IntentSeq: 1, ReceivedAt: start, Intent: &schemas.PodIntent{Op: schemas.OpApply,
-			Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "u1"},
-				Spec: corev1.PodSpec{ActiveDeadlineSeconds: &deadline}}}})
-		time.Sleep(time.Hour - time.Second) // below the resync period
-		synctest.Wait()
-
+		start, statuses := runDeadlinePod(t, m, nil)
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		if !slices.Equal(m.killed, []string{"KillPastDeadline u1"}) {
@@ -80,6 +92,28 @@ func TestAPodPastItsActiveDeadlineIsKilledAtItAndStaysFailed(t *testing.T) {
 		}
 		if at := statuses.at[len(statuses.at)-1].Sub(start); at != 3*time.Second {
 			t.Errorf("Failed stored %s after the start, want at the deadline (3s)", at)
+		}
+	})
+}
+
+// A pod that finished before its deadline keeps its phase past it.
+func TestAPodThatFinishedBeforeItsDeadlineKeepsItsPhase(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &scriptedManager{running: map[string]bool{}}
+		_, statuses := runDeadlinePod(t, m, func() {
+			m.mu.Lock()
+			m.exitedAt, m.running["u1"] = time.Now(), false
+			m.mu.Unlock()
+		})
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if len(m.killed) != 0 {
+			t.Errorf("kills %v, want none", m.killed)
+		}
+		statuses.mu.Lock()
+		defer statuses.mu.Unlock()
+		if last := statuses.statuses[len(statuses.statuses)-1]; last.Phase != schemas.PhaseSucceeded || last.Reason != "" {
+			t.Errorf("last status %s/%s, want Succeeded", last.Phase, last.Reason)
 		}
 	})
 }

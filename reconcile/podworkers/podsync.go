@@ -34,10 +34,11 @@ func (s *podSync) run(ctx context.Context) Report {
 	if s.p.startTime.IsZero() {
 		s.p.startTime = startTime(status)
 	}
-	if at, ok := s.p.activeDeadline(); ok && !time.Now().Before(at) {
+	api := mgr.ToAPIStatus(pod, status)
+	if at, ok := s.p.activeDeadline(); ok && !time.Now().Before(at) && !(isTerminal(api.Phase) && exitedBefore(status, at)) {
+		// A pod that finished before its deadline keeps its phase.
 		return s.pastDeadline(ctx, status)
 	}
-	api := mgr.ToAPIStatus(pod, status)
 	if isTerminal(api.Phase) && !sandboxReady(status) {
 		// Finished for good, as kubelet's terminated pods: nothing restarts.
 		return Report{Actions: []schemas.ActionResult{}, Status: s.decorate(api)}
@@ -78,6 +79,17 @@ func (s *podSync) pastDeadline(ctx context.Context, status *reconcile.PodStatus)
 	rep.Status = s.decorate(mgr.ToAPIStatus(pod, status))
 	rep.Status.Phase, rep.Status.Reason = schemas.PhaseFailed, schemas.ReasonDeadlineExceeded
 	return rep
+}
+
+// exitedBefore reports whether every container instance of the pod had
+// exited by t.
+func exitedBefore(status *reconcile.PodStatus, t time.Time) bool {
+	for _, cs := range status.ContainerStatuses {
+		if cs.State != reconcile.ContainerExited || !cs.FinishedAt.Before(t) {
+			return false
+		}
+	}
+	return true
 }
 
 // startTime is when the pod started on the node: its oldest sandbox's
