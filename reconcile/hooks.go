@@ -19,17 +19,17 @@ import (
 var errNoHandlerRunner = errors.New("this node has no lifecycle handler runner (reconcile.Config.Handlers)")
 
 // runHook runs a lifecycle handler (postStart or preStop) against the running
-// instance id of c, after kubelet's lifecycle handlerRunner.Run: exec through
-// the handler runner, sleep here. It returns the failure's message, or ""
-// when the handler succeeded. ctx bounds it (a preStop's grace period).
+// instance id of c, after kubelet's lifecycle handlerRunner.Run: exec and
+// httpGet through the handler runner, sleep here. It returns the failure's
+// message, or "" when the handler succeeded. ctx bounds it (a preStop's grace
+// period); no handler has a timeout of its own, as kubelet's.
 func (s *podSync) runHook(ctx context.Context, id string, c *corev1.Container, h *corev1.LifecycleHandler) string {
 	m := s.m
+	if m.cfg.Handlers == nil && (h.Exec != nil || h.HTTPGet != nil) {
+		return fmt.Sprintf("lifecycle hook for Container %q in Pod %q failed - error: %v", c.Name, s.podName(), errNoHandlerRunner)
+	}
 	switch {
 	case h.Exec != nil:
-		if m.cfg.Handlers == nil {
-			return fmt.Sprintf("Exec lifecycle hook (%v) for Container %q in Pod %q failed - error: %v", h.Exec.Command, c.Name, s.podName(), errNoHandlerRunner)
-		}
-		// No timeout of its own, as kubelet's: ctx bounds it.
 		out, err := m.cfg.Handlers.Exec(ctx, id, h.Exec.Command, 0)
 		if err == nil && out.OK {
 			return ""
@@ -38,6 +38,19 @@ func (s *podSync) runHook(ctx context.Context, id string, c *corev1.Container, h
 			err = errors.New("command exited non-zero")
 		}
 		return fmt.Sprintf("Exec lifecycle hook (%v) for Container %q in Pod %q failed - error: %v, message: %q", h.Exec.Command, c.Name, s.podName(), err, out.Message)
+	case h.HTTPGet != nil:
+		u, header, err := ResolveHTTPGet(h.HTTPGet, c, s.hookHost())
+		if err != nil {
+			return fmt.Sprintf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v", h.HTTPGet.Path, c.Name, s.podName(), err)
+		}
+		out, err := m.cfg.Handlers.HTTPGet(ctx, u, header, 0)
+		if err == nil && out.OK {
+			return ""
+		}
+		if err == nil {
+			err = errors.New(out.Message)
+		}
+		return fmt.Sprintf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v", h.HTTPGet.Path, c.Name, s.podName(), err)
 	case h.Sleep != nil:
 		t := time.NewTimer(time.Duration(h.Sleep.Seconds) * time.Second)
 		defer t.Stop()
@@ -52,6 +65,20 @@ func (s *podSync) runHook(ctx context.Context, id string, c *corev1.Container, h
 }
 
 func (s *podSync) podName() string { return s.ref.Namespace + "/" + s.ref.Name }
+
+// hookHost is where an httpGet hook without a host goes: the pod's IP, else
+// (a host-network pod) the node's, else localhost, which is the node then.
+func (s *podSync) hookHost() string {
+	switch {
+	case s.net.podIP != "":
+		return s.net.podIP
+	case len(s.status.IPs) > 0:
+		return s.status.IPs[0]
+	case s.m.cfg.NodeIP != "":
+		return s.m.cfg.NodeIP
+	}
+	return "127.0.0.1"
+}
 
 // runPostStart runs c's postStart hook after the instance started; on failure
 // it emits FailedPostStartHook, kills the instance (reason

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/schemas"
@@ -42,8 +43,14 @@ func (h *hookRunner) Exec(ctx context.Context, id string, cmd []string, _ time.D
 	return HandlerOutcome{Message: "hook said no"}, nil
 }
 
-func (h *hookRunner) HTTPGet(context.Context, *url.URL, http.Header, time.Duration) (HandlerOutcome, error) {
-	panic("not used")
+func (h *hookRunner) HTTPGet(_ context.Context, u *url.URL, _ http.Header, _ time.Duration) (HandlerOutcome, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ran = append(h.ran, "GET "+u.String())
+	if h.ok {
+		return HandlerOutcome{OK: true}, nil
+	}
+	return HandlerOutcome{Message: "HTTP probe failed with statuscode: 500"}, nil
 }
 
 func (h *hookRunner) TCPSocket(context.Context, string, time.Duration) (HandlerOutcome, error) {
@@ -243,5 +250,38 @@ func TestStopSignalInContainerConfig(t *testing.T) {
 	pod := sig("SIGNOPE")
 	if _, err := m.generateContainerConfig(pod, &pod.Spec.Containers[0], 0, "", podNetwork{}, false); err == nil || !strings.Contains(err.Error(), "lifecycle.stopSignal") {
 		t.Fatalf("err %v, want one naming lifecycle.stopSignal", err)
+	}
+}
+
+// An httpGet hook goes to the pod's IP and the named port of the container.
+func TestHTTPGetHookGoesToThePodIPAndNamedPort(t *testing.T) {
+	rt := fakecri.New()
+	runner := &hookRunner{rt: rt}
+	m, events := newHookManager(t, rt, runner)
+	pod := testPod(corev1.Container{Name: "app", Image: "img:1",
+		Ports: []corev1.ContainerPort{{Name: "admin", ContainerPort: 9000}},
+		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: "/quit?now=1", Port: intstr.FromString("admin"), Scheme: corev1.URISchemeHTTP,
+		}}}})
+	if err := syncOnce(t, m, pod).Error(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := m.GetPodStatus(context.Background(), "uid1", "p", "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.IPs) == 0 {
+		t.Fatal("the fake sandbox has no IP")
+	}
+	if err := m.KillPod(context.Background(), pod, st, nil).Error(); err != nil {
+		t.Fatal(err)
+	}
+	want := "GET http://" + st.IPs[0] + ":9000/quit?now=1"
+	if got := runner.calls(); len(got) != 1 || got[0] != want {
+		t.Fatalf("hooks ran %v, want [%s]", got, want)
+	}
+	failed := events.of(schemas.EventFailedPreStopHook)
+	if len(failed) != 1 || !strings.Contains(failed[0].Message, "statuscode: 500") {
+		t.Fatalf("FailedPreStopHook %+v", failed)
 	}
 }
