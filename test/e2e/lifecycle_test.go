@@ -156,3 +156,42 @@ func TestTerminationMessageFallsBackToTheLog(t *testing.T) {
 		t.Errorf("message %q, want the log's lines", got)
 	}
 }
+
+// On delete with a grace period, the preStop hook runs before the
+// container's SIGTERM handler: both write to a shared file, in that order.
+func TestPreStopRunsBeforeTheSIGTERMHandler(t *testing.T) {
+	n := startNode(t, shortDir(t), "")
+	dir := t.TempDir()
+	vol, mount := sharedVolume(dir)
+	app := `trap 'echo term >> $JETLET_ROOTFS/shared/order; exit 0' TERM; sleep 300 & wait`
+	preStop := `{"preStop":{"exec":{"command":["/bin/sh","-c","echo prestop >> $JETLET_ROOTFS/shared/order"]}}}`
+	n.publish("pre", podWithSpec("pre", `"restartPolicy":"Always","terminationGracePeriodSeconds":10,`+vol+`,
+	  "containers":[{"name":"app","image":"busybox:1.36","command":`+shellCmd(app)+`,`+mount+`,"lifecycle":`+preStop+`}]`))
+	n.waitStatus("pre", 30*time.Second, func(st *schemas.PodStatus) bool { return st.Phase == schemas.PhaseRunning })
+	n.publish("pre", deleteJSON("pre", 2, 10))
+	n.waitEvent("pre", schemas.EventPodTerminated, 30*time.Second, nil)
+	if got := strings.Join(readLines(t, filepath.Join(dir, "order")), ","); got != "prestop,term" {
+		t.Errorf("order %q, want prestop,term", got)
+	}
+}
+
+// A failing postStart hook kills the container (FailedPostStartHook, then
+// ContainerKilled with that reason); it is restarted with back-off.
+func TestPostStartFailureKillsTheContainer(t *testing.T) {
+	n := startNode(t, shortDir(t), "")
+	postStart := `{"postStart":{"exec":{"command":["/bin/sh","-c","echo no config >&2; exit 2"]}}}`
+	n.publish("post", podWithSpec("post", `"restartPolicy":"Always","terminationGracePeriodSeconds":5,
+	  "containers":[{"name":"app","image":"busybox:1.36","command":`+shellCmd("exec sleep 300")+`,"lifecycle":`+postStart+`}]`))
+	failed := n.waitEvent("post", schemas.EventFailedPostStartHook, 30*time.Second, nil)
+	if !strings.Contains(failed.Message, "no config") {
+		t.Errorf("FailedPostStartHook message %q, want the hook's output", failed.Message)
+	}
+	killed := n.waitEvent("post", schemas.EventContainerKilled, 30*time.Second, nil)
+	if killed.Reason != schemas.ReasonFailedPostStartHook || killed.ContainerID != failed.ContainerID {
+		t.Errorf("ContainerKilled %+v, want reason FailedPostStartHook for %s", killed, failed.ContainerID)
+	}
+	n.waitStatus("post", 30*time.Second, func(st *schemas.PodStatus) bool {
+		c := st.Containers[0]
+		return c.RestartCount >= 1 && c.State != schemas.ContainerRunning
+	})
+}
