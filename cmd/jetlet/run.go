@@ -229,6 +229,18 @@ func (a *agent) run(ctx context.Context) error {
 	if renamedFrom != "" {
 		a.log.Warn().Str("from", renamedFrom).Msg("data dir renamed to this node (--rename-node)")
 	}
+	stopTracing, err := setupTracing(ctx, a.cfg.node)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// The spans of the drain are exported too, within the shutdown timeout.
+		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.shutdownTimeout)
+		defer cancel()
+		if err := stopTracing(flushCtx); err != nil {
+			a.log.Warn().Err(err).Msg("not every span was exported before exit")
+		}
+	}()
 	a.addReadinessChecks()
 	reg := newRegistry()
 	a.deniedTotal = newDeniedCounter(reg)
