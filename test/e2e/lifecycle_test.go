@@ -195,3 +195,20 @@ func TestPostStartFailureKillsTheContainer(t *testing.T) {
 		return c.RestartCount >= 1 && c.State != schemas.ContainerRunning
 	})
 }
+
+// lifecycle.stopSignal reaches the embedded runtime: a delete stops the
+// container with SIGUSR1, which its handler sees.
+func TestStopSignalStopsTheContainer(t *testing.T) {
+	n := startNode(t, shortDir(t), "")
+	dir := t.TempDir()
+	vol, mount := sharedVolume(dir)
+	app := `trap 'echo usr1 >> $JETLET_ROOTFS/shared/signals; exit 0' USR1; trap 'echo term >> $JETLET_ROOTFS/shared/signals; exit 0' TERM; sleep 300 & wait`
+	n.publish("sig", podWithSpec("sig", `"restartPolicy":"Always","terminationGracePeriodSeconds":10,`+vol+`,
+	  "containers":[{"name":"app","image":"busybox:1.36","command":`+shellCmd(app)+`,`+mount+`,"lifecycle":{"stopSignal":"SIGUSR1"}}]`))
+	n.waitStatus("sig", 30*time.Second, func(st *schemas.PodStatus) bool { return st.Phase == schemas.PhaseRunning })
+	n.publish("sig", deleteJSON("sig", 2, 10))
+	n.waitEvent("sig", schemas.EventPodTerminated, 30*time.Second, nil)
+	if got := strings.Join(readLines(t, filepath.Join(dir, "signals")), ","); got != "usr1" {
+		t.Errorf("signals %q, want usr1", got)
+	}
+}
