@@ -78,6 +78,9 @@ type Config struct {
 	Liveness  ProbeResults
 	Startup   ProbeResults
 	Readiness ProbeResults
+	// Handlers runs the exec and httpGet handlers of lifecycle hooks (the
+	// prober's runner). Without it such a hook fails with a message saying so.
+	Handlers HandlerRunner
 	// Logger is used with component=reconcile. The zero value logs nothing.
 	Logger zerolog.Logger
 }

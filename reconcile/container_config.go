@@ -32,6 +32,13 @@ func (m *Manager) generateContainerConfig(pod *corev1.Pod, c *corev1.Container, 
 	if err != nil {
 		return nil, err
 	}
+	if c.TerminationMessagePath != "" {
+		tm, err := m.terminationMessageMount(pod, c, restartCount)
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, tm)
+	}
 	sc, err := m.containerSecurityContext(pod, c)
 	if err != nil {
 		return nil, err
@@ -39,6 +46,10 @@ func (m *Manager) generateContainerConfig(pod *corev1.Pod, c *corev1.Container, 
 	logDir := filepath.Join(podLogsDir(m.cfg.LogDir, pod.Namespace, pod.Name, string(pod.UID)), c.Name)
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create log directory: %w", err)
+	}
+	signal, err := stopSignal(c)
+	if err != nil {
+		return nil, err
 	}
 	image := imageRef
 	if image == "" {
@@ -59,6 +70,7 @@ func (m *Manager) generateContainerConfig(pod *corev1.Pod, c *corev1.Container, 
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
 		Linux:       &runtimeapi.LinuxContainerConfig{Resources: m.linuxResources(c), SecurityContext: sc},
+		StopSignal:  signal,
 	}, nil
 }
 

@@ -97,6 +97,9 @@ func TestDecodeIntentErrors(t *testing.T) {
 		{"lifecycle tcpSocket", intentJSON(func(m map[string]any) {
 			container0(m)["lifecycle"] = map[string]any{"preStop": map[string]any{"tcpSocket": map[string]any{"port": 80}}}
 		}), target, "pod.spec.containers[0].lifecycle.preStop.tcpSocket", ErrUnsupported},
+		{"stopSignal unknown", intentJSON(func(m map[string]any) {
+			container0(m)["lifecycle"] = map[string]any{"stopSignal": "SIGRTMIN+16"}
+		}), target, "pod.spec.containers[0].lifecycle.stopSignal", ErrInvalid},
 		{"hostPath relative", intentJSON(func(m map[string]any) {
 			specOf(m)["volumes"] = []any{map[string]any{"name": "h", "hostPath": map[string]any{"path": "var/log"}}}
 		}), target, "pod.spec.volumes[0].hostPath.path", ErrInvalid},

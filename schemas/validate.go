@@ -30,6 +30,9 @@ const (
 	// then a name of at most 63 alphanumerics, '-', '_' and '.'.
 	qualifiedNamePattern = `^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`
 	labelValuePattern    = `^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$`
+	// The signals a container may be stopped with: Kubernetes' list for
+	// Linux, which is the CRI's.
+	stopSignalPattern = `^SIG(ABRT|ALRM|BUS|CHLD|CLD|CONT|FPE|HUP|ILL|INT|IO|IOT|KILL|PIPE|POLL|PROF|PWR|QUIT|SEGV|STKFLT|STOP|SYS|TERM|TRAP|TSTP|TTIN|TTOU|URG|USR1|USR2|VTALRM|WINCH|XCPU|XFSZ|RTMIN(\+([1-9]|1[0-5]))?|RTMAX(-([1-9]|1[0-4]))?)$`
 )
 
 var (
@@ -43,6 +46,7 @@ var (
 	hasLetterRE    = regexp.MustCompile(`[a-z]`)
 	qualifiedRE    = regexp.MustCompile(qualifiedNamePattern)
 	labelValueRE   = regexp.MustCompile(labelValuePattern)
+	stopSignalRE   = regexp.MustCompile(stopSignalPattern)
 )
 
 // isQualifiedName is the rule for label and annotation keys.
@@ -362,8 +366,8 @@ func validateContainer(e *errs, p string, c *corev1.Container, init bool, names,
 		if l.PreStop != nil {
 			validateLifecycleHandler(e, p+".lifecycle.preStop", l.PreStop)
 		}
-		if l.StopSignal != nil && !strings.HasPrefix(string(*l.StopSignal), "SIG") {
-			e.invalid(p+".lifecycle.stopSignal", "must be a signal name such as SIGTERM")
+		if l.StopSignal != nil && !stopSignalRE.MatchString(string(*l.StopSignal)) {
+			e.invalid(p+".lifecycle.stopSignal", "must be a Linux signal name such as SIGTERM, SIGUSR1 or SIGRTMIN+1")
 		}
 	}
 }

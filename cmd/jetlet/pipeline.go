@@ -58,6 +58,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 		DataDir:         a.cfg.dataDir,
 		AllowPrivileged: a.cfg.allowPrivileged,
 		GC:              reconcile.GCPolicy{MaxPerPodContainer: a.cfg.maxDeadPerContainer},
+		Handlers:        probe.New(client, probe.Config{Version: jetletVersion()}),
 		Logger:          log,
 	})
 	if err != nil {
