@@ -78,6 +78,9 @@ type Config struct {
 	Liveness  ProbeResults
 	Startup   ProbeResults
 	Readiness ProbeResults
+	// Credentials gives the registry credentials of image pulls. Default:
+	// none (the runtime's own registry configuration applies).
+	Credentials Credentials
 	// Logger is used with component=reconcile. The zero value logs nothing.
 	Logger zerolog.Logger
 }
@@ -115,6 +118,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Readiness == nil {
 		c.Readiness = AllReady{}
+	}
+	if c.Credentials == nil {
+		c.Credentials = NoCredentials{}
 	}
 }
 

@@ -51,6 +51,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 		NodeName:        a.cfg.node,
 		DataDir:         a.cfg.dataDir,
 		AllowPrivileged: a.cfg.allowPrivileged,
+		Credentials:     a.credentials,
 		GC:              reconcile.GCPolicy{MaxPerPodContainer: a.cfg.maxDeadPerContainer},
 		Logger:          log,
 	})
