@@ -502,6 +502,7 @@ func (c *Consumer) handleIntents(ctx context.Context, p *pod, batch []*delivery)
 	for i, d := range batch {
 		in, err := schemas.DecodeIntent(d.data, schemas.IntentTarget{
 			Node: c.cfg.Node, UID: p.uid, MaxBodyBytes: c.cfg.MaxIntentBytes, AllowPrivileged: c.cfg.AllowPrivileged,
+			NoMemoryEmptyDir: c.cfg.NoMemoryEmptyDir,
 		})
 		cands[i] = candidate{seq: d.seq, intent: in, err: err}
 	}

@@ -111,8 +111,8 @@ func (m *Manager) emptyDirPath(uid, volume string) string {
 }
 
 // makeMounts turns volume mounts into CRI mounts: hostPath as is (created
-// when its type says so), emptyDir under the data dir. Other volume types are
-// an error.
+// when its type says so), emptyDir under the data dir (a tmpfs for medium
+// Memory). Other volume types are an error.
 func (m *Manager) makeMounts(pod *corev1.Pod, c *corev1.Container) ([]*runtimeapi.Mount, error) {
 	if len(c.VolumeDevices) > 0 {
 		return nil, fmt.Errorf("container %q: volumeDevices are not supported", c.Name)
@@ -137,15 +137,21 @@ func (m *Manager) makeMounts(pod *corev1.Pod, c *corev1.Container) ([]*runtimeap
 				return nil, fmt.Errorf("volume %q: %w", vol.Name, err)
 			}
 		case vol.EmptyDir != nil:
-			if vol.EmptyDir.Medium == corev1.StorageMediumMemory || vol.EmptyDir.Medium == corev1.StorageMediumHugePages {
+			hostPath = m.emptyDirPath(string(pod.UID), vol.Name)
+			switch vol.EmptyDir.Medium {
+			case corev1.StorageMediumDefault:
+				if err := os.MkdirAll(hostPath, 0o777); err != nil {
+					return nil, fmt.Errorf("volume %q: %w", vol.Name, err)
+				}
+				// MkdirAll honours the umask; emptyDirs are world-writable, as kubelet's.
+				_ = os.Chmod(hostPath, 0o777)
+			case corev1.StorageMediumMemory:
+				if err := setUpMemoryEmptyDir(hostPath, vol.EmptyDir); err != nil {
+					return nil, fmt.Errorf("volume %q: %w", vol.Name, err)
+				}
+			default:
 				return nil, fmt.Errorf("volume %q: emptyDir medium %q is not supported", vol.Name, vol.EmptyDir.Medium)
 			}
-			hostPath = m.emptyDirPath(string(pod.UID), vol.Name)
-			if err := os.MkdirAll(hostPath, 0o777); err != nil {
-				return nil, fmt.Errorf("volume %q: %w", vol.Name, err)
-			}
-			// MkdirAll honours the umask; emptyDirs are world-writable, as kubelet's.
-			_ = os.Chmod(hostPath, 0o777)
 		default:
 			return nil, fmt.Errorf("volume %q: only hostPath and emptyDir volumes are supported", vol.Name)
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -118,7 +119,7 @@ func sortedNames[K ~string, V any](m map[K]V) []K {
 	return keys
 }
 
-func validatePodSpec(e *errs, s *corev1.PodSpec, allowPrivileged bool) {
+func validatePodSpec(e *errs, s *corev1.PodSpec, want IntentTarget) {
 	const p = "pod.spec"
 
 	// Fields this node cannot honour.
@@ -177,22 +178,22 @@ func validatePodSpec(e *errs, s *corev1.PodSpec, allowPrivileged bool) {
 		validateResources(e, p+".resources", s.Resources)
 	}
 
-	volumes := validateVolumes(e, s.Volumes)
+	volumes := validateVolumes(e, s.Volumes, want.NoMemoryEmptyDir)
 
 	if len(s.Containers) == 0 {
 		e.invalid(p+".containers", "at least one container is required")
 	}
 	names := map[string]bool{}
 	for i := range s.InitContainers {
-		validateContainer(e, idx(p+".initContainers", i), &s.InitContainers[i], true, names, volumes, s.HostNetwork, allowPrivileged)
+		validateContainer(e, idx(p+".initContainers", i), &s.InitContainers[i], true, names, volumes, s, want.AllowPrivileged)
 	}
 	for i := range s.Containers {
-		validateContainer(e, idx(p+".containers", i), &s.Containers[i], false, names, volumes, s.HostNetwork, allowPrivileged)
+		validateContainer(e, idx(p+".containers", i), &s.Containers[i], false, names, volumes, s, want.AllowPrivileged)
 	}
 }
 
 // validateVolumes checks the pod's volumes and returns their names.
-func validateVolumes(e *errs, vols []corev1.Volume) map[string]bool {
+func validateVolumes(e *errs, vols []corev1.Volume, noMemory bool) map[string]bool {
 	names := map[string]bool{}
 	for i := range vols {
 		v := &vols[i]
@@ -231,7 +232,11 @@ func validateVolumes(e *errs, vols []corev1.Volume) map[string]bool {
 		}
 		if d := v.EmptyDir; d != nil {
 			switch d.Medium {
-			case corev1.StorageMediumDefault, corev1.StorageMediumMemory:
+			case corev1.StorageMediumDefault:
+			case corev1.StorageMediumMemory:
+				if noMemory {
+					e.unsupported(p+".emptyDir.medium", `"Memory" needs a tmpfs, which this node cannot mount (jetlet does not run as root)`)
+				}
 			default:
 				e.unsupported(p+".emptyDir.medium", `this node supports the medium "" (disk) and "Memory" only`)
 			}
@@ -261,7 +266,7 @@ func otherVolumeSource(s *corev1.VolumeSource) string {
 	return "volumeSource"
 }
 
-func validateContainer(e *errs, p string, c *corev1.Container, init bool, names, volumes map[string]bool, hostNetwork, allowPrivileged bool) {
+func validateContainer(e *errs, p string, c *corev1.Container, init bool, names, volumes map[string]bool, s *corev1.PodSpec, allowPrivileged bool) {
 	switch {
 	case c.Name == "":
 		e.invalid(p+".name", "required")
@@ -304,8 +309,8 @@ func validateContainer(e *errs, p string, c *corev1.Container, init bool, names,
 		e.unsupported(p+".restartPolicyRules", "container restart rules are not supported by this node")
 	}
 
-	validatePorts(e, p, c.Ports, hostNetwork)
-	validateEnv(e, p, c)
+	validatePorts(e, p, c.Ports, s.HostNetwork)
+	validateEnv(e, p, c, s)
 	validateResources(e, p+".resources", &c.Resources)
 	for i, r := range c.ResizePolicy {
 		rp := idx(p+".resizePolicy", i)
@@ -402,7 +407,7 @@ func validatePorts(e *errs, p string, ports []corev1.ContainerPort, hostNetwork 
 	}
 }
 
-func validateEnv(e *errs, p string, c *corev1.Container) {
+func validateEnv(e *errs, p string, c *corev1.Container, s *corev1.PodSpec) {
 	for i, f := range c.EnvFrom {
 		fp := idx(p+".envFrom", i)
 		switch {
@@ -443,9 +448,7 @@ func validateEnv(e *errs, p string, c *corev1.Container) {
 		}
 		if f.ResourceFieldRef != nil {
 			n++
-			if !resourceRefRE.MatchString(f.ResourceFieldRef.Resource) {
-				e.invalid(vp+".valueFrom.resourceFieldRef.resource", "must be limits.<resource> or requests.<resource> for cpu, memory, ephemeral-storage or hugepages-<size>")
-			}
+			validateResourceFieldRef(e, vp+".valueFrom.resourceFieldRef", f.ResourceFieldRef, s)
 		}
 		if f.ConfigMapKeyRef != nil {
 			n++
@@ -655,4 +658,39 @@ func validatePortRef(e *errs, p string, port intstr.IntOrString) {
 	if port.IntVal < 1 || port.IntVal > 65535 {
 		e.invalid(p, "must be between 1 and 65535")
 	}
+}
+
+// Divisors the API server allows for a resourceFieldRef.
+var (
+	cpuDivisors     = []string{"1m", "1"}
+	storageDivisors = []string{"1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei"}
+)
+
+func validateResourceFieldRef(e *errs, p string, r *corev1.ResourceFieldSelector, s *corev1.PodSpec) {
+	if !resourceRefRE.MatchString(r.Resource) {
+		e.invalid(p+".resource", "must be limits.<resource> or requests.<resource> for cpu, memory, ephemeral-storage or hugepages-<size>")
+		return
+	}
+	if r.ContainerName != "" && !hasContainer(s, r.ContainerName) {
+		e.invalid(p+".containerName", "no container "+strconv.Quote(r.ContainerName)+" in the pod")
+	}
+	if r.Divisor.IsZero() {
+		return
+	}
+	allowed := storageDivisors
+	if strings.HasSuffix(r.Resource, ".cpu") {
+		allowed = cpuDivisors
+	}
+	if !slices.ContainsFunc(allowed, func(d string) bool { return r.Divisor.Cmp(resource.MustParse(d)) == 0 }) {
+		e.invalid(p+".divisor", "must be one of "+strings.Join(allowed, ", "))
+	}
+}
+
+func hasContainer(s *corev1.PodSpec, name string) bool {
+	for _, list := range [][]corev1.Container{s.InitContainers, s.Containers} {
+		if slices.ContainsFunc(list, func(c corev1.Container) bool { return c.Name == name }) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,75 @@
+package reconcile
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// setUpMemoryEmptyDir mounts a tmpfs on an emptyDir's host directory, as
+// kubelet's emptyDir plugin does for medium Memory, so that it works with any
+// CRI runtime: the container bind-mounts a directory that is already RAM.
+// The size is the volume's sizeLimit when set (else tmpfs's default, half of
+// RAM). A directory that is already a mount point (a second container of the
+// pod, or a restarted jetlet) is left as it is. It needs CAP_SYS_ADMIN:
+// cmd/jetlet has the validator reject medium Memory when not root.
+func setUpMemoryEmptyDir(dir string, d *corev1.EmptyDirVolumeSource) error {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return err
+	}
+	mounted, err := isMountPoint(dir)
+	if err != nil || mounted {
+		return err
+	}
+	opts := "mode=0777"
+	if d.SizeLimit != nil && d.SizeLimit.Sign() > 0 {
+		opts += ",size=" + strconv.FormatInt(d.SizeLimit.Value(), 10)
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
+	}
+	return nil
+}
+
+// isMountPoint reports whether dir is on another device than its parent.
+func isMountPoint(dir string) (bool, error) {
+	var st, parent unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return false, err
+	}
+	if err := unix.Lstat(filepath.Dir(dir), &parent); err != nil {
+		return false, err
+	}
+	return st.Dev != parent.Dev, nil
+}
+
+// tearDownEmptyDirs unmounts the tmpfs of every emptyDir of a pod, before
+// its data directory is removed (a removal through a mount would empty the
+// tmpfs and then fail on the busy mount point).
+func (m *Manager) tearDownEmptyDirs(uid string) error {
+	root := filepath.Join(m.podDataDir(uid), "volumes", emptyDirPluginDir)
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		dir := filepath.Join(root, e.Name())
+		mounted, err := isMountPoint(dir)
+		if err != nil || !mounted {
+			continue
+		}
+		if err := unix.Unmount(dir, 0); err != nil {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", dir, err))
+		}
+	}
+	return errors.Join(errs...)
+}
