@@ -101,17 +101,21 @@ func subscript(path, prefix string) (string, bool) {
 	return strings.CutSuffix(rest, "']")
 }
 
-// expandCommandAndArgs expands $(VAR) in command and args with the
-// container's final environment.
-func expandCommandAndArgs(c *corev1.Container, envs []*runtimeapi.KeyValue) ([]string, []string) {
+// envMapping looks variables up in the container's final environment, for
+// the $(VAR) of command, args and subPathExpr.
+func envMapping(envs []*runtimeapi.KeyValue) func(string) (string, bool) {
 	values := make(map[string]string, len(envs))
 	for _, e := range envs {
 		values[e.Key] = string(e.Value)
 	}
-	mapping := func(name string) (string, bool) {
+	return func(name string) (string, bool) {
 		v, ok := values[name]
 		return v, ok
 	}
+}
+
+// expandCommandAndArgs expands $(VAR) in command and args.
+func expandCommandAndArgs(c *corev1.Container, mapping func(string) (string, bool)) ([]string, []string) {
 	var cmd, args []string
 	for _, s := range c.Command {
 		cmd = append(cmd, expand(s, mapping))

@@ -112,6 +112,18 @@ func TestDecodeIntentErrors(t *testing.T) {
 		{"resource claims", intentJSON(func(m map[string]any) {
 			specOf(m)["resourceClaims"] = []any{map[string]any{"name": "gpu"}}
 		}), target, "pod.spec.resourceClaims", ErrUnsupported},
+		{"memory emptyDir on a node that cannot mount tmpfs", intentJSON(func(m map[string]any) {
+			specOf(m)["volumes"] = []any{map[string]any{"name": "ram", "emptyDir": map[string]any{"medium": "Memory"}}}
+		}), IntentTarget{Node: "n1", UID: "u1", NoMemoryEmptyDir: true}, "pod.spec.volumes[0].emptyDir.medium", ErrUnsupported},
+		{"resourceFieldRef cpu divisor", intentJSON(func(m map[string]any) {
+			container0(m)["env"] = []any{map[string]any{"name": "C", "valueFrom": map[string]any{"resourceFieldRef": map[string]any{"resource": "limits.cpu", "divisor": "1Mi"}}}}
+		}), target, "pod.spec.containers[0].env[0].valueFrom.resourceFieldRef.divisor", ErrInvalid},
+		{"resourceFieldRef unknown container", intentJSON(func(m map[string]any) {
+			container0(m)["env"] = []any{map[string]any{"name": "C", "valueFrom": map[string]any{"resourceFieldRef": map[string]any{"resource": "limits.memory", "containerName": "nope"}}}}
+		}), target, "pod.spec.containers[0].env[0].valueFrom.resourceFieldRef.containerName", ErrInvalid},
+		{"hugepages page size", intentJSON(func(m map[string]any) {
+			container0(m)["resources"] = map[string]any{"limits": map[string]any{"hugepages-big": "2Mi"}}
+		}), target, "pod.spec.containers[0].resources.limits[hugepages-big]", ErrInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

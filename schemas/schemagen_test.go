@@ -397,11 +397,18 @@ func (g *schemaGen) podIntent() obj {
 	ps := g.def("PodSpec")
 	g.require("PodSpec", "containers")
 	g.set("PodSpec", "containers", obj{"minItems": 1})
-	g.forbid("PodSpec", "ephemeralContainers", "resourceClaims", "imagePullSecrets")
+	g.forbid("PodSpec", "ephemeralContainers", "resourceClaims", "imagePullSecrets",
+		"dnsConfig", "hostAliases", "runtimeClassName", "overhead", "readinessGates", "resources")
+	g.set("PodSpec", "setHostnameAsFQDN", obj{"enum": []any{false, nil}})
+	g.set("PodSpec", "hostUsers", obj{"enum": []any{true, nil}})
+	g.forbid("PodSecurityContext", "windowsOptions", "seLinuxChangePolicy")
+	g.forbid("SecurityContext", "windowsOptions")
+	g.set("SecurityContext", "procMount", obj{"enum": []any{string(corev1.DefaultProcMount), nil}})
+	g.forbid("Lifecycle", "stopSignal")
 	g.set("PodSpec", "terminationGracePeriodSeconds", obj{"minimum": 0})
 	g.set("PodSpec", "activeDeadlineSeconds", obj{"minimum": 1})
 	g.set("PodSpec", "hostname", obj{"pattern": optional(dnsLabelPattern), "maxLength": 63})
-	g.set("PodSpec", "subdomain", obj{"pattern": optional(dnsLabelPattern), "maxLength": 63})
+	g.set("PodSpec", "subdomain", obj{"maxLength": 0})
 	g.set("PodOS", "name", obj{"enum": []any{string(corev1.Linux)}})
 	ps["allOf"] = []any{
 		obj{
@@ -412,12 +419,6 @@ func (g *schemaGen) podIntent() obj {
 			"properties": obj{"shareProcessNamespace": obj{"const": true}, "hostPID": obj{"const": true}},
 			"required":   []any{"shareProcessNamespace", "hostPID"},
 		}},
-		obj{
-			"if": obj{"properties": obj{"hostUsers": obj{"const": false}}, "required": []any{"hostUsers"}},
-			"then": obj{"properties": obj{
-				"hostNetwork": obj{"const": false}, "hostPID": obj{"const": false}, "hostIPC": obj{"const": false},
-			}},
-		},
 	}
 
 	// Volumes: hostPath and emptyDir only.
@@ -435,6 +436,10 @@ func (g *schemaGen) podIntent() obj {
 	g.require("HostPathVolumeSource", "path")
 	g.set("HostPathVolumeSource", "path", obj{"pattern": "^/"})
 	g.set("EmptyDirVolumeSource", "sizeLimit", nullable(quantitySchema(true)))
+	g.set("EmptyDirVolumeSource", "mode", obj{"minimum": 0, "maximum": 0o1777})
+	// A sizeLimit is the tmpfs's size: medium Memory only.
+	g.def("EmptyDirVolumeSource")["if"] = obj{"not": obj{"properties": obj{"medium": obj{"const": string(corev1.StorageMediumMemory)}}, "required": []any{"medium"}}}
+	g.def("EmptyDirVolumeSource")["then"] = obj{"properties": obj{"sizeLimit": obj{"type": "null"}}}
 
 	// Containers.
 	g.require("Container", "name", "image")
@@ -476,6 +481,7 @@ func (g *schemaGen) podIntent() obj {
 	g.set("ResourceFieldSelector", "resource", obj{"pattern": resourceRefPattern})
 
 	g.forbid("ResourceRequirements", "claims")
+	g.set("ResourceRequirements", "limits", obj{"properties": obj{string(corev1.ResourceEphemeralStorage): false}})
 	g.set("ContainerResizePolicy", "resourceName", obj{"enum": []any{string(corev1.ResourceCPU), string(corev1.ResourceMemory)}})
 
 	g.require("VolumeMount", "name", "mountPath")

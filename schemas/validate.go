@@ -130,10 +130,45 @@ func validatePodSpec(e *errs, s *corev1.PodSpec, want IntentTarget) {
 		e.unsupported(p+".resourceClaims", "dynamic resource allocation needs the API server")
 	}
 	if len(s.ImagePullSecrets) > 0 {
-		e.unsupported(p+".imagePullSecrets", "this node cannot read Secrets; configure registry credentials in the container runtime")
+		e.unsupported(p+".imagePullSecrets", "this node cannot read Secrets; give the node its registry credentials with jetlet run --image-credentials (Docker's config.json)")
 	}
 	if s.OS != nil && s.OS.Name != corev1.Linux {
 		e.unsupported(p+".os.name", "this node runs linux pods only")
+	}
+	if s.DNSConfig != nil {
+		e.unsupported(p+".dnsConfig", "this node gives pods the runtime's DNS configuration (the host's resolv.conf), as dnsPolicy Default")
+	}
+	if len(s.HostAliases) > 0 {
+		e.unsupported(p+".hostAliases", "this node does not manage the pod's /etc/hosts")
+	}
+	if s.Subdomain != "" {
+		e.unsupported(p+".subdomain", "this node does not manage the pod's /etc/hosts, where the subdomain's fully qualified name goes")
+	}
+	if s.SetHostnameAsFQDN != nil && *s.SetHostnameAsFQDN {
+		e.unsupported(p+".setHostnameAsFQDN", "this node has no cluster domain to qualify the hostname with")
+	}
+	if s.RuntimeClassName != nil {
+		e.unsupported(p+".runtimeClassName", "this node has no RuntimeClasses: pods run with the runtime's default handler")
+	}
+	if len(s.Overhead) > 0 {
+		e.unsupported(p+".overhead", "pod overhead comes from a RuntimeClass, which this node does not have")
+	}
+	if len(s.ReadinessGates) > 0 {
+		e.unsupported(p+".readinessGates", "readiness gates are conditions set through the API server, which this node does not have")
+	}
+	if s.HostUsers != nil && !*s.HostUsers {
+		e.unsupported(p+".hostUsers", "this node does not run pods in user namespaces")
+	}
+	if s.Resources != nil {
+		e.unsupported(p+".resources", "pod-level resources need a pod cgroup, which this node does not manage")
+	}
+	if sc := s.SecurityContext; sc != nil {
+		if sc.WindowsOptions != nil {
+			e.unsupported(p+".securityContext.windowsOptions", "this node runs linux pods only")
+		}
+		if sc.SELinuxChangePolicy != nil {
+			e.unsupported(p+".securityContext.seLinuxChangePolicy", "this node leaves SELinux relabelling of volumes to the runtime")
+		}
 	}
 
 	switch s.RestartPolicy {
@@ -172,10 +207,6 @@ func validatePodSpec(e *errs, s *corev1.PodSpec, want IntentTarget) {
 		if _, err := netip.ParseAddr(a.IP); err != nil {
 			e.invalid(idx(p+".hostAliases", i)+".ip", "must be an IP address")
 		}
-	}
-	validateResourceList(e, p+".overhead", s.Overhead)
-	if s.Resources != nil {
-		validateResources(e, p+".resources", s.Resources)
 	}
 
 	volumes := validateVolumes(e, s.Volumes, want.NoMemoryEmptyDir)
@@ -240,8 +271,14 @@ func validateVolumes(e *errs, vols []corev1.Volume, noMemory bool) map[string]bo
 			default:
 				e.unsupported(p+".emptyDir.medium", `this node supports the medium "" (disk) and "Memory" only`)
 			}
-			if d.SizeLimit != nil && d.SizeLimit.Sign() < 0 {
+			switch {
+			case d.SizeLimit != nil && d.SizeLimit.Sign() < 0:
 				e.invalid(p+".emptyDir.sizeLimit", "must be >= 0")
+			case d.SizeLimit != nil && d.Medium != corev1.StorageMediumMemory:
+				e.unsupported(p+".emptyDir.sizeLimit", `this node does not evict pods for local storage use; a sizeLimit is honoured for medium "Memory" (the tmpfs's size) only`)
+			}
+			if d.Mode != nil && (*d.Mode < 0 || *d.Mode > 0o1777) {
+				e.invalid(p+".emptyDir.mode", "must be between 0 and 01777")
 			}
 		}
 	}
@@ -322,6 +359,18 @@ func validateContainer(e *errs, p string, c *corev1.Container, init bool, names,
 		}
 	}
 
+	if sc := c.SecurityContext; sc != nil {
+		if sc.WindowsOptions != nil {
+			e.unsupported(p+".securityContext.windowsOptions", "this node runs linux pods only")
+		}
+		if sc.ProcMount != nil && *sc.ProcMount == corev1.UnmaskedProcMount {
+			e.unsupported(p+".securityContext.procMount", `"Unmasked" needs a user namespace, which this node does not give pods`)
+		}
+	}
+	if _, ok := c.Resources.Limits[corev1.ResourceEphemeralStorage]; ok {
+		e.unsupported(p+".resources.limits[ephemeral-storage]", "this node does not evict pods for local storage use")
+	}
+
 	privileged := c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged
 	if privileged && !allowPrivileged {
 		e.unsupported(p+".securityContext.privileged", "privileged containers are not allowed on this node (jetlet run --allow-privileged)")
@@ -367,8 +416,8 @@ func validateContainer(e *errs, p string, c *corev1.Container, init bool, names,
 		if l.PreStop != nil {
 			validateLifecycleHandler(e, p+".lifecycle.preStop", l.PreStop)
 		}
-		if l.StopSignal != nil && !strings.HasPrefix(string(*l.StopSignal), "SIG") {
-			e.invalid(p+".lifecycle.stopSignal", "must be a signal name such as SIGTERM")
+		if l.StopSignal != nil {
+			e.unsupported(p+".lifecycle.stopSignal", "containers are stopped with the runtime's stop signal (the image's, else SIGTERM)")
 		}
 	}
 }
@@ -487,6 +536,10 @@ func validateResourceList(e *errs, p string, l corev1.ResourceList) {
 		np := p + "[" + string(name) + "]"
 		if !resourceNameRE.MatchString(string(name)) {
 			e.unsupported(np, "this node accounts for cpu, memory, ephemeral-storage and hugepages-<size> only; extended resources need a device plugin")
+		} else if size, ok := strings.CutPrefix(string(name), corev1.ResourceHugePagesPrefix); ok {
+			if q, err := resource.ParseQuantity(size); err != nil || q.Sign() <= 0 {
+				e.invalid(np, "hugepages-<size> needs a page size such as 2Mi or 1Gi")
+			}
 		}
 		if q.Sign() < 0 {
 			e.invalid(np, "must be >= 0")

@@ -11,6 +11,42 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
+// setUpEmptyDir makes an emptyDir's host directory, as kubelet's emptyDir
+// plugin: a directory under the data dir, a tmpfs for medium Memory; mode
+// 0777 unless the volume's mode says otherwise; with a pod fsGroup, owned by
+// that group, group-writable and setgid (kubelet's SetVolumeOwnership on a
+// new volume: nothing inside it to change yet, whatever the
+// fsGroupChangePolicy).
+func setUpEmptyDir(dir string, d *corev1.EmptyDirVolumeSource, psc *corev1.PodSecurityContext) error {
+	switch d.Medium {
+	case corev1.StorageMediumDefault:
+		if err := os.MkdirAll(dir, 0o777); err != nil {
+			return err
+		}
+	case corev1.StorageMediumMemory:
+		if err := setUpMemoryEmptyDir(dir, d); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("emptyDir medium %q is not supported", d.Medium)
+	}
+	mode := os.FileMode(0o777)
+	if d.Mode != nil {
+		mode = os.FileMode(*d.Mode) & os.ModePerm
+		if *d.Mode&unix.S_ISVTX != 0 {
+			mode |= os.ModeSticky
+		}
+	}
+	if psc != nil && psc.FSGroup != nil {
+		if err := os.Lchown(dir, -1, int(*psc.FSGroup)); err != nil {
+			return fmt.Errorf("fsGroup %d: %w", *psc.FSGroup, err)
+		}
+		mode |= 0o070 | os.ModeSetgid
+	}
+	// MkdirAll honours the umask; the mode is set as asked.
+	return os.Chmod(dir, mode)
+}
+
 // setUpMemoryEmptyDir mounts a tmpfs on an emptyDir's host directory, as
 // kubelet's emptyDir plugin does for medium Memory, so that it works with any
 // CRI runtime: the container bind-mounts a directory that is already RAM.
@@ -26,7 +62,7 @@ func setUpMemoryEmptyDir(dir string, d *corev1.EmptyDirVolumeSource) error {
 	if err != nil || mounted {
 		return err
 	}
-	opts := "mode=0777"
+	opts := "mode=0700" // setUpEmptyDir sets the volume's mode
 	if d.SizeLimit != nil && d.SizeLimit.Sign() > 0 {
 		opts += ",size=" + strconv.FormatInt(d.SizeLimit.Value(), 10)
 	}
