@@ -21,6 +21,7 @@ func ptr[T any](v T) *T { return &v }
 // honoured-or-rejected audit (schemas/audit_test.go) names this test for
 // these fields.
 func TestContainerConfigHonoursSpecFields(t *testing.T) {
+	hostDir := t.TempDir()
 	base := func() *corev1.Pod {
 		return testPod(corev1.Container{Name: "app", Image: "img:1", Command: []string{"x"}})
 	}
@@ -115,13 +116,45 @@ func TestContainerConfigHonoursSpecFields(t *testing.T) {
 				t.Errorf("subPathExpr directory: %v", err)
 			}
 		}},
+		{"hostPath volumes: DirectoryOrCreate made, subPath inside", func(p *corev1.Pod, c *corev1.Container) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+				Path: hostDir + "/made", Type: ptr(corev1.HostPathDirectoryOrCreate)}}}}
+			c.VolumeMounts = []corev1.VolumeMount{{Name: "h", MountPath: "/h"}, {Name: "h", MountPath: "/sub", SubPath: "x"}}
+		}, func(t *testing.T, cfg *runtimeapi.ContainerConfig) {
+			if cfg.Mounts[0].HostPath != hostDir+"/made" || cfg.Mounts[1].HostPath != hostDir+"/made/x" {
+				t.Errorf("mounts %v", cfg.Mounts)
+			}
+			if fi, err := os.Stat(hostDir + "/made"); err != nil || !fi.IsDir() {
+				t.Errorf("DirectoryOrCreate: %v", err)
+			}
+		}},
+		{"downward API fieldRefs", func(p *corev1.Pod, c *corev1.Container) {
+			p.Labels, p.Annotations = map[string]string{"app": "web"}, map[string]string{"team": "x"}
+			p.Spec.ServiceAccountName = "builder"
+			for _, f := range []string{"metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels['app']",
+				"metadata.annotations['team']", "spec.nodeName", "spec.serviceAccountName", "status.podIP", "status.podIPs", "status.hostIP"} {
+				c.Env = append(c.Env, corev1.EnvVar{Name: f, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: f}}})
+			}
+		}, func(t *testing.T, cfg *runtimeapi.ContainerConfig) {
+			var got []string
+			for _, e := range cfg.Envs {
+				got = append(got, string(e.Value))
+			}
+			if want := []string{"p", "ns", "uid1", "web", "x", "n1", "builder", "10.0.0.1", "10.0.0.1,fd00::1", "192.0.2.1"}; !slices.Equal(got, want) {
+				t.Errorf("env values %q, want %q", got, want)
+			}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, _ := newTestManager(t, fakecri.New())
+			m, err := New(fakecri.New(), &eventLog{}, Config{NodeName: "n1", NodeIP: "192.0.2.1", DataDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
 			pod := base()
 			tt.edit(pod, &pod.Spec.Containers[0])
-			cfg, err := m.generateContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], 0, "img:1", podNetwork{}, false)
+			cfg, err := m.generateContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], 0, "img:1",
+				podNetwork{podIP: "10.0.0.1", podIPs: []string{"10.0.0.1", "fd00::1"}}, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,7 +169,7 @@ func TestContainerConfigHonoursSpecFields(t *testing.T) {
 // ClusterFirst without a cluster DNS, as kubelet falls back).
 func TestSandboxConfigHonoursSpecFields(t *testing.T) {
 	m, _ := newTestManager(t, fakecri.New())
-	pod := testPod(corev1.Container{Name: "app", Image: "img:1", Ports: []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080, Protocol: corev1.ProtocolUDP}}})
+	pod := testPod(corev1.Container{Name: "app", Image: "img:1", Ports: []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080, HostIP: "127.0.0.1", Protocol: corev1.ProtocolUDP}}})
 	pod.Spec.Hostname = "h"
 	pod.Spec.HostnameOverride = ptr("override")
 	pod.Spec.HostIPC = true
@@ -161,8 +194,12 @@ func TestSandboxConfigHonoursSpecFields(t *testing.T) {
 		t.Errorf("seccomp %v", cfg.Linux.SecurityContext.Seccomp)
 	case cfg.DnsConfig != nil:
 		t.Errorf("DNS config %v, want none (the runtime's)", cfg.DnsConfig)
-	case len(cfg.PortMappings) != 1 || cfg.PortMappings[0].HostPort != 8080 || cfg.PortMappings[0].Protocol != runtimeapi.Protocol_UDP:
+	case len(cfg.PortMappings) != 1 || cfg.PortMappings[0].HostPort != 8080 || cfg.PortMappings[0].HostIp != "127.0.0.1" || cfg.PortMappings[0].Protocol != runtimeapi.Protocol_UDP:
 		t.Errorf("port mappings %v", cfg.PortMappings)
+	}
+	pod.Spec.HostnameOverride = nil
+	if cfg := m.generateSandboxConfig(pod, 0); cfg.Hostname != "h" {
+		t.Errorf("hostname %q, want spec.hostname", cfg.Hostname)
 	}
 	pod.Spec.HostNetwork, pod.Spec.HostPID = true, true
 	cfg = m.generateSandboxConfig(pod, 0)
@@ -199,6 +236,13 @@ func TestRunAsNonRoot(t *testing.T) {
 		{"image user 1000", nil, nil, &runtimeapi.Int64Value{Value: 1000}, "", ""},
 		{"image user by name", nil, nil, nil, "nginx", "non-numeric user"},
 		{"image without user", nil, nil, nil, "", ""},
+	}
+	// The pod's runAsNonRoot applies to its containers.
+	podLevel := testPod(corev1.Container{Name: "app", Image: "img:1", Command: []string{"x"}})
+	podLevel.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(0))}
+	pm, _ := newTestManager(t, fakecri.New())
+	if err := pm.verifyRunAsNonRoot(context.Background(), podLevel, &podLevel.Spec.Containers[0], ""); err == nil || !strings.Contains(err.Error(), "runAsUser 0") {
+		t.Errorf("the pod's runAsNonRoot with the pod's runAsUser 0: %v", err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

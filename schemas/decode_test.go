@@ -107,7 +107,7 @@ func TestDecodeIntentErrors(t *testing.T) {
 		{"duplicate port name", intentJSON(func(m map[string]any) {
 			container0(m)["ports"] = []any{map[string]any{"name": "http", "containerPort": 80}, map[string]any{"name": "http", "containerPort": 81}}
 		}), target, "pod.spec.containers[0].ports[1].name", ErrInvalid},
-		{"dnsPolicy None without dnsConfig", intentJSON(func(m map[string]any) { specOf(m)["dnsPolicy"] = "None" }), target, "pod.spec.dnsConfig", ErrInvalid},
+		{"dnsPolicy None", intentJSON(func(m map[string]any) { specOf(m)["dnsPolicy"] = "None" }), target, "pod.spec.dnsPolicy", ErrUnsupported},
 		{"windows", intentJSON(func(m map[string]any) { specOf(m)["os"] = map[string]any{"name": "windows"} }), target, "pod.spec.os.name", ErrUnsupported},
 		{"resource claims", intentJSON(func(m map[string]any) {
 			specOf(m)["resourceClaims"] = []any{map[string]any{"name": "gpu"}}

@@ -147,7 +147,7 @@ func enumOf[T ~string](vals ...T) obj {
 // typeOverlays add keywords to every use of a type.
 var typeOverlays = map[reflect.Type]obj{
 	reflect.TypeFor[corev1.RestartPolicy]():            enumOf("", corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever),
-	reflect.TypeFor[corev1.DNSPolicy]():                enumOf("", corev1.DNSClusterFirst, corev1.DNSClusterFirstWithHostNet, corev1.DNSDefault, corev1.DNSNone),
+	reflect.TypeFor[corev1.DNSPolicy]():                enumOf("", corev1.DNSClusterFirst, corev1.DNSClusterFirstWithHostNet, corev1.DNSDefault),
 	reflect.TypeFor[corev1.PullPolicy]():               enumOf("", corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever),
 	reflect.TypeFor[corev1.TerminationMessagePolicy](): enumOf("", corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError),
 	reflect.TypeFor[corev1.Protocol]():                 enumOf("", corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP),
@@ -411,10 +411,6 @@ func (g *schemaGen) podIntent() obj {
 	g.set("PodSpec", "subdomain", obj{"maxLength": 0})
 	g.set("PodOS", "name", obj{"enum": []any{string(corev1.Linux)}})
 	ps["allOf"] = []any{
-		obj{
-			"if":   obj{"properties": obj{"dnsPolicy": obj{"const": string(corev1.DNSNone)}}, "required": []any{"dnsPolicy"}},
-			"then": obj{"required": []any{"dnsConfig"}},
-		},
 		obj{"not": obj{
 			"properties": obj{"shareProcessNamespace": obj{"const": true}, "hostPID": obj{"const": true}},
 			"required":   []any{"shareProcessNamespace", "hostPID"},

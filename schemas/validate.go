@@ -179,9 +179,7 @@ func validatePodSpec(e *errs, s *corev1.PodSpec, want IntentTarget) {
 	switch s.DNSPolicy {
 	case corev1.DNSClusterFirst, corev1.DNSClusterFirstWithHostNet, corev1.DNSDefault:
 	case corev1.DNSNone:
-		if s.DNSConfig == nil {
-			e.invalid(p+".dnsConfig", `required when dnsPolicy is "None"`)
-		}
+		e.unsupported(p+".dnsPolicy", `"None" takes the pod's DNS from dnsConfig, which this node does not support`)
 	default:
 		e.invalid(p+".dnsPolicy", `must be "ClusterFirst", "ClusterFirstWithHostNet", "Default" or "None"`)
 	}
