@@ -121,6 +121,12 @@ func TestDecodeIntentErrors(t *testing.T) {
 		{"resourceFieldRef unknown container", intentJSON(func(m map[string]any) {
 			container0(m)["env"] = []any{map[string]any{"name": "C", "valueFrom": map[string]any{"resourceFieldRef": map[string]any{"resource": "limits.memory", "containerName": "nope"}}}}
 		}), target, "pod.spec.containers[0].env[0].valueFrom.resourceFieldRef.containerName", ErrInvalid},
+		{"seccomp Localhost without a profile", intentJSON(func(m map[string]any) {
+			container0(m)["securityContext"] = map[string]any{"seccompProfile": map[string]any{"type": "Localhost"}}
+		}), target, "pod.spec.containers[0].securityContext.seccompProfile.localhostProfile", ErrInvalid},
+		{"hostnameOverride with hostNetwork", intentJSON(func(m map[string]any) {
+			specOf(m)["hostNetwork"], specOf(m)["hostnameOverride"] = true, "web-0"
+		}), target, "pod.spec.hostnameOverride", ErrInvalid},
 		{"hugepages page size", intentJSON(func(m map[string]any) {
 			container0(m)["resources"] = map[string]any{"limits": map[string]any{"hugepages-big": "2Mi"}}
 		}), target, "pod.spec.containers[0].resources.limits[hugepages-big]", ErrInvalid},

@@ -195,6 +195,17 @@ func validatePodSpec(e *errs, s *corev1.PodSpec, want IntentTarget) {
 	if s.Subdomain != "" && !isDNSLabel(s.Subdomain) {
 		e.invalid(p+".subdomain", "must be a DNS-1123 label")
 	}
+	if h := s.HostnameOverride; h != nil {
+		switch {
+		case len(*h) > 64 || !isDNSSubdomain(*h):
+			e.invalid(p+".hostnameOverride", "must be a DNS-1123 subdomain of at most 64 characters")
+		case s.HostNetwork:
+			e.invalid(p+".hostnameOverride", "cannot be set with hostNetwork (the pod has the node's hostname)")
+		}
+	}
+	if sc := s.SecurityContext; sc != nil {
+		validateProfiles(e, p+".securityContext", sc.SeccompProfile, sc.AppArmorProfile)
+	}
 	if s.ShareProcessNamespace != nil && *s.ShareProcessNamespace && s.HostPID {
 		e.invalid(p+".shareProcessNamespace", "cannot be true together with hostPID")
 	}
@@ -358,6 +369,7 @@ func validateContainer(e *errs, p string, c *corev1.Container, init bool, names,
 	}
 
 	if sc := c.SecurityContext; sc != nil {
+		validateProfiles(e, p+".securityContext", sc.SeccompProfile, sc.AppArmorProfile)
 		if sc.WindowsOptions != nil {
 			e.unsupported(p+".securityContext.windowsOptions", "this node runs linux pods only")
 		}
@@ -744,4 +756,37 @@ func hasContainer(s *corev1.PodSpec, name string) bool {
 		}
 	}
 	return false
+}
+
+// validateProfiles checks seccomp and AppArmor profiles as the API server:
+// a Localhost profile names its file, the other types name none.
+func validateProfiles(e *errs, p string, seccomp *corev1.SeccompProfile, apparmor *corev1.AppArmorProfile) {
+	if sp := seccomp; sp != nil {
+		switch sp.Type {
+		case corev1.SeccompProfileTypeRuntimeDefault, corev1.SeccompProfileTypeUnconfined:
+			if sp.LocalhostProfile != nil {
+				e.invalid(p+".seccompProfile.localhostProfile", `only for type "Localhost"`)
+			}
+		case corev1.SeccompProfileTypeLocalhost:
+			if sp.LocalhostProfile == nil || *sp.LocalhostProfile == "" || !isRelativeInside(*sp.LocalhostProfile) {
+				e.invalid(p+".seccompProfile.localhostProfile", `type "Localhost" needs a relative path without '..' (under <data-dir>/seccomp)`)
+			}
+		default:
+			e.invalid(p+".seccompProfile.type", `must be "RuntimeDefault", "Unconfined" or "Localhost"`)
+		}
+	}
+	if ap := apparmor; ap != nil {
+		switch ap.Type {
+		case corev1.AppArmorProfileTypeRuntimeDefault, corev1.AppArmorProfileTypeUnconfined:
+			if ap.LocalhostProfile != nil {
+				e.invalid(p+".appArmorProfile.localhostProfile", `only for type "Localhost"`)
+			}
+		case corev1.AppArmorProfileTypeLocalhost:
+			if ap.LocalhostProfile == nil || *ap.LocalhostProfile == "" {
+				e.invalid(p+".appArmorProfile.localhostProfile", `type "Localhost" needs the profile's name`)
+			}
+		default:
+			e.invalid(p+".appArmorProfile.type", `must be "RuntimeDefault", "Unconfined" or "Localhost"`)
+		}
+	}
 }
