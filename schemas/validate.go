@@ -209,14 +209,6 @@ func validatePodSpec(e *errs, s *corev1.PodSpec, want IntentTarget) {
 	if s.ShareProcessNamespace != nil && *s.ShareProcessNamespace && s.HostPID {
 		e.invalid(p+".shareProcessNamespace", "cannot be true together with hostPID")
 	}
-	if s.HostUsers != nil && !*s.HostUsers && (s.HostNetwork || s.HostPID || s.HostIPC) {
-		e.invalid(p+".hostUsers", "cannot be false together with hostNetwork, hostPID or hostIPC")
-	}
-	for i, a := range s.HostAliases {
-		if _, err := netip.ParseAddr(a.IP); err != nil {
-			e.invalid(idx(p+".hostAliases", i)+".ip", "must be an IP address")
-		}
-	}
 
 	volumes := validateVolumes(e, s.Volumes, want.NoMemoryEmptyDir)
 
