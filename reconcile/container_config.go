@@ -152,7 +152,7 @@ func (m *Manager) makeMounts(pod *corev1.Pod, c *corev1.Container, mapping func(
 			}
 		case vol.EmptyDir != nil:
 			hostPath = m.emptyDirPath(string(pod.UID), vol.Name)
-			if err := setUpEmptyDir(hostPath, vol.EmptyDir, pod.Spec.SecurityContext); err != nil {
+			if err := m.setUpEmptyDir(hostPath, pod, vol.EmptyDir); err != nil {
 				return nil, fmt.Errorf("volume %q: %w", vol.Name, err)
 			}
 		default:

@@ -17,14 +17,14 @@ import (
 // that group, group-writable and setgid (kubelet's SetVolumeOwnership on a
 // new volume: nothing inside it to change yet, whatever the
 // fsGroupChangePolicy).
-func setUpEmptyDir(dir string, d *corev1.EmptyDirVolumeSource, psc *corev1.PodSecurityContext) error {
+func (m *Manager) setUpEmptyDir(dir string, pod *corev1.Pod, d *corev1.EmptyDirVolumeSource) error {
 	switch d.Medium {
 	case corev1.StorageMediumDefault:
 		if err := os.MkdirAll(dir, 0o777); err != nil {
 			return err
 		}
 	case corev1.StorageMediumMemory:
-		if err := setUpMemoryEmptyDir(dir, d); err != nil {
+		if err := setUpMemoryEmptyDir(dir, m.memoryEmptyDirSize(pod, d)); err != nil {
 			return err
 		}
 	default:
@@ -37,7 +37,7 @@ func setUpEmptyDir(dir string, d *corev1.EmptyDirVolumeSource, psc *corev1.PodSe
 			mode |= os.ModeSticky
 		}
 	}
-	if psc != nil && psc.FSGroup != nil {
+	if psc := pod.Spec.SecurityContext; psc != nil && psc.FSGroup != nil {
 		if err := os.Lchown(dir, -1, int(*psc.FSGroup)); err != nil {
 			return fmt.Errorf("fsGroup %d: %w", *psc.FSGroup, err)
 		}
@@ -47,14 +47,61 @@ func setUpEmptyDir(dir string, d *corev1.EmptyDirVolumeSource, psc *corev1.PodSe
 	return os.Chmod(dir, mode)
 }
 
-// setUpMemoryEmptyDir mounts a tmpfs on an emptyDir's host directory, as
-// kubelet's emptyDir plugin does for medium Memory, so that it works with any
-// CRI runtime: the container bind-mounts a directory that is already RAM.
-// The size is the volume's sizeLimit when set (else tmpfs's default, half of
-// RAM). A directory that is already a mount point (a second container of the
-// pod, or a restarted jetlet) is left as it is. It needs CAP_SYS_ADMIN:
-// cmd/jetlet has the validator reject medium Memory when not root.
-func setUpMemoryEmptyDir(dir string, d *corev1.EmptyDirVolumeSource) error {
+// memoryEmptyDirSize is the size of a Memory emptyDir's tmpfs, as kubelet's
+// calculateEmptyDirMemorySize: the node's allocatable memory, or less the
+// pod's memory limit, or less the volume's sizeLimit. 0 (nothing known):
+// tmpfs's default, half of RAM.
+func (m *Manager) memoryEmptyDirSize(pod *corev1.Pod, d *corev1.EmptyDirVolumeSource) int64 {
+	size := int64(0)
+	if q, ok := m.cfg.NodeAllocatable[corev1.ResourceMemory]; ok {
+		size = q.Value()
+	}
+	lower := func(v int64) {
+		if v > 0 && (size == 0 || v <= size) {
+			size = v
+		}
+	}
+	lower(podMemoryLimit(pod))
+	if d.SizeLimit != nil {
+		lower(d.SizeLimit.Value())
+	}
+	return size
+}
+
+// podMemoryLimit is the memory limit of the pod's cgroup as kubelet sets it:
+// the app containers' and sidecars' limits added up, at least the largest
+// init container's, when every container has one; else 0 (none).
+func podMemoryLimit(pod *corev1.Pod) int64 {
+	var sum, initMax int64
+	for _, c := range pod.Spec.Containers {
+		q, ok := c.Resources.Limits[corev1.ResourceMemory]
+		if !ok || q.IsZero() {
+			return 0
+		}
+		sum += q.Value()
+	}
+	for _, c := range pod.Spec.InitContainers {
+		q, ok := c.Resources.Limits[corev1.ResourceMemory]
+		if !ok || q.IsZero() {
+			return 0
+		}
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			sum += q.Value()
+		} else {
+			initMax = max(initMax, q.Value())
+		}
+	}
+	return max(sum, initMax)
+}
+
+// setUpMemoryEmptyDir mounts a tmpfs of size bytes (0: tmpfs's default) on
+// an emptyDir's host directory, as kubelet's emptyDir plugin does for medium
+// Memory, so that it works with any CRI runtime: the container bind-mounts a
+// directory that is already RAM. A directory that is already a mount point (a
+// second container of the pod, or a restarted jetlet) is left as it is. It
+// needs CAP_SYS_ADMIN: cmd/jetlet has the validator reject medium Memory when
+// not root.
+func setUpMemoryEmptyDir(dir string, size int64) error {
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return err
 	}
@@ -63,8 +110,8 @@ func setUpMemoryEmptyDir(dir string, d *corev1.EmptyDirVolumeSource) error {
 		return err
 	}
 	opts := "mode=0700" // setUpEmptyDir sets the volume's mode
-	if d.SizeLimit != nil && d.SizeLimit.Sign() > 0 {
-		opts += ",size=" + strconv.FormatInt(d.SizeLimit.Value(), 10)
+	if size > 0 {
+		opts += ",size=" + strconv.FormatInt(size, 10)
 	}
 	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount tmpfs on %s: %w", dir, err)

@@ -48,7 +48,7 @@ func TestMemoryEmptyDirIsATmpfsUnmountedByGC(t *testing.T) {
 		t.Errorf("subPath a/b inside the tmpfs: %v", err)
 	}
 	// A second sync (a restarted container, a restarted jetlet) mounts nothing more.
-	if err := setUpMemoryEmptyDir(dir, pod.Spec.Volumes[0].EmptyDir); err != nil {
+	if err := setUpMemoryEmptyDir(dir, size.Value()); err != nil {
 		t.Fatal(err)
 	}
 	if err := unix.Unmount(dir, 0); err != nil {
@@ -57,7 +57,7 @@ func TestMemoryEmptyDirIsATmpfsUnmountedByGC(t *testing.T) {
 	if mounted, _ := isMountPoint(dir); mounted {
 		t.Fatal("two tmpfs stacked on the volume")
 	}
-	if err := setUpMemoryEmptyDir(dir, pod.Spec.Volumes[0].EmptyDir); err != nil {
+	if err := setUpMemoryEmptyDir(dir, size.Value()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -67,5 +67,53 @@ func TestMemoryEmptyDirIsATmpfsUnmountedByGC(t *testing.T) {
 	}
 	if _, err := os.Stat(m.podDataDir("uid1")); !os.IsNotExist(err) {
 		t.Errorf("the pod's data dir after GC: %v, want gone", err)
+	}
+}
+
+// The size of a Memory emptyDir's tmpfs, as kubelet's: the node's allocatable
+// memory, lowered by the pod's memory limit (only when every container has
+// one), lowered by the volume's sizeLimit.
+func TestMemoryEmptyDirSize(t *testing.T) {
+	m, err := New(fakecri.New(), &eventLog{}, Config{NodeName: "n1", DataDir: t.TempDir(),
+		NodeAllocatable: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("8Gi")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited := func(mem string) corev1.Container {
+		c := corev1.Container{Name: "c" + mem, Image: "img:1"}
+		if mem != "" {
+			c.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(mem)}
+		}
+		return c
+	}
+	sidecar := limited("64Mi")
+	sidecar.RestartPolicy = ptr(corev1.ContainerRestartPolicyAlways)
+	tests := []struct {
+		name       string
+		containers []corev1.Container
+		init       []corev1.Container
+		sizeLimit  string
+		want       string
+	}{
+		{"no limits: the node's allocatable", []corev1.Container{limited("")}, nil, "", "8Gi"},
+		{"one container without a limit: no pod limit", []corev1.Container{limited("1Gi"), limited("")}, nil, "", "8Gi"},
+		{"the pod's limit: the sum", []corev1.Container{limited("1Gi"), limited("512Mi")}, nil, "", "1536Mi"},
+		{"an init container's larger limit", []corev1.Container{limited("256Mi")}, []corev1.Container{limited("2Gi")}, "", "2Gi"},
+		{"a sidecar adds up", []corev1.Container{limited("256Mi")}, []corev1.Container{sidecar}, "", "320Mi"},
+		{"a smaller sizeLimit", []corev1.Container{limited("1Gi")}, nil, "100Mi", "100Mi"},
+		{"a sizeLimit above the pod's limit", []corev1.Container{limited("1Gi")}, nil, "4Gi", "1Gi"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := testPod(tt.containers...)
+			pod.Spec.InitContainers = tt.init
+			d := &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}
+			if tt.sizeLimit != "" {
+				d.SizeLimit = ptr(resource.MustParse(tt.sizeLimit))
+			}
+			if got, want := m.memoryEmptyDirSize(pod, d), resource.MustParse(tt.want); got != want.Value() {
+				t.Errorf("size %d, want %s (%d)", got, tt.want, want.Value())
+			}
+		})
 	}
 }

@@ -285,7 +285,7 @@ var fieldAnswers = []fieldAnswer{
 	{path: "spec.volumes.hostPath.type", tests: []string{tSpecFields}},
 	{path: "spec.volumes.emptyDir.medium", tests: []string{tMemoryEmptyDir, "schemas.TestDecodeIntentErrors"},
 		note: "Memory: a tmpfs jetlet mounts; rejected when jetlet does not run as root"},
-	{path: "spec.volumes.emptyDir.sizeLimit", tests: []string{tMemoryEmptyDir}, note: "the tmpfs's size",
+	{path: "spec.volumes.emptyDir.sizeLimit", tests: []string{tMemoryEmptyDir, "reconcile.TestMemoryEmptyDirSize"}, note: "bounds the tmpfs's size",
 		rejects: func(m map[string]any) {
 			specOf(m)["volumes"] = []any{map[string]any{"name": "d", "emptyDir": map[string]any{"sizeLimit": "1Gi"}}}
 		}},
