@@ -75,6 +75,7 @@ const (
 	tPullPolicy        = "reconcile.TestPullPolicyDefault"
 	tPrivileged        = "schemas.TestDecodeIntentAllowPrivileged"
 	tE2EFields         = "test/e2e.TestResourceFieldRefAndMemoryEmptyDir"
+	tCtrdFields        = "test/e2e/containerd/pods.TestResourceFieldRefAndMemoryEmptyDirOnContainerd"
 	tCtrdStarts        = "test/e2e/containerd/pods.TestPodStartsAndRuns"
 	tCtrdGrace         = "test/e2e/containerd/pods.TestDeleteKillsProcessIgnoringSIGTERMAfterGrace"
 )
@@ -116,7 +117,7 @@ var fieldAnswers = []fieldAnswer{
 	{path: "spec.containers.env.valueFrom.fieldRef.apiVersion", tests: []string{tSpecFields}},
 	{path: "spec.containers.env.valueFrom.fieldRef.fieldPath", tests: []string{tSpecFields, tSyncPodStarts}},
 	{path: "spec.containers.env.valueFrom.resourceFieldRef.containerName", tests: []string{tResourceFieldRef, tE2EFields}},
-	{path: "spec.containers.env.valueFrom.resourceFieldRef.resource", tests: []string{tResourceFieldRef, tE2EFields}},
+	{path: "spec.containers.env.valueFrom.resourceFieldRef.resource", tests: []string{tResourceFieldRef, tE2EFields, tCtrdFields}},
 	{path: "spec.containers.env.valueFrom.resourceFieldRef.divisor", tests: []string{tResourceFieldRef, tE2EFields}},
 	{path: "spec.containers.env.valueFrom.configMapKeyRef", subtree: true, rejects: func(m map[string]any) {
 		container0(m)["env"] = []any{map[string]any{"name": "A", "valueFrom": map[string]any{"configMapKeyRef": map[string]any{"name": "c", "key": "k"}}}}
@@ -284,7 +285,7 @@ var fieldAnswers = []fieldAnswer{
 	{path: "spec.volumes.name", tests: []string{tContainerConfig, tSpecFields}},
 	{path: "spec.volumes.hostPath.path", tests: []string{tSpecFields}},
 	{path: "spec.volumes.hostPath.type", tests: []string{tSpecFields}},
-	{path: "spec.volumes.emptyDir.medium", tests: []string{tMemoryEmptyDir, tE2EFields, "schemas.TestDecodeIntentErrors"},
+	{path: "spec.volumes.emptyDir.medium", tests: []string{tMemoryEmptyDir, tE2EFields, tCtrdFields, "schemas.TestDecodeIntentErrors"},
 		note: "Memory: a tmpfs jetlet mounts; rejected when jetlet does not run as root"},
 	{path: "spec.volumes.emptyDir.sizeLimit", tests: []string{tMemoryEmptyDir, "reconcile.TestMemoryEmptyDirSize", tE2EFields}, note: "bounds the tmpfs's size",
 		rejects: func(m map[string]any) {
