@@ -203,7 +203,7 @@ func (c *Consumer) Run(ctx context.Context, drain time.Duration) error {
 			case <-keepAlive.C:
 				c.keepAlive()
 			case <-deadline.C:
-				c.log.Warn().Dur("drain", drain).Msg("in-flight syncs did not finish in time; cancelling them")
+				c.log.Warn().Dur("drain_ms", drain).Msg("in-flight syncs did not finish in time; cancelling them")
 				cancelSyncs()
 			}
 		}
@@ -257,7 +257,7 @@ func (c *Consumer) Run(ctx context.Context, drain time.Duration) error {
 func (c *Consumer) recoverWithRetry(ctx context.Context) error {
 	b := backoff.WithContext(backoff.NewExponentialBackOff(backoff.WithMaxElapsedTime(0), backoff.WithMaxInterval(10*time.Second)), ctx)
 	return backoff.RetryNotify(func() error { return c.recover(ctx) }, b, func(err error, next time.Duration) {
-		c.log.Warn().Err(err).Dur("retry_in", next).Msg("recovering the desired state failed; retrying")
+		c.log.Warn().Err(err).Dur("retry_in_ms", next).Msg("recovering the desired state failed; retrying")
 	})
 }
 

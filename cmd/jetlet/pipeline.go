@@ -14,9 +14,11 @@ import (
 	"github.com/jetlet/jetlet/consumer"
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/reconcile"
+	"github.com/jetlet/jetlet/reconcile/containerlogs"
 	"github.com/jetlet/jetlet/reconcile/pleg"
 	"github.com/jetlet/jetlet/reconcile/podworkers"
 	"github.com/jetlet/jetlet/runtime"
+	"github.com/jetlet/jetlet/runtime/probe"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -31,6 +33,10 @@ const rederiveCheck = 5 * time.Second
 // The CRI client is reconcile's runtime as it is: reconcile declares its
 // roles with the client's own signatures.
 var _ reconcile.Runtime = (*runtime.Client)(nil)
+
+// runtime/probe runs reconcile's probe and hook handlers without importing
+// reconcile: the outcome type is shared through runtime/probe/outcome.
+var _ reconcile.HandlerRunner = (*probe.Runner)(nil)
 
 // servePipeline runs the node's pipeline (publisher, relist, pod workers,
 // consumer, garbage collection, heartbeat) until ctx is done, then drains it:
@@ -79,6 +85,12 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 		Logger:       log,
 		Registerer:   reg,
 	})
+	if err != nil {
+		return err
+	}
+	logCfg := a.cfg.containerLogs
+	logCfg.Logger = log
+	rotation, err := containerlogs.New(client, logCfg)
 	if err != nil {
 		return err
 	}
@@ -131,6 +143,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 		}, log)
 	})
 	bg.Go(func() { rederiveAfterDrops(bgCtx, pub, relister, a) })
+	bg.Go(func() { rotation.Run(bgCtx) })
 
 	runErr := cons.Run(ctx, a.cfg.shutdownTimeout)
 	stopBG()
