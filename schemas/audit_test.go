@@ -103,7 +103,7 @@ var fieldAnswers = []fieldAnswer{
 	{path: "spec.containers.ports.name", pending: "probes", note: "probes and hooks reach a port by name"},
 
 	// ---- Containers. ----
-	{path: "spec.containers.name", tests: []string{tContainerConfig, tSyncPodStarts}},
+	{path: "spec.containers.name", tests: []string{tContainerConfig, tSyncPodStarts, tInitInOrder}},
 	{path: "spec.containers.image", tests: []string{tContainerConfig, tCtrdStarts}},
 	{path: "spec.containers.imagePullPolicy", tests: []string{tImagePullBackOff, tPullPolicy}},
 	{path: "spec.containers.command", tests: []string{tContainerConfig, tSyncPodStarts}},
