@@ -179,9 +179,14 @@ func TestSandboxConfigHonoursSpecFields(t *testing.T) {
 		Sysctls: []corev1.Sysctl{{Name: "net.core.somaxconn", Value: "1024"}}, FSGroup: ptr(int64(2000)),
 		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
+	pod.Labels, pod.Annotations = map[string]string{"app": "web"}, map[string]string{"team": "x"}
 	cfg := m.generateSandboxConfig(pod, 0)
 	ns := cfg.Linux.SecurityContext.NamespaceOptions
 	switch {
+	case cfg.Metadata.Name != "p" || cfg.Metadata.Namespace != "ns" || cfg.Metadata.Uid != "uid1":
+		t.Errorf("metadata %v", cfg.Metadata)
+	case cfg.Labels["app"] != "web" || cfg.Labels[LabelPodUID] != "uid1" || cfg.Annotations["team"] != "x":
+		t.Errorf("labels %v annotations %v", cfg.Labels, cfg.Annotations)
 	case cfg.Hostname != "override":
 		t.Errorf("hostname %q, want the override", cfg.Hostname)
 	case ns.Ipc != runtimeapi.NamespaceMode_NODE || ns.Pid != runtimeapi.NamespaceMode_POD || ns.Network != runtimeapi.NamespaceMode_POD:
@@ -309,5 +314,19 @@ func TestEmptyDirModeAndFSGroup(t *testing.T) {
 	fi, err := os.Stat(m.emptyDirPath("uid1", "shared"))
 	if err != nil || fi.Sys().(*syscall.Stat_t).Gid != 2000 {
 		t.Errorf("the volume's group: %v (%v), want the fsGroup 2000", fi, err)
+	}
+}
+
+// A pod's deletionGracePeriodSeconds is the grace period of its kills, over
+// its terminationGracePeriodSeconds, as kubelet's killContainer.
+func TestDeletionGracePeriodSecondsWinsForKills(t *testing.T) {
+	pod := testPod(corev1.Container{Name: "app", Image: "img:1"})
+	pod.Spec.TerminationGracePeriodSeconds = ptr(int64(30))
+	if g := gracePeriod(pod, &ContainerStatus{}, &pod.Spec.Containers[0], killing{}); g != 30 {
+		t.Errorf("without a deletion grace period: %d, want 30", g)
+	}
+	pod.DeletionGracePeriodSeconds = ptr(int64(7))
+	if g := gracePeriod(pod, &ContainerStatus{}, &pod.Spec.Containers[0], killing{}); g != 7 {
+		t.Errorf("with deletionGracePeriodSeconds 7: %d", g)
 	}
 }

@@ -16,10 +16,11 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Honoured or rejected, never silently dropped (CONTRACT.md section 3): every
-// field of a pod spec that DecodeIntent accepts is listed below with what
+// field of a pod's metadata and spec that DecodeIntent accepts is listed below with what
 // answers for it. TestEveryAcceptedFieldIsHonouredOrRejected walks the Go
 // types of k8s.io/api, so a field that a new k8s.io/api brings fails the test
 // until someone classifies it here.
@@ -79,6 +80,9 @@ const (
 	tCtrdStarts        = "test/e2e/containerd/pods.TestPodStartsAndRuns"
 	tCtrdGrace         = "test/e2e/containerd/pods.TestDeleteKillsProcessIgnoringSIGTERMAfterGrace"
 )
+
+// apiServer is the answer for the API server's bookkeeping.
+const apiServer = "the API server's bookkeeping; kubelet does not read it to run the pod"
 
 func scheduler(what string) string {
 	return what + ": the scheduler's; a pod reaches this node already placed on it"
@@ -281,6 +285,23 @@ var fieldAnswers = []fieldAnswer{
 	{path: "spec.priorityClassName", nothing: scheduler("the priority class")},
 	{path: "spec.preemptionPolicy", nothing: scheduler("preemption")},
 
+	// ---- Metadata. ----
+	{path: "metadata.name", tests: []string{tSandboxFields, tSyncPodStarts}},
+	{path: "metadata.namespace", tests: []string{tSandboxFields, tSyncPodStarts}},
+	{path: "metadata.uid", tests: []string{tSandboxFields, tSyncPodStarts}},
+	{path: "metadata.labels", tests: []string{tSandboxFields, tSpecFields}},
+	{path: "metadata.annotations", tests: []string{tSandboxFields, tSpecFields}},
+	{path: "metadata.deletionGracePeriodSeconds", tests: []string{"reconcile.TestDeletionGracePeriodSecondsWinsForKills"}},
+	{path: "metadata.deletionTimestamp", tests: []string{tComputePodActions}, note: "no container is started again; a delete is an intent with op delete"},
+	{path: "metadata.generateName", nothing: apiServer},
+	{path: "metadata.selfLink", nothing: apiServer},
+	{path: "metadata.resourceVersion", nothing: apiServer},
+	{path: "metadata.generation", nothing: apiServer},
+	{path: "metadata.creationTimestamp", nothing: apiServer},
+	{path: "metadata.ownerReferences", subtree: true, nothing: apiServer},
+	{path: "metadata.finalizers", nothing: apiServer},
+	{path: "metadata.managedFields", subtree: true, nothing: apiServer},
+
 	// ---- Volumes (every source but hostPath and emptyDir: volumeSourceAnswers). ----
 	{path: "spec.volumes.name", tests: []string{tContainerConfig, tSpecFields}},
 	{path: "spec.volumes.hostPath.path", tests: []string{tSpecFields}},
@@ -421,7 +442,9 @@ func TestEveryAcceptedFieldIsHonouredOrRejected(t *testing.T) {
 		byPath[a.path] = a
 	}
 	paths := map[string]bool{}
-	acceptedFieldPaths("spec", reflect.TypeFor[corev1.PodSpec](), func(p string) bool { return byPath[p].subtree }, paths)
+	stop := func(p string) bool { return byPath[p].subtree }
+	acceptedFieldPaths("metadata", reflect.TypeFor[metav1.ObjectMeta](), stop, paths)
+	acceptedFieldPaths("spec", reflect.TypeFor[corev1.PodSpec](), stop, paths)
 
 	known := repoTests(t)
 	used := map[string]bool{}
