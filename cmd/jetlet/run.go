@@ -238,6 +238,18 @@ func (a *agent) run(ctx context.Context) error {
 	if a.credentials, err = loadImageCredentials(a.cfg.imageCredentials, a.cfg.dataDir, logger); err != nil {
 		return err
 	}
+	stopTracing, err := setupTracing(ctx, a.cfg.node)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// The spans of the drain are exported too, within the shutdown timeout.
+		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.shutdownTimeout)
+		defer cancel()
+		if err := stopTracing(flushCtx); err != nil {
+			a.log.Warn().Err(err).Msg("not every span was exported before exit")
+		}
+	}()
 	a.addReadinessChecks()
 	reg := newRegistry()
 	a.deniedTotal = newDeniedCounter(reg)
