@@ -88,6 +88,9 @@ type Config struct {
 	// Credentials gives the registry credentials of image pulls. Default:
 	// none (the runtime's own registry configuration applies).
 	Credentials Credentials
+	// Handlers runs the exec and httpGet handlers of lifecycle hooks (the
+	// prober's runner). Without it such a hook fails with a message saying so.
+	Handlers HandlerRunner
 	// Logger is used with component=reconcile. The zero value logs nothing.
 	Logger zerolog.Logger
 }

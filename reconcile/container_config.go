@@ -37,6 +37,13 @@ func (m *Manager) generateContainerConfig(ctx context.Context, pod *corev1.Pod, 
 	if err != nil {
 		return nil, err
 	}
+	if c.TerminationMessagePath != "" {
+		tm, err := m.terminationMessageMount(pod, c, restartCount)
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, tm)
+	}
 	sc, err := m.containerSecurityContext(pod, c)
 	if err != nil {
 		return nil, err
@@ -44,6 +51,10 @@ func (m *Manager) generateContainerConfig(ctx context.Context, pod *corev1.Pod, 
 	logDir := filepath.Join(podLogsDir(m.cfg.LogDir, pod.Namespace, pod.Name, string(pod.UID)), c.Name)
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create log directory: %w", err)
+	}
+	signal, err := stopSignal(c)
+	if err != nil {
+		return nil, err
 	}
 	image := imageRef
 	if image == "" {
@@ -64,6 +75,7 @@ func (m *Manager) generateContainerConfig(ctx context.Context, pod *corev1.Pod, 
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
 		Linux:       &runtimeapi.LinuxContainerConfig{Resources: m.linuxResources(c), SecurityContext: sc},
+		StopSignal:  signal,
 	}, nil
 }
 

@@ -133,6 +133,7 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods PodStateProvider) err
 		rc, _ := strconv.Atoi(c.Annotations[AnnotationContainerRestartCount])
 		ns, podName := c.Labels[LabelPodNamespace], c.Labels[LabelPodName]
 		_ = containerlogs.Remove(filepath.Join(podLogsDir(m.cfg.LogDir, ns, podName, uid), containerLogPath(name, rc)))
+		_ = os.Remove(m.terminationMessageFile(uid, name, rc))
 		in := instance{container: name, id: c.Id, sandboxID: c.PodSandboxId, attempt: c.GetMetadata().GetAttempt()}
 		m.containerEvent(ctx, podRef{uid, ns, podName}, in, schemas.EventContainerRemoved, "", "garbage collected")
 	}

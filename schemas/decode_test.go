@@ -97,6 +97,9 @@ func TestDecodeIntentErrors(t *testing.T) {
 		{"lifecycle tcpSocket", intentJSON(func(m map[string]any) {
 			container0(m)["lifecycle"] = map[string]any{"preStop": map[string]any{"tcpSocket": map[string]any{"port": 80}}}
 		}), target, "pod.spec.containers[0].lifecycle.preStop.tcpSocket", ErrUnsupported},
+		{"stopSignal unknown", intentJSON(func(m map[string]any) {
+			container0(m)["lifecycle"] = map[string]any{"stopSignal": "SIGRTMIN+16"}
+		}), target, "pod.spec.containers[0].lifecycle.stopSignal", ErrInvalid},
 		{"hostPath relative", intentJSON(func(m map[string]any) {
 			specOf(m)["volumes"] = []any{map[string]any{"name": "h", "hostPath": map[string]any{"path": "var/log"}}}
 		}), target, "pod.spec.volumes[0].hostPath.path", ErrInvalid},
@@ -127,6 +130,12 @@ func TestDecodeIntentErrors(t *testing.T) {
 		{"hostnameOverride with hostNetwork", intentJSON(func(m map[string]any) {
 			specOf(m)["hostNetwork"], specOf(m)["hostnameOverride"] = true, "web-0"
 		}), target, "pod.spec.hostnameOverride", ErrInvalid},
+		{"httpGet over HTTP/2", intentJSON(func(m map[string]any) {
+			container0(m)["readinessProbe"] = map[string]any{"httpGet": map[string]any{"port": 80, "protocol": "HTTP2"}}
+		}), target, "pod.spec.containers[0].readinessProbe.httpGet.protocol", ErrUnsupported},
+		{"gRPC probe over TLS", intentJSON(func(m map[string]any) {
+			container0(m)["livenessProbe"] = map[string]any{"grpc": map[string]any{"port": 9090, "mode": "TLS"}}
+		}), target, "pod.spec.containers[0].livenessProbe.grpc.mode", ErrUnsupported},
 		{"hugepages page size", intentJSON(func(m map[string]any) {
 			container0(m)["resources"] = map[string]any{"limits": map[string]any{"hugepages-big": "2Mi"}}
 		}), target, "pod.spec.containers[0].resources.limits[hugepages-big]", ErrInvalid},

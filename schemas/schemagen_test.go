@@ -404,7 +404,6 @@ func (g *schemaGen) podIntent() obj {
 	g.forbid("PodSecurityContext", "windowsOptions", "seLinuxChangePolicy")
 	g.forbid("SecurityContext", "windowsOptions")
 	g.set("SecurityContext", "procMount", obj{"enum": []any{string(corev1.DefaultProcMount), nil}})
-	g.forbid("Lifecycle", "stopSignal")
 	g.set("PodSpec", "terminationGracePeriodSeconds", obj{"minimum": 0})
 	g.set("PodSpec", "activeDeadlineSeconds", obj{"minimum": 1})
 	g.set("PodSpec", "hostname", obj{"pattern": optional(dnsLabelPattern), "maxLength": 63})
@@ -523,6 +522,8 @@ func (g *schemaGen) podIntent() obj {
 	g.replace("HTTPGetAction", "port", portRefSchema)
 	g.require("TCPSocketAction", "port")
 	g.replace("TCPSocketAction", "port", portRefSchema)
+	g.set("HTTPGetAction", "protocol", obj{"enum": []any{string(corev1.HTTPProtocolHTTP1), nil}})
+	g.set("GRPCAction", "mode", obj{"enum": []any{string(corev1.GRPCProbeModePlaintext), nil}})
 	g.require("GRPCAction", "port")
 	g.set("GRPCAction", "port", obj{"minimum": 1, "maximum": 65535})
 	return root

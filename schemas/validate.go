@@ -31,6 +31,9 @@ const (
 	// then a name of at most 63 alphanumerics, '-', '_' and '.'.
 	qualifiedNamePattern = `^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`
 	labelValuePattern    = `^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$`
+	// The signals a container may be stopped with: Kubernetes' list for
+	// Linux, which is the CRI's.
+	stopSignalPattern = `^SIG(ABRT|ALRM|BUS|CHLD|CLD|CONT|FPE|HUP|ILL|INT|IO|IOT|KILL|PIPE|POLL|PROF|PWR|QUIT|SEGV|STKFLT|STOP|SYS|TERM|TRAP|TSTP|TTIN|TTOU|URG|USR1|USR2|VTALRM|WINCH|XCPU|XFSZ|RTMIN(\+([1-9]|1[0-5]))?|RTMAX(-([1-9]|1[0-4]))?)$`
 )
 
 var (
@@ -44,6 +47,7 @@ var (
 	hasLetterRE    = regexp.MustCompile(`[a-z]`)
 	qualifiedRE    = regexp.MustCompile(qualifiedNamePattern)
 	labelValueRE   = regexp.MustCompile(labelValuePattern)
+	stopSignalRE   = regexp.MustCompile(stopSignalPattern)
 )
 
 // isQualifiedName is the rule for label and annotation keys.
@@ -418,8 +422,8 @@ func validateContainer(e *errs, p string, c *corev1.Container, init bool, names,
 		if l.PreStop != nil {
 			validateLifecycleHandler(e, p+".lifecycle.preStop", l.PreStop)
 		}
-		if l.StopSignal != nil {
-			e.unsupported(p+".lifecycle.stopSignal", "containers are stopped with the runtime's stop signal (the image's, else SIGTERM)")
+		if l.StopSignal != nil && !stopSignalRE.MatchString(string(*l.StopSignal)) {
+			e.invalid(p+".lifecycle.stopSignal", "must be a Linux signal name such as SIGTERM, SIGUSR1 or SIGRTMIN+1")
 		}
 	}
 }
@@ -640,6 +644,9 @@ func validateProbe(e *errs, p string, pr *corev1.Probe, mustSucceedOnce bool) {
 		if h.GRPC.Port < 1 || h.GRPC.Port > 65535 {
 			e.invalid(p+".grpc.port", "must be between 1 and 65535")
 		}
+		if h.GRPC.Mode != nil && *h.GRPC.Mode != corev1.GRPCProbeModePlaintext {
+			e.unsupported(p+".grpc.mode", `this node's gRPC probes connect in plain text only ("Plaintext")`)
+		}
 	}
 	if n != 1 {
 		e.invalid(p, "must specify exactly one handler of exec, httpGet, tcpSocket and grpc")
@@ -699,6 +706,9 @@ func validateHTTPGet(e *errs, p string, h *corev1.HTTPGetAction) {
 	validatePortRef(e, p+".port", h.Port)
 	if h.Scheme != corev1.URISchemeHTTP && h.Scheme != corev1.URISchemeHTTPS {
 		e.invalid(p+".scheme", `must be "HTTP" or "HTTPS"`)
+	}
+	if h.Protocol != nil && *h.Protocol != corev1.HTTPProtocolHTTP1 {
+		e.unsupported(p+".protocol", `this node's handlers speak HTTP/1.1 only ("HTTP1")`)
 	}
 }
 

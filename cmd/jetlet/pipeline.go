@@ -65,6 +65,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 		AllowPrivileged: a.cfg.allowPrivileged,
 		Credentials:     a.credentials,
 		GC:              reconcile.GCPolicy{MaxPerPodContainer: a.cfg.maxDeadPerContainer},
+		Handlers:        probe.New(client, probe.Config{Version: jetletVersion()}),
 		Logger:          log,
 	})
 	if err != nil {
