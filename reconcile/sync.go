@@ -218,7 +218,7 @@ func (s *podSync) startContainer(ctx context.Context, c *corev1.Container, isIni
 		restartCount = restartCountFromLogDir(dir)
 	}
 
-	cfg, err := m.generateContainerConfig(pod, c, restartCount, imageRef, s.net, isInit)
+	cfg, err := m.generateContainerConfig(ctx, pod, c, restartCount, imageRef, s.net, isInit)
 	if err != nil {
 		return "", err.Error(), ErrCreateContainerConfig
 	}
