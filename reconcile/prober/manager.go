@@ -151,7 +151,7 @@ func (m *Manager) UpdatePod(pod *corev1.Pod, status *reconcile.PodStatus) {
 	for i := range pod.Spec.InitContainers {
 		// Sidecars (restartable init containers) are probed like app
 		// containers; other init containers have no probes.
-		if c := &pod.Spec.InitContainers[i]; c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+		if c := &pod.Spec.InitContainers[i]; reconcile.IsSidecar(c) {
 			add(c)
 		}
 	}
