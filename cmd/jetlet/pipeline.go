@@ -15,6 +15,7 @@ import (
 	"github.com/jetlet/jetlet/reconcile"
 	"github.com/jetlet/jetlet/reconcile/pleg"
 	"github.com/jetlet/jetlet/reconcile/podworkers"
+	"github.com/jetlet/jetlet/reconcile/prober"
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/probe"
 	"github.com/jetlet/jetlet/schemas"
@@ -52,11 +53,18 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 		Denials:             &a.denials,
 	})
 	emit := podworkers.IntentEmitter(pub)
+	probes := prober.New(probe.New(client, probe.Config{Version: jetletVersion()}), emit, prober.Config{
+		Node:   a.cfg.node,
+		Logger: log,
+	})
 	mgr, err := reconcile.New(client, emit, reconcile.Config{
 		NodeName:        a.cfg.node,
 		DataDir:         a.cfg.dataDir,
 		AllowPrivileged: a.cfg.allowPrivileged,
 		GC:              reconcile.GCPolicy{MaxPerPodContainer: a.cfg.maxDeadPerContainer},
+		Liveness:        probes.Liveness(),
+		Readiness:       probes.Readiness(),
+		Startup:         probes.Startup(),
 		Logger:          log,
 	})
 	if err != nil {
@@ -74,6 +82,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 		Workers:      a.cfg.workers,
 		ResyncPeriod: a.cfg.resyncPeriod,
 		GCPeriod:     gcPeriod,
+		Prober:       probes,
 		Logger:       log,
 		Registerer:   reg,
 	})
@@ -127,6 +136,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	runErr := cons.Run(ctx, a.cfg.shutdownTimeout)
 	stopBG()
 	syncing.Wait() // the background syncs drain beside the consumer's
+	probes.Stop()  // no sync starts probes any more; the last events are flushed below
 	stopRelist()
 	flushCtx, cancel := context.WithTimeout(context.Background(), a.cfg.shutdownTimeout)
 	defer cancel()
