@@ -25,7 +25,7 @@ import (
 var probeServer = &gobuild.Command{Pkg: "github.com/jetlet/jetlet/test/e2e/probeserver", Name: "probeserver"}
 
 // probePodJSON is an apply intent for a pod of containers under Always.
-func probePodJSON(t *testing.T, uid string, rev int64, containers ...corev1.Container) string {
+func probePodJSON(t testing.TB, uid string, rev int64, containers ...corev1.Container) string {
 	t.Helper()
 	grace := int64(2)
 	for i := range containers {
