@@ -66,6 +66,13 @@ type workerKey struct {
 	kind      schemas.ProbeKind
 }
 
+// target is one probe of a running container instance: what a worker probes.
+type target struct {
+	probe     *corev1.Probe
+	container *corev1.Container
+	instance  *reconcile.ContainerStatus
+}
+
 // New returns a Manager whose workers run handlers with runner and emit
 // Unhealthy events to emit. It does no I/O; workers start with UpdatePod.
 func New(runner reconcile.HandlerRunner, emit reconcile.Emitter, cfg Config) *Manager {
@@ -134,7 +141,7 @@ func (m *Manager) UpdatePod(pod *corev1.Pod, status *reconcile.PodStatus) {
 	if len(status.IPs) > 0 {
 		podIP = status.IPs[0]
 	}
-	want := map[workerKey]*worker{}
+	want := map[workerKey]target{}
 	add := func(c *corev1.Container) {
 		cs := status.FindContainerStatusByName(c.Name)
 		if cs == nil || cs.State != reconcile.ContainerRunning {
@@ -144,7 +151,7 @@ func (m *Manager) UpdatePod(pod *corev1.Pod, status *reconcile.PodStatus) {
 			schemas.ProbeLiveness: c.LivenessProbe, schemas.ProbeReadiness: c.ReadinessProbe, schemas.ProbeStartup: c.StartupProbe,
 		} {
 			if p != nil {
-				want[workerKey{c.Name, kind}] = newWorker(m, kind, p, c, status, cs, podIP)
+				want[workerKey{c.Name, kind}] = target{probe: p, container: c, instance: cs}
 			}
 		}
 	}
@@ -166,15 +173,16 @@ func (m *Manager) UpdatePod(pod *corev1.Pod, status *reconcile.PodStatus) {
 	}
 	running := m.pods[uid]
 	for key, w := range running {
-		if n, ok := want[key]; !ok || n.containerID != w.containerID {
+		if t, ok := want[key]; !ok || t.instance.ID != w.containerID {
 			w.stop()
 			delete(running, key)
 		}
 	}
-	for key, w := range want {
+	for key, t := range want {
 		if _, ok := running[key]; ok {
 			continue
 		}
+		w := newWorker(m, key.kind, t, status, podIP)
 		if running == nil {
 			running = map[workerKey]*worker{}
 			m.pods[uid] = running

@@ -57,7 +57,8 @@ type worker struct {
 	unhealthys int                   // transitions of verdict to failure, for the event id
 }
 
-func newWorker(m *Manager, kind schemas.ProbeKind, p *corev1.Probe, c *corev1.Container, pod *reconcile.PodStatus, cs *reconcile.ContainerStatus, podIP string) *worker {
+func newWorker(m *Manager, kind schemas.ProbeKind, t target, pod *reconcile.PodStatus, podIP string) *worker {
+	p, c, cs := t.probe, t.container, t.instance
 	w := &worker{
 		m: m, kind: kind, probe: p, container: c,
 		pod:          &reconcile.PodStatus{UID: pod.UID, Namespace: pod.Namespace, Name: pod.Name},
