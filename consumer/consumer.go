@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/jetlet/jetlet/events"
@@ -203,7 +204,7 @@ func (c *Consumer) Run(ctx context.Context, drain time.Duration) error {
 			case <-keepAlive.C:
 				c.keepAlive()
 			case <-deadline.C:
-				c.log.Warn().Dur("drain", drain).Msg("in-flight syncs did not finish in time; cancelling them")
+				c.log.Warn().Dur("drain_ms", drain).Msg("in-flight syncs did not finish in time; cancelling them")
 				cancelSyncs()
 			}
 		}
@@ -257,7 +258,7 @@ func (c *Consumer) Run(ctx context.Context, drain time.Duration) error {
 func (c *Consumer) recoverWithRetry(ctx context.Context) error {
 	b := backoff.WithContext(backoff.NewExponentialBackOff(backoff.WithMaxElapsedTime(0), backoff.WithMaxInterval(10*time.Second)), ctx)
 	return backoff.RetryNotify(func() error { return c.recover(ctx) }, b, func(err error, next time.Duration) {
-		c.log.Warn().Err(err).Dur("retry_in", next).Msg("recovering the desired state failed; retrying")
+		c.log.Warn().Err(err).Dur("retry_in_ms", next).Msg("recovering the desired state failed; retrying")
 	})
 }
 
@@ -498,12 +499,16 @@ func (c *Consumer) handleIntents(ctx context.Context, p *pod, batch []*delivery)
 	if !ok {
 		return
 	}
+	// One trace per intent, under the scheduler's traceparent: the intent's
+	// span, then decode, sync (a span per CRI call under it) and the
+	// result's publish.
 	cands := make([]candidate, len(batch))
+	ctxs := make([]context.Context, len(batch))
 	for i, d := range batch {
-		in, err := schemas.DecodeIntent(d.data, schemas.IntentTarget{
-			Node: c.cfg.Node, UID: p.uid, MaxBodyBytes: c.cfg.MaxIntentBytes, AllowPrivileged: c.cfg.AllowPrivileged,
-		})
-		cands[i] = candidate{seq: d.seq, intent: in, err: err}
+		var span trace.Span
+		ctxs[i], span = c.startSpan(ctx, d, p.uid)
+		defer span.End()
+		cands[i] = c.decode(ctxs[i], p.uid, d)
 	}
 	verdicts, apply := decide(cands, p.done)
 	verdictOf := make(map[uint64]verdict, len(verdicts))
@@ -513,9 +518,9 @@ func (c *Consumer) handleIntents(ctx context.Context, p *pod, batch []*delivery)
 	for i, d := range batch {
 		var ok bool
 		if i == apply {
-			ok = c.apply(ctx, p, d, cands[i].intent)
+			ok = c.apply(ctxs[i], p, d, cands[i].intent)
 		} else {
-			ok = c.answer(ctx, p, d, cands[i], verdictOf[d.seq])
+			ok = c.answer(ctxs[i], p, d, cands[i], verdictOf[d.seq])
 		}
 		if !ok {
 			c.nakFrom(ctx, p, batch, i)
@@ -566,35 +571,49 @@ func (c *Consumer) dropAnswered(ctx context.Context, p *pod, batch []*delivery) 
 	return kept, true
 }
 
+// decode decodes and validates an intent, in a span of its own.
+func (c *Consumer) decode(ctx context.Context, uid string, d *delivery) candidate {
+	_, span := tracer.Start(ctx, "decode")
+	defer span.End()
+	in, err := schemas.DecodeIntent(d.data, schemas.IntentTarget{
+		Node: c.cfg.Node, UID: uid, MaxBodyBytes: c.cfg.MaxIntentBytes, AllowPrivileged: c.cfg.AllowPrivileged,
+	})
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	return candidate{seq: d.seq, intent: in, err: err}
+}
+
 // answer stores the result of an intent that is not applied and acks it.
 func (c *Consumer) answer(ctx context.Context, p *pod, d *delivery, cand candidate, v verdict) bool {
-	ctx, span := c.startSpan(ctx, d, p.uid)
-	defer span.End()
 	r := c.newResult(p.uid, d, cand.intent)
 	r.Outcome, r.Error = v.outcome, v.reason
 	if v.outcome == schemas.OutcomeRejected {
 		c.emitRejected(ctx, p.uid, d, r)
 	}
-	return c.finish(ctx, d, r)
+	return c.finish(ctx, d, r, trace.SpanContextFromContext(ctx))
 }
 
 // apply syncs the pod to an accepted intent, stores the result and acks it.
 func (c *Consumer) apply(ctx context.Context, p *pod, d *delivery, in *schemas.PodIntent) bool {
-	ctx, span := c.startSpan(ctx, d, p.uid)
-	defer span.End()
 	p.done = applied{seq: d.seq, revision: max(p.done.revision, in.Revision)}
 	c.mu.Lock()
 	p.deletedAt = deletedAt(in)
 	c.mu.Unlock()
 
-	rep := c.sync.Sync(ctx, podworkers.Desired{UID: p.uid, Intent: in, IntentSeq: d.seq, ReceivedAt: d.receivedAt})
+	syncCtx, span := tracer.Start(ctx, "sync")
+	rep := c.sync.Sync(syncCtx, podworkers.Desired{UID: p.uid, Intent: in, IntentSeq: d.seq, ReceivedAt: d.receivedAt})
+	if rep.Err != nil {
+		span.SetStatus(codes.Error, rep.Err.Error())
+	}
+	span.End()
 	r := c.newResult(p.uid, d, in)
 	r.Actions, r.Status = rep.Actions, rep.Status
 	r.Outcome = schemas.OutcomeSynced
 	if rep.Err != nil {
 		r.Outcome, r.Error = schemas.OutcomeFailed, rep.Err.Error()
 	}
-	return c.finish(ctx, d, r)
+	return c.finish(ctx, d, r, span.SpanContext())
 }
 
 // deletedAt is now for a delete, zero for an apply.
@@ -626,11 +645,15 @@ func (c *Consumer) newResult(uid string, d *delivery, in *schemas.PodIntent) *sc
 	return r
 }
 
-// finish stores the result and acks the intent; a failed store hands the
-// intent back for redelivery with a growing delay.
-func (c *Consumer) finish(ctx context.Context, d *delivery, r *schemas.SyncResult) bool {
+// finish stores the result, whose traceparent is from (the sync's span, or
+// the intent's when there was no sync), and acks the intent; a failed store
+// hands the intent back for redelivery with a growing delay.
+func (c *Consumer) finish(ctx context.Context, d *delivery, r *schemas.SyncResult, from trace.SpanContext) bool {
 	r.FinishedAt = time.Now().UTC()
-	if err := c.pub.PublishResult(ctx, r); err != nil {
+	ctx, span := tracer.Start(ctx, "publish result")
+	defer span.End()
+	if err := c.pub.PublishResult(trace.ContextWithSpanContext(ctx, from), r); err != nil {
+		span.SetStatus(codes.Error, err.Error())
 		c.log.Warn().Err(err).Uint64("seq", d.seq).Msg("result not stored; the intent will be redelivered")
 		return false
 	}

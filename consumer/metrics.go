@@ -2,6 +2,8 @@ package consumer
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jetlet/jetlet/schemas"
 )
 
 type metrics struct {
@@ -24,6 +26,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "jetlet_intent_naks_total",
 			Help: "Intents handed back to JetStream for redelivery after a transient failure.",
 		}),
+	}
+	for _, o := range []schemas.Outcome{schemas.OutcomeSynced, schemas.OutcomeFailed, schemas.OutcomeRejected,
+		schemas.OutcomeSuperseded, schemas.OutcomeStale} {
+		m.intents.WithLabelValues(string(o)) // present at 0 from the start
 	}
 	if reg != nil {
 		reg.MustRegister(m.intents, m.deadLetters, m.naks)

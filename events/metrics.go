@@ -33,6 +33,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Lifecycle events not published because JETLET_EVENTS already holds their id (a fact seen again).",
 		}),
 	}
+	for _, kind := range []string{"result", "event", "status", "ledger"} {
+		m.PublishFailures.WithLabelValues(kind) // present at 0 from the start
+	}
 	if reg != nil {
 		reg.MustRegister(m.PublishFailures, m.EventsDropped, m.EventsBuffered, m.EventsStored)
 	}

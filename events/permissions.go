@@ -22,9 +22,11 @@ func (e *PermissionError) Error() string {
 	return fmt.Sprintf("permission denied: NATS refused to let this user %s to %q", e.Op, e.Subject)
 }
 
+// PermissionKinds are the values of What.
+var PermissionKinds = []string{"result", "event", "dead", "intent", "status", "heartbeat", "consumer", "stream", "other"}
+
 // What names the kind of message a denied subject carries, for the
-// jetlet_permission_denied_total metric and the log: result, event, dead,
-// status, heartbeat, intent, consumer, stream or other.
+// jetlet_permission_denied_total metric and the log: one of PermissionKinds.
 func (e *PermissionError) What(prefix string) string {
 	s := e.Subject
 	for _, k := range []string{"result", "event", "dead", "intent"} {

@@ -400,7 +400,7 @@ func (p *Publisher) retry(ctx context.Context, op func() error) error {
 		backoff.WithMaxInterval(5*time.Second),
 		backoff.WithMaxElapsedTime(0)), ctx)
 	return backoff.RetryNotify(op, b, func(err error, next time.Duration) {
-		p.log.Warn().Err(err).Dur("retry_in", next).Msg("publish failed; retrying")
+		p.log.Warn().Err(err).Dur("retry_in_ms", next).Msg("publish failed; retrying")
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/jetlet/jetlet/reconcile/containerlogs"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -131,7 +132,7 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods PodStateProvider) err
 		}
 		rc, _ := strconv.Atoi(c.Annotations[AnnotationContainerRestartCount])
 		ns, podName := c.Labels[LabelPodNamespace], c.Labels[LabelPodName]
-		_ = os.Remove(filepath.Join(podLogsDir(m.cfg.LogDir, ns, podName, uid), containerLogPath(name, rc)))
+		_ = containerlogs.Remove(filepath.Join(podLogsDir(m.cfg.LogDir, ns, podName, uid), containerLogPath(name, rc)))
 		in := instance{container: name, id: c.Id, sandboxID: c.PodSandboxId, attempt: c.GetMetadata().GetAttempt()}
 		m.containerEvent(ctx, podRef{uid, ns, podName}, in, schemas.EventContainerRemoved, "", "garbage collected")
 	}

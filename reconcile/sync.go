@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/jetlet/jetlet/reconcile/containerlogs"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -287,6 +288,6 @@ func (s *podSync) removeContainer(ctx context.Context, cs *ContainerStatus) {
 		return
 	}
 	logFile := filepath.Join(podLogsDir(m.cfg.LogDir, s.ref.Namespace, s.ref.Name, s.ref.UID), containerLogPath(cs.Name, cs.RestartCount))
-	_ = os.Remove(logFile)
+	_ = containerlogs.Remove(logFile)
 	m.containerEvent(ctx, s.ref, instanceOf(cs), schemas.EventContainerRemoved, "", "")
 }

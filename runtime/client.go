@@ -220,7 +220,7 @@ func retryRead[Req, Resp any](
 		if next == backoff.Stop {
 			return zero, fmt.Errorf("%w (after %d attempts)", lastErr, attempts)
 		}
-		c.log.Debug().Err(lastErr).Str("method", method).Int("attempt", attempts).Dur("retry_in", next).Msg("cri read failed, retrying")
+		c.log.Debug().Err(lastErr).Str("method", method).Int("attempt", attempts).Dur("retry_in_ms", next).Msg("cri read failed, retrying")
 		t := time.NewTimer(next)
 		select {
 		case <-ctx.Done():

@@ -156,7 +156,7 @@ func (o *eventsOptions) run(cmd *cobra.Command) error {
 		fmt.Fprintln(cmd.ErrOrStderr(), "No events found.")
 		return nil
 	}
-	out.begin(backlog)
+	out.begin(backlog, o.follow)
 	for i, ev := range backlog {
 		out.print(ev, raws[i])
 	}
@@ -225,15 +225,37 @@ func (p *eventPrinter) cells(ev *schemas.LifecycleEvent) []string {
 }
 
 // begin sizes the table's columns to the events already in hand and prints
-// its header.
-func (p *eventPrinter) begin(backlog []*schemas.LifecycleEvent) {
+// its header. A follow also sizes them for the events to come, which it
+// cannot see yet: at least a typical event's widths (a longer cell widens
+// its column from its row on).
+func (p *eventPrinter) begin(backlog []*schemas.LifecycleEvent, follow bool) {
 	if p.output == outputJSON {
 		return
+	}
+	if follow {
+		p.table.fit(p.cells(typicalEvent())...)
 	}
 	for _, ev := range backlog {
 		p.table.fit(p.cells(ev)...)
 	}
 	p.table.row(p.header()...)
+}
+
+// typicalEvent has a cell as wide as most events' in each column.
+func typicalEvent() *schemas.LifecycleEvent {
+	longest := schemas.EventType("")
+	for _, t := range schemas.EventTypes {
+		if len(t) > len(longest) {
+			longest = t
+		}
+	}
+	exit := int32(137)
+	return &schemas.LifecycleEvent{
+		Time: time.Now(), Type: longest,
+		Namespace: "default", Pod: strings.Repeat("x", 16), Container: strings.Repeat("x", 12),
+		Reason: "Completed", ExitCode: &exit,
+		Node: strings.Repeat("x", 8), UID: strings.Repeat("x", 36), Attempt: 10,
+	}
 }
 
 func (p *eventPrinter) print(ev *schemas.LifecycleEvent, raw []byte) {

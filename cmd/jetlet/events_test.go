@@ -133,7 +133,8 @@ func TestEventsFollow(t *testing.T) {
 	}
 }
 
-// A follow with nothing stored yet prints the header, then what comes.
+// A follow with nothing stored yet prints the header, then what comes, in
+// the header's columns.
 func TestEventsFollowFromNothing(t *testing.T) {
 	c := newCluster(t)
 	c.startNode("n1", nil)
@@ -158,7 +159,14 @@ func TestEventsFollowFromNothing(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("events --follow did not stop when interrupted")
 	}
-	if lines := strings.Split(strings.TrimSpace(stdout.String()), "\n"); len(lines) != 2 {
-		t.Errorf("%d lines, want a header and the one PodTerminated:\n%s", len(lines), stdout.String())
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want a header and the one PodTerminated:\n%s", len(lines), stdout.String())
+	}
+	for _, col := range []string{"TYPE", "POD", "CONTAINER", "REASON/EXIT"} {
+		at := strings.Index(lines[0], col)
+		if len(lines[1]) <= at || lines[1][at-1] != ' ' || lines[1][at] == ' ' {
+			t.Errorf("the event's cell is not under %s (column %d):\n%s", col, at, stdout.String())
+		}
 	}
 }

@@ -138,7 +138,9 @@ func (n *fakeNode) apply(ctx context.Context, res *schemas.SyncResult, pod *core
 			n.emit(ctx, res, schemas.EventContainerDied, c.Name, &code, "")
 			a.Error = "CrashLoopBackOff"
 			a.Message = "back-off 10s restarting failed container " + c.Name
+			n.emit(ctx, res, schemas.EventBackOff, c.Name, nil, a.Message)
 			cs.State, cs.Reason, cs.Ready, cs.RestartCount, cs.ExitCode = schemas.ContainerWaiting, "CrashLoopBackOff", false, 3, 1
+			cs.LastState = &schemas.LastState{ExitCode: 1, Reason: "Error", FinishedAt: now.Format(time.RFC3339Nano)}
 			res.Outcome, res.Error = schemas.OutcomeFailed, "StartContainer "+c.Name+": CrashLoopBackOff"
 		}
 		res.Actions = append(res.Actions, a)

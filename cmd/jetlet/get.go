@@ -2,6 +2,8 @@ package main
 
 import (
 	"cmp"
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -10,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/jetlet/jetlet/schemas"
@@ -48,91 +51,313 @@ func printList[T any](w io.Writer, output, kind string, items []T) error {
 }
 
 type getPodsOptions struct {
-	client clientFlags
-	output string
+	client        clientFlags
+	output        string
+	namespace     string
+	allNamespaces bool
+	showAll       bool
+	watch         bool
 }
 
 func newGetPodsCommand() *cobra.Command {
 	var o getPodsOptions
 	cmd := &cobra.Command{
-		Use:     "pods",
+		Use:     "pods [NAME]",
 		Aliases: []string{"pod", "po"},
-		Short:   "List the pods of every node (or of --node) from jetlet_status",
-		Long: `List pods as kubectl does, from the statuses the nodes keep in jetlet_status.
+		Short:   "List the pods of a namespace (or of every one) from jetlet_status",
+		Long: `List pods as kubectl does, from the statuses the nodes keep in jetlet_status:
+those of namespace -n (default "default"), or of every namespace with -A, on
+every node or on --node; NAME lists the pods of that name only.
 
 READY is ready/total app containers; STATUS is the phase, or what holds the
 pod up (Init:0/1, ContainerCreating, CrashLoopBackOff, Error, Completed), or
 Unknown for a pod not finished on a node that is not Ready (its heartbeat is
 late, expired or deleted: see get nodes);
-AGE counts from the earliest container start, else from the status. -o wide
-adds UID, IP and REVISION; -o json and -o yaml print the statuses as stored.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+AGE counts from the pod's first intent still in JETLET_INTENTS, else from its
+earliest container start. A deleted pod (Terminated) is listed only with -a.
+-w prints the list, then a line for each change, until interrupted. -o wide
+adds UID, IP and REVISION; -o json and -o yaml print the statuses as stored
+(with -w, one JSON status per line).`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
 	}
 	fs := cmd.Flags()
 	o.client.register(fs)
 	fs.StringVarP(&o.output, "output", "o", "", "wide, json or yaml")
+	fs.StringVarP(&o.namespace, "namespace", "n", "default", "the namespace to list")
+	fs.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list the pods of every namespace")
+	fs.BoolVarP(&o.showAll, "all", "a", false, "list deleted (Terminated) pods too")
+	fs.BoolVarP(&o.watch, "watch", "w", false, "after the list, print a line for each change until interrupted")
 	completeOutput(cmd, outputWide, outputJSON, outputYAML)
 	annotateEnv(fs)
 	return cmd
 }
 
-func (o *getPodsOptions) run(cmd *cobra.Command) error {
+// matches says whether st is in the namespace (or any, with -A) and of the
+// name when one is given.
+func (o *getPodsOptions) matches(st *schemas.PodStatus, name string) bool {
+	return (o.allNamespaces || st.Namespace == o.namespace) && (name == "" || st.Name == name)
+}
+
+// listed says whether the list shows st: it matches, and is Terminated only
+// with -a.
+func (o *getPodsOptions) listed(st *schemas.PodStatus, name string) bool {
+	return o.matches(st, name) && (o.showAll || st.Phase != schemas.PhaseTerminated)
+}
+
+func (o *getPodsOptions) run(cmd *cobra.Command, args []string) error {
 	if err := checkOutput(o.output, outputWide, outputJSON, outputYAML); err != nil {
 		return err
+	}
+	if o.allNamespaces && cmd.Flags().Changed("namespace") {
+		return fmt.Errorf("give -n NAMESPACE or -A, not both")
+	}
+	if o.watch && o.output == outputYAML {
+		return fmt.Errorf("-w prints JSON lines with -o json; -o yaml cannot stream")
+	}
+	name := ""
+	if len(args) == 1 {
+		name = args[0]
 	}
 	c, err := connectClient(cmd, &o.client)
 	if err != nil {
 		return err
 	}
 	defer c.close()
-	pods, err := c.statuses(cmd.Context(), o.client.node)
+	ctx := cmd.Context()
+	if o.watch {
+		return o.watchPods(cmd, c, name)
+	}
+	all, err := c.statuses(ctx, o.client.node)
 	if err != nil {
 		return err
 	}
-	nodes, err := c.nodeStates(cmd.Context(), o.client.node, pods)
-	if err != nil {
-		return err
+	var pods []schemas.PodStatus
+	hidden := 0
+	for i := range all {
+		switch {
+		case o.listed(&all[i], name):
+			pods = append(pods, all[i])
+		case o.matches(&all[i], name):
+			hidden++ // Terminated, without -a
+		}
 	}
-	slices.SortFunc(pods, func(a, b schemas.PodStatus) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Node, b.Node), cmp.Compare(a.UID, b.UID))
-	})
+	sortStatuses(pods)
 	w := cmd.OutOrStdout()
 	if o.output == outputJSON || o.output == outputYAML {
 		return printList(w, o.output, "PodStatusList", pods)
 	}
 	if len(pods) == 0 {
-		where := ""
-		if o.client.node != "" {
-			where = " on node " + o.client.node
-		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "No pods found%s.\n", where)
-		return nil
+		return o.noPods(cmd, name, hidden)
+	}
+	rows, err := o.rows(ctx, c, pods)
+	if err != nil {
+		return err
 	}
 	tw := newTable(w)
-	header := "NAMESPACE\tNAME\tREADY\tSTATUS\tRESTARTS\tAGE\tNODE"
-	if o.output == outputWide {
-		header += "\tUID\tIP\tREVISION"
-	}
-	fmt.Fprintln(tw, header)
-	now := time.Now()
-	for i := range pods {
-		p := &pods[i]
-		status := podStatusText(p)
-		if phase, unknown := podPhaseShown(p, nodes[p.Node] != nil && nodes[p.Node].live(now)); unknown {
-			status = string(phase)
-		}
-		row := []string{p.Namespace, p.Name, podReady(p), status, strconv.Itoa(int(podRestarts(p))), ageSince(podStart(p), now), p.Node}
-		if o.output == outputWide {
-			ip := ""
-			if p.Sandbox != nil && len(p.Sandbox.IPs) > 0 {
-				ip = p.Sandbox.IPs[0]
-			}
-			row = append(row, p.UID, ip, strconv.FormatInt(p.Revision, 10))
-		}
+	fmt.Fprintln(tw, strings.Join(o.header(), "\t"))
+	for _, row := range rows {
 		writeRow(tw, row...)
 	}
 	return tw.Flush()
+}
+
+// noPods says that nothing matched, and why when deleted pods were hidden.
+func (o *getPodsOptions) noPods(cmd *cobra.Command, name string, hidden int) error {
+	where := ""
+	if !o.allNamespaces {
+		where = " in namespace " + o.namespace
+	}
+	if o.client.node != "" {
+		where += " on node " + o.client.node
+	}
+	if name != "" {
+		msg := fmt.Sprintf("pod %q not found%s", name, where)
+		if hidden > 0 {
+			msg += " (it was deleted: -a shows its last status)"
+		}
+		return &notFoundError{msg}
+	}
+	more := ""
+	if hidden > 0 {
+		more = fmt.Sprintf(" (%d deleted: -a shows them)", hidden)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "No pods found%s%s.\n", where, more)
+	return nil
+}
+
+func sortStatuses(pods []schemas.PodStatus) {
+	slices.SortFunc(pods, func(a, b schemas.PodStatus) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Node, b.Node), cmp.Compare(a.UID, b.UID))
+	})
+}
+
+func (o *getPodsOptions) header() []string {
+	h := []string{"NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE", "NODE"}
+	if o.output == outputWide {
+		h = append(h, "UID", "IP", "REVISION")
+	}
+	return h
+}
+
+// rows renders pods as table rows, with what the table needs besides the
+// statuses: the nodes' liveness and each pod's first intent.
+func (o *getPodsOptions) rows(ctx context.Context, c *client, pods []schemas.PodStatus) ([][]string, error) {
+	nodes, err := c.nodeStates(ctx, o.client.node, pods)
+	if err != nil {
+		return nil, err
+	}
+	ages := c.newPodAges(ctx)
+	now := time.Now()
+	rows := make([][]string, len(pods))
+	for i := range pods {
+		rows[i] = o.row(&pods[i], nodes[pods[i].Node] != nil && nodes[pods[i].Node].live(now), ages.since(ctx, &pods[i]), now)
+	}
+	return rows, nil
+}
+
+func (o *getPodsOptions) row(p *schemas.PodStatus, nodeLive bool, start, now time.Time) []string {
+	status := podStatusText(p)
+	if phase, unknown := podPhaseShown(p, nodeLive); unknown {
+		status = string(phase)
+	}
+	row := []string{p.Namespace, p.Name, podReady(p), status, strconv.Itoa(int(podRestarts(p))), ageSince(start, now), p.Node}
+	if o.output == outputWide {
+		ip := ""
+		if p.Sandbox != nil && len(p.Sandbox.IPs) > 0 {
+			ip = p.Sandbox.IPs[0]
+		}
+		row = append(row, p.UID, ip, strconv.FormatInt(p.Revision, 10))
+	}
+	return row
+}
+
+// watchPods prints the pods as run does, then a line per change of a pod
+// the list wants, until ctx is done (which ends it without an error). A pod
+// that goes Terminated gets its line even without -a: that is the change.
+func (o *getPodsOptions) watchPods(cmd *cobra.Command, c *client, name string) error {
+	ctx := cmd.Context()
+	kv, err := c.bucket(ctx, schemas.BucketStatus)
+	if err != nil {
+		return err
+	}
+	w, err := kv.Watch(ctx, nodeToken(o.client.node)+".*", jetstream.IgnoreDeletes())
+	if err != nil {
+		return c.jsError("bucket "+schemas.BucketStatus, err)
+	}
+	defer w.Stop()
+	out := cmd.OutOrStdout()
+	table := &streamTable{w: out}
+	ages := c.newPodAges(ctx)
+	var initial []schemas.PodStatus
+	listed := false // the initial list is printed
+	for {
+		var e jetstream.KeyValueEntry
+		select {
+		case <-ctx.Done():
+			return nil
+		case entry, ok := <-w.Updates():
+			if !ok {
+				return fmt.Errorf("watching bucket %s: the watch ended", schemas.BucketStatus)
+			}
+			e = entry
+		}
+		if e == nil { // every current value is in: print them as a list
+			listed = true
+			sortStatuses(initial)
+			if err := o.printWatched(ctx, c, table, ages, initial, true); err != nil {
+				return err
+			}
+			continue
+		}
+		var st schemas.PodStatus
+		if json.Unmarshal(e.Value(), &st) != nil {
+			continue
+		}
+		if !listed {
+			if o.listed(&st, name) {
+				initial = append(initial, st)
+			}
+			continue
+		}
+		if !o.matches(&st, name) {
+			continue
+		}
+		if err := o.printWatched(ctx, c, table, ages, []schemas.PodStatus{st}, false); err != nil {
+			return err
+		}
+	}
+}
+
+// printWatched prints pods as watch lines: JSON lines with -o json, else
+// table rows (the header first with the initial list).
+func (o *getPodsOptions) printWatched(ctx context.Context, c *client, table *streamTable, ages *podAges, pods []schemas.PodStatus, first bool) error {
+	if o.output == outputJSON {
+		for i := range pods {
+			data, err := json.Marshal(&pods[i])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(table.w, "%s\n", data)
+		}
+		return nil
+	}
+	nodes, err := c.nodeStates(ctx, o.client.node, pods)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	var rows [][]string
+	for i := range pods {
+		rows = append(rows, o.row(&pods[i], nodes[pods[i].Node] != nil && nodes[pods[i].Node].live(now), ages.since(ctx, &pods[i]), now))
+	}
+	if first {
+		table.fit(o.header()...)
+		for _, r := range rows {
+			table.fit(r...)
+		}
+		table.row(o.header()...)
+	}
+	for _, r := range rows {
+		table.row(r...)
+	}
+	return nil
+}
+
+// podAges finds when each pod was first asked for: the first of its
+// intents JETLET_INTENTS still holds (a direct get per pod, remembered).
+type podAges struct {
+	c       *client
+	intents jetstream.Stream // nil when the stream cannot be read
+	first   map[string]time.Time
+}
+
+func (c *client) newPodAges(ctx context.Context) *podAges {
+	s, err := c.js.Stream(ctx, schemas.StreamIntents)
+	if err != nil {
+		s = nil // ages fall back to the containers' starts
+	}
+	return &podAges{c: c, intents: s, first: map[string]time.Time{}}
+}
+
+// since is when p's first intent was stored, else its earliest container
+// start, else when its status was taken.
+func (a *podAges) since(ctx context.Context, p *schemas.PodStatus) time.Time {
+	key := schemas.StatusKey(p.Node, p.UID)
+	if t, ok := a.first[key]; ok {
+		return t
+	}
+	var t time.Time
+	if a.intents != nil {
+		if msg, err := a.intents.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(a.c.subj.Intent(p.Node, p.UID))); err == nil {
+			t = msg.Time
+		}
+	}
+	if t.IsZero() {
+		t = podStart(p)
+	}
+	a.first[key] = t
+	return t
 }
 
 // podReady is ready/total app containers.
@@ -161,7 +386,8 @@ func podRestarts(p *schemas.PodStatus) int32 {
 	return n
 }
 
-// podStart is the earliest container start, else when the status was taken.
+// podStart is the earliest container start, else when the status was taken:
+// a pod's age when its intents are gone from JETLET_INTENTS.
 func podStart(p *schemas.PodStatus) time.Time {
 	var first time.Time
 	for _, c := range slices.Concat(p.InitContainers, p.Containers) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"regexp"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/poll"
 )
 
 func TestGetPodsAndNodes(t *testing.T) {
@@ -80,7 +82,7 @@ func TestGetPodsEmpty(t *testing.T) {
 	c := newCluster(t)
 	res := c.run("get", "pods", "--node", "n9")
 	wantCode(t, res, 0)
-	wantContains(t, "stderr", res.stderr, "No pods found on node n9.")
+	wantContains(t, "stderr", res.stderr, "No pods found in namespace default on node n9.")
 	res = c.run("get", "pods", "-o", "json")
 	wantCode(t, res, 0)
 	wantContains(t, "stdout", res.stdout, `"items": []`)
@@ -158,5 +160,124 @@ func TestPodStartAndAges(t *testing.T) {
 		if got := humanAge(d); got != want {
 			t.Errorf("humanAge(%s) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+// -n, -A, NAME and -a select as kubectl's do; a deleted pod is hidden
+// unless -a; AGE counts from the pod's first intent.
+func TestGetPodsSelects(t *testing.T) {
+	c := newCluster(t)
+	c.startNode("n1", nil)
+	wantCode(t, c.run("apply", "-f", examples+"web.yaml", "--wait"), 0)
+	other := strings.Replace(podYAML("api", "app"), "name: api\n", "name: api\n  namespace: prod\n", 1)
+	wantCode(t, c.runIn(other, "apply", "-f", "-", "--wait"), 0)
+	wantCode(t, c.runIn(podYAML("gone", "app"), "apply", "-f", "-", "--wait"), 0)
+	wantCode(t, c.run("delete", "default/gone", "--wait"), 0)
+
+	for _, tc := range []struct {
+		args       []string
+		want, lack []string
+	}{
+		{[]string{"get", "pods"}, []string{"web"}, []string{"api", "gone"}},
+		{[]string{"get", "pods", "-n", "prod"}, []string{"api"}, []string{"web", "gone"}},
+		{[]string{"get", "pods", "-A"}, []string{"web", "api"}, []string{"gone"}},
+		{[]string{"get", "pods", "-A", "-a"}, []string{"web", "api", "gone", "Terminated"}, nil},
+		{[]string{"get", "pod", "web"}, []string{"web"}, []string{"api"}},
+		{[]string{"get", "pod", "api", "-n", "prod"}, []string{"api"}, []string{"web"}},
+	} {
+		res := c.run(tc.args...)
+		wantCode(t, res, 0)
+		for _, w := range tc.want {
+			if !regexp.MustCompile(`(?m)\s` + w + `\s`).MatchString(res.stdout) {
+				t.Errorf("jetlet %s does not list %s:\n%s", strings.Join(tc.args, " "), w, res.stdout)
+			}
+		}
+		for _, l := range tc.lack {
+			if regexp.MustCompile(`(?m)\s` + l + `\s`).MatchString(res.stdout) {
+				t.Errorf("jetlet %s lists %s:\n%s", strings.Join(tc.args, " "), l, res.stdout)
+			}
+		}
+	}
+	res := c.run("get", "pod", "gone")
+	wantCode(t, res, 1)
+	wantContains(t, "stderr", res.stderr, `pod "gone" not found in namespace default (it was deleted: -a shows its last status)`)
+	res = c.run("get", "pods", "-n", "prod", "-A")
+	wantCode(t, res, 1)
+	wantContains(t, "stderr", res.stderr, "give -n NAMESPACE or -A, not both")
+}
+
+// get pods -w prints the list, then a line for each change: here the pod
+// applied while it watches, going Running.
+func TestGetPodsWatch(t *testing.T) {
+	c := newCluster(t)
+	c.startNode("n1", nil)
+	wantCode(t, c.run("apply", "-f", examples+"web.yaml", "--wait"), 0)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runCLIWith(ctx, strings.NewReader(""), &stdout, &stderr, "get", "pods", "-w", "--nats-url", c.url)
+	}()
+	poll.Until(t, 10*time.Second, poll.Msg("the list"), func() bool { return strings.Contains(stdout.String(), "web") })
+	wantCode(t, c.runIn(podYAML("late", "app"), "apply", "-f", "-", "--wait"), 0)
+	poll.Until(t, 10*time.Second, poll.Msg("a line for late going Running"), func() bool {
+		return regexp.MustCompile(`(?m)^default\s+late\s+1/1\s+Running\s`).MatchString(stdout.String())
+	})
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d after interrupt, want 0; stderr %s", code, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("get pods -w did not stop when interrupted")
+	}
+	t.Logf("get pods -w:\n%s", stdout.String())
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if !strings.HasPrefix(lines[0], "NAMESPACE") || !strings.Contains(lines[1], "web") {
+		t.Errorf("-w output does not begin with the header and the list:\n%s", stdout.String())
+	}
+	header := lines[0]
+	for _, l := range lines[1:] {
+		if at := strings.Index(header, "STATUS"); len(l) <= at || l[at-1] != ' ' || l[at] == ' ' {
+			t.Errorf("line %q is not aligned under STATUS:\n%s", l, stdout.String())
+		}
+	}
+}
+
+// AGE counts from the pod's first intent, not from its containers' starts
+// (which a restart moves): here a status whose container claims to have
+// started three hours ago, for a pod first applied seconds ago.
+func TestGetPodsAgeIsFromTheFirstIntent(t *testing.T) {
+	c := newCluster(t)
+	c.startNode("n1", nil)
+	wantCode(t, c.run("apply", "-f", examples+"web.yaml", "--wait"), 0)
+	kv, err := c.js.KeyValue(t.Context(), schemas.BucketStatus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := kv.ListKeys(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key := range keys.Keys() {
+		e, err := kv.Get(t.Context(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st schemas.PodStatus
+		if err := json.Unmarshal(e.Value(), &st); err != nil {
+			t.Fatal(err)
+		}
+		st.Containers[0].StartedAt = time.Now().Add(-3 * time.Hour).UTC().Format(time.RFC3339Nano)
+		if _, err := kv.Put(t.Context(), key, mustJSON(t, st)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := c.run("get", "pods")
+	wantCode(t, res, 0)
+	if !regexp.MustCompile(`(?m)^default\s+web\s+1/1\s+Running\s+0\s+\d+s\s+n1$`).MatchString(res.stdout) {
+		t.Errorf("AGE is not the seconds since the first intent:\n%s", res.stdout)
 	}
 }

@@ -23,6 +23,9 @@ func setupLogging(level string, w io.Writer) error {
 		w = zerolog.ConsoleWriter{Out: f, TimeFormat: time.TimeOnly}
 	}
 	zerolog.TimeFieldFormat = time.RFC3339Nano
+	// Every duration is logged under a name ending in _ms, in milliseconds
+	// with a fraction.
+	zerolog.DurationFieldUnit, zerolog.DurationFieldInteger = time.Millisecond, false
 	logger = zerolog.New(w).Level(lvl).With().Timestamp().Logger()
 	return nil
 }

@@ -57,7 +57,7 @@ func newRootCommand() *cobra.Command {
 			return bindEnv(cmd)
 		},
 	}
-	root.AddCommand(newRunCommand(), newVersionCommand(), newApplyCommand(), newDeleteCommand(), newGetCommand(), newEventsCommand(), newHistoryCommand(),
+	root.AddCommand(newRunCommand(), newVersionCommand(), newApplyCommand(), newDeleteCommand(), newGetCommand(), newEventsCommand(), newHistoryCommand(), newDescribeCommand(),
 		newProvisionCommand(), newNATSConfigCommand(), newNodeCommand())
 	return root
 }

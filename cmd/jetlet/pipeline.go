@@ -13,6 +13,7 @@ import (
 	"github.com/jetlet/jetlet/consumer"
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/reconcile"
+	"github.com/jetlet/jetlet/reconcile/containerlogs"
 	"github.com/jetlet/jetlet/reconcile/pleg"
 	"github.com/jetlet/jetlet/reconcile/podworkers"
 	"github.com/jetlet/jetlet/reconcile/prober"
@@ -89,6 +90,12 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	if err != nil {
 		return err
 	}
+	logCfg := a.cfg.containerLogs
+	logCfg.Logger = log
+	rotation, err := containerlogs.New(client, logCfg)
+	if err != nil {
+		return err
+	}
 	cons, err := consumer.New(js, pub, workers, consumer.Config{
 		Node:            a.cfg.node,
 		SubjectPrefix:   a.cfg.streams.SubjectPrefix,
@@ -132,6 +139,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 		}, log)
 	})
 	bg.Go(func() { rederiveAfterDrops(bgCtx, pub, relister, a) })
+	bg.Go(func() { rotation.Run(bgCtx) })
 
 	runErr := cons.Run(ctx, a.cfg.shutdownTimeout)
 	stopBG()

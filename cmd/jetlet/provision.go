@@ -37,6 +37,9 @@ func newDeniedCounter(reg prometheus.Registerer) *prometheus.CounterVec {
 		Name: "jetlet_permission_denied_total",
 		Help: "Publishes and subscriptions NATS refused this node, by what they carry (result, event, dead, status, heartbeat, intent, consumer, stream, other).",
 	}, []string{"what"})
+	for _, what := range events.PermissionKinds {
+		c.WithLabelValues(what) // present at 0 from the start
+	}
 	reg.MustRegister(c)
 	return c
 }
@@ -78,7 +81,7 @@ func (a *agent) provision(ctx context.Context, js jetstream.JetStream) error {
 		}
 		return err
 	}, b, func(err error, next time.Duration) {
-		log.Warn().Err(err).Dur("retry_in", next).Msg("provisioning streams and buckets failed; retrying")
+		log.Warn().Err(err).Dur("retry_in_ms", next).Msg("provisioning streams and buckets failed; retrying")
 	})
 	if err != nil {
 		return err

@@ -5,14 +5,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlet/jetlet/events"
 )
 
+// readerInactiveThreshold: the server deletes a reader's consumer that a
+// client killed mid-read left behind after this long without a pull.
+const readerInactiveThreshold = 10 * time.Second
+
 // readStream hands fn every message of stream that cfg selects, in stream
-// order, through an ordered consumer (nothing is left behind on the server).
+// order, through an ordered consumer that it deletes when done, so that
+// nothing is left behind on the server (a CLI scripted many times a second
+// would otherwise fill the server's consumer limit).
 // With follow false it stops at the end of the stream as it was when the
 // consumer was created; with follow true it goes on until ctx is done, which
 // ends it without an error.
@@ -27,6 +34,7 @@ func (c *client) readStream(ctx context.Context, stream string, cfg jetstream.Or
 		}
 		return c.jsError("stream "+stream, err)
 	}
+	cfg.InactiveThreshold = readerInactiveThreshold
 	cons, err := c.js.OrderedConsumer(ctx, stream, cfg)
 	if err != nil {
 		return fail(err)
@@ -35,7 +43,7 @@ func (c *client) readStream(ctx context.Context, stream string, cfg jetstream.Or
 	if err != nil {
 		return fail(err)
 	}
-	defer it.Stop()
+	defer c.deleteReader(stream, cons, it)
 	if _, denied := events.Denied(ctx); denied {
 		return fail(nil)
 	}
@@ -67,6 +75,20 @@ func (c *client) readStream(ctx context.Context, stream string, cfg jetstream.Or
 			return err
 		}
 	}
+}
+
+// deleteReader stops a read and deletes its consumer, under a context of
+// its own: the read's may be over (a follow ends with it). A delete that
+// fails leaves the consumer to the server's inactive threshold.
+func (c *client) deleteReader(stream string, cons jetstream.Consumer, it jetstream.MessagesContext) {
+	it.Stop()
+	info := cons.CachedInfo() // the current consumer: an ordered one is recreated on a gap
+	if info == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = c.js.DeleteConsumer(ctx, stream, info.Name)
 }
 
 // kvValues returns every value of bucket whose key matches pattern (a

@@ -17,9 +17,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/jetlet/jetlet/consumer"
 	"github.com/jetlet/jetlet/events"
+	"github.com/jetlet/jetlet/reconcile/containerlogs"
 	"github.com/jetlet/jetlet/runtime/proc"
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -44,8 +46,14 @@ type runConfig struct {
 	relistPeriod          time.Duration
 	resyncPeriod          time.Duration
 	maxDeadPerContainer   int
-	profiling             bool
-	streams               events.StreamsConfig
+	// The --container-log-* flags, and the rotation config validate makes
+	// of them.
+	containerLogMaxSize         string
+	containerLogMaxFiles        int
+	containerLogMonitorInterval time.Duration
+	containerLogs               containerlogs.Config
+	profiling                   bool
+	streams                     events.StreamsConfig
 }
 
 func newRunCommand() *cobra.Command {
@@ -93,6 +101,9 @@ admits anyone. Without
 	fs.DurationVar(&cfg.relistPeriod, "relist-period", time.Second, "how often the runtime's pods are listed to notice changes (kubelet's PLEG relist)")
 	fs.DurationVar(&cfg.resyncPeriod, "resync-period", time.Minute, "how often every pod is synced again even when nothing changed (plus up to 10% jitter)")
 	fs.IntVar(&cfg.maxDeadPerContainer, "max-dead-containers-per-container", 1, "dead instances kept per container (kubelet's --maximum-dead-containers-per-container)")
+	fs.StringVar(&cfg.containerLogMaxSize, "container-log-max-size", "10Mi", "size (a quantity: 10Mi, 500Ki) past which a container's log is rotated (kubelet's containerLogMaxSize)")
+	fs.IntVar(&cfg.containerLogMaxFiles, "container-log-max-files", containerlogs.DefaultMaxFiles, "log files kept per container, the current one included; all but the newest two are compressed (kubelet's containerLogMaxFiles)")
+	fs.DurationVar(&cfg.containerLogMonitorInterval, "container-log-monitor-interval", containerlogs.DefaultInterval, "how often container logs are looked at for rotation (kubelet's containerLogMonitorInterval)")
 	fs.StringVar(&cfg.streams.SubjectPrefix, "subject-prefix", schemas.DefaultSubjectPrefix, "first token of every jetlet subject")
 	registerStreamFlags(fs, &cfg.streams)
 	annotateEnv(fs)
@@ -147,6 +158,17 @@ func (c *runConfig) validate() error {
 	}
 	if c.maxDeadPerContainer < 1 {
 		return fmt.Errorf("--max-dead-containers-per-container %d: must be at least 1 (the newest dead instance holds the restart count)", c.maxDeadPerContainer)
+	}
+	size, err := resource.ParseQuantity(c.containerLogMaxSize)
+	if err != nil || size.Sign() <= 0 {
+		return fmt.Errorf("--container-log-max-size %q: want a positive quantity like 10Mi", c.containerLogMaxSize)
+	}
+	c.containerLogs = containerlogs.Config{MaxSize: size.Value(), MaxFiles: c.containerLogMaxFiles, Interval: c.containerLogMonitorInterval}
+	if c.containerLogMaxFiles < 2 {
+		return fmt.Errorf("--container-log-max-files %d: must be at least 2 (the current file and one rotated)", c.containerLogMaxFiles)
+	}
+	if c.containerLogMonitorInterval <= 0 {
+		return fmt.Errorf("--container-log-monitor-interval %s: must be positive", c.containerLogMonitorInterval)
 	}
 	if c.shutdownTimeout <= 0 {
 		return fmt.Errorf("--shutdown-timeout %s: must be positive", c.shutdownTimeout)
@@ -207,9 +229,30 @@ func (a *agent) run(ctx context.Context) error {
 	if renamedFrom != "" {
 		a.log.Warn().Str("from", renamedFrom).Msg("data dir renamed to this node (--rename-node)")
 	}
+	stopTracing, err := setupTracing(ctx, a.cfg.node)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// The spans of the drain are exported too, within the shutdown timeout.
+		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.shutdownTimeout)
+		defer cancel()
+		if err := stopTracing(flushCtx); err != nil {
+			a.log.Warn().Err(err).Msg("not every span was exported before exit")
+		}
+	}()
 	a.addReadinessChecks()
 	reg := newRegistry()
 	a.deniedTotal = newDeniedCounter(reg)
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "jetlet_nats_connected",
+		Help: "1 while the connection to NATS is up, else 0.",
+	}, func() float64 {
+		if nc := a.nc.Load(); nc != nil && nc.IsConnected() {
+			return 1
+		}
+		return 0
+	}))
 	web, err := listenHTTP(a.cfg.httpListen, &a.ready, reg, a.cfg.profiling)
 	if err != nil {
 		return err
@@ -274,7 +317,7 @@ func (a *agent) run(ctx context.Context) error {
 // serve connects the runtime and runs the pipeline until ctx is done or the
 // HTTP server dies (then the agent exits non-zero).
 func (a *agent) serve(ctx context.Context, js jetstream.JetStream, endpoint string, reg *prometheus.Registry, webErr <-chan error) error {
-	client, err := a.connectRuntime(ctx, endpoint, criMetrics(reg))
+	client, err := a.connectRuntime(ctx, endpoint, criObserver(reg, a.log))
 	if err != nil {
 		return err
 	}

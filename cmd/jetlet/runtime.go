@@ -10,16 +10,22 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"google.golang.org/grpc"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/runtime"
+	"github.com/jetlet/jetlet/runtime/crierr"
 	"github.com/jetlet/jetlet/runtime/proc"
 )
 
 // runtimeStatusPeriod is how often /readyz's runtime condition is refreshed.
 const runtimeStatusPeriod = 5 * time.Second
 
-// criMetrics observes every CRI call: latency by method, errors by method.
-func criMetrics(reg prometheus.Registerer) func(method string, d time.Duration, err error) {
+// criObserver observes every CRI call: latency by method, errors by method
+// (each method's counter at 0 from the start), and a failure logged at warn
+// unless it is a not-found, which reconcile expects and handles.
+func criObserver(reg prometheus.Registerer, log zerolog.Logger) func(method string, d time.Duration, err error) {
 	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "jetlet_runtime_call_duration_seconds",
 		Help:    "CRI call latency by method.",
@@ -30,10 +36,22 @@ func criMetrics(reg prometheus.Registerer) func(method string, d time.Duration, 
 		Help: "CRI calls that returned an error, by method.",
 	}, []string{"method"})
 	reg.MustRegister(latency, failures)
+	for _, svc := range []grpc.ServiceDesc{runtimeapi.RuntimeService_ServiceDesc, runtimeapi.ImageService_ServiceDesc} {
+		for _, m := range svc.Methods {
+			failures.WithLabelValues(m.MethodName)
+		}
+		for _, s := range svc.Streams {
+			failures.WithLabelValues(s.StreamName)
+		}
+	}
 	return func(method string, d time.Duration, err error) {
 		latency.WithLabelValues(method).Observe(d.Seconds())
-		if err != nil {
-			failures.WithLabelValues(method).Inc()
+		if err == nil {
+			return
+		}
+		failures.WithLabelValues(method).Inc()
+		if !errors.Is(err, crierr.ErrNotFound) && !errors.Is(err, context.Canceled) {
+			log.Warn().Err(err).Str("method", method).Dur("took_ms", d).Msg("CRI call failed")
 		}
 	}
 }
@@ -84,7 +102,7 @@ func (a *agent) connectRuntime(ctx context.Context, endpoint string, observe fun
 		}
 		return err
 	}, b, func(err error, next time.Duration) {
-		a.log.Warn().Err(err).Str("endpoint", endpoint).Dur("retry_in", next).Msg("CRI runtime not answering; retrying")
+		a.log.Warn().Err(err).Str("endpoint", endpoint).Dur("retry_in_ms", next).Msg("CRI runtime not answering; retrying")
 	})
 	if err != nil {
 		return nil, err

@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	goruntime "runtime"
 	"runtime/debug"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 )
 
@@ -19,6 +21,25 @@ func jetletVersion() string {
 		return bi.Main.Version
 	}
 	return "dev"
+}
+
+// buildInfo is jetlet_build_info: 1, labelled with what was built.
+func buildInfo() prometheus.Collector {
+	revision := "unknown"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				revision = s.Value
+			}
+		}
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "jetlet_build_info",
+		Help:        "1, labelled with jetlet's version, VCS revision and Go version.",
+		ConstLabels: prometheus.Labels{"version": jetletVersion(), "revision": revision, "goversion": goruntime.Version()},
+	})
+	g.Set(1)
+	return g
 }
 
 func newVersionCommand() *cobra.Command {

@@ -389,7 +389,7 @@ func (r *Relister) followEvents(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		r.log.Warn().Err(err).Dur("retry_in", delay).Msg("container event stream broke; relisting meanwhile")
+		r.log.Warn().Err(err).Dur("retry_in_ms", delay).Msg("container event stream broke; relisting meanwhile")
 		select {
 		case <-ctx.Done():
 			return

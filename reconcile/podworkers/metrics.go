@@ -7,16 +7,26 @@ import (
 )
 
 type metrics struct {
-	syncDuration prometheus.Histogram
+	syncDuration *prometheus.HistogramVec
 }
+
+// Outcomes of a sync, the jetlet_sync_duration_seconds label.
+const (
+	syncSucceeded = "success"
+	syncBackOff   = "backoff" // only waiting out a back-off
+	syncFailed    = "failure"
+)
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
-		syncDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+		syncDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "jetlet_sync_duration_seconds",
-			Help:    "Duration of pod syncs, intent-driven and background.",
+			Help:    "Duration of pod syncs, intent-driven and background, by outcome (success, backoff: only waiting out a back-off, failure).",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 12),
-		}),
+		}, []string{"outcome"}),
+	}
+	for _, o := range []string{syncSucceeded, syncBackOff, syncFailed} {
+		m.syncDuration.WithLabelValues(o) // present at 0 from the start
 	}
 	if reg != nil {
 		reg.MustRegister(m.syncDuration)

@@ -1,8 +1,11 @@
 package podworkers
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -113,10 +116,10 @@ func (discard) Emit(context.Context, schemas.LifecycleEvent) {}
 func (discard) PutStatus(*schemas.PodStatus)                 {}
 
 // runScripted syncs one pod once through Workers over m, then lets the
-// background syncs run for d of the bubble's time.
-func runScripted(t *testing.T, m *scriptedManager, d time.Duration) {
+// background syncs run for d of the bubble's time. The workers log to log.
+func runScripted(t *testing.T, m *scriptedManager, d time.Duration, log zerolog.Logger) {
 	relister := pleg.New(m, discard{}, pleg.Config{Node: "n1", Period: time.Second, Logger: zerolog.Nop()})
-	w, err := New(m, relister, discard{}, discard{}, Config{Node: "n1", ResyncPeriod: time.Hour, GCPeriod: time.Hour, Logger: zerolog.Nop()})
+	w, err := New(m, relister, discard{}, discard{}, Config{Node: "n1", ResyncPeriod: time.Hour, GCPeriod: time.Hour, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +141,7 @@ func runScripted(t *testing.T, m *scriptedManager, d time.Duration) {
 func TestAFailedSyncIsRetriedWithAGrowingDelayUntilItSucceeds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := &scriptedManager{script: []error{reconcile.ErrCreateContainer, reconcile.ErrCreateContainer, reconcile.ErrRunContainer, nil}}
-		runScripted(t, m, 10*time.Minute)
+		runScripted(t, m, 10*time.Minute, zerolog.Nop())
 		want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}
 		if got := m.intervals(); len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
 			t.Errorf("syncs %v apart, want %v and none after the success", got, want)
@@ -149,10 +152,41 @@ func TestAFailedSyncIsRetriedWithAGrowingDelayUntilItSucceeds(t *testing.T) {
 func TestAPodInBackOffIsLookedAtEverySecondWithoutGrowing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := &scriptedManager{script: []error{reconcile.ErrCrashLoopBackOff, reconcile.ErrImagePullBackOff, reconcile.ErrCrashLoopBackOff, nil}}
-		runScripted(t, m, 10*time.Minute)
+		runScripted(t, m, 10*time.Minute, zerolog.Nop())
 		want := []time.Duration{time.Second, time.Second, time.Second}
 		if got := m.intervals(); len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
 			t.Errorf("syncs %v apart, want %v and none after the success", got, want)
+		}
+	})
+}
+
+// A failing pod is logged at warn with its error: at once when the error is
+// new, and the same error again at most once a minute, though it is retried
+// more often.
+func TestAFailingSyncIsLoggedAtWarnOnceAMinute(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		failures := slices.Repeat([]error{reconcile.ErrCreateContainer}, 8) // at 0, 1, 3, 7, 15, 31, 63 and 123 s
+		failures = append(failures, reconcile.ErrRunContainer, nil)         // a new error at 183 s, then success
+		m := &scriptedManager{script: failures}
+		var logs bytes.Buffer
+		runScripted(t, m, 10*time.Minute, zerolog.New(&logs).Level(zerolog.WarnLevel))
+		var got []string
+		for line := range strings.Lines(logs.String()) {
+			var entry struct{ Level, Message, Error, Pod string }
+			if err := json.Unmarshal([]byte(line), &entry); err != nil {
+				t.Fatalf("log line %q: %v", line, err)
+			}
+			if entry.Message == "pod sync failed; retrying with back-off" {
+				if entry.Level != "warn" || entry.Pod != "default/p" {
+					t.Errorf("logged %q", line)
+				}
+				got = append(got, entry.Error)
+			}
+		}
+		create, run := reconcile.ErrCreateContainer.Error(), reconcile.ErrRunContainer.Error()
+		want := []string{create, create, create, run} // at 0, 63, 123 and 183 s
+		if len(got) != len(want) || !strings.Contains(got[0], want[0]) || !strings.Contains(got[2], want[2]) || !strings.Contains(got[3], want[3]) {
+			t.Errorf("warnings %q, want one per error per minute: %q", got, want)
 		}
 	})
 }

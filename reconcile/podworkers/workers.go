@@ -183,6 +183,10 @@ type pod struct {
 	failures int               // consecutive failed syncs, for the retry delay
 	retry    *time.Timer       // the next background sync a failure or back-off asked for
 	span     trace.SpanContext // the applied intent's, for the background syncs after it
+	// The last failure logged and when, to log a failing pod's error once
+	// a minute rather than at every retry.
+	lastWarn   string
+	lastWarnAt time.Time
 }
 
 // New returns Workers; it does no I/O before Start and Run.
@@ -301,7 +305,7 @@ func (w *Workers) Run(ctx context.Context, drain time.Duration) {
 	select {
 	case <-finished:
 	case <-time.After(drain):
-		w.log.Warn().Dur("drain", drain).Msg("background syncs did not finish in time; cancelling them")
+		w.log.Warn().Dur("drain_ms", drain).Msg("background syncs did not finish in time; cancelling them")
 		cancel()
 		<-finished
 	}
@@ -418,7 +422,11 @@ func (w *Workers) syncLocked(ctx context.Context, p *pod) Report {
 	start := time.Now()
 	s := &podSync{w: w, p: p, want: *p.desired, orphan: p.orphan}
 	rep := s.run(withIntent(ctx, s.want))
-	w.m.syncDuration.Observe(time.Since(start).Seconds())
+	outcome := syncOutcome(rep)
+	w.m.syncDuration.WithLabelValues(outcome).Observe(time.Since(start).Seconds())
+	if outcome == syncFailed {
+		w.warnFailed(p, rep.Err)
+	}
 	if rep.Status != nil {
 		w.putStatus(p, rep.Status)
 	}
@@ -438,6 +446,35 @@ func (w *Workers) syncLocked(ctx context.Context, p *pod) Report {
 		w.mu.Unlock()
 	}
 	return rep
+}
+
+func syncOutcome(rep Report) string {
+	switch {
+	case rep.Err == nil:
+		return syncSucceeded
+	case onlyBackOff(rep.Err):
+		return syncBackOff
+	}
+	return syncFailed
+}
+
+// failedSyncWarnEvery bounds how often one pod's failing syncs are logged
+// with the same error: a failing pod is retried every few seconds.
+const failedSyncWarnEvery = time.Minute
+
+// warnFailed logs a failed sync of p (whose sync lock the caller holds) at
+// warn: a new error at once, the same one again at most once a minute.
+func (w *Workers) warnFailed(p *pod, err error) {
+	msg := err.Error()
+	if msg == p.lastWarn && time.Since(p.lastWarnAt) < failedSyncWarnEvery {
+		return
+	}
+	p.lastWarn, p.lastWarnAt = msg, time.Now()
+	ev := w.log.Warn().Err(err).Str("uid", p.uid).Int("failures", p.failures+1)
+	if d := p.desired; d != nil && d.Intent.Pod != nil {
+		ev = ev.Str("pod", d.Intent.Pod.Namespace+"/"+d.Intent.Pod.Name)
+	}
+	ev.Msg("pod sync failed; retrying with back-off")
 }
 
 // putStatus stores the pod's status unless it is the one stored last. A

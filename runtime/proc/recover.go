@@ -111,7 +111,7 @@ func (r *Runtime) awaitInterruptedStart(c *container) {
 			return
 		}
 		if time.Now().After(deadline) {
-			r.log.Warn().Str("container", c.id).Dur("waited", r.cfg.StartTimeout).
+			r.log.Warn().Str("container", c.id).Dur("waited_ms", r.cfg.StartTimeout).
 				Msg("the shim of a start a crash interrupted recorded nothing; the container counts as never started")
 			return
 		}

@@ -222,11 +222,8 @@ func listenUnix(path string) (net.Listener, error) {
 func (r *Runtime) logUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	start := time.Now()
 	resp, err := handler(ctx, req)
-	ev := r.log.Debug()
-	if err != nil {
-		ev = r.log.Info().Err(err)
-	}
-	ev.Str("method", info.FullMethod).Dur("took", time.Since(start)).Msg("CRI call")
+	// Debug even when it failed: the client logs its failures at warn.
+	r.log.Debug().Err(err).Str("method", info.FullMethod).Dur("took_ms", time.Since(start)).Msg("CRI call")
 	return resp, err
 }
 

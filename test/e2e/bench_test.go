@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/otlptest"
 )
 
 // The pipeline benchmarks measure jetlet end to end, from an intent
@@ -27,13 +28,14 @@ import (
 // intents over (so that few are coalesced).
 const benchPods = 200
 
-// convergedNode runs jetlet with benchPods running pods, all converged.
-func convergedNode(b *testing.B) *node {
+// convergedNode runs jetlet, with env added to its environment, with
+// benchPods running pods, all converged.
+func convergedNode(b *testing.B, env []string) *node {
 	b.Helper()
 	// A flood puts up to count/benchPods intents on each pod's subject before
 	// jetlet reads them: keep them all (the default history of 16 would let
 	// JetStream discard the oldest unread, which then get no result).
-	n := startNode(b, shortDir(b), "", "--workers", "16", "--intent-history", "64")
+	n := startNodeEnv(b, shortDir(b), "", env, "--workers", "16", "--intent-history", "64")
 	for i := range benchPods {
 		uid := fmt.Sprintf("bench-%03d", i)
 		n.publish(uid, podJSON(uid, 1, "Always", "exec sleep 3600"))
@@ -193,19 +195,30 @@ func report(b *testing.B, jetlet, bare loadResult) {
 
 // BenchmarkNoOpIntents floods jetlet with intents for converged pods (each
 // sync finds nothing to do) and the bare loop with as many messages.
-func BenchmarkNoOpIntents(b *testing.B) { benchNoOp(b, 0) }
+func BenchmarkNoOpIntents(b *testing.B) { benchNoOp(b, 0, nil) }
 
 // BenchmarkNoOpIntentsAt5000 offers 5,000 intents/s for converged pods, and
 // as many messages to the bare loop.
-func BenchmarkNoOpIntentsAt5000(b *testing.B) { benchNoOp(b, 5000) }
+func BenchmarkNoOpIntentsAt5000(b *testing.B) { benchNoOp(b, 5000, nil) }
+
+// BenchmarkNoOpIntentsAt1000 and BenchmarkNoOpIntentsAt1000Traced measure
+// what exporting traces adds to a no-op sync: the same load, without and
+// with an OTLP endpoint (a receiver in this process, over gRPC) that every
+// intent's trace is exported to.
+func BenchmarkNoOpIntentsAt1000(b *testing.B) { benchNoOp(b, 1000, nil) }
+
+func BenchmarkNoOpIntentsAt1000Traced(b *testing.B) {
+	_, endpoint := otlptest.StartGRPC(b)
+	benchNoOp(b, 1000, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"})
+}
 
 var revision struct {
 	sync.Mutex
 	next int64
 }
 
-func benchNoOp(b *testing.B, rate int) {
-	n := convergedNode(b)
+func benchNoOp(b *testing.B, rate int, env []string) {
+	n := convergedNode(b, env)
 	nc := natsConn(b, n)
 	stop := bareLoop(b, n.js, 16)
 	defer stop()

@@ -27,14 +27,21 @@ type node struct {
 	statusKV jetstream.KeyValue
 	url      string
 	extra    []string
+	env      []string // added to jetlet's environment
 }
 
 // startNode runs `jetlet run` on the embedded defaults (or --nats-url when
 // url is set), waits for /readyz and connects to its NATS.
 func startNode(t testing.TB, dataDir, url string, extra ...string) *node {
 	t.Helper()
+	return startNodeEnv(t, dataDir, url, nil, extra...)
+}
+
+// startNodeEnv is startNode with env added to jetlet's environment.
+func startNodeEnv(t testing.TB, dataDir, url string, env []string, extra ...string) *node {
+	t.Helper()
 	jetlettest.RemovePodsOnCleanup(t, dataDir)
-	n := &node{t: t, name: "n1", dataDir: dataDir, url: url, extra: extra}
+	n := &node{t: t, name: "n1", dataDir: dataDir, url: url, extra: extra, env: env}
 	n.start()
 	return n
 }
@@ -47,7 +54,7 @@ func (n *node) start() {
 	} else {
 		args = append(args, "--nats-listen", "127.0.0.1:0")
 	}
-	n.proc = jetlettest.Start(n.t, append(args, n.extra...)...)
+	n.proc = jetlettest.StartEnv(n.t, n.env, append(args, n.extra...)...)
 	n.proc.WaitReady(60 * time.Second)
 	url := n.url
 	opts := []nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}

@@ -48,10 +48,18 @@ func TestPodRunsAndIsDeleted(t *testing.T) {
 	for _, want := range []string{
 		`jetlet_intents_total{outcome="Synced"} 2`,
 		`jetlet_pods{phase="Running"} 0`,
-		`jetlet_sync_duration_seconds_count`,
+		`jetlet_sync_duration_seconds_count{outcome="success"}`,
 		`jetlet_relist_duration_seconds_count`,
 		`jetlet_runtime_call_duration_seconds_count{method="RunPodSandbox"} 1`,
 		`jetlet_events_buffered`,
+		`jetlet_nats_connected 1`,
+		`jetlet_build_info{goversion="go`,
+		// Counters are there at 0 before anything has gone wrong.
+		`jetlet_intents_total{outcome="Rejected"} 0`,
+		`jetlet_publish_failures_total{kind="result"} 0`,
+		`jetlet_permission_denied_total{what="intent"} 0`,
+		`jetlet_runtime_call_errors_total{method="RunPodSandbox"} 0`,
+		`jetlet_sync_duration_seconds_count{outcome="failure"} 0`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q", want)

@@ -1,0 +1,72 @@
+package containerd_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jetlet/jetlet/reconcile/containerlogs"
+	"github.com/jetlet/jetlet/test/poll"
+)
+
+// jetlet rotates a chatty container's log through containerd's
+// ReopenContainerLog: 70 MiB written leave at most 5 files, all but the
+// newest two compressed.
+func TestAChattyContainersLogIsRotated(t *testing.T) {
+	s := newSuite(t)
+	n := s.startNode("--container-log-max-size", "10Mi", "--container-log-max-files", "5", "--container-log-monitor-interval", "100ms")
+	uid := s.uid("chatty")
+	n.publish(uid, s.podJSON(uid, 1, "Always",
+		`for i in $(seq 70); do head -c 1047552 /dev/zero | tr '\0' x | fold -w 1023; echo; sleep 0.05; done; echo done; `+untilTerm))
+	st := n.waitStatus(uid, 60*time.Second, "Running", running)
+	resp, err := s.cri.ContainerStatus(context.Background(), st.Containers[0].ContainerID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := resp.GetStatus().GetLogPath()
+	var files []string
+	poll.Until(t, 2*time.Minute, func() string { return "the log to end with done; files " + strings.Join(files, " ") }, func() bool {
+		files, _ = containerlogs.Files(log)
+		data, err := os.ReadFile(log)
+		return err == nil && bytes.HasSuffix(data, []byte(" stdout F done\n"))
+	})
+	if len(files) > 5 {
+		t.Errorf("%d log files, want at most 5: %v", len(files), files)
+	}
+	var plain int64
+	lines := 0
+	for i, f := range files {
+		info, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(f, ".gz") {
+			if i >= len(files)-2 {
+				t.Errorf("%s is compressed; the newest rotated file and the current one are not", f)
+			}
+		} else {
+			plain += info.Size()
+		}
+		r, err := containerlogs.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(r)
+		r.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		lines += bytes.Count(data, []byte("\n"))
+	}
+	t.Logf("%d files, %d lines, %.1f MiB uncompressed", len(files), lines, float64(plain)/(1<<20))
+	if plain > 24<<20 {
+		t.Errorf("%d bytes uncompressed on disk, want about 20 MiB at most", plain)
+	}
+	if lines < 40*1024 || lines > 60*1024 {
+		t.Errorf("%d lines kept, want 40 to 60 MiB of the newest of 70", lines)
+	}
+}
