@@ -21,7 +21,11 @@ func (n *node) syncs() uint64 {
 	}
 	for _, f := range families {
 		if f.GetName() == "jetlet_sync_duration_seconds" {
-			return f.GetMetric()[0].GetHistogram().GetSampleCount()
+			var count uint64
+			for _, m := range f.GetMetric() { // one per outcome
+				count += m.GetHistogram().GetSampleCount()
+			}
+			return count
 		}
 	}
 	n.t.Fatal("no jetlet_sync_duration_seconds")

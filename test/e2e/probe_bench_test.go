@@ -119,7 +119,7 @@ func cpuTime(b *testing.B, pid int) (self, children time.Duration) {
 	return tick(14) + tick(15), tick(16) + tick(17)
 }
 
-// metric reads one unlabelled sample from jetlet's /metrics.
+// metric sums the samples of name (over its labels) in jetlet's /metrics.
 func metric(b *testing.B, n *node, name string) float64 {
 	b.Helper()
 	resp, err := http.Get(n.proc.HTTPAddr() + "/metrics")
@@ -131,15 +131,19 @@ func metric(b *testing.B, n *node, name string) float64 {
 	if err != nil {
 		b.Fatal(err)
 	}
+	sum, found := 0.0, false
 	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return f
+		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {
+			continue
 		}
+		f, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sum, found = sum+f, true
 	}
-	b.Fatalf("/metrics has no %s", name)
-	return 0
+	if !found {
+		b.Fatalf("/metrics has no %s", name)
+	}
+	return sum
 }
