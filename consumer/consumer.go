@@ -577,6 +577,7 @@ func (c *Consumer) decode(ctx context.Context, uid string, d *delivery) candidat
 	defer span.End()
 	in, err := schemas.DecodeIntent(d.data, schemas.IntentTarget{
 		Node: c.cfg.Node, UID: uid, MaxBodyBytes: c.cfg.MaxIntentBytes, AllowPrivileged: c.cfg.AllowPrivileged,
+		NoMemoryEmptyDir: c.cfg.NoMemoryEmptyDir,
 	})
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())

@@ -189,6 +189,7 @@ func (c *Consumer) replay(ctx context.Context) (*recovered, int, error) {
 func (c *Consumer) replayOne(rec *recovered, uid string, d *delivery) {
 	in, err := schemas.DecodeIntent(d.data, schemas.IntentTarget{
 		Node: c.cfg.Node, UID: uid, MaxBodyBytes: c.cfg.MaxIntentBytes, AllowPrivileged: c.cfg.AllowPrivileged,
+		NoMemoryEmptyDir: c.cfg.NoMemoryEmptyDir,
 	})
 	p, ok := rec.pods[uid]
 	if !ok {

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,11 +24,14 @@ type PodActions struct {
 	SandboxID string
 	// Attempt of the sandbox to create.
 	Attempt uint32
-	// NextInitContainerToStart, if any; app containers are then not started.
-	NextInitContainerToStart *corev1.Container
+	// InitContainersToStart are indexes into pod.Spec.InitContainers, in
+	// spec order: the next init container to run, and sidecars (restartable
+	// init containers) to restart.
+	InitContainersToStart []int
 	// ContainersToStart are indexes into pod.Spec.Containers.
 	ContainersToStart []int
-	// ContainersToKill, in spec order.
+	// ContainersToKill: init containers (last first), then app containers
+	// in spec order.
 	ContainersToKill []ContainerToKill
 }
 
@@ -60,8 +64,8 @@ func (a PodActions) String() string {
 		fmt.Fprintf(&b, " SandboxID=%s", a.SandboxID)
 	}
 	fmt.Fprintf(&b, " Attempt=%d", a.Attempt)
-	if a.NextInitContainerToStart != nil {
-		fmt.Fprintf(&b, " NextInit=%s", a.NextInitContainerToStart.Name)
+	if len(a.InitContainersToStart) > 0 {
+		fmt.Fprintf(&b, " StartInit=%v", a.InitContainersToStart)
 	}
 	fmt.Fprintf(&b, " Start=%v", a.ContainersToStart)
 	if len(a.ContainersToKill) > 0 {
@@ -201,6 +205,10 @@ func shouldContainerBeRestarted(c *corev1.Container, pod *corev1.Pod, status *Po
 	case ContainerUnknown, ContainerCreated:
 		return true
 	}
+	if IsSidecar(c) {
+		// A sidecar restarts whatever the pod's policy.
+		return true
+	}
 	switch pod.Spec.RestartPolicy {
 	case corev1.RestartPolicyNever:
 		return false
@@ -245,38 +253,25 @@ func ComputePodActions(pod *corev1.Pod, status *PodStatus, probes Probes) PodAct
 		}
 		// Initialised and nothing to start: no new sandbox.
 		if len(toStart) == 0 {
-			if _, _, done := findNextInitContainerToRun(pod, status); done {
+			done := anyRegularContainerCreated(pod, status)
+			if !hasSidecar(pod) {
+				_, _, done = findNextInitContainerToRun(pod, status)
+			}
+			if done {
 				a.CreateSandbox = false
 				return a
 			}
 		}
 		if len(pod.Spec.InitContainers) != 0 {
-			a.NextInitContainerToStart = &pod.Spec.InitContainers[0]
+			a.InitContainersToStart = []int{0}
 			return a
 		}
 		a.ContainersToStart = toStart
 		return a
 	}
 
-	// Initialisation first.
-	last, next, done := findNextInitContainerToRun(pod, status)
-	if !done {
-		if next != nil {
-			failed := last != nil && isInitContainerFailed(last)
-			if failed && !shouldRestartOnFailure(pod) {
-				a.KillPod = true
-			} else {
-				if last != nil && last.State == ContainerUnknown {
-					// Stop it before starting it again: never two instances.
-					a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{
-						ID: last.ID, Name: next.Name, Container: next, Reason: schemas.ReasonUnknown,
-						Message: fmt.Sprintf("Init container is in %q state, try killing it before restart", last.State),
-					})
-				}
-				a.NextInitContainerToStart = next
-			}
-		}
-		// Failed or still in progress: app containers wait.
+	// Initialisation first: app containers wait until it is done.
+	if initialized := computeInitContainerActions(pod, status, probes, &a); a.KillPod || !initialized {
 		return a
 	}
 
@@ -324,8 +319,10 @@ func ComputePodActions(pod *corev1.Pod, status *PodStatus, probes Probes) PodAct
 		})
 	}
 	if keep == 0 && len(a.ContainersToStart) == 0 {
-		// Nothing runs and nothing will: stop the sandbox too.
+		// Nothing runs and nothing will: stop the sandbox too. Sidecars do
+		// not keep the pod alive: they are not restarted, the kill stops them.
 		a.KillPod = true
+		a.InitContainersToStart = nil
 	}
 	return a
 }
@@ -335,4 +332,137 @@ func probeGet(p ProbeResults, id string) (ProbeResult, bool) {
 		return ProbeUnknown, false
 	}
 	return p.Get(id)
+}
+
+// IsSidecar: an init container with restartPolicy Always, which runs beside
+// the app containers (kubelet's IsRestartableInitContainer).
+func IsSidecar(c *corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+func hasSidecar(pod *corev1.Pod) bool {
+	for i := range pod.Spec.InitContainers {
+		if IsSidecar(&pod.Spec.InitContainers[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// anyRegularContainerCreated: some app container was created or runs, so
+// every init container ran at some point (an exited one may be of a
+// previous sandbox, as kubelet's).
+func anyRegularContainerCreated(pod *corev1.Pod, status *PodStatus) bool {
+	for i := range pod.Spec.Containers {
+		cs := status.FindContainerStatusByName(pod.Spec.Containers[i].Name)
+		if cs != nil && (cs.State == ContainerCreated || cs.State == ContainerRunning) {
+			return true
+		}
+	}
+	return false
+}
+
+// computeInitContainerActions plans the init containers, as kubelet's
+// computeInitContainerActions, and says whether initialisation is done. It
+// walks them backwards to find the furthest one that ran (completed
+// instances may have been removed), then keeps the sidecars before it
+// running: a sidecar counts as done once it runs and its startup probe (if
+// any) passed, and is restarted whenever it exits, whatever the pod's
+// restart policy. A failed init container runs again, or kills the pod
+// under restart policy Never.
+func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, probes Probes, a *PodActions) bool {
+	inits := pod.Spec.InitContainers
+	if len(inits) == 0 {
+		return true
+	}
+	initialized := anyRegularContainerCreated(pod, status)
+	previouslyInitialized := initialized
+	restartOnFailure := shouldRestartOnFailure(pod)
+	kill := func(cs *ContainerStatus, c *corev1.Container, reason, message string) {
+		a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: cs.ID, Name: c.Name, Container: c, Reason: reason, Message: message})
+	}
+	var toStart []int // backwards
+	for i := len(inits) - 1; i >= 0; i-- {
+		c := &inits[i]
+		sidecar := IsSidecar(c)
+		cs := status.FindContainerStatusByName(c.Name)
+		if cs == nil {
+			// Never ran, or its instances were removed: a sidecar of an
+			// initialised pod must run again.
+			if previouslyInitialized && sidecar {
+				toStart = append(toStart, i)
+			}
+			continue
+		}
+		if previouslyInitialized && !sidecar {
+			// Done: only sidecars are kept running after initialisation.
+			continue
+		}
+		switch cs.State {
+		case ContainerCreated:
+			// Created but never started: start it.
+			toStart = append(toStart, i)
+		case ContainerRunning:
+			if !sidecar {
+				break // wait for it to finish
+			}
+			if c.StartupProbe != nil {
+				r, ok := probeGet(probes.Startup, cs.ID)
+				if !ok || r != ProbeSuccess {
+					if ok && r == ProbeFailure {
+						kill(cs, c, schemas.ReasonStartupProbe, fmt.Sprintf("Init container %s failed startup probe", c.Name))
+						toStart = append(toStart, i)
+					}
+					break // not started yet: the next one waits
+				}
+			}
+			if i == len(inits)-1 {
+				initialized = true
+			} else if !previouslyInitialized {
+				toStart = append(toStart, i+1)
+			}
+			if cs.Hash != HashContainer(c) {
+				kill(cs, c, schemas.ReasonSpecChanged, fmt.Sprintf("Init container %s definition changed", c.Name))
+				toStart = append(toStart, i)
+				break
+			}
+			if r, ok := probeGet(probes.Liveness, cs.ID); ok && r == ProbeFailure {
+				kill(cs, c, schemas.ReasonLivenessProbe, fmt.Sprintf("Init container %s failed liveness probe", c.Name))
+				toStart = append(toStart, i)
+			}
+		case ContainerExited:
+			if sidecar {
+				toStart = append(toStart, i)
+				break
+			}
+			if isInitContainerFailed(cs) {
+				if !restartOnFailure {
+					a.KillPod, a.InitContainersToStart = true, nil
+					return false
+				}
+				toStart = append(toStart, i)
+				break
+			}
+			if i == len(inits)-1 {
+				initialized = true
+			} else {
+				toStart = append(toStart, i+1)
+			}
+		default: // unknown: it may still run, kill it first
+			if !sidecar && !restartOnFailure {
+				a.KillPod, a.InitContainersToStart = true, nil
+				return false
+			}
+			kill(cs, c, schemas.ReasonUnknown, fmt.Sprintf("Init container is in %q state, try killing it before restart", cs.State))
+			toStart = append(toStart, i)
+		}
+		previouslyInitialized = true
+	}
+	if !previouslyInitialized {
+		// Nothing ran yet: the first one.
+		toStart = append(toStart, 0)
+	}
+	slices.Reverse(toStart)
+	a.InitContainersToStart = append(a.InitContainersToStart, toStart...)
+	return initialized
 }

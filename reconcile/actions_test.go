@@ -73,6 +73,31 @@ func setInitStatuses(pod *corev1.Pod, status *PodStatus, states map[string]*Cont
 	}
 }
 
+// addSidecars makes the pod's init containers two sidecars (restartPolicy
+// Always); the app containers keep running.
+func addSidecars(pod *corev1.Pod) {
+	always := corev1.ContainerRestartPolicyAlways
+	pod.Spec.InitContainers = []corev1.Container{
+		{Name: "side1", Image: "busybox", Command: []string{"sleep", "1000"}, RestartPolicy: &always},
+		{Name: "side2", Image: "busybox", Command: []string{"sleep", "1000"}, RestartPolicy: &always},
+	}
+}
+
+// setSidecar puts an instance of the named init container in the status,
+// newest of all, running and matching its spec unless mutate says otherwise.
+func setSidecar(pod *corev1.Pod, status *PodStatus, name string, mutate func(*ContainerStatus)) {
+	cs := &ContainerStatus{ID: name + "-id", Name: name, SandboxID: "sandboxID", State: ContainerRunning, Init: true}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			cs.Hash = HashContainer(&pod.Spec.InitContainers[i])
+		}
+	}
+	if mutate != nil {
+		mutate(cs)
+	}
+	status.ContainerStatuses = append([]*ContainerStatus{cs}, status.ContainerStatuses...)
+}
+
 type fakeProbes map[string]ProbeResult
 
 func (f fakeProbes) Get(id string) (ProbeResult, bool) { r, ok := f[id]; return r, ok }
@@ -82,16 +107,13 @@ type plan struct {
 	KillPod, CreateSandbox bool
 	SandboxID              string
 	Attempt                uint32
-	NextInit               string
+	Init                   []int
 	Start                  []int
 	Kill                   []string // name/id/reason
 }
 
 func planOf(a PodActions) plan {
-	p := plan{KillPod: a.KillPod, CreateSandbox: a.CreateSandbox, SandboxID: a.SandboxID, Attempt: a.Attempt, Start: a.ContainersToStart}
-	if a.NextInitContainerToStart != nil {
-		p.NextInit = a.NextInitContainerToStart.Name
-	}
+	p := plan{KillPod: a.KillPod, CreateSandbox: a.CreateSandbox, SandboxID: a.SandboxID, Attempt: a.Attempt, Init: a.InitContainersToStart, Start: a.ContainersToStart}
 	for _, k := range a.ContainersToKill {
 		p.Kill = append(p.Kill, k.Name+"/"+k.ID+"/"+k.Reason)
 	}
@@ -387,7 +409,7 @@ func TestComputePodActions(t *testing.T) {
 				addInitContainers(p)
 				s.SandboxStatuses, s.ContainerStatuses = nil, nil
 			},
-			want: plan{KillPod: true, CreateSandbox: true, NextInit: "init1"},
+			want: plan{KillPod: true, CreateSandbox: true, Init: []int{0}},
 		},
 		{
 			name: "init containers, sandbox ready, none ran: first init container",
@@ -395,7 +417,7 @@ func TestComputePodActions(t *testing.T) {
 				addInitContainers(p)
 				setInitStatuses(p, s, nil)
 			},
-			want: plan{SandboxID: "sandboxID", NextInit: "init1"},
+			want: plan{SandboxID: "sandboxID", Init: []int{0}},
 		},
 		{
 			name: "init container running: wait",
@@ -411,7 +433,7 @@ func TestComputePodActions(t *testing.T) {
 				addInitContainers(p)
 				setInitStatuses(p, s, map[string]*ContainerStatus{"init1": {State: ContainerExited}})
 			},
-			want: plan{SandboxID: "sandboxID", NextInit: "init2"},
+			want: plan{SandboxID: "sandboxID", Init: []int{1}},
 		},
 		{
 			name: "every init container succeeded: start the app containers",
@@ -427,7 +449,7 @@ func TestComputePodActions(t *testing.T) {
 				addInitContainers(p)
 				setInitStatuses(p, s, map[string]*ContainerStatus{"init1": {State: ContainerExited}, "init2": {State: ContainerExited, ExitCode: 1}})
 			},
-			want: plan{SandboxID: "sandboxID", NextInit: "init2"},
+			want: plan{SandboxID: "sandboxID", Init: []int{1}},
 		},
 		{
 			name: "init container failed under OnFailure: run it again",
@@ -436,7 +458,7 @@ func TestComputePodActions(t *testing.T) {
 				addInitContainers(p)
 				setInitStatuses(p, s, map[string]*ContainerStatus{"init1": {State: ContainerExited, ExitCode: 3}})
 			},
-			want: plan{SandboxID: "sandboxID", NextInit: "init1"},
+			want: plan{SandboxID: "sandboxID", Init: []int{0}},
 		},
 		{
 			name: "init container failed under Never: kill the pod",
@@ -462,7 +484,7 @@ func TestComputePodActions(t *testing.T) {
 				addInitContainers(p)
 				setInitStatuses(p, s, map[string]*ContainerStatus{"init1": {State: ContainerUnknown}})
 			},
-			want: plan{SandboxID: "sandboxID", NextInit: "init1", Kill: []string{"init1/init1-id/Unknown"}},
+			want: plan{SandboxID: "sandboxID", Init: []int{0}, Kill: []string{"init1/init1-id/Unknown"}},
 		},
 		{
 			name: "init container unknown under Never: kill the pod",
@@ -487,7 +509,7 @@ func TestComputePodActions(t *testing.T) {
 				s.SandboxStatuses[0].State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 				setInitStatuses(p, s, map[string]*ContainerStatus{"init1": {State: ContainerExited}, "init2": {State: ContainerExited}})
 			},
-			want: plan{KillPod: true, CreateSandbox: true, SandboxID: "sandboxID", Attempt: 1, NextInit: "init1"},
+			want: plan{KillPod: true, CreateSandbox: true, SandboxID: "sandboxID", Attempt: 1, Init: []int{0}},
 		},
 		{
 			name: "OnFailure, sandbox dead, apps succeeded and init done: no new sandbox",
@@ -501,6 +523,143 @@ func TestComputePodActions(t *testing.T) {
 					&ContainerStatus{ID: "i1", Name: "init1", State: ContainerExited, Init: true})
 			},
 			want: plan{KillPod: true, SandboxID: "sandboxID", Attempt: 1},
+		},
+		{
+			name: "sidecars, new pod: sandbox and the first sidecar only",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				addSidecars(p)
+				s.SandboxStatuses, s.ContainerStatuses = nil, nil
+			},
+			want: plan{KillPod: true, CreateSandbox: true, Init: []int{0}},
+		},
+		{
+			name: "first sidecar running (no startup probe): the next one starts, the first is not waited on",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				addSidecars(p)
+				s.ContainerStatuses = nil
+				setSidecar(p, s, "side1", nil)
+			},
+			want: plan{SandboxID: "sandboxID", Init: []int{1}},
+		},
+		{
+			name: "sidecar whose startup probe has not passed: the next one waits",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				addSidecars(p)
+				p.Spec.InitContainers[0].StartupProbe = &corev1.Probe{}
+				s.ContainerStatuses = nil
+				setSidecar(p, s, "side1", nil)
+			},
+			want: plan{SandboxID: "sandboxID"},
+		},
+		{
+			name: "sidecar whose startup probe passed: the next one starts",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				addSidecars(p)
+				p.Spec.InitContainers[0].StartupProbe = &corev1.Probe{}
+				s.ContainerStatuses = nil
+				setSidecar(p, s, "side1", nil)
+			},
+			probes: Probes{Startup: fakeProbes{"side1-id": ProbeSuccess}},
+			want:   plan{SandboxID: "sandboxID", Init: []int{1}},
+		},
+		{
+			name: "sidecar failed its startup probe: kill and restart it",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				addSidecars(p)
+				p.Spec.InitContainers[0].StartupProbe = &corev1.Probe{}
+				s.ContainerStatuses = nil
+				setSidecar(p, s, "side1", nil)
+			},
+			probes: Probes{Startup: fakeProbes{"side1-id": ProbeFailure}},
+			want:   plan{SandboxID: "sandboxID", Init: []int{0}, Kill: []string{"side1/side1-id/StartupProbe"}},
+		},
+		{
+			name: "both sidecars running: initialised, the app containers start",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				addSidecars(p)
+				s.ContainerStatuses = nil
+				setSidecar(p, s, "side1", nil)
+				setSidecar(p, s, "side2", nil)
+			},
+			want: plan{SandboxID: "sandboxID", Start: []int{0, 1, 2}},
+		},
+		{
+			name: "converged pod with sidecars: nothing to do",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				addSidecars(p)
+				setSidecar(p, s, "side1", nil)
+				setSidecar(p, s, "side2", nil)
+			},
+			want: plan{SandboxID: "sandboxID"},
+		},
+		{
+			name: "sidecar exited while the pod runs, restart policy Never: restart it",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				addSidecars(p)
+				setSidecar(p, s, "side1", func(cs *ContainerStatus) { cs.State, cs.ExitCode = ContainerExited, 0 })
+				setSidecar(p, s, "side2", nil)
+			},
+			want: plan{SandboxID: "sandboxID", Init: []int{0}},
+		},
+		{
+			name: "sidecar removed while the pod runs: start it again",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				addSidecars(p)
+				setSidecar(p, s, "side2", nil)
+			},
+			want: plan{SandboxID: "sandboxID", Init: []int{0}},
+		},
+		{
+			name: "sidecar failed its liveness probe: kill and restart it",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				addSidecars(p)
+				setSidecar(p, s, "side1", nil)
+				setSidecar(p, s, "side2", nil)
+			},
+			probes: Probes{Liveness: fakeProbes{"side2-id": ProbeFailure}},
+			want:   plan{SandboxID: "sandboxID", Init: []int{1}, Kill: []string{"side2/side2-id/LivenessProbe"}},
+		},
+		{
+			name: "sidecar spec changed: kill and restart it",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				addSidecars(p)
+				setSidecar(p, s, "side1", func(cs *ContainerStatus) { cs.Hash = "old" })
+				setSidecar(p, s, "side2", nil)
+			},
+			want: plan{SandboxID: "sandboxID", Init: []int{0}, Kill: []string{"side1/side1-id/SpecChanged"}},
+		},
+		{
+			name: "sidecar unknown: kill and restart it, even under Never",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				addSidecars(p)
+				setSidecar(p, s, "side1", func(cs *ContainerStatus) { cs.State = ContainerUnknown })
+				setSidecar(p, s, "side2", nil)
+			},
+			want: plan{SandboxID: "sandboxID", Init: []int{0}, Kill: []string{"side1/side1-id/Unknown"}},
+		},
+		{
+			name: "app containers finished under Never, sidecars running: kill the pod, restart no sidecar",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				addSidecars(p)
+				allExited(s, 0)
+				setSidecar(p, s, "side1", func(cs *ContainerStatus) { cs.State = ContainerExited })
+				setSidecar(p, s, "side2", nil)
+			},
+			want: plan{KillPod: true, SandboxID: "sandboxID"},
+		},
+		{
+			name: "sidecars, apps succeeded under OnFailure, sandbox dead: a new sandbox, as kubelet (the pod workers never sync a finished pod)",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+				addSidecars(p)
+				s.SandboxStatuses[0].State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+				allExited(s, 0)
+				setSidecar(p, s, "side1", func(cs *ContainerStatus) { cs.State = ContainerExited })
+			},
+			want: plan{KillPod: true, SandboxID: "sandboxID", Attempt: 1, CreateSandbox: true, Init: []int{0}},
 		},
 	}
 	for _, tc := range tests {

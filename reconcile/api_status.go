@@ -127,17 +127,32 @@ func (m *Manager) apiContainerStatus(pod *corev1.Pod, status *PodStatus, c *core
 			out.lastTerminated, out.lastExitCode = true, previous.ExitCode
 		}
 	}
+	out.LastState = lastState(previous)
 	// A container that will be started again and whose last start failed
 	// waits, with that failure as its reason (CrashLoopBackOff, ErrImagePull).
 	if shouldContainerBeRestarted(c, pod, status) {
 		if f, ok := m.reasons.get(string(pod.UID), c.Name); ok {
 			if newest != nil && newest.State == ContainerExited {
 				out.lastTerminated, out.lastExitCode = true, newest.ExitCode
+				out.LastState = lastState(newest)
 			}
 			out.State, out.Reason, out.Message = schemas.ContainerWaiting, f.err.Error(), f.message
 		}
 	}
 	return out
+}
+
+// lastState is how the instance before the one shown ended, as kubelet's
+// lastTerminationState: nil unless it exited.
+func lastState(cs *ContainerStatus) *schemas.LastState {
+	if cs == nil || cs.State != ContainerExited {
+		return nil
+	}
+	reason := cs.Reason
+	if reason == "" {
+		reason = DiedReason(cs)
+	}
+	return &schemas.LastState{ExitCode: cs.ExitCode, Reason: reason, FinishedAt: formatTime(cs.FinishedAt), Message: cs.Message}
 }
 
 // started: the running instance's startup probe (if any) succeeded.
@@ -158,10 +173,16 @@ func (m *Manager) ready(c *corev1.Container, cs *ContainerStatus) bool {
 	return ok && r == ProbeSuccess
 }
 
-// podPhase is kubelet's getPhase (for a pod not yet terminal).
+// podPhase is kubelet's getPhase (for a pod not yet terminal). inits are
+// in the order of pod.Spec.InitContainers. Sidecars count apart: a running
+// one is running (and pending initialisation until started), an exited one
+// does not count.
 func podPhase(pod *corev1.Pod, inits, apps []apiContainer) schemas.PodPhase {
 	pendingInit, failedInit := 0, 0
-	for _, s := range inits {
+	for i, s := range inits {
+		if IsSidecar(&pod.Spec.InitContainers[i]) {
+			continue
+		}
 		switch {
 		case !s.found && !s.lastTerminated:
 			pendingInit++
@@ -205,6 +226,23 @@ func podPhase(pod *corev1.Pod, inits, apps []apiContainer) schemas.PodPhase {
 		}
 	}
 	anyAppStarted := running > 0 || stopped > 0
+	for i, s := range inits {
+		if !IsSidecar(&pod.Spec.InitContainers[i]) {
+			continue
+		}
+		switch {
+		case s.State == schemas.ContainerRunning:
+			if !s.Started {
+				pendingInit++
+			}
+			running++
+		case s.State == schemas.ContainerExited, s.State == schemas.ContainerUnknown, s.lastTerminated:
+			// A sidecar that stopped does not decide the phase.
+		default:
+			pendingInit++
+			waiting++
+		}
+	}
 	if failedInit > 0 && pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
 		return schemas.PhaseFailed
 	}
@@ -271,10 +309,4 @@ func podConditions(pod *corev1.Pod, initDone bool, inits, apps []apiContainer, p
 		cond(schemas.PodContainersReady, ready, reasonContainersNotReady),
 		cond(schemas.PodReady, ready, reasonContainersNotReady),
 	}
-}
-
-// IsSidecar: an init container with restartPolicy Always (a restartable
-// init container) runs beside the app containers.
-func IsSidecar(c *corev1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }

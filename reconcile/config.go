@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // ErrInvalidConfig wraps every Config.Validate failure.
@@ -44,6 +45,12 @@ type Config struct {
 	NodeName string
 	// NodeIP is the downward API's status.hostIP; empty when unknown.
 	NodeIP string
+	// NodeAllocatable is what the downward API's resourceFieldRef reads for a
+	// cpu, memory or ephemeral-storage limit a container does not set, as
+	// kubelet reads the node's allocatable. cmd/jetlet sets the node's
+	// capacity (no reservations). Without it such a reference fails with
+	// CreateContainerConfigError.
+	NodeAllocatable corev1.ResourceList
 	// DataDir holds pod data: emptyDir volumes live under
 	// <DataDir>/pods/<uid>/volumes/kubernetes.io~empty-dir/<name>, removed
 	// with the pod by garbage collection.
@@ -79,6 +86,12 @@ type Config struct {
 	Liveness  ProbeResults
 	Startup   ProbeResults
 	Readiness ProbeResults
+	// Credentials gives the registry credentials of image pulls. Default:
+	// none (the runtime's own registry configuration applies).
+	Credentials Credentials
+	// Handlers runs the exec and httpGet handlers of lifecycle hooks (the
+	// prober's runner). Without it such a hook fails with a message saying so.
+	Handlers HandlerRunner
 	// Logger is used with component=reconcile. The zero value logs nothing.
 	Logger zerolog.Logger
 }
@@ -116,6 +129,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Readiness == nil {
 		c.Readiness = AllReady{}
+	}
+	if c.Credentials == nil {
+		c.Credentials = NoCredentials{}
 	}
 }
 

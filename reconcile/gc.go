@@ -133,6 +133,7 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods PodStateProvider) err
 		rc, _ := strconv.Atoi(c.Annotations[AnnotationContainerRestartCount])
 		ns, podName := c.Labels[LabelPodNamespace], c.Labels[LabelPodName]
 		_ = containerlogs.Remove(filepath.Join(podLogsDir(m.cfg.LogDir, ns, podName, uid), containerLogPath(name, rc)))
+		_ = os.Remove(m.terminationMessageFile(uid, name, rc))
 		in := instance{container: name, id: c.Id, sandboxID: c.PodSandboxId, attempt: c.GetMetadata().GetAttempt()}
 		m.containerEvent(ctx, podRef{uid, ns, podName}, in, schemas.EventContainerRemoved, "", "garbage collected")
 	}
@@ -154,7 +155,8 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods PodStateProvider) err
 		}
 	}
 
-	// 3. Directories of gone pods with nothing left: logs, then data (emptyDirs).
+	// 3. Directories of gone pods with nothing left: logs, then data (emptyDirs,
+	// their tmpfs unmounted first).
 	if entries, err := os.ReadDir(m.cfg.LogDir); err == nil {
 		for _, e := range entries {
 			parts := strings.Split(e.Name(), "_")
@@ -174,6 +176,10 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods PodStateProvider) err
 		for _, e := range entries {
 			uid := e.Name()
 			if !e.IsDir() || left[uid] || !gone(uid) {
+				continue
+			}
+			if err := m.tearDownEmptyDirs(uid); err != nil {
+				errs = append(errs, err)
 				continue
 			}
 			if err := os.RemoveAll(m.podDataDir(uid)); err != nil {

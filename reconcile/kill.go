@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -26,7 +27,7 @@ func (m *Manager) KillPod(ctx context.Context, pod *corev1.Pod, status *PodStatu
 		}
 	}
 	s := m.newPodSync(pod, status)
-	s.killPod(ctx, killing{schemas.ReasonPodDeleted, "Stopping container: pod deleted", gracePeriodOverride})
+	s.killPod(ctx, killing{reason: schemas.ReasonPodDeleted, message: "Stopping container: pod deleted", gracePeriodOverride: gracePeriodOverride})
 	return s.result
 }
 
@@ -34,7 +35,16 @@ func (m *Manager) KillPod(ctx context.Context, pod *corev1.Pod, status *PodStatu
 // ContainerKilled events carry reason Orphaned.
 func (m *Manager) KillOrphan(ctx context.Context, pod *corev1.Pod, status *PodStatus, gracePeriodOverride *int64) PodSyncResult {
 	s := m.newPodSync(pod, status)
-	s.killPod(ctx, killing{schemas.ReasonOrphaned, "Stopping container: pod orphaned (no intent wants it)", gracePeriodOverride})
+	s.killPod(ctx, killing{reason: schemas.ReasonOrphaned, message: "Stopping container: pod orphaned (no intent wants it)", gracePeriodOverride: gracePeriodOverride})
+	return s.result
+}
+
+// KillPastDeadline is KillPod for a pod that ran past its
+// activeDeadlineSeconds: its ContainerKilled events carry reason
+// DeadlineExceeded.
+func (m *Manager) KillPastDeadline(ctx context.Context, pod *corev1.Pod, status *PodStatus) PodSyncResult {
+	s := m.newPodSync(pod, status)
+	s.killPod(ctx, killing{reason: schemas.ReasonDeadlineExceeded, message: "Pod was active on the node longer than the specified deadline"})
 	return s.result
 }
 
@@ -44,12 +54,17 @@ type killing struct {
 	reason, message string
 	// gracePeriodOverride, if set, replaces the pod's and the container's.
 	gracePeriodOverride *int64
+	// order, when the whole pod is killed, holds sidecars back until the
+	// containers they serve have stopped.
+	order *terminationOrdering
 }
 
-// killPod stops the running containers in parallel, then every sandbox, and
-// records each; it reports whether all of them stopped.
+// killPod stops the running containers in parallel (sidecars after the app
+// containers and after the sidecars that follow them), then every sandbox,
+// and records each; it reports whether all of them stopped.
 func (s *podSync) killPod(ctx context.Context, k killing) (stopped bool) {
 	running := s.status.RunningContainers()
+	k.order = newTerminationOrdering(s.pod, running)
 	errs := make([]error, len(running))
 	// The kills read a copy of s: goroutines capturing s itself would put
 	// every sync's podSync on the heap, the no-op ones too.
@@ -145,6 +160,17 @@ func gracePeriod(pod *corev1.Pod, cs *ContainerStatus, spec *corev1.Container, k
 // container is success.
 func (s *podSync) killContainer(ctx context.Context, cs *ContainerStatus, spec *corev1.Container, k killing) error {
 	g := gracePeriod(s.pod, cs, spec, k)
+	// The preStop hook and the wait for the containers a sidecar serves run
+	// inside the grace period; the stop gets what is left, never less than
+	// the minimum.
+	g -= s.runPreStop(ctx, cs, spec, g)
+	if k.order != nil {
+		defer k.order.stopped(cs.Name)
+		if g > 0 {
+			g -= k.order.waitForTurn(cs.Name, g)
+		}
+	}
+	g = max(g, minimumGracePeriodInSeconds)
 	if err := s.m.rt.StopContainer(ctx, cs.ID, g); err != nil && !isNotFound(err) && !s.m.exited(ctx, cs.ID) {
 		return fmt.Errorf("stop container %s (%s): %w", cs.Name, cs.ID, err)
 	}
@@ -161,4 +187,77 @@ func (m *Manager) exited(ctx context.Context, id string) bool {
 		return isNotFound(err)
 	}
 	return resp.GetStatus().GetState() == runtimeapi.ContainerState_CONTAINER_EXITED
+}
+
+// terminationOrdering makes each sidecar of a pod being killed wait for the
+// app containers and for the sidecars after it in the spec, as kubelet's
+// terminationOrdering: a sidecar outlives what it serves.
+type terminationOrdering struct {
+	// stoppedCh of a container is closed once its instances have stopped
+	// (at once for one that does not run); the maps are not written after
+	// newTerminationOrdering.
+	stoppedCh map[string]chan struct{}
+	once      map[string]*sync.Once
+	prereqs   map[string][]chan struct{}
+}
+
+// newTerminationOrdering returns nil for a pod without sidecars.
+func newTerminationOrdering(pod *corev1.Pod, running []*ContainerStatus) *terminationOrdering {
+	if pod == nil || !hasSidecar(pod) {
+		return nil
+	}
+	o := &terminationOrdering{stoppedCh: map[string]chan struct{}{}, once: map[string]*sync.Once{}, prereqs: map[string][]chan struct{}{}}
+	runs := map[string]bool{}
+	for _, cs := range running {
+		runs[cs.Name] = true
+	}
+	add := func(name string) chan struct{} {
+		ch := make(chan struct{})
+		o.stoppedCh[name], o.once[name] = ch, &sync.Once{}
+		if !runs[name] {
+			close(ch)
+		}
+		return ch
+	}
+	var apps []chan struct{}
+	for i := range pod.Spec.Containers {
+		apps = append(apps, add(pod.Spec.Containers[i].Name))
+	}
+	var later chan struct{} // the stop of the next sidecar in the spec
+	for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
+		c := &pod.Spec.InitContainers[i]
+		ch := add(c.Name)
+		if !IsSidecar(c) {
+			continue
+		}
+		o.prereqs[c.Name] = append(o.prereqs[c.Name], apps...)
+		if later != nil {
+			o.prereqs[c.Name] = append(o.prereqs[c.Name], later)
+		}
+		later = ch
+	}
+	return o
+}
+
+// waitForTurn waits, at most grace seconds, until what the container must
+// outlive has stopped; it returns the whole seconds waited.
+func (o *terminationOrdering) waitForTurn(name string, grace int64) int64 {
+	start := time.Now()
+	deadline := time.NewTimer(time.Duration(grace) * time.Second)
+	defer deadline.Stop()
+	for _, ch := range o.prereqs[name] {
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return int64(time.Since(start) / time.Second)
+		}
+	}
+	return int64(time.Since(start) / time.Second)
+}
+
+// stopped records that the container's instance has stopped (or failed to).
+func (o *terminationOrdering) stopped(name string) {
+	if once, ok := o.once[name]; ok {
+		once.Do(func() { close(o.stoppedCh[name]) })
+	}
 }

@@ -22,6 +22,7 @@ const (
 	AnnotationContainerPorts                    = "io.kubernetes.container.ports"
 	AnnotationPodDeletionGracePeriod            = "io.kubernetes.pod.deletionGracePeriod"
 	AnnotationPodTerminationGracePeriod         = "io.kubernetes.pod.terminationGracePeriod"
+	AnnotationContainerPreStopHandler           = "io.kubernetes.container.preStopHandler"
 	// AnnotationContainerInit marks init containers (jetlet's own; kubelet
 	// tells them apart by the pod spec, which a restarted jetlet may lack).
 	AnnotationContainerInit = "jetlet.dev/init-container"
@@ -75,6 +76,9 @@ func newContainerAnnotations(pod *corev1.Pod, c *corev1.Container, restartCount 
 		if b, err := json.Marshal(c.Ports); err == nil {
 			ann[AnnotationContainerPorts] = string(b)
 		}
+	}
+	if h, ok := preStopAnnotation(c); ok {
+		ann[AnnotationContainerPreStopHandler] = h
 	}
 	if isInit {
 		ann[AnnotationContainerInit] = "true"

@@ -288,7 +288,7 @@ func TestContainerConfig(t *testing.T) {
 	})
 	pod.Spec.TerminationGracePeriodSeconds = &grace
 	pod.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
-	cfg, err := m.generateContainerConfig(pod, &pod.Spec.Containers[0], 3, "sha256:x", podNetwork{podIP: "10.0.0.1"}, false)
+	cfg, err := m.generateContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], 3, "sha256:x", podNetwork{podIP: "10.0.0.1"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +321,7 @@ func TestContainerConfig(t *testing.T) {
 	}
 	priv := true
 	pod.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: &priv}
-	if _, err := m.generateContainerConfig(pod, &pod.Spec.Containers[0], 0, "", podNetwork{}, false); err == nil {
+	if _, err := m.generateContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], 0, "", podNetwork{}, false); err == nil {
 		t.Error("privileged container accepted without AllowPrivileged")
 	}
 }
@@ -345,29 +345,47 @@ func TestPodPhase(t *testing.T) {
 	}
 	none := apiContainer{ContainerStatus: schemas.ContainerStatus{State: schemas.ContainerWaiting}}
 	crashLooping := apiContainer{found: true, lastTerminated: true, lastExitCode: 1, ContainerStatus: schemas.ContainerStatus{State: schemas.ContainerWaiting}}
+	started := apiContainer{found: true, ContainerStatus: schemas.ContainerStatus{State: schemas.ContainerRunning, Started: true}}
 	for _, tc := range []struct {
 		name   string
 		policy corev1.RestartPolicy
 		inits  []apiContainer
 		apps   []apiContainer
 		want   schemas.PodPhase
+		// sidecars: the init containers are sidecars.
+		sidecars bool
 	}{
-		{"nothing started", corev1.RestartPolicyAlways, nil, []apiContainer{none}, schemas.PhasePending},
-		{"running", corev1.RestartPolicyAlways, nil, []apiContainer{running}, schemas.PhaseRunning},
-		{"one of two not started", corev1.RestartPolicyAlways, nil, []apiContainer{running, none}, schemas.PhasePending},
-		{"all exited under Always", corev1.RestartPolicyAlways, nil, []apiContainer{exited(0)}, schemas.PhaseRunning},
-		{"crash looping", corev1.RestartPolicyAlways, nil, []apiContainer{crashLooping}, schemas.PhaseRunning},
-		{"all succeeded under Never", corev1.RestartPolicyNever, nil, []apiContainer{exited(0), exited(0)}, schemas.PhaseSucceeded},
-		{"one failed under Never", corev1.RestartPolicyNever, nil, []apiContainer{exited(0), exited(2)}, schemas.PhaseFailed},
-		{"one failed under OnFailure", corev1.RestartPolicyOnFailure, nil, []apiContainer{exited(2)}, schemas.PhaseRunning},
-		{"all succeeded under OnFailure", corev1.RestartPolicyOnFailure, nil, []apiContainer{exited(0)}, schemas.PhaseSucceeded},
-		{"init running", corev1.RestartPolicyAlways, []apiContainer{running}, []apiContainer{none}, schemas.PhasePending},
-		{"init failed under Never", corev1.RestartPolicyNever, []apiContainer{exited(1)}, []apiContainer{none}, schemas.PhaseFailed},
-		{"init failed under Always", corev1.RestartPolicyAlways, []apiContainer{exited(1)}, []apiContainer{none}, schemas.PhasePending},
-		{"init done, app running", corev1.RestartPolicyAlways, []apiContainer{exited(0)}, []apiContainer{running}, schemas.PhaseRunning},
+		{"nothing started", corev1.RestartPolicyAlways, nil, []apiContainer{none}, schemas.PhasePending, false},
+		{"running", corev1.RestartPolicyAlways, nil, []apiContainer{running}, schemas.PhaseRunning, false},
+		{"one of two not started", corev1.RestartPolicyAlways, nil, []apiContainer{running, none}, schemas.PhasePending, false},
+		{"all exited under Always", corev1.RestartPolicyAlways, nil, []apiContainer{exited(0)}, schemas.PhaseRunning, false},
+		{"crash looping", corev1.RestartPolicyAlways, nil, []apiContainer{crashLooping}, schemas.PhaseRunning, false},
+		{"all succeeded under Never", corev1.RestartPolicyNever, nil, []apiContainer{exited(0), exited(0)}, schemas.PhaseSucceeded, false},
+		{"one failed under Never", corev1.RestartPolicyNever, nil, []apiContainer{exited(0), exited(2)}, schemas.PhaseFailed, false},
+		{"one failed under OnFailure", corev1.RestartPolicyOnFailure, nil, []apiContainer{exited(2)}, schemas.PhaseRunning, false},
+		{"all succeeded under OnFailure", corev1.RestartPolicyOnFailure, nil, []apiContainer{exited(0)}, schemas.PhaseSucceeded, false},
+		{"init running", corev1.RestartPolicyAlways, []apiContainer{running}, []apiContainer{none}, schemas.PhasePending, false},
+		{"init failed under Never", corev1.RestartPolicyNever, []apiContainer{exited(1)}, []apiContainer{none}, schemas.PhaseFailed, false},
+		{"init failed under Always", corev1.RestartPolicyAlways, []apiContainer{exited(1)}, []apiContainer{none}, schemas.PhasePending, false},
+		{"init done, app running", corev1.RestartPolicyAlways, []apiContainer{exited(0)}, []apiContainer{running}, schemas.PhaseRunning, false},
+		{"sidecar running, not started", corev1.RestartPolicyAlways, []apiContainer{running}, []apiContainer{none}, schemas.PhasePending, true},
+		{"sidecar started, app not yet", corev1.RestartPolicyAlways, []apiContainer{started}, []apiContainer{none}, schemas.PhasePending, true},
+		{"sidecar and app running", corev1.RestartPolicyNever, []apiContainer{started}, []apiContainer{running}, schemas.PhaseRunning, true},
+		{"app succeeded under Never, sidecar still running", corev1.RestartPolicyNever, []apiContainer{started}, []apiContainer{exited(0)}, schemas.PhaseRunning, true},
+		{"app succeeded under Never, sidecar killed", corev1.RestartPolicyNever, []apiContainer{exited(137)}, []apiContainer{exited(0)}, schemas.PhaseSucceeded, true},
+		{"app failed under Never, sidecar killed", corev1.RestartPolicyNever, []apiContainer{exited(137)}, []apiContainer{exited(1)}, schemas.PhaseFailed, true},
+		{"sidecar crash looping, app running", corev1.RestartPolicyAlways, []apiContainer{crashLooping}, []apiContainer{running}, schemas.PhaseRunning, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := &corev1.Pod{Spec: corev1.PodSpec{RestartPolicy: tc.policy}}
+			for range tc.inits {
+				c := corev1.Container{}
+				if tc.sidecars {
+					always := corev1.ContainerRestartPolicyAlways
+					c.RestartPolicy = &always
+				}
+				pod.Spec.InitContainers = append(pod.Spec.InitContainers, c)
+			}
 			if got := podPhase(pod, tc.inits, tc.apps); got != tc.want {
 				t.Errorf("phase %s, want %s", got, tc.want)
 			}

@@ -134,6 +134,9 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid, name, namespace string)
 				return nil, fmt.Errorf("status of container %s of pod %s: the runtime returned none", c.Id, uid)
 			}
 			cs = toContainerStatus(resp.GetStatus(), c.PodSandboxId)
+			if cs.State == ContainerExited {
+				m.addTerminationMessage(cs, resp.GetStatus())
+			}
 		}
 		status.ContainerStatuses = append(status.ContainerStatuses, cs)
 	}
@@ -171,6 +174,7 @@ func toContainerStatus(s *runtimeapi.ContainerStatus, sandboxID string) *Contain
 		Hash:       annotations[AnnotationContainerHash],
 		Attempt:    s.GetMetadata().GetAttempt(),
 		Init:       annotations[AnnotationContainerInit] == "true",
+		PreStop:    preStopFromAnnotations(annotations),
 	}
 	if cs.Name == "" {
 		cs.Name = s.GetMetadata().GetName()

@@ -22,6 +22,7 @@ var (
 	ErrCreatePodSandbox      = errors.New("CreatePodSandboxError")
 	ErrKillPodSandbox        = errors.New("KillPodSandboxError")
 	ErrPodSandboxStatus      = errors.New("PodSandboxStatusError")
+	ErrPostStartHook         = errors.New("PostStartHookError")
 )
 
 // PodSyncResult is the outcome of a SyncPod or KillPod: one result per action

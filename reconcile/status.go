@@ -3,6 +3,7 @@ package reconcile
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -104,6 +105,9 @@ type ContainerStatus struct {
 	Init bool
 	// TerminationGracePeriod from the annotation, seconds; 0 when absent.
 	TerminationGracePeriod int64
+	// PreStop is the preStop handler recorded on the instance, for kills
+	// without the spec; nil when it has none.
+	PreStop *corev1.LifecycleHandler
 }
 
 // FindContainerStatusByName returns the newest instance of the named container.

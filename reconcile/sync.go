@@ -114,17 +114,21 @@ func (s *podSync) sync(ctx context.Context) {
 	if len(s.net.podIPs) > 0 {
 		s.net.podIP = s.net.podIPs[0]
 	}
-	if actions.NextInitContainerToStart == nil && len(actions.ContainersToStart) == 0 {
+	if len(actions.InitContainersToStart) == 0 && len(actions.ContainersToStart) == 0 {
 		return
 	}
 
 	// The sandbox config containers are created with (attempt 0, as kubelet).
 	s.sandboxCfg = m.generateSandboxConfig(pod, 0)
 
-	// Step 6: start the next init container; app containers wait for it.
-	if c := actions.NextInitContainerToStart; c != nil {
-		s.start(ctx, c, true)
-		return
+	// Step 6: start the init containers: the next one to run and the
+	// sidecars to restart. A sidecar that fails to start does not hold the
+	// others back; an init container that fails ends the sync.
+	for _, i := range actions.InitContainersToStart {
+		c := &pod.Spec.InitContainers[i]
+		if !s.start(ctx, c, true) && !IsSidecar(c) {
+			return
+		}
 	}
 
 	// Step 7: start the app containers.
@@ -169,8 +173,9 @@ func (s *podSync) doBackOff(ctx context.Context, c *corev1.Container) (bool, str
 }
 
 // start is SyncPod's start helper: back-off, then startContainer; it records
-// the container's result and the reason of a failure for the status.
-func (s *podSync) start(ctx context.Context, c *corev1.Container, isInit bool) {
+// the container's result and the reason of a failure for the status, and
+// reports whether the container started.
+func (s *podSync) start(ctx context.Context, c *corev1.Container, isInit bool) bool {
 	action := schemas.ActionStartContainer
 	if isInit {
 		action = schemas.ActionInitContainer
@@ -179,16 +184,17 @@ func (s *podSync) start(ctx context.Context, c *corev1.Container, isInit bool) {
 	if backingOff, msg := s.doBackOff(ctx, c); backingOff {
 		s.result.fail(action, c.Name, ErrCrashLoopBackOff, msg)
 		s.m.reasons.set(uid, c.Name, ErrCrashLoopBackOff, msg)
-		return
+		return false
 	}
 	id, msg, err := s.startContainer(ctx, c, isInit)
 	if err != nil {
 		s.result.fail(action, c.Name, err, msg)
 		s.m.reasons.set(uid, c.Name, err, msg)
-		return
+		return false
 	}
 	s.m.reasons.remove(uid, c.Name)
 	s.result.add(action, c.Name, id)
+	return true
 }
 
 // startContainer pulls the image, creates and starts one instance, as
@@ -212,7 +218,7 @@ func (s *podSync) startContainer(ctx context.Context, c *corev1.Container, isIni
 		restartCount = restartCountFromLogDir(dir)
 	}
 
-	cfg, err := m.generateContainerConfig(pod, c, restartCount, imageRef, s.net, isInit)
+	cfg, err := m.generateContainerConfig(ctx, pod, c, restartCount, imageRef, s.net, isInit)
 	if err != nil {
 		return "", err.Error(), ErrCreateContainerConfig
 	}
@@ -226,6 +232,10 @@ func (s *podSync) startContainer(ctx context.Context, c *corev1.Container, isIni
 		return "", err.Error(), ErrRunContainer
 	}
 	m.containerEvent(ctx, s.ref, in, schemas.EventContainerStarted, "", "")
+	started := &ContainerStatus{ID: id, Name: c.Name, SandboxID: s.sandboxID, Attempt: in.attempt, RestartCount: restartCount}
+	if msg := s.runPostStart(ctx, started, c); msg != "" {
+		return "", msg, ErrPostStartHook
+	}
 	return id, "", nil
 }
 
@@ -289,5 +299,6 @@ func (s *podSync) removeContainer(ctx context.Context, cs *ContainerStatus) {
 	}
 	logFile := filepath.Join(podLogsDir(m.cfg.LogDir, s.ref.Namespace, s.ref.Name, s.ref.UID), containerLogPath(cs.Name, cs.RestartCount))
 	_ = containerlogs.Remove(logFile)
+	_ = os.Remove(m.terminationMessageFile(s.ref.UID, cs.Name, cs.RestartCount))
 	m.containerEvent(ctx, s.ref, instanceOf(cs), schemas.EventContainerRemoved, "", "")
 }

@@ -240,10 +240,11 @@ func describeContainers(w io.Writer, title string, statuses []schemas.ContainerS
 		if cs.Message != "" {
 			field(3, "Message", oneLine(cs.Message))
 		}
-		if cs.StartedAt != "" {
+		// A waiting container's times are its previous instance's: Last State.
+		if cs.State != schemas.ContainerWaiting && cs.StartedAt != "" {
 			field(3, "Started", cs.StartedAt)
 		}
-		if cs.FinishedAt != "" {
+		if cs.State == schemas.ContainerExited && cs.FinishedAt != "" {
 			field(3, "Finished", cs.FinishedAt)
 		}
 		if ls := cs.LastState; ls != nil {

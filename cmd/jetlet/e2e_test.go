@@ -77,6 +77,20 @@ func TestClientAgainstJetletRun(t *testing.T) {
 	wantCode(t, res, 0)
 	wantContains(t, "init's events", res.stdout, `"container":"setup"`, `"reason":"Completed"`)
 
+	// describe shows the crash loop: the last exit and the back-off.
+	var described string
+	poll.Until(t, 60*time.Second, func() string { return "describe to show crashloop's BackOff; last:\n" + described }, func() bool {
+		res := runCLI(t.Context(), "", "describe", "pod", "default/crashloop", "--nats-url", c.url)
+		described = res.stdout
+		return res.code == 0 && regexp.MustCompile(`(?m)^  \S+\s+BackOff\s+app\s`).MatchString(described)
+	})
+	t.Logf("describe pod default/crashloop:\n%s", described)
+	for _, want := range []string{`(?m)^    Last State:\s+Terminated$`, `(?m)^      Exit Code:\s+1$`, `(?m)^      Reason:\s+CrashLoopBackOff$`} {
+		if !regexp.MustCompile(want).MatchString(described) {
+			t.Errorf("describe pod default/crashloop does not match %s", want)
+		}
+	}
+
 	res = c.run("delete", "default/web", "--wait")
 	wantCode(t, res, 0)
 	wantContains(t, "delete --wait", res.stdout, "pod/default/web: Synced", "phase: Terminated")

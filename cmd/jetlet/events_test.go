@@ -28,9 +28,9 @@ func TestEventsTableJSONAndFilters(t *testing.T) {
 	res = c.run("events")
 	wantCode(t, res, 0)
 	lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
-	// web: 3 on apply, 3 on delete; crashloop: 4.
-	if len(lines) != 1+10 {
-		t.Fatalf("%d lines, want a header and 10 events", len(lines))
+	// web: 3 on apply, 3 on delete; crashloop: 5 (BackOff last).
+	if len(lines) != 1+11 {
+		t.Fatalf("%d lines, want a header and 11 events", len(lines))
 	}
 	for _, want := range []string{
 		`(?m)^TIME\s+TYPE\s+POD\s+CONTAINER\s+REASON/EXIT\s+MESSAGE$`,
@@ -75,7 +75,7 @@ func TestEventsTableJSONAndFilters(t *testing.T) {
 		{[]string{"--type", "containerdied"}, 1},
 		{[]string{"--type", "ContainerStarted", "--node", "n1"}, 2},
 		{[]string{"--node", "n2"}, 0},
-		{[]string{"--since", "1h"}, 10},
+		{[]string{"--since", "1h"}, 11},
 		{[]string{"--since", time.Now().Add(time.Hour).Format(time.RFC3339)}, 0},
 		{[]string{"--pod", "crashloop", "--type", "SandboxCreated"}, 1},
 	} {

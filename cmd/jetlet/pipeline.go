@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"time"
 
@@ -54,18 +55,27 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 		Denials:             &a.denials,
 	})
 	emit := podworkers.IntentEmitter(pub)
-	probes := prober.New(probe.New(client, probe.Config{Version: jetletVersion()}), emit, prober.Config{
+	allocatable, err := nodeAllocatable(a.cfg.dataDir)
+	if err != nil {
+		return err
+	}
+	// One handler runner for the probes and the lifecycle hooks.
+	handlers := probe.New(client, probe.Config{Version: jetletVersion()})
+	probes := prober.New(handlers, emit, prober.Config{
 		Node:   a.cfg.node,
 		Logger: log,
 	})
 	mgr, err := reconcile.New(client, emit, reconcile.Config{
 		NodeName:        a.cfg.node,
+		NodeAllocatable: allocatable,
 		DataDir:         a.cfg.dataDir,
 		AllowPrivileged: a.cfg.allowPrivileged,
+		Credentials:     a.credentials,
 		GC:              reconcile.GCPolicy{MaxPerPodContainer: a.cfg.maxDeadPerContainer},
 		Liveness:        probes.Liveness(),
 		Readiness:       probes.Readiness(),
 		Startup:         probes.Startup(),
+		Handlers:        handlers,
 		Logger:          log,
 	})
 	if err != nil {
@@ -96,14 +106,20 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	if err != nil {
 		return err
 	}
+	// Only root mounts the tmpfs of an emptyDir of medium Memory; checked once.
+	noTmpfs := os.Geteuid() != 0
+	if noTmpfs {
+		log.Info().Msg("not running as root: pods with an emptyDir of medium Memory are rejected")
+	}
 	cons, err := consumer.New(js, pub, workers, consumer.Config{
-		Node:            a.cfg.node,
-		SubjectPrefix:   a.cfg.streams.SubjectPrefix,
-		Workers:         a.cfg.workers,
-		AllowPrivileged: a.cfg.allowPrivileged,
-		Logger:          log,
-		Denials:         &a.denials,
-		Registerer:      reg,
+		Node:             a.cfg.node,
+		SubjectPrefix:    a.cfg.streams.SubjectPrefix,
+		Workers:          a.cfg.workers,
+		AllowPrivileged:  a.cfg.allowPrivileged,
+		NoMemoryEmptyDir: noTmpfs,
+		Logger:           log,
+		Denials:          &a.denials,
+		Registerer:       reg,
 	})
 	if err != nil {
 		return err

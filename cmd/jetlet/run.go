@@ -21,6 +21,7 @@ import (
 
 	"github.com/jetlet/jetlet/consumer"
 	"github.com/jetlet/jetlet/events"
+	"github.com/jetlet/jetlet/reconcile"
 	"github.com/jetlet/jetlet/reconcile/containerlogs"
 	"github.com/jetlet/jetlet/runtime/proc"
 	"github.com/jetlet/jetlet/schemas"
@@ -40,6 +41,7 @@ type runConfig struct {
 	workers               int
 	httpListen            string
 	allowPrivileged       bool
+	imageCredentials      string
 	renameNode            bool
 	logLevel              string
 	shutdownTimeout       time.Duration
@@ -94,6 +96,7 @@ admits anyone. Without
 	fs.IntVar(&cfg.workers, "workers", 16, "pods synced concurrently")
 	fs.StringVar(&cfg.httpListen, "http-listen", "127.0.0.1:9464", "address of /healthz, /readyz and /metrics (port 0 picks a free port)")
 	fs.BoolVar(&cfg.allowPrivileged, "allow-privileged", false, "accept privileged containers")
+	fs.StringVar(&cfg.imageCredentials, "image-credentials", "", "registry credentials of image pulls, in Docker's config.json format (default: <data-dir>/"+defaultCredentialsFile+" when present); re-read when it changes")
 	fs.BoolVar(&cfg.renameNode, "rename-node", false, "let --node differ from the node name the data dir recorded, and record it")
 	fs.BoolVar(&cfg.profiling, "profiling", false, "serve Go's /debug/pprof/ on --http-listen")
 	fs.StringVar(&cfg.logLevel, "log-level", "info", "trace, debug, info, warn or error")
@@ -210,7 +213,10 @@ type agent struct {
 	// (jetlet_permission_denied_total{what}).
 	deniedTotal   *prometheus.CounterVec
 	runtimeHealth atomic.Pointer[error] // nil until the runtime answered once
-	attached      atomic.Pointer[consumer.Consumer]
+	// credentials are the registry credentials, loaded before anything
+	// starts.
+	credentials reconcile.Credentials
+	attached    atomic.Pointer[consumer.Consumer]
 }
 
 func newAgent(cfg runConfig) *agent {
@@ -228,6 +234,9 @@ func (a *agent) run(ctx context.Context) error {
 	}
 	if renamedFrom != "" {
 		a.log.Warn().Str("from", renamedFrom).Msg("data dir renamed to this node (--rename-node)")
+	}
+	if a.credentials, err = loadImageCredentials(a.cfg.imageCredentials, a.cfg.dataDir, logger); err != nil {
+		return err
 	}
 	stopTracing, err := setupTracing(ctx, a.cfg.node)
 	if err != nil {

@@ -133,30 +133,10 @@ func (m *Manager) RotateAll(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// rotate makes room for one more rotated file, compresses the ones before,
-// then moves the current log aside and has the runtime reopen it.
+// rotate moves the current log aside and has the runtime reopen it, at
+// once (the container keeps writing meanwhile), then removes the oldest
+// rotated files beyond MaxFiles and compresses all but the newest.
 func (m *Manager) rotate(ctx context.Context, id, path string) error {
-	old, leftovers, err := rotated(path)
-	if err != nil {
-		return err
-	}
-	for _, f := range leftovers {
-		_ = os.Remove(f)
-	}
-	// MaxFiles counts the current file and the one about to be rotated.
-	for len(old) > m.cfg.MaxFiles-2 {
-		if err := os.Remove(old[0]); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("remove the oldest rotated log: %w", err)
-		}
-		old = old[1:]
-	}
-	for _, f := range old {
-		if !strings.HasSuffix(f, compressedSuffix) {
-			if err := compress(f); err != nil {
-				return err
-			}
-		}
-	}
 	aside := path + "." + m.now().UTC().Format(timeFormat)
 	if err := os.Rename(path, aside); err != nil {
 		return fmt.Errorf("move the log aside: %w", err)
@@ -169,6 +149,28 @@ func (m *Manager) rotate(ctx context.Context, id, path string) error {
 		return fmt.Errorf("reopen the log: %w", err)
 	}
 	m.log.Debug().Str("container", id).Str("rotated", aside).Msg("container log rotated")
+
+	old, leftovers, err := rotated(path)
+	if err != nil {
+		return err
+	}
+	for _, f := range leftovers {
+		_ = os.Remove(f)
+	}
+	// MaxFiles counts the current file.
+	for len(old) > m.cfg.MaxFiles-1 {
+		if err := os.Remove(old[0]); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove the oldest rotated log: %w", err)
+		}
+		old = old[1:]
+	}
+	for _, f := range old[:len(old)-1] { // old ends with aside
+		if !strings.HasSuffix(f, compressedSuffix) {
+			if err := compress(f); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -185,7 +187,7 @@ func compress(f string) error {
 	if err != nil {
 		return fmt.Errorf("compress rotated log: %w", err)
 	}
-	zw := gzip.NewWriter(out)
+	zw, _ := gzip.NewWriterLevel(out, gzip.BestSpeed) // a node's CPU is for its pods
 	_, err = io.Copy(zw, in)
 	err = errors.Join(err, zw.Close(), out.Close())
 	if err == nil {

@@ -31,7 +31,14 @@ func (s *podSync) run(ctx context.Context) Report {
 	if err != nil {
 		return Report{Actions: []schemas.ActionResult{}, Err: err}
 	}
+	if s.p.startTime.IsZero() {
+		s.p.startTime = startTime(status)
+	}
 	api := mgr.ToAPIStatus(pod, status)
+	if at, ok := s.p.activeDeadline(); ok && !time.Now().Before(at) && !(isTerminal(api.Phase) && exitedBefore(status, at)) {
+		// A pod that finished before its deadline keeps its phase.
+		return s.pastDeadline(ctx, status)
+	}
 	if isTerminal(api.Phase) && !sandboxReady(status) {
 		// Finished for good, as kubelet's terminated pods: nothing restarts.
 		s.w.cfg.Prober.UpdatePod(pod, status)
@@ -58,17 +65,64 @@ func (s *podSync) run(ctx context.Context) Report {
 }
 
 // statusOnly is the pod's status from the cache and the probe results,
-// without a sync; nil for a pod being deleted or whose status cannot be read
-// now (the next sync writes it).
+// without a sync; nil for a pod being deleted or past its active deadline, or
+// whose status cannot be read now (the next sync writes it).
 func (s *podSync) statusOnly(ctx context.Context) *schemas.PodStatus {
 	if s.want.Intent.Op == schemas.OpDelete {
 		return nil
+	}
+	if at, ok := s.p.activeDeadline(); ok && !time.Now().Before(at) {
+		return nil // past its deadline: the sync says Failed, DeadlineExceeded
 	}
 	status, err := s.status(ctx)
 	if err != nil {
 		return nil
 	}
 	return s.decorate(s.w.mgr.ToAPIStatus(s.want.Intent.Pod, status))
+}
+
+// pastDeadline ends a pod that ran past its activeDeadlineSeconds, as
+// kubelet's active deadline handler: whatever runs is killed (reason
+// DeadlineExceeded) and the pod is Failed with reason DeadlineExceeded for
+// good; nothing restarts.
+func (s *podSync) pastDeadline(ctx context.Context, status *reconcile.PodStatus) Report {
+	mgr, pod := s.w.mgr, s.want.Intent.Pod
+	rep := Report{Actions: []schemas.ActionResult{}}
+	if sandboxReady(status) || len(status.RunningContainers()) > 0 {
+		killed := mgr.KillPastDeadline(ctx, pod, status)
+		rep.Actions, rep.Err = killed.ActionResults(), killed.Error()
+		at := time.Now()
+		if fresh, err := mgr.GetPodStatus(ctx, s.want.UID, pod.Name, pod.Namespace); err == nil {
+			s.w.cache.Store(s.want.UID, fresh, at)
+			status = fresh
+		}
+	}
+	s.w.cfg.Prober.UpdatePod(pod, status) // what was killed is probed no more
+	rep.Status = s.decorate(mgr.ToAPIStatus(pod, status))
+	rep.Status.Phase, rep.Status.Reason = schemas.PhaseFailed, schemas.ReasonDeadlineExceeded
+	return rep
+}
+
+// exitedBefore reports whether every container instance of the pod had
+// exited by t.
+func exitedBefore(status *reconcile.PodStatus, t time.Time) bool {
+	for _, cs := range status.ContainerStatuses {
+		if cs.State != reconcile.ContainerExited || !cs.FinishedAt.Before(t) {
+			return false
+		}
+	}
+	return true
+}
+
+// startTime is when the pod started on the node: its oldest sandbox's
+// creation, else now (its first sync).
+func startTime(status *reconcile.PodStatus) time.Time {
+	if n := len(status.SandboxStatuses); n > 0 {
+		if c := status.SandboxStatuses[n-1].GetCreatedAt(); c != 0 {
+			return time.Unix(0, c)
+		}
+	}
+	return time.Now()
 }
 
 // delete kills the pod with its grace period, removes what is left of it and

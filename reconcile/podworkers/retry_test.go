@@ -32,6 +32,9 @@ type scriptedManager struct {
 	running map[string]bool
 	killed  []string // "KillPod <uid>" or "KillOrphan <uid>", in order
 	gcs     int
+	// exitedAt, when set, is when the pods' one container exited: their
+	// status shows it and ToAPIStatus says Succeeded.
+	exitedAt time.Time
 }
 
 func (m *scriptedManager) SyncPod(context.Context, *corev1.Pod, *reconcile.PodStatus) reconcile.PodSyncResult {
@@ -66,9 +69,15 @@ func (m *scriptedManager) GetPods(context.Context, bool) ([]*reconcile.RuntimePo
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var pods []*reconcile.RuntimePod
-	for uid := range m.running {
-		pods = append(pods, &reconcile.RuntimePod{UID: uid, Name: "p-" + uid, Namespace: "default",
-			Sandboxes: []*reconcile.Container{{ID: "sb-" + uid, State: reconcile.ContainerRunning}}})
+	for uid, running := range m.running {
+		p := &reconcile.RuntimePod{UID: uid, Name: "p-" + uid, Namespace: "default"}
+		if running {
+			p.Sandboxes = []*reconcile.Container{{ID: "sb-" + uid, State: reconcile.ContainerRunning}}
+		}
+		if !m.exitedAt.IsZero() {
+			p.Containers = []*reconcile.Container{{ID: "c-" + uid, State: reconcile.ContainerExited}}
+		}
+		pods = append(pods, p)
 	}
 	return pods, nil
 }
@@ -79,6 +88,9 @@ func (m *scriptedManager) GetPodStatus(_ context.Context, uid, name, ns string) 
 	st := &reconcile.PodStatus{UID: uid, Name: name, Namespace: ns}
 	if m.running[uid] {
 		st.SandboxStatuses = []*runtimeapi.PodSandboxStatus{{Id: "sb-" + uid, State: runtimeapi.PodSandboxState_SANDBOX_READY}}
+	}
+	if !m.exitedAt.IsZero() {
+		st.ContainerStatuses = []*reconcile.ContainerStatus{{ID: "c-" + uid, Name: "app", State: reconcile.ContainerExited, FinishedAt: m.exitedAt}}
 	}
 	return st, nil
 }
@@ -99,6 +111,10 @@ func (m *scriptedManager) KillOrphan(_ context.Context, pod *corev1.Pod, _ *reco
 	return m.kill("KillOrphan", pod)
 }
 
+func (m *scriptedManager) KillPastDeadline(_ context.Context, pod *corev1.Pod, _ *reconcile.PodStatus) reconcile.PodSyncResult {
+	return m.kill("KillPastDeadline", pod)
+}
+
 func (m *scriptedManager) GarbageCollect(context.Context, reconcile.PodStateProvider) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -106,7 +122,10 @@ func (m *scriptedManager) GarbageCollect(context.Context, reconcile.PodStateProv
 	return nil
 }
 
-func (m *scriptedManager) ToAPIStatus(pod *corev1.Pod, _ *reconcile.PodStatus) *schemas.PodStatus {
+func (m *scriptedManager) ToAPIStatus(pod *corev1.Pod, st *reconcile.PodStatus) *schemas.PodStatus {
+	if len(st.ContainerStatuses) > 0 {
+		return &schemas.PodStatus{UID: string(pod.UID), Phase: schemas.PhaseSucceeded}
+	}
 	return &schemas.PodStatus{UID: string(pod.UID), Phase: schemas.PhasePending}
 }
 

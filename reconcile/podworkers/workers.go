@@ -67,6 +67,7 @@ type Manager interface {
 	SyncPod(ctx context.Context, pod *corev1.Pod, status *reconcile.PodStatus) reconcile.PodSyncResult
 	KillPod(ctx context.Context, pod *corev1.Pod, status *reconcile.PodStatus, gracePeriodOverride *int64) reconcile.PodSyncResult
 	KillOrphan(ctx context.Context, pod *corev1.Pod, status *reconcile.PodStatus, gracePeriodOverride *int64) reconcile.PodSyncResult
+	KillPastDeadline(ctx context.Context, pod *corev1.Pod, status *reconcile.PodStatus) reconcile.PodSyncResult
 	GarbageCollect(ctx context.Context, pods reconcile.PodStateProvider) error
 	ToAPIStatus(pod *corev1.Pod, status *reconcile.PodStatus) *schemas.PodStatus
 }
@@ -183,6 +184,11 @@ type pod struct {
 	failures int               // consecutive failed syncs, for the retry delay
 	retry    *time.Timer       // the next background sync a failure or back-off asked for
 	span     trace.SpanContext // the applied intent's, for the background syncs after it
+	// startTime is when the pod started on the node, for its
+	// activeDeadlineSeconds: its oldest sandbox's creation (so it survives a
+	// restart of jetlet), else the first sync; deadline wakes the pod then.
+	startTime time.Time
+	deadline  *time.Timer
 	// The last failure logged and when, to log a failing pod's error once
 	// a minute rather than at every retry.
 	lastWarn   string
@@ -438,6 +444,16 @@ func (w *Workers) syncLocked(ctx context.Context, p *pod) Report {
 		uid := p.uid
 		p.retry = time.AfterFunc(after, func() { w.wake(uid) })
 	}
+	if p.deadline != nil {
+		p.deadline.Stop()
+		p.deadline = nil
+	}
+	if at, ok := p.activeDeadline(); ok && !rep.gone {
+		if until := time.Until(at); until > 0 {
+			uid := p.uid
+			p.deadline = time.AfterFunc(until, func() { w.wake(uid) })
+		}
+	}
 	if rep.gone {
 		w.mu.Lock()
 		if w.pods[p.uid] == p {
@@ -446,6 +462,16 @@ func (w *Workers) syncLocked(ctx context.Context, p *pod) Report {
 		w.mu.Unlock()
 	}
 	return rep
+}
+
+// activeDeadline is when an applied pod's activeDeadlineSeconds runs out,
+// counted from its start on the node; the caller holds p.sync.
+func (p *pod) activeDeadline() (time.Time, bool) {
+	in := p.desired.Intent
+	if in.Op == schemas.OpDelete || in.Pod == nil || in.Pod.Spec.ActiveDeadlineSeconds == nil || p.startTime.IsZero() {
+		return time.Time{}, false
+	}
+	return p.startTime.Add(time.Duration(*in.Pod.Spec.ActiveDeadlineSeconds) * time.Second), true
 }
 
 func syncOutcome(rep Report) string {

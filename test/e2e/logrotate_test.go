@@ -12,6 +12,7 @@ import (
 
 	"github.com/jetlet/jetlet/reconcile/containerlogs"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/poll"
 )
 
@@ -30,16 +31,12 @@ func TestAChattyContainersLogIsRotated(t *testing.T) {
 	n.waitStatus("chatty", 30*time.Second, func(st *schemas.PodStatus) bool { return st.Phase == schemas.PhaseRunning })
 	log := filepath.Join(dir, "logs", "default_p-chatty_chatty", "app", "0.log")
 	var files []string
-	var tail []byte
 	poll.Until(t, 2*time.Minute, func() string {
-		return fmt.Sprintf("the log to end with done; files %s; the log ends %q", strings.Join(files, " "), tail)
+		return fmt.Sprintf("the log to end with done and its rotation to settle; files %s", strings.Join(files, " "))
 	}, func() bool {
-		files, _ = containerlogs.Files(log)
-		data, err := os.ReadFile(log)
-		tail = data[max(0, len(data)-100):]
-		return err == nil && bytes.HasSuffix(data, []byte(" stdout F done\n"))
+		files = jetlettest.RotatedLogSettled(log, 10<<20, " stdout F done\n")
+		return files != nil
 	})
-
 	if len(files) > 5 {
 		t.Errorf("%d log files, want at most 5: %v", len(files), files)
 	}

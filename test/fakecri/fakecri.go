@@ -138,7 +138,7 @@ func (f *Runtime) CreateContainer(_ context.Context, sandboxID string, c *runtim
 	id := f.id("c")
 	f.containers[id] = &fakeContainer{sandboxID: sandboxID, status: &runtimeapi.ContainerStatus{
 		Id: id, Metadata: c.Metadata, State: runtimeapi.ContainerState_CONTAINER_CREATED, CreatedAt: time.Now().UnixNano(),
-		Image: c.Image, ImageRef: c.Image.Image, Labels: c.Labels, Annotations: c.Annotations, LogPath: c.LogPath,
+		Image: c.Image, ImageRef: c.Image.Image, Labels: c.Labels, Annotations: c.Annotations, LogPath: c.LogPath, Mounts: c.Mounts,
 	}}
 	return id, nil
 }
@@ -197,6 +197,7 @@ func (f *Runtime) ContainerStatus(_ context.Context, id string, _ bool) (*runtim
 	return &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{
 		Id: s.Id, Metadata: s.Metadata, State: s.State, CreatedAt: s.CreatedAt, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
 		ExitCode: s.ExitCode, Image: s.Image, ImageRef: s.ImageRef, Reason: s.Reason, Labels: s.Labels, Annotations: s.Annotations, LogPath: s.LogPath,
+		Mounts: s.Mounts,
 	}}, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jetlet/jetlet/reconcile/containerlogs"
+	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/poll"
 )
 
@@ -29,10 +30,11 @@ func TestAChattyContainersLogIsRotated(t *testing.T) {
 	}
 	log := resp.GetStatus().GetLogPath()
 	var files []string
-	poll.Until(t, 2*time.Minute, func() string { return "the log to end with done; files " + strings.Join(files, " ") }, func() bool {
-		files, _ = containerlogs.Files(log)
-		data, err := os.ReadFile(log)
-		return err == nil && bytes.HasSuffix(data, []byte(" stdout F done\n"))
+	poll.Until(t, 2*time.Minute, func() string {
+		return "the log to end with done and its rotation to settle; files " + strings.Join(files, " ")
+	}, func() bool {
+		files = jetlettest.RotatedLogSettled(log, 10<<20, " stdout F done\n")
+		return files != nil
 	})
 	if len(files) > 5 {
 		t.Errorf("%d log files, want at most 5: %v", len(files), files)

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -236,5 +239,98 @@ func TestRestartAfterSIGKILLAdoptsRunningContainers(t *testing.T) {
 	}
 	if sbs := s.podSandboxes(uid); len(sbs) != 1 {
 		t.Errorf("runtime lists %d sandboxes for the pod, want 1", len(sbs))
+	}
+}
+
+// lifecyclePodJSON is an apply intent for a host-network pod (restart policy
+// Never) with a hostPath volume of dir mounted at /shared in every container:
+// the sidecar script (an init container with restartPolicy Always) when it
+// is not empty, and the app container, whose lifecycle (JSON) may be empty.
+func (s *suite) lifecyclePodJSON(uid, dir, sidecar, app, lifecycle string) string {
+	cmd := func(script string) string {
+		b, _ := json.Marshal([]string{"/bin/sh", "-c", script})
+		return string(b)
+	}
+	mount := `"volumeMounts":[{"name":"shared","mountPath":"/shared"}]`
+	container := func(name, script, extra string) string {
+		return fmt.Sprintf(`{"name":%q,"image":%q,"imagePullPolicy":"IfNotPresent","command":%s,%s%s}`, name, s.env.image, cmd(script), mount, extra)
+	}
+	inits := ""
+	if sidecar != "" {
+		inits = `"initContainers":[` + container("proxy", sidecar, `,"restartPolicy":"Always"`) + `],`
+	}
+	if lifecycle != "" {
+		lifecycle = `,"lifecycle":` + lifecycle
+	}
+	return fmt.Sprintf(`{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","revision":1,
+	  "pod":{"metadata":{"name":"p-%s","namespace":"default","uid":"%s","labels":{%q:%q}},
+	    "spec":{"restartPolicy":"Never","hostNetwork":true,"terminationGracePeriodSeconds":10,
+	      "volumes":[{"name":"shared","hostPath":{"path":%q,"type":"Directory"}}],
+	      %s"containers":[%s]}}}`,
+		uid, uid, runLabel, s.runID, dir, inits, container("app", app, lifecycle))
+}
+
+// lines is the file's words, one a line; none while it does not exist.
+func lines(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return strings.Join(strings.Fields(string(b)), ",")
+}
+
+// On delete with a grace period, the preStop hook runs before the
+// container's SIGTERM handler: both write to a shared file, in that order.
+func TestPreStopRunsBeforeSIGTERMOnDelete(t *testing.T) {
+	s := newSuite(t)
+	n := s.startNode()
+	uid := s.uid("prestop")
+	dir := shortDir(t)
+	app := "trap 'echo term >> /shared/order; exit 0' TERM; echo up; sleep 3600 & wait"
+	preStop := `{"preStop":{"exec":{"command":["/bin/sh","-c","echo prestop >> /shared/order"]}}}`
+	seq := n.publish(uid, s.lifecyclePodJSON(uid, dir, "", app, preStop))
+	if r := n.waitResult(uid, seq, 60*time.Second); r.Outcome != schemas.OutcomeSynced {
+		t.Fatalf("apply: %s %q %+v", r.Outcome, r.Error, r.Actions)
+	}
+	st := n.waitStatus(uid, 60*time.Second, "Running", running)
+	s.waitLog(st.Containers[0].ContainerID, "up", 30*time.Second)
+
+	seq = n.publish(uid, deleteJSON(uid, 2, 10))
+	if r := n.waitResult(uid, seq, 60*time.Second); r.Outcome != schemas.OutcomeSynced {
+		t.Fatalf("delete: %s %q %+v", r.Outcome, r.Error, r.Actions)
+	}
+	n.waitEvent(uid, schemas.EventPodTerminated, 30*time.Second, nil)
+	if got := lines(t, filepath.Join(dir, "order")); got != "prestop,term" {
+		t.Errorf("order %q, want prestop,term", got)
+	}
+	if evs := n.events(uid, schemas.EventFailedPreStopHook); len(evs) != 0 {
+		t.Errorf("FailedPreStopHook events %+v", evs)
+	}
+}
+
+// A sidecar runs beside the app container and, on delete, its SIGTERM
+// handler runs after the app container's (which takes a second).
+func TestSidecarStopsAfterTheAppContainer(t *testing.T) {
+	s := newSuite(t)
+	n := s.startNode()
+	uid := s.uid("sidecar")
+	dir := shortDir(t)
+	sidecar := "trap 'echo side >> /shared/order; exit 0' TERM; sleep 3600 & wait"
+	app := "trap 'sleep 1; echo app >> /shared/order; exit 0' TERM; sleep 3600 & wait"
+	seq := n.publish(uid, s.lifecyclePodJSON(uid, dir, sidecar, app, ""))
+	if r := n.waitResult(uid, seq, 60*time.Second); r.Outcome != schemas.OutcomeSynced {
+		t.Fatalf("apply: %s %q %+v", r.Outcome, r.Error, r.Actions)
+	}
+	n.waitStatus(uid, 60*time.Second, "sidecar and app running", func(st *schemas.PodStatus) bool {
+		return running(st) && len(st.InitContainers) == 1 && st.InitContainers[0].State == schemas.ContainerRunning
+	})
+	seq = n.publish(uid, deleteJSON(uid, 2, 10))
+	if r := n.waitResult(uid, seq, 60*time.Second); r.Outcome != schemas.OutcomeSynced {
+		t.Fatalf("delete: %s %q %+v", r.Outcome, r.Error, r.Actions)
+	}
+	n.waitEvent(uid, schemas.EventPodTerminated, 30*time.Second, nil)
+	if got := lines(t, filepath.Join(dir, "order")); got != "app,side" {
+		t.Errorf("order %q, want app,side", got)
 	}
 }

@@ -1,0 +1,78 @@
+package reconcile
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/fakecri"
+)
+
+// A sidecar pod starts its sidecars in order, then the app container; a
+// kill stops the app container first, then the sidecars last first.
+func TestSidecarsStartFirstAndStopLast(t *testing.T) {
+	rt := &stopRecorder{Runtime: fakecri.New()}
+	m, _ := newTestManager(t, rt)
+	always := corev1.ContainerRestartPolicyAlways
+	pod := testPod(corev1.Container{Name: "app", Image: "img:1"})
+	pod.Spec.InitContainers = []corev1.Container{
+		{Name: "side1", Image: "img:1", RestartPolicy: &always},
+		{Name: "side2", Image: "img:1", RestartPolicy: &always},
+	}
+	for range 3 { // side1, side2, app: one per sync
+		if err := syncOnce(t, m, pod).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	st, err := m.GetPodStatus(ctx, "uid1", "p", "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	idOf := map[string]string{}
+	for _, name := range []string{"side1", "side2", "app"} {
+		cs := st.FindContainerStatusByName(name)
+		if cs == nil || cs.State != ContainerRunning {
+			t.Fatalf("%s: %+v, want running", name, cs)
+		}
+		idOf[cs.ID] = name
+	}
+	if err := m.KillPod(ctx, pod, st, nil).Error(); err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, id := range rt.ids {
+		order = append(order, idOf[id])
+	}
+	if want := []string{"app", "side2", "side1"}; !slices.Equal(order, want) {
+		t.Fatalf("stopped %v, want %v", order, want)
+	}
+}
+
+// KillPastDeadline stops everything with ContainerKilled reason
+// DeadlineExceeded.
+func TestKillPastDeadline(t *testing.T) {
+	rt := fakecri.New()
+	m, events := newTestManager(t, rt)
+	pod := testPod(corev1.Container{Name: "app", Image: "img:1"})
+	if err := syncOnce(t, m, pod).Error(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := m.GetPodStatus(context.Background(), "uid1", "p", "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.KillPastDeadline(context.Background(), pod, st).Error(); err != nil {
+		t.Fatal(err)
+	}
+	killed := events.of(schemas.EventContainerKilled)
+	if len(killed) != 1 || killed[0].Reason != schemas.ReasonDeadlineExceeded {
+		t.Fatalf("ContainerKilled %+v, want one with reason DeadlineExceeded", killed)
+	}
+	if n := events.count(schemas.EventSandboxStopped); n != 1 {
+		t.Fatalf("%d SandboxStopped, want 1", n)
+	}
+}
