@@ -27,9 +27,8 @@ import (
 //
 // PENDING: the entries marked pending are honoured but no test drives them
 // yet: postStart's httpGet and sleep (the hooks work runs them through the
-// code preStop's tests drive), and the terminationGracePeriodSeconds of a
-// liveness or startup probe (the probe's kill takes it); replace `pending` by
-// `tests` once a test does. The test logs every pending entry.
+// code preStop's tests drive); replace `pending` by `tests` once a test does.
+// The test logs every pending entry.
 //
 // Paths are JSON names under the pod ("spec.containers.env.valueFrom"), list
 // indexes dropped; spec.initContainers is classified by the spec.containers
@@ -50,7 +49,7 @@ type fieldAnswer struct {
 	// scheduler's or the API server's, and kubelet acts on it no more than
 	// jetlet does.
 	nothing string
-	// pending names the work that honours the field untested: "probes" or "hooks".
+	// pending names the work that honours the field untested ("hooks").
 	pending string
 	// kind is the rejection's kind: ErrUnsupported unless set.
 	kind ErrorKind
@@ -121,6 +120,7 @@ const (
 	tE2EStartup      = "test/e2e.TestStartupProbeHoldsLivenessOff"
 	tE2ETCPGRPC      = "test/e2e.TestTCPSocketAndGRPCProbes"
 	tCtrdLiveness    = "test/e2e/containerd/pods.TestLivenessExecFailureRestartsTheContainer"
+	tProbeKillGrace  = "reconcile.TestProbeKillTakesTheProbesGracePeriod"
 )
 
 // probeAnswers answers for every field of the three probes: the handlers
@@ -164,8 +164,7 @@ func probeAnswers() []fieldAnswer {
 			out = append(out, fieldAnswer{path: p + "terminationGracePeriodSeconds", kind: ErrInvalid,
 				rejects: probe(map[string]any{"exec": map[string]any{"command": []any{"true"}}, "terminationGracePeriodSeconds": 5})})
 		} else {
-			out = append(out, fieldAnswer{path: p + "terminationGracePeriodSeconds", pending: "probes",
-				note: "the probe's kill takes it as its grace period (reconcile/kill.go); no test drives it yet"})
+			out = append(out, fieldAnswer{path: p + "terminationGracePeriodSeconds", tests: with(tProbeKillGrace)})
 		}
 	}
 	return out
