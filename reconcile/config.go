@@ -79,9 +79,10 @@ type Config struct {
 	ImageBackOffMax     time.Duration
 	// GC is the garbage collection policy.
 	GC GCPolicy
-	// Liveness and Startup probe results decide kills; Readiness decides the
-	// ready flag of running containers that have a readiness probe. Defaults:
-	// NoProbeResults for liveness and startup, AllReady for readiness.
+	// Liveness and Startup probe results decide kills; Startup and Readiness
+	// decide the started and ready flags of running containers that have
+	// such probes (reconcile/prober's caches). Defaults: NoProbeResults for
+	// liveness, AllReady (every probe passed) for startup and readiness.
 	Liveness  ProbeResults
 	Startup   ProbeResults
 	Readiness ProbeResults
@@ -124,7 +125,7 @@ func (c *Config) setDefaults() {
 		c.Liveness = NoProbeResults{}
 	}
 	if c.Startup == nil {
-		c.Startup = NoProbeResults{}
+		c.Startup = AllReady{}
 	}
 	if c.Readiness == nil {
 		c.Readiness = AllReady{}

@@ -126,7 +126,7 @@ func (s *podSync) sync(ctx context.Context) {
 	// others back; an init container that fails ends the sync.
 	for _, i := range actions.InitContainersToStart {
 		c := &pod.Spec.InitContainers[i]
-		if !s.start(ctx, c, true) && !isSidecar(c) {
+		if !s.start(ctx, c, true) && !IsSidecar(c) {
 			return
 		}
 	}

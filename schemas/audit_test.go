@@ -25,11 +25,10 @@ import (
 // types of k8s.io/api, so a field that a new k8s.io/api brings fails the test
 // until someone classifies it here.
 //
-// PENDING: the entries marked pending are honoured by work merged beside this
-// one: the prober (probes), and postStart's httpGet and sleep, which the hooks
-// work runs but no test drives; their behaviour tests are to be named after
-// the merge, replacing `pending` by `tests`. The test logs every pending
-// entry. (The hooks work was merged first: its tests are named below.)
+// PENDING: the entries marked pending are honoured but no test drives them
+// yet: postStart's httpGet and sleep (the hooks work runs them through the
+// code preStop's tests drive); replace `pending` by `tests` once a test does.
+// The test logs every pending entry.
 //
 // Paths are JSON names under the pod ("spec.containers.env.valueFrom"), list
 // indexes dropped; spec.initContainers is classified by the spec.containers
@@ -50,7 +49,7 @@ type fieldAnswer struct {
 	// scheduler's or the API server's, and kubelet acts on it no more than
 	// jetlet does.
 	nothing string
-	// pending names the work that honours the field: "probes" or "hooks".
+	// pending names the work that honours the field untested ("hooks").
 	pending string
 	// kind is the rejection's kind: ErrUnsupported unless set.
 	kind ErrorKind
@@ -105,6 +104,72 @@ const (
 	tCtrdSidecar           = "test/e2e/containerd/pods.TestSidecarStopsAfterTheAppContainer"
 )
 
+// The prober's tests.
+const (
+	tProbeExec       = "runtime/probe.TestExec"
+	tProbeTCP        = "runtime/probe.TestTCPSocket"
+	tProbeGRPC       = "runtime/probe.TestGRPC"
+	tResolveTCPGRPC  = "reconcile.TestResolveTCPSocketAndGRPC"
+	tProberThreshold = "reconcile/prober.TestLivenessFailureAfterThreshold"
+	tProberSuccesses = "reconcile/prober.TestReadinessFlipsAndEventsOncePerTransition"
+	tProberDelay     = "reconcile/prober.TestInitialDelayFromTheInstanceStart"
+	tProberStartup   = "reconcile/prober.TestStartupGatesLivenessAndReadiness"
+	tProberStartFail = "reconcile/prober.TestStartupFailureAsksForASync"
+	tE2ELiveness     = "test/e2e.TestLivenessExecFailureRestartsTheContainer"
+	tE2EReadiness    = "test/e2e.TestHTTPReadinessFlipsReadyBothWays"
+	tE2EStartup      = "test/e2e.TestStartupProbeHoldsLivenessOff"
+	tE2ETCPGRPC      = "test/e2e.TestTCPSocketAndGRPCProbes"
+	tCtrdLiveness    = "test/e2e/containerd/pods.TestLivenessExecFailureRestartsTheContainer"
+	tProbeKillGrace  = "reconcile.TestProbeKillTakesTheProbesGracePeriod"
+)
+
+// probeAnswers answers for every field of the three probes: the handlers
+// and the timing are the same code for each kind.
+func probeAnswers() []fieldAnswer {
+	var out []fieldAnswer
+	for _, kind := range []string{"livenessProbe", "readinessProbe", "startupProbe"} {
+		p := "spec.containers." + kind + "."
+		kindTests := map[string][]string{
+			"livenessProbe":  {tProberThreshold, tE2ELiveness, tCtrdLiveness},
+			"readinessProbe": {tProberSuccesses, tE2EReadiness},
+			"startupProbe":   {tProberStartup, tProberStartFail, tE2EStartup},
+		}[kind]
+		with := func(tests ...string) []string { return append(tests, kindTests...) }
+		probe := func(handler map[string]any) func(m map[string]any) {
+			return func(m map[string]any) { container0(m)[kind] = handler }
+		}
+		out = append(out,
+			fieldAnswer{path: p + "exec.command", tests: with(tProbeExec, tE2ELiveness, tE2EStartup)},
+			fieldAnswer{path: p + "httpGet.path", tests: with(tHTTPGetHandler, tResolveHTTPGet, tE2EReadiness)},
+			fieldAnswer{path: p + "httpGet.port", tests: with(tResolveHTTPGet, tE2EReadiness)},
+			fieldAnswer{path: p + "httpGet.host", tests: with(tResolveHTTPGet)},
+			fieldAnswer{path: p + "httpGet.scheme", tests: with(tResolveHTTPGet, tHTTPGetHandler)},
+			fieldAnswer{path: p + "httpGet.httpHeaders.name", tests: with(tResolveHTTPGet, tHTTPGetHandler)},
+			fieldAnswer{path: p + "httpGet.httpHeaders.value", tests: with(tResolveHTTPGet, tHTTPGetHandler)},
+			fieldAnswer{path: p + "httpGet.protocol", note: "HTTP1 (the default) only",
+				rejects: probe(map[string]any{"httpGet": map[string]any{"port": 80, "protocol": "HTTP2"}})},
+			fieldAnswer{path: p + "tcpSocket.port", tests: with(tProbeTCP, tResolveTCPGRPC, tE2ETCPGRPC)},
+			fieldAnswer{path: p + "tcpSocket.host", tests: with(tResolveTCPGRPC)},
+			fieldAnswer{path: p + "grpc.port", tests: with(tProbeGRPC, tResolveTCPGRPC, tE2ETCPGRPC)},
+			fieldAnswer{path: p + "grpc.service", tests: with(tProbeGRPC, tResolveTCPGRPC, tE2ETCPGRPC)},
+			fieldAnswer{path: p + "grpc.mode", note: "Plaintext (the default) only",
+				rejects: probe(map[string]any{"grpc": map[string]any{"port": 50051, "mode": "TLS"}})},
+			fieldAnswer{path: p + "initialDelaySeconds", tests: with(tProberDelay)},
+			fieldAnswer{path: p + "periodSeconds", tests: with(tProberThreshold, tProberDelay)},
+			fieldAnswer{path: p + "timeoutSeconds", tests: with(tProbeExec, tProbeGRPC, tHTTPGetHandler)},
+			fieldAnswer{path: p + "successThreshold", tests: with(tProberSuccesses)},
+			fieldAnswer{path: p + "failureThreshold", tests: with(tProberThreshold)},
+		)
+		if kind == "readinessProbe" {
+			out = append(out, fieldAnswer{path: p + "terminationGracePeriodSeconds", kind: ErrInvalid,
+				rejects: probe(map[string]any{"exec": map[string]any{"command": []any{"true"}}, "terminationGracePeriodSeconds": 5})})
+		} else {
+			out = append(out, fieldAnswer{path: p + "terminationGracePeriodSeconds", tests: with(tProbeKillGrace)})
+		}
+	}
+	return out
+}
+
 // apiServer is the answer for the API server's bookkeeping.
 const apiServer = "the API server's bookkeeping; kubelet does not read it to run the pod"
 
@@ -113,11 +178,8 @@ func scheduler(what string) string {
 }
 
 var fieldAnswers = []fieldAnswer{
-	// ---- Pending: honoured by the prober (not merged yet). ----
-	{path: "spec.containers.livenessProbe", subtree: true, pending: "probes"},
-	{path: "spec.containers.readinessProbe", subtree: true, pending: "probes"},
-	{path: "spec.containers.startupProbe", subtree: true, pending: "probes"},
-	{path: "spec.containers.ports.name", tests: []string{tHTTPGetHook, tResolveHTTPGet}, pending: "probes", note: "probes and hooks reach a port by name"},
+	// ---- The prober (merged): the probes' fields are probeAnswers'. ----
+	{path: "spec.containers.ports.name", tests: []string{tHTTPGetHook, tResolveHTTPGet, tE2EReadiness}, note: "probes and hooks reach a port by name"},
 
 	// ---- The hooks work (merged): postStart and preStop, sidecars,
 	// termination messages, activeDeadlineSeconds, stopSignal. ----
@@ -465,7 +527,7 @@ func rejection(a fieldAnswer) (*ValidationError, error) {
 }
 
 func TestEveryAcceptedFieldIsHonouredOrRejected(t *testing.T) {
-	answers := append(slices.Clone(fieldAnswers), volumeSourceAnswers()...)
+	answers := append(append(slices.Clone(fieldAnswers), volumeSourceAnswers()...), probeAnswers()...)
 	byPath := map[string]fieldAnswer{}
 	for _, a := range answers {
 		if _, dup := byPath[a.path]; dup {

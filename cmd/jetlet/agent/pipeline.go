@@ -18,6 +18,7 @@ import (
 	"github.com/jetlet/jetlet/reconcile/containerlogs"
 	"github.com/jetlet/jetlet/reconcile/pleg"
 	"github.com/jetlet/jetlet/reconcile/podworkers"
+	"github.com/jetlet/jetlet/reconcile/prober"
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/probe"
 	"github.com/jetlet/jetlet/schemas"
@@ -59,6 +60,12 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	if err != nil {
 		return err
 	}
+	// One handler runner for the probes and the lifecycle hooks.
+	handlers := probe.New(client, probe.Config{Version: cli.Version()})
+	probes := prober.New(handlers, emit, prober.Config{
+		Node:   a.cfg.node,
+		Logger: log,
+	})
 	mgr, err := reconcile.New(client, emit, reconcile.Config{
 		NodeName:        a.cfg.node,
 		NodeAllocatable: allocatable,
@@ -66,7 +73,10 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 		AllowPrivileged: a.cfg.allowPrivileged,
 		Credentials:     a.credentials,
 		GC:              reconcile.GCPolicy{MaxPerPodContainer: a.cfg.maxDeadPerContainer},
-		Handlers:        probe.New(client, probe.Config{Version: cli.Version()}),
+		Liveness:        probes.Liveness(),
+		Readiness:       probes.Readiness(),
+		Startup:         probes.Startup(),
+		Handlers:        handlers,
 		Logger:          log,
 	})
 	if err != nil {
@@ -84,6 +94,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 		Workers:      a.cfg.workers,
 		ResyncPeriod: a.cfg.resyncPeriod,
 		GCPeriod:     gcPeriod,
+		Prober:       probes,
 		Logger:       log,
 		Registerer:   reg,
 	})
@@ -150,6 +161,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	runErr := cons.Run(ctx, a.cfg.shutdownTimeout)
 	stopBG()
 	syncing.Wait() // the background syncs drain beside the consumer's
+	probes.Stop()  // no sync starts probes any more; the last events are flushed below
 	stopRelist()
 	flushCtx, cancel := context.WithTimeout(context.Background(), a.cfg.shutdownTimeout)
 	defer cancel()
