@@ -46,6 +46,39 @@ func runCLIWith(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, 
 	return cli.Execute(ctx, root, args, stderr)
 }
 
+// following is a command that runs until interrupted (a follow, a watch),
+// run in the background.
+type following struct {
+	stdout, stderr syncBuffer
+	cancel         context.CancelFunc
+	done           chan int
+}
+
+// follow starts a command that runs until interrupted.
+func (c *cluster) follow(args ...string) *following {
+	ctx, cancel := context.WithCancel(c.t.Context())
+	f := &following{cancel: cancel, done: make(chan int, 1)}
+	go func() {
+		f.done <- runCLIWith(ctx, strings.NewReader(""), &f.stdout, &f.stderr, append(args, "--nats-url", c.url)...)
+	}()
+	return f
+}
+
+// stop interrupts the command, as SIGINT does, and checks that it exits 0
+// at once.
+func (f *following) stop(t *testing.T) {
+	t.Helper()
+	f.cancel()
+	select {
+	case code := <-f.done:
+		if code != 0 {
+			t.Errorf("exit %d after interrupt, want 0; stderr %s", code, f.stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the command did not stop when interrupted")
+	}
+}
+
 // syncBuffer is a buffer one goroutine writes while another reads.
 type syncBuffer struct {
 	mu  sync.Mutex

@@ -58,23 +58,12 @@ known, oldest first.`,
 }
 
 func (o *describeOptions) run(cmd *cobra.Command, args []string) error {
-	ref, err := parsePodRef(args, o.uid)
-	if err != nil {
-		return err
-	}
-	c, err := connectClient(cmd, &o.client)
+	c, pods, err := namedPods(cmd, &o.client, args, o.uid)
 	if err != nil {
 		return err
 	}
 	defer c.close()
 	ctx := cmd.Context()
-	pods, err := c.findPods(ctx, o.client.node, ref)
-	if err != nil {
-		return err
-	}
-	if len(pods) == 0 {
-		return notFound(ref, o.client.node)
-	}
 	w := cmd.OutOrStdout()
 	for i, p := range pods {
 		if i > 0 {

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"context"
 	"encoding/json"
 	"regexp"
 	"strings"
@@ -100,26 +99,13 @@ func TestEventsFollow(t *testing.T) {
 	c.startNode("n1", nil)
 	wantCode(t, c.run("apply", "-f", examples+"web.yaml", "--wait"), 0)
 
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var stdout, stderr syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- runCLIWith(ctx, strings.NewReader(""), &stdout, &stderr, "events", "--follow", "--nats-url", c.url)
-	}()
+	f := c.follow("events", "--follow")
+	stdout := &f.stdout
 	poll.Until(t, 10*time.Second, poll.Msg("the stored events"), func() bool { return strings.Count(stdout.String(), "\n") == 1+3 })
 
 	wantCode(t, c.run("delete", "default/web", "--wait"), 0)
 	poll.Until(t, 10*time.Second, poll.Msg("the delete's events"), func() bool { return strings.Contains(stdout.String(), "PodTerminated") })
-	cancel() // as SIGINT does
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("exit %d after interrupt, want 0; stderr %s", code, stderr.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("events --follow did not stop when interrupted")
-	}
+	f.stop(t)
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	if len(lines) != 1+6 {
 		t.Errorf("%d lines, want a header and 6 events:\n%s", len(lines), stdout.String())
@@ -138,27 +124,14 @@ func TestEventsFollow(t *testing.T) {
 func TestEventsFollowFromNothing(t *testing.T) {
 	c := newCluster(t)
 	c.startNode("n1", nil)
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var stdout, stderr syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- runCLIWith(ctx, strings.NewReader(""), &stdout, &stderr, "events", "-f", "--type", "PodTerminated", "--nats-url", c.url)
-	}()
+	f := c.follow("events", "-f", "--type", "PodTerminated")
+	stdout := &f.stdout
 	poll.Until(t, 10*time.Second, poll.Msg("the header"), func() bool { return strings.HasPrefix(stdout.String(), "TIME") })
 
 	wantCode(t, c.run("apply", "-f", examples+"web.yaml", "--wait"), 0)
 	wantCode(t, c.run("delete", "default/web", "--wait"), 0)
 	poll.Until(t, 10*time.Second, poll.Msg("PodTerminated"), func() bool { return strings.Contains(stdout.String(), "PodTerminated") })
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("exit %d after interrupt, want 0; stderr %s", code, stderr.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("events --follow did not stop when interrupted")
-	}
+	f.stop(t)
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	if len(lines) != 2 {
 		t.Fatalf("%d lines, want a header and the one PodTerminated:\n%s", len(lines), stdout.String())

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"context"
 	"encoding/json"
 	"regexp"
 	"strings"
@@ -212,27 +211,14 @@ func TestGetPodsWatch(t *testing.T) {
 	c := newCluster(t)
 	c.startNode("n1", nil)
 	wantCode(t, c.run("apply", "-f", examples+"web.yaml", "--wait"), 0)
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var stdout, stderr syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- runCLIWith(ctx, strings.NewReader(""), &stdout, &stderr, "get", "pods", "-w", "--nats-url", c.url)
-	}()
+	f := c.follow("get", "pods", "-w")
+	stdout := &f.stdout
 	poll.Until(t, 10*time.Second, poll.Msg("the list"), func() bool { return strings.Contains(stdout.String(), "web") })
 	wantCode(t, c.runIn(podYAML("late", "app"), "apply", "-f", "-", "--wait"), 0)
 	poll.Until(t, 10*time.Second, poll.Msg("a line for late going Running"), func() bool {
 		return regexp.MustCompile(`(?m)^default\s+late\s+1/1\s+Running\s`).MatchString(stdout.String())
 	})
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("exit %d after interrupt, want 0; stderr %s", code, stderr.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("get pods -w did not stop when interrupted")
-	}
+	f.stop(t)
 	t.Logf("get pods -w:\n%s", stdout.String())
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	if !strings.HasPrefix(lines[0], "NAMESPACE") || !strings.Contains(lines[1], "web") {

@@ -67,23 +67,12 @@ func (o *historyOptions) run(cmd *cobra.Command, args []string) error {
 	if err := checkOutput(o.output, outputJSON); err != nil {
 		return err
 	}
-	ref, err := parsePodRef(args, o.uid)
-	if err != nil {
-		return err
-	}
-	c, err := connectClient(cmd, &o.client)
+	c, pods, err := namedPods(cmd, &o.client, args, o.uid)
 	if err != nil {
 		return err
 	}
 	defer c.close()
 	ctx := cmd.Context()
-	pods, err := c.findPods(ctx, o.client.node, ref)
-	if err != nil {
-		return err
-	}
-	if len(pods) == 0 {
-		return notFound(ref, o.client.node)
-	}
 	w := cmd.OutOrStdout()
 	for i, p := range pods {
 		rows, err := c.history(ctx, p)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
 
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -214,6 +215,28 @@ func (c *client) findPods(ctx context.Context, node string, ref podRef) ([]*podR
 		}
 	}
 	return out, nil
+}
+
+// namedPods connects and returns the known pods that args (NAMESPACE/NAME)
+// or uid name, oldest first; none is an error. The caller closes the client.
+func namedPods(cmd *cobra.Command, f *clientFlags, args []string, uid string) (*client, []*podRecord, error) {
+	ref, err := parsePodRef(args, uid)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := connectClient(cmd, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	pods, err := c.findPods(cmd.Context(), f.node, ref)
+	if err == nil && len(pods) == 0 {
+		err = notFound(ref, f.node)
+	}
+	if err != nil {
+		c.close()
+		return nil, nil, err
+	}
+	return c, pods, nil
 }
 
 // notFoundError is a pod that does not exist, or no longer does.
