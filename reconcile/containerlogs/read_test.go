@@ -149,7 +149,9 @@ func TestReadFollowEndsWithContext(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "0.log")
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- Read(ctx, path, ReadOptions{Tail: -1, Follow: true, Poll: time.Millisecond}, &syncBuffer{}) }()
+	go func() {
+		done <- Read(ctx, path, ReadOptions{Tail: -1, Follow: true, Poll: time.Millisecond}, &syncBuffer{})
+	}()
 	cancel()
 	if err := <-done; err != context.Canceled {
 		t.Fatalf("Read = %v, want context.Canceled", err)
