@@ -39,11 +39,12 @@ const (
 
 // Error codes of the node service's error replies, as HTTP's.
 const (
-	ServiceErrBadRequest = 400 // the request does not decode or validate
-	ServiceErrNotFound   = 404 // no such pod, container or previous instance
-	ServiceErrConflict   = 409 // the container is not running (exec)
-	ServiceErrTimeout    = 504 // exec: the command outlived its timeout
-	ServiceErrInternal   = 500 // the runtime or the log files failed
+	ServiceErrBadRequest  = 400 // the request does not decode or validate
+	ServiceErrNotFound    = 404 // no such pod, container or previous instance
+	ServiceErrConflict    = 409 // the container is not running (exec)
+	ServiceErrTimeout     = 504 // exec: the command outlived its timeout
+	ServiceErrInternal    = 500 // the runtime or the log files failed
+	ServiceErrUnavailable = 503 // the node is shutting down
 )
 
 // Flow control of a log stream.
