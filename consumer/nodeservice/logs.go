@@ -84,6 +84,12 @@ func (s *Service) stream(ctx context.Context, nc *nats.Conn, reply string, req s
 		go s.watchExit(ctx, c.id, exited)
 	}
 	w := &chunkWriter{ctx: ctx, nc: nc, reply: reply, credit: cr, creditSubject: creditSubject}
+	// The opening, chunk 0, tells the client where to grant credit before
+	// any line comes (a follow of a quiet container).
+	if err := w.publish(nil); err != nil {
+		log.Debug().Err(err).Msg("log stream not opened")
+		return
+	}
 	err = containerlogs.Read(ctx, c.logPath, opts, bufio.NewWriterSize(w, schemas.LogChunkSize))
 	switch {
 	case err == nil:
@@ -146,16 +152,20 @@ func (w *chunkWriter) Write(p []byte) (int, error) {
 		if err := w.credit.wait(w.ctx, w.seq+1); err != nil {
 			return n, err
 		}
-		err := w.nc.PublishMsg(&nats.Msg{Subject: w.reply, Data: piece, Header: nats.Header{
-			schemas.HeaderLogSeq:    {strconv.FormatInt(w.seq+1, 10)},
-			schemas.HeaderLogCredit: {w.creditSubject},
-		}})
-		if err != nil {
+		w.seq++
+		if err := w.publish(piece); err != nil {
 			return n, err
 		}
-		w.seq++
 		n += len(piece)
 		p = p[len(piece):]
 	}
 	return n, nil
+}
+
+// publish sends chunk w.seq.
+func (w *chunkWriter) publish(data []byte) error {
+	return w.nc.PublishMsg(&nats.Msg{Subject: w.reply, Data: data, Header: nats.Header{
+		schemas.HeaderLogSeq:    {strconv.FormatInt(w.seq, 10)},
+		schemas.HeaderLogCredit: {w.creditSubject},
+	}})
 }
