@@ -36,6 +36,9 @@ type Config struct {
 	MaxAckPending int
 	// AllowPrivileged accepts privileged containers.
 	AllowPrivileged bool
+	// NoMemoryEmptyDir rejects emptyDir medium Memory (the node cannot mount
+	// a tmpfs).
+	NoMemoryEmptyDir bool
 	// MaxIntentBytes bounds an intent's body (default 1 MiB).
 	MaxIntentBytes int
 	Logger         zerolog.Logger

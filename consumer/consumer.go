@@ -163,9 +163,6 @@ func New(js jetstream.JetStream, pub Publisher, syncer Syncer, cfg Config) (*Con
 // Attached reports whether the durable consumer is attached (for /readyz).
 func (c *Consumer) Attached() bool { return c.attached.Load() }
 
-// DurableName is the durable consumer of a node.
-func DurableName(node string) string { return "jetlet-" + node }
-
 // Run recovers the desired state from the stream and hands it to the
 // Syncer, then starts the workers and consumes intents until ctx is done.
 // On return every intent it held is settled or handed back; in-flight syncs
@@ -229,7 +226,7 @@ func (c *Consumer) Run(ctx context.Context, drain time.Duration) error {
 		return fmt.Errorf("consume intents: %w", err)
 	}
 	c.attached.Store(true)
-	c.log.Info().Str("durable", DurableName(c.cfg.Node)).Msg("consuming intents")
+	c.log.Info().Str("durable", events.DurableName(c.cfg.Node)).Msg("consuming intents")
 
 	keepAlive := time.NewTicker(c.cfg.AckWait / 3)
 	defer keepAlive.Stop()
@@ -314,7 +311,7 @@ func (c *Consumer) unblockLost() {
 // consumerConfig is the node's durable consumer.
 func (c *Consumer) consumerConfig() jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
-		Durable:     DurableName(c.cfg.Node),
+		Durable:     events.DurableName(c.cfg.Node),
 		Description: "jetlet intents for node " + c.cfg.Node,
 		// The bare node subject too: an intent with no uid token must be seen
 		// to be dead-lettered.
@@ -577,6 +574,7 @@ func (c *Consumer) decode(ctx context.Context, uid string, d *delivery) candidat
 	defer span.End()
 	in, err := schemas.DecodeIntent(d.data, schemas.IntentTarget{
 		Node: c.cfg.Node, UID: uid, MaxBodyBytes: c.cfg.MaxIntentBytes, AllowPrivileged: c.cfg.AllowPrivileged,
+		NoMemoryEmptyDir: c.cfg.NoMemoryEmptyDir,
 	})
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())

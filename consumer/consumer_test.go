@@ -479,7 +479,7 @@ func TestARedeliveredIntentWhoseResultIsStoredIsNotAnsweredAgain(t *testing.T) {
 	// The intent was handed back and redelivered; its stored result was
 	// found, so it was acked without publishing another.
 	poll.Until(t, 30*time.Second, poll.Msg("the redelivered intent to be acked"), func() bool {
-		info, err := h.js.Consumer(t.Context(), schemas.StreamIntents, consumer.DurableName("n1"))
+		info, err := h.js.Consumer(t.Context(), schemas.StreamIntents, events.DurableName("n1"))
 		return err == nil && info.CachedInfo().NumAckPending == 0 && info.CachedInfo().NumRedelivered == 0 &&
 			info.CachedInfo().AckFloor.Stream >= seq
 	})
@@ -561,7 +561,7 @@ func TestAnIntentAnsweredButNotAckedBeforeARestartIsAckedWithoutAnother(t *testi
 	}
 	h.start(consumer.Config{})
 	poll.Until(t, 30*time.Second, poll.Msg("the answered intent to be acked"), func() bool {
-		info, err := h.js.Consumer(t.Context(), schemas.StreamIntents, consumer.DurableName("n1"))
+		info, err := h.js.Consumer(t.Context(), schemas.StreamIntents, events.DurableName("n1"))
 		return err == nil && info.CachedInfo().NumAckPending == 0 && info.CachedInfo().AckFloor.Stream >= seq
 	})
 	if got := resultsOf(h.settledResults()); got[seq] != 1 || len(got) != 1 {

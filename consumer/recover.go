@@ -105,7 +105,7 @@ func (r *recovered) desired() []podworkers.Desired {
 // ackFloor is the durable consumer's ack floor: every intent at or below it
 // has been acked, so answered. 0 when the durable consumer does not exist.
 func (c *Consumer) ackFloor(ctx context.Context) (uint64, error) {
-	name := DurableName(c.cfg.Node)
+	name := events.DurableName(c.cfg.Node)
 	var cons jetstream.Consumer
 	err := events.UnlessDenied(ctx, c.cfg.Denials, "$JS.API.CONSUMER.INFO."+schemas.StreamIntents+"."+name, func(ctx context.Context) (err error) {
 		cons, err = c.js.Consumer(ctx, schemas.StreamIntents, name)
@@ -146,7 +146,7 @@ func (c *Consumer) replay(ctx context.Context) (*recovered, int, error) {
 	// A consumer of a fixed name, not an ordered one, so that a node's
 	// permissions can name it (docs/security.md).
 	oc, err := events.CreateReadBack(ctx, c.js, c.cfg.Denials, schemas.StreamIntents, jetstream.ConsumerConfig{
-		Name: ReplayName(c.cfg.Node), FilterSubject: filter, DeliverPolicy: jetstream.DeliverAllPolicy,
+		Name: events.ReplayName(c.cfg.Node), FilterSubject: filter, DeliverPolicy: jetstream.DeliverAllPolicy,
 	})
 	if errors.As(err, new(*events.PermissionError)) {
 		return nil, 0, backoff.Permanent(err) // retrying cannot mend the permissions
@@ -154,7 +154,7 @@ func (c *Consumer) replay(ctx context.Context) (*recovered, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	defer events.DeleteReadBack(ctx, c.js, schemas.StreamIntents, ReplayName(c.cfg.Node))
+	defer events.DeleteReadBack(ctx, c.js, schemas.StreamIntents, events.ReplayName(c.cfg.Node))
 	read := 0
 	for read < total {
 		batch, err := oc.Fetch(min(total-read, 1000), jetstream.FetchMaxWait(5*time.Second))
@@ -189,6 +189,7 @@ func (c *Consumer) replay(ctx context.Context) (*recovered, int, error) {
 func (c *Consumer) replayOne(rec *recovered, uid string, d *delivery) {
 	in, err := schemas.DecodeIntent(d.data, schemas.IntentTarget{
 		Node: c.cfg.Node, UID: uid, MaxBodyBytes: c.cfg.MaxIntentBytes, AllowPrivileged: c.cfg.AllowPrivileged,
+		NoMemoryEmptyDir: c.cfg.NoMemoryEmptyDir,
 	})
 	p, ok := rec.pods[uid]
 	if !ok {
@@ -202,7 +203,3 @@ func (c *Consumer) replayOne(rec *recovered, uid string, d *delivery) {
 	p.deletedAt = deletedAt(in)
 	rec.desiredOf[uid] = &podworkers.Desired{UID: uid, Intent: in, IntentSeq: d.seq, ReceivedAt: d.receivedAt}
 }
-
-// ReplayName is the consumer through which a node reads its intents back at
-// start-up.
-func ReplayName(node string) string { return DurableName(node) + "-replay" }

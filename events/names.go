@@ -10,6 +10,14 @@ import "strconv"
 // A node runs one results read-back at a time, and up to EventsReadBackSlots
 // events read-backs.
 
+// DurableName is a node's durable consumer on JETLET_INTENTS, through which
+// it takes its intents.
+func DurableName(node string) string { return "jetlet-" + node }
+
+// ReplayName is the consumer through which a node reads its intents back at
+// start-up.
+func ReplayName(node string) string { return DurableName(node) + "-replay" }
+
 // ResultsReadBackName is node's read-back consumer on JETLET_RESULTS.
 func ResultsReadBackName(node string) string { return "jetlet-" + node + "-results" }
 

@@ -205,7 +205,7 @@ func shouldContainerBeRestarted(c *corev1.Container, pod *corev1.Pod, status *Po
 	case ContainerUnknown, ContainerCreated:
 		return true
 	}
-	if isSidecar(c) {
+	if IsSidecar(c) {
 		// A sidecar restarts whatever the pod's policy.
 		return true
 	}
@@ -334,15 +334,15 @@ func probeGet(p ProbeResults, id string) (ProbeResult, bool) {
 	return p.Get(id)
 }
 
-// isSidecar: an init container with restartPolicy Always, which runs beside
+// IsSidecar: an init container with restartPolicy Always, which runs beside
 // the app containers (kubelet's IsRestartableInitContainer).
-func isSidecar(c *corev1.Container) bool {
+func IsSidecar(c *corev1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 
 func hasSidecar(pod *corev1.Pod) bool {
 	for i := range pod.Spec.InitContainers {
-		if isSidecar(&pod.Spec.InitContainers[i]) {
+		if IsSidecar(&pod.Spec.InitContainers[i]) {
 			return true
 		}
 	}
@@ -384,7 +384,7 @@ func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, probes Prob
 	var toStart []int // backwards
 	for i := len(inits) - 1; i >= 0; i-- {
 		c := &inits[i]
-		sidecar := isSidecar(c)
+		sidecar := IsSidecar(c)
 		cs := status.FindContainerStatusByName(c.Name)
 		if cs == nil {
 			// Never ran, or its instances were removed: a sidecar of an

@@ -341,6 +341,50 @@ func TestComputePodActions(t *testing.T) {
 			want:   plan{SandboxID: "sandboxID", Start: []int{2}, Kill: []string{"foo3/id3/StartupProbe"}},
 		},
 		{
+			name:   "liveness probe failed under OnFailure: kill and restart",
+			mutate: func(p *corev1.Pod, _ *PodStatus) { p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure },
+			probes: Probes{Liveness: fakeProbes{"id2": ProbeFailure}},
+			want:   plan{SandboxID: "sandboxID", Start: []int{1}, Kill: []string{"foo2/id2/LivenessProbe"}},
+		},
+		{
+			name:   "liveness probe not yet answered (unknown): kept",
+			probes: Probes{Liveness: fakeProbes{"id1": ProbeUnknown}, Startup: fakeProbes{"id1": ProbeUnknown}},
+			want:   plan{SandboxID: "sandboxID"},
+		},
+		{
+			name:   "startup probe failed under Never: kill, no restart",
+			mutate: func(p *corev1.Pod, _ *PodStatus) { p.Spec.RestartPolicy = corev1.RestartPolicyNever },
+			probes: Probes{Startup: fakeProbes{"id1": ProbeFailure}},
+			want:   plan{SandboxID: "sandboxID", Kill: []string{"foo1/id1/StartupProbe"}},
+		},
+		{
+			name:   "startup probe passed, liveness failed: the liveness failure kills",
+			probes: Probes{Liveness: fakeProbes{"id1": ProbeFailure}, Startup: fakeProbes{"id1": ProbeSuccess}},
+			want:   plan{SandboxID: "sandboxID", Start: []int{0}, Kill: []string{"foo1/id1/LivenessProbe"}},
+		},
+		{
+			name:   "liveness and startup both failed: one kill, reason LivenessProbe",
+			probes: Probes{Liveness: fakeProbes{"id1": ProbeFailure}, Startup: fakeProbes{"id1": ProbeFailure}},
+			want:   plan{SandboxID: "sandboxID", Start: []int{0}, Kill: []string{"foo1/id1/LivenessProbe"}},
+		},
+		{
+			name:   "spec changed and liveness failed: the spec change is the reason",
+			mutate: func(p *corev1.Pod, _ *PodStatus) { p.Spec.Containers[0].Image = "busybox:2" },
+			probes: Probes{Liveness: fakeProbes{"id1": ProbeFailure}},
+			want:   plan{SandboxID: "sandboxID", Start: []int{0}, Kill: []string{"foo1/id1/SpecChanged"}},
+		},
+		{
+			name:   "liveness failure of an instance that already exited: the restart policy alone decides",
+			mutate: func(_ *corev1.Pod, s *PodStatus) { onContainer(s, 0, exited(137)) },
+			probes: Probes{Liveness: fakeProbes{"id1": ProbeFailure}},
+			want:   plan{SandboxID: "sandboxID", Start: []int{0}},
+		},
+		{
+			name:   "liveness failures of two containers: both killed and restarted",
+			probes: Probes{Liveness: fakeProbes{"id1": ProbeFailure, "id3": ProbeFailure}},
+			want:   plan{SandboxID: "sandboxID", Start: []int{0, 2}, Kill: []string{"foo1/id1/LivenessProbe", "foo3/id3/LivenessProbe"}},
+		},
+		{
 			name: "single container under Never, liveness failed: kill it and the pod",
 			mutate: func(p *corev1.Pod, s *PodStatus) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyNever

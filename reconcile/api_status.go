@@ -71,6 +71,7 @@ func (m *Manager) ToAPIStatus(pod *corev1.Pod, status *PodStatus) *schemas.PodSt
 		out.Containers = append(out.Containers, apps[i].ContainerStatus)
 	}
 	out.Phase = podPhase(pod, inits, apps)
+	out.Conditions = podConditions(pod, initDone, inits, apps, out.Phase, out.ObservedAt)
 	return out
 }
 
@@ -106,7 +107,8 @@ func (m *Manager) apiContainerStatus(pod *corev1.Pod, status *PodStatus, c *core
 		switch newest.State {
 		case ContainerRunning:
 			out.State, out.Reason = schemas.ContainerRunning, ""
-			out.Ready = m.ready(c, newest)
+			out.Started = m.started(c, newest)
+			out.Ready = out.Started && m.ready(c, newest)
 		case ContainerExited:
 			out.State = schemas.ContainerExited
 			out.ExitCode = newest.ExitCode
@@ -153,7 +155,16 @@ func lastState(cs *ContainerStatus) *schemas.LastState {
 	return &schemas.LastState{ExitCode: cs.ExitCode, Reason: reason, FinishedAt: formatTime(cs.FinishedAt), Message: cs.Message}
 }
 
-// ready: running, and the readiness probe (if any) succeeded.
+// started: the running instance's startup probe (if any) succeeded.
+func (m *Manager) started(c *corev1.Container, cs *ContainerStatus) bool {
+	if c.StartupProbe == nil {
+		return true
+	}
+	r, ok := m.cfg.Startup.Get(cs.ID)
+	return ok && r == ProbeSuccess
+}
+
+// ready: the running instance's readiness probe (if any) succeeded.
 func (m *Manager) ready(c *corev1.Container, cs *ContainerStatus) bool {
 	if c.ReadinessProbe == nil {
 		return true
@@ -169,7 +180,7 @@ func (m *Manager) ready(c *corev1.Container, cs *ContainerStatus) bool {
 func podPhase(pod *corev1.Pod, inits, apps []apiContainer) schemas.PodPhase {
 	pendingInit, failedInit := 0, 0
 	for i, s := range inits {
-		if isSidecar(&pod.Spec.InitContainers[i]) {
+		if IsSidecar(&pod.Spec.InitContainers[i]) {
 			continue
 		}
 		switch {
@@ -216,7 +227,7 @@ func podPhase(pod *corev1.Pod, inits, apps []apiContainer) schemas.PodPhase {
 	}
 	anyAppStarted := running > 0 || stopped > 0
 	for i, s := range inits {
-		if !isSidecar(&pod.Spec.InitContainers[i]) {
+		if !IsSidecar(&pod.Spec.InitContainers[i]) {
 			continue
 		}
 		switch {
@@ -255,4 +266,47 @@ func podPhase(pod *corev1.Pod, inits, apps []apiContainer) schemas.PodPhase {
 		return schemas.PhaseRunning
 	}
 	return schemas.PhasePending
+}
+
+// Condition reasons, kubelet's.
+const (
+	reasonContainersNotInitialized = "ContainersNotInitialized"
+	reasonContainersNotReady       = "ContainersNotReady"
+	reasonPodCompleted             = "PodCompleted"
+)
+
+// podConditions are kubelet's Initialized, ContainersReady and Ready (no
+// readiness gates): initialised once the init containers are done; ready
+// when every app container and sidecar is ready; a succeeded pod is
+// initialised and not ready (PodCompleted). Every lastTransitionTime is now:
+// the pod workers keep the previous one while a condition's status stays.
+func podConditions(pod *corev1.Pod, initDone bool, inits, apps []apiContainer, phase schemas.PodPhase, now time.Time) []schemas.PodCondition {
+	cond := func(t schemas.PodConditionType, ok bool, reason string) schemas.PodCondition {
+		c := schemas.PodCondition{Type: t, Status: schemas.ConditionFalse, Reason: reason, LastTransitionTime: now}
+		if ok {
+			c.Status, c.Reason = schemas.ConditionTrue, ""
+		}
+		return c
+	}
+	if phase == schemas.PhaseSucceeded {
+		return []schemas.PodCondition{
+			{Type: schemas.PodInitialized, Status: schemas.ConditionTrue, Reason: reasonPodCompleted, LastTransitionTime: now},
+			{Type: schemas.PodContainersReady, Status: schemas.ConditionFalse, Reason: reasonPodCompleted, LastTransitionTime: now},
+			{Type: schemas.PodReady, Status: schemas.ConditionFalse, Reason: reasonPodCompleted, LastTransitionTime: now},
+		}
+	}
+	ready := true
+	for i := range apps {
+		ready = ready && apps[i].Ready
+	}
+	for i := range inits {
+		if IsSidecar(&pod.Spec.InitContainers[i]) {
+			ready = ready && inits[i].Ready
+		}
+	}
+	return []schemas.PodCondition{
+		cond(schemas.PodInitialized, initDone, reasonContainersNotInitialized),
+		cond(schemas.PodContainersReady, ready, reasonContainersNotReady),
+		cond(schemas.PodReady, ready, reasonContainersNotReady),
+	}
 }

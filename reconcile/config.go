@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // ErrInvalidConfig wraps every Config.Validate failure.
@@ -44,6 +45,12 @@ type Config struct {
 	NodeName string
 	// NodeIP is the downward API's status.hostIP; empty when unknown.
 	NodeIP string
+	// NodeAllocatable is what the downward API's resourceFieldRef reads for a
+	// cpu, memory or ephemeral-storage limit a container does not set, as
+	// kubelet reads the node's allocatable. cmd/jetlet sets the node's
+	// capacity (no reservations). Without it such a reference fails with
+	// CreateContainerConfigError.
+	NodeAllocatable corev1.ResourceList
 	// DataDir holds pod data: emptyDir volumes live under
 	// <DataDir>/pods/<uid>/volumes/kubernetes.io~empty-dir/<name>, removed
 	// with the pod by garbage collection.
@@ -72,12 +79,16 @@ type Config struct {
 	ImageBackOffMax     time.Duration
 	// GC is the garbage collection policy.
 	GC GCPolicy
-	// Liveness and Startup probe results decide kills; Readiness decides the
-	// ready flag of running containers that have a readiness probe. Defaults:
-	// NoProbeResults for liveness and startup, AllReady for readiness.
+	// Liveness and Startup probe results decide kills; Startup and Readiness
+	// decide the started and ready flags of running containers that have
+	// such probes (reconcile/prober's caches). Defaults: NoProbeResults for
+	// liveness, AllReady (every probe passed) for startup and readiness.
 	Liveness  ProbeResults
 	Startup   ProbeResults
 	Readiness ProbeResults
+	// Credentials gives the registry credentials of image pulls. Default:
+	// none (the runtime's own registry configuration applies).
+	Credentials Credentials
 	// Handlers runs the exec and httpGet handlers of lifecycle hooks (the
 	// prober's runner). Without it such a hook fails with a message saying so.
 	Handlers HandlerRunner
@@ -114,10 +125,13 @@ func (c *Config) setDefaults() {
 		c.Liveness = NoProbeResults{}
 	}
 	if c.Startup == nil {
-		c.Startup = NoProbeResults{}
+		c.Startup = AllReady{}
 	}
 	if c.Readiness == nil {
 		c.Readiness = AllReady{}
+	}
+	if c.Credentials == nil {
+		c.Credentials = NoCredentials{}
 	}
 }
 

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -22,13 +23,17 @@ func containerLogPath(name string, restartCount int) string {
 // generateContainerConfig builds the CRI config of one container instance, as
 // kubelet's generateContainerConfig. It creates the container's log directory
 // and the directories of its emptyDir and *OrCreate hostPath volumes.
-func (m *Manager) generateContainerConfig(pod *corev1.Pod, c *corev1.Container, restartCount int, imageRef string, net podNetwork, isInit bool) (*runtimeapi.ContainerConfig, error) {
+func (m *Manager) generateContainerConfig(ctx context.Context, pod *corev1.Pod, c *corev1.Container, restartCount int, imageRef string, net podNetwork, isInit bool) (*runtimeapi.ContainerConfig, error) {
+	if err := m.verifyRunAsNonRoot(ctx, pod, c, imageRef); err != nil {
+		return nil, err
+	}
 	envs, err := m.makeEnvironmentVariables(pod, c, net)
 	if err != nil {
 		return nil, err
 	}
-	cmd, args := expandCommandAndArgs(c, envs)
-	mounts, err := m.makeMounts(pod, c)
+	mapping := envMapping(envs)
+	cmd, args := expandCommandAndArgs(c, mapping)
+	mounts, err := m.makeMounts(pod, c, mapping)
 	if err != nil {
 		return nil, err
 	}
@@ -77,15 +82,23 @@ func (m *Manager) generateContainerConfig(pod *corev1.Pod, c *corev1.Container, 
 // containerSecurityContext merges the pod's and the container's security
 // contexts (the container's wins), as kubelet's determineEffectiveSecurityContext.
 func (m *Manager) containerSecurityContext(pod *corev1.Pod, c *corev1.Container) (*runtimeapi.LinuxContainerSecurityContext, error) {
-	out := &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: namespaceOptions(pod)}
-	if psc := pod.Spec.SecurityContext; psc != nil {
-		out.RunAsUser = optionalInt64(psc.RunAsUser)
-		out.RunAsGroup = optionalInt64(psc.RunAsGroup)
-		out.SupplementalGroups = psc.SupplementalGroups
+	psc := pod.Spec.SecurityContext
+	if psc == nil {
+		psc = &corev1.PodSecurityContext{}
 	}
 	sc := c.SecurityContext
 	if sc == nil {
-		return out, nil
+		sc = &corev1.SecurityContext{}
+	}
+	out := &runtimeapi.LinuxContainerSecurityContext{
+		NamespaceOptions:         namespaceOptions(pod),
+		RunAsUser:                optionalInt64(psc.RunAsUser),
+		RunAsGroup:               optionalInt64(psc.RunAsGroup),
+		SupplementalGroups:       supplementalGroups(psc),
+		SupplementalGroupsPolicy: supplementalGroupsPolicy(psc),
+		Seccomp:                  m.seccompProfile(psc.SeccompProfile, sc.SeccompProfile),
+		Apparmor:                 appArmorProfile(psc.AppArmorProfile, sc.AppArmorProfile),
+		SelinuxOptions:           seLinuxOptions(psc.SELinuxOptions, sc.SELinuxOptions),
 	}
 	if sc.RunAsUser != nil {
 		out.RunAsUser = optionalInt64(sc.RunAsUser)
@@ -123,9 +136,10 @@ func (m *Manager) emptyDirPath(uid, volume string) string {
 }
 
 // makeMounts turns volume mounts into CRI mounts: hostPath as is (created
-// when its type says so), emptyDir under the data dir. Other volume types are
-// an error.
-func (m *Manager) makeMounts(pod *corev1.Pod, c *corev1.Container) ([]*runtimeapi.Mount, error) {
+// when its type says so), emptyDir under the data dir (a tmpfs for medium
+// Memory). Other volume types are an error.
+// mapping (the container's environment) expands subPathExpr.
+func (m *Manager) makeMounts(pod *corev1.Pod, c *corev1.Container, mapping func(string) (string, bool)) ([]*runtimeapi.Mount, error) {
 	if len(c.VolumeDevices) > 0 {
 		return nil, fmt.Errorf("container %q: volumeDevices are not supported", c.Name)
 	}
@@ -149,22 +163,21 @@ func (m *Manager) makeMounts(pod *corev1.Pod, c *corev1.Container) ([]*runtimeap
 				return nil, fmt.Errorf("volume %q: %w", vol.Name, err)
 			}
 		case vol.EmptyDir != nil:
-			if vol.EmptyDir.Medium == corev1.StorageMediumMemory || vol.EmptyDir.Medium == corev1.StorageMediumHugePages {
-				return nil, fmt.Errorf("volume %q: emptyDir medium %q is not supported", vol.Name, vol.EmptyDir.Medium)
-			}
 			hostPath = m.emptyDirPath(string(pod.UID), vol.Name)
-			if err := os.MkdirAll(hostPath, 0o777); err != nil {
+			if err := m.setUpEmptyDir(hostPath, pod, vol.EmptyDir); err != nil {
 				return nil, fmt.Errorf("volume %q: %w", vol.Name, err)
 			}
-			// MkdirAll honours the umask; emptyDirs are world-writable, as kubelet's.
-			_ = os.Chmod(hostPath, 0o777)
 		default:
 			return nil, fmt.Errorf("volume %q: only hostPath and emptyDir volumes are supported", vol.Name)
 		}
-		if vm.SubPath != "" {
-			sub := path.Clean(vm.SubPath)
+		subPath := vm.SubPath
+		if vm.SubPathExpr != "" {
+			subPath = expand(vm.SubPathExpr, mapping)
+		}
+		if subPath != "" {
+			sub := path.Clean(subPath)
 			if path.IsAbs(sub) || sub == ".." || strings.HasPrefix(sub, "../") {
-				return nil, fmt.Errorf("volume mount %q: subPath %q must be a relative path within the volume", vm.Name, vm.SubPath)
+				return nil, fmt.Errorf("volume mount %q: subPath %q must be a relative path within the volume", vm.Name, subPath)
 			}
 			hostPath = filepath.Join(hostPath, sub)
 			if vol.EmptyDir != nil {
@@ -177,7 +190,10 @@ func (m *Manager) makeMounts(pod *corev1.Pod, c *corev1.Container) ([]*runtimeap
 			ContainerPath: vm.MountPath,
 			HostPath:      hostPath,
 			Readonly:      vm.ReadOnly,
-			Propagation:   toPropagation(vm.MountPropagation),
+			// IfPossible is a plain read-only mount: jetlet does not ask the
+			// runtime whether it can make one recursive.
+			RecursiveReadOnly: vm.RecursiveReadOnly != nil && *vm.RecursiveReadOnly == corev1.RecursiveReadOnlyEnabled,
+			Propagation:       toPropagation(vm.MountPropagation),
 		})
 	}
 	return mounts, nil

@@ -16,8 +16,8 @@ type podNetwork struct {
 
 // makeEnvironmentVariables builds the container's environment as kubelet does:
 // in order, each value expanded with the variables defined before it, and
-// fieldRefs resolved from the pod (the downward API). Sources jetlet cannot
-// honour (ConfigMaps, Secrets, resource fields) are an error.
+// fieldRefs and resourceFieldRefs resolved from the pod (the downward API).
+// Sources jetlet cannot honour (ConfigMaps, Secrets) are an error.
 func (m *Manager) makeEnvironmentVariables(pod *corev1.Pod, c *corev1.Container, net podNetwork) ([]*runtimeapi.KeyValue, error) {
 	if len(c.EnvFrom) > 0 {
 		return nil, fmt.Errorf("container %q: envFrom is not supported", c.Name)
@@ -39,8 +39,14 @@ func (m *Manager) makeEnvironmentVariables(pod *corev1.Pod, c *corev1.Container,
 			if err != nil {
 				return nil, fmt.Errorf("container %q env %q: %w", c.Name, e.Name, err)
 			}
+		case e.ValueFrom.ResourceFieldRef != nil:
+			var err error
+			v, err = m.resourceFieldValue(pod, c, e.ValueFrom.ResourceFieldRef)
+			if err != nil {
+				return nil, fmt.Errorf("container %q env %q: %w", c.Name, e.Name, err)
+			}
 		default:
-			return nil, fmt.Errorf("container %q env %q: only fieldRef value sources are supported", c.Name, e.Name)
+			return nil, fmt.Errorf("container %q env %q: only fieldRef and resourceFieldRef value sources are supported", c.Name, e.Name)
 		}
 		if _, seen := values[e.Name]; !seen {
 			order = append(order, e.Name)
@@ -95,17 +101,21 @@ func subscript(path, prefix string) (string, bool) {
 	return strings.CutSuffix(rest, "']")
 }
 
-// expandCommandAndArgs expands $(VAR) in command and args with the
-// container's final environment.
-func expandCommandAndArgs(c *corev1.Container, envs []*runtimeapi.KeyValue) ([]string, []string) {
+// envMapping looks variables up in the container's final environment, for
+// the $(VAR) of command, args and subPathExpr.
+func envMapping(envs []*runtimeapi.KeyValue) func(string) (string, bool) {
 	values := make(map[string]string, len(envs))
 	for _, e := range envs {
 		values[e.Key] = string(e.Value)
 	}
-	mapping := func(name string) (string, bool) {
+	return func(name string) (string, bool) {
 		v, ok := values[name]
 		return v, ok
 	}
+}
+
+// expandCommandAndArgs expands $(VAR) in command and args.
+func expandCommandAndArgs(c *corev1.Container, mapping func(string) (string, bool)) ([]string, []string) {
 	var cmd, args []string
 	for _, s := range c.Command {
 		cmd = append(cmd, expand(s, mapping))

@@ -150,3 +150,14 @@ func PodFacts(node string, pod *PodStatus) []schemas.LifecycleEvent {
 	slices.SortStableFunc(facts, func(a, b schemas.LifecycleEvent) int { return a.Time.Compare(b.Time) })
 	return facts
 }
+
+// UnhealthyEvent is the Unhealthy event of the container instance cs of pod:
+// its probe of kind turned to failure for the n-th time (n from 1), at t, and
+// message is the handler's. Its id, <containerId>.<kind>.<n>.Unhealthy, makes
+// one event per transition to failure, not one per failed period.
+func UnhealthyEvent(node string, pod *PodStatus, cs *ContainerStatus, kind schemas.ProbeKind, n int, message string, t time.Time) schemas.LifecycleEvent {
+	ev := instanceEvent(node, podRef{pod.UID, pod.Namespace, pod.Name}, instanceOf(cs), schemas.EventUnhealthy, t)
+	ev.ID = EventID(cs.ID+"."+string(kind)+"."+strconv.Itoa(n), schemas.EventUnhealthy)
+	ev.Probe, ev.Message = kind, message
+	return ev
+}

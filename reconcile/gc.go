@@ -155,7 +155,8 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods PodStateProvider) err
 		}
 	}
 
-	// 3. Directories of gone pods with nothing left: logs, then data (emptyDirs).
+	// 3. Directories of gone pods with nothing left: logs, then data (emptyDirs,
+	// their tmpfs unmounted first).
 	if entries, err := os.ReadDir(m.cfg.LogDir); err == nil {
 		for _, e := range entries {
 			parts := strings.Split(e.Name(), "_")
@@ -175,6 +176,10 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods PodStateProvider) err
 		for _, e := range entries {
 			uid := e.Name()
 			if !e.IsDir() || left[uid] || !gone(uid) {
+				continue
+			}
+			if err := m.tearDownEmptyDirs(uid); err != nil {
+				errs = append(errs, err)
 				continue
 			}
 			if err := os.RemoveAll(m.podDataDir(uid)); err != nil {

@@ -239,7 +239,7 @@ func TestStopSignalInContainerConfig(t *testing.T) {
 		{"SIGRTMIN+1", runtimeapi.Signal_SIGNAL_SIGRTMINPLUS1},
 	} {
 		pod := sig(tc.signal)
-		cfg, err := m.generateContainerConfig(pod, &pod.Spec.Containers[0], 0, "", podNetwork{}, false)
+		cfg, err := m.generateContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], 0, "", podNetwork{}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,7 +248,7 @@ func TestStopSignalInContainerConfig(t *testing.T) {
 		}
 	}
 	pod := sig("SIGNOPE")
-	if _, err := m.generateContainerConfig(pod, &pod.Spec.Containers[0], 0, "", podNetwork{}, false); err == nil || !strings.Contains(err.Error(), "lifecycle.stopSignal") {
+	if _, err := m.generateContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], 0, "", podNetwork{}, false); err == nil || !strings.Contains(err.Error(), "lifecycle.stopSignal") {
 		t.Fatalf("err %v, want one naming lifecycle.stopSignal", err)
 	}
 }

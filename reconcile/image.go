@@ -78,9 +78,7 @@ func (s *podSync) ensureImageExists(ctx context.Context, c *corev1.Container) (s
 	if m.imageBackOff.IsInBackOffSinceUpdate(key, now) {
 		return "", fmt.Sprintf("Back-off pulling image %q", c.Image), ErrImagePullBackOff
 	}
-	// No credentials: intents carry no pull secrets (the runtime's own
-	// registry configuration applies).
-	ref, err := m.rt.PullImage(ctx, spec, nil, s.sandboxCfg)
+	ref, err := m.pullImage(ctx, spec, s.sandboxCfg)
 	ev := newEvent(m.cfg.NodeName, s.ref, schemas.EventImagePulled, "", m.cfg.Clock.Now())
 	ev.Container = c.Name
 	if err != nil {
@@ -100,6 +98,58 @@ func (s *podSync) ensureImageExists(ctx context.Context, c *corev1.Container) (s
 	m.emit.Emit(ctx, ev)
 	return ref, "", nil
 }
+
+// Credentials gives the node's registry credentials for an image, in the
+// order to try them (kubelet's DockerKeyring.Lookup). Intents carry no pull
+// secrets: the credentials are the node's (jetlet run --image-credentials).
+// Implementations must be safe for concurrent use.
+type Credentials interface {
+	Lookup(image string) []*runtimeapi.AuthConfig
+}
+
+// NoCredentials pulls without credentials: the runtime's own registry
+// configuration applies.
+type NoCredentials struct{}
+
+// Lookup implements Credentials.
+func (NoCredentials) Lookup(string) []*runtimeapi.AuthConfig { return nil }
+
+// pullImage pulls with each matching credential in turn until one works, as
+// kubelet's PullImage; without any, it pulls anonymously. The errors joined
+// are the runtime's, which never quote the AuthConfig sent, and nothing here
+// logs one.
+func (m *Manager) pullImage(ctx context.Context, spec *runtimeapi.ImageSpec, sandboxCfg *runtimeapi.PodSandboxConfig) (string, error) {
+	creds := m.cfg.Credentials.Lookup(spec.Image)
+	if len(creds) == 0 {
+		return m.rt.PullImage(ctx, spec, nil, sandboxCfg)
+	}
+	var errs []error
+	for _, auth := range creds {
+		ref, err := m.rt.PullImage(ctx, spec, auth, sandboxCfg)
+		if err == nil {
+			return ref, nil
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) == 1 {
+		return "", errs[0]
+	}
+	return "", pullErrors(errs)
+}
+
+// pullErrors are the failures of one pull tried with several credentials,
+// on one line (an error message goes into results and events).
+type pullErrors []error
+
+func (p pullErrors) Error() string {
+	msgs := make([]string, len(p))
+	for i, err := range p {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (p pullErrors) Unwrap() []error { return p }
 
 func imageRef(img *runtimeapi.Image, fallback string) string {
 	if img.Id != "" {

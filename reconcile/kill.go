@@ -227,7 +227,7 @@ func newTerminationOrdering(pod *corev1.Pod, running []*ContainerStatus) *termin
 	for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
 		c := &pod.Spec.InitContainers[i]
 		ch := add(c.Name)
-		if !isSidecar(c) {
+		if !IsSidecar(c) {
 			continue
 		}
 		o.prereqs[c.Name] = append(o.prereqs[c.Name], apps...)

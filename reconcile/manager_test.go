@@ -288,7 +288,7 @@ func TestContainerConfig(t *testing.T) {
 	})
 	pod.Spec.TerminationGracePeriodSeconds = &grace
 	pod.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
-	cfg, err := m.generateContainerConfig(pod, &pod.Spec.Containers[0], 3, "sha256:x", podNetwork{podIP: "10.0.0.1"}, false)
+	cfg, err := m.generateContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], 3, "sha256:x", podNetwork{podIP: "10.0.0.1"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +321,7 @@ func TestContainerConfig(t *testing.T) {
 	}
 	priv := true
 	pod.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: &priv}
-	if _, err := m.generateContainerConfig(pod, &pod.Spec.Containers[0], 0, "", podNetwork{}, false); err == nil {
+	if _, err := m.generateContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], 0, "", podNetwork{}, false); err == nil {
 		t.Error("privileged container accepted without AllowPrivileged")
 	}
 }

@@ -11,8 +11,8 @@ const (
 )
 
 // ProbeResults gives the latest result of one kind of probe (liveness,
-// readiness or startup) by container id. The prober is a later piece of work;
-// until then the defaults below stand in.
+// readiness or startup) by container id: reconcile/prober's caches, or
+// without a prober the defaults below.
 type ProbeResults interface {
 	Get(containerID string) (ProbeResult, bool)
 }
@@ -23,9 +23,9 @@ type NoProbeResults struct{}
 // Get implements ProbeResults.
 func (NoProbeResults) Get(string) (ProbeResult, bool) { return ProbeUnknown, false }
 
-// AllReady answers Success for every container. It is the default readiness:
-// without a prober, a running container with a readiness probe is reported
-// ready rather than never.
+// AllReady answers Success for every container. It is the default readiness
+// and startup: without a prober, a running container with such probes is
+// reported started and ready rather than never.
 type AllReady struct{}
 
 // Get implements ProbeResults.

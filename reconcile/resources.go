@@ -1,7 +1,13 @@
 package reconcile
 
 import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -49,5 +55,47 @@ func (m *Manager) linuxResources(c *corev1.Container) *runtimeapi.LinuxContainer
 		r.CpuPeriod = defaultCPUPeriod
 		r.CpuQuota = milliCPUToQuota(cpuLimit.MilliValue(), defaultCPUPeriod)
 	}
+	r.HugepageLimits = hugepageLimits(c.Resources.Limits)
 	return r
+}
+
+// hugePageUnits are the CRI's page size units, kubelet's
+// HugePageUnitSizeFromByteSize.
+var hugePageUnits = []string{"B", "KB", "MB", "GB", "TB", "PB"}
+
+// hugepageLimits are the container's hugepages-<size> limits, by page size
+// ("2MB"), in page size order. Sizes the validator let through always parse.
+func hugepageLimits(limits corev1.ResourceList) []*runtimeapi.HugepageLimit {
+	type limit struct {
+		bytes int64
+		out   *runtimeapi.HugepageLimit
+	}
+	var all []limit
+	for name, q := range limits {
+		size, ok := strings.CutPrefix(string(name), corev1.ResourceHugePagesPrefix)
+		if !ok {
+			continue
+		}
+		page, err := resource.ParseQuantity(size)
+		if err != nil {
+			continue
+		}
+		n, unit := page.Value(), 0
+		for n%1024 == 0 && unit < len(hugePageUnits)-1 {
+			n /= 1024
+			unit++
+		}
+		all = append(all, limit{page.Value(), &runtimeapi.HugepageLimit{
+			PageSize: strconv.FormatInt(n, 10) + hugePageUnits[unit], Limit: uint64(q.Value()),
+		}})
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	slices.SortFunc(all, func(a, b limit) int { return cmp.Compare(a.bytes, b.bytes) })
+	out := make([]*runtimeapi.HugepageLimit, len(all))
+	for i, l := range all {
+		out[i] = l.out
+	}
+	return out
 }

@@ -38,8 +38,12 @@ func namespaceOptions(pod *corev1.Pod) *runtimeapi.NamespaceOption {
 	return ns
 }
 
-// podHostname: spec.hostname, else the pod's name cut to 63 characters.
+// podHostname: spec.hostnameOverride, else spec.hostname, else the pod's
+// name cut to 63 characters.
 func podHostname(pod *corev1.Pod) string {
+	if h := pod.Spec.HostnameOverride; h != nil && *h != "" {
+		return *h
+	}
 	if pod.Spec.Hostname != "" {
 		return pod.Spec.Hostname
 	}
@@ -94,7 +98,11 @@ func (m *Manager) generateSandboxConfig(pod *corev1.Pod, attempt uint32) *runtim
 	if psc := pod.Spec.SecurityContext; psc != nil {
 		sc.RunAsUser = optionalInt64(psc.RunAsUser)
 		sc.RunAsGroup = optionalInt64(psc.RunAsGroup)
-		sc.SupplementalGroups = psc.SupplementalGroups
+		sc.SupplementalGroups = supplementalGroups(psc)
+		sc.SupplementalGroupsPolicy = supplementalGroupsPolicy(psc)
+		sc.Seccomp = m.seccompProfile(psc.SeccompProfile, nil)
+		sc.Apparmor = appArmorProfile(psc.AppArmorProfile, nil)
+		sc.SelinuxOptions = seLinuxOptions(psc.SELinuxOptions, nil)
 		if len(psc.Sysctls) > 0 {
 			cfg.Linux.Sysctls = make(map[string]string, len(psc.Sysctls))
 			for _, s := range psc.Sysctls {

@@ -126,7 +126,7 @@ func (s *podSync) sync(ctx context.Context) {
 	// others back; an init container that fails ends the sync.
 	for _, i := range actions.InitContainersToStart {
 		c := &pod.Spec.InitContainers[i]
-		if !s.start(ctx, c, true) && !isSidecar(c) {
+		if !s.start(ctx, c, true) && !IsSidecar(c) {
 			return
 		}
 	}
@@ -218,7 +218,7 @@ func (s *podSync) startContainer(ctx context.Context, c *corev1.Container, isIni
 		restartCount = restartCountFromLogDir(dir)
 	}
 
-	cfg, err := m.generateContainerConfig(pod, c, restartCount, imageRef, s.net, isInit)
+	cfg, err := m.generateContainerConfig(ctx, pod, c, restartCount, imageRef, s.net, isInit)
 	if err != nil {
 		return "", err.Error(), ErrCreateContainerConfig
 	}

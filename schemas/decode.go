@@ -29,6 +29,9 @@ type IntentTarget struct {
 	MaxBodyBytes int
 	// AllowPrivileged accepts privileged containers (jetlet run --allow-privileged).
 	AllowPrivileged bool
+	// NoMemoryEmptyDir rejects emptyDir volumes of medium Memory: the node
+	// cannot mount the tmpfs they need (jetlet does not run as root).
+	NoMemoryEmptyDir bool
 }
 
 // wireIntent is the envelope as it travels: pointers where "absent" and
@@ -190,7 +193,7 @@ func DecodeIntent(body []byte, want IntentTarget) (*PodIntent, error) {
 		}
 		SetPodDefaults(pod)
 		pod.Spec.NodeName = want.Node
-		validatePodSpec(e, &pod.Spec, want.AllowPrivileged)
+		validatePodSpec(e, &pod.Spec, want)
 	}
 	if len(e.list) > 0 {
 		return nil, e.err()

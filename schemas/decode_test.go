@@ -110,11 +110,35 @@ func TestDecodeIntentErrors(t *testing.T) {
 		{"duplicate port name", intentJSON(func(m map[string]any) {
 			container0(m)["ports"] = []any{map[string]any{"name": "http", "containerPort": 80}, map[string]any{"name": "http", "containerPort": 81}}
 		}), target, "pod.spec.containers[0].ports[1].name", ErrInvalid},
-		{"dnsPolicy None without dnsConfig", intentJSON(func(m map[string]any) { specOf(m)["dnsPolicy"] = "None" }), target, "pod.spec.dnsConfig", ErrInvalid},
+		{"dnsPolicy None", intentJSON(func(m map[string]any) { specOf(m)["dnsPolicy"] = "None" }), target, "pod.spec.dnsPolicy", ErrUnsupported},
 		{"windows", intentJSON(func(m map[string]any) { specOf(m)["os"] = map[string]any{"name": "windows"} }), target, "pod.spec.os.name", ErrUnsupported},
 		{"resource claims", intentJSON(func(m map[string]any) {
 			specOf(m)["resourceClaims"] = []any{map[string]any{"name": "gpu"}}
 		}), target, "pod.spec.resourceClaims", ErrUnsupported},
+		{"memory emptyDir on a node that cannot mount tmpfs", intentJSON(func(m map[string]any) {
+			specOf(m)["volumes"] = []any{map[string]any{"name": "ram", "emptyDir": map[string]any{"medium": "Memory"}}}
+		}), IntentTarget{Node: "n1", UID: "u1", NoMemoryEmptyDir: true}, "pod.spec.volumes[0].emptyDir.medium", ErrUnsupported},
+		{"resourceFieldRef cpu divisor", intentJSON(func(m map[string]any) {
+			container0(m)["env"] = []any{map[string]any{"name": "C", "valueFrom": map[string]any{"resourceFieldRef": map[string]any{"resource": "limits.cpu", "divisor": "1Mi"}}}}
+		}), target, "pod.spec.containers[0].env[0].valueFrom.resourceFieldRef.divisor", ErrInvalid},
+		{"resourceFieldRef unknown container", intentJSON(func(m map[string]any) {
+			container0(m)["env"] = []any{map[string]any{"name": "C", "valueFrom": map[string]any{"resourceFieldRef": map[string]any{"resource": "limits.memory", "containerName": "nope"}}}}
+		}), target, "pod.spec.containers[0].env[0].valueFrom.resourceFieldRef.containerName", ErrInvalid},
+		{"seccomp Localhost without a profile", intentJSON(func(m map[string]any) {
+			container0(m)["securityContext"] = map[string]any{"seccompProfile": map[string]any{"type": "Localhost"}}
+		}), target, "pod.spec.containers[0].securityContext.seccompProfile.localhostProfile", ErrInvalid},
+		{"hostnameOverride with hostNetwork", intentJSON(func(m map[string]any) {
+			specOf(m)["hostNetwork"], specOf(m)["hostnameOverride"] = true, "web-0"
+		}), target, "pod.spec.hostnameOverride", ErrInvalid},
+		{"httpGet over HTTP/2", intentJSON(func(m map[string]any) {
+			container0(m)["readinessProbe"] = map[string]any{"httpGet": map[string]any{"port": 80, "protocol": "HTTP2"}}
+		}), target, "pod.spec.containers[0].readinessProbe.httpGet.protocol", ErrUnsupported},
+		{"gRPC probe over TLS", intentJSON(func(m map[string]any) {
+			container0(m)["livenessProbe"] = map[string]any{"grpc": map[string]any{"port": 9090, "mode": "TLS"}}
+		}), target, "pod.spec.containers[0].livenessProbe.grpc.mode", ErrUnsupported},
+		{"hugepages page size", intentJSON(func(m map[string]any) {
+			container0(m)["resources"] = map[string]any{"limits": map[string]any{"hugepages-big": "2Mi"}}
+		}), target, "pod.spec.containers[0].resources.limits[hugepages-big]", ErrInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -78,6 +78,10 @@ var invalidExamples = map[string]struct {
 	"node-name-mismatch":            {"pod.spec.nodeName", ErrInvalid, "", "the subject is not part of the body"},
 	"app-container-restart-policy":  {"pod.spec.containers[0].restartPolicy", ErrUnsupported, "", ""},
 	"image-pull-secrets":            {"pod.spec.imagePullSecrets", ErrUnsupported, "", ""},
+	"host-aliases":                  {"pod.spec.hostAliases", ErrUnsupported, "", ""},
+	"emptydir-disk-size-limit":      {"pod.spec.volumes[0].emptyDir.sizeLimit", ErrUnsupported, "", ""},
+	"ephemeral-storage-limit":       {"pod.spec.containers[0].resources.limits[ephemeral-storage]", ErrUnsupported, "", ""},
+	"runtime-class":                 {"pod.spec.runtimeClassName", ErrUnsupported, "", ""},
 	"delete-missing-uid":            {"pod.metadata.uid", ErrInvalid, "", ""},
 	"delete-unknown-metadata-field": {"pod.metadata.colour", ErrUnsupported, "", ""},
 }

@@ -147,7 +147,7 @@ func enumOf[T ~string](vals ...T) obj {
 // typeOverlays add keywords to every use of a type.
 var typeOverlays = map[reflect.Type]obj{
 	reflect.TypeFor[corev1.RestartPolicy]():            enumOf("", corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever),
-	reflect.TypeFor[corev1.DNSPolicy]():                enumOf("", corev1.DNSClusterFirst, corev1.DNSClusterFirstWithHostNet, corev1.DNSDefault, corev1.DNSNone),
+	reflect.TypeFor[corev1.DNSPolicy]():                enumOf("", corev1.DNSClusterFirst, corev1.DNSClusterFirstWithHostNet, corev1.DNSDefault),
 	reflect.TypeFor[corev1.PullPolicy]():               enumOf("", corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever),
 	reflect.TypeFor[corev1.TerminationMessagePolicy](): enumOf("", corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError),
 	reflect.TypeFor[corev1.Protocol]():                 enumOf("", corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP),
@@ -397,27 +397,23 @@ func (g *schemaGen) podIntent() obj {
 	ps := g.def("PodSpec")
 	g.require("PodSpec", "containers")
 	g.set("PodSpec", "containers", obj{"minItems": 1})
-	g.forbid("PodSpec", "ephemeralContainers", "resourceClaims", "imagePullSecrets")
+	g.forbid("PodSpec", "ephemeralContainers", "resourceClaims", "imagePullSecrets",
+		"dnsConfig", "hostAliases", "runtimeClassName", "overhead", "readinessGates", "resources")
+	g.set("PodSpec", "setHostnameAsFQDN", obj{"enum": []any{false, nil}})
+	g.set("PodSpec", "hostUsers", obj{"enum": []any{true, nil}})
+	g.forbid("PodSecurityContext", "windowsOptions", "seLinuxChangePolicy")
+	g.forbid("SecurityContext", "windowsOptions")
+	g.set("SecurityContext", "procMount", obj{"enum": []any{string(corev1.DefaultProcMount), nil}})
 	g.set("PodSpec", "terminationGracePeriodSeconds", obj{"minimum": 0})
 	g.set("PodSpec", "activeDeadlineSeconds", obj{"minimum": 1})
 	g.set("PodSpec", "hostname", obj{"pattern": optional(dnsLabelPattern), "maxLength": 63})
-	g.set("PodSpec", "subdomain", obj{"pattern": optional(dnsLabelPattern), "maxLength": 63})
+	g.set("PodSpec", "subdomain", obj{"maxLength": 0})
 	g.set("PodOS", "name", obj{"enum": []any{string(corev1.Linux)}})
 	ps["allOf"] = []any{
-		obj{
-			"if":   obj{"properties": obj{"dnsPolicy": obj{"const": string(corev1.DNSNone)}}, "required": []any{"dnsPolicy"}},
-			"then": obj{"required": []any{"dnsConfig"}},
-		},
 		obj{"not": obj{
 			"properties": obj{"shareProcessNamespace": obj{"const": true}, "hostPID": obj{"const": true}},
 			"required":   []any{"shareProcessNamespace", "hostPID"},
 		}},
-		obj{
-			"if": obj{"properties": obj{"hostUsers": obj{"const": false}}, "required": []any{"hostUsers"}},
-			"then": obj{"properties": obj{
-				"hostNetwork": obj{"const": false}, "hostPID": obj{"const": false}, "hostIPC": obj{"const": false},
-			}},
-		},
 	}
 
 	// Volumes: hostPath and emptyDir only.
@@ -435,6 +431,10 @@ func (g *schemaGen) podIntent() obj {
 	g.require("HostPathVolumeSource", "path")
 	g.set("HostPathVolumeSource", "path", obj{"pattern": "^/"})
 	g.set("EmptyDirVolumeSource", "sizeLimit", nullable(quantitySchema(true)))
+	g.set("EmptyDirVolumeSource", "mode", obj{"minimum": 0, "maximum": 0o1777})
+	// A sizeLimit is the tmpfs's size: medium Memory only.
+	g.def("EmptyDirVolumeSource")["if"] = obj{"not": obj{"properties": obj{"medium": obj{"const": string(corev1.StorageMediumMemory)}}, "required": []any{"medium"}}}
+	g.def("EmptyDirVolumeSource")["then"] = obj{"properties": obj{"sizeLimit": obj{"type": "null"}}}
 
 	// Containers.
 	g.require("Container", "name", "image")
@@ -476,6 +476,7 @@ func (g *schemaGen) podIntent() obj {
 	g.set("ResourceFieldSelector", "resource", obj{"pattern": resourceRefPattern})
 
 	g.forbid("ResourceRequirements", "claims")
+	g.set("ResourceRequirements", "limits", obj{"properties": obj{string(corev1.ResourceEphemeralStorage): false}})
 	g.set("ContainerResizePolicy", "resourceName", obj{"enum": []any{string(corev1.ResourceCPU), string(corev1.ResourceMemory)}})
 
 	g.require("VolumeMount", "name", "mountPath")
@@ -521,6 +522,8 @@ func (g *schemaGen) podIntent() obj {
 	g.replace("HTTPGetAction", "port", portRefSchema)
 	g.require("TCPSocketAction", "port")
 	g.replace("TCPSocketAction", "port", portRefSchema)
+	g.set("HTTPGetAction", "protocol", obj{"enum": []any{string(corev1.HTTPProtocolHTTP1), nil}})
+	g.set("GRPCAction", "mode", obj{"enum": []any{string(corev1.GRPCProbeModePlaintext), nil}})
 	g.require("GRPCAction", "port")
 	g.set("GRPCAction", "port", obj{"minimum": 1, "maximum": 65535})
 	return root

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -122,7 +123,7 @@ func sortedNames[K ~string, V any](m map[K]V) []K {
 	return keys
 }
 
-func validatePodSpec(e *errs, s *corev1.PodSpec, allowPrivileged bool) {
+func validatePodSpec(e *errs, s *corev1.PodSpec, want IntentTarget) {
 	const p = "pod.spec"
 
 	// Fields this node cannot honour.
@@ -133,10 +134,45 @@ func validatePodSpec(e *errs, s *corev1.PodSpec, allowPrivileged bool) {
 		e.unsupported(p+".resourceClaims", "dynamic resource allocation needs the API server")
 	}
 	if len(s.ImagePullSecrets) > 0 {
-		e.unsupported(p+".imagePullSecrets", "this node cannot read Secrets; configure registry credentials in the container runtime")
+		e.unsupported(p+".imagePullSecrets", "this node cannot read Secrets; give the node its registry credentials with jetlet run --image-credentials (Docker's config.json)")
 	}
 	if s.OS != nil && s.OS.Name != corev1.Linux {
 		e.unsupported(p+".os.name", "this node runs linux pods only")
+	}
+	if s.DNSConfig != nil {
+		e.unsupported(p+".dnsConfig", "this node gives pods the runtime's DNS configuration (the host's resolv.conf), as dnsPolicy Default")
+	}
+	if len(s.HostAliases) > 0 {
+		e.unsupported(p+".hostAliases", "this node does not manage the pod's /etc/hosts")
+	}
+	if s.Subdomain != "" {
+		e.unsupported(p+".subdomain", "this node does not manage the pod's /etc/hosts, where the subdomain's fully qualified name goes")
+	}
+	if s.SetHostnameAsFQDN != nil && *s.SetHostnameAsFQDN {
+		e.unsupported(p+".setHostnameAsFQDN", "this node has no cluster domain to qualify the hostname with")
+	}
+	if s.RuntimeClassName != nil {
+		e.unsupported(p+".runtimeClassName", "this node has no RuntimeClasses: pods run with the runtime's default handler")
+	}
+	if len(s.Overhead) > 0 {
+		e.unsupported(p+".overhead", "pod overhead comes from a RuntimeClass, which this node does not have")
+	}
+	if len(s.ReadinessGates) > 0 {
+		e.unsupported(p+".readinessGates", "readiness gates are conditions set through the API server, which this node does not have")
+	}
+	if s.HostUsers != nil && !*s.HostUsers {
+		e.unsupported(p+".hostUsers", "this node does not run pods in user namespaces")
+	}
+	if s.Resources != nil {
+		e.unsupported(p+".resources", "pod-level resources need a pod cgroup, which this node does not manage")
+	}
+	if sc := s.SecurityContext; sc != nil {
+		if sc.WindowsOptions != nil {
+			e.unsupported(p+".securityContext.windowsOptions", "this node runs linux pods only")
+		}
+		if sc.SELinuxChangePolicy != nil {
+			e.unsupported(p+".securityContext.seLinuxChangePolicy", "this node leaves SELinux relabelling of volumes to the runtime")
+		}
 	}
 
 	switch s.RestartPolicy {
@@ -147,9 +183,7 @@ func validatePodSpec(e *errs, s *corev1.PodSpec, allowPrivileged bool) {
 	switch s.DNSPolicy {
 	case corev1.DNSClusterFirst, corev1.DNSClusterFirstWithHostNet, corev1.DNSDefault:
 	case corev1.DNSNone:
-		if s.DNSConfig == nil {
-			e.invalid(p+".dnsConfig", `required when dnsPolicy is "None"`)
-		}
+		e.unsupported(p+".dnsPolicy", `"None" takes the pod's DNS from dnsConfig, which this node does not support`)
 	default:
 		e.invalid(p+".dnsPolicy", `must be "ClusterFirst", "ClusterFirstWithHostNet", "Default" or "None"`)
 	}
@@ -165,38 +199,37 @@ func validatePodSpec(e *errs, s *corev1.PodSpec, allowPrivileged bool) {
 	if s.Subdomain != "" && !isDNSLabel(s.Subdomain) {
 		e.invalid(p+".subdomain", "must be a DNS-1123 label")
 	}
+	if h := s.HostnameOverride; h != nil {
+		switch {
+		case len(*h) > 64 || !isDNSSubdomain(*h):
+			e.invalid(p+".hostnameOverride", "must be a DNS-1123 subdomain of at most 64 characters")
+		case s.HostNetwork:
+			e.invalid(p+".hostnameOverride", "cannot be set with hostNetwork (the pod has the node's hostname)")
+		}
+	}
+	if sc := s.SecurityContext; sc != nil {
+		validateProfiles(e, p+".securityContext", sc.SeccompProfile, sc.AppArmorProfile)
+	}
 	if s.ShareProcessNamespace != nil && *s.ShareProcessNamespace && s.HostPID {
 		e.invalid(p+".shareProcessNamespace", "cannot be true together with hostPID")
 	}
-	if s.HostUsers != nil && !*s.HostUsers && (s.HostNetwork || s.HostPID || s.HostIPC) {
-		e.invalid(p+".hostUsers", "cannot be false together with hostNetwork, hostPID or hostIPC")
-	}
-	for i, a := range s.HostAliases {
-		if _, err := netip.ParseAddr(a.IP); err != nil {
-			e.invalid(idx(p+".hostAliases", i)+".ip", "must be an IP address")
-		}
-	}
-	validateResourceList(e, p+".overhead", s.Overhead)
-	if s.Resources != nil {
-		validateResources(e, p+".resources", s.Resources)
-	}
 
-	volumes := validateVolumes(e, s.Volumes)
+	volumes := validateVolumes(e, s.Volumes, want.NoMemoryEmptyDir)
 
 	if len(s.Containers) == 0 {
 		e.invalid(p+".containers", "at least one container is required")
 	}
 	names := map[string]bool{}
 	for i := range s.InitContainers {
-		validateContainer(e, idx(p+".initContainers", i), &s.InitContainers[i], true, names, volumes, s.HostNetwork, allowPrivileged)
+		validateContainer(e, idx(p+".initContainers", i), &s.InitContainers[i], true, names, volumes, s, want.AllowPrivileged)
 	}
 	for i := range s.Containers {
-		validateContainer(e, idx(p+".containers", i), &s.Containers[i], false, names, volumes, s.HostNetwork, allowPrivileged)
+		validateContainer(e, idx(p+".containers", i), &s.Containers[i], false, names, volumes, s, want.AllowPrivileged)
 	}
 }
 
 // validateVolumes checks the pod's volumes and returns their names.
-func validateVolumes(e *errs, vols []corev1.Volume) map[string]bool {
+func validateVolumes(e *errs, vols []corev1.Volume, noMemory bool) map[string]bool {
 	names := map[string]bool{}
 	for i := range vols {
 		v := &vols[i]
@@ -235,12 +268,22 @@ func validateVolumes(e *errs, vols []corev1.Volume) map[string]bool {
 		}
 		if d := v.EmptyDir; d != nil {
 			switch d.Medium {
-			case corev1.StorageMediumDefault, corev1.StorageMediumMemory:
+			case corev1.StorageMediumDefault:
+			case corev1.StorageMediumMemory:
+				if noMemory {
+					e.unsupported(p+".emptyDir.medium", `"Memory" needs a tmpfs, which this node cannot mount (jetlet does not run as root)`)
+				}
 			default:
 				e.unsupported(p+".emptyDir.medium", `this node supports the medium "" (disk) and "Memory" only`)
 			}
-			if d.SizeLimit != nil && d.SizeLimit.Sign() < 0 {
+			switch {
+			case d.SizeLimit != nil && d.SizeLimit.Sign() < 0:
 				e.invalid(p+".emptyDir.sizeLimit", "must be >= 0")
+			case d.SizeLimit != nil && d.Medium != corev1.StorageMediumMemory:
+				e.unsupported(p+".emptyDir.sizeLimit", `this node does not evict pods for local storage use; a sizeLimit is honoured for medium "Memory" (the tmpfs's size) only`)
+			}
+			if d.Mode != nil && (*d.Mode < 0 || *d.Mode > 0o1777) {
+				e.invalid(p+".emptyDir.mode", "must be between 0 and 01777")
 			}
 		}
 	}
@@ -265,7 +308,7 @@ func otherVolumeSource(s *corev1.VolumeSource) string {
 	return "volumeSource"
 }
 
-func validateContainer(e *errs, p string, c *corev1.Container, init bool, names, volumes map[string]bool, hostNetwork, allowPrivileged bool) {
+func validateContainer(e *errs, p string, c *corev1.Container, init bool, names, volumes map[string]bool, s *corev1.PodSpec, allowPrivileged bool) {
 	switch {
 	case c.Name == "":
 		e.invalid(p+".name", "required")
@@ -308,8 +351,8 @@ func validateContainer(e *errs, p string, c *corev1.Container, init bool, names,
 		e.unsupported(p+".restartPolicyRules", "container restart rules are not supported by this node")
 	}
 
-	validatePorts(e, p, c.Ports, hostNetwork)
-	validateEnv(e, p, c)
+	validatePorts(e, p, c.Ports, s.HostNetwork)
+	validateEnv(e, p, c, s)
 	validateResources(e, p+".resources", &c.Resources)
 	for i, r := range c.ResizePolicy {
 		rp := idx(p+".resizePolicy", i)
@@ -319,6 +362,19 @@ func validateContainer(e *errs, p string, c *corev1.Container, init bool, names,
 		if r.RestartPolicy != corev1.NotRequired && r.RestartPolicy != corev1.RestartContainer {
 			e.invalid(rp+".restartPolicy", `must be "NotRequired" or "RestartContainer"`)
 		}
+	}
+
+	if sc := c.SecurityContext; sc != nil {
+		validateProfiles(e, p+".securityContext", sc.SeccompProfile, sc.AppArmorProfile)
+		if sc.WindowsOptions != nil {
+			e.unsupported(p+".securityContext.windowsOptions", "this node runs linux pods only")
+		}
+		if sc.ProcMount != nil && *sc.ProcMount == corev1.UnmaskedProcMount {
+			e.unsupported(p+".securityContext.procMount", `"Unmasked" needs a user namespace, which this node does not give pods`)
+		}
+	}
+	if _, ok := c.Resources.Limits[corev1.ResourceEphemeralStorage]; ok {
+		e.unsupported(p+".resources.limits[ephemeral-storage]", "this node does not evict pods for local storage use")
 	}
 
 	privileged := c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged
@@ -406,7 +462,7 @@ func validatePorts(e *errs, p string, ports []corev1.ContainerPort, hostNetwork 
 	}
 }
 
-func validateEnv(e *errs, p string, c *corev1.Container) {
+func validateEnv(e *errs, p string, c *corev1.Container, s *corev1.PodSpec) {
 	for i, f := range c.EnvFrom {
 		fp := idx(p+".envFrom", i)
 		switch {
@@ -447,9 +503,7 @@ func validateEnv(e *errs, p string, c *corev1.Container) {
 		}
 		if f.ResourceFieldRef != nil {
 			n++
-			if !resourceRefRE.MatchString(f.ResourceFieldRef.Resource) {
-				e.invalid(vp+".valueFrom.resourceFieldRef.resource", "must be limits.<resource> or requests.<resource> for cpu, memory, ephemeral-storage or hugepages-<size>")
-			}
+			validateResourceFieldRef(e, vp+".valueFrom.resourceFieldRef", f.ResourceFieldRef, s)
 		}
 		if f.ConfigMapKeyRef != nil {
 			n++
@@ -488,6 +542,10 @@ func validateResourceList(e *errs, p string, l corev1.ResourceList) {
 		np := p + "[" + string(name) + "]"
 		if !resourceNameRE.MatchString(string(name)) {
 			e.unsupported(np, "this node accounts for cpu, memory, ephemeral-storage and hugepages-<size> only; extended resources need a device plugin")
+		} else if size, ok := strings.CutPrefix(string(name), corev1.ResourceHugePagesPrefix); ok {
+			if q, err := resource.ParseQuantity(size); err != nil || q.Sign() <= 0 {
+				e.invalid(np, "hugepages-<size> needs a page size such as 2Mi or 1Gi")
+			}
 		}
 		if q.Sign() < 0 {
 			e.invalid(np, "must be >= 0")
@@ -586,6 +644,9 @@ func validateProbe(e *errs, p string, pr *corev1.Probe, mustSucceedOnce bool) {
 		if h.GRPC.Port < 1 || h.GRPC.Port > 65535 {
 			e.invalid(p+".grpc.port", "must be between 1 and 65535")
 		}
+		if h.GRPC.Mode != nil && *h.GRPC.Mode != corev1.GRPCProbeModePlaintext {
+			e.unsupported(p+".grpc.mode", `this node's gRPC probes connect in plain text only ("Plaintext")`)
+		}
 	}
 	if n != 1 {
 		e.invalid(p, "must specify exactly one handler of exec, httpGet, tcpSocket and grpc")
@@ -646,6 +707,9 @@ func validateHTTPGet(e *errs, p string, h *corev1.HTTPGetAction) {
 	if h.Scheme != corev1.URISchemeHTTP && h.Scheme != corev1.URISchemeHTTPS {
 		e.invalid(p+".scheme", `must be "HTTP" or "HTTPS"`)
 	}
+	if h.Protocol != nil && *h.Protocol != corev1.HTTPProtocolHTTP1 {
+		e.unsupported(p+".protocol", `this node's handlers speak HTTP/1.1 only ("HTTP1")`)
+	}
 }
 
 // validatePortRef checks a probe's port: a number in range or a port name.
@@ -658,5 +722,73 @@ func validatePortRef(e *errs, p string, port intstr.IntOrString) {
 	}
 	if port.IntVal < 1 || port.IntVal > 65535 {
 		e.invalid(p, "must be between 1 and 65535")
+	}
+}
+
+// Divisors the API server allows for a resourceFieldRef.
+var (
+	cpuDivisors     = []string{"1m", "1"}
+	storageDivisors = []string{"1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei"}
+)
+
+func validateResourceFieldRef(e *errs, p string, r *corev1.ResourceFieldSelector, s *corev1.PodSpec) {
+	if !resourceRefRE.MatchString(r.Resource) {
+		e.invalid(p+".resource", "must be limits.<resource> or requests.<resource> for cpu, memory, ephemeral-storage or hugepages-<size>")
+		return
+	}
+	if r.ContainerName != "" && !hasContainer(s, r.ContainerName) {
+		e.invalid(p+".containerName", "no container "+strconv.Quote(r.ContainerName)+" in the pod")
+	}
+	if r.Divisor.IsZero() {
+		return
+	}
+	allowed := storageDivisors
+	if strings.HasSuffix(r.Resource, ".cpu") {
+		allowed = cpuDivisors
+	}
+	if !slices.ContainsFunc(allowed, func(d string) bool { return r.Divisor.Cmp(resource.MustParse(d)) == 0 }) {
+		e.invalid(p+".divisor", "must be one of "+strings.Join(allowed, ", "))
+	}
+}
+
+func hasContainer(s *corev1.PodSpec, name string) bool {
+	for _, list := range [][]corev1.Container{s.InitContainers, s.Containers} {
+		if slices.ContainsFunc(list, func(c corev1.Container) bool { return c.Name == name }) {
+			return true
+		}
+	}
+	return false
+}
+
+// validateProfiles checks seccomp and AppArmor profiles as the API server:
+// a Localhost profile names its file, the other types name none.
+func validateProfiles(e *errs, p string, seccomp *corev1.SeccompProfile, apparmor *corev1.AppArmorProfile) {
+	if sp := seccomp; sp != nil {
+		switch sp.Type {
+		case corev1.SeccompProfileTypeRuntimeDefault, corev1.SeccompProfileTypeUnconfined:
+			if sp.LocalhostProfile != nil {
+				e.invalid(p+".seccompProfile.localhostProfile", `only for type "Localhost"`)
+			}
+		case corev1.SeccompProfileTypeLocalhost:
+			if sp.LocalhostProfile == nil || *sp.LocalhostProfile == "" || !isRelativeInside(*sp.LocalhostProfile) {
+				e.invalid(p+".seccompProfile.localhostProfile", `type "Localhost" needs a relative path without '..' (under <data-dir>/seccomp)`)
+			}
+		default:
+			e.invalid(p+".seccompProfile.type", `must be "RuntimeDefault", "Unconfined" or "Localhost"`)
+		}
+	}
+	if ap := apparmor; ap != nil {
+		switch ap.Type {
+		case corev1.AppArmorProfileTypeRuntimeDefault, corev1.AppArmorProfileTypeUnconfined:
+			if ap.LocalhostProfile != nil {
+				e.invalid(p+".appArmorProfile.localhostProfile", `only for type "Localhost"`)
+			}
+		case corev1.AppArmorProfileTypeLocalhost:
+			if ap.LocalhostProfile == nil || *ap.LocalhostProfile == "" {
+				e.invalid(p+".appArmorProfile.localhostProfile", `type "Localhost" needs the profile's name`)
+			}
+		default:
+			e.invalid(p+".appArmorProfile.type", `must be "RuntimeDefault", "Unconfined" or "Localhost"`)
+		}
 	}
 }

@@ -41,6 +41,7 @@ func (s *podSync) run(ctx context.Context) Report {
 	}
 	if isTerminal(api.Phase) && !sandboxReady(status) {
 		// Finished for good, as kubelet's terminated pods: nothing restarts.
+		s.w.cfg.Prober.UpdatePod(pod, status)
 		return Report{Actions: []schemas.ActionResult{}, Status: s.decorate(api)}
 	}
 	res := mgr.SyncPod(ctx, pod, status)
@@ -52,12 +53,32 @@ func (s *podSync) run(ctx context.Context) Report {
 			status = fresh
 		}
 	}
+	// The prober follows what runs now: a new instance gets its probes, a
+	// stopped one loses them.
+	s.w.cfg.Prober.UpdatePod(pod, status)
 	if len(res.Actions) > 0 {
 		// Only an action changes what the status says (the runtime, or a
 		// container's waiting reason); a no-op sync reuses it.
 		api = mgr.ToAPIStatus(pod, status)
 	}
 	return Report{Actions: res.ActionResults(), Err: res.Error(), Status: s.decorate(api)}
+}
+
+// statusOnly is the pod's status from the cache and the probe results,
+// without a sync; nil for a pod being deleted or past its active deadline, or
+// whose status cannot be read now (the next sync writes it).
+func (s *podSync) statusOnly(ctx context.Context) *schemas.PodStatus {
+	if s.want.Intent.Op == schemas.OpDelete {
+		return nil
+	}
+	if at, ok := s.p.activeDeadline(); ok && !time.Now().Before(at) {
+		return nil // past its deadline: the sync says Failed, DeadlineExceeded
+	}
+	status, err := s.status(ctx)
+	if err != nil {
+		return nil
+	}
+	return s.decorate(s.w.mgr.ToAPIStatus(s.want.Intent.Pod, status))
 }
 
 // pastDeadline ends a pod that ran past its activeDeadlineSeconds, as
@@ -76,6 +97,7 @@ func (s *podSync) pastDeadline(ctx context.Context, status *reconcile.PodStatus)
 			status = fresh
 		}
 	}
+	s.w.cfg.Prober.UpdatePod(pod, status) // what was killed is probed no more
 	rep.Status = s.decorate(mgr.ToAPIStatus(pod, status))
 	rep.Status.Phase, rep.Status.Reason = schemas.PhaseFailed, schemas.ReasonDeadlineExceeded
 	return rep
@@ -107,6 +129,7 @@ func startTime(status *reconcile.PodStatus) time.Time {
 // reports it gone: Terminating while it runs, Terminated at the end.
 func (s *podSync) delete(ctx context.Context) Report {
 	mgr, pod, uid := s.w.mgr, s.want.Intent.Pod, s.want.UID
+	s.w.cfg.Prober.RemovePod(uid) // a pod being killed is probed no more
 	status, err := s.status(ctx)
 	if err != nil {
 		return Report{Actions: []schemas.ActionResult{}, Err: err}
@@ -273,6 +296,22 @@ func isTerminal(p schemas.PodPhase) bool {
 
 func sandboxReady(st *reconcile.PodStatus) bool {
 	return len(st.SandboxStatuses) > 0 && st.SandboxStatuses[0].State == runtimeapi.PodSandboxState_SANDBOX_READY
+}
+
+// keepTransitionTimes gives each condition of st whose status is the same in
+// prev the lastTransitionTime it had in prev.
+func keepTransitionTimes(prev, st *schemas.PodStatus) {
+	if prev == nil {
+		return
+	}
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		for _, old := range prev.Conditions {
+			if old.Type == c.Type && old.Status == c.Status {
+				c.LastTransitionTime = old.LastTransitionTime
+			}
+		}
+	}
 }
 
 // sameStatus reports whether two statuses differ only in when they were

@@ -31,6 +31,7 @@ import (
 
 	"github.com/jetlet/jetlet/reconcile"
 	"github.com/jetlet/jetlet/reconcile/pleg"
+	"github.com/jetlet/jetlet/reconcile/prober"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -71,6 +72,25 @@ type Manager interface {
 	ToAPIStatus(pod *corev1.Pod, status *reconcile.PodStatus) *schemas.PodStatus
 }
 
+// Prober is what the pod workers need of the prober (*prober.Manager): they
+// tell it what runs after every sync, and it tells them which pods need a
+// sync (a liveness or startup failure) or only a new status (readiness or
+// startup changed).
+type Prober interface {
+	UpdatePod(pod *corev1.Pod, status *reconcile.PodStatus)
+	RemovePod(uid string)
+	Changed() <-chan struct{}
+	TakeChanged() map[string]prober.Change
+}
+
+// noProber probes nothing.
+type noProber struct{}
+
+func (noProber) UpdatePod(*corev1.Pod, *reconcile.PodStatus) {}
+func (noProber) RemovePod(string)                            {}
+func (noProber) Changed() <-chan struct{}                    { return nil }
+func (noProber) TakeChanged() map[string]prober.Change       { return nil }
+
 // Config configures Workers.
 type Config struct {
 	Node string
@@ -81,7 +101,9 @@ type Config struct {
 	ResyncPeriod time.Duration
 	// GCPeriod is how often dead containers and gone pods are collected, as
 	// kubelet's container GC period (default 1m).
-	GCPeriod   time.Duration
+	GCPeriod time.Duration
+	// Prober runs the pods' probes; default none.
+	Prober     Prober
 	Logger     zerolog.Logger
 	Registerer prometheus.Registerer
 }
@@ -98,6 +120,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.GCPeriod == 0 {
 		c.GCPeriod = time.Minute
+	}
+	if c.Prober == nil {
+		c.Prober = noProber{}
 	}
 }
 
@@ -262,6 +287,15 @@ func (w *Workers) Run(ctx context.Context, drain time.Duration) {
 			for _, uid := range w.cache.TakeChanged() {
 				w.wake(uid)
 			}
+		case <-w.cfg.Prober.Changed():
+			for uid, c := range w.cfg.Prober.TakeChanged() {
+				switch {
+				case c.Sync:
+					w.wake(uid) // the sync kills the container; its status follows
+				case c.Status:
+					w.rewriteStatus(uid)
+				}
+			}
 		case <-resync.C:
 			w.wakeAll()
 			resync.Reset(jitter(w.cfg.ResyncPeriod))
@@ -332,6 +366,26 @@ func (w *Workers) background(ctx context.Context, p *pod) {
 	}
 	defer func() { <-w.sem }()
 	w.syncLocked(trace.ContextWithSpanContext(ctx, p.span), p)
+}
+
+// rewriteStatus stores the pod's status again from the cache and the probe
+// results, without a sync: a readiness or startup result changed.
+func (w *Workers) rewriteStatus(uid string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p, ok := w.pods[uid]
+	if !ok || !w.running || p.desired == nil {
+		return
+	}
+	ctx := w.bgCtx
+	w.bg.Go(func() {
+		p.sync.Lock()
+		defer p.sync.Unlock()
+		s := &podSync{w: w, p: p, want: *p.desired, orphan: p.orphan}
+		if st := s.statusOnly(ctx); st != nil {
+			w.putStatus(p, st)
+		}
+	})
 }
 
 // Sync drives the pod to want now, after any sync of the pod already
@@ -449,8 +503,11 @@ func (w *Workers) warnFailed(p *pod, err error) {
 	ev.Msg("pod sync failed; retrying with back-off")
 }
 
-// putStatus stores the pod's status unless it is the one stored last.
+// putStatus stores the pod's status unless it is the one stored last. A
+// condition whose status is the last one's keeps its lastTransitionTime, as
+// kubelet's status manager keeps it.
 func (w *Workers) putStatus(p *pod, st *schemas.PodStatus) {
+	keepTransitionTimes(p.lastStatus, st)
 	if sameStatus(p.lastStatus, st) {
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,7 +17,9 @@ import (
 	"github.com/jetlet/jetlet/reconcile"
 	"github.com/jetlet/jetlet/reconcile/pleg"
 	"github.com/jetlet/jetlet/reconcile/podworkers"
+	"github.com/jetlet/jetlet/reconcile/prober"
 	"github.com/jetlet/jetlet/runtime"
+	"github.com/jetlet/jetlet/runtime/probe"
 	"github.com/jetlet/jetlet/runtime/proc"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/poll"
@@ -83,6 +86,7 @@ type node struct {
 	mgr    *reconcile.Manager
 	sink   *sink
 	w      *podworkers.Workers
+	reg    *prometheus.Registry // the pod workers' metrics
 	stop   func()
 }
 
@@ -145,12 +149,16 @@ func (n *node) run(desired ...podworkers.Desired) {
 	}
 	n.sink = &sink{ids: map[string]bool{}, statuses: map[string][]*schemas.PodStatus{}}
 	emit := podworkers.IntentEmitter(n.sink)
-	mgr, err := reconcile.New(n.client, emit, reconcile.Config{NodeName: "n1", DataDir: filepath.Join(n.dir, "data")})
+	probes := prober.New(probe.New(n.client, probe.Config{}), emit, prober.Config{Node: "n1"})
+	mgr, err := reconcile.New(n.client, emit, reconcile.Config{NodeName: "n1", DataDir: filepath.Join(n.dir, "data"),
+		Liveness: probes.Liveness(), Readiness: probes.Readiness(), Startup: probes.Startup()})
 	if err != nil {
 		n.t.Fatal(err)
 	}
 	relister := pleg.New(mgr, n.sink, pleg.Config{Node: "n1", Period: 50 * time.Millisecond, Logger: zerolog.Nop()})
-	w, err := podworkers.New(mgr, relister, emit, n.sink, podworkers.Config{Node: "n1", GCPeriod: time.Hour, Logger: zerolog.Nop()})
+	n.reg = prometheus.NewRegistry()
+	w, err := podworkers.New(mgr, relister, emit, n.sink, podworkers.Config{Node: "n1", GCPeriod: time.Hour, Prober: probes,
+		Logger: zerolog.Nop(), Registerer: n.reg})
 	if err != nil {
 		n.t.Fatal(err)
 	}
@@ -158,7 +166,7 @@ func (n *node) run(desired ...podworkers.Desired) {
 	var wg sync.WaitGroup
 	wg.Go(func() { relister.Run(ctx) })
 	wg.Go(func() { w.Run(ctx, 10*time.Second) })
-	n.stop = func() { cancel(); wg.Wait(); n.stop = nil }
+	n.stop = func() { cancel(); wg.Wait(); probes.Stop(); n.stop = nil }
 	if err := w.Start(n.t.Context(), desired); err != nil {
 		n.t.Fatal(err)
 	}

@@ -214,6 +214,9 @@ func (p *Process) Wait(timeout time.Duration) int {
 	}
 }
 
+// Pid is the process's id (for reading its CPU time from /proc).
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // Exited reports whether the process has exited.
 func (p *Process) Exited() bool {
 	select {

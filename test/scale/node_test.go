@@ -34,7 +34,7 @@ func (n *simNode) pulling(ctx context.Context, js jetstream.JetStream) bool {
 	if !n.cons.Attached() {
 		return false
 	}
-	c, err := js.Consumer(ctx, schemas.StreamIntents, consumer.DurableName(n.name))
+	c, err := js.Consumer(ctx, schemas.StreamIntents, events.DurableName(n.name))
 	if err != nil {
 		return false
 	}

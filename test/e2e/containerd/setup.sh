@@ -196,6 +196,9 @@ disabled_plugins = [
     conf_dir = "$WORK/cni/net.d"
     max_conf_num = 1
 
+  # No hosts.toml directory: the CRI plugin's built-in registry config, which
+  # pulls from loopback hosts (localhost, 127.0.0.1:PORT) over plain HTTP. The
+  # credentials test (pods/credentials_test.go) serves its registry there.
   [plugins."io.containerd.grpc.v1.cri".registry]
     config_path = ""
 TOML

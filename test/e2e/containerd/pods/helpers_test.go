@@ -265,12 +265,17 @@ func (n *node) publish(uid, body string) uint64 {
 // podJSON is an apply intent for a one-container, host-network pod running
 // script in the test image.
 func (s *suite) podJSON(uid string, rev int64, restartPolicy, script string) string {
+	return s.podJSONWithImage(uid, rev, restartPolicy, s.env.image, script)
+}
+
+// podJSONWithImage is podJSON with another image (pull policy IfNotPresent).
+func (s *suite) podJSONWithImage(uid string, rev int64, restartPolicy, image, script string) string {
 	cmd, _ := json.Marshal([]string{"/bin/sh", "-c", script})
 	return fmt.Sprintf(`{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","revision":%d,
 	  "pod":{"metadata":{"name":"p-%s","namespace":"default","uid":"%s","labels":{%q:%q}},
 	    "spec":{"restartPolicy":%q,"hostNetwork":true,"terminationGracePeriodSeconds":5,
 	      "containers":[{"name":"app","image":%q,"imagePullPolicy":"IfNotPresent","command":%s}]}}}`,
-		rev, uid, uid, runLabel, s.runID, restartPolicy, s.env.image, cmd)
+		rev, uid, uid, runLabel, s.runID, restartPolicy, image, cmd)
 }
 
 func deleteJSON(uid string, rev int64, grace int) string {

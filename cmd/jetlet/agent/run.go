@@ -1,0 +1,447 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
+	"github.com/jetlet/jetlet/consumer"
+	"github.com/jetlet/jetlet/events"
+	"github.com/jetlet/jetlet/reconcile"
+	"github.com/jetlet/jetlet/reconcile/containerlogs"
+	"github.com/jetlet/jetlet/runtime/proc"
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// runConfig is everything `jetlet run` is told on its command line.
+type runConfig struct {
+	node                  string
+	dataDir               string
+	nats                  cli.NATSFlags
+	natsListen            string
+	natsInsecure          bool
+	natsPingInterval      time.Duration
+	natsMaxPingsOut       int
+	runtimeEndpoint       string
+	runtimeRequestTimeout time.Duration
+	workers               int
+	httpListen            string
+	allowPrivileged       bool
+	imageCredentials      string
+	renameNode            bool
+	logLevel              string
+	shutdownTimeout       time.Duration
+	relistPeriod          time.Duration
+	resyncPeriod          time.Duration
+	maxDeadPerContainer   int
+	// The --container-log-* flags, and the rotation config validate makes
+	// of them.
+	containerLogMaxSize         string
+	containerLogMaxFiles        int
+	containerLogMonitorInterval time.Duration
+	containerLogs               containerlogs.Config
+	profiling                   bool
+	streams                     events.StreamsConfig
+}
+
+func NewRunCommand() *cobra.Command {
+	var cfg runConfig
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the node agent: consume intents, drive the CRI runtime, publish results and events",
+		Long: `Run the node agent for one node.
+
+Without --nats-url an embedded NATS server with JetStream starts in-process,
+storing under --data-dir and listening on --nats-listen. It admits only the
+nkey whose seed jetlet writes to --data-dir/` + cli.ClientSeedFile + ` (readable by the
+user running jetlet only), which the client commands use; --nats-insecure
+admits anyone. Without
+--runtime-endpoint the embedded process runtime starts on a socket under
+--data-dir. Every flag can also be set with its JETLET_<FLAG> variable.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := setupLogging(cfg.logLevel, os.Stderr); err != nil {
+				return err
+			}
+			if err := cfg.validate(); err != nil {
+				return err
+			}
+			return newAgent(cfg).run(cmd.Context())
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&cfg.node, "node", defaultNodeName(), "node name (a DNS-1123 label; default: from the host name)")
+	fs.StringVar(&cfg.dataDir, "data-dir", "./jetlet-data", "directory for the embedded NATS store, the embedded runtime and pod data")
+	cfg.nats.Register(fs, "")
+	fs.StringVar(&cfg.natsListen, "nats-listen", "127.0.0.1:4222", "embedded NATS listen address (port 0 picks a free port); ignored with --nats-url")
+	fs.BoolVar(&cfg.natsInsecure, "nats-insecure", false, "let the embedded NATS server admit anyone, without credentials (by default it admits the nkey of --data-dir/"+cli.ClientSeedFile+" only)")
+	fs.DurationVar(&cfg.natsPingInterval, "nats-ping-interval", time.Second, "how often jetlet pings its NATS server; with --nats-max-pings-out it bounds how long jetlet stays on a server that stopped answering before it moves to another")
+	fs.IntVar(&cfg.natsMaxPingsOut, "nats-max-pings-out", 2, "unanswered pings after which jetlet leaves its NATS server for another")
+	fs.StringVar(&cfg.runtimeEndpoint, "runtime-endpoint", "", "CRI runtime endpoint (unix:///run/containerd/containerd.sock); empty starts the embedded process runtime")
+	fs.DurationVar(&cfg.runtimeRequestTimeout, "runtime-request-timeout", 2*time.Minute, "timeout of every CRI call but image pulls")
+	fs.IntVar(&cfg.workers, "workers", 16, "pods synced concurrently")
+	fs.StringVar(&cfg.httpListen, "http-listen", "127.0.0.1:9464", "address of /healthz, /readyz and /metrics (port 0 picks a free port)")
+	fs.BoolVar(&cfg.allowPrivileged, "allow-privileged", false, "accept privileged containers")
+	fs.StringVar(&cfg.imageCredentials, "image-credentials", "", "registry credentials of image pulls, in Docker's config.json format (default: <data-dir>/"+defaultCredentialsFile+" when present); re-read when it changes")
+	fs.BoolVar(&cfg.renameNode, "rename-node", false, "let --node differ from the node name the data dir recorded, and record it")
+	fs.BoolVar(&cfg.profiling, "profiling", false, "serve Go's /debug/pprof/ on --http-listen")
+	fs.StringVar(&cfg.logLevel, "log-level", "info", "trace, debug, info, warn or error")
+	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for in-flight syncs and publishes")
+	fs.DurationVar(&cfg.relistPeriod, "relist-period", time.Second, "how often the runtime's pods are listed to notice changes (kubelet's PLEG relist)")
+	fs.DurationVar(&cfg.resyncPeriod, "resync-period", time.Minute, "how often every pod is synced again even when nothing changed (plus up to 10% jitter)")
+	fs.IntVar(&cfg.maxDeadPerContainer, "max-dead-containers-per-container", 1, "dead instances kept per container (kubelet's --maximum-dead-containers-per-container)")
+	fs.StringVar(&cfg.containerLogMaxSize, "container-log-max-size", "10Mi", "size (a quantity: 10Mi, 500Ki) past which a container's log is rotated (kubelet's containerLogMaxSize)")
+	fs.IntVar(&cfg.containerLogMaxFiles, "container-log-max-files", containerlogs.DefaultMaxFiles, "log files kept per container, the current one included; all but the newest two are compressed (kubelet's containerLogMaxFiles)")
+	fs.DurationVar(&cfg.containerLogMonitorInterval, "container-log-monitor-interval", containerlogs.DefaultInterval, "how often container logs are looked at for rotation (kubelet's containerLogMonitorInterval)")
+	fs.StringVar(&cfg.streams.SubjectPrefix, "subject-prefix", schemas.DefaultSubjectPrefix, "first token of every jetlet subject")
+	cli.RegisterStreamFlags(fs, &cfg.streams)
+	cli.AnnotateEnv(fs)
+	return cmd
+}
+
+// defaultNodeName derives a DNS-1123 label from the host name, as kubelet
+// derives its node name: the first label, lower case, other characters as '-'.
+func defaultNodeName() string {
+	host, _ := os.Hostname()
+	host, _, _ = strings.Cut(strings.ToLower(host), ".")
+	name := []byte(host)
+	for i, c := range name {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			name[i] = '-'
+		}
+	}
+	label := strings.Trim(string(name), "-")
+	if len(label) > 63 {
+		label = strings.TrimRight(label[:63], "-")
+	}
+	if label == "" {
+		return "node"
+	}
+	return label
+}
+
+func (c *runConfig) validate() error {
+	if !schemas.ValidNodeName(c.node) {
+		return fmt.Errorf("--node %q: not a DNS-1123 label (lower-case letters, digits and '-', at most 63); set --node or JETLET_NODE", c.node)
+	}
+	if c.dataDir == "" {
+		return errors.New("--data-dir must not be empty")
+	}
+	// Pods keep absolute paths (logs, volumes) to it.
+	abs, err := filepath.Abs(c.dataDir)
+	if err != nil {
+		return fmt.Errorf("--data-dir: %w", err)
+	}
+	c.dataDir = abs
+	if c.workers < 1 {
+		return fmt.Errorf("--workers %d: must be at least 1", c.workers)
+	}
+	if c.runtimeRequestTimeout <= 0 {
+		return fmt.Errorf("--runtime-request-timeout %s: must be positive", c.runtimeRequestTimeout)
+	}
+	if c.relistPeriod < 10*time.Millisecond {
+		return fmt.Errorf("--relist-period %s: must be at least 10ms", c.relistPeriod)
+	}
+	if c.resyncPeriod < time.Second {
+		return fmt.Errorf("--resync-period %s: must be at least 1s", c.resyncPeriod)
+	}
+	if c.maxDeadPerContainer < 1 {
+		return fmt.Errorf("--max-dead-containers-per-container %d: must be at least 1 (the newest dead instance holds the restart count)", c.maxDeadPerContainer)
+	}
+	size, err := resource.ParseQuantity(c.containerLogMaxSize)
+	if err != nil || size.Sign() <= 0 {
+		return fmt.Errorf("--container-log-max-size %q: want a positive quantity like 10Mi", c.containerLogMaxSize)
+	}
+	c.containerLogs = containerlogs.Config{MaxSize: size.Value(), MaxFiles: c.containerLogMaxFiles, Interval: c.containerLogMonitorInterval}
+	if c.containerLogMaxFiles < 2 {
+		return fmt.Errorf("--container-log-max-files %d: must be at least 2 (the current file and one rotated)", c.containerLogMaxFiles)
+	}
+	if c.containerLogMonitorInterval <= 0 {
+		return fmt.Errorf("--container-log-monitor-interval %s: must be positive", c.containerLogMonitorInterval)
+	}
+	if c.shutdownTimeout <= 0 {
+		return fmt.Errorf("--shutdown-timeout %s: must be positive", c.shutdownTimeout)
+	}
+	if strings.ContainsAny(c.streams.SubjectPrefix, ".*> \t") || c.streams.SubjectPrefix == "" {
+		return fmt.Errorf("--subject-prefix %q: must be one subject token", c.streams.SubjectPrefix)
+	}
+	if _, err := c.nats.Options(); err != nil {
+		return err
+	}
+	if c.nats.URL != "" && c.nats.InboxPrefix == "" {
+		// Permissions can then keep each node to its own replies.
+		c.nats.InboxPrefix = cli.InboxPrefix(c.node)
+	}
+	if c.natsPingInterval < 100*time.Millisecond {
+		return fmt.Errorf("--nats-ping-interval %s: must be at least 100ms", c.natsPingInterval)
+	}
+	if c.natsMaxPingsOut < 1 {
+		return fmt.Errorf("--nats-max-pings-out %d: must be at least 1", c.natsMaxPingsOut)
+	}
+	if c.natsInsecure && c.nats.URL != "" {
+		return errors.New("--nats-insecure opens the embedded NATS server; with --nats-url there is none (that server's config decides who it admits)")
+	}
+	c.streams.SetDefaults()
+	return c.streams.Validate()
+}
+
+// agent is one running `jetlet run`: it owns the process's parts and their
+// start-up and shutdown order.
+type agent struct {
+	cfg   runConfig
+	log   zerolog.Logger
+	ready readiness
+
+	nc          atomic.Pointer[nats.Conn]
+	provisioned atomic.Bool
+	denials     events.Denials
+	// deniedTotal counts what NATS refused this node, by kind
+	// (jetlet_permission_denied_total{what}).
+	deniedTotal   *prometheus.CounterVec
+	runtimeHealth atomic.Pointer[error] // nil until the runtime answered once
+	// credentials are the registry credentials, loaded before anything
+	// starts.
+	credentials reconcile.Credentials
+	attached    atomic.Pointer[consumer.Consumer]
+}
+
+func newAgent(cfg runConfig) *agent {
+	return &agent{cfg: cfg, log: logger.With().Str("component", "agent").Str("node", cfg.node).Logger()}
+}
+
+func (a *agent) run(ctx context.Context) error {
+	if err := os.MkdirAll(a.cfg.dataDir, 0o755); err != nil {
+		return fmt.Errorf("--data-dir: %w", err)
+	}
+	// Before anything starts: a data dir taken for another node kills nothing.
+	renamedFrom, err := claimDataDir(a.cfg.dataDir, a.cfg.node, a.cfg.renameNode)
+	if err != nil {
+		return err
+	}
+	if renamedFrom != "" {
+		a.log.Warn().Str("from", renamedFrom).Msg("data dir renamed to this node (--rename-node)")
+	}
+	if a.credentials, err = loadImageCredentials(a.cfg.imageCredentials, a.cfg.dataDir, logger); err != nil {
+		return err
+	}
+	stopTracing, err := setupTracing(ctx, a.cfg.node)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// The spans of the drain are exported too, within the shutdown timeout.
+		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.shutdownTimeout)
+		defer cancel()
+		if err := stopTracing(flushCtx); err != nil {
+			a.log.Warn().Err(err).Msg("not every span was exported before exit")
+		}
+	}()
+	a.addReadinessChecks()
+	reg := newRegistry()
+	a.deniedTotal = newDeniedCounter(reg)
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "jetlet_nats_connected",
+		Help: "1 while the connection to NATS is up, else 0.",
+	}, func() float64 {
+		if nc := a.nc.Load(); nc != nil && nc.IsConnected() {
+			return 1
+		}
+		return 0
+	}))
+	web, err := listenHTTP(a.cfg.httpListen, &a.ready, reg, a.cfg.profiling)
+	if err != nil {
+		return err
+	}
+	a.log.Info().Str("address", "http://"+web.addr()).Msg("serving /healthz, /readyz and /metrics")
+	webErr := make(chan error, 1)
+	go func() { webErr <- web.serve() }()
+
+	var embedded *server.Server
+	var ownAuth []nats.Option
+	if a.cfg.nats.URL == "" {
+		if embedded, ownAuth, err = a.startNATS(); err != nil {
+			return err
+		}
+	}
+	nc, err := a.connect(embedded, ownAuth)
+	if err != nil {
+		return err
+	}
+	a.nc.Store(nc)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+
+	var embeddedRuntime *proc.Runtime
+	endpoint := a.cfg.runtimeEndpoint
+	if endpoint == "" {
+		if embeddedRuntime, endpoint, err = a.startEmbeddedRuntime(ctx); err != nil {
+			return err
+		}
+		// Stopping the runtime's server leaves its containers running, for the
+		// next jetlet to adopt.
+		defer embeddedRuntime.Stop()
+	}
+
+	runErr := a.provision(ctx, js)
+	if runErr == nil {
+		runErr = a.serve(ctx, js, endpoint, reg, webErr)
+	}
+	a.log.Info().Msg("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), a.cfg.shutdownTimeout)
+	defer cancel()
+	if err := nc.FlushWithContext(shutdownCtx); err != nil && nc.IsConnected() {
+		a.log.Warn().Err(err).Msg("flush on shutdown")
+	}
+	nc.Close()
+	if err := web.shutdown(shutdownCtx); err != nil {
+		a.log.Warn().Err(err).Msg("http shutdown")
+	}
+	if embedded != nil {
+		embedded.Shutdown()
+		embedded.WaitForShutdown()
+	}
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		return runErr
+	}
+	a.log.Info().Msg("stopped")
+	return nil
+}
+
+// serve connects the runtime and runs the pipeline until ctx is done or the
+// HTTP server dies (then the agent exits non-zero).
+func (a *agent) serve(ctx context.Context, js jetstream.JetStream, endpoint string, reg *prometheus.Registry, webErr <-chan error) error {
+	client, err := a.connectRuntime(ctx, endpoint, criObserver(reg, a.log))
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	go watchRuntime(ctx, client, &a.runtimeHealth)
+
+	pipeCtx, stopPipe := context.WithCancelCause(ctx)
+	defer stopPipe(nil)
+	go func() {
+		select {
+		case err := <-webErr:
+			stopPipe(fmt.Errorf("http server: %w", err))
+		case <-pipeCtx.Done():
+		}
+	}()
+	a.log.Info().Msg("jetlet started")
+	if err := a.servePipeline(pipeCtx, js, client, reg); err != nil {
+		return err
+	}
+	if ctx.Err() == nil {
+		return context.Cause(pipeCtx) // the HTTP server's failure, if that is what stopped it
+	}
+	return nil
+}
+
+// addReadinessChecks registers what /readyz requires, before anything serves it.
+func (a *agent) addReadinessChecks() {
+	a.ready.add("nats", func() error {
+		nc := a.nc.Load()
+		if nc == nil {
+			return errors.New("not connected yet")
+		}
+		if !nc.IsConnected() {
+			return fmt.Errorf("not connected (%s)", nc.Status())
+		}
+		return nil
+	})
+	a.ready.add("streams", func() error {
+		if !a.provisioned.Load() {
+			return errors.New("not provisioned yet")
+		}
+		return nil
+	})
+	a.ready.add("consumer", func() error {
+		if c := a.attached.Load(); c == nil || !c.Attached() {
+			return errors.New("not consuming intents")
+		}
+		return nil
+	})
+	a.ready.add("runtime", func() error {
+		health := a.runtimeHealth.Load()
+		if health == nil {
+			return errors.New("not connected yet")
+		}
+		return *health
+	})
+}
+
+// startNATS starts the embedded NATS server. It admits two nkeys: the client
+// seed's in the data dir (written on first start) and one that jetlet makes
+// at each start for its own in-process connection and keeps in memory only.
+// With --nats-insecure a client without credentials is admitted too, as the
+// client key, so that the seed keeps working either way. It returns how
+// jetlet's own connection authenticates.
+func (a *agent) startNATS() (*server.Server, []nats.Option, error) {
+	clientKey, err := cli.EnsureClientSeed(a.cfg.dataDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	own, err := nkeys.CreateUser()
+	if err != nil {
+		return nil, nil, err
+	}
+	ownKey, err := own.PublicKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	auth := embeddedAuth{nkeys: []string{clientKey, ownKey}}
+	if a.cfg.natsInsecure {
+		auth.anonymous = clientKey
+		a.log.Warn().Str("listen", a.cfg.natsListen).
+			Msg("--nats-insecure: the embedded NATS server admits anyone who reaches it, and anyone it admits can run processes on this node")
+	}
+	s, err := startEmbeddedNATS(a.cfg.natsListen, a.cfg.dataDir, a.cfg.node, auth, logger.With().Str("component", "nats-server").Logger())
+	if err != nil {
+		return nil, nil, err
+	}
+	a.log.Info().Str("url", s.ClientURL()).Str("store", s.StoreDir()).Str("client_seed", cli.ClientSeedPath(a.cfg.dataDir)).
+		Msg("embedded NATS server listening")
+	return s, []nats.Option{nats.Nkey(ownKey, own.Sign)}, nil
+}
+
+// connect connects to the embedded server in-process with ownAuth, or to
+// --nats-url with the --nats-* flags, retrying forever in the background.
+func (a *agent) connect(embedded *server.Server, ownAuth []nats.Option) (*nats.Conn, error) {
+	url, opts := a.cfg.nats.URL, ownAuth
+	if embedded != nil {
+		url = embedded.ClientURL()
+		opts = append(opts, nats.InProcessServer(embedded))
+	} else {
+		var err error
+		if opts, err = a.cfg.nats.Options(); err != nil {
+			return nil, err
+		}
+	}
+	natsLog := logger.With().Str("component", "nats").Logger()
+	opts = append(opts, cli.ReconnectForever(natsLog, a.denied)...)
+	// nats.go's defaults (2 min, 2 pings) would keep jetlet on a frozen
+	// server for minutes; it leaves one after about interval × (max + 1).
+	opts = append(opts, nats.Name("jetlet run "+a.cfg.node),
+		nats.PingInterval(a.cfg.natsPingInterval), nats.MaxPingsOutstanding(a.cfg.natsMaxPingsOut))
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
+	}
+	return nc, nil
+}

@@ -1,0 +1,144 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"google.golang.org/grpc"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/runtime"
+	"github.com/jetlet/jetlet/runtime/crierr"
+	"github.com/jetlet/jetlet/runtime/proc"
+)
+
+// runtimeStatusPeriod is how often /readyz's runtime condition is refreshed.
+const runtimeStatusPeriod = 5 * time.Second
+
+// criObserver observes every CRI call: latency by method, errors by method
+// (each method's counter at 0 from the start), and a failure logged at warn
+// unless it is a not-found, which reconcile expects and handles.
+func criObserver(reg prometheus.Registerer, log zerolog.Logger) func(method string, d time.Duration, err error) {
+	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "jetlet_runtime_call_duration_seconds",
+		Help:    "CRI call latency by method.",
+		Buckets: prometheus.ExponentialBuckets(0.00005, 4, 12),
+	}, []string{"method"})
+	failures := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "jetlet_runtime_call_errors_total",
+		Help: "CRI calls that returned an error, by method.",
+	}, []string{"method"})
+	reg.MustRegister(latency, failures)
+	for _, svc := range []grpc.ServiceDesc{runtimeapi.RuntimeService_ServiceDesc, runtimeapi.ImageService_ServiceDesc} {
+		for _, m := range svc.Methods {
+			failures.WithLabelValues(m.MethodName)
+		}
+		for _, s := range svc.Streams {
+			failures.WithLabelValues(s.StreamName)
+		}
+	}
+	return func(method string, d time.Duration, err error) {
+		latency.WithLabelValues(method).Observe(d.Seconds())
+		if err == nil {
+			return
+		}
+		failures.WithLabelValues(method).Inc()
+		if !errors.Is(err, crierr.ErrNotFound) && !errors.Is(err, context.Canceled) {
+			log.Warn().Err(err).Str("method", method).Dur("took_ms", d).Msg("CRI call failed")
+		}
+	}
+}
+
+// startEmbeddedRuntime starts the embedded process runtime on a socket under
+// the data dir and returns its endpoint.
+func (a *agent) startEmbeddedRuntime(ctx context.Context) (*proc.Runtime, string, error) {
+	sock, err := filepath.Abs(filepath.Join(a.cfg.dataDir, "cri.sock"))
+	if err != nil {
+		return nil, "", err
+	}
+	if len(sock) > 107 {
+		return nil, "", fmt.Errorf("embedded runtime socket %s is %d bytes, over the 107 a unix socket allows; use a shorter --data-dir", sock, len(sock))
+	}
+	rt, err := proc.New(proc.Config{
+		Dir:    filepath.Join(a.cfg.dataDir, "runtime"),
+		Logger: logger,
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	if err := rt.Start(ctx, sock); err != nil {
+		return nil, "", fmt.Errorf("embedded runtime: %w", err)
+	}
+	endpoint := "unix://" + sock
+	a.log.Info().Str("endpoint", endpoint).Msg("embedded process runtime listening (crictl --runtime-endpoint " + endpoint + ")")
+	return rt, endpoint, nil
+}
+
+// connectRuntime connects the CRI client, retrying with back-off until the
+// runtime answers or ctx is done: a runtime that is still starting, or down,
+// only delays readiness.
+func (a *agent) connectRuntime(ctx context.Context, endpoint string, observe func(string, time.Duration, error)) (*runtime.Client, error) {
+	client, err := runtime.New(runtime.Config{
+		Endpoint:       endpoint,
+		RequestTimeout: a.cfg.runtimeRequestTimeout,
+		Logger:         logger,
+		Observe:        observe,
+	})
+	if err != nil {
+		return nil, err
+	}
+	b := backoff.WithContext(backoff.NewExponentialBackOff(backoff.WithMaxElapsedTime(0), backoff.WithMaxInterval(10*time.Second)), ctx)
+	err = backoff.RetryNotify(func() error {
+		err := client.Connect(ctx)
+		if errors.Is(err, runtime.ErrUnsupportedVersion) || errors.Is(err, runtime.ErrInvalidConfig) {
+			return backoff.Permanent(err)
+		}
+		return err
+	}, b, func(err error, next time.Duration) {
+		a.log.Warn().Err(err).Str("endpoint", endpoint).Dur("retry_in_ms", next).Msg("CRI runtime not answering; retrying")
+	})
+	if err != nil {
+		return nil, err
+	}
+	return client, nil
+}
+
+// watchRuntime keeps /readyz's runtime condition current: the runtime must
+// answer Status and report itself ready.
+func watchRuntime(ctx context.Context, client *runtime.Client, healthy *atomic.Pointer[error]) {
+	check := func() {
+		callCtx, cancel := context.WithTimeout(ctx, runtimeStatusPeriod)
+		defer cancel()
+		var result error
+		st, err := client.Status(callCtx, false)
+		switch {
+		case err != nil:
+			result = err
+		default:
+			for _, c := range st.GetStatus().GetConditions() {
+				if c.Type == "RuntimeReady" && !c.Status {
+					result = fmt.Errorf("runtime not ready: %s %s", c.Reason, c.Message)
+				}
+			}
+		}
+		healthy.Store(&result)
+	}
+	check()
+	t := time.NewTicker(runtimeStatusPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			check()
+		}
+	}
+}

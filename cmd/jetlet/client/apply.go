@@ -1,0 +1,384 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// applyOptions is what `jetlet apply` is told.
+type applyOptions struct {
+	client  clientFlags
+	publish publishFlags
+	files   []string
+}
+
+func newApplyCommand() *cobra.Command {
+	var o applyOptions
+	cmd := &cobra.Command{
+		Use:   "apply -f FILE|-",
+		Short: "Publish Pods (YAML or JSON) or PodIntents as intents for a node",
+		Long: `Publish each Pod of a Kubernetes manifest (YAML, several documents
+separated by ---, or JSON, or a v1 List) or each PodIntent as an intent to
+<prefix>.intent.<node>.<uid>.
+
+A pod with no metadata.uid keeps the uid of the pod of the same namespace and
+name on that node (from jetlet_status, else JETLET_INTENTS), or gets a new one.
+The namespace defaults to "default" and the revision to one above the highest
+seen for that uid. Every document is validated as the node would validate it
+before anything is published. --node defaults to spec.nodeName, else to the
+only node with a heartbeat in jetlet_nodes.
+
+Exit status: 0 when published (with --wait: when every result is Synced),
+2 when a result is not Synced, 1 on any other error.`,
+		Example: `  jetlet apply -f deploy/examples/web.yaml
+  jetlet apply -f web.yaml --wait
+  cat pods.yaml | jetlet apply -f - --node n1 -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+	}
+	fs := cmd.Flags()
+	o.client.register(fs)
+	fs.StringArrayVarP(&o.files, "filename", "f", nil, "manifest file, or - for standard input (repeatable)")
+	o.publish.register(cmd, "wait for each intent's SyncResult, showing the pod's events on stderr")
+	_ = cmd.MarkFlagRequired("filename")
+	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
+	cli.AnnotateEnv(fs)
+	return cmd
+}
+
+// plannedIntent is one validated intent, ready to publish.
+type plannedIntent struct {
+	label     string // pod/NAMESPACE/NAME
+	node      string
+	uid       string
+	op        schemas.Op
+	revision  int64
+	body      []byte
+	seq       uint64 // stream sequence, once published
+	duplicate bool   // the intent was already stored (same Nats-Msg-Id)
+}
+
+func (o *applyOptions) run(cmd *cobra.Command) error {
+	if err := o.publish.validate(); err != nil {
+		return err
+	}
+	var docs []*document
+	for _, f := range o.files {
+		data, source, err := readInput(cmd.InOrStdin(), f)
+		if err != nil {
+			return err
+		}
+		more, err := parseManifest(data, source)
+		if err != nil {
+			return err
+		}
+		docs = append(docs, more...)
+	}
+	c, err := connectClient(cmd, &o.client)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	ctx, cancel := context.WithTimeout(cmd.Context(), o.publish.timeout)
+	defer cancel()
+
+	p := newPlanner(c, o.client.node)
+	var plans []*plannedIntent
+	var problems []string
+	for _, d := range docs {
+		pi, err := p.plan(ctx, d)
+		if err != nil {
+			var invalid *invalidIntentError
+			if !errors.As(err, &invalid) {
+				return err
+			}
+			problems = append(problems, invalid.Error())
+			continue
+		}
+		plans = append(plans, pi)
+	}
+	if len(problems) > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "error: nothing was published:\n%s", strings.Join(problems, ""))
+		return cli.ExitCodeError{Code: 1}
+	}
+	return publishAndReport(ctx, cmd, c, plans, o.publish)
+}
+
+// publishFlags are the flags of the commands that publish intents (apply and
+// delete).
+type publishFlags struct {
+	wait    bool
+	timeout time.Duration
+	output  string
+}
+
+func (f *publishFlags) register(cmd *cobra.Command, waitHelp string) {
+	fs := cmd.Flags()
+	fs.BoolVar(&f.wait, "wait", false, waitHelp)
+	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "how long --wait waits")
+	fs.StringVarP(&f.output, "output", "o", "", "json: print the result (or, without --wait, what was published) as JSON lines")
+	completeOutput(cmd, outputJSON)
+}
+
+func (f *publishFlags) validate() error {
+	if err := checkOutput(f.output, outputJSON); err != nil {
+		return err
+	}
+	if f.timeout <= 0 {
+		return fmt.Errorf("--timeout %s: must be positive", f.timeout)
+	}
+	return nil
+}
+
+// publishAndReport publishes every planned intent and then reports each, or,
+// with --wait, waits for each result and reports that.
+func publishAndReport(ctx context.Context, cmd *cobra.Command, c *client, plans []*plannedIntent, f publishFlags) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	var marks streamMarks
+	if f.wait {
+		// Results and events of these intents come after these sequences:
+		// reading from here misses none, even the fastest.
+		var err error
+		if marks, err = c.marks(ctx); err != nil {
+			return err
+		}
+	}
+	for _, pi := range plans {
+		if err := c.publishIntent(ctx, pi); err != nil {
+			return err
+		}
+		line := appliedLine(pi)
+		switch {
+		case f.wait:
+			fmt.Fprintln(stderr, line)
+		case f.output == outputJSON:
+			if err := printJSONLine(stdout, publishedJSON(pi)); err != nil {
+				return err
+			}
+		default:
+			fmt.Fprintln(stdout, line)
+		}
+	}
+	if !f.wait {
+		return nil
+	}
+	code := 0
+	for _, pi := range plans {
+		res, raw, err := c.waitResult(ctx, pi, marks, stderr)
+		if err != nil {
+			return err
+		}
+		if f.output == outputJSON {
+			fmt.Fprintf(stdout, "%s\n", raw)
+		} else {
+			printResult(stdout, pi.label, res)
+		}
+		if res.Outcome != schemas.OutcomeSynced {
+			code = 2
+		}
+	}
+	if code != 0 {
+		return cli.ExitCodeError{Code: code}
+	}
+	return nil
+}
+
+func appliedLine(pi *plannedIntent) string {
+	verb := "applied"
+	if pi.op == schemas.OpDelete {
+		verb = "delete requested"
+	}
+	dup := ""
+	if pi.duplicate {
+		dup = ", already published: not sent again"
+	}
+	return fmt.Sprintf("%s %s on node %s (uid %s, revision %d, intent %d%s)", pi.label, verb, pi.node, pi.uid, pi.revision, pi.seq, dup)
+}
+
+// publishedJSON is what `apply -o json` prints for an intent it published.
+func publishedJSON(pi *plannedIntent) map[string]any {
+	ns, name, _ := strings.Cut(strings.TrimPrefix(pi.label, "pod/"), "/")
+	return map[string]any{
+		"node": pi.node, "uid": pi.uid, "namespace": ns, "name": name,
+		"op": pi.op, "revision": pi.revision, "intentSeq": pi.seq, "duplicate": pi.duplicate,
+	}
+}
+
+// readInput reads a file, or standard input for "-".
+func readInput(stdin io.Reader, name string) ([]byte, string, error) {
+	if name == "-" {
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, "", fmt.Errorf("reading standard input: %w", err)
+		}
+		return data, "<stdin>", nil
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, "", err
+	}
+	return data, name, nil
+}
+
+// invalidIntentError is a document that fails validation; it is reported with
+// the others before anything is published.
+type invalidIntentError struct {
+	where, label string
+	reasons      []string
+}
+
+func (e *invalidIntentError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (%s) is invalid:\n", e.label, e.where)
+	for _, r := range e.reasons {
+		fmt.Fprintf(&b, "  %s\n", r)
+	}
+	return b.String()
+}
+
+// planner turns documents into intents, resolving nodes, uids and revisions
+// once per node and chaining documents of one apply that name the same pod.
+type planner struct {
+	c        *client
+	flagNode string
+	only     string                  // the only live node, once looked up
+	pods     map[string][]*podRecord // node → known pods
+	planned  map[string]*plannedIntent
+}
+
+func newPlanner(c *client, node string) *planner {
+	return &planner{c: c, flagNode: node, pods: map[string][]*podRecord{}, planned: map[string]*plannedIntent{}}
+}
+
+func (p *planner) node(ctx context.Context, d *document) (string, error) {
+	switch {
+	case p.flagNode != "":
+		return p.flagNode, nil
+	case d.nodeName() != "":
+		if !schemas.ValidNodeName(d.nodeName()) {
+			return "", &invalidIntentError{d.where, d.label(), []string{fmt.Sprintf("pod.spec.nodeName %q: not a node name (a DNS-1123 label)", d.nodeName())}}
+		}
+		return d.nodeName(), nil
+	case p.only == "":
+		var err error
+		if p.only, err = p.c.defaultNode(ctx); err != nil {
+			return "", err
+		}
+	}
+	return p.only, nil
+}
+
+// known returns every known pod of node, read once per node: nothing this
+// apply publishes changes it before the planning is done.
+func (p *planner) known(ctx context.Context, node string) ([]*podRecord, error) {
+	pods, ok := p.pods[node]
+	if !ok {
+		var err error
+		if pods, err = p.c.knownPods(ctx, node); err != nil {
+			return nil, err
+		}
+		p.pods[node] = pods
+	}
+	return pods, nil
+}
+
+// existing returns the newest pod of namespace/name on node that is not
+// deleted, or nil.
+func (p *planner) existing(ctx context.Context, node, ns, name string) (*podRecord, error) {
+	pods, err := p.known(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(pods) - 1; i >= 0; i-- {
+		if pods[i].Namespace == ns && pods[i].Name == name && !pods[i].deleted() {
+			return pods[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// nextRevision is one above the highest revision of uid on node.
+func (p *planner) nextRevision(ctx context.Context, node, uid string) (int64, error) {
+	pods, err := p.known(ctx, node)
+	if err != nil {
+		return 0, err
+	}
+	rec := &podRecord{Node: node, UID: uid}
+	if i := slices.IndexFunc(pods, func(r *podRecord) bool { return r.UID == uid }); i >= 0 {
+		rec = pods[i]
+	}
+	high, err := p.c.highestRevision(ctx, rec)
+	return high + 1, err
+}
+
+// plan fills in the document's namespace, uid and revision and validates the
+// intent as the node will.
+func (p *planner) plan(ctx context.Context, d *document) (*plannedIntent, error) {
+	node, err := p.node(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	md := d.metadata()
+	if d.namespace() == "" {
+		md["namespace"] = "default"
+	}
+	pi := &plannedIntent{label: d.label(), node: node, op: d.op()}
+	key := node + "/" + d.namespace() + "/" + d.name()
+	prev := p.planned[key] // the same pod earlier in this apply
+	generated := false     // a uid made here has no past to look up
+	switch {
+	case d.uid() != "":
+		pi.uid = d.uid()
+		if !schemas.ValidUID(pi.uid) {
+			return nil, &invalidIntentError{d.where, pi.label, []string{fmt.Sprintf("pod.metadata.uid %q: not usable as a pod UID (1 to 128 of A-Z a-z 0-9 _ -)", pi.uid)}}
+		}
+	case prev != nil:
+		pi.uid = prev.uid
+	default:
+		rec, err := p.existing(ctx, node, d.namespace(), d.name())
+		if err != nil {
+			return nil, err
+		}
+		if rec != nil {
+			pi.uid = rec.UID
+		} else {
+			pi.uid, generated = uuid.NewString(), true
+		}
+		md["uid"] = pi.uid
+	}
+	switch {
+	case d.hasRevision():
+		pi.revision = d.revision()
+	case prev != nil && prev.uid == pi.uid:
+		pi.revision = prev.revision + 1
+	case generated:
+		pi.revision = 1
+	default:
+		if pi.revision, err = p.nextRevision(ctx, node, pi.uid); err != nil {
+			return nil, err
+		}
+	}
+	if !d.hasRevision() {
+		d.envelope["revision"] = pi.revision
+	}
+	if pi.body, err = d.body(); err != nil {
+		return nil, fmt.Errorf("%s: %w", d.where, err)
+	}
+	if reasons := validateIntent(pi.body, node, pi.uid); reasons != nil {
+		return nil, &invalidIntentError{d.where, pi.label, reasons}
+	}
+	p.planned[key] = pi
+	return pi, nil
+}

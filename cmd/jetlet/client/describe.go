@@ -1,0 +1,300 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// describeEvents is how many of a pod's newest events describe shows.
+const describeEvents = 20
+
+type describeOptions struct {
+	client clientFlags
+	uid    string
+}
+
+func newDescribeCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "describe pod NAMESPACE/NAME | --uid UID",
+		Short: "Show a pod in detail: conditions, containers, probes and recent events",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return fmt.Errorf("describe what? `jetlet describe pod NAMESPACE/NAME`")
+		},
+	}
+	var o describeOptions
+	pod := &cobra.Command{
+		Use:     "pod NAMESPACE/NAME | --uid UID",
+		Aliases: []string{"pods", "po"},
+		Short:   "Show a pod in detail",
+		Long: `Show a pod as kubectl describe does: where it runs, its phase and
+conditions, each container's state, last termination, restart count and
+probes (from the spec of its newest apply intent), and its newest events
+(from JETLET_EVENTS). NAMESPACE/NAME describes every uid of that name still
+known, oldest first.`,
+		Example: `  jetlet describe pod default/web`,
+		Args:    cobra.MaximumNArgs(1),
+		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
+	}
+	fs := pod.Flags()
+	o.client.register(fs)
+	fs.StringVar(&o.uid, "uid", "", "the pod's uid, instead of NAMESPACE/NAME")
+	cli.AnnotateEnv(fs)
+	cmd.AddCommand(pod)
+	return cmd
+}
+
+func (o *describeOptions) run(cmd *cobra.Command, args []string) error {
+	c, pods, err := namedPods(cmd, &o.client, args, o.uid)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	ctx := cmd.Context()
+	w := cmd.OutOrStdout()
+	for i, p := range pods {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		spec, err := c.appliedSpec(ctx, p)
+		if err != nil {
+			return err
+		}
+		events, err := c.newestEvents(ctx, p, describeEvents)
+		if err != nil {
+			return err
+		}
+		describePod(w, p, spec, events, time.Now())
+	}
+	return nil
+}
+
+// appliedSpec is the spec of the pod's newest apply intent still kept, with
+// the defaults the node applies, or nil.
+func (c *client) appliedSpec(ctx context.Context, p *podRecord) (*corev1.PodSpec, error) {
+	all, err := c.intents(ctx, c.subj.Intent(p.Node, p.UID), false)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(all) - 1; i >= 0; i-- {
+		if all[i].Op != schemas.OpApply {
+			continue
+		}
+		s, err := c.js.Stream(ctx, schemas.StreamIntents)
+		if err != nil {
+			return nil, c.jsError("stream "+schemas.StreamIntents, err)
+		}
+		msg, err := s.GetMsg(ctx, all[i].Seq)
+		if err != nil {
+			return nil, c.jsError("stream "+schemas.StreamIntents, err)
+		}
+		var in struct {
+			Pod *corev1.Pod `json:"pod"`
+		}
+		if json.Unmarshal(msg.Data, &in) != nil || in.Pod == nil {
+			return nil, nil // not a pod jetlet could read either: it was Rejected
+		}
+		schemas.SetPodDefaults(in.Pod) // the probes as the node runs them
+		return &in.Pod.Spec, nil
+	}
+	return nil, nil
+}
+
+// newestEvents returns the pod's newest n events, oldest first.
+func (c *client) newestEvents(ctx context.Context, p *podRecord, n int) ([]schemas.LifecycleEvent, error) {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{c.subj.Event(p.Node, p.UID, "*")}, DeliverPolicy: jetstream.DeliverAllPolicy}
+	var out []schemas.LifecycleEvent
+	err := c.readStream(ctx, schemas.StreamEvents, cfg, false, func(msg jetstream.Msg) error {
+		var ev schemas.LifecycleEvent
+		if json.Unmarshal(msg.Data(), &ev) == nil {
+			out = append(out, ev)
+			if len(out) > n {
+				out = out[1:]
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// describePod prints one pod; spec (nil when no apply intent is kept) gives
+// the probes.
+func describePod(w io.Writer, p *podRecord, spec *corev1.PodSpec, events []schemas.LifecycleEvent, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
+	field := func(indent int, name, value string) {
+		fmt.Fprintf(tw, "%s%s:\t%s\n", strings.Repeat("  ", indent), name, orNone(value))
+	}
+	st := p.Status
+	field(0, "Name", p.Name)
+	field(0, "Namespace", p.Namespace)
+	field(0, "UID", p.UID)
+	field(0, "Node", p.Node)
+	if st == nil {
+		field(0, "Status", "no status yet")
+	} else {
+		field(0, "Status", podStatusText(st))
+		field(0, "Phase", string(st.Phase))
+		if st.Reason != "" {
+			field(0, "Reason", st.Reason)
+		}
+		ip := ""
+		if st.Sandbox != nil && len(st.Sandbox.IPs) > 0 {
+			ip = strings.Join(st.Sandbox.IPs, ", ")
+		}
+		field(0, "IP", ip)
+		field(0, "Revision", strconv.FormatInt(st.Revision, 10))
+		field(0, "Intent", strconv.FormatUint(st.IntentSeq, 10))
+		field(0, "Observed", formatTime(st.ObservedAt))
+	}
+	if p.LastIntent != nil && p.LastIntent.Op == schemas.OpDelete {
+		field(0, "Deleted", "by intent "+strconv.FormatUint(p.LastIntent.Seq, 10))
+	}
+	tw.Flush()
+
+	if st != nil && len(st.Conditions) > 0 {
+		fmt.Fprintln(w, "Conditions:")
+		ct := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+		fmt.Fprintln(ct, "  TYPE\tSTATUS\tREASON\tLAST TRANSITION")
+		for _, c := range st.Conditions {
+			fmt.Fprintf(ct, "  %s\t%s\t%s\t%s\n", c.Type, c.Status, orNone(c.Reason), formatTime(c.LastTransitionTime))
+		}
+		ct.Flush()
+	}
+	if st != nil {
+		describeContainers(w, "Init Containers", st.InitContainers, specContainers(spec, true), now)
+		describeContainers(w, "Containers", st.Containers, specContainers(spec, false), now)
+	}
+
+	fmt.Fprintln(w, "Events:")
+	if len(events) == 0 {
+		fmt.Fprintln(w, "  <none>")
+		return
+	}
+	et := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(et, "  AGE\tTYPE\tCONTAINER\tREASON/EXIT\tMESSAGE")
+	for i := range events {
+		ev := &events[i]
+		fmt.Fprintf(et, "  %s\t%s\t%s\t%s\t%s\n", ageSince(ev.Time, now), ev.Type, orNone(ev.Container), orNone(eventReason(ev)), oneLine(ev.Message))
+	}
+	et.Flush()
+}
+
+func specContainers(spec *corev1.PodSpec, init bool) map[string]*corev1.Container {
+	out := map[string]*corev1.Container{}
+	if spec == nil {
+		return out
+	}
+	list := spec.Containers
+	if init {
+		list = spec.InitContainers
+	}
+	for i := range list {
+		out[list[i].Name] = &list[i]
+	}
+	return out
+}
+
+func describeContainers(w io.Writer, title string, statuses []schemas.ContainerStatus, specs map[string]*corev1.Container, now time.Time) {
+	if len(statuses) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%s:\n", title)
+	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
+	field := func(indent int, name, value string) {
+		fmt.Fprintf(tw, "%s%s:\t%s\n", strings.Repeat("  ", indent), name, value)
+	}
+	for _, cs := range statuses {
+		fmt.Fprintf(tw, "  %s:\n", cs.Name)
+		field(2, "Container ID", orNone(cs.ContainerID))
+		field(2, "Image", cs.Image)
+		field(2, "State", string(cs.State))
+		if cs.Reason != "" {
+			field(3, "Reason", cs.Reason)
+		}
+		if cs.State == schemas.ContainerExited {
+			field(3, "Exit Code", strconv.Itoa(int(cs.ExitCode)))
+		}
+		if cs.Message != "" {
+			field(3, "Message", oneLine(cs.Message))
+		}
+		// A waiting container's times are its previous instance's: Last State.
+		if cs.State != schemas.ContainerWaiting && cs.StartedAt != "" {
+			field(3, "Started", cs.StartedAt)
+		}
+		if cs.State == schemas.ContainerExited && cs.FinishedAt != "" {
+			field(3, "Finished", cs.FinishedAt)
+		}
+		if ls := cs.LastState; ls != nil {
+			field(2, "Last State", "Terminated")
+			field(3, "Reason", orNone(ls.Reason))
+			field(3, "Exit Code", strconv.Itoa(int(ls.ExitCode)))
+			if ls.Message != "" {
+				field(3, "Message", oneLine(ls.Message))
+			}
+			field(3, "Finished", orNone(ls.FinishedAt))
+		}
+		field(2, "Ready", strconv.FormatBool(cs.Ready))
+		field(2, "Started", strconv.FormatBool(cs.Started))
+		field(2, "Restart Count", strconv.Itoa(int(cs.RestartCount)))
+		if spec := specs[cs.Name]; spec != nil {
+			for _, pr := range []struct {
+				name  string
+				probe *corev1.Probe
+			}{{"Liveness", spec.LivenessProbe}, {"Readiness", spec.ReadinessProbe}, {"Startup", spec.StartupProbe}} {
+				if pr.probe != nil {
+					field(2, pr.name, probeText(pr.probe))
+				}
+			}
+		}
+	}
+	tw.Flush()
+}
+
+// probeText is kubectl describe's one-line probe: the handler, then
+// delay, timeout, period and thresholds.
+func probeText(p *corev1.Probe) string {
+	var h string
+	switch {
+	case p.Exec != nil:
+		h = "exec [" + strings.Join(p.Exec.Command, " ") + "]"
+	case p.HTTPGet != nil:
+		g := p.HTTPGet
+		scheme := strings.ToLower(string(g.Scheme))
+		if scheme == "" {
+			scheme = "http"
+		}
+		h = fmt.Sprintf("http-get %s://%s:%s%s", scheme, g.Host, g.Port.String(), g.Path)
+	case p.TCPSocket != nil:
+		h = fmt.Sprintf("tcp-socket %s:%s", p.TCPSocket.Host, p.TCPSocket.Port.String())
+	case p.GRPC != nil:
+		service := ""
+		if p.GRPC.Service != nil {
+			service = *p.GRPC.Service
+		}
+		h = fmt.Sprintf("grpc <pod>:%d %s", p.GRPC.Port, service)
+	default:
+		h = "unknown"
+	}
+	return fmt.Sprintf("%s delay=%ds timeout=%ds period=%ds #success=%d #failure=%d",
+		h, p.InitialDelaySeconds, p.TimeoutSeconds, p.PeriodSeconds, p.SuccessThreshold, p.FailureThreshold)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}

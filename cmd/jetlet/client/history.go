@@ -1,0 +1,171 @@
+package client
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
+	"github.com/jetlet/jetlet/schemas"
+)
+
+type historyOptions struct {
+	client clientFlags
+	uid    string
+	output string
+}
+
+func newHistoryCommand() *cobra.Command {
+	var o historyOptions
+	cmd := &cobra.Command{
+		Use:   "history NAMESPACE/NAME | --uid UID",
+		Short: "Show a pod's intents and their results side by side",
+		Long: `Show every intent of a pod still kept in JETLET_INTENTS (the newest 16 by
+default) next to its SyncResult from JETLET_RESULTS: intent sequence,
+revision, op, when it was published, outcome, error, and when the node
+received and finished it. An intent with no result yet shows "<pending>".
+NAMESPACE/NAME covers every uid that name had, oldest first.
+
+-o json prints one line per intent.`,
+		Example: `  jetlet history default/web
+  jetlet history --uid 6f1c0e52-... -o json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
+	}
+	fs := cmd.Flags()
+	o.client.register(fs)
+	fs.StringVar(&o.uid, "uid", "", "the pod's uid, instead of NAMESPACE/NAME")
+	fs.StringVarP(&o.output, "output", "o", "", "json: one line per intent")
+	completeOutput(cmd, outputJSON)
+	cli.AnnotateEnv(fs)
+	return cmd
+}
+
+// historyRow is one intent and its result.
+type historyRow struct {
+	Node       string          `json:"node"`
+	UID        string          `json:"uid"`
+	Namespace  string          `json:"namespace"`
+	Name       string          `json:"name"`
+	IntentSeq  uint64          `json:"intentSeq"`
+	Revision   int64           `json:"revision"`
+	Op         schemas.Op      `json:"op"`
+	Published  *time.Time      `json:"publishedAt,omitempty"`
+	Outcome    schemas.Outcome `json:"outcome,omitempty"`
+	Error      string          `json:"error,omitempty"`
+	ReceivedAt *time.Time      `json:"receivedAt,omitempty"`
+	FinishedAt *time.Time      `json:"finishedAt,omitempty"`
+}
+
+func (o *historyOptions) run(cmd *cobra.Command, args []string) error {
+	if err := checkOutput(o.output, outputJSON); err != nil {
+		return err
+	}
+	c, pods, err := namedPods(cmd, &o.client, args, o.uid)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	ctx := cmd.Context()
+	w := cmd.OutOrStdout()
+	for i, p := range pods {
+		rows, err := c.history(ctx, p)
+		if err != nil {
+			return err
+		}
+		if o.output == outputJSON {
+			for _, r := range rows {
+				if err := printJSONLine(w, r); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		phase := "no status"
+		if p.Status != nil {
+			phase = "phase " + string(p.Status.Phase)
+		}
+		fmt.Fprintf(w, "pod/%s/%s on node %s (uid %s, %s)\n", p.Namespace, p.Name, p.Node, p.UID, phase)
+		tw := newTable(w)
+		fmt.Fprintln(tw, "INTENT\tREVISION\tOP\tPUBLISHED\tOUTCOME\tRECEIVED\tFINISHED\tERROR")
+		for _, r := range rows {
+			outcome := string(r.Outcome)
+			if outcome == "" {
+				outcome = "<pending>"
+			}
+			writeRow(tw, strconv.FormatUint(r.IntentSeq, 10), strconv.FormatInt(r.Revision, 10), string(r.Op),
+				formatTimePtr(r.Published), outcome, formatTimePtr(r.ReceivedAt), formatTimePtr(r.FinishedAt), oneLine(r.Error))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// history joins the pod's intents and results on the intent sequence.
+func (c *client) history(ctx context.Context, p *podRecord) ([]*historyRow, error) {
+	bySeq := map[uint64]*historyRow{}
+	row := func(seq uint64) *historyRow {
+		if bySeq[seq] == nil {
+			bySeq[seq] = &historyRow{Node: p.Node, UID: p.UID, Namespace: p.Namespace, Name: p.Name, IntentSeq: seq}
+		}
+		return bySeq[seq]
+	}
+	intents, err := c.intents(ctx, c.subj.Intent(p.Node, p.UID), false)
+	if err != nil {
+		return nil, err
+	}
+	for _, in := range intents {
+		r := row(in.Seq)
+		r.Revision, r.Op = in.Revision, in.Op
+		published := in.Published
+		r.Published = &published
+	}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{c.subj.Result(p.Node, p.UID)}, DeliverPolicy: jetstream.DeliverAllPolicy}
+	err = c.readStream(ctx, schemas.StreamResults, cfg, false, func(msg jetstream.Msg) error {
+		res, seq, ok := decodeResult(msg)
+		if !ok {
+			return nil
+		}
+		r := row(seq)
+		if r.Published == nil { // the intent itself is no longer kept
+			r.Revision, r.Op = res.Revision, res.Op
+		}
+		r.Outcome, r.Error = res.Outcome, res.Error
+		r.ReceivedAt, r.FinishedAt = timePtr(res.ReceivedAt), timePtr(res.FinishedAt)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]*historyRow, 0, len(bySeq))
+	for _, r := range bySeq {
+		rows = append(rows, r)
+	}
+	slices.SortFunc(rows, func(a, b *historyRow) int { return cmp.Compare(a.IntentSeq, b.IntentSeq) })
+	return rows, nil
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func formatTimePtr(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return formatTime(*t)
+}

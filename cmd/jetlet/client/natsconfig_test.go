@@ -1,0 +1,53 @@
+package client
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestNodePermissionsNameOnlyTheNode(t *testing.T) {
+	p := nodePermissions("jetlet", "n1")
+	for _, s := range slices.Concat(p.publish, p.subscribe) {
+		if strings.Contains(s, "n2") || strings.Contains(s, "intent.*") || strings.HasSuffix(s, "JETLET_INTENTS.*") {
+			t.Errorf("n1 may %s", s)
+		}
+	}
+	for _, want := range []string{
+		"jetlet.result.n1.*", "jetlet.event.n1.>", "jetlet.dead.n1", "$KV.jetlet_status.n1.>", "$KV.jetlet_nodes.n1",
+		"$JS.API.CONSUMER.CREATE.JETLET_INTENTS.jetlet-n1.jetlet.intent.n1.>",
+		"$JS.API.CONSUMER.MSG.NEXT.JETLET_INTENTS.jetlet-n1",
+		"$JS.ACK.JETLET_INTENTS.jetlet-n1.>",
+		"$JS.API.CONSUMER.CREATE.JETLET_INTENTS.jetlet-n1-replay.jetlet.intent.n1.>",
+		"$JS.API.CONSUMER.CREATE.JETLET_RESULTS.jetlet-n1-results.jetlet.result.n1.>",
+		"$JS.API.CONSUMER.CREATE.JETLET_EVENTS.jetlet-n1-events-0.jetlet.event.n1.>",
+		"$JS.API.CONSUMER.CREATE.JETLET_EVENTS.jetlet-n1-events-7.jetlet.event.n1.>",
+		"$JS.API.DIRECT.GET.KV_jetlet_status.$KV.jetlet_status.n1.>",
+	} {
+		if !slices.Contains(p.publish, want) {
+			t.Errorf("n1 may not publish %s", want)
+		}
+	}
+	if !slices.Equal(p.subscribe, []string{"_INBOX_n1.>", "jetlet.node.n1.logs", "jetlet.node.n1.exec", "jetlet.node.n1.credit.*",
+		"$SRV.*", "$SRV.*.jetlet", "$SRV.*.jetlet.*"}) || !p.serves {
+		t.Errorf("n1 subscribes to %v", p.subscribe)
+	}
+}
+
+func TestNATSConfigKeepsItsKeys(t *testing.T) {
+	dir := t.TempDir()
+	first := runCLI(t.Context(), "", "nats-config", "--nodes", "n1", "--keys-dir", dir)
+	second := runCLI(t.Context(), "", "nats-config", "--nodes", "n1,n2", "--keys-dir", dir)
+	if first.code != 0 || second.code != 0 {
+		t.Fatalf("exit %d, %d: %s%s", first.code, second.code, first.stderr, second.stderr)
+	}
+	for _, line := range strings.Split(first.stdout, "\n") {
+		if strings.Contains(line, "nkey:") && !strings.Contains(second.stdout, strings.TrimSpace(line)[:60]) {
+			t.Errorf("a key changed on the second run: %s", line)
+		}
+	}
+	wantContains(t, "stdout", second.stdout, "# node-n2: node n2")
+	res := runCLI(t.Context(), "", "nats-config", "--nodes", "n1,N_2", "--keys-dir", dir)
+	wantCode(t, res, 1)
+	wantContains(t, "stderr", res.stderr, `"N_2" is not a DNS-1123 label`)
+}

@@ -1,0 +1,73 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
+	"github.com/jetlet/jetlet/events"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+)
+
+type provisionOptions struct {
+	client  clientFlags
+	streams events.StreamsConfig
+	timeout time.Duration
+}
+
+func newProvisionCommand() *cobra.Command {
+	var o provisionOptions
+	cmd := &cobra.Command{
+		Use:   "provision",
+		Short: "Create or update jetlet's streams and buckets (with operator credentials)",
+		Long: `Create the streams and buckets of CONTRACT.md section 2, or update the
+ones whose settings differ, as ` + "`jetlet run`" + ` does at start. Where the nodes'
+NATS credentials may not create streams (the permissions of jetlet
+nats-config), run it once with the operator's, with the same settings as the
+nodes (--replicas, --max-age, ...); the nodes then check that they exist.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+	}
+	fs := cmd.Flags()
+	o.client.register(fs)
+	cli.RegisterStreamFlags(fs, &o.streams)
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long to wait for NATS")
+	cli.AnnotateEnv(fs)
+	return cmd
+}
+
+func (o *provisionOptions) run(cmd *cobra.Command) error {
+	o.streams.SubjectPrefix = o.client.subjectPrefix
+	o.streams.SetDefaults()
+	if err := o.streams.Validate(); err != nil {
+		return err
+	}
+	c, err := connectClient(cmd, &o.client)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
+	defer cancel()
+	watchCtx, stop := c.denied.Watch(ctx, cli.ProvisionAPI)
+	defer stop()
+	err = events.Provision(watchCtx, c.js, o.streams, zerolog.New(cmd.ErrOrStderr()).Level(zerolog.WarnLevel))
+	if denied, ok := events.Denied(watchCtx); ok {
+		return fmt.Errorf("NATS at %s denied these credentials %s: provisioning needs the operator's (the operator user of `jetlet nats-config`)", c.url, denied.Subject)
+	}
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, sc := range o.streams.StreamConfigs() {
+		names = append(names, sc.Name)
+	}
+	for _, kc := range o.streams.BucketConfigs() {
+		names = append(names, kc.Bucket)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "provisioned at %s: %s\n", c.url, strings.Join(names, ", "))
+	return nil
+}

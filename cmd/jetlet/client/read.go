@@ -1,0 +1,125 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlet/jetlet/events"
+)
+
+// readerInactiveThreshold: the server deletes a reader's consumer that a
+// client killed mid-read left behind after this long without a pull.
+const readerInactiveThreshold = 10 * time.Second
+
+// readStream hands fn every message of stream that cfg selects, in stream
+// order, through an ordered consumer that it deletes when done, so that
+// nothing is left behind on the server (a CLI scripted many times a second
+// would otherwise fill the server's consumer limit).
+// With follow false it stops at the end of the stream as it was when the
+// consumer was created; with follow true it goes on until ctx is done, which
+// ends it without an error.
+func (c *client) readStream(ctx context.Context, stream string, cfg jetstream.OrderedConsumerConfig, follow bool, fn func(jetstream.Msg) error) error {
+	// The ordered consumer retries a denied create until ctx ends: a denial
+	// ends it at once, and says which.
+	ctx, stop := c.denied.Watch(ctx, "$JS.API.CONSUMER.CREATE."+stream)
+	defer stop()
+	fail := func(err error) error {
+		if denied, ok := events.Denied(ctx); ok {
+			return fmt.Errorf("stream %s: NATS at %s denied these credentials: %w", stream, c.url, denied)
+		}
+		return c.jsError("stream "+stream, err)
+	}
+	cfg.InactiveThreshold = readerInactiveThreshold
+	cons, err := c.js.OrderedConsumer(ctx, stream, cfg)
+	if err != nil {
+		return fail(err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return fail(err)
+	}
+	defer c.deleteReader(stream, cons, it)
+	if _, denied := events.Denied(ctx); denied {
+		return fail(nil)
+	}
+	if info := cons.CachedInfo(); !follow && (info == nil || info.NumPending == 0) {
+		return nil
+	}
+	for {
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			if _, denied := events.Denied(ctx); denied {
+				return fail(err)
+			}
+			if follow && ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				return fmt.Errorf("reading %s: %w", stream, err)
+			}
+			return c.jsError("stream "+stream, err)
+		}
+		if err := fn(msg); err != nil {
+			return err
+		}
+		if follow {
+			continue
+		}
+		md, err := msg.Metadata()
+		if err != nil || md.NumPending == 0 {
+			return err
+		}
+	}
+}
+
+// deleteReader stops a read and deletes its consumer, under a context of
+// its own: the read's may be over (a follow ends with it). A delete that
+// fails leaves the consumer to the server's inactive threshold.
+func (c *client) deleteReader(stream string, cons jetstream.Consumer, it jetstream.MessagesContext) {
+	it.Stop()
+	info := cons.CachedInfo() // the current consumer: an ordered one is recreated on a gap
+	if info == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = c.js.DeleteConsumer(ctx, stream, info.Name)
+}
+
+// kvValues returns every value of bucket whose key matches pattern (a
+// subject-like filter, ">" for all), decoded into T; values that do not decode
+// are skipped.
+func kvValues[T any](ctx context.Context, c *client, bucket, pattern string) ([]T, error) {
+	kv, err := c.bucket(ctx, bucket)
+	if err != nil {
+		return nil, err
+	}
+	w, err := kv.Watch(ctx, pattern, jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, c.jsError("bucket "+bucket, err)
+	}
+	defer w.Stop()
+	var out []T
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("reading bucket %s: %w", bucket, ctx.Err())
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, fmt.Errorf("reading bucket %s: the watch ended early", bucket)
+			}
+			if e == nil { // every current value has been delivered
+				return out, nil
+			}
+			var v T
+			if json.Unmarshal(e.Value(), &v) == nil {
+				out = append(out, v)
+			}
+		}
+	}
+}

@@ -1,0 +1,24 @@
+package cli
+
+import (
+	"time"
+
+	"github.com/jetlet/jetlet/events"
+	"github.com/spf13/pflag"
+)
+
+// RegisterStreamFlags registers the flags that size the streams and buckets,
+// shared by `jetlet run` and `jetlet provision` (the subject prefix is each
+// command's own flag).
+func RegisterStreamFlags(fs *pflag.FlagSet, c *events.StreamsConfig) {
+	fs.IntVar(&c.Replicas, "replicas", 1, "replicas of the streams and buckets jetlet creates")
+	fs.Int64Var(&c.IntentHistory, "intent-history", 16, "intents kept per pod in JETLET_INTENTS")
+	fs.DurationVar(&c.MaxAge, "max-age", 7*24*time.Hour, "max age of results, events and dead letters")
+	fs.DurationVar(&c.DuplicateWindow, "duplicate-window", 2*time.Minute, "Nats-Msg-Id dedupe window of intents, results and events")
+	fs.DurationVar(&c.NodeTTL, "node-ttl", time.Minute, "how long a node's heartbeat outlives it in jetlet_nodes")
+	fs.DurationVar(&c.TerminatedStatusTTL, "terminated-status-ttl", time.Hour, "how long the Terminated status of a deleted pod stays in jetlet_status")
+}
+
+// ProvisionAPI is the prefix of the JetStream API calls that create and
+// update streams (a bucket is a stream), which a node's permissions lack.
+const ProvisionAPI = "$JS.API.STREAM"

@@ -1,0 +1,84 @@
+package podworkers_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/poll"
+)
+
+// syncs is how many syncs the pod workers have run.
+func (n *node) syncs() uint64 {
+	n.t.Helper()
+	families, err := n.reg.Gather()
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "jetlet_sync_duration_seconds" {
+			var count uint64
+			for _, m := range f.GetMetric() { // one per outcome
+				count += m.GetHistogram().GetSampleCount()
+			}
+			return count
+		}
+	}
+	n.t.Fatal("no jetlet_sync_duration_seconds")
+	return 0
+}
+
+func readyCondition(st *schemas.PodStatus) schemas.PodCondition {
+	for _, c := range st.Conditions {
+		if c.Type == schemas.PodReady {
+			return c
+		}
+	}
+	return schemas.PodCondition{}
+}
+
+func TestAReadinessChangeRewritesTheStatusWithoutASync(t *testing.T) {
+	n := newNode(t)
+	n.run()
+	ready := filepath.Join(n.dir, "ready")
+	want := apply("web", corev1.RestartPolicyAlways, "exec sleep 600")
+	want.Intent.Pod.Spec.Containers[0].ReadinessProbe = &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 1,
+		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"test", "-f", ready}}}}
+	mustSync(t, n.w, want)
+	poll.Until(t, 30*time.Second, poll.Msg("web running, not ready"), func() bool {
+		st := n.sink.lastStatus("web")
+		return st != nil && st.Phase == schemas.PhaseRunning && !st.Containers[0].Ready && readyCondition(st).Status == schemas.ConditionFalse
+	})
+	notReadySince := readyCondition(n.sink.lastStatus("web")).LastTransitionTime
+
+	if err := os.WriteFile(ready, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 30*time.Second, poll.Msg("web ready"), func() bool {
+		st := n.sink.lastStatus("web")
+		return st.Containers[0].Ready && readyCondition(st).Status == schemas.ConditionTrue
+	})
+	if got := readyCondition(n.sink.lastStatus("web")).LastTransitionTime; !got.After(notReadySince) {
+		t.Errorf("Ready's lastTransitionTime %v did not move on from %v", got, notReadySince)
+	}
+	// The relist's first sight of the new pod woke one background sync,
+	// long done by the time the probe has run; from here only the probe
+	// changes anything.
+	synced := n.syncs()
+	if err := os.Remove(ready); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 30*time.Second, poll.Msg("web not ready again"), func() bool {
+		return !n.sink.lastStatus("web").Containers[0].Ready
+	})
+	if got := n.syncs(); got != synced {
+		t.Errorf("%d syncs while only readiness changed, want none", got-synced)
+	}
+	if killed := n.sink.ofType("web", schemas.EventContainerKilled); len(killed) != 0 {
+		t.Errorf("a readiness failure killed the container: %+v", killed)
+	}
+}

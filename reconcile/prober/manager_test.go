@@ -1,0 +1,378 @@
+package prober
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/jetlet/jetlet/reconcile"
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// fakeRunner answers each handler with what healthy says of the target (a
+// container id for exec, the URL or host:port otherwise) at that moment, and
+// records when each target was probed. Pure logic: the handlers themselves
+// are tested against real servers in runtime/probe.
+type fakeRunner struct {
+	mu      sync.Mutex
+	healthy map[string]bool        // guarded by mu
+	calls   map[string][]time.Time // guarded by mu
+}
+
+func newFakeRunner() *fakeRunner {
+	return &fakeRunner{healthy: map[string]bool{}, calls: map[string][]time.Time{}}
+}
+
+func (f *fakeRunner) set(target string, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.healthy[target] = ok
+}
+
+func (f *fakeRunner) probed(target string) []time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]time.Time(nil), f.calls[target]...)
+}
+
+func (f *fakeRunner) answer(target string) (reconcile.HandlerOutcome, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls[target] = append(f.calls[target], time.Now())
+	if f.healthy[target] {
+		return reconcile.HandlerOutcome{OK: true}, nil
+	}
+	return reconcile.HandlerOutcome{Message: target + " is unwell"}, nil
+}
+
+func (f *fakeRunner) Exec(_ context.Context, id string, cmd []string, _ time.Duration) (reconcile.HandlerOutcome, error) {
+	return f.answer(id + " " + cmd[0])
+}
+
+func (f *fakeRunner) HTTPGet(_ context.Context, u *url.URL, _ http.Header, _ time.Duration) (reconcile.HandlerOutcome, error) {
+	return f.answer(u.String())
+}
+
+func (f *fakeRunner) TCPSocket(_ context.Context, hostPort string, _ time.Duration) (reconcile.HandlerOutcome, error) {
+	return f.answer("tcp " + hostPort)
+}
+
+func (f *fakeRunner) GRPC(_ context.Context, hostPort, service string, _ time.Duration) (reconcile.HandlerOutcome, error) {
+	return f.answer("grpc " + hostPort + " " + service)
+}
+
+type recorder struct {
+	mu     sync.Mutex
+	events []schemas.LifecycleEvent // guarded by mu
+}
+
+func (r *recorder) Emit(_ context.Context, ev schemas.LifecycleEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, ev)
+}
+
+func (r *recorder) all() []schemas.LifecycleEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]schemas.LifecycleEvent(nil), r.events...)
+}
+
+func execProbe(cmd string, period, failures int32) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{cmd}}},
+		PeriodSeconds: period, FailureThreshold: failures,
+	}
+}
+
+func testPod(c corev1.Container) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{UID: "u1", Name: "web", Namespace: "default"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{c}},
+	}
+}
+
+// running is the pod's status with one running instance id of container c,
+// started now.
+func running(c, id string) *reconcile.PodStatus {
+	return &reconcile.PodStatus{UID: "u1", Name: "web", Namespace: "default", IPs: []string{"10.0.0.5"},
+		ContainerStatuses: []*reconcile.ContainerStatus{{ID: id, Name: c, SandboxID: "sb", State: reconcile.ContainerRunning, StartedAt: time.Now()}}}
+}
+
+func get(r reconcile.ProbeResults, id string) reconcile.ProbeResult {
+	res, _ := r.Get(id)
+	return res
+}
+
+// harness builds a manager in a synctest bubble, past the start-up jitter.
+func harness(t *testing.T) (*Manager, *fakeRunner, *recorder) {
+	t.Helper()
+	runner, rec := newFakeRunner(), &recorder{}
+	m := New(runner, rec, Config{Node: "n1"})
+	t.Cleanup(m.Stop)
+	time.Sleep(time.Hour) // long after jetlet started: no jitter
+	return m, runner, rec
+}
+
+func TestLivenessFailureAfterThreshold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, runner, rec := harness(t)
+		runner.set("c1 check", true)
+		m.UpdatePod(testPod(corev1.Container{Name: "app", LivenessProbe: execProbe("check", 1, 3)}), running("app", "c1"))
+		synctest.Wait()
+		if got := get(m.Liveness(), "c1"); got != reconcile.ProbeSuccess {
+			t.Fatalf("initial liveness %v, want success", got)
+		}
+		time.Sleep(2500 * time.Millisecond) // probes at 0, 1 s, 2 s: healthy
+		runner.set("c1 check", false)
+		time.Sleep(2 * time.Second) // failures at 3 s, 4 s: below the threshold
+		synctest.Wait()
+		if got := get(m.Liveness(), "c1"); got != reconcile.ProbeSuccess || len(rec.all()) != 0 {
+			t.Fatalf("after 2 failures: %v, events %v", got, rec.all())
+		}
+		time.Sleep(time.Second) // the third failure
+		synctest.Wait()
+		if got := get(m.Liveness(), "c1"); got != reconcile.ProbeFailure {
+			t.Fatalf("after 3 failures: %v, want failure", got)
+		}
+		if ch := m.TakeChanged(); ch["u1"] != (Change{Sync: true}) {
+			t.Fatalf("changes %v, want a sync of u1", ch)
+		}
+		evs := rec.all()
+		if len(evs) != 1 || evs[0].Type != schemas.EventUnhealthy || evs[0].Probe != schemas.ProbeLiveness ||
+			evs[0].ID != "c1.Liveness.1.Unhealthy" || evs[0].Message != "c1 check is unwell" || evs[0].Container != "app" || evs[0].SandboxID != "sb" {
+			t.Fatalf("events %+v", evs)
+		}
+		// On hold: no more probes of this instance, whatever happens.
+		n := len(runner.probed("c1 check"))
+		time.Sleep(10 * time.Second)
+		if got := len(runner.probed("c1 check")); got != n {
+			t.Fatalf("probed %d times after the failure, want 0", got-n)
+		}
+		// The sync restarted it: a new instance, probed afresh; the old
+		// instance's result is gone.
+		runner.set("c2 check", true)
+		m.UpdatePod(testPod(corev1.Container{Name: "app", LivenessProbe: execProbe("check", 1, 3)}), running("app", "c2"))
+		time.Sleep(1500 * time.Millisecond)
+		synctest.Wait()
+		if _, ok := m.Liveness().Get("c1"); ok {
+			t.Fatal("the old instance still has a result")
+		}
+		if got := len(runner.probed("c2 check")); got != 2 {
+			t.Fatalf("the new instance was probed %d times in 1.5 s, want 2", got)
+		}
+	})
+}
+
+func TestReadinessFlipsAndEventsOncePerTransition(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, runner, rec := harness(t)
+		c := corev1.Container{Name: "app", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+			ReadinessProbe: &corev1.Probe{
+				ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http")}},
+				PeriodSeconds: 2, SuccessThreshold: 2, FailureThreshold: 1,
+			}}
+		target := "http://10.0.0.5:8080/ready"
+		runner.set(target, true)
+		m.UpdatePod(testPod(c), running("app", "c1"))
+		synctest.Wait()
+		if got := get(m.Readiness(), "c1"); got != reconcile.ProbeFailure {
+			t.Fatalf("initial readiness %v, want failure (not ready until probed)", got)
+		}
+		time.Sleep(time.Second) // one success, threshold two
+		synctest.Wait()
+		if got := get(m.Readiness(), "c1"); got != reconcile.ProbeFailure {
+			t.Fatalf("after one success %v", got)
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if got := get(m.Readiness(), "c1"); got != reconcile.ProbeSuccess {
+			t.Fatalf("after two successes %v", got)
+		}
+		if ch := m.TakeChanged(); ch["u1"] != (Change{Status: true}) {
+			t.Fatalf("changes %v, want a status of u1", ch)
+		}
+		runner.set(target, false)
+		time.Sleep(10 * time.Second) // five failed periods: one transition
+		synctest.Wait()
+		if got := get(m.Readiness(), "c1"); got != reconcile.ProbeFailure {
+			t.Fatalf("after failures %v", got)
+		}
+		runner.set(target, true)
+		time.Sleep(4 * time.Second)
+		runner.set(target, false)
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		var ids []string
+		for _, ev := range rec.all() {
+			ids = append(ids, ev.ID)
+		}
+		if len(ids) != 2 || ids[0] != "c1.Readiness.1.Unhealthy" || ids[1] != "c1.Readiness.2.Unhealthy" {
+			t.Fatalf("events %v, want one per transition to failure", ids)
+		}
+		if ch := m.TakeChanged(); ch["u1"] != (Change{Status: true}) {
+			t.Fatalf("changes %v: a readiness change asks for a status, never a sync", ch)
+		}
+	})
+}
+
+func TestStartupGatesLivenessAndReadiness(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, runner, _ := harness(t)
+		c := corev1.Container{Name: "app",
+			StartupProbe:   execProbe("started", 1, 30),
+			LivenessProbe:  execProbe("alive", 1, 1),
+			ReadinessProbe: execProbe("ready", 1, 1),
+		}
+		runner.set("c1 alive", false) // would kill at once if it ran
+		runner.set("c1 ready", true)
+		m.UpdatePod(testPod(c), running("app", "c1"))
+		time.Sleep(5500 * time.Millisecond)
+		synctest.Wait()
+		if n, r := len(runner.probed("c1 alive")), len(runner.probed("c1 ready")); n != 0 || r != 0 {
+			t.Fatalf("liveness probed %d, readiness %d times before the start", n, r)
+		}
+		if _, ok := m.Startup().Get("c1"); !ok || get(m.Startup(), "c1") != reconcile.ProbeUnknown {
+			t.Fatalf("startup %v, want unknown", get(m.Startup(), "c1"))
+		}
+		runner.set("c1 alive", true)
+		runner.set("c1 started", true)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := get(m.Startup(), "c1"); got != reconcile.ProbeSuccess {
+			t.Fatalf("startup %v", got)
+		}
+		started := len(runner.probed("c1 started"))
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		if len(runner.probed("c1 started")) != started {
+			t.Fatal("the startup probe runs on after it succeeded")
+		}
+		if len(runner.probed("c1 alive")) == 0 || get(m.Readiness(), "c1") != reconcile.ProbeSuccess {
+			t.Fatalf("after the start: liveness probed %d times, readiness %v", len(runner.probed("c1 alive")), get(m.Readiness(), "c1"))
+		}
+	})
+}
+
+func TestStartupFailureAsksForASync(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, _, rec := harness(t)
+		m.UpdatePod(testPod(corev1.Container{Name: "app", StartupProbe: execProbe("started", 1, 2)}), running("app", "c1"))
+		time.Sleep(1500 * time.Millisecond)
+		synctest.Wait()
+		if got := get(m.Startup(), "c1"); got != reconcile.ProbeFailure {
+			t.Fatalf("startup %v, want failure", got)
+		}
+		if ch := m.TakeChanged(); ch["u1"] != (Change{Sync: true, Status: true}) {
+			t.Fatalf("changes %v", ch)
+		}
+		if evs := rec.all(); len(evs) != 1 || evs[0].Probe != schemas.ProbeStartup {
+			t.Fatalf("events %+v", evs)
+		}
+	})
+}
+
+func TestInitialDelayFromTheInstanceStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, runner, _ := harness(t)
+		p := execProbe("alive", 10, 3)
+		p.InitialDelaySeconds = 5
+		st := running("app", "c1")
+		st.ContainerStatuses[0].StartedAt = time.Now().Add(-2 * time.Second) // started before the prober learnt of it
+		m.UpdatePod(testPod(corev1.Container{Name: "app", LivenessProbe: p}), st)
+		time.Sleep(25 * time.Second)
+		synctest.Wait()
+		got := runner.probed("c1 alive")
+		want := []time.Duration{3 * time.Second, 13 * time.Second, 23 * time.Second}
+		if len(got) != len(want) {
+			t.Fatalf("probed at %v", got)
+		}
+		for i := range want {
+			if d := got[i].Sub(st.ContainerStatuses[0].StartedAt.Add(2 * time.Second)); d != want[i] {
+				t.Fatalf("probe %d at +%v, want +%v", i, d, want[i])
+			}
+		}
+	})
+}
+
+func TestJitterAfterARestartOfJetlet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		runner := newFakeRunner()
+		m := New(runner, &recorder{}, Config{Node: "n1"})
+		defer m.Stop()
+		start := time.Now()
+		m.UpdatePod(testPod(corev1.Container{Name: "app", LivenessProbe: execProbe("alive", 10, 3)}), running("app", "c1"))
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		got := runner.probed("c1 alive")
+		if len(got) != 1 || got[0].Sub(start) >= 10*time.Second {
+			t.Fatalf("probed at %v, want once within the first period", got)
+		}
+	})
+}
+
+func TestWorkersFollowTheInstances(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, runner, _ := harness(t)
+		c := corev1.Container{Name: "app", LivenessProbe: execProbe("alive", 1, 3), ReadinessProbe: execProbe("ready", 1, 3)}
+		sidecar := corev1.Container{Name: "side", RestartPolicy: new(corev1.ContainerRestartPolicyAlways), ReadinessProbe: execProbe("ready", 1, 3)}
+		initC := corev1.Container{Name: "init", ReadinessProbe: execProbe("ready", 1, 3)} // never probed
+		pod := testPod(c)
+		pod.Spec.InitContainers = []corev1.Container{initC, sidecar}
+		st := running("app", "c1")
+		st.ContainerStatuses = append(st.ContainerStatuses,
+			&reconcile.ContainerStatus{ID: "s1", Name: "side", State: reconcile.ContainerRunning, StartedAt: time.Now()},
+			&reconcile.ContainerStatus{ID: "i1", Name: "init", State: reconcile.ContainerRunning, StartedAt: time.Now()})
+		m.UpdatePod(pod, st)
+		synctest.Wait()
+		if n := m.workers(); n != 3 {
+			t.Fatalf("%d workers, want 3 (app liveness and readiness, sidecar readiness)", n)
+		}
+		m.UpdatePod(pod, st) // the same instances: the same workers
+		time.Sleep(1500 * time.Millisecond)
+		synctest.Wait()
+		if n := len(runner.probed("c1 alive")); n != 2 {
+			t.Fatalf("liveness probed %d times in 1.5 s, want 2 (a worker was restarted)", n)
+		}
+		st.ContainerStatuses[0].State = reconcile.ContainerExited
+		m.UpdatePod(pod, st)
+		synctest.Wait()
+		if n := m.workers(); n != 1 {
+			t.Fatalf("%d workers after the app exited, want 1", n)
+		}
+		if _, ok := m.Liveness().Get("c1"); ok {
+			t.Fatal("the exited instance still has a result")
+		}
+		m.RemovePod("u1")
+		synctest.Wait()
+		if n := m.workers(); n != 0 || m.readiness.len() != 0 || m.liveness.len() != 0 {
+			t.Fatalf("after RemovePod: %d workers, %d readiness results", n, m.readiness.len())
+		}
+	})
+}
+
+func TestHandlers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, runner, _ := harness(t)
+		svc := "db"
+		c := corev1.Container{Name: "app",
+			LivenessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(5432)}}, PeriodSeconds: 1},
+			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 50051, Service: &svc}}, PeriodSeconds: 1},
+		}
+		runner.set("grpc 10.0.0.5:50051 db", true)
+		m.UpdatePod(testPod(c), running("app", "c1"))
+		time.Sleep(500 * time.Millisecond)
+		synctest.Wait()
+		if len(runner.probed("tcp 10.0.0.5:5432")) != 1 || get(m.Readiness(), "c1") != reconcile.ProbeSuccess {
+			t.Fatalf("tcp probed %v, readiness %v", runner.probed("tcp 10.0.0.5:5432"), get(m.Readiness(), "c1"))
+		}
+	})
+}

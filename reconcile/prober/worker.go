@@ -1,0 +1,215 @@
+package prober
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/jetlet/jetlet/reconcile"
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// Kubelet's defaults of a probe's fields, for pods that come without the API
+// server's defaulting.
+const (
+	defaultPeriod           = 10 * time.Second
+	defaultTimeout          = time.Second
+	defaultSuccessThreshold = 1
+	defaultFailureThreshold = 3
+)
+
+// worker probes one probe of one container instance, after kubelet's
+// prober worker: from the instance's start plus initialDelaySeconds, every
+// periodSeconds, turning successThreshold successes or failureThreshold
+// failures in a row into a result. Its fields are set before run and read
+// only, except those marked as the run goroutine's.
+type worker struct {
+	m    *Manager
+	kind schemas.ProbeKind
+	// Immutable after newWorker.
+	probe        *corev1.Probe
+	container    *corev1.Container
+	pod          *reconcile.PodStatus // uid, namespace and name, for events
+	instance     *reconcile.ContainerStatus
+	containerID  string
+	podIP        string
+	startedAt    time.Time
+	initialDelay time.Duration
+	period       time.Duration
+	timeout      time.Duration
+	successes    int
+	failures     int
+	// gated: the container has a startup probe, which must succeed before
+	// this liveness or readiness probe runs.
+	gated   bool
+	results *Results
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// The run goroutine's.
+	last       reconcile.ProbeResult // the last probe's result
+	inARow     int                   // how many probes in a row gave last
+	verdict    reconcile.ProbeResult // the last result set in the cache by this worker
+	unhealthys int                   // transitions of verdict to failure, for the event id
+}
+
+func newWorker(m *Manager, kind schemas.ProbeKind, t target, pod *reconcile.PodStatus, podIP string) *worker {
+	p, c, cs := t.probe, t.container, t.instance
+	w := &worker{
+		m: m, kind: kind, probe: p, container: c,
+		pod:          &reconcile.PodStatus{UID: pod.UID, Namespace: pod.Namespace, Name: pod.Name},
+		instance:     cs,
+		containerID:  cs.ID,
+		podIP:        podIP,
+		startedAt:    cs.StartedAt,
+		initialDelay: seconds(p.InitialDelaySeconds, 0),
+		period:       seconds(p.PeriodSeconds, defaultPeriod),
+		timeout:      seconds(p.TimeoutSeconds, defaultTimeout),
+		successes:    threshold(p.SuccessThreshold, defaultSuccessThreshold),
+		failures:     threshold(p.FailureThreshold, defaultFailureThreshold),
+		gated:        kind != schemas.ProbeStartup && c.StartupProbe != nil,
+		results:      m.results(kind),
+	}
+	w.ctx, w.cancel = context.WithCancel(m.base)
+	return w
+}
+
+func seconds(v int32, def time.Duration) time.Duration {
+	if v <= 0 {
+		return def
+	}
+	return time.Duration(v) * time.Second
+}
+
+func threshold(v int32, def int) int {
+	if v <= 0 {
+		return def
+	}
+	return int(v)
+}
+
+// initialResult is the result before any probe, kubelet's: a container is
+// not ready until its readiness probe succeeds, alive until its liveness
+// probe fails, and of unknown start until its startup probe answers.
+func (w *worker) initialResult() reconcile.ProbeResult {
+	switch w.kind {
+	case schemas.ProbeReadiness:
+		return reconcile.ProbeFailure
+	case schemas.ProbeLiveness:
+		return reconcile.ProbeSuccess
+	}
+	return reconcile.ProbeUnknown
+}
+
+// stop ends the worker; its goroutine then drops its result.
+func (w *worker) stop() { w.cancel() }
+
+func (w *worker) run() {
+	w.results.claim(w, w.initialResult())
+	defer w.results.release(w)
+
+	delay := max(time.Until(w.startedAt.Add(w.initialDelay)), 0)
+	if time.Since(w.m.start) < w.period {
+		delay += rand.N(w.period)
+	}
+	first := time.NewTimer(delay)
+	defer first.Stop()
+	select {
+	case <-w.ctx.Done():
+		return
+	case <-first.C:
+	}
+	tick := time.NewTicker(w.period)
+	defer tick.Stop()
+	for w.probeOnce() {
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+	// On hold (a liveness or startup failure: the result stands until the
+	// instance goes) or done (startup succeeded): wait to be stopped.
+	<-w.ctx.Done()
+}
+
+// probeOnce runs the probe once and records its result; false ends the
+// probing of this instance.
+func (w *worker) probeOnce() bool {
+	if w.gated {
+		if r, ok := w.m.startup.Get(w.containerID); !ok || r != reconcile.ProbeSuccess {
+			return true // not started yet: kubelet's startup gate
+		}
+	}
+	out, err := w.handle()
+	if err != nil {
+		if w.ctx.Err() != nil {
+			return false
+		}
+		// The handler could not run: kubelet throws such a result away.
+		w.m.log.Debug().Err(err).Str("uid", w.pod.UID).Str("container", w.container.Name).
+			Str("probe", string(w.kind)).Msg("probe not run")
+		return true
+	}
+	result := reconcile.ProbeFailure
+	if out.OK {
+		result = reconcile.ProbeSuccess
+	}
+	if result == w.last {
+		w.inARow++
+	} else {
+		w.last, w.inARow = result, 1
+	}
+	if (result == reconcile.ProbeFailure && w.inARow < w.failures) || (result == reconcile.ProbeSuccess && w.inARow < w.successes) {
+		return true
+	}
+	if result == reconcile.ProbeFailure && w.verdict != reconcile.ProbeFailure {
+		w.unhealthys++
+		w.m.emit.Emit(w.ctx, reconcile.UnhealthyEvent(w.m.cfg.Node, w.pod, w.instance, w.kind, w.unhealthys, out.Message, time.Now()))
+	}
+	w.verdict = result
+	if w.results.set(w, result) {
+		w.m.notify(w.pod.UID, Change{
+			Sync:   result == reconcile.ProbeFailure && w.kind != schemas.ProbeReadiness,
+			Status: w.kind != schemas.ProbeLiveness,
+		})
+	}
+	switch {
+	case result == reconcile.ProbeFailure && w.kind != schemas.ProbeReadiness:
+		return false // kubelet's onHold: the sync kills this instance
+	case result == reconcile.ProbeSuccess && w.kind == schemas.ProbeStartup:
+		return false // started: the startup probe is done
+	}
+	return true
+}
+
+var errNoHandler = errors.New("the probe has no handler (exec, httpGet, tcpSocket or grpc)")
+
+// handle runs the probe's handler against the instance, within the timeout.
+func (w *worker) handle() (reconcile.HandlerOutcome, error) {
+	ctx, p, r := w.ctx, w.probe, w.m.runner
+	switch {
+	case p.Exec != nil:
+		return r.Exec(ctx, w.containerID, p.Exec.Command, w.timeout)
+	case p.HTTPGet != nil:
+		u, header, err := reconcile.ResolveHTTPGet(p.HTTPGet, w.container, w.podIP)
+		if err != nil {
+			return reconcile.HandlerOutcome{}, err
+		}
+		return r.HTTPGet(ctx, u, header, w.timeout)
+	case p.TCPSocket != nil:
+		hostPort, err := reconcile.ResolveTCPSocket(p.TCPSocket, w.container, w.podIP)
+		if err != nil {
+			return reconcile.HandlerOutcome{}, err
+		}
+		return r.TCPSocket(ctx, hostPort, w.timeout)
+	case p.GRPC != nil:
+		hostPort, service := reconcile.ResolveGRPC(p.GRPC, w.podIP)
+		return r.GRPC(ctx, hostPort, service, w.timeout)
+	}
+	return reconcile.HandlerOutcome{}, errNoHandler
+}
