@@ -18,6 +18,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/consumer/nodeservice"
+	"github.com/jetlet/jetlet/consumer/nodeservice/nodeclient"
 	"github.com/jetlet/jetlet/runtime/crierr"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/natstest"
@@ -132,8 +133,8 @@ func serve(t *testing.T, rt nodeservice.Runtime, cfg nodeservice.Config) (*nodes
 	})
 	client, _ := natstest.Connect(t, srv)
 	poll.Until(t, 10*time.Second, poll.Msg("the service's endpoints"), func() bool {
-		_, err := nodeservice.Exec(t.Context(), client, subj, "n1", schemas.ExecRequest{PodRef: schemas.PodRef{Namespace: "x", Name: "y"}, Command: []string{"true"}})
-		return !errors.Is(err, nodeservice.ErrNoNode)
+		_, err := nodeclient.Exec(t.Context(), client, subj, "n1", schemas.ExecRequest{PodRef: schemas.PodRef{Namespace: "x", Name: "y"}, Command: []string{"true"}})
+		return !errors.Is(err, nodeclient.ErrNoNode)
 	})
 	return svc, client
 }
@@ -154,7 +155,7 @@ func appendLog(t *testing.T, path string, lines ...string) {
 
 func wantCode(t *testing.T, err error, code int) {
 	t.Helper()
-	se, ok := errors.AsType[*nodeservice.ServiceError](err)
+	se, ok := errors.AsType[*nodeclient.ServiceError](err)
 	if !ok || se.Code != code {
 		t.Fatalf("error %v, want a service error %d", err, code)
 	}
@@ -168,11 +169,11 @@ func TestExec(t *testing.T) {
 	ref := schemas.PodRef{Namespace: "default", Name: "web", Container: "app"}
 	ctx := t.Context()
 
-	resp, err := nodeservice.Exec(ctx, nc, subj, "n1", schemas.ExecRequest{PodRef: ref, Command: []string{"echo", "hi", "there"}})
+	resp, err := nodeclient.Exec(ctx, nc, subj, "n1", schemas.ExecRequest{PodRef: ref, Command: []string{"echo", "hi", "there"}})
 	if err != nil || string(resp.Stdout) != "hi there\n" || resp.ExitCode != 0 {
 		t.Fatalf("echo: %+v, %v", resp, err)
 	}
-	resp, err = nodeservice.Exec(ctx, nc, subj, "n1", schemas.ExecRequest{PodRef: ref, Command: []string{"exit"}})
+	resp, err = nodeclient.Exec(ctx, nc, subj, "n1", schemas.ExecRequest{PodRef: ref, Command: []string{"exit"}})
 	if err != nil || string(resp.Stderr) != "bye\n" || resp.ExitCode != 3 {
 		t.Fatalf("exit: %+v, %v", resp, err)
 	}
@@ -190,11 +191,11 @@ func TestExec(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := nodeservice.Exec(ctx, nc, subj, "n1", tt.req)
+			_, err := nodeclient.Exec(ctx, nc, subj, "n1", tt.req)
 			wantCode(t, err, tt.code)
 		})
 	}
-	if _, err := nodeservice.Exec(ctx, nc, subj, "n2", schemas.ExecRequest{PodRef: ref, Command: []string{"echo"}}); !errors.Is(err, nodeservice.ErrNoNode) {
+	if _, err := nodeclient.Exec(ctx, nc, subj, "n2", schemas.ExecRequest{PodRef: ref, Command: []string{"echo"}}); !errors.Is(err, nodeclient.ErrNoNode) {
 		t.Fatalf("another node: %v, want ErrNoNode", err)
 	}
 }
@@ -209,18 +210,18 @@ func TestLogsPreviousAndErrors(t *testing.T) {
 	ref := schemas.PodRef{Namespace: "default", Name: "web"}
 	var out bytes.Buffer
 	tail := int64(2)
-	end, err := nodeservice.Logs(t.Context(), nc, subj, "n1", schemas.LogsRequest{PodRef: ref, TailLines: &tail}, &out)
+	end, err := nodeclient.Logs(t.Context(), nc, subj, "n1", schemas.LogsRequest{PodRef: ref, TailLines: &tail}, &out)
 	if err != nil || end != schemas.LogEndEOF || out.String() != "two\nthree\n" {
 		t.Fatalf("tail: %q, %q, %v", out.String(), end, err)
 	}
 	out.Reset()
-	end, err = nodeservice.Logs(t.Context(), nc, subj, "n1", schemas.LogsRequest{PodRef: ref, Previous: true}, &out)
+	end, err = nodeclient.Logs(t.Context(), nc, subj, "n1", schemas.LogsRequest{PodRef: ref, Previous: true}, &out)
 	if err != nil || end != schemas.LogEndEOF || out.String() != "crashed\n" {
 		t.Fatalf("previous: %q, %q, %v", out.String(), end, err)
 	}
-	_, err = nodeservice.Logs(t.Context(), nc, subj, "n1", schemas.LogsRequest{PodRef: schemas.PodRef{Namespace: "default", Name: "web", UID: "u1", Container: "nope"}}, &out)
+	_, err = nodeclient.Logs(t.Context(), nc, subj, "n1", schemas.LogsRequest{PodRef: schemas.PodRef{Namespace: "default", Name: "web", UID: "u1", Container: "nope"}}, &out)
 	wantCode(t, err, schemas.ServiceErrNotFound)
-	_, err = nodeservice.Logs(t.Context(), nc, subj, "n1", schemas.LogsRequest{PodRef: ref, Previous: true, Follow: true}, &out)
+	_, err = nodeclient.Logs(t.Context(), nc, subj, "n1", schemas.LogsRequest{PodRef: ref, Previous: true, Follow: true}, &out)
 	wantCode(t, err, schemas.ServiceErrBadRequest)
 }
 
@@ -235,7 +236,7 @@ func TestLogsFollowEndsWhenTheContainerExits(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		end, err := nodeservice.Logs(t.Context(), nc, subj, "n1", schemas.LogsRequest{PodRef: schemas.PodRef{Namespace: "default", Name: "web"}, Follow: true}, out)
+		end, err := nodeclient.Logs(t.Context(), nc, subj, "n1", schemas.LogsRequest{PodRef: schemas.PodRef{Namespace: "default", Name: "web"}, Follow: true}, out)
 		done <- result{end, err}
 	}()
 	for i := range 3 {
@@ -311,7 +312,7 @@ func TestLogsStreamsALargeLogCompletelyAndInOrder(t *testing.T) {
 	f.Close()
 	_, nc := serve(t, rt, nodeservice.Config{})
 	out := &orderSink{}
-	end, err := nodeservice.Logs(t.Context(), nc, subj, "n1", schemas.LogsRequest{PodRef: schemas.PodRef{Namespace: "default", Name: "web"}}, out)
+	end, err := nodeclient.Logs(t.Context(), nc, subj, "n1", schemas.LogsRequest{PodRef: schemas.PodRef{Namespace: "default", Name: "web"}}, out)
 	if err != nil || end != schemas.LogEndEOF || out.next != lines || len(out.partial) != 0 {
 		t.Fatalf("got %d of %d lines (%d bytes), end %q: %v", out.next, lines, out.bytes, end, err)
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/jetlet/jetlet/consumer/nodeservice"
+	"github.com/jetlet/jetlet/consumer/nodeservice/nodeclient"
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/jetlettest"
@@ -261,14 +261,14 @@ func TestNATSConfigRoles(t *testing.T) {
 		sc := s.connect(t, "scheduler")
 		subj := schemas.Subjects{Prefix: schemas.DefaultSubjectPrefix}
 		ref := schemas.PodRef{Namespace: "default", Name: "web"}
-		resp, err := nodeservice.Exec(t.Context(), sc.nc, subj, "n1", schemas.ExecRequest{PodRef: ref, Command: []string{"sh", "-c", "echo as-scheduler; exit 4"}})
+		resp, err := nodeclient.Exec(t.Context(), sc.nc, subj, "n1", schemas.ExecRequest{PodRef: ref, Command: []string{"sh", "-c", "echo as-scheduler; exit 4"}})
 		if err != nil || string(resp.Stdout) != "as-scheduler\n" || resp.ExitCode != 4 {
 			t.Fatalf("exec as the scheduler: %+v, %v", resp, err)
 		}
 		var out strings.Builder
 		// A window of 1 makes every chunk wait for credit: the stream
 		// needs both the node's many replies and the scheduler's credit.
-		if end, err := nodeservice.Logs(t.Context(), sc.nc, subj, "n1", schemas.LogsRequest{PodRef: ref, Window: 1}, &out); err != nil || end != schemas.LogEndEOF || out.Len() == 0 {
+		if end, err := nodeclient.Logs(t.Context(), sc.nc, subj, "n1", schemas.LogsRequest{PodRef: ref, Window: 1}, &out); err != nil || end != schemas.LogEndEOF || out.Len() == 0 {
 			t.Fatalf("logs as the scheduler: %q, end %q, %v", out.String(), end, err)
 		}
 	})
@@ -277,11 +277,11 @@ func TestNATSConfigRoles(t *testing.T) {
 		subj := schemas.Subjects{Prefix: schemas.DefaultSubjectPrefix}
 		ref := schemas.PodRef{Namespace: "default", Name: "web"}
 		var out strings.Builder
-		if end, err := nodeservice.Logs(t.Context(), ac.nc, subj, "n1", schemas.LogsRequest{PodRef: ref}, &out); err != nil || end != schemas.LogEndEOF {
+		if end, err := nodeclient.Logs(t.Context(), ac.nc, subj, "n1", schemas.LogsRequest{PodRef: ref}, &out); err != nil || end != schemas.LogEndEOF {
 			t.Fatalf("logs as the auditor: end %q, %v", end, err)
 		}
 		ac.wantDenied(t, "publish", "jetlet.node.n1.exec", func(ctx context.Context) error {
-			_, err := nodeservice.Exec(ctx, ac.nc, subj, "n1", schemas.ExecRequest{PodRef: ref, Command: []string{"true"}})
+			_, err := nodeclient.Exec(ctx, ac.nc, subj, "n1", schemas.ExecRequest{PodRef: ref, Command: []string{"true"}})
 			return err
 		})
 	})
