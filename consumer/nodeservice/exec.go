@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -56,7 +57,7 @@ func (s *Service) run(ctx context.Context, req schemas.ExecRequest) (schemas.Exe
 		return schemas.ExecResponse{}, err
 	}
 	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
-		return schemas.ExecResponse{}, replyErrorf(schemas.ServiceErrConflict, "container %s of pod %s is not running (%s)", c.name, c.pod, c.state)
+		return schemas.ExecResponse{}, replyErrorf(schemas.ServiceErrConflict, "container %s of pod %s is not running (%s)", c.name, c.pod, stateName(c.state))
 	}
 	timeout := time.Duration(req.TimeoutSeconds) * time.Second
 	resp, err := s.rt.ExecSync(ctx, c.id, req.Command, timeout)
@@ -82,4 +83,9 @@ func fit(r schemas.ExecResponse, max int64) schemas.ExecResponse {
 	r.Stderr = r.Stderr[:min(len(r.Stderr), room/2)]
 	r.Stdout = r.Stdout[:min(len(r.Stdout), room-len(r.Stderr))]
 	return r
+}
+
+// stateName is a CRI state as a person says it: CONTAINER_EXITED is "exited".
+func stateName(s runtimeapi.ContainerState) string {
+	return strings.ToLower(strings.TrimPrefix(s.String(), "CONTAINER_"))
 }

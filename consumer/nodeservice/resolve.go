@@ -43,7 +43,7 @@ func (s *Service) resolve(ctx context.Context, ref schemas.PodRef, previous bool
 		return instance{}, err
 	}
 	if len(cs) == 0 {
-		return instance{}, replyErrorf(schemas.ServiceErrNotFound, "pod %s has no container on node %s", pod, s.cfg.Node)
+		return instance{}, replyErrorf(schemas.ServiceErrNotFound, "pod %s has no container on this node", pod)
 	}
 	// Newest first: the newest pod's containers, then each one's newest
 	// instance, come first.
@@ -73,7 +73,7 @@ func (s *Service) resolve(ctx context.Context, ref schemas.PodRef, previous bool
 	}
 	switch {
 	case len(cs) == 0:
-		return instance{}, replyErrorf(schemas.ServiceErrNotFound, "pod %s has no container %s on node %s", pod, name, s.cfg.Node)
+		return instance{}, replyErrorf(schemas.ServiceErrNotFound, "pod %s has no container %s", pod, name)
 	case len(cs) <= i:
 		return instance{}, replyErrorf(schemas.ServiceErrNotFound, "container %s of pod %s has no previous instance", name, pod)
 	}
