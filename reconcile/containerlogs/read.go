@@ -190,11 +190,14 @@ type pendingLine struct {
 }
 
 // readRotated reads one rotated file whole; a file compressed since it was
-// listed is read from its .gz.
+// listed is read from its .gz, one removed is skipped.
 func (r *reader) readRotated(f string) error {
 	rc, err := Open(f)
 	if errors.Is(err, os.ErrNotExist) && !strings.HasSuffix(f, compressedSuffix) {
 		rc, err = Open(f + compressedSuffix)
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // removed as the oldest since it was listed
 	}
 	if err != nil {
 		return err
