@@ -285,3 +285,52 @@ func TestHTTPGetHookGoesToThePodIPAndNamedPort(t *testing.T) {
 		t.Fatalf("FailedPreStopHook %+v", failed)
 	}
 }
+
+// An httpGet postStart goes to the pod's IP and the named port once the
+// container runs; its failure is the handler's message in
+// FailedPostStartHook, and the start fails.
+func TestPostStartHTTPGetHook(t *testing.T) {
+	rt := fakecri.New()
+	runner := &hookRunner{rt: rt}
+	m, events := newHookManager(t, rt, runner)
+	pod := testPod(corev1.Container{Name: "app", Image: "img:1",
+		Ports: []corev1.ContainerPort{{Name: "admin", ContainerPort: 9000}},
+		Lifecycle: &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: "/warm", Port: intstr.FromString("admin"),
+		}}}})
+	if sr := startResult(syncOnce(t, m, pod)); sr.Error != ErrPostStartHook.Error() {
+		t.Fatalf("start result %+v, want error %s", sr, ErrPostStartHook)
+	}
+	st, err := m.GetPodStatus(context.Background(), "uid1", "p", "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runner.calls(); len(got) != 1 || got[0] != "GET http://"+st.IPs[0]+":9000/warm" {
+		t.Fatalf("hooks ran %v, want one GET to the pod's IP and port 9000", got)
+	}
+	if failed := events.of(schemas.EventFailedPostStartHook); len(failed) != 1 || !strings.Contains(failed[0].Message, "statuscode: 500") {
+		t.Fatalf("FailedPostStartHook %+v", failed)
+	}
+}
+
+// A sleep postStart holds the start's result for its seconds, as kubelet's
+// startContainer waits for its postStart handler.
+func TestPostStartSleepHook(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := fakecri.New()
+		m, events := newHookManager(t, rt, nil)
+		pod := testPod(corev1.Container{Name: "app", Image: "img:1", Lifecycle: &corev1.Lifecycle{
+			PostStart: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 3}},
+		}})
+		start := time.Now()
+		if sr := startResult(syncOnce(t, m, pod)); sr.Error != "" {
+			t.Fatalf("start result %+v", sr)
+		}
+		if took := time.Since(start); took != 3*time.Second {
+			t.Errorf("the start took %s, want the hook's 3s", took)
+		}
+		if started := events.of(schemas.EventContainerStarted); len(started) != 1 {
+			t.Errorf("ContainerStarted events %+v, want one", started)
+		}
+	})
+}

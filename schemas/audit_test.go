@@ -87,6 +87,8 @@ const (
 	tE2EPreStop            = "test/e2e.TestPreStopRunsBeforeTheSIGTERMHandler"
 	tCtrdPreStop           = "test/e2e/containerd/pods.TestPreStopRunsBeforeSIGTERMOnDelete"
 	tPreStopSleep          = "reconcile.TestPreStopSleepIsBoundedByTheGracePeriod"
+	tPostStartSleep        = "reconcile.TestPostStartSleepHook"
+	tPostStartHTTPGet      = "reconcile.TestPostStartHTTPGetHook"
 	tHTTPGetHook           = "reconcile.TestHTTPGetHookGoesToThePodIPAndNamedPort"
 	tResolveHTTPGet        = "reconcile.TestResolveHTTPGet"
 	tHTTPGetHandler        = "runtime/probe.TestHTTPGet"
@@ -195,10 +197,18 @@ var fieldAnswers = []fieldAnswer{
 	{path: "spec.containers.lifecycle.preStop.httpGet.protocol", note: "HTTP1 (the default) only", rejects: func(m map[string]any) {
 		container0(m)["lifecycle"] = map[string]any{"preStop": map[string]any{"httpGet": map[string]any{"port": 80, "protocol": "HTTP2"}}}
 	}},
-	// postStart's httpGet and sleep run through the code preStop's tests
-	// drive, but no test drives them on postStart.
-	{path: "spec.containers.lifecycle.postStart.httpGet", subtree: true, pending: "hooks", note: "as preStop's; no postStart test yet"},
-	{path: "spec.containers.lifecycle.postStart.sleep", subtree: true, pending: "hooks", note: "as preStop's; no postStart test yet"},
+	// postStart's httpGet and sleep run through the code preStop's do
+	// (resolution, handler), driven on postStart by these.
+	{path: "spec.containers.lifecycle.postStart.sleep.seconds", tests: []string{tPostStartSleep}},
+	{path: "spec.containers.lifecycle.postStart.httpGet.path", tests: []string{tPostStartHTTPGet, tHTTPGetHandler}},
+	{path: "spec.containers.lifecycle.postStart.httpGet.port", tests: []string{tPostStartHTTPGet, tResolveHTTPGet}},
+	{path: "spec.containers.lifecycle.postStart.httpGet.host", tests: []string{tResolveHTTPGet}},
+	{path: "spec.containers.lifecycle.postStart.httpGet.scheme", tests: []string{tPostStartHTTPGet, tResolveHTTPGet}},
+	{path: "spec.containers.lifecycle.postStart.httpGet.httpHeaders.name", tests: []string{tResolveHTTPGet, tHTTPGetHandler}},
+	{path: "spec.containers.lifecycle.postStart.httpGet.httpHeaders.value", tests: []string{tResolveHTTPGet, tHTTPGetHandler}},
+	{path: "spec.containers.lifecycle.postStart.httpGet.protocol", note: "HTTP1 (the default) only", rejects: func(m map[string]any) {
+		container0(m)["lifecycle"] = map[string]any{"postStart": map[string]any{"httpGet": map[string]any{"port": 80, "protocol": "HTTP2"}}}
+	}},
 	{path: "spec.containers.lifecycle.stopSignal", tests: []string{tStopSignalConfig, tE2EStopSignal, tProcStopSignal}},
 	{path: "spec.containers.terminationMessagePath", tests: []string{tTerminationMessage, tE2ETerminationMessage}},
 	{path: "spec.containers.terminationMessagePolicy", tests: []string{tTerminationFallback}},
