@@ -24,7 +24,9 @@ const runtimeStatusPeriod = 5 * time.Second
 
 // criObserver observes every CRI call: latency by method, errors by method
 // (each method's counter at 0 from the start), and a failure logged at warn
-// unless it is a not-found, which reconcile expects and handles.
+// unless jetlet expects and handles it: a not-found (a container already
+// gone), a method the runtime does not implement (containerd 1.6 has no
+// container events: the relist does without).
 func criObserver(reg prometheus.Registerer, log zerolog.Logger) func(method string, d time.Duration, err error) {
 	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "jetlet_runtime_call_duration_seconds",
@@ -50,7 +52,7 @@ func criObserver(reg prometheus.Registerer, log zerolog.Logger) func(method stri
 			return
 		}
 		failures.WithLabelValues(method).Inc()
-		if !errors.Is(err, crierr.ErrNotFound) && !errors.Is(err, context.Canceled) {
+		if !errors.Is(err, crierr.ErrNotFound) && !errors.Is(err, crierr.ErrUnimplemented) && !errors.Is(err, crierr.ErrCanceled) {
 			log.Warn().Err(err).Str("method", method).Dur("took_ms", d).Msg("CRI call failed")
 		}
 	}

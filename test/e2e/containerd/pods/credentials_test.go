@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/jetlet/jetlet/schemas"
@@ -58,7 +59,10 @@ func newBasicAuthRegistry(t *testing.T, user, password string) *basicAuthRegistr
 func (r *basicAuthRegistry) host() string { return strings.TrimPrefix(r.URL, "http://") }
 
 // pushStageBusybox pushes the busybox image setup.sh built (its OCI layout
-// tarball under $JETLET_CONTAINERD_DIR/images) to ref.
+// tarball under $JETLET_CONTAINERD_DIR/images) to ref, as an image of its
+// own: with a label in its config, so with its own id. (containerd names an
+// image by one of its references; the same image pulled from the registry
+// would show the stage's other pods running the registry's name.)
 func pushStageBusybox(t *testing.T, ref string, auth authn.Authenticator) {
 	t.Helper()
 	dir := os.Getenv("JETLET_CONTAINERD_DIR")
@@ -78,6 +82,15 @@ func pushStageBusybox(t *testing.T, ref string, auth authn.Authenticator) {
 	}
 	img, err := idx.Image(m.Manifests[0].Digest)
 	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := cf.Config
+	cfg.Labels = map[string]string{"dev.jetlet.test": "private-registry"}
+	if img, err = mutate.Config(img, cfg); err != nil {
 		t.Fatal(err)
 	}
 	tag, err := name.NewTag(ref, name.Insecure)
