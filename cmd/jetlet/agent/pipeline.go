@@ -13,6 +13,7 @@ import (
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/consumer"
+	"github.com/jetlet/jetlet/consumer/nodeservice"
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/reconcile"
 	"github.com/jetlet/jetlet/reconcile/containerlogs"
@@ -32,6 +33,9 @@ const gcPeriod = time.Minute
 // once NATS is back, derives the facts again.
 const rederiveCheck = 5 * time.Second
 
+// The CRI client is the node service's runtime as it is.
+var _ nodeservice.Runtime = (*runtime.Client)(nil)
+
 // The CRI client is reconcile's runtime as it is: reconcile declares its
 // roles with the client's own signatures.
 var _ reconcile.Runtime = (*runtime.Client)(nil)
@@ -41,7 +45,7 @@ var _ reconcile.Runtime = (*runtime.Client)(nil)
 var _ reconcile.HandlerRunner = (*probe.Runner)(nil)
 
 // servePipeline runs the node's pipeline (publisher, relist, pod workers,
-// consumer, garbage collection, heartbeat) until ctx is done, then drains it:
+// consumer, garbage collection, heartbeat, the logs and exec service) until ctx is done, then drains it:
 // in-flight syncs finish (up to the shutdown timeout), unanswered intents go
 // back to JetStream, queued events and statuses are flushed, and the node's
 // heartbeat record is removed.
@@ -125,6 +129,15 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	if err != nil {
 		return err
 	}
+	nodeSvc, err := nodeservice.New(client, nodeservice.Config{
+		Node:          a.cfg.node,
+		SubjectPrefix: a.cfg.streams.SubjectPrefix,
+		Logger:        log,
+		Registerer:    reg,
+	})
+	if err != nil {
+		return err
+	}
 	a.attached.Store(cons)
 	startedAt := time.Now().UTC()
 
@@ -157,6 +170,11 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	})
 	bg.Go(func() { rederiveAfterDrops(bgCtx, pub, relister, a) })
 	bg.Go(func() { rotation.Run(bgCtx) })
+	bg.Go(func() {
+		if err := nodeSvc.Run(bgCtx, js.Conn()); err != nil {
+			log.Warn().Err(err).Msg("node service (logs, exec) not served")
+		}
+	})
 
 	runErr := cons.Run(ctx, a.cfg.shutdownTimeout)
 	stopBG()

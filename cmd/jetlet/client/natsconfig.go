@@ -45,6 +45,24 @@ type permissions struct {
 	subscribe []string
 	// denyPublish carves exceptions out of publish.
 	denyPublish []string
+	// serves: the user answers requests, with any number of messages per
+	// request (a log stream) for up to serviceReplyExpiry.
+	serves bool
+}
+
+// serviceReplyExpiry is how long a node may answer one request: it bounds
+// a `jetlet logs -f`, and how long the server keeps each request's reply
+// subject in the node's allowance.
+const serviceReplyExpiry = "24h"
+
+// nodeServiceClient is what asking the nodes' services takes: logs (and
+// their credit) and, with exec, running commands in any container.
+func nodeServiceClient(prefix string, exec bool) []string {
+	out := []string{prefix + ".node.*." + schemas.EndpointLogs, prefix + ".node.*.credit.*"}
+	if exec {
+		out = append(out, prefix+".node.*."+schemas.EndpointExec)
+	}
+	return out
 }
 
 // streamReader is the JetStream API a reading client (the jetlet client
@@ -102,21 +120,24 @@ func (nc nodeConsumer) othersAPI() []string {
 	}, nc.ackSubjects()...)
 }
 
-// schedulerPermissions: publish intents for any node; read everything, but
+// schedulerPermissions: publish intents for any node, read logs and exec in
+// any node's containers; read everything, but
 // not through the nodes' own consumers, which it may neither read from nor
 // change nor delete.
 func schedulerPermissions(prefix string, nodes []string) permissions {
 	pub := append([]string{prefix + ".intent.*.*"}, lookups...)
+	pub = append(pub, nodeServiceClient(prefix, true)...)
 	for _, s := range []string{schemas.StreamIntents, schemas.StreamResults, schemas.StreamEvents, "KV_" + schemas.BucketStatus, "KV_" + schemas.BucketNodes} {
 		pub = append(pub, streamReader(s)...)
 	}
 	return permissions{publish: pub, subscribe: []string{"_INBOX.>"}, denyPublish: nodesConsumersAPI(prefix, nodes)}
 }
 
-// auditorPermissions: read events, results, statuses and node records, not
-// through the nodes' own consumers; publish nothing but read requests.
+// auditorPermissions: read events, results, statuses, node records and
+// container logs, not through the nodes' own consumers; publish nothing but
+// read requests.
 func auditorPermissions(prefix string, nodes []string) permissions {
-	pub := append([]string(nil), lookups...)
+	pub := append(nodeServiceClient(prefix, false), lookups...)
 	for _, s := range []string{schemas.StreamResults, schemas.StreamEvents, "KV_" + schemas.BucketStatus, "KV_" + schemas.BucketNodes} {
 		pub = append(pub, streamReader(s)...)
 	}
@@ -137,7 +158,7 @@ func nodesConsumersAPI(prefix string, nodes []string) []string {
 
 // nodePermissions: consume its own intents through its own consumers; store
 // its own results, events, dead letters, statuses and heartbeat; read back
-// its own results, events and statuses.
+// its own results, events and statuses; serve its own logs and exec.
 func nodePermissions(prefix, node string) permissions {
 	subj := schemas.Subjects{Prefix: prefix}
 	pub := []string{
@@ -154,7 +175,17 @@ func nodePermissions(prefix, node string) permissions {
 	for _, nc := range nodeConsumers(prefix, node) {
 		pub = append(pub, nc.api()...)
 	}
-	return permissions{publish: pub, subscribe: []string{cli.InboxPrefix(node) + ".>"}}
+	sub := []string{
+		cli.InboxPrefix(node) + ".>",
+		// Its own service's endpoints and log credit.
+		subj.NodeService(node, schemas.EndpointLogs),
+		subj.NodeService(node, schemas.EndpointExec),
+		subj.LogCredit(node, "*"),
+		// The service framework's discovery: $SRV.PING, $SRV.INFO.jetlet,
+		// $SRV.STATS.jetlet.<id>.
+		"$SRV.*", "$SRV.*." + schemas.NodeServiceName, "$SRV.*." + schemas.NodeServiceName + ".*",
+	}
+	return permissions{publish: pub, subscribe: sub, serves: true}
 }
 
 // natsUser is one user of the generated config.
@@ -247,6 +278,9 @@ func writeNATSConfig(w io.Writer, users []natsUser, keys []string, keysDir strin
 			b.WriteString(", permissions: {\n")
 			writeList(&b, "publish", u.perms.publish, u.perms.denyPublish)
 			writeList(&b, "subscribe", u.perms.subscribe, nil)
+			if u.perms.serves {
+				fmt.Fprintf(&b, "      allow_responses: { max: -1, expires: %q }\n", serviceReplyExpiry)
+			}
 			b.WriteString("    }")
 		}
 		b.WriteString(" }\n")

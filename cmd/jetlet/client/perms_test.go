@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/jetlet/jetlet/consumer/nodeservice/nodeclient"
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/jetlettest"
@@ -240,6 +241,49 @@ func TestNATSConfigRoles(t *testing.T) {
 		if err := n1c.js.DeleteConsumer(t.Context(), "JETLET_INTENTS", "jetlet-n1-replay"); !errors.Is(err, jetstream.ErrConsumerNotFound) {
 			t.Errorf("delete its replay consumer (gone after the replay): %v, want not found", err)
 		}
+	})
+
+	t.Run("n1 cannot serve n2's logs or exec", func(t *testing.T) {
+		for _, subject := range []string{"jetlet.node.n2.logs", "jetlet.node.n2.exec", "jetlet.node.n2.credit.x"} {
+			n1c.wantDenied(t, "subscribe", subject, func(context.Context) error {
+				sub, err := n1c.nc.SubscribeSync(subject)
+				if err == nil {
+					err = n1c.nc.Flush()
+				}
+				if err == nil {
+					_, err = sub.NextMsg(time.Second) // the subscription ends with the denial
+				}
+				return err
+			})
+		}
+	})
+	t.Run("the scheduler execs and reads logs through n1's service", func(t *testing.T) {
+		sc := s.connect(t, "scheduler")
+		subj := schemas.Subjects{Prefix: schemas.DefaultSubjectPrefix}
+		ref := schemas.PodRef{Namespace: "default", Name: "web"}
+		resp, err := nodeclient.Exec(t.Context(), sc.nc, subj, "n1", schemas.ExecRequest{PodRef: ref, Command: []string{"sh", "-c", "echo as-scheduler; exit 4"}})
+		if err != nil || string(resp.Stdout) != "as-scheduler\n" || resp.ExitCode != 4 {
+			t.Fatalf("exec as the scheduler: %+v, %v", resp, err)
+		}
+		var out strings.Builder
+		// A window of 1 makes every chunk wait for credit: the stream
+		// needs both the node's many replies and the scheduler's credit.
+		if end, err := nodeclient.Logs(t.Context(), sc.nc, subj, "n1", schemas.LogsRequest{PodRef: ref, Window: 1}, &out); err != nil || end != schemas.LogEndEOF || out.Len() == 0 {
+			t.Fatalf("logs as the scheduler: %q, end %q, %v", out.String(), end, err)
+		}
+	})
+	t.Run("the auditor reads logs but may not exec", func(t *testing.T) {
+		ac := s.connect(t, "auditor", nats.CustomInboxPrefix("_INBOX_auditor"))
+		subj := schemas.Subjects{Prefix: schemas.DefaultSubjectPrefix}
+		ref := schemas.PodRef{Namespace: "default", Name: "web"}
+		var out strings.Builder
+		if end, err := nodeclient.Logs(t.Context(), ac.nc, subj, "n1", schemas.LogsRequest{PodRef: ref}, &out); err != nil || end != schemas.LogEndEOF {
+			t.Fatalf("logs as the auditor: end %q, %v", end, err)
+		}
+		ac.wantDenied(t, "publish", "jetlet.node.n1.exec", func(ctx context.Context) error {
+			_, err := nodeclient.Exec(ctx, ac.nc, subj, "n1", schemas.ExecRequest{PodRef: ref, Command: []string{"true"}})
+			return err
+		})
 	})
 
 	t.Run("n1's read-backs work with its credentials", func(t *testing.T) {

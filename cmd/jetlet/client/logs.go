@@ -1,0 +1,117 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
+	"github.com/jetlet/jetlet/consumer/nodeservice/nodeclient"
+	"github.com/jetlet/jetlet/schemas"
+)
+
+type logsOptions struct {
+	client     clientFlags
+	uid        string
+	container  string
+	follow     bool
+	tail       int64
+	since      time.Duration
+	previous   bool
+	timestamps bool
+}
+
+func newLogsCommand() *cobra.Command {
+	var o logsOptions
+	cmd := &cobra.Command{
+		Use:   "logs NAMESPACE/NAME | --uid UID [-c CONTAINER] [-f] [--tail N] [--since D] [--previous] [--timestamps]",
+		Short: "Print a container's log, read by the pod's node",
+		Long: `Print the log of a container of a pod: the pod's node reads the container's
+CRI log files (the rotated ones too; both streams, partial lines joined) and
+streams them over NATS (docs/wire-protocol.md section 12). NAMESPACE/NAME is
+the newest pod of that name.
+
+-c names the container (needed when the pod has several). -f follows the log
+until the container exits or jetlet logs is interrupted. --previous prints the
+instance before the current one: what a crashed container printed.`,
+		Example: `  jetlet logs default/web
+  jetlet logs default/web -c app -f --tail 10
+  jetlet logs default/crashloop --previous --timestamps`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
+	}
+	fs := cmd.Flags()
+	o.client.register(fs)
+	fs.StringVar(&o.uid, "uid", "", "the pod's uid, instead of NAMESPACE/NAME")
+	fs.StringVarP(&o.container, "container", "c", "", "the container's name (default: the pod's only container)")
+	fs.BoolVarP(&o.follow, "follow", "f", false, "follow the log until the container exits")
+	fs.Int64Var(&o.tail, "tail", -1, "only the last N lines (-1: all)")
+	fs.DurationVar(&o.since, "since", 0, "only lines newer than this, such as 10m")
+	fs.BoolVarP(&o.previous, "previous", "p", false, "the container's previous instance")
+	fs.BoolVar(&o.timestamps, "timestamps", false, "prefix each line with its RFC 3339 nano time")
+	cli.AnnotateEnv(fs)
+	return cmd
+}
+
+func (o *logsOptions) run(cmd *cobra.Command, args []string) error {
+	if o.since < 0 {
+		return fmt.Errorf("--since %s: must not be negative", o.since)
+	}
+	if o.follow && o.previous {
+		return errors.New("--follow and --previous exclude each other: a previous instance writes no more")
+	}
+	c, pod, err := namedPod(cmd, &o.client, args, o.uid)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	req := schemas.LogsRequest{
+		PodRef: pod.ref(o.container), Follow: o.follow, Previous: o.previous, Timestamps: o.timestamps,
+	}
+	if o.tail >= 0 {
+		req.TailLines = &o.tail
+	}
+	if o.since > 0 {
+		since := time.Now().Add(-o.since)
+		req.SinceTime = &since
+	}
+	_, err = nodeclient.Logs(cmd.Context(), c.nc, c.subj, pod.Node, req, cmd.OutOrStdout())
+	if errors.Is(err, context.Canceled) && o.follow {
+		return nil // interrupted, as kubectl logs -f
+	}
+	return c.nodeServiceError(pod, err)
+}
+
+// namedPod connects and returns the newest of the pods that args
+// (NAMESPACE/NAME) or uid name. The caller closes the client.
+func namedPod(cmd *cobra.Command, f *clientFlags, args []string, uid string) (*client, *podRecord, error) {
+	c, pods, err := namedPods(cmd, f, args, uid)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, pods[len(pods)-1], nil
+}
+
+// ref is what the node service is asked for: this pod exactly, and a
+// container of it.
+func (p *podRecord) ref(container string) schemas.PodRef {
+	return schemas.PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID, Container: container}
+}
+
+// nodeServiceError says what an answer of pod's node service, or its
+// silence, means.
+func (c *client) nodeServiceError(pod *podRecord, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, nodeclient.ErrNoNode):
+		return fmt.Errorf("node %s of pod %s/%s does not answer: is its jetlet running?", pod.Node, pod.Namespace, pod.Name)
+	}
+	if se, ok := errors.AsType[*nodeclient.ServiceError](err); ok {
+		return fmt.Errorf("node %s: %s", pod.Node, se.Description)
+	}
+	return c.jsError("node "+pod.Node, err)
+}

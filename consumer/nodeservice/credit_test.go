@@ -1,0 +1,45 @@
+package nodeservice
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestCredit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCredit(2)
+		ctx, cancel := context.WithCancelCause(t.Context())
+		defer cancel(nil)
+		go c.watch(ctx, cancel, 10*time.Second)
+		if err := c.wait(ctx, 2); err != nil {
+			t.Fatalf("chunk 2 within the window: %v", err)
+		}
+		waited := make(chan error, 1)
+		go func() { waited <- c.wait(ctx, 3) }()
+		synctest.Wait()
+		select {
+		case err := <-waited:
+			t.Fatalf("chunk 3 sent without credit: %v", err)
+		default:
+		}
+		time.Sleep(9 * time.Second)
+		c.grant(1) // also a keepalive: the timeout starts again
+		if err := <-waited; err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(9 * time.Second)
+		if ctx.Err() != nil {
+			t.Fatal("stopped although credit came within the timeout")
+		}
+		time.Sleep(2 * time.Second)
+		if !errors.Is(context.Cause(ctx), errClientGone) {
+			t.Fatalf("cause %v, want errClientGone", context.Cause(ctx))
+		}
+		if err := c.wait(ctx, 4); !errors.Is(err, errClientGone) {
+			t.Fatalf("wait after the client went: %v", err)
+		}
+	})
+}

@@ -1,0 +1,88 @@
+package nodeservice
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/runtime/crierr"
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// The labels kubelet (and jetlet) put on every container: how the CRI
+// tells whose a container is.
+const (
+	labelPodNamespace  = "io.kubernetes.pod.namespace"
+	labelPodName       = "io.kubernetes.pod.name"
+	labelPodUID        = "io.kubernetes.pod.uid"
+	labelContainerName = "io.kubernetes.container.name"
+)
+
+// instance is one container instance a request resolved to.
+type instance struct {
+	id, pod, name string // pod is NS/NAME, name the container's
+	state         runtimeapi.ContainerState
+	logPath       string
+}
+
+// resolve finds the instance ref names: the pod's newest incarnation
+// unless ref has a uid, its only container unless ref names one, and of
+// that container's instances the newest, or with previous the one before.
+func (s *Service) resolve(ctx context.Context, ref schemas.PodRef, previous bool) (instance, error) {
+	pod := ref.Namespace + "/" + ref.Name
+	labels := map[string]string{labelPodNamespace: ref.Namespace, labelPodName: ref.Name}
+	if ref.UID != "" {
+		labels[labelPodUID] = ref.UID
+	}
+	cs, err := s.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: labels})
+	if err != nil {
+		return instance{}, err
+	}
+	if len(cs) == 0 {
+		return instance{}, replyErrorf(schemas.ServiceErrNotFound, "pod %s has no container on this node", pod)
+	}
+	// Newest first: the newest pod's containers, then each one's newest
+	// instance, come first.
+	slices.SortFunc(cs, func(a, b *runtimeapi.Container) int {
+		return cmp.Or(cmp.Compare(b.CreatedAt, a.CreatedAt), cmp.Compare(b.GetMetadata().GetAttempt(), a.GetMetadata().GetAttempt()))
+	})
+	uid := cs[0].Labels[labelPodUID]
+	cs = slices.DeleteFunc(cs, func(c *runtimeapi.Container) bool { return c.Labels[labelPodUID] != uid })
+	name := ref.Container
+	if name == "" {
+		var names []string
+		for _, c := range cs {
+			if n := c.Labels[labelContainerName]; !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+		if len(names) > 1 {
+			slices.Sort(names)
+			return instance{}, replyErrorf(schemas.ServiceErrBadRequest, "pod %s has containers %s: name one (-c)", pod, strings.Join(names, ", "))
+		}
+		name = names[0]
+	}
+	cs = slices.DeleteFunc(cs, func(c *runtimeapi.Container) bool { return c.Labels[labelContainerName] != name })
+	i := 0
+	if previous {
+		i = 1
+	}
+	switch {
+	case len(cs) == 0:
+		return instance{}, replyErrorf(schemas.ServiceErrNotFound, "pod %s has no container %s", pod, name)
+	case len(cs) <= i:
+		return instance{}, replyErrorf(schemas.ServiceErrNotFound, "container %s of pod %s has no previous instance", name, pod)
+	}
+	st, err := s.rt.ContainerStatus(ctx, cs[i].Id, false)
+	if errors.Is(err, crierr.ErrNotFound) {
+		return instance{}, replyErrorf(schemas.ServiceErrNotFound, "container %s of pod %s was removed", name, pod)
+	}
+	if err != nil {
+		return instance{}, err
+	}
+	return instance{id: cs[i].Id, pod: pod, name: name, state: st.GetStatus().GetState(), logPath: st.GetStatus().GetLogPath()}, nil
+}
