@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/jetlettest"
+	"github.com/jetlet/jetlet/test/poll"
 )
 
 // TestClientCommandsLeaveNoConsumers: every read a client command makes
@@ -52,9 +54,13 @@ func TestClientCommandsLeaveNoConsumers(t *testing.T) {
 		t.Errorf("events -f: exit %d, stderr %q", res.code, res.stderr)
 	}
 
-	if after := c.consumers(); !slices.Equal(after, before) {
-		t.Errorf("after %d client commands the server has consumers %v; before them it had %v", len(commands)+1, after, before)
-	}
+	// A delete may race the create it undoes (a follow stopped at once):
+	// wait for it, but not for the server's own clean-up after 10 s idle,
+	// which would hide a command that never deletes.
+	var after []string
+	poll.Until(t, 5*time.Second, func() string {
+		return fmt.Sprintf("after %d client commands the server has consumers %v; before them it had %v", len(commands)+1, after, before)
+	}, func() bool { after = c.consumers(); return slices.Equal(after, before) })
 }
 
 // consumers lists every consumer of jetlet's streams and buckets, as

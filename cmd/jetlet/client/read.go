@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 
 	"github.com/jetlet/jetlet/events"
 )
@@ -35,12 +36,17 @@ func (c *client) readStream(ctx context.Context, stream string, cfg jetstream.Or
 		return c.jsError("stream "+stream, err)
 	}
 	cfg.InactiveThreshold = readerInactiveThreshold
+	cfg.NamePrefix = nuid.Next()
 	cons, err := c.js.OrderedConsumer(ctx, stream, cfg)
 	if err != nil {
+		// A create cancelled in flight (a follow stopped at once) may still
+		// be made on the server: the ordered consumer's first is <prefix>_1.
+		c.deleteConsumer(stream, cfg.NamePrefix+"_1")
 		return fail(err)
 	}
 	it, err := cons.Messages()
 	if err != nil {
+		c.deleteConsumer(stream, cons.CachedInfo().Name)
 		return fail(err)
 	}
 	defer c.deleteReader(stream, cons, it)
@@ -82,13 +88,17 @@ func (c *client) readStream(ctx context.Context, stream string, cfg jetstream.Or
 // fails leaves the consumer to the server's inactive threshold.
 func (c *client) deleteReader(stream string, cons jetstream.Consumer, it jetstream.MessagesContext) {
 	it.Stop()
-	info := cons.CachedInfo() // the current consumer: an ordered one is recreated on a gap
-	if info == nil {
-		return
+	if info := cons.CachedInfo(); info != nil { // the current one: an ordered consumer is recreated on a gap
+		c.deleteConsumer(stream, info.Name)
 	}
+}
+
+// deleteConsumer deletes a consumer of stream, best effort, under a context
+// of its own.
+func (c *client) deleteConsumer(stream, name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = c.js.DeleteConsumer(ctx, stream, info.Name)
+	_ = c.js.DeleteConsumer(ctx, stream, name)
 }
 
 // kvValues returns every value of bucket whose key matches pattern (a
