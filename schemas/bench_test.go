@@ -21,7 +21,7 @@ var benchIntent = []byte(`{
     },
     "spec": {
       "restartPolicy": "Always",
-      "volumes": [{"name": "cache", "emptyDir": {"sizeLimit": "64Mi"}}],
+      "volumes": [{"name": "cache", "emptyDir": {}}],
       "containers": [{
         "name": "app",
         "image": "nginx:1.27",
