@@ -93,3 +93,14 @@ func matchUID(s string) bool {
 	}
 	return true
 }
+
+// matchResourceName is resourceNamePattern: cpu, memory, ephemeral-storage
+// or hugepages- and a size of at least one character but a newline.
+func matchResourceName(s string) bool {
+	switch s {
+	case "cpu", "memory", "ephemeral-storage":
+		return true
+	}
+	size, ok := strings.CutPrefix(s, "hugepages-")
+	return ok && size != "" && !strings.Contains(size, "\n")
+}

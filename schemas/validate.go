@@ -37,12 +37,9 @@ const (
 )
 
 var (
-	portNameRE     = regexp.MustCompile(portNamePattern)
-	resourceNameRE = regexp.MustCompile(resourceNamePattern)
-	fieldPathRE    = regexp.MustCompile(fieldPathPattern)
-	resourceRefRE  = regexp.MustCompile(resourceRefPattern)
-	hasLetterRE    = regexp.MustCompile(`[a-z]`)
-	stopSignalRE   = regexp.MustCompile(stopSignalPattern)
+	fieldPathRE   = regexp.MustCompile(fieldPathPattern)
+	resourceRefRE = regexp.MustCompile(resourceRefPattern)
+	stopSignalRE  = regexp.MustCompile(stopSignalPattern)
 )
 
 // isQualifiedName is the rule for label and annotation keys.
@@ -60,7 +57,7 @@ func isDNSSubdomain(s string) bool { return len(s) <= 253 && matchDNSSubdomain(s
 // isPortName is the IANA service name rule: at most 15 characters, lowercase
 // letters, digits and single hyphens, at least one letter.
 func isPortName(s string) bool {
-	return len(s) <= 15 && portNameRE.MatchString(s) && hasLetterRE.MatchString(s) && !strings.Contains(s, "--")
+	return len(s) <= 15 && matchDNSLabel(s) && strings.ContainsFunc(s, func(r rune) bool { return 'a' <= r && r <= 'z' }) && !strings.Contains(s, "--")
 }
 
 func idx(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
@@ -535,7 +532,7 @@ func validateResourceList(e *errs, p string, l corev1.ResourceList) {
 	for _, name := range sortedNames(l) {
 		q := l[name]
 		np := p + "[" + string(name) + "]"
-		if !resourceNameRE.MatchString(string(name)) {
+		if !matchResourceName(string(name)) {
 			e.unsupported(np, "this node accounts for cpu, memory, ephemeral-storage and hugepages-<size> only; extended resources need a device plugin")
 		} else if size, ok := strings.CutPrefix(string(name), corev1.ResourceHugePagesPrefix); ok {
 			if q, err := resource.ParseQuantity(size); err != nil || q.Sign() <= 0 {
