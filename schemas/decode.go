@@ -3,10 +3,12 @@ package schemas
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strconv"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -114,28 +116,21 @@ func DecodeIntent(body []byte, want IntentTarget) (*PodIntent, error) {
 // decodeApply is DecodeIntent's one pass for the common case, a valid apply
 // intent. It returns nil whenever anything might be wrong, and DecodeIntent
 // then runs decodeChecking, which finds and words every problem: so it must
-// accept nothing decodeChecking refuses (decode_fast_test.go checks that).
+// accept nothing decodeChecking refuses (FuzzDecodeApply checks that).
 // json v2 refuses unknown and duplicate names, names that match only when
-// case is ignored, invalid UTF-8 and values of the wrong JSON type; a null it
-// would turn into a zero value, so a body holding one goes the slow way.
+// case is ignored, invalid UTF-8 and values of the wrong JSON type.
 func decodeApply(body []byte, want IntentTarget) *PodIntent {
+	opts := applyOptions
 	if hasNull(body) {
-		return nil
+		opts = applyNullOptions
 	}
 	var w wireApplyIntent
-	if jsonv2.Unmarshal(body, &w, applyOptions) != nil || w.Pod == nil || w.Op == OpDelete {
+	if jsonv2.Unmarshal(body, &w, opts) != nil || w.Pod == nil || w.Pod.Spec == nil || w.Op == OpDelete {
 		return nil
 	}
 	e := &errs{}
 	intent := w.check(e)
-	if len(e.list) > 0 {
-		return nil
-	}
-	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: w.Pod.Metadata}
-	if w.Pod.Spec == nil {
-		return nil
-	}
-	pod.Spec = *w.Pod.Spec
+	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: w.Pod.Metadata, Spec: *w.Pod.Spec}
 	checkPod(e, intent.Op, pod, w.Pod.APIVersion, w.Pod.Kind, want)
 	if len(e.list) > 0 {
 		return nil
@@ -144,12 +139,34 @@ func decodeApply(body []byte, want IntentTarget) *PodIntent {
 	return intent
 }
 
-// applyOptions make json v2 as strict as checkTree, short of nulls.
-var applyOptions = jsonv2.RejectUnknownMembers(true)
+var (
+	applyOptions = jsonv2.RejectUnknownMembers(true)
+	// json v2 makes a null the zero value wherever it is. checkTree refuses
+	// it where Go cannot hold "absent", and so does refuseNull; it costs a
+	// call per value, so only bodies that may hold a null pay it.
+	applyNullOptions = jsonv2.JoinOptions(applyOptions, jsonv2.WithUnmarshalers(jsonv2.UnmarshalFromFunc(refuseNull)))
+	errNull          = errors.New("null where Go cannot hold absent")
+)
+
+// refuseNull fails on a null that v, a pointer to the value being decoded,
+// cannot hold as checkTree sees it, and leaves everything else to json v2.
+func refuseNull(dec *jsontext.Decoder, v any) error {
+	if dec.PeekKind() != 'n' {
+		return errors.ErrUnsupported
+	}
+	switch t := reflect.TypeOf(v).Elem(); t.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Slice, reflect.Map:
+	default:
+		if t != rawMessageType && !infoOf(t).leaf {
+			return errNull
+		}
+	}
+	return errors.ErrUnsupported
+}
 
 // hasNull reports whether body may hold a JSON null: "null" after a '[', ':'
 // or ',' and before a ',', ']' or '}', blanks aside. Inside a string that
-// is a false alarm, which only costs the slow way.
+// is a false alarm, which only costs the slower options.
 func hasNull(body []byte) bool {
 	for rest, at := body, 0; ; {
 		i := bytes.Index(rest, []byte("null"))

@@ -1,6 +1,8 @@
 package schemas
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -26,6 +28,7 @@ func FuzzDecodeApply(f *testing.F) {
 	// small change away from an intent both accept.
 	body := string(benchIntent)
 	f.Add(benchIntent)
+	f.Add(marshalledIntent(f))
 	for _, change := range [][2]string{
 		{`"image": "nginx:1.27"`, `"Image": "nginx:1.27"`},
 		{`"image": "nginx:1.27"`, `"image": "nginx:1.27", "image": "nginx:1.28"`},
@@ -72,14 +75,30 @@ func FuzzDecodeApply(f *testing.F) {
 }
 
 // TestDecodeApplyTakesTheCommonCase keeps the one pass in use: a typical
-// apply intent, and one with "/dev/null" in a string, must not need the
-// checking passes.
+// apply intent, one with "/dev/null" in a string, and one encoding/json made
+// of a PodIntent, with a null creationTimestamp, must not need the checking
+// passes.
 func TestDecodeApplyTakesTheCommonCase(t *testing.T) {
 	want := IntentTarget{Node: "n1", UID: "3f0c7c1e-8d2a-4b7e-9a51-2c4d6e8f0a1b"}
 	devNull := strings.Replace(string(benchIntent), `"daemon off;"`, `"daemon off; >/dev/null"`, 1)
-	for _, body := range []string{string(benchIntent), devNull} {
+	for _, body := range []string{string(benchIntent), devNull, string(marshalledIntent(t))} {
 		if decodeApply([]byte(body), want) == nil {
 			t.Errorf("one pass refuses a valid apply intent:\n%s", body)
 		}
 	}
+}
+
+// marshalledIntent is benchIntent decoded and encoded again by encoding/json,
+// as a scheduler written in Go would send it; with the older k8s.io/api
+// versions, its zero creationTimestamp is a null.
+func marshalledIntent(t testing.TB) []byte {
+	in, err := DecodeIntent(benchIntent, IntentTarget{Node: "n1", UID: "3f0c7c1e-8d2a-4b7e-9a51-2c4d6e8f0a1b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Replace(body, []byte(`"metadata":{`), []byte(`"metadata":{"creationTimestamp":null,`), 1)
 }
