@@ -104,3 +104,20 @@ func matchResourceName(s string) bool {
 	size, ok := strings.CutPrefix(s, "hugepages-")
 	return ok && size != "" && !strings.Contains(size, "\n")
 }
+
+// matchFieldPath is fieldPathPattern: the pod fields a downward API env var
+// may name.
+func matchFieldPath(s string) bool {
+	switch s {
+	case "metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels", "metadata.annotations",
+		"spec.nodeName", "spec.serviceAccountName",
+		"status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs":
+		return true
+	}
+	key, ok := strings.CutPrefix(s, "metadata.labels['")
+	if !ok {
+		key, ok = strings.CutPrefix(s, "metadata.annotations['")
+	}
+	key, closed := strings.CutSuffix(key, "']")
+	return ok && closed && key != "" && !strings.Contains(key, "'")
+}

@@ -37,7 +37,6 @@ const (
 )
 
 var (
-	fieldPathRE   = regexp.MustCompile(fieldPathPattern)
 	resourceRefRE = regexp.MustCompile(resourceRefPattern)
 	stopSignalRE  = regexp.MustCompile(stopSignalPattern)
 )
@@ -486,7 +485,7 @@ func validateEnv(e *errs, p string, c *corev1.Container, s *corev1.PodSpec) {
 			switch {
 			case f.FieldRef.FieldPath == "":
 				e.invalid(vp+".valueFrom.fieldRef.fieldPath", "required")
-			case !fieldPathRE.MatchString(f.FieldRef.FieldPath):
+			case !matchFieldPath(f.FieldRef.FieldPath):
 				e.invalid(vp+".valueFrom.fieldRef.fieldPath", "not a field this node can expose")
 			}
 			if f.FieldRef.APIVersion != "v1" {
