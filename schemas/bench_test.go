@@ -42,14 +42,20 @@ var benchIntent = []byte(`{
   }
 }`)
 
-func BenchmarkDecodeIntent(b *testing.B) {
+func BenchmarkDecodeIntent(b *testing.B) { benchDecode(b, benchIntent) }
+
+// BenchmarkDecodeIntentWithNull decodes what a scheduler written in Go may
+// send: the typical intent with its defaults and a null creationTimestamp.
+func BenchmarkDecodeIntentWithNull(b *testing.B) { benchDecode(b, marshalledIntent(b)) }
+
+func benchDecode(b *testing.B, body []byte) {
 	target := IntentTarget{Node: "n1", UID: "3f0c7c1e-8d2a-4b7e-9a51-2c4d6e8f0a1b"}
-	if _, err := DecodeIntent(benchIntent, target); err != nil {
+	if _, err := DecodeIntent(body, target); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := DecodeIntent(benchIntent, target); err != nil {
+		if _, err := DecodeIntent(body, target); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -3,9 +3,12 @@ package schemas
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strconv"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -34,15 +37,26 @@ type IntentTarget struct {
 	NoMemoryEmptyDir bool
 }
 
-// wireIntent is the envelope as it travels: pointers where "absent" and
-// "zero" differ, the pod kept raw until the op is known.
+// wireEnvelope is the envelope as it travels: pointers where "absent" and
+// "zero" differ.
+type wireEnvelope struct {
+	APIVersion         string `json:"apiVersion"`
+	Kind               string `json:"kind"`
+	Op                 Op     `json:"op,omitempty"`
+	Revision           *int64 `json:"revision,omitempty"`
+	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
+}
+
+// wireIntent is an intent with its pod kept raw until the op is known.
 type wireIntent struct {
-	APIVersion         string          `json:"apiVersion"`
-	Kind               string          `json:"kind"`
-	Op                 Op              `json:"op,omitempty"`
-	Revision           *int64          `json:"revision,omitempty"`
-	GracePeriodSeconds *int64          `json:"gracePeriodSeconds,omitempty"`
-	Pod                json.RawMessage `json:"pod"`
+	wireEnvelope
+	Pod json.RawMessage `json:"pod"`
+}
+
+// wireApplyIntent is an apply intent decoded in one pass (decodeApply).
+type wireApplyIntent struct {
+	wireEnvelope
+	Pod *wirePod `json:"pod"`
 }
 
 // wirePod is a core/v1 Pod as an apply intent carries it: status is accepted
@@ -93,6 +107,88 @@ func DecodeIntent(body []byte, want IntentTarget) (*PodIntent, error) {
 		e.add(ErrMalformed, "", "body is "+strconv.Itoa(len(body))+" bytes, over the limit of "+strconv.Itoa(limit))
 		return nil, e.err()
 	}
+	if intent := decodeApply(body, want); intent != nil {
+		return intent, nil
+	}
+	return decodeChecking(body, want)
+}
+
+// decodeApply is DecodeIntent's one pass for the common case, a valid apply
+// intent. It returns nil whenever anything might be wrong, and DecodeIntent
+// then runs decodeChecking, which finds and words every problem: so it must
+// accept nothing decodeChecking refuses (FuzzDecodeApply checks that).
+// json v2 refuses unknown and duplicate names, names that match only when
+// case is ignored, invalid UTF-8 and values of the wrong JSON type.
+func decodeApply(body []byte, want IntentTarget) *PodIntent {
+	opts := applyOptions
+	if hasNull(body) {
+		opts = applyNullOptions
+	}
+	var w wireApplyIntent
+	if jsonv2.Unmarshal(body, &w, opts) != nil || w.Pod == nil || w.Pod.Spec == nil || w.Op == OpDelete {
+		return nil
+	}
+	e := &errs{}
+	intent := w.check(e)
+	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: w.Pod.Metadata, Spec: *w.Pod.Spec}
+	checkPod(e, intent.Op, pod, w.Pod.APIVersion, w.Pod.Kind, want)
+	if len(e.list) > 0 {
+		return nil
+	}
+	intent.Pod = pod
+	return intent
+}
+
+var (
+	applyOptions = jsonv2.RejectUnknownMembers(true)
+	// json v2 makes a null the zero value wherever it is. checkTree refuses
+	// it where Go cannot hold "absent", and so does refuseNull; it costs a
+	// call per value, so only bodies that may hold a null pay it.
+	applyNullOptions = jsonv2.JoinOptions(applyOptions, jsonv2.WithUnmarshalers(jsonv2.UnmarshalFromFunc(refuseNull)))
+	errNull          = errors.New("null where Go cannot hold absent")
+)
+
+// refuseNull fails on a null that v, a pointer to the value being decoded,
+// cannot hold as checkTree sees it, and leaves everything else to json v2.
+func refuseNull(dec *jsontext.Decoder, v any) error {
+	if dec.PeekKind() != 'n' {
+		return errors.ErrUnsupported
+	}
+	switch t := reflect.TypeOf(v).Elem(); t.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Slice, reflect.Map:
+	default:
+		if t != rawMessageType && !infoOf(t).leaf {
+			return errNull
+		}
+	}
+	return errors.ErrUnsupported
+}
+
+// hasNull reports whether body may hold a JSON null: "null" after a '[', ':'
+// or ',' and before a ',', ']' or '}', blanks aside. Inside a string that
+// is a false alarm, which only costs the slower options.
+func hasNull(body []byte) bool {
+	for rest, at := body, 0; ; {
+		i := bytes.Index(rest, []byte("null"))
+		if i < 0 {
+			return false
+		}
+		at += i
+		before := bytes.TrimRight(body[:at], " \t\r\n")
+		after := bytes.TrimLeft(body[at+4:], " \t\r\n")
+		if (len(before) == 0 || bytes.IndexByte([]byte("[:,"), before[len(before)-1]) >= 0) &&
+			(len(after) == 0 || bytes.IndexByte([]byte(",]}"), after[0]) >= 0) {
+			return true
+		}
+		at += 4
+		rest = body[at:]
+	}
+}
+
+// decodeChecking decodes body in three passes (a tree, checkTree against the
+// Go types, encoding/json), to report every problem with its path.
+func decodeChecking(body []byte, want IntentTarget) (*PodIntent, error) {
+	e := &errs{}
 	tree, err := parseTree(body)
 	if err != nil {
 		e.add(ErrMalformed, "", "not JSON: "+leafReason(err))
@@ -109,26 +205,7 @@ func DecodeIntent(body []byte, want IntentTarget) (*PodIntent, error) {
 	if !ok {
 		return nil, e.err()
 	}
-	if w.APIVersion != APIVersion {
-		e.invalid("apiVersion", "must be "+strconv.Quote(APIVersion))
-	}
-	if w.Kind != KindPodIntent {
-		e.invalid("kind", "must be "+strconv.Quote(KindPodIntent))
-	}
-	op := w.Op
-	switch op {
-	case "":
-		op = OpApply
-	case OpApply, OpDelete:
-	default:
-		e.invalid("op", `must be "apply" or "delete"`)
-	}
-	if w.Revision != nil && *w.Revision < 1 {
-		e.invalid("revision", "must be a positive integer")
-	}
-	if w.GracePeriodSeconds != nil && *w.GracePeriodSeconds < 0 {
-		e.invalid("gracePeriodSeconds", "must be >= 0")
-	}
+	intent := w.check(e)
 	podTree, ok := top["pod"].(map[string]any)
 	if !ok {
 		if top["pod"] == nil {
@@ -141,20 +218,10 @@ func DecodeIntent(body []byte, want IntentTarget) (*PodIntent, error) {
 		return nil, e.err()
 	}
 
-	intent := &PodIntent{
-		APIVersion:         w.APIVersion,
-		Kind:               w.Kind,
-		Op:                 op,
-		GracePeriodSeconds: w.GracePeriodSeconds,
-	}
-	if w.Revision != nil {
-		intent.Revision = *w.Revision
-	}
-
 	// The pod.
 	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}}
 	var podAPIVersion, podKind string
-	if op == OpDelete {
+	if intent.Op == OpDelete {
 		p, ok := decodeChecked[wireDeletePod](e, "pod", podTree, w.Pod)
 		if !ok {
 			return nil, e.err()
@@ -180,10 +247,57 @@ func DecodeIntent(body []byte, want IntentTarget) (*PodIntent, error) {
 			pod.Spec = *p.Spec
 		}
 	}
-	if podAPIVersion != "" && podAPIVersion != "v1" {
+	checkPod(e, intent.Op, pod, podAPIVersion, podKind, want)
+	if len(e.list) > 0 {
+		return nil, e.err()
+	}
+	intent.Pod = pod
+	return intent, nil
+}
+
+// check reports what is wrong with the envelope and returns the intent it
+// describes, without its pod; the op is apply when absent.
+func (w *wireEnvelope) check(e *errs) *PodIntent {
+	if w.APIVersion != APIVersion {
+		e.invalid("apiVersion", "must be "+strconv.Quote(APIVersion))
+	}
+	if w.Kind != KindPodIntent {
+		e.invalid("kind", "must be "+strconv.Quote(KindPodIntent))
+	}
+	op := w.Op
+	switch op {
+	case "":
+		op = OpApply
+	case OpApply, OpDelete:
+	default:
+		e.invalid("op", `must be "apply" or "delete"`)
+	}
+	if w.Revision != nil && *w.Revision < 1 {
+		e.invalid("revision", "must be a positive integer")
+	}
+	if w.GracePeriodSeconds != nil && *w.GracePeriodSeconds < 0 {
+		e.invalid("gracePeriodSeconds", "must be >= 0")
+	}
+	intent := &PodIntent{
+		APIVersion:         w.APIVersion,
+		Kind:               w.Kind,
+		Op:                 op,
+		GracePeriodSeconds: w.GracePeriodSeconds,
+	}
+	if w.Revision != nil {
+		intent.Revision = *w.Revision
+	}
+	return intent
+}
+
+// checkPod validates the decoded pod of an intent of the given op, whose
+// body named the pod's apiVersion and kind as given (or not at all), and
+// for an apply sets its defaults and node.
+func checkPod(e *errs, op Op, pod *corev1.Pod, apiVersion, kind string, want IntentTarget) {
+	if apiVersion != "" && apiVersion != "v1" {
 		e.invalid("pod.apiVersion", `must be "v1" when set`)
 	}
-	if podKind != "" && podKind != "Pod" {
+	if kind != "" && kind != "Pod" {
 		e.invalid("pod.kind", `must be "Pod" when set`)
 	}
 	validateMetadata(e, &pod.ObjectMeta, want.UID)
@@ -195,11 +309,6 @@ func DecodeIntent(body []byte, want IntentTarget) (*PodIntent, error) {
 		pod.Spec.NodeName = want.Node
 		validatePodSpec(e, &pod.Spec, want)
 	}
-	if len(e.list) > 0 {
-		return nil, e.err()
-	}
-	intent.Pod = pod
-	return intent, nil
 }
 
 // decodeChecked reports under path what checkTree finds wrong in tree, the

@@ -1,7 +1,6 @@
 package schemas
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -25,16 +24,18 @@ const (
 	HeaderError     = "Jetlet-Error"
 )
 
-var (
-	nodeNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
-	uidRE      = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+// The patterns of node names and pod UIDs, for the JSON Schemas; match.go
+// checks them by hand.
+const (
+	nodeNamePattern = `^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`
+	uidPattern      = `^[A-Za-z0-9_-]{1,128}$`
 )
 
 // ValidNodeName reports whether s is a DNS-1123 label usable as a node name.
-func ValidNodeName(s string) bool { return nodeNameRE.MatchString(s) }
+func ValidNodeName(s string) bool { return len(s) <= 63 && matchDNSLabel(s) }
 
 // ValidUID reports whether s is a pod UID usable as a subject token.
-func ValidUID(s string) bool { return uidRE.MatchString(s) }
+func ValidUID(s string) bool { return matchUID(s) }
 
 // Subjects builds and parses the subjects of one prefix.
 type Subjects struct{ Prefix string }

@@ -386,7 +386,7 @@ func (g *schemaGen) podIntent() obj {
 	g.require("ObjectMeta", "name", "namespace", "uid")
 	g.set("ObjectMeta", "name", obj{"pattern": dnsSubdomainPattern, "maxLength": 253})
 	g.set("ObjectMeta", "namespace", obj{"pattern": dnsLabelPattern, "maxLength": 63})
-	g.set("ObjectMeta", "uid", obj{"pattern": uidRE.String()})
+	g.set("ObjectMeta", "uid", obj{"pattern": uidPattern})
 	g.set("ObjectMeta", "labels", obj{
 		"propertyNames":        obj{"pattern": qualifiedNamePattern},
 		"additionalProperties": obj{"type": "string", "pattern": labelValuePattern},
@@ -540,14 +540,14 @@ func (g *schemaGen) output(t reflect.Type, kind string) obj {
 		g.set("", "kind", obj{"const": kind})
 	}
 	if _, ok := props["node"]; ok {
-		g.set("", "node", obj{"pattern": nodeNameRE.String(), "maxLength": 63})
+		g.set("", "node", obj{"pattern": nodeNamePattern, "maxLength": 63})
 	}
 	if _, ok := props["uid"]; ok {
-		g.set("", "uid", obj{"pattern": uidRE.String()})
+		g.set("", "uid", obj{"pattern": uidPattern})
 	}
 	if _, ok := g.defs["PodStatus"]; ok {
-		g.set("PodStatus", "node", obj{"pattern": nodeNameRE.String(), "maxLength": 63})
-		g.set("PodStatus", "uid", obj{"pattern": uidRE.String()})
+		g.set("PodStatus", "node", obj{"pattern": nodeNamePattern, "maxLength": 63})
+		g.set("PodStatus", "uid", obj{"pattern": uidPattern})
 	}
 	if _, ok := g.defs["PodCounts"]; ok {
 		g.set("PodCounts", "byPhase", obj{"propertyNames": typeOverlays[reflect.TypeFor[PodPhase]()]})

@@ -37,35 +37,26 @@ const (
 )
 
 var (
-	dnsLabelRE     = regexp.MustCompile(dnsLabelPattern)
-	dnsSubdomainRE = regexp.MustCompile(dnsSubdomainPattern)
-	envNameRE      = regexp.MustCompile(envNamePattern)
-	portNameRE     = regexp.MustCompile(portNamePattern)
-	resourceNameRE = regexp.MustCompile(resourceNamePattern)
-	fieldPathRE    = regexp.MustCompile(fieldPathPattern)
-	resourceRefRE  = regexp.MustCompile(resourceRefPattern)
-	hasLetterRE    = regexp.MustCompile(`[a-z]`)
-	qualifiedRE    = regexp.MustCompile(qualifiedNamePattern)
-	labelValueRE   = regexp.MustCompile(labelValuePattern)
-	stopSignalRE   = regexp.MustCompile(stopSignalPattern)
+	resourceRefRE = regexp.MustCompile(resourceRefPattern)
+	stopSignalRE  = regexp.MustCompile(stopSignalPattern)
 )
 
 // isQualifiedName is the rule for label and annotation keys.
 func isQualifiedName(s string) bool {
 	prefix, _, found := strings.Cut(s, "/")
-	return qualifiedRE.MatchString(s) && (!found || len(prefix) <= 253)
+	return matchQualifiedName(s) && (!found || len(prefix) <= 253)
 }
 
 // maxAnnotationBytes bounds the total size of a pod's annotations.
 const maxAnnotationBytes = 256 << 10
 
-func isDNSLabel(s string) bool     { return len(s) <= 63 && dnsLabelRE.MatchString(s) }
-func isDNSSubdomain(s string) bool { return len(s) <= 253 && dnsSubdomainRE.MatchString(s) }
+func isDNSLabel(s string) bool     { return len(s) <= 63 && matchDNSLabel(s) }
+func isDNSSubdomain(s string) bool { return len(s) <= 253 && matchDNSSubdomain(s) }
 
 // isPortName is the IANA service name rule: at most 15 characters, lowercase
 // letters, digits and single hyphens, at least one letter.
 func isPortName(s string) bool {
-	return len(s) <= 15 && portNameRE.MatchString(s) && hasLetterRE.MatchString(s) && !strings.Contains(s, "--")
+	return len(s) <= 15 && matchDNSLabel(s) && strings.ContainsFunc(s, func(r rune) bool { return 'a' <= r && r <= 'z' }) && !strings.Contains(s, "--")
 }
 
 func idx(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
@@ -96,7 +87,7 @@ func validateMetadata(e *errs, m *metav1.ObjectMeta, subjectUID string) {
 		switch {
 		case !isQualifiedName(k):
 			e.invalid(p+".labels["+k+"]", "key must be a qualified name ([prefix/]name, name at most 63 alphanumerics, '-', '_', '.')")
-		case !labelValueRE.MatchString(m.Labels[k]):
+		case !matchLabelValue(m.Labels[k]):
 			e.invalid(p+".labels["+k+"]", "value must be at most 63 alphanumerics, '-', '_' and '.', starting and ending with an alphanumeric")
 		}
 	}
@@ -478,7 +469,7 @@ func validateEnv(e *errs, p string, c *corev1.Container, s *corev1.PodSpec) {
 		vp := idx(p+".env", i)
 		if v.Name == "" {
 			e.invalid(vp+".name", "required")
-		} else if !envNameRE.MatchString(v.Name) {
+		} else if !matchEnvName(v.Name) {
 			e.invalid(vp+".name", "must consist of printable ASCII characters other than '='")
 		}
 		f := v.ValueFrom
@@ -494,7 +485,7 @@ func validateEnv(e *errs, p string, c *corev1.Container, s *corev1.PodSpec) {
 			switch {
 			case f.FieldRef.FieldPath == "":
 				e.invalid(vp+".valueFrom.fieldRef.fieldPath", "required")
-			case !fieldPathRE.MatchString(f.FieldRef.FieldPath):
+			case !matchFieldPath(f.FieldRef.FieldPath):
 				e.invalid(vp+".valueFrom.fieldRef.fieldPath", "not a field this node can expose")
 			}
 			if f.FieldRef.APIVersion != "v1" {
@@ -540,7 +531,7 @@ func validateResourceList(e *errs, p string, l corev1.ResourceList) {
 	for _, name := range sortedNames(l) {
 		q := l[name]
 		np := p + "[" + string(name) + "]"
-		if !resourceNameRE.MatchString(string(name)) {
+		if !matchResourceName(string(name)) {
 			e.unsupported(np, "this node accounts for cpu, memory, ephemeral-storage and hugepages-<size> only; extended resources need a device plugin")
 		} else if size, ok := strings.CutPrefix(string(name), corev1.ResourceHugePagesPrefix); ok {
 			if q, err := resource.ParseQuantity(size); err != nil || q.Sign() <= 0 {
