@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/natstest"
 )
 
@@ -44,6 +46,31 @@ func runCLIWith(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, 
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	return cli.Execute(ctx, root, args, stderr)
+}
+
+// startJetletRun runs `jetlet run` (embedded NATS, embedded runtime) as
+// the README does: in a directory of its own, the default data dir under
+// it, whose seed authenticates the commands the test runs from there. The
+// pods named are deleted before the process is killed: no container is
+// left running.
+func startJetletRun(t *testing.T, pods ...string) (*jetlettest.Process, *cluster) {
+	t.Helper()
+	jetlettest.Binary(t)                 // built from inside the module, before leaving it
+	dir, err := os.MkdirTemp("", "jrun") // short: the runtime's socket lives under it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Chdir(dir)
+	p := jetlettest.Start(t, "run", "--node", "n1", "--nats-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")
+	p.WaitReady(60 * time.Second)
+	c := &cluster{t: t, url: p.NATSURL()}
+	t.Cleanup(func() {
+		for _, name := range pods {
+			c.run("delete", "default/"+name, "--wait", "--grace", "0", "--ignore-not-found")
+		}
+	})
+	return p, c
 }
 
 // following is a command that runs until interrupted (a follow, a watch),

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/poll"
 )
 
@@ -103,22 +102,13 @@ func TestSoakCLIAgainstJetletRun(t *testing.T) {
 			t.Fatalf("JETLET_SOAK_COMMANDS=%q: want a positive number", s)
 		}
 	}
-	jetlettest.Binary(t)                  // built from inside the module, before leaving it
-	dir, err := os.MkdirTemp("", "jsoak") // short: the runtime's socket lives under it
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	t.Chdir(dir)
-	p := jetlettest.Start(t, "run", "--node", "n1", "--nats-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")
-	p.WaitReady(60 * time.Second)
-	url := p.NATSURL()
 	const pods = 5
-	t.Cleanup(func() {
-		for i := range pods {
-			runCLI(context.Background(), "", "delete", "default/soak-"+strconv.Itoa(i), "--wait", "--grace", "0", "--ignore-not-found", "--nats-url", url)
-		}
-	})
+	var names []string
+	for i := range pods {
+		names = append(names, "soak-"+strconv.Itoa(i))
+	}
+	_, c := startJetletRun(t, names...)
+	url := c.url
 
 	failed := 0
 	for i := range n {

@@ -1,14 +1,12 @@
 package client
 
 import (
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/poll"
 )
 
@@ -26,25 +24,8 @@ func TestClientAgainstJetletRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	examples += "/"
-	// Built from inside the module, before leaving it.
-	jetlettest.Binary(t)
-	// Short: the runtime's socket lives under it.
-	dir, err := os.MkdirTemp("", "jcli")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	t.Chdir(dir)
-	p := jetlettest.Start(t, "run", "--node", "n1", "--nats-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")
-	p.WaitReady(60 * time.Second)
-	c := &cluster{t: t, url: p.NATSURL()}
 	pods := []string{"web", "job", "init", "crashloop"}
-	// Runs before the process is killed: leave no container running.
-	t.Cleanup(func() {
-		for _, name := range pods {
-			c.run("delete", "default/"+name, "--wait", "--grace", "0", "--ignore-not-found")
-		}
-	})
+	_, c := startJetletRun(t, pods...)
 
 	res := c.run("get", "nodes")
 	wantCode(t, res, 0)

@@ -47,21 +47,11 @@ func TestLogsAndExecAgainstJetletRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := jetlettest.Binary(t)
-	dir, err := os.MkdirTemp("", "jlogs") // short: the runtime's socket lives under it
+	p, c := startJetletRun(t, "web", "crashonce", "ticker", "big")
+	dir, err := os.Getwd() // jetlet's, whose data dir authenticates the commands
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	t.Chdir(dir)
-	p := jetlettest.Start(t, "run", "--node", "n1", "--nats-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")
-	p.WaitReady(60 * time.Second)
-	c := &cluster{t: t, url: p.NATSURL()}
-	pods := []string{"web", "crashonce", "ticker", "big"}
-	t.Cleanup(func() {
-		for _, name := range pods {
-			c.run("delete", "default/"+name, "--wait", "--grace", "0", "--ignore-not-found")
-		}
-	})
 	wantCode(t, c.run("apply", "-f", filepath.Join(examples, "web.yaml"), "--wait"), 0)
 
 	t.Run("logs -f follows a container and ends when it exits", func(t *testing.T) {
