@@ -1,0 +1,73 @@
+// Package shim is the embedded runtime's per-pod supervisor: one small process
+// per pod sandbox, started by the runtime in the pod's namespaces, that starts
+// the pod's containers as its children, copies their output to the CRI log
+// and records their exits. It is built into its own small binary
+// (cmd/jetlet-shim), so it imports nothing but the standard library and
+// golang.org/x/sys: no Kubernetes types, no NATS, no gRPC. The runtime
+// (package proc) translates CRI requests into the specs below.
+package shim
+
+// ContainerSpec is a container directory's spec.json: everything the pod
+// shim and the container's init need to run one container.
+type ContainerSpec struct {
+	Args    []string `json:"args"` // command + args, argv[0] as given
+	Env     []string `json:"env"`
+	WorkDir string   `json:"work_dir"`
+	LogPath string   `json:"log_path,omitempty"`
+	// User is who the process runs as; nil keeps the shim's own user.
+	User *User `json:"user,omitempty"`
+	// CgroupProcs are the cgroup.procs files the shim writes the container's
+	// pid to before it executes the command (one per cgroup v1 hierarchy, or
+	// the one v2 file).
+	CgroupProcs []string `json:"cgroup_procs,omitempty"`
+	// Isolation, when set, gives the container a mount namespace of its own
+	// set up by its init before the command runs. Nil runs the command in the
+	// shim's mount namespace (the runtime is not root).
+	Isolation *Isolation `json:"isolation,omitempty"`
+}
+
+// User is a process's credentials.
+type User struct {
+	UID    uint32   `json:"uid"`
+	GID    uint32   `json:"gid"`
+	Groups []uint32 `json:"groups,omitempty"`
+}
+
+// Isolation is what a container's init applies in the container's own mount
+// namespace before it runs the command.
+type Isolation struct {
+	// Mounts are applied in order after the root is set up.
+	Mounts []Mount `json:"mounts,omitempty"`
+	// ReadonlyRootfs makes the root and every host tree under it read-only.
+	ReadonlyRootfs bool `json:"readonly_rootfs,omitempty"`
+	// MaskedPaths are hidden (a file under /dev/null, a directory under an
+	// empty read-only tmpfs); ReadonlyPaths are bound read-only onto
+	// themselves. Paths that do not exist are skipped.
+	MaskedPaths   []string `json:"masked_paths,omitempty"`
+	ReadonlyPaths []string `json:"readonly_paths,omitempty"`
+	// Capabilities are the process's capability sets by name ("CAP_CHOWN").
+	Capabilities Capabilities `json:"capabilities"`
+	// NoNewPrivs sets PR_SET_NO_NEW_PRIVS (allowPrivilegeEscalation: false).
+	NoNewPrivs bool `json:"no_new_privs,omitempty"`
+}
+
+// Mount is one mount in a container's namespace.
+type Mount struct {
+	Source      string `json:"source"`
+	Destination string `json:"destination"`
+	// Type is "bind" (the default) or "tmpfs" (Source ignored).
+	Type     string `json:"type,omitempty"`
+	ReadOnly bool   `json:"read_only,omitempty"`
+	// Propagation is "rprivate" (the default), "rslave" (host to container)
+	// or "rshared" (bidirectional), as the CRI's MountPropagation asks.
+	Propagation string `json:"propagation,omitempty"`
+}
+
+// Capabilities are a process's capability sets, by name.
+type Capabilities struct {
+	Bounding    []string `json:"bounding"`
+	Effective   []string `json:"effective"`
+	Permitted   []string `json:"permitted"`
+	Inheritable []string `json:"inheritable,omitempty"`
+	Ambient     []string `json:"ambient,omitempty"`
+}
