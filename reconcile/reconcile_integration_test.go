@@ -18,12 +18,13 @@ import (
 	"github.com/jetlet/jetlet/reconcile"
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/proc"
+	"github.com/jetlet/jetlet/runtime/proc/shim"
 	"github.com/jetlet/jetlet/schemas"
 )
 
 func TestMain(m *testing.M) {
-	if proc.ShimRequested() {
-		os.Exit(proc.ShimMain())
+	if shim.Requested() {
+		os.Exit(shim.Main())
 	}
 	os.Exit(m.Run())
 }

@@ -11,14 +11,14 @@ import (
 	"github.com/jetlet/jetlet/cmd/jetlet/agent"
 	"github.com/jetlet/jetlet/cmd/jetlet/client"
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
-	"github.com/jetlet/jetlet/runtime/proc"
+	"github.com/jetlet/jetlet/runtime/proc/shim"
 	"github.com/spf13/cobra"
 )
 
 func main() {
 	// The embedded runtime re-executes this binary as each container's shim.
-	if proc.ShimRequested() {
-		os.Exit(proc.ShimMain())
+	if shim.Requested() {
+		os.Exit(shim.Main())
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	root := cli.NewRoot(append([]*cobra.Command{agent.NewRunCommand(), cli.NewVersionCommand()}, client.Commands()...)...)

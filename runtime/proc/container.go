@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/jetlet/jetlet/internal/atomicfile"
+	"github.com/jetlet/jetlet/runtime/proc/shim"
 	"google.golang.org/protobuf/encoding/protojson"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -22,31 +24,9 @@ type containerRecord struct {
 	Resources json.RawMessage `json:"resources,omitempty"`
 }
 
-// shimState is shim.json, written by the shim once the process runs.
-type shimState struct {
-	ShimPID   int    `json:"shim_pid"`
-	PID       int    `json:"pid"`
-	StartedAt int64  `json:"started_at"`
-	UID       uint32 `json:"uid"`
-	GID       uint32 `json:"gid"`
-}
-
-// exitState is exit.json, written by the shim when the process has exited (or
-// failed to start), or by the runtime when a shim vanished without writing it.
-type exitState struct {
-	ExitCode   int32  `json:"exit_code"`
-	FinishedAt int64  `json:"finished_at"`
-	Reason     string `json:"reason,omitempty"`
-	Message    string `json:"message,omitempty"`
-}
-
 const (
-	reasonCompleted  = "Completed"
-	reasonError      = "Error"
-	reasonStartError = "StartError" // containerd's reason when the task cannot start
-	reasonUnknown    = "Unknown"
-	startErrorCode   = 128 // containerd's exit code for a start failure
-	shimLostCode     = 255
+	reasonCompleted = "Completed"
+	reasonError     = "Error"
 )
 
 type container struct {
@@ -64,8 +44,8 @@ type container struct {
 
 	// guarded by Runtime.mu
 	resources *runtimeapi.LinuxContainerResources
-	shim      *shimState
-	exit      *exitState
+	shim      *shim.State // the running command, as its pod shim recorded it
+	exit      *shim.Exit
 	exited    chan struct{} // set when the shim runs; closed once exit is known
 	// exitAtStart: Start found the shim gone, its exit yet to be collected.
 	exitAtStart bool
@@ -106,12 +86,12 @@ func (r *Runtime) saveContainer(c *container) error {
 			return err
 		}
 	}
-	return writeJSONAtomic(filepath.Join(c.dir, "container.json"), rec)
+	return atomicfile.WriteJSON(filepath.Join(c.dir, "container.json"), rec)
 }
 
 func (r *Runtime) loadContainer(dir string) (*container, error) {
 	var rec containerRecord
-	if err := readJSON(filepath.Join(dir, "container.json"), &rec); err != nil {
+	if err := atomicfile.ReadJSON(filepath.Join(dir, "container.json"), &rec); err != nil {
 		return nil, err
 	}
 	if rec.ID != filepath.Base(dir) {
@@ -145,7 +125,7 @@ func (r *Runtime) getContainer(id string) (*container, error) {
 	return r.containers[full], nil
 }
 
-func exitReason(e *exitState) string {
+func exitReason(e *shim.Exit) string {
 	if e.Reason != "" {
 		return e.Reason
 	}

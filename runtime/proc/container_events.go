@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/jetlet/jetlet/runtime/proc/shim"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -175,7 +176,7 @@ func (r *Runtime) eventLocked(c *container, typ runtimeapi.ContainerEventType) *
 // r.mu must be write-locked. An exit found while the runtime starts is kept
 // for the first subscriber. It reports whether the caller should mark the
 // exit reported (markReported, without r.mu).
-func (r *Runtime) recordExitLocked(c *container, ex *exitState) bool {
+func (r *Runtime) recordExitLocked(c *container, ex *shim.Exit) bool {
 	c.exit = ex
 	if _, ok := r.containers[c.id]; !ok {
 		return false

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jetlet/jetlet/internal/atomicfile"
+	"github.com/jetlet/jetlet/runtime/proc/shim"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -340,8 +342,8 @@ func TestContainerEventsExitWhileRuntimeDown(t *testing.T) {
 	other := h.run(sb, sbCfg, "other", "sleep", "1000")
 	lost := h.run(sb, sbCfg, "lost", "sleep", "1000")
 	stateDir := h.rt.containersDir()
-	var lostShim shimState
-	if err := readJSON(filepath.Join(stateDir, lost, "shim.json"), &lostShim); err != nil {
+	var lostShim shim.State
+	if err := atomicfile.ReadJSON(filepath.Join(stateDir, lost, "shim.json"), &lostShim); err != nil {
 		t.Fatal(err)
 	}
 	h.waitLog(h.status(id).GetLogPath(), "ready")

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os/exec"
-	"path/filepath"
-	"syscall"
+	"io"
+	"os"
+	"sync"
 	"time"
 
+	"github.com/jetlet/jetlet/runtime/proc/shim"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -17,10 +18,11 @@ import (
 // maxExecOutput caps each of stdout and stderr, as kubelet and containerd do.
 const maxExecOutput = 16 << 20
 
-// ExecSync runs cmd with the container's environment, working dir and user,
-// in a process group of its own, and returns its output and exit code. When
-// the timeout (seconds; 0 means none) passes, the group is killed and the call
-// fails with DeadlineExceeded.
+// ExecSync runs cmd in the container, through its pod's shim: in the
+// container's namespaces and mount view, with its environment, working dir,
+// user and capabilities, in a session of its own, and returns its output and
+// exit code. When the timeout (seconds; 0 means none) passes, it is killed and
+// the call fails with DeadlineExceeded.
 func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
 	if len(req.GetCmd()) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "exec command is empty")
@@ -31,17 +33,10 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 	}
 	r.mu.RLock()
 	state := c.stateLocked()
+	s := r.sandboxes[c.sandboxID]
 	r.mu.RUnlock()
-	if state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+	if state != runtimeapi.ContainerState_CONTAINER_RUNNING || s == nil {
 		return nil, status.Errorf(codes.FailedPrecondition, "container %s is in %s state", c.id, state)
-	}
-	var spec shimSpec
-	if err := readJSON(filepath.Join(c.dir, "spec.json"), &spec); err != nil {
-		return nil, status.Errorf(codes.Internal, "read container spec: %v", err)
-	}
-	path, err := lookPath(req.GetCmd()[0], spec.Env)
-	if err != nil {
-		return nil, status.Errorf(codes.Unknown, "failed to exec in container: %v", err)
 	}
 
 	execCtx := ctx
@@ -51,34 +46,62 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 		execCtx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
+	stdin, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "exec: %v", err)
+	}
+	defer stdin.Close()
 	var stdout, stderr capped
 	stdout.max, stderr.max = maxExecOutput, maxExecOutput
-	cmd := exec.CommandContext(execCtx, path, req.GetCmd()[1:]...)
-	cmd.Args[0] = req.GetCmd()[0]
-	cmd.Env = spec.Env
-	cmd.Dir = spec.WorkDir
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	cmd.SysProcAttr = procAttr(spec.UID, spec.GID, spec.Groups)
-	cmd.Cancel = func() error { return signalGroup(cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = time.Second // a child holding the pipes does not hold us
-	err = cmd.Run()
-	if timeout > 0 && errors.Is(execCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-		return nil, status.Errorf(codes.DeadlineExceeded, "failed to exec in container: timeout %v exceeded", timeout)
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "exec: %v", err)
 	}
-	if ctx.Err() != nil {
-		return nil, status.FromContextError(ctx.Err()).Err()
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, status.Errorf(codes.Internal, "exec: %v", err)
 	}
-	var code int32
-	var ee *exec.ExitError
+	var copying sync.WaitGroup
+	copying.Add(2)
+	go func() { defer copying.Done(); _, _ = io.Copy(&stdout, outR); outR.Close() }()
+	go func() { defer copying.Done(); _, _ = io.Copy(&stderr, errR); errR.Close() }()
+	resp, err := shim.Call(execCtx, s.dir, shim.Request{Op: shim.OpExec, Dir: c.dir, Args: req.GetCmd()}, stdin, outW, errW)
+	outW.Close()
+	errW.Close()
+	if err == nil {
+		// The output ends with the command, unless something it started holds
+		// the pipes: then as the kubelet's exec, do not wait for it.
+		waitCopied(&copying, time.Second, outR, errR)
+	} else {
+		outR.Close()
+		errR.Close()
+	}
 	switch {
-	case err == nil, errors.Is(err, exec.ErrWaitDelay):
-	case errors.As(err, &ee):
-		code = exitCode(ee)
-	default:
+	case timeout > 0 && errors.Is(execCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		return nil, status.Errorf(codes.DeadlineExceeded, "failed to exec in container: timeout %v exceeded", timeout)
+	case ctx.Err() != nil:
+		return nil, status.FromContextError(ctx.Err()).Err()
+	case err != nil:
 		return nil, status.Errorf(codes.Unknown, "failed to exec in container: %v", err)
 	}
-	return &runtimeapi.ExecSyncResponse{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: code}, nil
+	return &runtimeapi.ExecSyncResponse{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: resp.ExitCode}, nil
+}
+
+// waitCopied waits up to d for copying to finish, then cuts it short by
+// closing the pipes it reads.
+func waitCopied(copying *sync.WaitGroup, d time.Duration, pipes ...*os.File) {
+	done := make(chan struct{})
+	go func() { copying.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		for _, p := range pipes {
+			p.Close()
+		}
+		<-done
+	}
 }
 
 // capped is a buffer that keeps the first max bytes and drops the rest.

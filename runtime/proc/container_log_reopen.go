@@ -19,12 +19,12 @@ func (r *Runtime) ReopenContainerLog(ctx context.Context, req *runtimeapi.Reopen
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
 	r.mu.RLock()
-	state, st := c.stateLocked(), c.shim
+	state := c.stateLocked()
 	r.mu.RUnlock()
 	if state != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		return nil, status.Errorf(codes.FailedPrecondition, "container %s is not running", c.id)
 	}
-	if err := r.reopenLog(ctx, c, st); err != nil {
+	if err := r.reopenLog(ctx, c); err != nil {
 		return nil, status.Errorf(codes.Internal, "reopen log of container %s: %v", c.id, err)
 	}
 	return &runtimeapi.ReopenContainerLogResponse{}, nil

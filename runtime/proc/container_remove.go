@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/jetlet/jetlet/internal/atomicfile"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -40,7 +41,7 @@ func (r *Runtime) removeContainer(ctx context.Context, c *container) error {
 		return nil
 	}
 	var links []string
-	if err := readJSON(filepath.Join(c.dir, "hostlinks.json"), &links); err == nil {
+	if err := atomicfile.ReadJSON(filepath.Join(c.dir, "hostlinks.json"), &links); err == nil {
 		for _, l := range links {
 			if _, err := os.Readlink(l); err == nil {
 				_ = os.Remove(l)

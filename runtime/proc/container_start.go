@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jetlet/jetlet/internal/atomicfile"
+	"github.com/jetlet/jetlet/runtime/proc/shim"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -48,11 +50,11 @@ func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 
 	spec, err := r.buildSpec(c, s)
 	if err == nil {
-		err = writeJSONAtomic(filepath.Join(c.dir, "spec.json"), spec)
+		err = atomicfile.WriteJSON(filepath.Join(c.dir, "spec.json"), spec)
 	}
-	var st *shimState
+	var st *shim.State
 	if err == nil {
-		st, err = r.launchShim(ctx, c)
+		st, err = r.startInShim(ctx, c, s)
 	}
 	if err != nil {
 		r.recordStartFailure(c, err)
@@ -72,10 +74,10 @@ func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 // recordStartFailure makes c EXITED with the StartError the shim recorded, or
 // with cause when the shim recorded none.
 func (r *Runtime) recordStartFailure(c *container, cause error) {
-	var ex exitState
-	if err := readJSON(filepath.Join(c.dir, "exit.json"), &ex); err != nil {
-		ex = exitState{ExitCode: startErrorCode, FinishedAt: nowNano(), Reason: reasonStartError, Message: cause.Error()}
-		if err := writeJSONAtomic(filepath.Join(c.dir, "exit.json"), &ex); err != nil {
+	var ex shim.Exit
+	if err := atomicfile.ReadJSON(filepath.Join(c.dir, "exit.json"), &ex); err != nil {
+		ex = shim.Exit{ExitCode: shim.StartErrorCode, FinishedAt: nowNano(), Reason: shim.ReasonStartError, Message: cause.Error()}
+		if err := atomicfile.WriteJSON(filepath.Join(c.dir, "exit.json"), &ex); err != nil {
 			r.log.Error().Err(err).Str("container", c.id).Msg("record start failure")
 		}
 	}
@@ -93,10 +95,10 @@ func (r *Runtime) recordStartFailure(c *container, cause error) {
 
 // buildSpec turns c's config into what the shim runs: argv, environment,
 // working dir, log path and user. It also makes the mounts visible.
-func (r *Runtime) buildSpec(c *container, s *sandbox) (*shimSpec, error) {
+func (r *Runtime) buildSpec(c *container, s *sandbox) (*shim.ContainerSpec, error) {
 	cfg := c.config
 	rootfs := filepath.Join(c.dir, "rootfs")
-	spec := &shimSpec{
+	spec := &shim.ContainerSpec{
 		Args:    append(append([]string{}, cfg.GetCommand()...), cfg.GetArgs()...),
 		LogPath: c.logPath,
 	}
@@ -136,7 +138,7 @@ func (r *Runtime) buildSpec(c *container, s *sandbox) (*shimSpec, error) {
 // setUser runs the process as the configured user when the runtime is root.
 // Otherwise the process runs as the runtime's own user and a different
 // configured user is ignored (logged).
-func (r *Runtime) setUser(spec *shimSpec, sc *runtimeapi.LinuxContainerSecurityContext, rootfs string) error {
+func (r *Runtime) setUser(spec *shim.ContainerSpec, sc *runtimeapi.LinuxContainerSecurityContext, rootfs string) error {
 	var uid, gid *uint32
 	if u := sc.GetRunAsUser(); u != nil {
 		v := uint32(u.GetValue())
@@ -168,9 +170,9 @@ func (r *Runtime) setUser(spec *shimSpec, sc *runtimeapi.LinuxContainerSecurityC
 		zero := uint32(0)
 		gid = &zero
 	}
-	spec.UID, spec.GID = uid, gid
+	spec.User = &shim.User{UID: *uid, GID: *gid}
 	for _, g := range sc.GetSupplementalGroups() {
-		spec.Groups = append(spec.Groups, uint32(g))
+		spec.User.Groups = append(spec.User.Groups, uint32(g))
 	}
 	if err := os.Chown(rootfs, int(*uid), int(*gid)); err != nil {
 		return fmt.Errorf("chown rootfs: %w", err)
@@ -218,7 +220,7 @@ func (r *Runtime) linkMounts(c *container, rootfs string) error {
 		hostLinks = append(hostLinks, cpath)
 	}
 	if len(hostLinks) > 0 {
-		return writeJSONAtomic(filepath.Join(c.dir, "hostlinks.json"), hostLinks)
+		return atomicfile.WriteJSON(filepath.Join(c.dir, "hostlinks.json"), hostLinks)
 	}
 	return nil
 }

@@ -87,3 +87,20 @@ func TestStartEnvWorkdirMounts(t *testing.T) {
 	st2 := h.waitState(id2, runtimeapi.ContainerState_CONTAINER_EXITED)
 	h.waitLog(st2.GetLogPath(), "stdout F "+src)
 }
+
+func TestContainerLogFormat(t *testing.T) {
+	h := newHarness(t)
+	sb, sbCfg := h.pod("p", nil)
+	id := h.run(sb, sbCfg, "c", "sh", "-c", `echo out1; echo err1 >&2; printf partial`)
+	st := h.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED)
+	data, err := os.ReadFile(st.GetLogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// <timestamp> <stream> <tag> <content>, as the shim's own tests check in detail.
+	for _, want := range []string{" stdout F out1\n", " stderr F err1\n", " stdout P partial\n"} {
+		if !strings.Contains(string(data), want) {
+			t.Fatalf("log lacks %q:\n%s", want, data)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/jetlet/jetlet/runtime/proc/shim"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -66,7 +67,7 @@ func (c *container) statusLocked() *runtimeapi.ContainerStatus {
 
 // containerInfo is the verbose info crictl inspect prints: where things are and
 // what the shim runs.
-func (r *Runtime) containerInfo(c *container, st *shimState) string {
+func (r *Runtime) containerInfo(c *container, st *shim.State) string {
 	info := map[string]any{
 		"sandboxID": c.sandboxID,
 		"dir":       c.dir,
@@ -77,7 +78,7 @@ func (r *Runtime) containerInfo(c *container, st *shimState) string {
 		info["pid"] = st.PID
 		info["shimPid"] = st.ShimPID
 	}
-	var spec shimSpec
+	var spec shim.ContainerSpec
 	if data, err := os.ReadFile(filepath.Join(c.dir, "spec.json")); err == nil && json.Unmarshal(data, &spec) == nil {
 		info["process"] = spec
 	}

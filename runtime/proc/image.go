@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jetlet/jetlet/internal/atomicfile"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -98,13 +99,13 @@ func (r *Runtime) saveImagesLocked() error {
 		list = append(list, im)
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
-	return writeJSONAtomic(r.imagesFile(), list)
+	return atomicfile.WriteJSON(r.imagesFile(), list)
 }
 
 // loadImages reads images.json; r.mu must be held.
 func (r *Runtime) loadImages() {
 	var list []*image
-	if err := readJSON(r.imagesFile(), &list); err != nil {
+	if err := atomicfile.ReadJSON(r.imagesFile(), &list); err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			r.log.Warn().Err(err).Msg("skipping unreadable image records")
 		}

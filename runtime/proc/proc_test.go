@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jetlet/jetlet/runtime/proc/shim"
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -20,8 +21,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if ShimRequested() {
-		os.Exit(ShimMain())
+	if shim.Requested() {
+		os.Exit(shim.Main())
 	}
 	os.Exit(m.Run())
 }

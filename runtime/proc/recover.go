@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/jetlet/jetlet/internal/atomicfile"
+	"github.com/jetlet/jetlet/runtime/proc/shim"
 )
 
 // recover loads images, sandboxes and containers from Dir. A record that cannot
@@ -24,6 +27,9 @@ func (r *Runtime) recover() {
 			continue
 		}
 		r.sandboxes[s.id] = s
+		if s.ready {
+			r.watchSandbox(s) // settles at once if its shim died meanwhile
+		}
 		if err := r.reserveName(s.name, s.id); err != nil {
 			r.log.Warn().Err(err).Str("sandbox", s.id).Msg("duplicate sandbox name")
 		}
@@ -56,16 +62,16 @@ func (r *Runtime) recover() {
 // watches it when it still runs; it reports whether it does.
 func (r *Runtime) recoverProcess(c *container) bool {
 	r.awaitInterruptedStart(c)
-	var ex exitState
-	switch err := readJSON(filepath.Join(c.dir, "exit.json"), &ex); {
+	var ex shim.Exit
+	switch err := atomicfile.ReadJSON(filepath.Join(c.dir, "exit.json"), &ex); {
 	case err == nil:
 		c.exit = &ex
 	case !errors.Is(err, os.ErrNotExist):
 		r.log.Warn().Err(err).Str("container", c.id).Msg("unreadable exit record")
-		c.exit = &exitState{ExitCode: shimLostCode, FinishedAt: time.Now().UnixNano(), Reason: reasonUnknown, Message: err.Error()}
+		c.exit = &shim.Exit{ExitCode: shim.LostCode, FinishedAt: time.Now().UnixNano(), Reason: shim.ReasonUnknown, Message: err.Error()}
 	}
-	var st shimState
-	switch err := readJSON(filepath.Join(c.dir, "shim.json"), &st); {
+	var st shim.State
+	switch err := atomicfile.ReadJSON(filepath.Join(c.dir, "shim.json"), &st); {
 	case err == nil:
 		c.shim = &st
 	case !errors.Is(err, os.ErrNotExist):

@@ -1,12 +1,14 @@
 package proc
 
 import (
+	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
 
+	"github.com/jetlet/jetlet/internal/atomicfile"
+	"github.com/jetlet/jetlet/runtime/proc/shim"
 	"google.golang.org/grpc/codes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -85,11 +87,11 @@ func TestShimKilledReportsUnknownExit(t *testing.T) {
 	sb, sbCfg := h.pod("p", nil)
 	id := h.run(sb, sbCfg, "c", "sleep", "1000")
 	pid := h.pid(id)
-	var shim shimState
-	if err := readJSON(filepath.Join(h.rt.containerDir(id), "shim.json"), &shim); err != nil {
+	var rec shim.State
+	if err := atomicfile.ReadJSON(filepath.Join(h.rt.containerDir(id), "shim.json"), &rec); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Kill(shim.ShimPID, syscall.SIGKILL); err != nil {
+	if err := syscall.Kill(rec.ShimPID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	st := h.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED)
@@ -150,25 +152,22 @@ func TestRestartDuringAStartAdoptsWhatTheShimStarted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeJSONAtomic(filepath.Join(c.dir, "spec.json"), spec); err != nil {
+	if err := atomicfile.WriteJSON(filepath.Join(c.dir, "spec.json"), spec); err != nil {
 		t.Fatal(err)
 	}
 	h.stop()
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr.Close()
-	shim := exec.Command(os.Args[0])
-	shim.Env = []string{shimEnv + "=1", shimDirEnv + "=" + c.dir, "PATH=" + defaultPath}
-	shim.ExtraFiles = []*os.File{pw}
-	shim.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := shim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pw.Close()
-	go func() { _ = shim.Wait() }()
+	// The request the dying runtime sent, answered to nobody, while the next
+	// runtime starts.
+	sandboxDir := h.rt.sandboxDir(c.sandboxID)
+	started := make(chan error, 1)
+	go func() {
+		_, err := shim.Call(context.Background(), sandboxDir, shim.Request{Op: shim.OpStart, Dir: c.dir})
+		started <- err
+	}()
 	h.start()
+	if err := <-started; err != nil {
+		t.Fatal(err)
+	}
 
 	if st := h.status(id); st.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING || st.GetStartedAt() == 0 {
 		t.Fatalf("after a restart during its start the container is %v, want RUNNING (adopted)", st.GetState())

@@ -38,8 +38,9 @@ type Config struct {
 	// Dir is the state root: records, sandboxes and container dirs. Created by
 	// Start when absent. Required.
 	Dir string
-	// ShimPath is the executable re-executed as a container's shim. It must call
-	// ShimRequested/ShimMain first thing in main. Default: os.Executable().
+	// ShimPath is the executable started as each pod's shim, and by the
+	// shim as each container's init: cmd/jetlet-shim, or any binary that calls
+	// shim.Requested/shim.Main first thing in main. Default: os.Executable().
 	ShimPath string
 	// Logger receives the runtime's logs; component=proc is added.
 	Logger zerolog.Logger
@@ -92,6 +93,9 @@ type Runtime struct {
 	pendingOpen  bool     // no subscriber has taken pendingExits yet
 	stopped      bool
 	done         chan struct{} // closed by Stop: ends every event stream
+
+	// iso is found by Start before serving, then read-only.
+	iso isolation
 
 	srvMu   sync.Mutex
 	server  *grpc.Server
@@ -149,6 +153,11 @@ func (r *Runtime) Start(ctx context.Context, socketPath string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	r.iso = detectIsolation(r.cfg.ShimPath)
+	if r.iso.level != IsolationFull {
+		r.log.Warn().Str("isolation", r.iso.level).Strs("missing", r.iso.missing).
+			Msg("pods are not fully isolated from this host")
+	}
 	r.recover()
 
 	lis, err := listenUnix(socketPath)
@@ -171,6 +180,7 @@ func (r *Runtime) Start(ctx context.Context, socketPath string) error {
 	}()
 	r.log.Info().Str("socket", socketPath).Str("dir", r.cfg.Dir).
 		Int("sandboxes", len(r.sandboxes)).Int("containers", len(r.containers)).
+		Str("isolation", r.iso.level).Str("shim", r.cfg.ShimPath).
 		Msg("embedded process runtime serving")
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/jetlet/jetlet/internal/atomicfile"
 	"google.golang.org/protobuf/encoding/protojson"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -17,9 +18,11 @@ type sandboxRecord struct {
 	RuntimeHandler string          `json:"runtime_handler,omitempty"`
 	CreatedAt      int64           `json:"created_at"`
 	Ready          bool            `json:"ready"`
+	ShimPID        int             `json:"shim_pid,omitempty"`
 }
 
-// sandbox is a pod sandbox: a directory and a record, no process.
+// sandbox is a pod sandbox: a directory, a record and the pod's shim, the
+// process whose namespaces the pod's containers share.
 type sandbox struct {
 	id             string
 	name           string // reserved name
@@ -27,6 +30,7 @@ type sandbox struct {
 	runtimeHandler string
 	createdAt      int64
 	dir            string
+	shimPID        int // set before the sandbox is published, then read-only
 
 	// opMu serialises Stop and Remove of this sandbox.
 	opMu sync.Mutex
@@ -46,14 +50,15 @@ func (r *Runtime) saveSandbox(s *sandbox, ready bool) error {
 	if err != nil {
 		return err
 	}
-	return writeJSONAtomic(filepath.Join(s.dir, "sandbox.json"), sandboxRecord{
+	return atomicfile.WriteJSON(filepath.Join(s.dir, "sandbox.json"), sandboxRecord{
 		ID: s.id, Config: cfg, RuntimeHandler: s.runtimeHandler, CreatedAt: s.createdAt, Ready: ready,
+		ShimPID: s.shimPID,
 	})
 }
 
 func (r *Runtime) loadSandbox(dir string) (*sandbox, error) {
 	var rec sandboxRecord
-	if err := readJSON(filepath.Join(dir, "sandbox.json"), &rec); err != nil {
+	if err := atomicfile.ReadJSON(filepath.Join(dir, "sandbox.json"), &rec); err != nil {
 		return nil, err
 	}
 	cfg := &runtimeapi.PodSandboxConfig{}
@@ -66,6 +71,7 @@ func (r *Runtime) loadSandbox(dir string) (*sandbox, error) {
 	return &sandbox{
 		id: rec.ID, name: sandboxName(cfg.GetMetadata()), config: cfg,
 		runtimeHandler: rec.RuntimeHandler, createdAt: rec.CreatedAt, dir: dir, ready: rec.Ready,
+		shimPID: rec.ShimPID,
 	}, nil
 }
 

@@ -9,9 +9,10 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// RunPodSandbox creates a sandbox: a directory and a persisted record. There
-// is no pause process and no network namespace: containers run on the host
-// network, so the sandbox is reachable at 127.0.0.1.
+// RunPodSandbox creates a sandbox: a directory, a persisted record and the
+// pod's shim, started in the pod's own namespaces (as far as this host
+// grants them, see Isolation). The pod shares the host's network, so it is
+// reachable at 127.0.0.1.
 func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
 	cfg := req.GetConfig()
 	md := cfg.GetMetadata()
@@ -33,24 +34,36 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	if err != nil {
 		return nil, err
 	}
-	release := func() {
+	undo := func() {
+		_ = r.stopPodShim(context.Background(), s)
+		_ = os.RemoveAll(s.dir)
 		r.mu.Lock()
 		delete(r.names, s.name)
 		r.mu.Unlock()
 	}
 	if err := os.MkdirAll(s.dir, 0o711); err != nil {
-		release()
+		undo()
 		return nil, status.Errorf(codes.Internal, "create sandbox dir: %v", err)
 	}
+	// Recorded not ready first: a crash before the shim runs leaves a sandbox
+	// that reports NOTREADY and is removed, never one without its shim.
+	if err := r.saveSandbox(s, false); err != nil {
+		undo()
+		return nil, status.Errorf(codes.Internal, "record sandbox: %v", err)
+	}
+	if s.shimPID, err = r.startPodShim(ctx, s); err != nil {
+		undo()
+		return nil, status.Errorf(codes.Unknown, "start sandbox %s: %v", s.name, err)
+	}
 	if err := r.saveSandbox(s, true); err != nil {
-		release()
-		_ = os.RemoveAll(s.dir)
+		undo()
 		return nil, status.Errorf(codes.Internal, "record sandbox: %v", err)
 	}
 	r.mu.Lock()
 	s.ready = true
 	r.sandboxes[s.id] = s
 	r.mu.Unlock()
-	r.log.Info().Str("sandbox", s.id).Str("name", s.name).Msg("sandbox running")
+	r.watchSandbox(s)
+	r.log.Info().Str("sandbox", s.id).Str("name", s.name).Int("shim_pid", s.shimPID).Msg("sandbox running")
 	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: s.id}, nil
 }

@@ -2,6 +2,7 @@ package proc
 
 import (
 	"context"
+	"path/filepath"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -9,8 +10,9 @@ import (
 )
 
 // StopPodSandbox kills every container of the sandbox (no grace period, as
-// containerd: the client stops containers gracefully first) and marks the
-// sandbox NOTREADY. Stopping an unknown or stopped sandbox succeeds.
+// containerd: the client stops containers gracefully first), then the pod's
+// shim, and marks the sandbox NOTREADY. Stopping an unknown or stopped sandbox
+// succeeds.
 func (r *Runtime) StopPodSandbox(ctx context.Context, req *runtimeapi.StopPodSandboxRequest) (*runtimeapi.StopPodSandboxResponse, error) {
 	s, err := r.getSandbox(req.GetPodSandboxId())
 	if err != nil {
@@ -33,6 +35,9 @@ func (r *Runtime) stopSandbox(ctx context.Context, s *sandbox) error {
 			return err
 		}
 	}
+	if err := r.stopPodShim(ctx, s); err != nil {
+		return status.Errorf(codes.Internal, "stop the shim of sandbox %s: %v", s.id, err)
+	}
 	r.mu.RLock()
 	ready := s.ready
 	r.mu.RUnlock()
@@ -47,4 +52,28 @@ func (r *Runtime) stopSandbox(ctx context.Context, s *sandbox) error {
 	r.mu.Unlock()
 	r.log.Info().Str("sandbox", s.id).Msg("sandbox stopped")
 	return nil
+}
+
+// watchSandbox marks s NOTREADY, in the background, when its shim ends while
+// the sandbox is meant to run (the shim was killed or crashed: its pod's
+// processes died with it), as a sandbox whose pause container died.
+func (r *Runtime) watchSandbox(s *sandbox) {
+	go func() {
+		waitLockReleased(filepath.Join(s.dir, "shim.lock"))
+		s.opMu.Lock()
+		defer s.opMu.Unlock()
+		r.mu.RLock()
+		ready, present := s.ready, r.sandboxes[s.id] == s
+		r.mu.RUnlock()
+		if !ready || !present {
+			return
+		}
+		r.log.Warn().Str("sandbox", s.id).Str("log", filepath.Join(s.dir, "shim.log")).Msg("the pod's shim ended: sandbox not ready")
+		if err := r.saveSandbox(s, false); err != nil {
+			r.log.Error().Err(err).Str("sandbox", s.id).Msg("record sandbox not ready")
+		}
+		r.mu.Lock()
+		s.ready = false
+		r.mu.Unlock()
+	}()
 }

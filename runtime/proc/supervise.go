@@ -2,73 +2,29 @@ package proc
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/jetlet/jetlet/internal/atomicfile"
+	"github.com/jetlet/jetlet/runtime/proc/shim"
 )
 
-// launchShim starts the shim for c (spec.json already written) and waits for
-// its report. On success the shim runs, owns the process and has written
-// shim.json; on failure exit.json may hold a StartError.
-func (r *Runtime) launchShim(ctx context.Context, c *container) (*shimState, error) {
-	pr, pw, err := os.Pipe()
+// startInShim asks the shim of c's sandbox to start c (spec.json written) and
+// returns once the command runs. On failure exit.json may hold a StartError.
+func (r *Runtime) startInShim(ctx context.Context, c *container, s *sandbox) (*shim.State, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.StartTimeout)
+	defer cancel()
+	resp, err := shim.Call(ctx, s.dir, shim.Request{Op: shim.OpStart, Dir: c.dir})
 	if err != nil {
 		return nil, err
 	}
-	defer pr.Close()
-	shimLog, err := os.OpenFile(filepath.Join(c.dir, "shim.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		pw.Close()
-		return nil, err
+	if resp.State == nil {
+		return nil, errors.New("pod shim reported nothing")
 	}
-	cmd := exec.Command(r.cfg.ShimPath)
-	cmd.Env = []string{shimEnv + "=1", shimDirEnv + "=" + c.dir, "PATH=" + defaultPath}
-	cmd.Dir = c.dir
-	cmd.Stdout = shimLog // stdin stays /dev/null; nothing ties the shim to us
-	cmd.Stderr = shimLog
-	cmd.ExtraFiles = []*os.File{pw}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	err = cmd.Start()
-	pw.Close()
-	shimLog.Close()
-	if err != nil {
-		return nil, fmt.Errorf("start shim %s: %w", r.cfg.ShimPath, err)
-	}
-	// Reap the shim when it ends; after a restart of the runtime nobody in this
-	// process is its parent, and the lock file is how it is watched.
-	go func() { _ = cmd.Wait() }()
-
-	deadline := time.Now().Add(r.cfg.StartTimeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	_ = pr.SetReadDeadline(deadline)
-	var rep shimReport
-	if err := json.NewDecoder(pr).Decode(&rep); err != nil {
-		// Hung or crashed: make sure neither it nor a process it started lives
-		// on unaccounted for.
-		_ = cmd.Process.Kill()
-		var st shimState
-		if readJSON(filepath.Join(c.dir, "shim.json"), &st) == nil {
-			_ = signalGroup(st.PID, syscall.SIGKILL)
-		}
-		return nil, fmt.Errorf("shim (pid %d) gave no report: %w; see %s", cmd.Process.Pid, err, filepath.Join(c.dir, "shim.log"))
-	}
-	if rep.Error != "" {
-		return nil, errors.New(rep.Error)
-	}
-	if rep.Shim == nil {
-		return nil, errors.New("shim reported nothing")
-	}
-	return rep.Shim, nil
+	return resp.State, nil
 }
 
 // watch waits, in the background, for c's shim to end and then publishes the
@@ -92,15 +48,15 @@ func (r *Runtime) watch(c *container) {
 // collectExit reads the exit recorded by c's (ended) shim. A shim that ended
 // without recording one (killed, crashed) leaves an unknown exit, which is
 // recorded here so that it stays stable.
-func (r *Runtime) collectExit(c *container) *exitState {
-	var ex exitState
-	err := readJSON(filepath.Join(c.dir, "exit.json"), &ex)
+func (r *Runtime) collectExit(c *container) *shim.Exit {
+	var ex shim.Exit
+	err := atomicfile.ReadJSON(filepath.Join(c.dir, "exit.json"), &ex)
 	if err == nil {
 		return &ex
 	}
 	if errors.Is(err, os.ErrNotExist) && !dirExists(c.dir) {
 		// Removed under us: nothing to record.
-		return &exitState{ExitCode: shimLostCode, FinishedAt: time.Now().UnixNano(), Reason: reasonUnknown}
+		return &shim.Exit{ExitCode: shim.LostCode, FinishedAt: time.Now().UnixNano(), Reason: shim.ReasonUnknown}
 	}
 	r.log.Warn().Err(err).Str("container", c.id).Msg("shim ended without a readable exit record")
 	r.mu.RLock()
@@ -109,11 +65,11 @@ func (r *Runtime) collectExit(c *container) *exitState {
 	if st != nil {
 		_ = syscall.Kill(-st.PID, syscall.SIGKILL) // leftovers, if the shim was killed
 	}
-	lost := &exitState{
-		ExitCode: shimLostCode, FinishedAt: time.Now().UnixNano(), Reason: reasonUnknown,
+	lost := &shim.Exit{
+		ExitCode: shim.LostCode, FinishedAt: time.Now().UnixNano(), Reason: shim.ReasonUnknown,
 		Message: "the container's shim ended without recording an exit status",
 	}
-	if err := writeJSONAtomic(filepath.Join(c.dir, "exit.json"), lost); err != nil && dirExists(c.dir) {
+	if err := atomicfile.WriteJSON(filepath.Join(c.dir, "exit.json"), lost); err != nil && dirExists(c.dir) {
 		r.log.Error().Err(err).Str("container", c.id).Msg("record lost exit")
 	}
 	return lost
@@ -171,34 +127,15 @@ func signalGroup(pid int, sig syscall.Signal) error {
 	return nil
 }
 
-// reopenLog asks c's shim to reopen its log file and waits for its answer.
-func (r *Runtime) reopenLog(ctx context.Context, c *container, st *shimState) error {
-	nonce := strconv.FormatInt(time.Now().UnixNano(), 10)
-	if err := atomicfile.Write(filepath.Join(c.dir, "reopen.req"), []byte(nonce), 0o600); err != nil {
+// reopenLog asks the shim of c's sandbox to reopen c's log file, and waits
+// for its answer.
+func (r *Runtime) reopenLog(ctx context.Context, c *container) error {
+	s, err := r.getSandbox(c.sandboxID)
+	if err != nil {
 		return err
-	}
-	if !shimAlive(filepath.Join(c.dir, "shim.lock")) {
-		return errors.New("container's shim is not running")
-	}
-	if err := syscall.Kill(st.ShimPID, syscall.SIGUSR1); err != nil {
-		return fmt.Errorf("signal shim: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		var ack reopenAck
-		if err := readJSON(filepath.Join(c.dir, "reopen.ack"), &ack); err == nil && ack.Nonce == nonce {
-			if ack.Error != "" {
-				return errors.New(ack.Error)
-			}
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("shim did not reopen the log: %w", ctx.Err())
-		case <-tick.C:
-		}
-	}
+	_, err = shim.Call(ctx, s.dir, shim.Request{Op: shim.OpReopen, Dir: c.dir})
+	return err
 }

@@ -15,14 +15,14 @@ import (
 	"os"
 	"testing"
 
-	"github.com/jetlet/jetlet/runtime/proc"
+	"github.com/jetlet/jetlet/runtime/proc/shim"
 )
 
 func TestMain(m *testing.M) {
 	// The embedded runtime re-executes this test binary as each container's
 	// shim.
-	if proc.ShimRequested() {
-		os.Exit(proc.ShimMain())
+	if shim.Requested() {
+		os.Exit(shim.Main())
 	}
 	os.Exit(m.Run())
 }

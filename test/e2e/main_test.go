@@ -4,12 +4,12 @@ import (
 	"os"
 	"testing"
 
-	"github.com/jetlet/jetlet/runtime/proc"
+	"github.com/jetlet/jetlet/runtime/proc/shim"
 )
 
 func TestMain(m *testing.M) {
-	if proc.ShimRequested() {
-		os.Exit(proc.ShimMain())
+	if shim.Requested() {
+		os.Exit(shim.Main())
 	}
 	os.Exit(m.Run())
 }

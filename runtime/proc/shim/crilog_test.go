@@ -1,4 +1,4 @@
-package proc
+package shim
 
 import (
 	"os"
@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 var criLine = regexp.MustCompile(`^(\S+) (stdout|stderr) (F|P) (.*)$`)
@@ -69,25 +67,5 @@ func TestCRILogCopyStream(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestContainerLogFormat(t *testing.T) {
-	h := newHarness(t)
-	sb, sbCfg := h.pod("p", nil)
-	id := h.run(sb, sbCfg, "c", "sh", "-c", `echo out1; echo err1 >&2; printf partial`)
-	st := h.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED)
-	data, err := os.ReadFile(st.GetLogPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[logEntry]bool{}
-	for _, e := range parseCRILog(t, string(data)) {
-		got[e] = true
-	}
-	for _, want := range []logEntry{{"stdout", "F", "out1"}, {"stderr", "F", "err1"}, {"stdout", "P", "partial"}} {
-		if !got[want] {
-			t.Fatalf("log lacks %+v:\n%s", want, data)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package proc
+package shim
 
 import (
 	"bufio"

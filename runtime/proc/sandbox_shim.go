@@ -1,0 +1,168 @@
+package proc
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/internal/atomicfile"
+	"github.com/jetlet/jetlet/runtime/proc/shim"
+)
+
+// defaultShmSize is a pod's /dev/shm, as Docker's and containerd's default.
+const defaultShmSize = 64 << 20
+
+// podSpec decides the namespaces s's shim starts in (as clone flags) and what
+// it sets up in them, from the sandbox config and what this host grants.
+func (r *Runtime) podSpec(s *sandbox) (uintptr, *shim.PodSpec, error) {
+	ns := s.config.GetLinux().GetSecurityContext().GetNamespaceOptions()
+	var flags uintptr
+	want := func(flag uintptr) bool {
+		if r.iso.allowed&flag == 0 {
+			return false
+		}
+		flags |= flag
+		return true
+	}
+	spec := &shim.PodSpec{ShmSize: defaultShmSize}
+	if want(syscall.CLONE_NEWNS) {
+		spec.OwnMounts = true
+	}
+	if want(syscall.CLONE_NEWUTS) {
+		spec.Hostname = s.config.GetHostname()
+		if spec.Hostname == "" {
+			spec.Hostname = s.config.GetMetadata().GetName()
+		}
+	}
+	ownIPC := ns.GetIpc() != runtimeapi.NamespaceMode_NODE && want(syscall.CLONE_NEWIPC)
+	spec.SharedMemory = ownIPC && spec.OwnMounts
+	if ns.GetPid() != runtimeapi.NamespaceMode_NODE {
+		want(syscall.CLONE_NEWPID)
+	}
+	for k, v := range s.config.GetLinux().GetSysctls() {
+		if err := podScopesSysctl(k, ownIPC, flags&syscall.CLONE_NEWUTS != 0); err != nil {
+			return 0, nil, err
+		}
+		if spec.Sysctls == nil {
+			spec.Sysctls = map[string]string{}
+		}
+		spec.Sysctls[k] = v
+	}
+	return flags, spec, nil
+}
+
+// podScopesSysctl admits a sysctl only when the pod's own namespace scopes it
+// (runc's rule): kernel.shm*, kernel.msg*, kernel.sem and fs.mqueue.* with an
+// IPC namespace, kernel.hostname and kernel.domainname with a UTS namespace.
+// net.* would need the pod's own network namespace, which pods of this
+// runtime do not have.
+func podScopesSysctl(name string, ownIPC, ownUTS bool) error {
+	switch {
+	case strings.HasPrefix(name, "kernel.shm"), strings.HasPrefix(name, "kernel.msg"),
+		name == "kernel.sem", strings.HasPrefix(name, "fs.mqueue."):
+		if ownIPC {
+			return nil
+		}
+		return fmt.Errorf("sysctl %q is not allowed: the pod shares the host's IPC namespace", name)
+	case name == "kernel.hostname", name == "kernel.domainname":
+		if ownUTS {
+			return nil
+		}
+		return fmt.Errorf("sysctl %q is not allowed: the pod shares the host's UTS namespace", name)
+	case strings.HasPrefix(name, "net."):
+		return fmt.Errorf("sysctl %q is not allowed: the pod shares the host's network namespace", name)
+	}
+	return fmt.Errorf("sysctl %q is not allowed: it is not namespaced, so it would change the host", name)
+}
+
+// startPodShim starts s's shim in its namespaces and waits until it serves.
+// It returns the shim's pid.
+func (r *Runtime) startPodShim(ctx context.Context, s *sandbox) (int, error) {
+	flags, spec, err := r.podSpec(s)
+	if err != nil {
+		return 0, err
+	}
+	if err := atomicfile.WriteJSON(filepath.Join(s.dir, "pod.json"), spec); err != nil {
+		return 0, err
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	defer pr.Close()
+	shimLog, err := os.OpenFile(filepath.Join(s.dir, "shim.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		pw.Close()
+		return 0, err
+	}
+	cmd := exec.Command(r.cfg.ShimPath)
+	cmd.Env = []string{shim.ModeEnv + "=" + shim.ModePod, shim.DirEnv + "=" + s.dir, "PATH=" + defaultPath}
+	cmd.Dir = s.dir
+	cmd.Stdout = shimLog // stdin stays /dev/null; nothing ties the shim to us
+	cmd.Stderr = shimLog
+	cmd.ExtraFiles = []*os.File{pw}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Cloneflags: flags}
+	err = cmd.Start()
+	pw.Close()
+	shimLog.Close()
+	if err != nil {
+		return 0, fmt.Errorf("start pod shim %s: %w", r.cfg.ShimPath, err)
+	}
+	// Reaped when it ends; after a restart of the runtime nobody here is its
+	// parent, and its lock is how it is watched.
+	go func() { _ = cmd.Wait() }()
+
+	deadline := time.Now().Add(r.cfg.StartTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	_ = pr.SetReadDeadline(deadline)
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		_ = cmd.Process.Kill()
+		return 0, fmt.Errorf("pod shim (pid %d) gave no report: %w; see %s", cmd.Process.Pid, err, filepath.Join(s.dir, "shim.log"))
+	}
+	line = strings.TrimSpace(line)
+	if msg, failed := strings.CutPrefix(line, "error "); failed {
+		return 0, errors.New(msg)
+	}
+	if _, ok := strings.CutPrefix(line, "ready "); !ok {
+		_ = cmd.Process.Kill()
+		return 0, fmt.Errorf("pod shim reported %q", line)
+	}
+	return cmd.Process.Pid, nil
+}
+
+// stopPodShim kills s's shim, and with it whatever still runs in the pod, and
+// waits until it is gone.
+func (r *Runtime) stopPodShim(ctx context.Context, s *sandbox) error {
+	lock := filepath.Join(s.dir, "shim.lock")
+	if !shimAlive(lock) {
+		return nil
+	}
+	if s.shimPID > 0 {
+		if err := syscall.Kill(s.shimPID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return err
+		}
+	}
+	done := make(chan struct{})
+	go func() { waitLockReleased(lock); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(killWait):
+		return fmt.Errorf("pod shim %s (pid %s) did not exit %v after SIGKILL", s.id, strconv.Itoa(s.shimPID), killWait)
+	}
+}

@@ -1,0 +1,446 @@
+package shim
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/jetlet/jetlet/internal/atomicfile"
+)
+
+// drainTimeout bounds how long output is copied after a container's command
+// exited (a process that escaped its group may hold the pipe).
+const drainTimeout = 2 * time.Second
+
+// podShim is one pod's supervisor. Started by the runtime in the pod's new
+// namespaces, it is their first process (PID 1 of the pod's pid namespace
+// unless the pod shares the host's): it reaps whatever is orphaned in the pod,
+// starts containers and execs as its children, copies their output to the
+// CRI logs and records their exits. It ends when the runtime kills it, and the
+// kernel then kills everything left in the pod.
+type podShim struct {
+	dir     string
+	exe     string // this binary, re-executed as each container's init
+	hostPID int    // this process in the runtime's pid namespace
+
+	// reapMu is held from a child's fork until it is registered in waiters, so
+	// the reaper cannot take its exit for an orphan's.
+	reapMu  sync.Mutex
+	waiters map[int]chan syscall.WaitStatus // pid (this pid namespace) -> its exit
+
+	mu      sync.Mutex
+	running map[string]*running // container dir -> its running command
+}
+
+// running is a container whose command runs under this shim.
+type running struct {
+	spec    *ContainerSpec
+	hostPID int
+	log     *criLog
+}
+
+func runPod(dir string, report *os.File) (err error) {
+	if dir == "" {
+		return errors.New(DirEnv + " is not set")
+	}
+	sendReport := func(msg string) {
+		if report != nil {
+			_, _ = report.WriteString(msg + "\n")
+			report.Close()
+			report = nil
+		}
+	}
+	defer func() {
+		if err != nil {
+			sendReport("error " + err.Error())
+		}
+	}()
+	if err := os.Chdir(dir); err != nil {
+		return err
+	}
+	// Held for this process's life: the runtime tells the shim lives by it.
+	lock, err := os.OpenFile("shim.lock", os.O_CREATE|os.O_RDWR|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return fmt.Errorf("another shim holds %s: %w", lock.Name(), err)
+	}
+	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE, syscall.SIGTERM, syscall.SIGINT)
+
+	var spec PodSpec
+	if err := atomicfile.ReadJSON("pod.json", &spec); err != nil {
+		return err
+	}
+	if err := setUpPod(dir, &spec); err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	hostPID, err := selfHostPID()
+	if err != nil {
+		return err
+	}
+	p := &podShim{dir: dir, exe: exe, hostPID: hostPID, waiters: map[int]chan syscall.WaitStatus{}, running: map[string]*running{}}
+
+	// Orphans of the pod come to this process whether or not it is PID 1.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("become the pod's subreaper: %w", err)
+	}
+	sigchld := make(chan os.Signal, 16)
+	signal.Notify(sigchld, syscall.SIGCHLD)
+	go p.reap(sigchld)
+
+	_ = os.Remove(SocketName)
+	lis, err := net.ListenUnix("unix", &net.UnixAddr{Net: "unix", Name: SocketName})
+	if err != nil {
+		return err
+	}
+	sendReport("ready " + strconv.Itoa(hostPID))
+	for {
+		conn, err := lis.AcceptUnix()
+		if err != nil {
+			return err
+		}
+		go p.serve(conn)
+	}
+}
+
+// setUpPod applies spec in the namespaces this process was started in.
+func setUpPod(dir string, spec *PodSpec) error {
+	if spec.OwnMounts {
+		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
+			return fmt.Errorf("make the pod's mounts slaves of the host's: %w", err)
+		}
+	}
+	if spec.Hostname != "" {
+		if err := unix.Sethostname([]byte(spec.Hostname)); err != nil {
+			return fmt.Errorf("set the pod's host name: %w", err)
+		}
+	}
+	if spec.SharedMemory {
+		shm := filepath.Join(dir, "shm")
+		if err := os.MkdirAll(shm, 0o700); err != nil {
+			return err
+		}
+		opts := fmt.Sprintf("mode=1777,size=%d", spec.ShmSize)
+		if err := unix.Mount("shm", shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, opts); err != nil {
+			return fmt.Errorf("mount the pod's /dev/shm: %w", err)
+		}
+	}
+	for k, v := range spec.Sysctls {
+		p := filepath.Join("/proc/sys", strings.ReplaceAll(k, ".", "/"))
+		if err := os.WriteFile(p, []byte(v), 0); err != nil {
+			return fmt.Errorf("sysctl %s=%s: %w", k, v, err)
+		}
+	}
+	return nil
+}
+
+// selfHostPID is this process's pid in the pid namespace of the /proc it sees,
+// the runtime's (a pod shim keeps the host's /proc mounted).
+func selfHostPID() (int, error) {
+	s, err := os.Readlink("/proc/self")
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(s)
+}
+
+// reap collects every child that ends: a container's or an exec's command
+// goes to its waiter, an orphan is just reaped.
+func (p *podShim) reap(sigchld <-chan os.Signal) {
+	for range sigchld {
+		for {
+			var ws syscall.WaitStatus
+			pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+			if err == syscall.EINTR {
+				continue
+			}
+			if pid <= 0 || err != nil {
+				break
+			}
+			p.reapMu.Lock()
+			if ch, ok := p.waiters[pid]; ok {
+				delete(p.waiters, pid)
+				ch <- ws
+			}
+			p.reapMu.Unlock()
+		}
+	}
+}
+
+// spawn runs start, which forks one child and returns its pid, with the
+// reaper held off until the child's exit has a waiter.
+func (p *podShim) spawn(start func() (int, error)) (int, <-chan syscall.WaitStatus, error) {
+	p.reapMu.Lock()
+	defer p.reapMu.Unlock()
+	pid, err := start()
+	if err != nil {
+		return 0, nil, err
+	}
+	ch := make(chan syscall.WaitStatus, 1)
+	p.waiters[pid] = ch
+	return pid, ch, nil
+}
+
+func (p *podShim) serve(conn *net.UnixConn) {
+	defer conn.Close()
+	buf := make([]byte, 64<<10)
+	oob := make([]byte, syscall.CmsgSpace(3*4))
+	n, oobn, _, _, err := conn.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return
+	}
+	files, err := receivedFiles(oob[:oobn])
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	var req Request
+	if err == nil {
+		err = json.NewDecoder(bufio.NewReader(strings.NewReader(string(buf[:n])))).Decode(&req)
+	}
+	var resp Response
+	if err == nil {
+		switch req.Op {
+		case OpStart:
+			resp.State, err = p.start(req.Dir)
+		case OpExec:
+			resp.ExitCode, err = p.exec(conn, req, files)
+		case OpReopen:
+			err = p.reopen(req.Dir)
+		default:
+			err = fmt.Errorf("unknown op %q", req.Op)
+		}
+	}
+	if err != nil {
+		resp.Error = err.Error()
+	}
+	_ = json.NewEncoder(conn).Encode(&resp)
+}
+
+func receivedFiles(oob []byte) ([]*os.File, error) {
+	if len(oob) == 0 {
+		return nil, nil
+	}
+	msgs, err := syscall.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil, err
+	}
+	var files []*os.File
+	for _, m := range msgs {
+		fds, err := syscall.ParseUnixRights(&m)
+		if err != nil {
+			return files, err
+		}
+		for _, fd := range fds {
+			files = append(files, os.NewFile(uintptr(fd), "received"))
+		}
+	}
+	return files, nil
+}
+
+// start starts the container of dir and returns once its command runs. It
+// holds the container's shim.lock until the exit is recorded, which is how the
+// runtime waits for it. A command that cannot start leaves a StartError in
+// exit.json.
+func (p *podShim) start(dir string) (*State, error) {
+	lock, err := os.OpenFile(filepath.Join(dir, "shim.lock"), os.O_CREATE|os.O_RDWR|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("container %s is being started already: %w", filepath.Base(dir), err)
+	}
+	st, err := p.startLocked(dir, lock)
+	if err != nil {
+		if rerr := recordStartError(dir, err); rerr != nil {
+			err = fmt.Errorf("%w (and recording it failed: %v)", err, rerr)
+		}
+		lock.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+func (p *podShim) startLocked(dir string, lock *os.File) (*State, error) {
+	var spec ContainerSpec
+	if err := atomicfile.ReadJSON(filepath.Join(dir, "spec.json"), &spec); err != nil {
+		return nil, err
+	}
+	if len(spec.Args) == 0 {
+		return nil, errors.New("spec has no command")
+	}
+	logw, err := openCRILog(spec.LogPath)
+	if err != nil {
+		return nil, fmt.Errorf("open log %s: %w", spec.LogPath, err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		logw.close()
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		logw.close()
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	var started *Started
+	pid, exited, err := p.spawn(func() (int, error) {
+		var err error
+		started, err = StartContainer(p.exe, dir, &spec, outW, errW)
+		if err != nil {
+			return 0, err
+		}
+		return started.Cmd.Process.Pid, nil
+	})
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		logw.close()
+		outR.Close()
+		errR.Close()
+		return nil, err
+	}
+	st := &State{ShimPID: p.hostPID, PID: started.HostPID, StartedAt: time.Now().UnixNano()}
+	st.UID, st.GID = uint32(os.Getuid()), uint32(os.Getgid())
+	if spec.User != nil {
+		st.UID, st.GID = spec.User.UID, spec.User.GID
+	}
+	if err := atomicfile.WriteJSON(filepath.Join(dir, "shim.json"), st); err != nil {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		<-exited
+		logw.close()
+		return nil, fmt.Errorf("record start: %w", err)
+	}
+	p.mu.Lock()
+	p.running[dir] = &running{spec: &spec, hostPID: started.HostPID, log: logw}
+	p.mu.Unlock()
+
+	go p.supervise(dir, lock, pid, exited, logw, outR, errR)
+	return st, nil
+}
+
+// supervise copies a container's output to its log until the command exits,
+// then kills what is left of its process group, records the exit and lets go
+// of the container's lock.
+func (p *podShim) supervise(dir string, lock *os.File, pid int, exited <-chan syscall.WaitStatus, logw *criLog, outR, errR *os.File) {
+	var copying sync.WaitGroup
+	copying.Add(2)
+	go func() { defer copying.Done(); logw.copyStream("stdout", outR) }()
+	go func() { defer copying.Done(); logw.copyStream("stderr", errR) }()
+	ws := <-exited
+	finished := time.Now().UnixNano()
+	// Like the end of a pid namespace: when the main process is gone, whatever
+	// is left in its process group goes too.
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+
+	drained := make(chan struct{})
+	go func() { copying.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(drainTimeout):
+		outR.Close()
+		errR.Close()
+		<-drained
+	}
+	p.mu.Lock()
+	delete(p.running, dir)
+	p.mu.Unlock()
+	logw.close()
+
+	ex := &Exit{ExitCode: exitCode(ws), FinishedAt: finished}
+	if err := atomicfile.WriteJSON(filepath.Join(dir, "exit.json"), ex); err != nil {
+		fmt.Fprintf(os.Stderr, "jetlet-shim: record exit of %s: %v\n", dir, err)
+	}
+	lock.Close()
+}
+
+// exitCode is the container-style exit code: the exit status, or 128 plus the
+// signal that killed the process.
+func exitCode(ws syscall.WaitStatus) int32 {
+	if ws.Signaled() {
+		return 128 + int32(ws.Signal())
+	}
+	return int32(ws.ExitStatus())
+}
+
+func recordStartError(dir string, cause error) error {
+	return atomicfile.WriteJSON(filepath.Join(dir, "exit.json"), &Exit{
+		ExitCode: StartErrorCode, FinishedAt: time.Now().UnixNano(),
+		Reason: ReasonStartError, Message: cause.Error(),
+	})
+}
+
+// exec runs req.Args in the running container of req.Dir with files as its
+// stdin, stdout and stderr, and returns its exit code. The caller closing conn
+// first kills it.
+func (p *podShim) exec(conn *net.UnixConn, req Request, files []*os.File) (int32, error) {
+	if len(files) != 3 {
+		return 0, fmt.Errorf("exec wants stdin, stdout and stderr, got %d files", len(files))
+	}
+	if len(req.Args) == 0 {
+		return 0, errors.New("exec command is empty")
+	}
+	p.mu.Lock()
+	r := p.running[req.Dir]
+	p.mu.Unlock()
+	if r == nil {
+		return 0, fmt.Errorf("container %s is not running", filepath.Base(req.Dir))
+	}
+	pid, exited, err := p.spawn(func() (int, error) {
+		cmd, err := StartExec(p.exe, req.Dir, r.spec, r.hostPID, req.Args, files[0], files[1], files[2])
+		if err != nil {
+			return 0, err
+		}
+		return cmd.Process.Pid, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, f := range files {
+		f.Close()
+	}
+	hungUp := make(chan struct{})
+	go func() {
+		// The caller sends nothing more: a read returns only when it hangs up.
+		_, _ = conn.Read(make([]byte, 1))
+		close(hungUp)
+	}()
+	select {
+	case ws := <-exited:
+		return exitCode(ws), nil
+	case <-hungUp:
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		return exitCode(<-exited), nil
+	}
+}
+
+func (p *podShim) reopen(dir string) error {
+	p.mu.Lock()
+	r := p.running[dir]
+	p.mu.Unlock()
+	if r == nil {
+		return fmt.Errorf("container %s is not running", filepath.Base(dir))
+	}
+	return r.log.reopen()
+}
