@@ -49,6 +49,9 @@ type Isolation struct {
 	Capabilities Capabilities `json:"capabilities"`
 	// NoNewPrivs sets PR_SET_NO_NEW_PRIVS (allowPrivilegeEscalation: false).
 	NoNewPrivs bool `json:"no_new_privs,omitempty"`
+	// WritableSysfs leaves the host's /sys tree writable (a privileged
+	// container); otherwise it is bound read-only.
+	WritableSysfs bool `json:"writable_sysfs,omitempty"`
 }
 
 // Mount is one mount in a container's namespace.
