@@ -112,9 +112,20 @@ func (caps *capabilities) dropBounding() error {
 }
 
 // apply sets the calling thread's effective, permitted, inheritable and
-// ambient sets.
+// ambient sets, each limited to what the thread holds: a capability the
+// runtime itself lacks cannot be given (a privileged container gets all the
+// host gave the runtime).
 func (caps *capabilities) apply() error {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var held [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &held[0]); err != nil {
+		return fmt.Errorf("get capabilities: %w", err)
+	}
+	permitted := capSet(held[0].Permitted) | capSet(held[1].Permitted)<<32
+	caps.effective &= permitted
+	caps.permitted &= permitted
+	caps.inheritable &= permitted
+	caps.ambient &= permitted
 	var data [2]unix.CapUserData // bits 0-31, then 32-63
 	for w := range data {
 		shift := 32 * w
