@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -101,7 +99,7 @@ func (r *Runtime) buildSpec(c *container, s *sandbox) (*shimSpec, error) {
 		LogPath: c.logPath,
 	}
 
-	if err := r.setUser(spec, cfg.GetLinux().GetSecurityContext(), rootfs); err != nil {
+	if err := r.setUser(spec, c, s, rootfs); err != nil {
 		return nil, err
 	}
 
@@ -133,46 +131,22 @@ func (r *Runtime) buildSpec(c *container, s *sandbox) (*shimSpec, error) {
 	return spec, nil
 }
 
-// setUser runs the process as the configured user when the runtime is root.
-// Otherwise the process runs as the runtime's own user and a different
-// configured user is ignored (logged).
-func (r *Runtime) setUser(spec *shimSpec, sc *runtimeapi.LinuxContainerSecurityContext, rootfs string) error {
-	var uid, gid *uint32
-	if u := sc.GetRunAsUser(); u != nil {
-		v := uint32(u.GetValue())
-		uid = &v
-	} else if name := sc.GetRunAsUsername(); name != "" {
-		u, err := user.Lookup(name)
-		if err != nil {
-			return fmt.Errorf("user %q: %w", name, err)
-		}
-		vu, _ := strconv.ParseUint(u.Uid, 10, 32)
-		vg, _ := strconv.ParseUint(u.Gid, 10, 32)
-		v, g := uint32(vu), uint32(vg)
-		uid, gid = &v, &g
-	}
-	if g := sc.GetRunAsGroup(); g != nil {
-		v := uint32(g.GetValue())
-		gid = &v
-	}
-	if uid == nil {
-		return nil
+// setUser runs the process as the user containerIsolation finds when the
+// runtime is root. Otherwise the process runs as the runtime's own user
+// (warned once).
+func (r *Runtime) setUser(spec *shimSpec, c *container, s *sandbox, rootfs string) error {
+	_, usr, err := containerIsolation(c.config, s.config, s.dir)
+	if err != nil {
+		return err
 	}
 	if os.Geteuid() != 0 {
-		if int(*uid) != os.Geteuid() {
-			r.log.Warn().Uint32("uid", *uid).Msg("not root: run_as_user ignored")
-		}
+		r.notRoot.Do(func() {
+			r.log.Warn().Msg("not root: containers run as jetlet's user, without namespaces, mounts or capabilities")
+		})
 		return nil
 	}
-	if gid == nil {
-		zero := uint32(0)
-		gid = &zero
-	}
-	spec.UID, spec.GID = uid, gid
-	for _, g := range sc.GetSupplementalGroups() {
-		spec.Groups = append(spec.Groups, uint32(g))
-	}
-	if err := os.Chown(rootfs, int(*uid), int(*gid)); err != nil {
+	spec.UID, spec.GID, spec.Groups = &usr.UID, &usr.GID, usr.Groups
+	if err := os.Chown(rootfs, int(usr.UID), int(usr.GID)); err != nil {
 		return fmt.Errorf("chown rootfs: %w", err)
 	}
 	return nil

@@ -93,6 +93,8 @@ type Runtime struct {
 	stopped      bool
 	done         chan struct{} // closed by Stop: ends every event stream
 
+	notRoot sync.Once // warns that containers run without isolation
+
 	srvMu   sync.Mutex
 	server  *grpc.Server
 	started bool
