@@ -244,7 +244,7 @@ func maskPaths(root string, paths []string) error {
 			return fmt.Errorf("masked path %s: %w", p, err)
 		}
 		if fi.IsDir() {
-			err = unix.Mount("tmpfs", dst, "tmpfs", unix.MS_RDONLY, "size=0")
+			err = unix.Mount("tmpfs", dst, "tmpfs", unix.MS_RDONLY, "")
 		} else {
 			err = unix.Mount(filepath.Join(root, "dev/null"), dst, "", unix.MS_BIND, "")
 		}
