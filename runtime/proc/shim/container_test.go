@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -40,6 +41,8 @@ type podStep struct {
 	// Exec, when set, is run with StartExec in the container of Dir, which an
 	// earlier step kept running.
 	Exec []string
+	// Pod, when set, is run by the test pod itself, in its own namespaces.
+	Pod []string
 }
 
 // stepResult is what a step did.
@@ -88,6 +91,15 @@ func testPodMain(planPath string) int {
 
 func runStep(exe string, step podStep, hostPIDs map[string]int) (stepResult, error) {
 	var res stepResult
+	if step.Pod != nil {
+		out, err := exec.Command(step.Pod[0], step.Pod[1:]...).CombinedOutput()
+		res.Output = string(out)
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			res.ExitCode, err = exit.ExitCode(), nil
+		}
+		return res, err
+	}
 	data, err := os.ReadFile(filepath.Join(step.Dir, "spec.json"))
 	if err != nil {
 		return res, err
@@ -325,6 +337,47 @@ func TestShimVolumes(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(rw, "f")); err != nil || string(b) != "yes\n" {
 		t.Errorf("the host reads %q, %v from the read-write volume", b, err)
+	}
+}
+
+// The test pod makes each volume's source a shared mount in its namespace,
+// as a host would for a bidirectional volume, then mounts a tmpfs under each
+// while the container runs, which mounts one under each of its volumes too.
+// Each marks its tmpfs with a file, for the other to look for.
+func TestShimVolumePropagation(t *testing.T) {
+	private, slave, shared := t.TempDir(), t.TempDir(), t.TempDir()
+	iso := &Isolation{
+		Capabilities: capsOf(AllCapabilities()),
+		Mounts: []Mount{
+			{Source: private, Destination: "/private", Propagation: "rprivate"},
+			{Source: slave, Destination: "/slave", Propagation: "rslave"},
+			{Source: shared, Destination: "/shared", Propagation: "rshared"},
+		},
+	}
+	dir := newContainer(t, iso, nil, sh("for v in private slave shared; do mkdir /$v/from-container && "+
+		"mount -t tmpfs c /$v/from-container && touch /$v/from-container/$v || exit 1; done; echo ready; exec sleep 1000")...)
+	var makeShared, mountInPod string
+	for _, src := range []string{private, slave, shared} {
+		makeShared += fmt.Sprintf("mount --bind %[1]s %[1]s && mount --make-shared %[1]s && ", src)
+		mountInPod += fmt.Sprintf("mkdir %[1]s/from-pod && mount -t tmpfs p %[1]s/from-pod && touch %[1]s/from-pod/%[2]s && ",
+			src, filepath.Base(src))
+	}
+	res := runPod(t,
+		podStep{Pod: sh(makeShared + "echo shared")},
+		podStep{Dir: dir, Keep: true},
+		podStep{Pod: sh(mountInPod + fmt.Sprintf("ls %s/from-container %s/from-container %s/from-container", private, slave, shared))},
+		podStep{Dir: dir, Exec: sh("ls /private/from-pod /slave/from-pod /shared/from-pod")},
+	)
+	wantRun(t, res[0], "shared")
+	wantRun(t, res[1], "ready")
+	wantRun(t, res[2])
+	if want := fmt.Sprintf("%s/from-container:\n\n%s/from-container:\n\n%s/from-container:\nshared\n", private, slave, shared); res[2].Output != want {
+		t.Errorf("what the pod sees of the container's mounts:\n%s\nwant (the rshared one only):\n%s", res[2].Output, want)
+	}
+	wantRun(t, res[3])
+	// (ls lists its operands sorted.)
+	if want := fmt.Sprintf("/private/from-pod:\n\n/shared/from-pod:\n%s\n\n/slave/from-pod:\n%s\n", filepath.Base(shared), filepath.Base(slave)); res[3].Output != want {
+		t.Errorf("what the container sees of the pod's mounts:\n%s\nwant (the rslave and rshared ones):\n%s", res[3].Output, want)
 	}
 }
 

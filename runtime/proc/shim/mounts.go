@@ -20,7 +20,11 @@ import (
 //   - the pod's /proc, a read-only /sys, a /dev of its own, a private /tmp;
 //   - iso.Mounts, then the masked and read-only paths.
 func setUpMountNamespace(dir string, iso *Isolation) error {
-	// First: nothing mounted from here on reaches the host (nor the pod's
+	clones, err := cloneSharedVolumes(iso.Mounts)
+	if err != nil {
+		return err
+	}
+	// Then: nothing mounted from here on reaches the host (nor the pod's
 	// other containers), while mounts of the host still propagate in.
 	if err := unix.Mount("", "/", "", unix.MS_SLAVE|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("make the host's mounts slaves: %w", err)
@@ -54,8 +58,8 @@ func setUpMountNamespace(dir string, iso *Isolation) error {
 	if err := unix.Mount("tmpfs", filepath.Join(root, "tmp"), "tmpfs", tmpFlags, "mode=1777"); err != nil {
 		return fmt.Errorf("mount /tmp: %w", err)
 	}
-	for _, m := range iso.Mounts {
-		if err := mountVolume(root, m); err != nil {
+	for i, m := range iso.Mounts {
+		if err := mountVolume(root, m, clones[i]); err != nil {
 			return fmt.Errorf("mount %s: %w", m.Destination, err)
 		}
 	}
@@ -165,8 +169,32 @@ func mountDev(root string) error {
 	return nil
 }
 
-// mountVolume applies one of the spec's mounts in root.
-func mountVolume(root string, m Mount) error {
+// cloneSharedVolumes returns, by index in mounts, a detached copy of the
+// source of each bidirectional ("rshared") bind mount, taken while it is
+// still a peer of the source: once / is made a slave, a bind of it could
+// only receive mounts, never send any back. Where open_tree is missing
+// (Linux before 5.2), there is no copy and the volume is bound as any other.
+func cloneSharedVolumes(mounts []Mount) (map[int]*os.File, error) {
+	clones := map[int]*os.File{}
+	for i, m := range mounts {
+		if m.Propagation != "rshared" || (m.Type != "" && m.Type != "bind") {
+			continue
+		}
+		fd, err := unix.OpenTree(unix.AT_FDCWD, m.Source, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if errors.Is(err, unix.ENOSYS) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("mount %s: copy %s: %w", m.Destination, m.Source, err)
+		}
+		clones[i] = os.NewFile(uintptr(fd), m.Source)
+	}
+	return clones, nil
+}
+
+// mountVolume applies one of the spec's mounts in root; clone, when set, is
+// the copy of its source to attach (see cloneSharedVolumes).
+func mountVolume(root string, m Mount, clone *os.File) error {
 	dst, err := resolveIn(root, m.Destination)
 	if err != nil {
 		return err
@@ -191,7 +219,13 @@ func mountVolume(root string, m Mount) error {
 	if err := makeMountPoint(dst, fi.IsDir()); err != nil {
 		return err
 	}
-	if err := unix.Mount(m.Source, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+	if clone != nil {
+		err = unix.MoveMount(int(clone.Fd()), "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH)
+		clone.Close()
+	} else {
+		err = unix.Mount(m.Source, dst, "", unix.MS_BIND|unix.MS_REC, "")
+	}
+	if err != nil {
 		return err
 	}
 	if m.ReadOnly {
@@ -302,10 +336,10 @@ func pivotRoot(root string) error {
 		}
 		return unix.Chdir("/")
 	}
-	// The old root is now stacked on "."; an unmount must not propagate.
-	if err := unix.Mount("", ".", "", unix.MS_SLAVE|unix.MS_REC, ""); err != nil {
-		return err
-	}
+	// The old root is now stacked on "/". Its mounts are slaves or private
+	// since the start, so detaching it cannot propagate to the host. (A
+	// propagation change on "." here would apply to the new root instead, and
+	// turn rshared volumes into slaves.)
 	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
 		return fmt.Errorf("detach the old root: %w", err)
 	}
