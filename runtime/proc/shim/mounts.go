@@ -41,7 +41,11 @@ func setUpMountNamespace(dir string, iso *Isolation) error {
 		if mp == "/" || under(mp, dir) || under(mp, "/proc") || under(mp, "/sys") || under(mp, "/dev") || under(mp, "/tmp") {
 			continue
 		}
-		if err := bindReadOnly(mp, filepath.Join(root, mp), true); err != nil {
+		err := bindReadOnly(mp, filepath.Join(root, mp), true)
+		if errors.Is(err, unix.ENOENT) {
+			continue // gone since, or hidden under a later mount
+		}
+		if err != nil {
 			return fmt.Errorf("host mount %s: %w", mp, err)
 		}
 	}
