@@ -356,7 +356,7 @@ func resolveIn(root, path string) (string, error) {
 	const maxLinks = 40
 	links := 0
 	resolved := "/" // inside root
-	rest := strings.Split(filepath.Clean("/"+path), "/")
+	rest := strings.Split(path, "/") // not cleaned: ".." after a link is the link target's parent
 	for len(rest) > 0 {
 		part := rest[0]
 		rest = rest[1:]
