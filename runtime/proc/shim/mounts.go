@@ -355,7 +355,7 @@ func pivotRoot(root string) error {
 func resolveIn(root, path string) (string, error) {
 	const maxLinks = 40
 	links := 0
-	resolved := "/" // inside root
+	resolved := "/"                  // inside root
 	rest := strings.Split(path, "/") // not cleaned: ".." after a link is the link target's parent
 	for len(rest) > 0 {
 		part := rest[0]
