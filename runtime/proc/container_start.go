@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/jetlet/jetlet/internal/atomicfile"
@@ -94,90 +92,66 @@ func (r *Runtime) recordStartFailure(c *container, cause error) {
 }
 
 // buildSpec turns c's config into what the shim runs: argv, environment,
-// working dir, log path and user. It also makes the mounts visible.
+// working dir, log path, user, cgroups and, when the runtime is root, the
+// container's own mount namespace (see containerIsolation). Without root the
+// command runs as jetlet's user in the host's view, its volumes linked under a
+// directory of its own ($JETLET_ROOTFS).
 func (r *Runtime) buildSpec(c *container, s *sandbox) (*shim.ContainerSpec, error) {
 	cfg := c.config
-	rootfs := filepath.Join(c.dir, "rootfs")
 	spec := &shim.ContainerSpec{
-		Args:    append(append([]string{}, cfg.GetCommand()...), cfg.GetArgs()...),
-		LogPath: c.logPath,
+		Args:        append(append([]string{}, cfg.GetCommand()...), cfg.GetArgs()...),
+		LogPath:     c.logPath,
+		CgroupProcs: r.cgroupProcs(c),
 	}
-
-	if err := r.setUser(spec, cfg.GetLinux().GetSecurityContext(), rootfs); err != nil {
-		return nil, err
-	}
-
 	hostname := s.config.GetHostname()
 	if hostname == "" {
 		hostname, _ = os.Hostname()
 	}
-	env := []string{"PATH=" + defaultPath, "HOSTNAME=" + hostname, "HOME=" + rootfs}
+	env := []string{"PATH=" + defaultPath, "HOSTNAME=" + hostname}
+
+	if r.iso.allowed&syscall.CLONE_NEWNS != 0 {
+		iso, usr, err := containerIsolation(cfg, s.config, s.dir)
+		if err != nil {
+			return nil, err
+		}
+		iso.OwnPIDs = s.config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid() == runtimeapi.NamespaceMode_CONTAINER
+		spec.Isolation, spec.User = iso, usr
+		env = append(env, "HOME="+homeOf(usr.UID))
+		spec.WorkDir = cfg.GetWorkingDir()
+		if spec.WorkDir == "" {
+			spec.WorkDir = "/"
+		}
+	} else {
+		rootfs := filepath.Join(c.dir, "rootfs")
+		env = append(env, "HOME="+rootfs, "JETLET_ROOTFS="+rootfs)
+		if err := r.linkMounts(c, rootfs); err != nil {
+			return nil, err
+		}
+		switch wd := cfg.GetWorkingDir(); {
+		case wd == "":
+			spec.WorkDir = rootfs
+		case dirExists(wd):
+			spec.WorkDir = wd
+		case dirExists(filepath.Join(rootfs, wd)):
+			spec.WorkDir = filepath.Join(rootfs, wd)
+		default:
+			return nil, fmt.Errorf("working dir %q does not exist on this host", wd)
+		}
+	}
 	for _, kv := range cfg.GetEnvs() {
 		env = append(env, kv.GetKey()+"="+string(kv.GetValue()))
 	}
-	env = append(env, "JETLET_ROOTFS="+rootfs)
 	spec.Env = dedupEnv(env)
-
-	if err := r.linkMounts(c, rootfs); err != nil {
-		return nil, err
-	}
-
-	switch wd := cfg.GetWorkingDir(); {
-	case wd == "":
-		spec.WorkDir = rootfs
-	case dirExists(wd):
-		spec.WorkDir = wd
-	case dirExists(filepath.Join(rootfs, wd)):
-		spec.WorkDir = filepath.Join(rootfs, wd)
-	default:
-		return nil, fmt.Errorf("working dir %q does not exist on this host", wd)
-	}
 	return spec, nil
 }
 
-// setUser runs the process as the configured user when the runtime is root.
-// Otherwise the process runs as the runtime's own user and a different
-// configured user is ignored (logged).
-func (r *Runtime) setUser(spec *shim.ContainerSpec, sc *runtimeapi.LinuxContainerSecurityContext, rootfs string) error {
-	var uid, gid *uint32
-	if u := sc.GetRunAsUser(); u != nil {
-		v := uint32(u.GetValue())
-		uid = &v
-	} else if name := sc.GetRunAsUsername(); name != "" {
-		u, err := user.Lookup(name)
-		if err != nil {
-			return fmt.Errorf("user %q: %w", name, err)
-		}
-		vu, _ := strconv.ParseUint(u.Uid, 10, 32)
-		vg, _ := strconv.ParseUint(u.Gid, 10, 32)
-		v, g := uint32(vu), uint32(vg)
-		uid, gid = &v, &g
+// homeOf is uid's home directory in the host's passwd (the containers' root),
+// "/" when it has none, as containerd sets HOME from the image's passwd.
+func homeOf(uid uint32) string {
+	if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil && u.HomeDir != "" {
+		return u.HomeDir
 	}
-	if g := sc.GetRunAsGroup(); g != nil {
-		v := uint32(g.GetValue())
-		gid = &v
-	}
-	if uid == nil {
-		return nil
-	}
-	if os.Geteuid() != 0 {
-		if int(*uid) != os.Geteuid() {
-			r.log.Warn().Uint32("uid", *uid).Msg("not root: run_as_user ignored")
-		}
-		return nil
-	}
-	if gid == nil {
-		zero := uint32(0)
-		gid = &zero
-	}
-	spec.User = &shim.User{UID: *uid, GID: *gid}
-	for _, g := range sc.GetSupplementalGroups() {
-		spec.User.Groups = append(spec.User.Groups, uint32(g))
-	}
-	if err := os.Chown(rootfs, int(*uid), int(*gid)); err != nil {
-		return fmt.Errorf("chown rootfs: %w", err)
-	}
-	return nil
+	return "/"
 }
 
 // linkMounts makes each mount's host_path visible at rootfs/container_path (a

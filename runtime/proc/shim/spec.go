@@ -47,8 +47,15 @@ type Isolation struct {
 	ReadonlyPaths []string `json:"readonly_paths,omitempty"`
 	// Capabilities are the process's capability sets by name ("CAP_CHOWN").
 	Capabilities Capabilities `json:"capabilities"`
+	// OwnPIDs gives the container a pid namespace of its own inside the pod's
+	// (the CRI's NamespaceMode CONTAINER, kubelet's default): its command is
+	// its PID 1, and execs join it.
+	OwnPIDs bool `json:"own_pids,omitempty"`
 	// NoNewPrivs sets PR_SET_NO_NEW_PRIVS (allowPrivilegeEscalation: false).
 	NoNewPrivs bool `json:"no_new_privs,omitempty"`
+	// WritableSysfs leaves the host's /sys tree writable (a privileged
+	// container); otherwise it is bound read-only.
+	WritableSysfs bool `json:"writable_sysfs,omitempty"`
 }
 
 // Mount is one mount in a container's namespace.

@@ -1,0 +1,217 @@
+package shim
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Started is a container's command once it runs.
+type Started struct {
+	// Cmd is the container's process (its init, which executed the command):
+	// wait on it, or reap its pid with the other children.
+	Cmd *exec.Cmd
+	// HostPID is the process's pid in the initial pid namespace, by which the
+	// runtime signals it and its process group.
+	HostPID int
+}
+
+// StartContainer starts the container described by spec (already read from
+// dir/spec.json) as a child of this process, in a new mount namespace when
+// spec.Isolation is set, and returns once the command has been executed (or
+// failed to be). exe is the binary to re-execute as the container's init
+// (this process's own /proc/self/exe). The command gets its own session, so
+// its process group is its host pid. A command that cannot run returns an
+// error naming what failed (the container's StartError message), its init
+// killed and reaped.
+func StartContainer(exe, dir string, spec *ContainerSpec, stdout, stderr *os.File) (*Started, error) {
+	if len(spec.Args) == 0 {
+		return nil, errors.New("spec has no command")
+	}
+	p := initProcess{exe: exe, dir: dir, stdout: stdout, stderr: stderr, cgroupProcs: spec.CgroupProcs}
+	if spec.Isolation != nil {
+		p.cloneflags = unix.CLONE_NEWNS
+		if spec.Isolation.OwnPIDs {
+			p.cloneflags |= unix.CLONE_NEWPID
+		}
+	}
+	cmd, hostPID, err := p.start()
+	if err != nil {
+		return nil, err
+	}
+	return &Started{Cmd: cmd, HostPID: hostPID}, nil
+}
+
+// StartExec runs args in the running container whose command has host pid
+// hostPID: in its mount view (its root), with its environment, working dir,
+// user, capabilities and cgroups, in a session of its own. This process is
+// already in the pod's other namespaces. It returns once args has been
+// executed, or an error naming what failed.
+func StartExec(exe, dir string, spec *ContainerSpec, hostPID int, args []string, stdin, stdout, stderr *os.File) (*exec.Cmd, error) {
+	if len(args) == 0 {
+		return nil, errors.New("exec command is empty")
+	}
+	p := initProcess{
+		exe: exe, dir: dir, execArgs: args, execPID: hostPID,
+		stdin: stdin, stdout: stdout, stderr: stderr, cgroupProcs: spec.CgroupProcs,
+	}
+	if spec.Isolation != nil && spec.Isolation.OwnPIDs {
+		p.pidNamespace = fmt.Sprintf("/proc/%d/ns/pid", hostPID)
+	}
+	cmd, _, err := p.start()
+	return cmd, err
+}
+
+// initProcess is a container's init to start: for the container's command,
+// or for execArgs in the container of execPID.
+type initProcess struct {
+	exe, dir              string
+	execArgs              []string
+	execPID               int
+	stdin, stdout, stderr *os.File
+	cgroupProcs           []string
+	cloneflags            uintptr
+	// pidNamespace, when set, is the pid namespace the init is started in
+	// (an exec joining its container's).
+	pidNamespace string
+}
+
+// start starts the init and runs the parent's half of the init protocol (see
+// runInit): it reads the init's host pid, waits until the init is set up,
+// writes its pid into cgroupProcs and lets it go, then waits for the exec
+// (the sync socket closing) or an error.
+func (p initProcess) start() (*exec.Cmd, int, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, 0, fmt.Errorf("init sync socket: %w", err)
+	}
+	parent := os.NewFile(uintptr(fds[0]), "init-sync")
+	child := os.NewFile(uintptr(fds[1]), "init-sync")
+	defer parent.Close()
+
+	env := []string{ModeEnv + "=" + ModeInit, DirEnv + "=" + p.dir}
+	if p.execArgs != nil {
+		env = append(env, initExecPIDEnv+"="+strconv.Itoa(p.execPID))
+	}
+	cmd := &exec.Cmd{
+		Path:        p.exe,
+		Args:        append([]string{"jetlet-init"}, p.execArgs...),
+		Env:         env,
+		ExtraFiles:  []*os.File{child}, // fd 3: initSyncFD
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Cloneflags: p.cloneflags},
+	}
+	// A nil *os.File in an io.Reader or io.Writer is not nil: /dev/null is.
+	if p.stdin != nil {
+		cmd.Stdin = p.stdin
+	}
+	if p.stdout != nil {
+		cmd.Stdout = p.stdout
+	}
+	if p.stderr != nil {
+		cmd.Stderr = p.stderr
+	}
+	if p.pidNamespace != "" {
+		err = startInPIDNamespace(p.pidNamespace, cmd)
+	} else {
+		err = cmd.Start()
+	}
+	child.Close()
+	if err != nil {
+		return nil, 0, fmt.Errorf("start container init: %w", err)
+	}
+	hostPID, err := runInitParent(bufio.NewReader(parent), parent, cmd.Process.Pid, p.cgroupProcs)
+	if err != nil {
+		// A reaper of every child may take the exit first: then Wait fails,
+		// which is fine.
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, 0, err
+	}
+	return cmd, hostPID, nil
+}
+
+// runInitParent is the parent's side of the protocol on the sync socket.
+func runInitParent(r *bufio.Reader, w *os.File, pid int, cgroupProcs []string) (int, error) {
+	msg, err := readInitMsg(r, "pid")
+	if err != nil {
+		return 0, err
+	}
+	hostPID, err := strconv.Atoi(msg)
+	if err != nil {
+		return 0, fmt.Errorf("container init sent a bad pid %q", msg)
+	}
+	if _, err := readInitMsg(r, "ready"); err != nil {
+		return 0, err
+	}
+	for _, f := range cgroupProcs {
+		if err := os.WriteFile(f, []byte(strconv.Itoa(pid)), 0); err != nil {
+			return 0, fmt.Errorf("join cgroup: %w", err)
+		}
+	}
+	if _, err := w.WriteString("go\n"); err != nil {
+		return 0, fmt.Errorf("container init: %w", err)
+	}
+	// The socket closes at exec (close-on-exec in the init): EOF is success.
+	if line, _ := r.ReadString('\n'); line != "" {
+		return 0, initMsgError(strings.TrimSuffix(line, "\n"))
+	}
+	return hostPID, nil
+}
+
+// readInitMsg reads the next message from the init and returns what follows
+// want, or the error the init reported.
+func readInitMsg(r *bufio.Reader, want string) (string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", errors.New("container init ended before it ran the command")
+	}
+	line = strings.TrimSuffix(line, "\n")
+	verb, rest, _ := strings.Cut(line, " ")
+	if verb != want {
+		return "", initMsgError(line)
+	}
+	return rest, nil
+}
+
+func initMsgError(line string) error {
+	if msg, ok := strings.CutPrefix(line, "error "); ok {
+		return errors.New(msg)
+	}
+	return fmt.Errorf("container init sent %q", line)
+}
+
+// startInPIDNamespace starts cmd as a member of the pid namespace at nsPath:
+// a thread's children are created in the pid namespace it joined, so cmd is
+// forked from a locked thread that joins it and then goes back. A thread that
+// cannot go back is left locked, and Go ends it with its goroutine.
+func startInPIDNamespace(nsPath string, cmd *exec.Cmd) error {
+	target, err := os.Open(nsPath)
+	if err != nil {
+		return fmt.Errorf("container's pid namespace: %w", err)
+	}
+	defer target.Close()
+	runtime.LockOSThread()
+	own, err := os.Open("/proc/thread-self/ns/pid_for_children")
+	if err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer own.Close()
+	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWPID); err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("join the container's pid namespace: %w", err)
+	}
+	startErr := cmd.Start()
+	if unix.Setns(int(own.Fd()), unix.CLONE_NEWPID) == nil {
+		runtime.UnlockOSThread()
+	}
+	return startErr
+}

@@ -1,0 +1,188 @@
+package shim
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	// initExecPIDEnv, when set, makes the init run its arguments in the
+	// running container whose command has this host pid (StartExec).
+	initExecPIDEnv = "JETLET_PROC_SHIM_EXEC_PID"
+	// initSyncFD is the init's end of the sync socket (ExtraFiles[0]).
+	initSyncFD = 3
+)
+
+// runInit is the init's side of the protocol on the sync socket:
+//
+//	init -> parent  pid <host pid>
+//	                (the init sets up the container's mount namespace)
+//	init -> parent  ready
+//	parent -> init  go (after writing the init's pid into the cgroups)
+//	                (user, capabilities, working dir, exec)
+//
+// Any failure is sent as "error <message>" instead, and the init ends. On
+// success the socket closes at the exec (close-on-exec), which the parent
+// reads as EOF.
+func runInit(dir string, sync *os.File) error {
+	syscall.CloseOnExec(int(sync.Fd()))
+	err := initContainer(dir, sync)
+	msg := strings.ReplaceAll(err.Error(), "\n", " ")
+	if _, werr := sync.WriteString("error " + msg + "\n"); werr != nil {
+		fmt.Fprintf(os.Stderr, "jetlet-init %s: %s\n", dir, msg)
+	}
+	return err
+}
+
+// initContainer sets the container up and executes its command (or the
+// exec's); it returns only on failure.
+func initContainer(dir string, sync *os.File) error {
+	data, err := os.ReadFile(filepath.Join(dir, "spec.json"))
+	if err != nil {
+		return err
+	}
+	var spec ContainerSpec
+	if err := json.Unmarshal(data, &spec); err != nil {
+		return fmt.Errorf("read %s/spec.json: %w", dir, err)
+	}
+	// Read while /proc is still the runtime's: the parent may not see host pids.
+	self, err := os.Readlink("/proc/self")
+	if err != nil {
+		return fmt.Errorf("own host pid: %w", err)
+	}
+	if _, err := sync.WriteString("pid " + self + "\n"); err != nil {
+		return err
+	}
+
+	args := spec.Args
+	if execPID := os.Getenv(initExecPIDEnv); execPID != "" {
+		args = os.Args[1:]
+		if spec.Isolation != nil {
+			// This process shares the pod's other namespaces already; only
+			// the container's mount view is missing. setns(CLONE_NEWNS) is
+			// refused to a multi-threaded process, so its root is entered.
+			if err := unix.Chroot("/proc/" + execPID + "/root"); err != nil {
+				return fmt.Errorf("enter the container's root: %w", err)
+			}
+		}
+	} else if spec.Isolation != nil {
+		if err := setUpMountNamespace(dir, spec.Isolation); err != nil {
+			return err
+		}
+	}
+	if len(args) == 0 {
+		return errors.New("no command")
+	}
+
+	if _, err := sync.WriteString("ready\n"); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(sync).ReadString('\n')
+	if err != nil || line != "go\n" {
+		return fmt.Errorf("waiting for the parent: got %q, %v", line, err)
+	}
+	return execCommand(&spec, args)
+}
+
+// execCommand enters the working dir, switches to the container's user and
+// capabilities and executes args; it returns only on failure. Credentials and
+// capabilities are per thread: they are set on this locked thread, the one
+// that executes.
+func execCommand(spec *ContainerSpec, args []string) error {
+	wd := spec.WorkDir
+	if wd == "" {
+		wd = "/"
+	}
+	if err := os.Chdir(wd); err != nil {
+		return err
+	}
+	path, err := lookPath(args[0], spec.Env)
+	if err != nil {
+		return err
+	}
+	runtime.LockOSThread() // never unlocked: the thread becomes the command or the process ends
+	if err := setCredentials(spec.User, spec.Isolation); err != nil {
+		return err
+	}
+	err = unix.Exec(path, args, spec.Env)
+	return fmt.Errorf("exec %s: %w", path, err)
+}
+
+// lookPath resolves name against the PATH of env, as a shell would in the
+// container.
+func lookPath(name string, env []string) (string, error) {
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	if err := os.Setenv("PATH", path); err != nil {
+		return "", err
+	}
+	p, err := exec.LookPath(name)
+	if errors.Is(err, exec.ErrDot) {
+		err = nil
+	}
+	return p, err
+}
+
+// setCredentials switches the calling thread to user (nil keeps root) and to
+// the capabilities and no_new_privs of iso (nil keeps them all).
+func setCredentials(user *User, iso *Isolation) error {
+	var caps *capabilities
+	if iso != nil {
+		var err error
+		if caps, err = parseCapabilities(iso.Capabilities); err != nil {
+			return err
+		}
+		if err := caps.dropBounding(); err != nil {
+			return err
+		}
+	}
+	if user != nil {
+		// Keep the permitted set across the change of uid, so that a
+		// non-root user can keep the capabilities it asked for.
+		if err := unix.Prctl(unix.PR_SET_KEEPCAPS, 1, 0, 0, 0); err != nil {
+			return fmt.Errorf("keep capabilities: %w", err)
+		}
+		groups := make([]int, len(user.Groups))
+		for i, g := range user.Groups {
+			groups[i] = int(g)
+		}
+		if err := unix.Setgroups(groups); err != nil {
+			return fmt.Errorf("setgroups %v: %w", user.Groups, err)
+		}
+		if err := syscall.Setresgid(int(user.GID), int(user.GID), int(user.GID)); err != nil {
+			return fmt.Errorf("setgid %d: %w", user.GID, err)
+		}
+		if err := syscall.Setresuid(int(user.UID), int(user.UID), int(user.UID)); err != nil {
+			return fmt.Errorf("setuid %d: %w", user.UID, err)
+		}
+		if err := unix.Prctl(unix.PR_SET_KEEPCAPS, 0, 0, 0, 0); err != nil {
+			return fmt.Errorf("keep capabilities: %w", err)
+		}
+	}
+	if iso == nil {
+		return nil
+	}
+	if err := caps.apply(); err != nil {
+		return err
+	}
+	if iso.NoNewPrivs {
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return fmt.Errorf("no_new_privs: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,430 @@
+package shim
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// setUpMountNamespace builds the container's root in this process's new mount
+// namespace and makes it the root:
+//
+//   - the host tree, read-only underneath an overlay whose upper layer is a
+//     tmpfs living in this namespace only (writes vanish with the container);
+//   - the pod's /proc, a read-only /sys, a /dev of its own, a private /tmp;
+//   - iso.Mounts, then the masked and read-only paths.
+func setUpMountNamespace(dir string, iso *Isolation) error {
+	clones, err := cloneSharedVolumes(iso.Mounts)
+	if err != nil {
+		return err
+	}
+	// Then: nothing mounted from here on reaches the host (nor the pod's
+	// other containers), while mounts of the host still propagate in.
+	if err := unix.Mount("", "/", "", unix.MS_SLAVE|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("make the host's mounts slaves: %w", err)
+	}
+	hostMounts, err := readMountPoints()
+	if err != nil {
+		return err
+	}
+	root, err := mountOverlayRoot(filepath.Join(dir, "rootfs"))
+	if err != nil {
+		return err
+	}
+	for _, mp := range hostMounts {
+		if mp == "/" || under(mp, dir) || under(mp, "/proc") || under(mp, "/sys") || under(mp, "/dev") || under(mp, "/tmp") {
+			continue
+		}
+		err := bindReadOnly(mp, filepath.Join(root, mp), true)
+		if errors.Is(err, unix.ENOENT) {
+			continue // gone since, or hidden under a later mount
+		}
+		if err != nil {
+			return fmt.Errorf("host mount %s: %w", mp, err)
+		}
+	}
+	if err := mountKernelFS(root, hostMounts, iso.WritableSysfs); err != nil {
+		return err
+	}
+	if err := mountDev(root); err != nil {
+		return err
+	}
+	var tmpFlags uintptr = unix.MS_NOSUID | unix.MS_NODEV
+	if iso.ReadonlyRootfs {
+		tmpFlags |= unix.MS_RDONLY
+	}
+	if err := unix.Mount("tmpfs", filepath.Join(root, "tmp"), "tmpfs", tmpFlags, "mode=1777"); err != nil {
+		return fmt.Errorf("mount /tmp: %w", err)
+	}
+	for i, m := range iso.Mounts {
+		if err := mountVolume(root, m, clones[i]); err != nil {
+			return fmt.Errorf("mount %s: %w", m.Destination, err)
+		}
+	}
+	if err := maskPaths(root, iso.MaskedPaths); err != nil {
+		return err
+	}
+	for _, p := range iso.ReadonlyPaths {
+		dst, err := resolveIn(root, p)
+		if err != nil {
+			return fmt.Errorf("read-only path %s: %w", p, err)
+		}
+		if _, err := os.Lstat(dst); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err := bindReadOnly(dst, dst, true); err != nil {
+			return fmt.Errorf("read-only path %s: %w", p, err)
+		}
+	}
+	if iso.ReadonlyRootfs {
+		if err := remountReadOnly(root); err != nil {
+			return fmt.Errorf("read-only root: %w", err)
+		}
+	}
+	return pivotRoot(root)
+}
+
+// mountOverlayRoot mounts a tmpfs on base and, on base/root, an overlay of
+// the host's root file system (lower) and a directory of that tmpfs (upper).
+// It returns base/root.
+func mountOverlayRoot(base string) (string, error) {
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return "", err
+	}
+	if err := unix.Mount("tmpfs", base, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=755"); err != nil {
+		return "", fmt.Errorf("mount the root's tmpfs: %w", err)
+	}
+	upper, work, root := filepath.Join(base, "upper"), filepath.Join(base, "work"), filepath.Join(base, "root")
+	for _, d := range []string{upper, work, root} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return "", err
+		}
+	}
+	opts := "lowerdir=/,upperdir=" + upper + ",workdir=" + work
+	if err := unix.Mount("overlay", root, "overlay", 0, opts); err != nil {
+		return "", fmt.Errorf("mount the root overlay: %w", err)
+	}
+	return root, nil
+}
+
+// mountKernelFS mounts the pod's /proc and binds the host's /sys tree,
+// read-only unless writableSys.
+func mountKernelFS(root string, hostMounts []string, writableSys bool) error {
+	if err := unix.Mount("proc", filepath.Join(root, "proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
+	for _, mp := range hostMounts {
+		if !under(mp, "/sys") {
+			continue
+		}
+		if err := bindReadOnly(mp, filepath.Join(root, mp), !writableSys); err != nil {
+			return fmt.Errorf("bind %s: %w", mp, err)
+		}
+	}
+	return nil
+}
+
+// mountDev gives the container a /dev of its own: the harmless devices of
+// the host, its own pseudo-terminals, shared memory and message queues.
+func mountDev(root string) error {
+	dev := filepath.Join(root, "dev")
+	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_STRICTATIME, "mode=755,size=65536k"); err != nil {
+		return fmt.Errorf("mount /dev: %w", err)
+	}
+	for _, name := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
+		dst := filepath.Join(dev, name)
+		if err := os.WriteFile(dst, nil, 0o666); err != nil {
+			return err
+		}
+		if err := unix.Mount("/dev/"+name, dst, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind /dev/%s: %w", name, err)
+		}
+	}
+	for _, m := range []struct {
+		dir, fstype, opts string
+		flags             uintptr
+	}{
+		{"pts", "devpts", "newinstance,ptmxmode=0666,mode=0620", unix.MS_NOSUID | unix.MS_NOEXEC}, // ptys are devices: no nodev
+		{"shm", "tmpfs", "mode=1777,size=65536k", unix.MS_NOSUID | unix.MS_NOEXEC | unix.MS_NODEV},
+		{"mqueue", "mqueue", "", unix.MS_NOSUID | unix.MS_NOEXEC | unix.MS_NODEV},
+	} {
+		dst := filepath.Join(dev, m.dir)
+		if err := os.Mkdir(dst, 0o755); err != nil {
+			return err
+		}
+		if err := unix.Mount(m.fstype, dst, m.fstype, m.flags, m.opts); err != nil {
+			return fmt.Errorf("mount /dev/%s: %w", m.dir, err)
+		}
+	}
+	for name, target := range map[string]string{
+		"ptmx": "pts/ptmx", "fd": "/proc/self/fd", "stdin": "/proc/self/fd/0",
+		"stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2", "core": "/proc/kcore",
+	} {
+		if err := os.Symlink(target, filepath.Join(dev, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cloneSharedVolumes returns, by index in mounts, a detached copy of the
+// source of each bidirectional ("rshared") bind mount, taken while it is
+// still a peer of the source: once / is made a slave, a bind of it could
+// only receive mounts, never send any back. Where open_tree is missing
+// (Linux before 5.2), there is no copy and the volume is bound as any other.
+func cloneSharedVolumes(mounts []Mount) (map[int]*os.File, error) {
+	clones := map[int]*os.File{}
+	for i, m := range mounts {
+		if m.Propagation != "rshared" || (m.Type != "" && m.Type != "bind") {
+			continue
+		}
+		fd, err := unix.OpenTree(unix.AT_FDCWD, m.Source, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if errors.Is(err, unix.ENOSYS) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("mount %s: copy %s: %w", m.Destination, m.Source, err)
+		}
+		clones[i] = os.NewFile(uintptr(fd), m.Source)
+	}
+	return clones, nil
+}
+
+// mountVolume applies one of the spec's mounts in root; clone, when set, is
+// the copy of its source to attach (see cloneSharedVolumes).
+func mountVolume(root string, m Mount, clone *os.File) error {
+	dst, err := resolveIn(root, m.Destination)
+	if err != nil {
+		return err
+	}
+	if m.Type == "tmpfs" {
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			return err
+		}
+		var flags uintptr = unix.MS_NOSUID | unix.MS_NODEV
+		if m.ReadOnly {
+			flags |= unix.MS_RDONLY
+		}
+		return unix.Mount("tmpfs", dst, "tmpfs", flags, "mode=1777")
+	}
+	if m.Type != "" && m.Type != "bind" {
+		return fmt.Errorf("unknown mount type %q", m.Type)
+	}
+	fi, err := os.Stat(m.Source)
+	if err != nil {
+		return err
+	}
+	if err := makeMountPoint(dst, fi.IsDir()); err != nil {
+		return err
+	}
+	if clone != nil {
+		err = unix.MoveMount(int(clone.Fd()), "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH)
+		clone.Close()
+	} else {
+		err = unix.Mount(m.Source, dst, "", unix.MS_BIND|unix.MS_REC, "")
+	}
+	if err != nil {
+		return err
+	}
+	if m.ReadOnly {
+		if err := remountReadOnly(dst); err != nil {
+			return err
+		}
+	}
+	var propagation uintptr
+	switch m.Propagation {
+	case "", "rprivate":
+		propagation = unix.MS_PRIVATE
+	case "rslave":
+		propagation = unix.MS_SLAVE
+	case "rshared":
+		propagation = unix.MS_SHARED
+	default:
+		return fmt.Errorf("unknown propagation %q", m.Propagation)
+	}
+	return unix.Mount("", dst, "", propagation|unix.MS_REC, "")
+}
+
+// makeMountPoint creates dst as a directory or an empty file.
+func makeMountPoint(dst string, dir bool) error {
+	if dir {
+		return os.MkdirAll(dst, 0o755)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_RDONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// maskPaths hides each path that exists in root: a directory under an empty
+// read-only tmpfs, anything else under /dev/null.
+func maskPaths(root string, paths []string) error {
+	for _, p := range paths {
+		dst, err := resolveIn(root, p)
+		if err != nil {
+			return fmt.Errorf("masked path %s: %w", p, err)
+		}
+		fi, err := os.Stat(dst)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("masked path %s: %w", p, err)
+		}
+		if fi.IsDir() {
+			err = unix.Mount("tmpfs", dst, "tmpfs", unix.MS_RDONLY, "")
+		} else {
+			err = unix.Mount(filepath.Join(root, "dev/null"), dst, "", unix.MS_BIND, "")
+		}
+		if err != nil {
+			return fmt.Errorf("masked path %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// bindReadOnly binds src on dst (not recursively), read-only when readOnly.
+func bindReadOnly(src, dst string, readOnly bool) error {
+	if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
+		return err
+	}
+	if !readOnly {
+		return nil
+	}
+	return remountReadOnly(dst)
+}
+
+// remountReadOnly makes the mount on path read-only, keeping its other flags
+// (a bind remount that dropped nosuid, nodev or noexec would be refused or
+// would lift them).
+func remountReadOnly(path string) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return err
+	}
+	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY)
+	for _, f := range []struct{ st, ms uintptr }{
+		{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
+		{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
+	} {
+		if uintptr(st.Flags)&f.st != 0 {
+			flags |= f.ms
+		}
+	}
+	return unix.Mount("", path, "", flags, "")
+}
+
+// pivotRoot makes root this process's root and detaches the old one. Where
+// pivot_root is refused (the old root is not a mount point, as in an
+// initramfs), root is moved onto / and chrooted into instead.
+func pivotRoot(root string) error {
+	if err := unix.Chdir(root); err != nil {
+		return err
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		if err := unix.Mount(root, "/", "", unix.MS_MOVE, ""); err != nil {
+			return fmt.Errorf("move the root (pivot_root refused): %w", err)
+		}
+		if err := unix.Chroot("."); err != nil {
+			return fmt.Errorf("chroot (pivot_root refused): %w", err)
+		}
+		return unix.Chdir("/")
+	}
+	// The old root is now stacked on "/". Its mounts are slaves or private
+	// since the start, so detaching it cannot propagate to the host. (A
+	// propagation change on "." here would apply to the new root instead, and
+	// turn rshared volumes into slaves.)
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detach the old root: %w", err)
+	}
+	return unix.Chdir("/")
+}
+
+// resolveIn resolves path as if root were /: symbolic links, absolute ones
+// included, never lead out of root. Missing components are kept as they are.
+func resolveIn(root, path string) (string, error) {
+	const maxLinks = 40
+	links := 0
+	resolved := "/"                  // inside root
+	rest := strings.Split(path, "/") // not cleaned: ".." after a link is the link target's parent
+	for len(rest) > 0 {
+		part := rest[0]
+		rest = rest[1:]
+		if part == "" || part == "." {
+			continue
+		}
+		next := filepath.Join(resolved, part)
+		target, err := os.Readlink(filepath.Join(root, next))
+		if err != nil {
+			resolved = next // not a link, or missing: either way a plain component
+			continue
+		}
+		if links++; links > maxLinks {
+			return "", fmt.Errorf("%s: too many levels of symbolic links", path)
+		}
+		if filepath.IsAbs(target) {
+			resolved = "/"
+		}
+		rest = append(strings.Split(target, "/"), rest...)
+	}
+	return filepath.Join(root, resolved), nil
+}
+
+// under reports whether path is dir or below it.
+func under(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
+}
+
+// readMountPoints returns the mount points of this mount namespace, each
+// once, parents before children as /proc/self/mountinfo lists them.
+func readMountPoints() ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	seen := map[string]bool{}
+	var points []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		mp := unescapeMountPoint(fields[4])
+		if !seen[mp] {
+			seen[mp] = true
+			points = append(points, mp)
+		}
+	}
+	return points, sc.Err()
+}
+
+// unescapeMountPoint undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMountPoint(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
