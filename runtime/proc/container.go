@@ -8,6 +8,8 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/runtime/proc/cgroups"
 )
 
 // containerRecord is container.json, written once by CreateContainer and again
@@ -20,6 +22,7 @@ type containerRecord struct {
 	CreatedAt int64           `json:"created_at"`
 	LogPath   string          `json:"log_path,omitempty"`
 	Resources json.RawMessage `json:"resources,omitempty"`
+	Cgroup    cgroups.Paths   `json:"cgroup,omitempty"`
 }
 
 // shimState is shim.json, written by the shim once the process runs.
@@ -58,6 +61,7 @@ type container struct {
 	createdAt int64
 	logPath   string
 	dir       string
+	cgroup    *cgroups.Cgroup // nil: none (cgroups off)
 
 	// opMu serialises Start, Stop and Remove of this container.
 	opMu sync.Mutex
@@ -96,7 +100,7 @@ func (r *Runtime) saveContainer(c *container) error {
 	}
 	rec := containerRecord{
 		ID: c.id, SandboxID: c.sandboxID, Config: cfg, ImageID: c.imageID,
-		CreatedAt: c.createdAt, LogPath: c.logPath,
+		CreatedAt: c.createdAt, LogPath: c.logPath, Cgroup: c.cgroup.Paths(),
 	}
 	r.mu.RLock()
 	res := c.resources
@@ -124,6 +128,7 @@ func (r *Runtime) loadContainer(dir string) (*container, error) {
 	c := &container{
 		id: rec.ID, sandboxID: rec.SandboxID, config: cfg, imageID: rec.ImageID,
 		createdAt: rec.CreatedAt, logPath: rec.LogPath, dir: dir,
+		cgroup: r.cgroups.Load(rec.Cgroup),
 	}
 	if len(rec.Resources) > 0 {
 		res := &runtimeapi.LinuxContainerResources{}

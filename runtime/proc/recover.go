@@ -59,7 +59,7 @@ func (r *Runtime) recoverProcess(c *container) bool {
 	var ex exitState
 	switch err := readJSON(filepath.Join(c.dir, "exit.json"), &ex); {
 	case err == nil:
-		c.exit = &ex
+		c.exit = r.withOOMReason(c, &ex)
 	case !errors.Is(err, os.ErrNotExist):
 		r.log.Warn().Err(err).Str("container", c.id).Msg("unreadable exit record")
 		c.exit = &exitState{ExitCode: shimLostCode, FinishedAt: time.Now().UnixNano(), Reason: reasonUnknown, Message: err.Error()}

@@ -8,6 +8,8 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/runtime/proc/cgroups"
 )
 
 // sandboxRecord is sandbox.json.
@@ -17,6 +19,7 @@ type sandboxRecord struct {
 	RuntimeHandler string          `json:"runtime_handler,omitempty"`
 	CreatedAt      int64           `json:"created_at"`
 	Ready          bool            `json:"ready"`
+	Cgroup         cgroups.Paths   `json:"cgroup,omitempty"`
 }
 
 // sandbox is a pod sandbox: a directory and a record, no process.
@@ -27,6 +30,7 @@ type sandbox struct {
 	runtimeHandler string
 	createdAt      int64
 	dir            string
+	cgroup         *cgroups.Cgroup // nil: none (cgroups off)
 
 	// opMu serialises Stop and Remove of this sandbox.
 	opMu sync.Mutex
@@ -48,6 +52,7 @@ func (r *Runtime) saveSandbox(s *sandbox, ready bool) error {
 	}
 	return writeJSONAtomic(filepath.Join(s.dir, "sandbox.json"), sandboxRecord{
 		ID: s.id, Config: cfg, RuntimeHandler: s.runtimeHandler, CreatedAt: s.createdAt, Ready: ready,
+		Cgroup: s.cgroup.Paths(),
 	})
 }
 
@@ -66,6 +71,7 @@ func (r *Runtime) loadSandbox(dir string) (*sandbox, error) {
 	return &sandbox{
 		id: rec.ID, name: sandboxName(cfg.GetMetadata()), config: cfg,
 		runtimeHandler: rec.RuntimeHandler, createdAt: rec.CreatedAt, dir: dir, ready: rec.Ready,
+		cgroup: r.cgroups.Load(rec.Cgroup),
 	}, nil
 }
 

@@ -42,6 +42,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 		release()
 		return nil, status.Errorf(codes.Internal, "create sandbox dir: %v", err)
 	}
+	r.createPodCgroup(s)
 	if err := r.saveSandbox(s, true); err != nil {
 		release()
 		_ = os.RemoveAll(s.dir)

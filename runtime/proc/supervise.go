@@ -96,7 +96,7 @@ func (r *Runtime) collectExit(c *container) *exitState {
 	var ex exitState
 	err := readJSON(filepath.Join(c.dir, "exit.json"), &ex)
 	if err == nil {
-		return &ex
+		return r.withOOMReason(c, &ex)
 	}
 	if errors.Is(err, os.ErrNotExist) && !dirExists(c.dir) {
 		// Removed under us: nothing to record.

@@ -59,8 +59,14 @@ func (m *Manager) Load(paths Paths) *Cgroup {
 	return &Cgroup{m: m, paths: paths}
 }
 
-// Paths are where the cgroup lives, for the runtime's records.
-func (c *Cgroup) Paths() Paths { return c.paths }
+// Paths are where the cgroup lives, for the runtime's records; nil for a nil
+// Cgroup.
+func (c *Cgroup) Paths() Paths {
+	if c == nil {
+		return nil
+	}
+	return c.paths
+}
 
 func (c *Cgroup) String() string {
 	if p, ok := c.paths[""]; ok {
