@@ -237,3 +237,30 @@ func TestOff(t *testing.T) {
 		t.Error("Load when off is not nil")
 	}
 }
+
+// BenchmarkCreateDelete measures what cgroups add to a pod start and removal:
+// a pod cgroup with a pids limit, a container cgroup with CPU and memory
+// limits, then both removed.
+func BenchmarkCreateDelete(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root")
+	}
+	m := Setup("jetlet-bench")
+	if ok, why := m.Enabled(); !ok {
+		b.Skip(why)
+	}
+	defer m.Load(m.parent).Delete(5 * time.Second)
+	res := &runtimeapi.LinuxContainerResources{CpuPeriod: 100000, CpuQuota: 50000, CpuShares: 512, MemoryLimitInBytes: 64 << 20}
+	for i := 0; b.Loop(); i++ {
+		pod, err := m.Create(m.PodPaths("", strconv.Itoa(i)), nil, 1024)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := m.Create(Child(pod.Paths(), "ctr"), res, 0); err != nil {
+			b.Fatal(err)
+		}
+		if err := pod.Delete(5 * time.Second); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
