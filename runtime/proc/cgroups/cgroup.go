@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/containerd/cgroups/v3/cgroup1"
@@ -123,6 +124,16 @@ func (m *Manager) spec(res *runtimeapi.LinuxContainerResources, pidsLimit int64)
 	return out, nil
 }
 
+// memoryDir is the v1 memory hierarchy's directory of the cgroup at paths.
+func (m *Manager) memoryDir(paths Paths) string {
+	for _, s := range m.v1 {
+		if s.Name() == cgroup1.Memory {
+			return hierarchyDir(s, paths[string(cgroup1.Memory)])
+		}
+	}
+	return ""
+}
+
 func (m *Manager) hasHugetlb() bool {
 	if m.mode == V2 {
 		return true
@@ -147,17 +158,9 @@ func keys(m map[string]string) []string {
 // through: one per v1 hierarchy (hierarchies mounted together counted once),
 // or the one v2 file.
 func (c *Cgroup) ProcsFiles() []string {
-	if c.m.mode == V2 {
-		return []string{filepath.Join(unifiedRoot, c.paths[""], "cgroup.procs")}
-	}
 	seen := map[string]bool{}
 	var out []string
-	for _, s := range c.m.v1 {
-		p, ok := c.paths[string(s.Name())]
-		if !ok {
-			continue
-		}
-		dir := hierarchyDir(s, p)
+	for _, dir := range c.dirs() {
 		if real, err := filepath.EvalSymlinks(dir); err == nil {
 			if seen[real] {
 				continue
@@ -287,12 +290,7 @@ func (c *Cgroup) OOMKilled() bool {
 		n, ok := readKey(filepath.Join(unifiedRoot, c.paths[""], "memory.events"), "oom_kill")
 		return ok && n > 0
 	}
-	dir := ""
-	for _, s := range c.m.v1 {
-		if s.Name() == cgroup1.Memory {
-			dir = hierarchyDir(s, c.paths[string(cgroup1.Memory)])
-		}
-	}
+	dir := c.m.memoryDir(c.paths)
 	if n, ok := readKey(filepath.Join(dir, "memory.oom_control"), "oom_kill"); ok {
 		return n > 0
 	}
@@ -301,43 +299,58 @@ func (c *Cgroup) OOMKilled() bool {
 	return err1 == nil && err2 == nil && failcnt > 0 && limit(lim) != 0
 }
 
-// Delete removes the cgroup and its children. It kills nothing: a cgroup
-// that still holds processes once timeout has passed is an error. Busy
-// cgroups (processes still exiting) are retried until then. A cgroup already
-// gone is not an error.
+// Delete removes the cgroup. It kills nothing and removes no child cgroup
+// (those of another runtime may share a pod's): a cgroup with children is an
+// error at once, and one that still holds processes once timeout has passed
+// (they may be exiting) is an error then. A cgroup already gone is not an
+// error.
 func (c *Cgroup) Delete(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	for {
-		err := c.delete()
-		if err == nil {
-			return nil
+	for _, dir := range c.dirs() {
+		for {
+			err := os.Remove(dir) // rmdir: the kernel refuses while in use
+			if err == nil || errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			if !errors.Is(err, syscall.EBUSY) {
+				return fmt.Errorf("delete cgroup %s: %w", dir, err)
+			}
+			if children := childCgroups(dir); len(children) > 0 {
+				return fmt.Errorf("delete cgroup %s: it holds the cgroups %v", dir, children)
+			}
+			if time.Now().After(deadline) {
+				procs, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+				return fmt.Errorf("delete cgroup %s: it still holds processes %v", dir, strings.Fields(string(procs)))
+			}
+			time.Sleep(10 * time.Millisecond) // the kernel releases exiting tasks: polled
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("delete cgroup %s: %w", c, err)
-		}
-		time.Sleep(10 * time.Millisecond) // the kernel releases exiting tasks: polled
 	}
+	return nil
 }
 
-func (c *Cgroup) delete() error {
+// dirs are the cgroup's directories: one per v1 hierarchy, or the v2 one.
+func (c *Cgroup) dirs() []string {
 	if c.m.mode == V2 {
-		if _, err := os.Stat(filepath.Join(unifiedRoot, c.paths[""])); errors.Is(err, os.ErrNotExist) {
-			return nil
+		return []string{filepath.Join(unifiedRoot, c.paths[""])}
+	}
+	var out []string
+	for _, s := range c.m.v1 {
+		if p, ok := c.paths[string(s.Name())]; ok {
+			out = append(out, hierarchyDir(s, p))
 		}
-		g, err := cgroup2.Load(c.paths[""])
-		if err != nil {
-			return err
+	}
+	return out
+}
+
+func childCgroups(dir string) []string {
+	entries, _ := os.ReadDir(dir)
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, e.Name())
 		}
-		return g.Delete()
 	}
-	g, err := cgroup1.Load(c.m.v1Path(c.paths), c.m.v1Opts()...)
-	if errors.Is(err, cgroup1.ErrCgroupDeleted) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return g.Delete()
+	return out
 }
 
 func readUint(path string) (uint64, error) {

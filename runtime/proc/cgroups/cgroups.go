@@ -230,14 +230,15 @@ func readControllers(path string) (map[string]bool, error) {
 
 // PodPaths are where the cgroup of pod uid goes: under parent (a path below
 // the controllers' roots, the sandbox's cgroup_parent) when set, else under
-// the runtime's parent.
+// the runtime's parent. Neither can name a place outside the roots.
 func (m *Manager) PodPaths(parent, uid string) Paths {
 	out := Paths{}
+	name := "pod" + strings.ReplaceAll(uid, "/", "_")
 	for k, p := range m.parent {
 		if parent != "" {
 			p = filepath.Join("/", parent)
 		}
-		out[k] = filepath.Join(p, "pod"+uid)
+		out[k] = filepath.Join(p, name)
 	}
 	return out
 }

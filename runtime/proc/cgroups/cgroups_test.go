@@ -32,9 +32,19 @@ func setup(t *testing.T) *Manager {
 		t.Skipf("cgroups unavailable here: %s", why)
 	}
 	t.Cleanup(func() {
-		if err := m.Load(m.parent).Delete(5 * time.Second); err != nil {
-			t.Errorf("remove the test's parent cgroup: %v", err)
+		// Depth first: children, then the parent.
+		parent := m.Load(m.parent)
+		var remove func(paths Paths)
+		remove = func(paths Paths) {
+			cg := m.Load(paths)
+			for _, child := range childCgroups(cg.dirs()[0]) {
+				remove(Child(paths, child))
+			}
+			if err := cg.Delete(5 * time.Second); err != nil {
+				t.Errorf("remove the test's cgroups: %v", err)
+			}
 		}
+		remove(parent.Paths())
 	})
 	return m
 }
@@ -143,18 +153,25 @@ func TestContainerCgroupLifecycle(t *testing.T) {
 		t.Error("OOMKilled without an OOM kill")
 	}
 
-	// Not removed while it holds a process; removed with its pod after.
-	if err := pod.Delete(100 * time.Millisecond); err == nil {
-		t.Fatal("deleted a pod cgroup holding a process")
+	// Neither removed while in use: the pod holds the container's cgroup
+	// (which may be another runtime's), the container a process.
+	if err := pod.Delete(time.Minute); err == nil || !strings.Contains(err.Error(), "holds the cgroups [ctr]") {
+		t.Fatalf("deleting a pod cgroup holding a container's: %v", err)
+	}
+	if err := c.Delete(100 * time.Millisecond); err == nil || !strings.Contains(err.Error(), "still holds processes ["+strconv.Itoa(cmd.Process.Pid)+"]") {
+		t.Fatalf("deleting a cgroup holding a process: %v", err)
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
+	if err := c.Delete(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
 	if err := pod.Delete(5 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range c.ProcsFiles() {
-		if _, err := os.Stat(filepath.Dir(f)); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("%s left behind: %v", filepath.Dir(f), err)
+	for _, dir := range append(c.dirs(), pod.dirs()...) {
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left behind: %v", dir, err)
 		}
 	}
 	if err := pod.Delete(time.Second); err != nil {
@@ -210,10 +227,14 @@ func TestPodPidsLimit(t *testing.T) {
 
 func TestCgroupParentAndUnified(t *testing.T) {
 	m := setup(t)
-	paths := m.PodPaths("/jetlet-test-parent", "uid1")
-	for _, p := range paths {
-		if p != "/jetlet-test-parent/poduid1" {
-			t.Errorf("pod path under cgroup_parent = %s", p)
+	for _, tc := range []struct{ parent, uid, want string }{
+		{"/jetlet-test-parent", "uid1", "/jetlet-test-parent/poduid1"},
+		{"../../etc", "../../x", "/etc/pod.._.._x"},
+	} {
+		for _, p := range m.PodPaths(tc.parent, tc.uid) {
+			if p != tc.want {
+				t.Errorf("PodPaths(%q, %q) = %s, want %s", tc.parent, tc.uid, p, tc.want)
+			}
 		}
 	}
 	_, err := m.Create(Child(m.parent, "unified"), &runtimeapi.LinuxContainerResources{Unified: map[string]string{"memory.high": "1M"}}, 0)
@@ -256,7 +277,11 @@ func BenchmarkCreateDelete(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := m.Create(Child(pod.Paths(), "ctr"), res, 0); err != nil {
+		ctr, err := m.Create(Child(pod.Paths(), "ctr"), res, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := ctr.Delete(5 * time.Second); err != nil {
 			b.Fatal(err)
 		}
 		if err := pod.Delete(5 * time.Second); err != nil {
