@@ -18,7 +18,6 @@ const (
 	// cgroupDeleteTimeout bounds how long a removal waits for the processes
 	// of a cgroup to finish exiting.
 	cgroupDeleteTimeout = 2 * time.Second
-	reasonOOMKilled     = "OOMKilled" // containerd's reason
 )
 
 // setupCgroups detects the host's cgroups and makes the runtime's parent
