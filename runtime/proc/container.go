@@ -49,7 +49,7 @@ const (
 	reasonStartError = "StartError" // containerd's reason when the task cannot start
 	reasonUnknown    = "Unknown"
 	reasonOOMKilled  = "OOMKilled" // the container's cgroup saw an OOM kill
-	startErrorCode   = 128 // containerd's exit code for a start failure
+	startErrorCode   = 128         // containerd's exit code for a start failure
 	shimLostCode     = 255
 )
 
