@@ -64,11 +64,10 @@ type Paths map[string]string
 // safe for concurrent use.
 type Manager struct {
 	mode   Mode
-	reason string // why mode is Off
-	parent Paths  // the runtime's parent cgroup
-	// v1 only: the hierarchies in use, and whether swap is accounted.
-	v1   []cgroup1.Subsystem
-	swap bool
+	reason string              // why mode is Off
+	parent Paths               // the runtime's parent cgroup
+	swap   bool                // the kernel accounts swap
+	v1     []cgroup1.Subsystem // the v1 hierarchies in use
 }
 
 // Setup detects the cgroup mode and creates the runtime's parent cgroup,
@@ -183,6 +182,8 @@ func setupV2(name string) *Manager {
 	if _, err := cgroup2.NewManager(unifiedRoot, m.parent[""], &cgroup2.Resources{}); err != nil {
 		return off(fmt.Sprintf("create cgroup %s: %v", m.parent[""], err))
 	}
+	_, err = os.Stat(filepath.Join(unifiedRoot, m.parent[""], "memory.swap.max"))
+	m.swap = err == nil
 	return m
 }
 
