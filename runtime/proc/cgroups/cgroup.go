@@ -43,7 +43,7 @@ func (m *Manager) Create(paths Paths, res *runtimeapi.LinuxContainerResources, p
 	case V1:
 		_, err = cgroup1.New(m.v1Path(paths), spec, m.v1Opts()...)
 	case V2:
-		_, err = cgroup2.NewManager(unifiedRoot, paths[""], cgroup2.ToResources(spec))
+		_, err = cgroup2.NewManager(m.unified, paths[""], cgroup2.ToResources(spec))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("create cgroup %s: %w", c, err)
@@ -186,7 +186,7 @@ func (c *Cgroup) Update(res *runtimeapi.LinuxContainerResources) error {
 		}
 	case V2:
 		var g *cgroup2.Manager
-		if g, err = cgroup2.Load(c.paths[""]); err == nil {
+		if g, err = cgroup2.Load(c.paths[""], cgroup2.WithMountpoint(c.m.unified)); err == nil {
 			err = g.Update(cgroup2.ToResources(spec))
 		}
 	}
@@ -255,9 +255,9 @@ func (c *Cgroup) Stats() (*Stats, error) {
 		}
 		return st, nil
 	default:
-		g, err := cgroup2.Load(c.paths[""])
+		g, err := cgroup2.Load(c.paths[""], cgroup2.WithMountpoint(c.m.unified))
 		if err == nil {
-			_, err = os.Stat(filepath.Join(unifiedRoot, c.paths[""]))
+			_, err = os.Stat(filepath.Join(c.m.unified, c.paths[""]))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("cgroup %s: %w", c, err)
@@ -287,7 +287,7 @@ func (c *Cgroup) Stats() (*Stats, error) {
 // (Linux 4.13 and later); on older kernels, a failed charge at the limit.
 func (c *Cgroup) OOMKilled() bool {
 	if c.m.mode == V2 {
-		n, ok := readKey(filepath.Join(unifiedRoot, c.paths[""], "memory.events"), "oom_kill")
+		n, ok := readKey(filepath.Join(c.m.unified, c.paths[""], "memory.events"), "oom_kill")
 		return ok && n > 0
 	}
 	dir := c.m.memoryDir(c.paths)
@@ -331,7 +331,7 @@ func (c *Cgroup) Delete(timeout time.Duration) error {
 // dirs are the cgroup's directories: one per v1 hierarchy, or the v2 one.
 func (c *Cgroup) dirs() []string {
 	if c.m.mode == V2 {
-		return []string{filepath.Join(unifiedRoot, c.paths[""])}
+		return []string{filepath.Join(c.m.unified, c.paths[""])}
 	}
 	var out []string
 	for _, s := range c.m.v1 {

@@ -68,6 +68,8 @@ type Manager struct {
 	parent Paths               // the runtime's parent cgroup
 	swap   bool                // the kernel accounts swap
 	v1     []cgroup1.Subsystem // the v1 hierarchies in use
+	// unified is the v2 hierarchy's mount point.
+	unified string
 }
 
 // Setup detects the cgroup mode and creates the runtime's parent cgroup,
@@ -178,11 +180,11 @@ func setupV2(name string) *Manager {
 	if err := enableV2(own, want); err != nil {
 		return off(err.Error())
 	}
-	m := &Manager{mode: V2, parent: Paths{"": filepath.Join(own, name)}}
-	if _, err := cgroup2.NewManager(unifiedRoot, m.parent[""], &cgroup2.Resources{}); err != nil {
+	m := &Manager{mode: V2, parent: Paths{"": filepath.Join(own, name)}, unified: unifiedRoot}
+	if _, err := cgroup2.NewManager(m.unified, m.parent[""], &cgroup2.Resources{}); err != nil {
 		return off(fmt.Sprintf("create cgroup %s: %v", m.parent[""], err))
 	}
-	_, err = os.Stat(filepath.Join(unifiedRoot, m.parent[""], "memory.swap.max"))
+	_, err = os.Stat(filepath.Join(m.unified, m.parent[""], "memory.swap.max"))
 	m.swap = err == nil
 	return m
 }

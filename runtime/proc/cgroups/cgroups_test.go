@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	cgroupsv3 "github.com/containerd/cgroups/v3"
 	"github.com/containerd/cgroups/v3/cgroup1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -55,7 +56,7 @@ func file(t *testing.T, c *Cgroup, controller cgroup1.Name, name string) string 
 	t.Helper()
 	var dir string
 	if c.m.mode == V2 {
-		dir = filepath.Join(unifiedRoot, c.paths[""])
+		dir = filepath.Join(c.m.unified, c.paths[""])
 	} else {
 		for _, s := range c.m.v1 {
 			if s.Name() == controller {
@@ -287,5 +288,54 @@ func BenchmarkCreateDelete(b *testing.B) {
 		if err := pod.Delete(5 * time.Second); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestV2Tree runs the v2 code on the v2 tree of a hybrid host, which holds
+// processes but no cpu or memory controller: creation, placement, CPU time,
+// refusal while in use, removal.
+func TestV2Tree(t *testing.T) {
+	const hybridUnified = "/sys/fs/cgroup/unified"
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	if cgroupsv3.Mode() != cgroupsv3.Hybrid {
+		t.Skip("not a hybrid host: the v2 tree is covered by the other tests on a v2 host")
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	m := &Manager{mode: V2, unified: hybridUnified, parent: Paths{"": "/jetlet-test-" + hex.EncodeToString(b[:])}}
+	pod, err := m.Create(m.PodPaths("", "v2"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := m.Create(Child(pod.Paths(), "ctr"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(hybridUnified, m.parent[""], "podv2", "ctr", "cgroup.procs")
+	if got := c.ProcsFiles(); len(got) != 1 || got[0] != want {
+		t.Fatalf("ProcsFiles() = %v, want [%s]", got, want)
+	}
+	cmd := runIn(t, c, `/bin/sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; exec sleep 600'`)
+	poll.Until(t, 30*time.Second, poll.Msg("CPU time in the v2 cgroup"), func() bool {
+		st, err := c.Stats()
+		return err == nil && st.CPUUsageNanos > 0
+	})
+	if c.OOMKilled() {
+		t.Error("OOMKilled without a memory controller")
+	}
+	if err := c.Delete(100 * time.Millisecond); err == nil {
+		t.Fatal("deleted a v2 cgroup holding a process")
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	for _, cg := range []*Cgroup{c, pod, m.Load(m.parent)} {
+		if err := cg.Delete(5 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(hybridUnified, m.parent[""])); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("v2 parent left behind: %v", err)
 	}
 }
