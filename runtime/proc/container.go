@@ -10,6 +10,8 @@ import (
 	"github.com/jetlet/jetlet/runtime/proc/shim"
 	"google.golang.org/protobuf/encoding/protojson"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/runtime/proc/cgroups"
 )
 
 // containerRecord is container.json, written once by CreateContainer and again
@@ -22,11 +24,13 @@ type containerRecord struct {
 	CreatedAt int64           `json:"created_at"`
 	LogPath   string          `json:"log_path,omitempty"`
 	Resources json.RawMessage `json:"resources,omitempty"`
+	Cgroup    cgroups.Paths   `json:"cgroup,omitempty"`
 }
 
 const (
 	reasonCompleted = "Completed"
 	reasonError     = "Error"
+	reasonOOMKilled = "OOMKilled" // the container's cgroup saw an OOM kill
 )
 
 type container struct {
@@ -38,6 +42,7 @@ type container struct {
 	createdAt int64
 	logPath   string
 	dir       string
+	cgroup    *cgroups.Cgroup // nil: none (cgroups off)
 
 	// opMu serialises Start, Stop and Remove of this container.
 	opMu sync.Mutex
@@ -76,7 +81,7 @@ func (r *Runtime) saveContainer(c *container) error {
 	}
 	rec := containerRecord{
 		ID: c.id, SandboxID: c.sandboxID, Config: cfg, ImageID: c.imageID,
-		CreatedAt: c.createdAt, LogPath: c.logPath,
+		CreatedAt: c.createdAt, LogPath: c.logPath, Cgroup: c.cgroup.Paths(),
 	}
 	r.mu.RLock()
 	res := c.resources
@@ -104,6 +109,7 @@ func (r *Runtime) loadContainer(dir string) (*container, error) {
 	c := &container{
 		id: rec.ID, sandboxID: rec.SandboxID, config: cfg, imageID: rec.ImageID,
 		createdAt: rec.CreatedAt, logPath: rec.LogPath, dir: dir,
+		cgroup: r.cgroups.Load(rec.Cgroup),
 	}
 	if len(rec.Resources) > 0 {
 		res := &runtimeapi.LinuxContainerResources{}

@@ -64,11 +64,15 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 		r.mu.Lock()
 		delete(r.names, c.name)
 		r.mu.Unlock()
+		r.deleteCgroup(c.cgroup, "container", c.id)
 		_ = os.RemoveAll(c.dir)
 		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Join(c.dir, "rootfs"), 0o755); err != nil {
 		return fail(status.Errorf(codes.Internal, "create container dir: %v", err))
+	}
+	if err := r.createContainerCgroup(c, s); err != nil {
+		return fail(err)
 	}
 	if err := r.saveContainer(c); err != nil {
 		return fail(status.Errorf(codes.Internal, "record container: %v", err))

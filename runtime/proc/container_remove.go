@@ -48,6 +48,7 @@ func (r *Runtime) removeContainer(ctx context.Context, c *container) error {
 			}
 		}
 	}
+	r.deleteCgroup(c.cgroup, "container", c.id)
 	if err := removeDirAtomic(c.dir); err != nil {
 		return status.Errorf(codes.Internal, "remove container dir: %v", err)
 	}

@@ -8,8 +8,10 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// UpdateContainerResources records the new resources (ContainerStatus reports
-// them) without enforcing them: jetlet-proc applies no resource limits.
+// UpdateContainerResources applies the new resources to the container's
+// cgroup at once, then records them (ContainerStatus reports them). Without a
+// cgroup they are only recorded. Resources the host cannot apply fail the
+// call and change nothing that was recorded.
 func (r *Runtime) UpdateContainerResources(ctx context.Context, req *runtimeapi.UpdateContainerResourcesRequest) (*runtimeapi.UpdateContainerResourcesResponse, error) {
 	c, err := r.getContainer(req.GetContainerId())
 	if err != nil {
@@ -20,6 +22,9 @@ func (r *Runtime) UpdateContainerResources(ctx context.Context, req *runtimeapi.
 	}
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
+	if err := applyResources(c.cgroup, req.GetLinux()); err != nil {
+		return nil, err
+	}
 	r.mu.Lock()
 	old := c.resources
 	c.resources = req.GetLinux()

@@ -65,7 +65,7 @@ func (r *Runtime) recoverProcess(c *container) bool {
 	var ex shim.Exit
 	switch err := atomicfile.ReadJSON(filepath.Join(c.dir, "exit.json"), &ex); {
 	case err == nil:
-		c.exit = &ex
+		c.exit = r.withOOMReason(c, &ex)
 	case !errors.Is(err, os.ErrNotExist):
 		r.log.Warn().Err(err).Str("container", c.id).Msg("unreadable exit record")
 		c.exit = &shim.Exit{ExitCode: shim.LostCode, FinishedAt: time.Now().UnixNano(), Reason: shim.ReasonUnknown, Message: err.Error()}

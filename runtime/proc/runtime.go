@@ -13,6 +13,8 @@ import (
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/runtime/proc/cgroups"
 )
 
 const (
@@ -53,6 +55,9 @@ type Config struct {
 	// StartTimeout bounds how long StartContainer waits for a shim to report
 	// that the process runs. Default 30s.
 	StartTimeout time.Duration
+	// PodPidsLimit is the most processes a pod's cgroup may hold (kubelet's
+	// --pod-max-pids); 0 or -1: no limit.
+	PodPidsLimit int64
 }
 
 func (c *Config) setDefaults() {
@@ -66,6 +71,9 @@ func (c *Config) Validate() error {
 	if c.Dir == "" {
 		return fmt.Errorf("%w: Dir is required", ErrInvalidConfig)
 	}
+	if c.PodPidsLimit < -1 {
+		return fmt.Errorf("%w: PodPidsLimit %d: want -1 (no limit) or more", ErrInvalidConfig, c.PodPidsLimit)
+	}
 	return nil
 }
 
@@ -77,6 +85,9 @@ type Runtime struct {
 
 	cfg Config
 	log zerolog.Logger
+	// cgroups makes the pods' and containers' cgroups; set by Start before it
+	// serves, read-only after.
+	cgroups *cgroups.Manager
 
 	// mu guards the maps, the mutable state of sandboxes and containers (state,
 	// shim, exit) and the name reservations.
@@ -158,6 +169,7 @@ func (r *Runtime) Start(ctx context.Context, socketPath string) error {
 		r.log.Warn().Str("isolation", r.iso.level).Strs("missing", r.iso.missing).
 			Msg("pods are not fully isolated from this host")
 	}
+	r.setupCgroups()
 	r.recover()
 
 	lis, err := listenUnix(socketPath)

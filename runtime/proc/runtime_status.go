@@ -22,20 +22,25 @@ func (r *Runtime) Status(ctx context.Context, req *runtimeapi.StatusRequest) (*r
 		Features: &runtimeapi.RuntimeFeatures{},
 	}
 	if req.GetVerbose() {
+		cgroups, why := r.cgroupsEnabled()
 		info, _ := json.Marshal(map[string]any{
 			"runtime":          RuntimeName,
 			"version":          RuntimeVersion,
 			"dir":              r.cfg.Dir,
 			"shim":             r.cfg.ShimPath,
 			"linkMountsOnHost": r.cfg.LinkMountsOnHost,
+			"cgroups":          cgroups,
+			"cgroupsOffReason": why,
+			"podPidsLimit":     r.cfg.PodPidsLimit,
 		})
 		resp.Info = map[string]string{"config": string(info)}
 	}
 	return resp, nil
 }
 
-// RuntimeConfig reports the cgroupfs driver; jetlet-proc manages no cgroups,
-// and kubelet-like clients only need a valid answer.
+// RuntimeConfig reports the cgroupfs driver: jetlet-proc writes the cgroup
+// files itself (a sandbox's cgroup_parent is a path under the controllers'
+// roots).
 func (r *Runtime) RuntimeConfig(ctx context.Context, req *runtimeapi.RuntimeConfigRequest) (*runtimeapi.RuntimeConfigResponse, error) {
 	return &runtimeapi.RuntimeConfigResponse{
 		Linux: &runtimeapi.LinuxRuntimeConfiguration{CgroupDriver: runtimeapi.CgroupDriver_CGROUPFS},

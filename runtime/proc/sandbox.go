@@ -9,6 +9,8 @@ import (
 	"github.com/jetlet/jetlet/internal/atomicfile"
 	"google.golang.org/protobuf/encoding/protojson"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/runtime/proc/cgroups"
 )
 
 // sandboxRecord is sandbox.json.
@@ -19,6 +21,7 @@ type sandboxRecord struct {
 	CreatedAt      int64           `json:"created_at"`
 	Ready          bool            `json:"ready"`
 	ShimPID        int             `json:"shim_pid,omitempty"`
+	Cgroup         cgroups.Paths   `json:"cgroup,omitempty"`
 }
 
 // sandbox is a pod sandbox: a directory, a record and the pod's shim, the
@@ -30,7 +33,8 @@ type sandbox struct {
 	runtimeHandler string
 	createdAt      int64
 	dir            string
-	shimPID        int // set before the sandbox is published, then read-only
+	shimPID        int             // set before the sandbox is published, then read-only
+	cgroup         *cgroups.Cgroup // nil: none (cgroups off)
 
 	// opMu serialises Stop and Remove of this sandbox.
 	opMu sync.Mutex
@@ -53,6 +57,7 @@ func (r *Runtime) saveSandbox(s *sandbox, ready bool) error {
 	return atomicfile.WriteJSON(filepath.Join(s.dir, "sandbox.json"), sandboxRecord{
 		ID: s.id, Config: cfg, RuntimeHandler: s.runtimeHandler, CreatedAt: s.createdAt, Ready: ready,
 		ShimPID: s.shimPID,
+		Cgroup:  s.cgroup.Paths(),
 	})
 }
 
@@ -72,6 +77,7 @@ func (r *Runtime) loadSandbox(dir string) (*sandbox, error) {
 		id: rec.ID, name: sandboxName(cfg.GetMetadata()), config: cfg,
 		runtimeHandler: rec.RuntimeHandler, createdAt: rec.CreatedAt, dir: dir, ready: rec.Ready,
 		shimPID: rec.ShimPID,
+		cgroup:  r.cgroups.Load(rec.Cgroup),
 	}, nil
 }
 

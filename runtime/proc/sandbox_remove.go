@@ -34,6 +34,9 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePo
 	if !present {
 		return &runtimeapi.RemovePodSandboxResponse{}, nil
 	}
+	if s.cgroup != nil && !r.podCgroupShared(s) {
+		r.deleteCgroup(s.cgroup, "sandbox", s.id)
+	}
 	if err := removeDirAtomic(s.dir); err != nil {
 		return nil, status.Errorf(codes.Internal, "remove sandbox dir: %v", err)
 	}

@@ -45,6 +45,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 		undo()
 		return nil, status.Errorf(codes.Internal, "create sandbox dir: %v", err)
 	}
+	r.createPodCgroup(s)
 	// Recorded not ready first: a crash before the shim runs leaves a sandbox
 	// that reports NOTREADY and is removed, never one without its shim.
 	if err := r.saveSandbox(s, false); err != nil {

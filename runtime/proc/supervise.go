@@ -52,7 +52,7 @@ func (r *Runtime) collectExit(c *container) *shim.Exit {
 	var ex shim.Exit
 	err := atomicfile.ReadJSON(filepath.Join(c.dir, "exit.json"), &ex)
 	if err == nil {
-		return &ex
+		return r.withOOMReason(c, &ex)
 	}
 	if errors.Is(err, os.ErrNotExist) && !dirExists(c.dir) {
 		// Removed under us: nothing to record.

@@ -42,6 +42,7 @@ type runConfig struct {
 	workers               int
 	httpListen            string
 	allowPrivileged       bool
+	podMaxPids            int64
 	imageCredentials      string
 	renameNode            bool
 	logLevel              string
@@ -97,6 +98,7 @@ admits anyone. Without
 	fs.IntVar(&cfg.workers, "workers", 16, "pods synced concurrently")
 	fs.StringVar(&cfg.httpListen, "http-listen", "127.0.0.1:9464", "address of /healthz, /readyz and /metrics (port 0 picks a free port)")
 	fs.BoolVar(&cfg.allowPrivileged, "allow-privileged", false, "accept privileged containers")
+	fs.Int64Var(&cfg.podMaxPids, "pod-max-pids", -1, "most processes a pod of the embedded runtime may run, through its pids cgroup (kubelet's --pod-max-pids); -1: no limit")
 	fs.StringVar(&cfg.imageCredentials, "image-credentials", "", "registry credentials of image pulls, in Docker's config.json format (default: <data-dir>/"+defaultCredentialsFile+" when present); re-read when it changes")
 	fs.BoolVar(&cfg.renameNode, "rename-node", false, "let --node differ from the node name the data dir recorded, and record it")
 	fs.BoolVar(&cfg.profiling, "profiling", false, "serve Go's /debug/pprof/ on --http-listen")
@@ -150,6 +152,9 @@ func (c *runConfig) validate() error {
 	c.dataDir = abs
 	if c.workers < 1 {
 		return fmt.Errorf("--workers %d: must be at least 1", c.workers)
+	}
+	if c.podMaxPids < -1 {
+		return fmt.Errorf("--pod-max-pids %d: want -1 (no limit) or more", c.podMaxPids)
 	}
 	if c.runtimeRequestTimeout <= 0 {
 		return fmt.Errorf("--runtime-request-timeout %s: must be positive", c.runtimeRequestTimeout)

@@ -1,0 +1,30 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
+)
+
+func TestPodMaxPidsFlag(t *testing.T) {
+	t.Setenv("JETLET_POD_MAX_PIDS", "1024")
+	cmd := NewRunCommand()
+	if err := cmd.ParseFlags(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.BindEnv(cmd); err != nil {
+		t.Fatal(err)
+	}
+	if got := cmd.Flags().Lookup("pod-max-pids").Value.String(); got != "1024" {
+		t.Errorf("--pod-max-pids from JETLET_POD_MAX_PIDS = %s", got)
+	}
+
+	// Refused by validation, before jetlet starts anything.
+	cmd = NewRunCommand()
+	cmd.SetArgs([]string{"--node", "n", "--data-dir", t.TempDir(), "--pod-max-pids", "-2"})
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--pod-max-pids -2") {
+		t.Fatalf("--pod-max-pids -2: %v, want refused", err)
+	}
+}

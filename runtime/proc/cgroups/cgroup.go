@@ -1,0 +1,380 @@
+package cgroups
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/containerd/cgroups/v3/cgroup1"
+	"github.com/containerd/cgroups/v3/cgroup2"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// ErrUnsupported is wrapped by the errors of resources the host's cgroups
+// cannot apply.
+var ErrUnsupported = errors.New("cgroups: unsupported")
+
+// Cgroup is one pod's or container's cgroup. It holds no open files: every
+// call reads or writes the cgroup's files.
+type Cgroup struct {
+	m     *Manager
+	paths Paths
+}
+
+// Create creates (or takes over) the cgroup at paths and applies res, and a
+// pids limit when pidsLimit > 0 (kubelet's --pod-max-pids; 0 or -1: none).
+func (m *Manager) Create(paths Paths, res *runtimeapi.LinuxContainerResources, pidsLimit int64) (*Cgroup, error) {
+	if m.mode == Off {
+		return nil, fmt.Errorf("%w: cgroups are off: %s", ErrUnsupported, m.reason)
+	}
+	spec, err := m.spec(res, pidsLimit)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cgroup{m: m, paths: paths}
+	switch m.mode {
+	case V1:
+		_, err = cgroup1.New(m.v1Path(paths), spec, m.v1Opts()...)
+	case V2:
+		_, err = cgroup2.NewManager(m.unified, paths[""], cgroup2.ToResources(spec))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create cgroup %s: %w", c, err)
+	}
+	return c, nil
+}
+
+// Load is the cgroup at paths, as recorded; nil when cgroups are off or paths
+// is empty. It does no I/O.
+func (m *Manager) Load(paths Paths) *Cgroup {
+	if m.mode == Off || len(paths) == 0 {
+		return nil
+	}
+	return &Cgroup{m: m, paths: paths}
+}
+
+// Paths are where the cgroup lives, for the runtime's records; nil for a nil
+// Cgroup.
+func (c *Cgroup) Paths() Paths {
+	if c == nil {
+		return nil
+	}
+	return c.paths
+}
+
+func (c *Cgroup) String() string {
+	if p, ok := c.paths[""]; ok {
+		return p
+	}
+	return c.paths[string(cgroup1.Memory)]
+}
+
+// spec translates CRI resources into the OCI resources the library applies.
+func (m *Manager) spec(res *runtimeapi.LinuxContainerResources, pidsLimit int64) (*specs.LinuxResources, error) {
+	out := &specs.LinuxResources{}
+	if pidsLimit > 0 {
+		out.Pids = &specs.LinuxPids{Limit: &pidsLimit}
+	}
+	if res == nil {
+		return out, nil
+	}
+	cpu := &specs.LinuxCPU{Cpus: res.GetCpusetCpus(), Mems: res.GetCpusetMems()}
+	if v := res.GetCpuShares(); v > 0 {
+		shares := uint64(v)
+		cpu.Shares = &shares
+	}
+	if v := res.GetCpuPeriod(); v > 0 {
+		period := uint64(v)
+		cpu.Period = &period
+	}
+	if v := res.GetCpuQuota(); v != 0 {
+		cpu.Quota = &v
+		if cpu.Period == nil {
+			period := uint64(100000) // the kernel's default
+			cpu.Period = &period
+		}
+	}
+	out.CPU = cpu
+	mem := &specs.LinuxMemory{}
+	if v := res.GetMemoryLimitInBytes(); v > 0 {
+		mem.Limit = &v
+	}
+	if v := res.GetMemorySwapLimitInBytes(); v > 0 && m.swap {
+		mem.Swap = &v
+	}
+	out.Memory = mem
+	if m.hasHugetlb() {
+		for _, h := range res.GetHugepageLimits() {
+			out.HugepageLimits = append(out.HugepageLimits, specs.LinuxHugepageLimit{Pagesize: h.GetPageSize(), Limit: h.GetLimit()})
+		}
+	}
+	if u := res.GetUnified(); len(u) > 0 {
+		if m.mode != V2 {
+			return nil, fmt.Errorf("%w: unified resources %v need cgroup v2; this host uses cgroup v1", ErrUnsupported, keys(u))
+		}
+		out.Unified = u
+	}
+	return out, nil
+}
+
+// memoryDir is the v1 memory hierarchy's directory of the cgroup at paths.
+func (m *Manager) memoryDir(paths Paths) string {
+	for _, s := range m.v1 {
+		if s.Name() == cgroup1.Memory {
+			return hierarchyDir(s, paths[string(cgroup1.Memory)])
+		}
+	}
+	return ""
+}
+
+func (m *Manager) hasHugetlb() bool {
+	if m.mode == V2 {
+		return true
+	}
+	for _, s := range m.v1 {
+		if s.Name() == cgroup1.Hugetlb {
+			return true
+		}
+	}
+	return false
+}
+
+func keys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// ProcsFiles are the cgroup.procs files a process is placed in the cgroup
+// through: one per v1 hierarchy (hierarchies mounted together counted once),
+// or the one v2 file.
+func (c *Cgroup) ProcsFiles() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, dir := range c.dirs() {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			if seen[real] {
+				continue
+			}
+			seen[real] = true
+		}
+		out = append(out, filepath.Join(dir, "cgroup.procs"))
+	}
+	return out
+}
+
+// Update applies res to the live cgroup (limits left unset keep their value).
+func (c *Cgroup) Update(res *runtimeapi.LinuxContainerResources) error {
+	spec, err := c.m.spec(res, 0)
+	if err != nil {
+		return err
+	}
+	switch c.m.mode {
+	case V1:
+		var g cgroup1.Cgroup
+		if g, err = cgroup1.Load(c.m.v1Path(c.paths), c.m.v1Opts()...); err == nil {
+			err = g.Update(spec)
+		}
+	case V2:
+		var g *cgroup2.Manager
+		if g, err = cgroup2.Load(c.paths[""], cgroup2.WithMountpoint(c.m.unified)); err == nil {
+			err = g.Update(cgroup2.ToResources(spec))
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("update cgroup %s: %w", c, err)
+	}
+	return nil
+}
+
+// Stats is a cgroup's usage, in the terms of the CRI's Linux stats.
+type Stats struct {
+	CPUUsageNanos uint64 // cumulative CPU time
+	MemoryUsage   uint64
+	// WorkingSet is usage less inactive file pages, as kubelet computes it.
+	WorkingSet      uint64
+	RSS             uint64
+	PageFaults      uint64
+	MajorPageFaults uint64
+	MemoryLimit     uint64 // 0: unlimited
+	SwapUsage       uint64
+	SwapLimit       uint64 // 0: unlimited or not accounted
+	Processes       uint64 // 0 without the pids controller
+}
+
+// unlimited: v1 reports no limit as a number near 2^63, v2 as "max".
+func limit(v uint64) uint64 {
+	if v >= 1<<62 {
+		return 0
+	}
+	return v
+}
+
+func sub(a, b uint64) uint64 {
+	if a > b {
+		return a - b
+	}
+	return 0
+}
+
+// Stats reads the cgroup's usage.
+func (c *Cgroup) Stats() (*Stats, error) {
+	switch c.m.mode {
+	case V1:
+		g, err := cgroup1.Load(c.m.v1Path(c.paths), c.m.v1Opts()...)
+		if err != nil {
+			return nil, fmt.Errorf("cgroup %s: %w", c, err)
+		}
+		mt, err := g.Stat(cgroup1.IgnoreNotExist)
+		if err != nil {
+			return nil, fmt.Errorf("cgroup %s: %w", c, err)
+		}
+		st := &Stats{CPUUsageNanos: mt.GetCPU().GetUsage().GetTotal(), Processes: mt.GetPids().GetCurrent()}
+		if mem := mt.GetMemory(); mem != nil {
+			st.MemoryUsage = mem.GetUsage().GetUsage()
+			st.WorkingSet = sub(st.MemoryUsage, mem.GetTotalInactiveFile())
+			st.RSS = mem.GetTotalRSS()
+			st.PageFaults = mem.GetTotalPgFault()
+			st.MajorPageFaults = mem.GetTotalPgMajFault()
+			st.MemoryLimit = limit(mem.GetUsage().GetLimit())
+			if c.m.swap { // memsw counts memory and swap together
+				st.SwapUsage = sub(mem.GetSwap().GetUsage(), st.MemoryUsage)
+				if sw := limit(mem.GetSwap().GetLimit()); sw != 0 {
+					st.SwapLimit = sub(sw, st.MemoryLimit)
+				}
+			}
+		}
+		return st, nil
+	default:
+		g, err := cgroup2.Load(c.paths[""], cgroup2.WithMountpoint(c.m.unified))
+		if err == nil {
+			_, err = os.Stat(filepath.Join(c.m.unified, c.paths[""]))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cgroup %s: %w", c, err)
+		}
+		mt, err := g.Stat()
+		if err != nil {
+			return nil, fmt.Errorf("cgroup %s: %w", c, err)
+		}
+		mem := mt.GetMemory()
+		return &Stats{
+			CPUUsageNanos:   mt.GetCPU().GetUsageUsec() * 1000,
+			MemoryUsage:     mem.GetUsage(),
+			WorkingSet:      sub(mem.GetUsage(), mem.GetInactiveFile()),
+			RSS:             mem.GetAnon(),
+			PageFaults:      mem.GetPgfault(),
+			MajorPageFaults: mem.GetPgmajfault(),
+			MemoryLimit:     limit(mem.GetUsageLimit()),
+			SwapUsage:       mem.GetSwapUsage(),
+			SwapLimit:       limit(mem.GetSwapLimit()),
+			Processes:       mt.GetPids().GetCurrent(),
+		}, nil
+	}
+}
+
+// OOMKilled reports whether the kernel OOM-killed a process of the cgroup:
+// memory.events oom_kill under v2, memory.oom_control oom_kill under v1
+// (Linux 4.13 and later); on older kernels, a failed charge at the limit.
+func (c *Cgroup) OOMKilled() bool {
+	if c.m.mode == V2 {
+		n, ok := readKey(filepath.Join(c.m.unified, c.paths[""], "memory.events"), "oom_kill")
+		return ok && n > 0
+	}
+	dir := c.m.memoryDir(c.paths)
+	if n, ok := readKey(filepath.Join(dir, "memory.oom_control"), "oom_kill"); ok {
+		return n > 0
+	}
+	failcnt, err1 := readUint(filepath.Join(dir, "memory.failcnt"))
+	lim, err2 := readUint(filepath.Join(dir, "memory.limit_in_bytes"))
+	return err1 == nil && err2 == nil && failcnt > 0 && limit(lim) != 0
+}
+
+// Delete removes the cgroup. It kills nothing and removes no child cgroup
+// (those of another runtime may share a pod's): a cgroup with children is an
+// error at once, and one that still holds processes once timeout has passed
+// (they may be exiting) is an error then. A cgroup already gone is not an
+// error.
+func (c *Cgroup) Delete(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for _, dir := range c.dirs() {
+		for {
+			err := os.Remove(dir) // rmdir: the kernel refuses while in use
+			if err == nil || errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			if !errors.Is(err, syscall.EBUSY) {
+				return fmt.Errorf("delete cgroup %s: %w", dir, err)
+			}
+			if children := childCgroups(dir); len(children) > 0 {
+				return fmt.Errorf("delete cgroup %s: it holds the cgroups %v", dir, children)
+			}
+			if time.Now().After(deadline) {
+				procs, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+				return fmt.Errorf("delete cgroup %s: it still holds processes %v", dir, strings.Fields(string(procs)))
+			}
+			time.Sleep(10 * time.Millisecond) // the kernel releases exiting tasks: polled
+		}
+	}
+	return nil
+}
+
+// dirs are the cgroup's directories: one per v1 hierarchy, or the v2 one.
+func (c *Cgroup) dirs() []string {
+	if c.m.mode == V2 {
+		return []string{filepath.Join(c.m.unified, c.paths[""])}
+	}
+	var out []string
+	for _, s := range c.m.v1 {
+		if p, ok := c.paths[string(s.Name())]; ok {
+			out = append(out, hierarchyDir(s, p))
+		}
+	}
+	return out
+}
+
+func childCgroups(dir string) []string {
+	entries, _ := os.ReadDir(dir)
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+func readUint(path string) (uint64, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+}
+
+// readKey reads the value of key in a flat keyed file ("key value" lines).
+func readKey(path, key string) (uint64, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), " ")
+		if ok && k == key {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}

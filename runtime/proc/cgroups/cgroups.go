@@ -1,0 +1,256 @@
+// Package cgroups puts the embedded runtime's pods and containers in cgroups:
+// it creates them from CRI resources, updates them live, reads their usage and
+// whether the kernel OOM-killed in them, and removes them. It writes no pid
+// itself: the pod shim writes each container's pid to ProcsFiles before it
+// executes the command. cgroup v1 (and hybrid hosts, through their v1
+// controllers) and v2 are handled by github.com/containerd/cgroups/v3.
+package cgroups
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	cgroupsv3 "github.com/containerd/cgroups/v3"
+	"github.com/containerd/cgroups/v3/cgroup1"
+	"github.com/containerd/cgroups/v3/cgroup2"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// Mode is the cgroup version in use.
+type Mode int
+
+const (
+	// Off: no cgroups are made (not root, no cgroup filesystem, or the
+	// runtime's own cgroup cannot be delegated from).
+	Off Mode = iota
+	// V1 uses the v1 hierarchies (also on hybrid hosts).
+	V1
+	// V2 uses the unified hierarchy.
+	V2
+)
+
+func (m Mode) String() string {
+	switch m {
+	case V1:
+		return "v1"
+	case V2:
+		return "v2"
+	default:
+		return "off"
+	}
+}
+
+// unifiedRoot is where the v2 hierarchy is mounted on a v2 host.
+const unifiedRoot = "/sys/fs/cgroup"
+
+// v1Controllers are the v1 hierarchies the runtime uses: those that limit or
+// account CPU, memory, pids and huge pages. Devices, freezer, blkio and the
+// named hierarchies are left alone.
+var v1Controllers = map[cgroup1.Name]bool{
+	cgroup1.Cpu: true, cgroup1.Cpuacct: true, cgroup1.Cpuset: true,
+	cgroup1.Memory: true, cgroup1.Pids: true, cgroup1.Hugetlb: true,
+}
+
+// Paths locate one cgroup: under v1, its path below each hierarchy's root,
+// by controller name; under v2, its path below the unified root, under the
+// key "". Paths are what a runtime records to find its cgroups again.
+type Paths map[string]string
+
+// Manager makes the cgroups of one runtime. It is read-only after Setup and
+// safe for concurrent use.
+type Manager struct {
+	mode   Mode
+	reason string              // why mode is Off
+	parent Paths               // the runtime's parent cgroup
+	swap   bool                // the kernel accounts swap
+	v1     []cgroup1.Subsystem // the v1 hierarchies in use
+	// unified is the v2 hierarchy's mount point.
+	unified string
+}
+
+// Setup detects the cgroup mode and creates the runtime's parent cgroup,
+// <its own cgroup>/<name> in each hierarchy, so that the runtime stays inside
+// whatever subtree it was delegated. When that fails, the Manager is Off and
+// Enabled says why; nothing else changes.
+func Setup(name string) *Manager {
+	if os.Geteuid() != 0 {
+		return off("not running as root")
+	}
+	switch cgroupsv3.Mode() {
+	case cgroupsv3.Unavailable:
+		return off("no cgroup filesystem at " + unifiedRoot)
+	case cgroupsv3.Unified:
+		return setupV2(name)
+	default:
+		return setupV1(name)
+	}
+}
+
+func off(reason string) *Manager { return &Manager{mode: Off, reason: reason} }
+
+// Enabled reports whether cgroups are made and, when not, why.
+func (m *Manager) Enabled() (bool, string) { return m.mode != Off, m.reason }
+
+// Mode is the cgroup version in use.
+func (m *Manager) Mode() Mode { return m.mode }
+
+func setupV1(name string) *Manager {
+	all, err := cgroup1.Default()
+	if err != nil {
+		return off(fmt.Sprintf("list cgroup v1 hierarchies: %v", err))
+	}
+	own := cgroup1.NestedPath(name)
+	m := &Manager{mode: V1, parent: Paths{}}
+	for _, s := range all {
+		if !v1Controllers[s.Name()] {
+			continue
+		}
+		p, err := own(s.Name())
+		if err != nil {
+			continue // not in this process's /proc/self/cgroup
+		}
+		if s.Name() == cgroup1.Memory {
+			// Stats must not fail where swap is not accounted.
+			root := filepath.Dir(hierarchyDir(s, "/"))
+			s = cgroup1.NewMemory(root, cgroup1.OptionalSwap())
+			_, err := os.Stat(filepath.Join(hierarchyDir(s, "/"), "memory.memsw.limit_in_bytes"))
+			m.swap = err == nil
+		}
+		m.v1 = append(m.v1, s)
+		m.parent[string(s.Name())] = p
+	}
+	if _, ok := m.parent[string(cgroup1.Memory)]; !ok {
+		return off("no cgroup v1 memory hierarchy")
+	}
+	if _, err := cgroup1.New(m.v1Path(m.parent), &specs.LinuxResources{}, m.v1Opts()...); err != nil {
+		return off(fmt.Sprintf("create cgroup %s: %v", m.parent[string(cgroup1.Memory)], err))
+	}
+	return m
+}
+
+// hierarchyDir is the directory of the cgroup at path in s's hierarchy.
+func hierarchyDir(s cgroup1.Subsystem, path string) string {
+	return s.(interface{ Path(string) string }).Path(path)
+}
+
+func (m *Manager) v1Opts() []cgroup1.InitOpts {
+	subs := m.v1
+	return []cgroup1.InitOpts{
+		cgroup1.WithHierarchy(func() ([]cgroup1.Subsystem, error) { return subs, nil }),
+		func(c *cgroup1.InitConfig) error { c.InitCheck = cgroup1.AllowAny; return nil },
+	}
+}
+
+// v1Path is the library's view of paths.
+func (m *Manager) v1Path(paths Paths) cgroup1.Path {
+	return func(n cgroup1.Name) (string, error) {
+		p, ok := paths[string(n)]
+		if !ok {
+			return "", cgroup1.ErrControllerNotActive
+		}
+		return p, nil
+	}
+}
+
+// v2Controllers are enabled for the runtime's subtree.
+var v2Controllers = []string{"cpu", "cpuset", "memory", "pids", "hugetlb"}
+
+func setupV2(name string) *Manager {
+	own, err := cgroup2.NestedGroupPath("")
+	if err != nil {
+		return off(fmt.Sprintf("read own cgroup: %v", err))
+	}
+	avail, err := readControllers(filepath.Join(unifiedRoot, own, "cgroup.controllers"))
+	if err != nil {
+		return off(fmt.Sprintf("own cgroup %s: %v", own, err))
+	}
+	var want []string
+	for _, c := range v2Controllers {
+		if avail[c] {
+			want = append(want, c)
+		}
+	}
+	if !avail["memory"] {
+		return off(fmt.Sprintf("the memory controller is not delegated to cgroup %s", own))
+	}
+	if err := enableV2(own, want); err != nil {
+		return off(err.Error())
+	}
+	m := &Manager{mode: V2, parent: Paths{"": filepath.Join(own, name)}, unified: unifiedRoot}
+	if _, err := cgroup2.NewManager(m.unified, m.parent[""], &cgroup2.Resources{}); err != nil {
+		return off(fmt.Sprintf("create cgroup %s: %v", m.parent[""], err))
+	}
+	_, err = os.Stat(filepath.Join(m.unified, m.parent[""], "memory.swap.max"))
+	m.swap = err == nil
+	return m
+}
+
+// enableV2 enables controllers for the children of own. A cgroup other than
+// the root cannot both hold processes and hand controllers down, so when this
+// process sits in own (a systemd unit with Delegate=yes, say) it first moves
+// itself to the leaf own/jetlet-runtime, as k3s and kind's entrypoint do.
+func enableV2(own string, controllers []string) error {
+	if len(controllers) == 0 {
+		return nil
+	}
+	control := filepath.Join(unifiedRoot, own, "cgroup.subtree_control")
+	line := []byte("+" + strings.Join(controllers, " +"))
+	err := os.WriteFile(control, line, 0)
+	if err == nil || own == "/" || !errors.Is(err, syscall.EBUSY) {
+		if err != nil {
+			return fmt.Errorf("enable controllers in cgroup %s: %w", own, err)
+		}
+		return nil
+	}
+	leaf := filepath.Join(unifiedRoot, own, "jetlet-runtime")
+	if err := os.MkdirAll(leaf, 0o755); err != nil {
+		return fmt.Errorf("create cgroup %s: %w", leaf, err)
+	}
+	if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte("0"), 0); err != nil {
+		return fmt.Errorf("move the runtime to cgroup %s: %w", leaf, err)
+	}
+	if err := os.WriteFile(control, line, 0); err != nil {
+		return fmt.Errorf("enable controllers in cgroup %s (other processes share it; run jetlet in a cgroup of its own): %w", own, err)
+	}
+	return nil
+}
+
+func readControllers(path string) (map[string]bool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, c := range strings.Fields(string(data)) {
+		out[c] = true
+	}
+	return out, nil
+}
+
+// PodPaths are where the cgroup of pod uid goes: under parent (a path below
+// the controllers' roots, the sandbox's cgroup_parent) when set, else under
+// the runtime's parent. Neither can name a place outside the roots.
+func (m *Manager) PodPaths(parent, uid string) Paths {
+	out := Paths{}
+	name := "pod" + strings.ReplaceAll(uid, "/", "_")
+	for k, p := range m.parent {
+		if parent != "" {
+			p = filepath.Join("/", parent)
+		}
+		out[k] = filepath.Join(p, name)
+	}
+	return out
+}
+
+// Child is where a child named name of the cgroup at paths goes.
+func Child(paths Paths, name string) Paths {
+	out := Paths{}
+	for k, p := range paths {
+		out[k] = filepath.Join(p, name)
+	}
+	return out
+}

@@ -1,0 +1,341 @@
+package cgroups
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	cgroupsv3 "github.com/containerd/cgroups/v3"
+	"github.com/containerd/cgroups/v3/cgroup1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/test/poll"
+)
+
+// setup is a Manager whose parent is unique to the test, removed after it.
+func setup(t *testing.T) *Manager {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: cgroups are made only by root")
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	m := Setup("jetlet-test-" + hex.EncodeToString(b[:]))
+	if ok, why := m.Enabled(); !ok {
+		t.Skipf("cgroups unavailable here: %s", why)
+	}
+	t.Cleanup(func() {
+		// Depth first: children, then the parent.
+		parent := m.Load(m.parent)
+		var remove func(paths Paths)
+		remove = func(paths Paths) {
+			cg := m.Load(paths)
+			for _, child := range childCgroups(cg.dirs()[0]) {
+				remove(Child(paths, child))
+			}
+			if err := cg.Delete(5 * time.Second); err != nil {
+				t.Errorf("remove the test's cgroups: %v", err)
+			}
+		}
+		remove(parent.Paths())
+	})
+	return m
+}
+
+// file is the content of a control file of c (v1: in the hierarchy of
+// controller; v2: controller is ignored).
+func file(t *testing.T, c *Cgroup, controller cgroup1.Name, name string) string {
+	t.Helper()
+	var dir string
+	if c.m.mode == V2 {
+		dir = filepath.Join(c.m.unified, c.paths[""])
+	} else {
+		for _, s := range c.m.v1 {
+			if s.Name() == controller {
+				dir = hierarchyDir(s, c.paths[string(controller)])
+			}
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// runIn starts script in c the way the pod shim does: the shell writes its
+// own pid to every cgroup.procs file, then execs the command. It returns the
+// running command; the test ends it.
+func runIn(t *testing.T, c *Cgroup, command string) *exec.Cmd {
+	t.Helper()
+	var join strings.Builder
+	for _, f := range c.ProcsFiles() {
+		join.WriteString("echo $$ > " + f + " && ")
+	}
+	cmd := exec.Command("/bin/sh", "-c", join.String()+"exec "+command)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd
+}
+
+func TestContainerCgroupLifecycle(t *testing.T) {
+	m := setup(t)
+	pod, err := m.Create(m.PodPaths("", "lifecycle"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := &runtimeapi.LinuxContainerResources{
+		CpuPeriod: 100000, CpuQuota: 50000, CpuShares: 512,
+		MemoryLimitInBytes: 64 << 20,
+	}
+	c, err := m.Create(Child(pod.Paths(), "ctr"), res, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.mode == V1 {
+		for name, want := range map[string]string{"cpu.cfs_quota_us": "50000", "cpu.cfs_period_us": "100000", "cpu.shares": "512"} {
+			if got := file(t, c, cgroup1.Cpu, name); got != want {
+				t.Errorf("%s = %s, want %s", name, got, want)
+			}
+		}
+		if got := file(t, c, cgroup1.Memory, "memory.limit_in_bytes"); got != strconv.Itoa(64<<20) {
+			t.Errorf("memory.limit_in_bytes = %s", got)
+		}
+	} else {
+		if got := file(t, c, "", "cpu.max"); got != "50000 100000" {
+			t.Errorf("cpu.max = %s", got)
+		}
+		if got := file(t, c, "", "memory.max"); got != strconv.Itoa(64<<20) {
+			t.Errorf("memory.max = %s", got)
+		}
+	}
+
+	// Live update.
+	if err := c.Update(&runtimeapi.LinuxContainerResources{CpuPeriod: 100000, CpuQuota: 20000, MemoryLimitInBytes: 128 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.MemoryLimit != 128<<20 {
+		t.Errorf("memory limit after update = %d, want %d", st.MemoryLimit, 128<<20)
+	}
+	if m.mode == V1 {
+		if got := file(t, c, cgroup1.Cpu, "cpu.cfs_quota_us"); got != "20000" {
+			t.Errorf("cpu.cfs_quota_us after update = %s", got)
+		}
+	}
+
+	// A process placed in it is accounted there.
+	cmd := runIn(t, c, `/bin/sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; exec sleep 600'`)
+	poll.Until(t, 30*time.Second, func() string { return "usage in the cgroup" }, func() bool {
+		st, err = c.Stats()
+		return err == nil && st.CPUUsageNanos > 0 && st.MemoryUsage > 0 && st.WorkingSet > 0
+	})
+	if st.Processes != 1 && m.hasPids() {
+		t.Errorf("processes = %d, want 1", st.Processes)
+	}
+	if c.OOMKilled() {
+		t.Error("OOMKilled without an OOM kill")
+	}
+
+	// Neither removed while in use: the pod holds the container's cgroup
+	// (which may be another runtime's), the container a process.
+	if err := pod.Delete(time.Minute); err == nil || !strings.Contains(err.Error(), "holds the cgroups [ctr]") {
+		t.Fatalf("deleting a pod cgroup holding a container's: %v", err)
+	}
+	if err := c.Delete(100 * time.Millisecond); err == nil || !strings.Contains(err.Error(), "still holds processes ["+strconv.Itoa(cmd.Process.Pid)+"]") {
+		t.Fatalf("deleting a cgroup holding a process: %v", err)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if err := c.Delete(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := pod.Delete(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range append(c.dirs(), pod.dirs()...) {
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left behind: %v", dir, err)
+		}
+	}
+	if err := pod.Delete(time.Second); err != nil {
+		t.Errorf("deleting a deleted cgroup: %v", err)
+	}
+}
+
+func (m *Manager) hasPids() bool {
+	_, ok := m.parent[string(cgroup1.Pids)]
+	return ok || m.mode == V2
+}
+
+func TestOOMKilled(t *testing.T) {
+	m := setup(t)
+	c, err := m.Create(m.PodPaths("", "oom"), &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: 64 << 20, MemorySwapLimitInBytes: 64 << 20}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := runIn(t, c, "dd if=/dev/zero of=/dev/null bs=256M count=1")
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("dd of 256 MiB in 64 MiB ended with %v, want killed by SIGKILL", err)
+	}
+	if !c.OOMKilled() {
+		t.Fatal("OOMKilled() = false after an OOM kill")
+	}
+	if err := c.Delete(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPodPidsLimit(t *testing.T) {
+	m := setup(t)
+	if !m.hasPids() {
+		t.Skip("no pids controller")
+	}
+	pod, err := m.Create(m.PodPaths("", "pids"), nil, 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := file(t, pod, cgroup1.Pids, "pids.max"); got != "42" {
+		t.Errorf("pids.max = %s, want 42", got)
+	}
+	unlimited, err := m.Create(m.PodPaths("", "nopids"), nil, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := file(t, unlimited, cgroup1.Pids, "pids.max"); got != "max" {
+		t.Errorf("pids.max without a limit = %s, want max", got)
+	}
+}
+
+func TestCgroupParentAndUnified(t *testing.T) {
+	m := setup(t)
+	for _, tc := range []struct{ parent, uid, want string }{
+		{"/jetlet-test-parent", "uid1", "/jetlet-test-parent/poduid1"},
+		{"../../etc", "../../x", "/etc/pod.._.._x"},
+	} {
+		for _, p := range m.PodPaths(tc.parent, tc.uid) {
+			if p != tc.want {
+				t.Errorf("PodPaths(%q, %q) = %s, want %s", tc.parent, tc.uid, p, tc.want)
+			}
+		}
+	}
+	_, err := m.Create(Child(m.parent, "unified"), &runtimeapi.LinuxContainerResources{Unified: map[string]string{"memory.high": "1M"}}, 0)
+	if m.mode == V1 && !errors.Is(err, ErrUnsupported) {
+		t.Errorf("unified resources on cgroup v1: got %v, want ErrUnsupported", err)
+	}
+	if m.mode == V2 && err != nil {
+		t.Errorf("unified resources on cgroup v2: %v", err)
+	}
+}
+
+func TestOff(t *testing.T) {
+	m := off("testing")
+	if ok, why := m.Enabled(); ok || why != "testing" {
+		t.Errorf("Enabled() = %v, %q", ok, why)
+	}
+	if _, err := m.Create(Paths{"": "/x"}, nil, 0); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("Create when off: %v", err)
+	}
+	if m.Load(Paths{"": "/x"}) != nil {
+		t.Error("Load when off is not nil")
+	}
+}
+
+// BenchmarkCreateDelete measures what cgroups add to a pod start and removal:
+// a pod cgroup with a pids limit, a container cgroup with CPU and memory
+// limits, then both removed.
+func BenchmarkCreateDelete(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root")
+	}
+	m := Setup("jetlet-bench")
+	if ok, why := m.Enabled(); !ok {
+		b.Skip(why)
+	}
+	defer m.Load(m.parent).Delete(5 * time.Second)
+	res := &runtimeapi.LinuxContainerResources{CpuPeriod: 100000, CpuQuota: 50000, CpuShares: 512, MemoryLimitInBytes: 64 << 20}
+	for i := 0; b.Loop(); i++ {
+		pod, err := m.Create(m.PodPaths("", strconv.Itoa(i)), nil, 1024)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctr, err := m.Create(Child(pod.Paths(), "ctr"), res, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := ctr.Delete(5 * time.Second); err != nil {
+			b.Fatal(err)
+		}
+		if err := pod.Delete(5 * time.Second); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestV2Tree runs the v2 code on the v2 tree of a hybrid host, which holds
+// processes but no cpu or memory controller: creation, placement, CPU time,
+// refusal while in use, removal.
+func TestV2Tree(t *testing.T) {
+	const hybridUnified = "/sys/fs/cgroup/unified"
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	if cgroupsv3.Mode() != cgroupsv3.Hybrid {
+		t.Skip("not a hybrid host: the v2 tree is covered by the other tests on a v2 host")
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	m := &Manager{mode: V2, unified: hybridUnified, parent: Paths{"": "/jetlet-test-" + hex.EncodeToString(b[:])}}
+	pod, err := m.Create(m.PodPaths("", "v2"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := m.Create(Child(pod.Paths(), "ctr"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(hybridUnified, m.parent[""], "podv2", "ctr", "cgroup.procs")
+	if got := c.ProcsFiles(); len(got) != 1 || got[0] != want {
+		t.Fatalf("ProcsFiles() = %v, want [%s]", got, want)
+	}
+	cmd := runIn(t, c, `/bin/sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; exec sleep 600'`)
+	poll.Until(t, 30*time.Second, poll.Msg("CPU time in the v2 cgroup"), func() bool {
+		st, err := c.Stats()
+		return err == nil && st.CPUUsageNanos > 0
+	})
+	if c.OOMKilled() {
+		t.Error("OOMKilled without a memory controller")
+	}
+	if err := c.Delete(100 * time.Millisecond); err == nil {
+		t.Fatal("deleted a v2 cgroup holding a process")
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	for _, cg := range []*Cgroup{c, pod, m.Load(m.parent)} {
+		if err := cg.Delete(5 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(hybridUnified, m.parent[""])); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("v2 parent left behind: %v", err)
+	}
+}
