@@ -245,7 +245,6 @@ func TestOOMKilledReason(t *testing.T) {
 }
 
 func TestOOMKilledThroughThePodShim(t *testing.T) {
-	t.Skip("needs the pod shim: it writes ContainerSpec.CgroupProcs before the command runs; the per-container shim does not")
 	h := cgroupHarness(t)
 	st := h.oomContainer(false)
 	if st.GetReason() != reasonOOMKilled || st.GetExitCode() != 137 {

@@ -74,7 +74,7 @@ func TestContainerStatusFields(t *testing.T) {
 	if st.GetLogPath() != sbCfg.GetLogDirectory()+"/c.log" {
 		t.Fatalf("log path %q", st.GetLogPath())
 	}
-	if len(st.GetMounts()) != 1 || st.GetMounts()[0].GetContainerPath() != "/data" {
+	if len(st.GetMounts()) != 2 || st.GetMounts()[0].GetContainerPath() != "/data" { // and the harness's shared dir
 		t.Fatalf("mounts %v", st.GetMounts())
 	}
 	if st.GetMetadata().GetName() != "c" {

@@ -337,10 +337,12 @@ func TestContainerEventsOverflow(t *testing.T) {
 func TestContainerEventsExitWhileRuntimeDown(t *testing.T) {
 	h := newHarness(t)
 	sb, sbCfg := h.pod("p", nil)
-	gate := filepath.Join(h.dir, "gate")
+	gate := filepath.Join(h.shared, "gate")
 	id := h.run(sb, sbCfg, "c", "sh", "-c", "echo ready; while [ ! -e "+gate+" ]; do sleep 0.02; done; exit 5")
 	other := h.run(sb, sbCfg, "other", "sleep", "1000")
-	lost := h.run(sb, sbCfg, "lost", "sleep", "1000")
+	// In a pod of its own: its shim is killed below, and with it its pod.
+	lostSb, lostSbCfg := h.pod("lostpod", nil)
+	lost := h.run(lostSb, lostSbCfg, "lost", "sleep", "1000")
 	stateDir := h.rt.containersDir()
 	var lostShim shim.State
 	if err := atomicfile.ReadJSON(filepath.Join(stateDir, lost, "shim.json"), &lostShim); err != nil {
@@ -378,7 +380,16 @@ func TestContainerEventsExitWhileRuntimeDown(t *testing.T) {
 	// The first subscriber of the new runtime learns of the exit first...
 	sub := subscribeEvents(t, h.rs)
 	h.waitSubscribers(1)
-	got := h.collect(sub, sb, map[string][]runtimeapi.ContainerEventType{id: {evStopped}, lost: {evStopped}})
+	got := map[string][]*runtimeapi.ContainerEventResponse{}
+	for len(got) < 2 {
+		ev := sub.next()
+		evSb := map[string]string{id: sb, lost: lostSb}[ev.GetContainerId()]
+		if evSb == "" || len(got[ev.GetContainerId()]) > 0 || ev.GetContainerEventType() != evStopped {
+			t.Fatalf("unexpected %v for %s; want one STOPPED each for %s and %s", ev.GetContainerEventType(), ev.GetContainerId(), id, lost)
+		}
+		h.checkEvent(ev, evSb)
+		got[ev.GetContainerId()] = append(got[ev.GetContainerId()], ev)
+	}
 	if cs := statusIn(got[id][0], id); cs.GetExitCode() != 5 {
 		t.Fatalf("STOPPED after restart: %v", cs)
 	}

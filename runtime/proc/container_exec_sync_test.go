@@ -23,7 +23,7 @@ func TestExecSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := string(resp.GetStdout())
-	if !strings.HasPrefix(out, "hello\n") || !strings.Contains(out, "/rootfs") || string(resp.GetStderr()) != "oops\n" || resp.GetExitCode() != 4 {
+	if !strings.HasPrefix(out, "hello\n") || out != "hello\n/\n" || string(resp.GetStderr()) != "oops\n" || resp.GetExitCode() != 4 {
 		t.Fatalf("stdout %q stderr %q exit %d", out, resp.GetStderr(), resp.GetExitCode())
 	}
 

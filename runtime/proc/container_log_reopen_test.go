@@ -2,6 +2,7 @@ package proc
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,7 +15,7 @@ func TestReopenContainerLog(t *testing.T) {
 	ctx := ctxT(t)
 	sb, sbCfg := h.pod("p", nil)
 	// Prints a line each time it is poked through a file.
-	poke := h.dir + "/poke"
+	poke := filepath.Join(h.shared, "poke")
 	id := h.run(sb, sbCfg, "c", "sh", "-c", `echo first; while :; do if [ -e `+poke+` ]; then rm -f `+poke+`; echo second; fi; sleep 0.02; done`)
 	path := h.status(id).GetLogPath()
 	h.waitLog(path, "first")

@@ -55,14 +55,14 @@ func TestStartError(t *testing.T) {
 func TestStartEnvWorkdirMounts(t *testing.T) {
 	h := newHarness(t)
 	sb, sbCfg := h.pod("p", nil)
-	src := filepath.Join(h.dir, "src")
+	src := filepath.Join(h.shared, "src")
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(src, "greeting"), []byte("hello-from-mount"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := containerConfig("c", nil, "sh", "-c", `echo "FOO=$FOO"; echo "PWD=$(pwd)"; cat "$JETLET_ROOTFS/etc/app/greeting"; echo; echo done`)
+	cfg := containerConfig("c", nil, "sh", "-c", `echo "FOO=$FOO"; echo "PWD=$(pwd)"; cat /etc/app/greeting; echo; echo done`)
 	cfg.Envs = []*runtimeapi.KeyValue{{Key: "FOO", Value: []byte("bar baz")}}
 	cfg.Mounts = []*runtimeapi.Mount{{ContainerPath: "/etc/app", HostPath: src}}
 	id := h.create(sb, sbCfg, cfg)
@@ -72,14 +72,14 @@ func TestStartEnvWorkdirMounts(t *testing.T) {
 		t.Fatalf("exit %d: %v", st.GetExitCode(), st)
 	}
 	lines := h.waitLog(st.GetLogPath(), "done")
-	text := strings.Join(lines, "\n")
-	for _, want := range []string{"stdout F FOO=bar baz", "stdout F hello-from-mount", "/rootfs"} {
+	text := strings.Join(lines, "\n") + "\n"
+	for _, want := range []string{"stdout F FOO=bar baz", "stdout F hello-from-mount", "stdout F PWD=/\n"} {
 		if !strings.Contains(text, want) {
 			t.Fatalf("log lacks %q:\n%s", want, text)
 		}
 	}
 
-	// An explicit working dir that exists on the host is used as is.
+	// An explicit working dir in the container's view is used as is.
 	cfg2 := containerConfig("wd", nil, "sh", "-c", "pwd")
 	cfg2.WorkingDir = src
 	id2 := h.create(sb, sbCfg, cfg2)

@@ -2,6 +2,8 @@ package proc
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -57,15 +59,15 @@ func TestStopKillsProcessGroup(t *testing.T) {
 	sb, sbCfg := h.pod("p", nil)
 	// A background child in the same group must go too.
 	id := h.run(sb, sbCfg, "c", "sh", "-c", "sleep 1000 & echo child=$!; wait")
-	lines := h.waitLog(h.status(id).GetLogPath(), "child=")
-	var child int
-	for _, l := range lines {
-		if i := strings.Index(l, "child="); i >= 0 {
-			child, _ = strconv.Atoi(l[i+len("child="):])
-		}
+	h.waitLog(h.status(id).GetLogPath(), "child=")
+	// The pid it printed is its pod's view: find the child by the host's.
+	kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", h.pid(id), h.pid(id)))
+	if err != nil {
+		t.Fatal(err)
 	}
+	child, _ := strconv.Atoi(strings.TrimSpace(string(kids)))
 	if child == 0 || !processAlive(child) {
-		t.Fatalf("no live child in %v", lines)
+		t.Fatalf("no live child: %q", kids)
 	}
 	if _, err := h.rs.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 10}); err != nil {
 		t.Fatal(err)

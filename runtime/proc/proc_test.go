@@ -35,10 +35,14 @@ type harness struct {
 	dir  string // short: the socket lives in it (108-byte sun_path limit)
 	sock string
 	logs string
-	rt   *Runtime
-	conn *grpc.ClientConn
-	rs   runtimeapi.RuntimeServiceClient
-	is   runtimeapi.ImageServiceClient
+	// shared is a directory every container the harness creates sees at the
+	// same path (a volume): where tests and containers exchange files, since a
+	// container's /tmp is its own.
+	shared string
+	rt     *Runtime
+	conn   *grpc.ClientConn
+	rs     runtimeapi.RuntimeServiceClient
+	is     runtimeapi.ImageServiceClient
 }
 
 func newHarness(t testing.TB) *harness {
@@ -47,7 +51,10 @@ func newHarness(t testing.TB) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, dir: dir, sock: filepath.Join(dir, "cri.sock"), logs: filepath.Join(dir, "logs")}
+	h := &harness{t: t, dir: dir, sock: filepath.Join(dir, "cri.sock"), logs: filepath.Join(dir, "logs"), shared: filepath.Join(dir, "shared")}
+	if err := os.Mkdir(h.shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
 	h.start()
 	t.Cleanup(func() {
 		h.cleanup()
@@ -158,6 +165,7 @@ func (h *harness) create(sb string, sbCfg *runtimeapi.PodSandboxConfig, cfg *run
 	if _, err := h.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: cfg.GetImage()}); err != nil {
 		h.t.Fatalf("PullImage: %v", err)
 	}
+	cfg.Mounts = append(cfg.Mounts, &runtimeapi.Mount{HostPath: h.shared, ContainerPath: h.shared})
 	resp, err := h.rs.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: cfg, SandboxConfig: sbCfg})
 	if err != nil {
 		h.t.Fatalf("CreateContainer: %v", err)

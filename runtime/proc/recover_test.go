@@ -53,7 +53,7 @@ func TestRestartAdoptsRunningContainers(t *testing.T) {
 func TestExitWhileRuntimeDown(t *testing.T) {
 	h := newHarness(t)
 	sb, sbCfg := h.pod("p", nil)
-	gate := filepath.Join(h.dir, "gate")
+	gate := filepath.Join(h.shared, "gate")
 	id := h.run(sb, sbCfg, "c", "sh", "-c", "echo ready; while [ ! -e "+gate+" ]; do sleep 0.02; done; exit 5")
 	stopped := h.run(sb, sbCfg, "s", "sleep", "1000")
 	h.waitLog(h.status(id).GetLogPath(), "ready")
@@ -155,10 +155,10 @@ func TestRestartDuringAStartAdoptsWhatTheShimStarted(t *testing.T) {
 	if err := atomicfile.WriteJSON(filepath.Join(c.dir, "spec.json"), spec); err != nil {
 		t.Fatal(err)
 	}
+	sandboxDir := h.rt.sandboxDir(c.sandboxID)
 	h.stop()
 	// The request the dying runtime sent, answered to nobody, while the next
 	// runtime starts.
-	sandboxDir := h.rt.sandboxDir(c.sandboxID)
 	started := make(chan error, 1)
 	go func() {
 		_, err := shim.Call(context.Background(), sandboxDir, shim.Request{Op: shim.OpStart, Dir: c.dir})

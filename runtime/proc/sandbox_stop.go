@@ -2,6 +2,8 @@ package proc
 
 import (
 	"context"
+	"io"
+	"os"
 	"path/filepath"
 
 	"google.golang.org/grpc/codes"
@@ -68,7 +70,8 @@ func (r *Runtime) watchSandbox(s *sandbox) {
 		if !ready || !present {
 			return
 		}
-		r.log.Warn().Str("sandbox", s.id).Str("log", filepath.Join(s.dir, "shim.log")).Msg("the pod's shim ended: sandbox not ready")
+		r.log.Warn().Str("sandbox", s.id).Str("shim_log", logTail(filepath.Join(s.dir, "shim.log"), 1024)).
+			Msg("the pod's shim ended: sandbox not ready")
 		if err := r.saveSandbox(s, false); err != nil {
 			r.log.Error().Err(err).Str("sandbox", s.id).Msg("record sandbox not ready")
 		}
@@ -76,4 +79,18 @@ func (r *Runtime) watchSandbox(s *sandbox) {
 		s.ready = false
 		r.mu.Unlock()
 	}()
+}
+
+// logTail is the last n bytes of the file at path, for a log message.
+func logTail(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > n {
+		_, _ = f.Seek(-n, io.SeekEnd)
+	}
+	data, _ := io.ReadAll(io.LimitReader(f, n))
+	return string(data)
 }
