@@ -18,16 +18,9 @@ import (
 	"github.com/jetlet/jetlet/reconcile"
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/proc"
-	"github.com/jetlet/jetlet/runtime/proc/shim"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/gobuild"
 )
-
-func TestMain(m *testing.M) {
-	if shim.Requested() {
-		os.Exit(shim.Main())
-	}
-	os.Exit(m.Run())
-}
 
 // offsetClock is the wall clock plus an offset the test advances: runtime
 // times (finishedAt) are wall-clock times, so back-off is measured against
@@ -111,7 +104,7 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) startRuntime() {
 	e.t.Helper()
-	rt, err := proc.New(proc.Config{Dir: filepath.Join(e.dir, "proc")})
+	rt, err := proc.New(proc.Config{Dir: filepath.Join(e.dir, "proc"), ShimPath: gobuild.Shim.Path(e.t)})
 	if err != nil {
 		e.t.Fatal(err)
 	}

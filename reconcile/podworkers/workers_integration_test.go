@@ -21,17 +21,10 @@ import (
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/probe"
 	"github.com/jetlet/jetlet/runtime/proc"
-	"github.com/jetlet/jetlet/runtime/proc/shim"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/gobuild"
 	"github.com/jetlet/jetlet/test/poll"
 )
-
-func TestMain(m *testing.M) {
-	if shim.Requested() {
-		os.Exit(shim.Main())
-	}
-	os.Exit(m.Run())
-}
 
 // sink keeps every event and status, as events.Publisher stores them: an
 // event once per id.
@@ -98,7 +91,7 @@ func newNode(t *testing.T) *node {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(dir, "cri.sock")
-	rt, err := proc.New(proc.Config{Dir: filepath.Join(dir, "proc"), Logger: zerolog.Nop()})
+	rt, err := proc.New(proc.Config{Dir: filepath.Join(dir, "proc"), ShimPath: gobuild.Shim.Path(t), Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}

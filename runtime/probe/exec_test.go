@@ -14,15 +14,8 @@ import (
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/probe"
 	"github.com/jetlet/jetlet/runtime/proc"
-	"github.com/jetlet/jetlet/runtime/proc/shim"
+	"github.com/jetlet/jetlet/test/gobuild"
 )
-
-func TestMain(m *testing.M) {
-	if shim.Requested() {
-		os.Exit(shim.Main())
-	}
-	os.Exit(m.Run())
-}
 
 // runningContainer starts the embedded runtime on a unix socket, connects the
 // CRI client to it and runs a sleeping container: the exec handler's real
@@ -36,7 +29,7 @@ func runningContainer(t *testing.T) (*runtime.Client, string) {
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
-	rt, err := proc.New(proc.Config{Dir: filepath.Join(dir, "state"), Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
+	rt, err := proc.New(proc.Config{Dir: filepath.Join(dir, "state"), ShimPath: gobuild.Shim.Path(t), Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jetlet/jetlet/runtime/proc/shim"
+	"github.com/jetlet/jetlet/test/gobuild"
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -19,13 +19,6 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
-
-func TestMain(m *testing.M) {
-	if shim.Requested() {
-		os.Exit(shim.Main())
-	}
-	os.Exit(m.Run())
-}
 
 const testImage = "busybox"
 
@@ -65,7 +58,7 @@ func newHarness(t testing.TB) *harness {
 
 func (h *harness) start() {
 	h.t.Helper()
-	rt, err := New(Config{Dir: filepath.Join(h.dir, "state"), Logger: zerolog.New(zerolog.NewTestWriter(h.t)).Level(zerolog.InfoLevel)})
+	rt, err := New(Config{Dir: filepath.Join(h.dir, "state"), ShimPath: gobuild.Shim.Path(h.t), Logger: zerolog.New(zerolog.NewTestWriter(h.t)).Level(zerolog.InfoLevel)})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -8,17 +8,3 @@
 // times to repeat each fault (on the same cluster): CI's chaos stage runs
 // each once.
 package chaos_test
-
-import (
-	"os"
-	"testing"
-
-	"github.com/jetlet/jetlet/runtime/proc/shim"
-)
-
-func TestMain(m *testing.M) {
-	if shim.Requested() {
-		os.Exit(shim.Main())
-	}
-	os.Exit(m.Run())
-}

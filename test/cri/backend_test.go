@@ -14,6 +14,7 @@ import (
 
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/proc"
+	"github.com/jetlet/jetlet/test/gobuild"
 )
 
 // Features says what a backend supports or needs, so one suite runs against
@@ -100,14 +101,11 @@ func embeddedBackend(t testing.TB) *backend {
 	dir := shortTempDir(t)
 	stateDir := filepath.Join(dir, "state")
 	sock := filepath.Join(dir, "cri.sock")
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	shimPath := gobuild.Shim.Path(t)
 	var rt *proc.Runtime
 	start := func(t testing.TB) {
 		t.Helper()
-		r, err := proc.New(proc.Config{Dir: stateDir, ShimPath: exe, Logger: testLogger().With().Str("backend", "embedded").Logger()})
+		r, err := proc.New(proc.Config{Dir: stateDir, ShimPath: shimPath, Logger: testLogger().With().Str("backend", "embedded").Logger()})
 		if err != nil {
 			t.Fatal(err)
 		}

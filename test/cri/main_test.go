@@ -10,19 +10,3 @@
 // Every object the suite creates carries the label jetlet.test/run=<id> and
 // is removed when the test that made it ends.
 package cri_test
-
-import (
-	"os"
-	"testing"
-
-	"github.com/jetlet/jetlet/runtime/proc/shim"
-)
-
-func TestMain(m *testing.M) {
-	// The embedded runtime re-executes this test binary as each container's
-	// shim.
-	if shim.Requested() {
-		os.Exit(shim.Main())
-	}
-	os.Exit(m.Run())
-}

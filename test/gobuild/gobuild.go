@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -16,6 +17,10 @@ type Command struct {
 	Pkg   string   // import path of its main package
 	Name  string   // file name of the binary
 	Flags []string // more `go build` flags
+	// Beside are more main packages built (without Flags) into the same
+	// directory, each named after its last path element: the helper binaries
+	// a command finds next to itself.
+	Beside []string
 
 	once sync.Once
 	path string
@@ -36,6 +41,13 @@ func (c *Command) Path(t testing.TB) string {
 		args := append(append([]string{"build", "-o", c.path}, c.Flags...), c.Pkg)
 		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 			c.err = fmt.Errorf("go build %s: %v\n%s", c.Pkg, err, out)
+			return
+		}
+		for _, pkg := range c.Beside {
+			if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, path.Base(pkg)), pkg).CombinedOutput(); err != nil {
+				c.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+				return
+			}
 		}
 	})
 	if c.err != nil {
@@ -43,3 +55,8 @@ func (c *Command) Path(t testing.TB) string {
 	}
 	return c.path
 }
+
+// Shim is the embedded runtime's light per-pod shim, for tests that start the
+// runtime in-process (proc.Config.ShimPath): the test binary could host it,
+// but a race-enabled test binary started for every pod and container is slow.
+var Shim = &Command{Pkg: "github.com/jetlet/jetlet/cmd/jetlet-shim", Name: "jetlet-shim"}

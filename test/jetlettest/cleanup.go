@@ -10,6 +10,7 @@ import (
 
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/proc"
+	"github.com/jetlet/jetlet/test/gobuild"
 )
 
 // RemovePodsOnCleanup arranges for every pod of the embedded runtime under
@@ -19,7 +20,7 @@ import (
 func RemovePodsOnCleanup(t testing.TB, dataDir string) {
 	t.Helper()
 	t.Cleanup(func() {
-		rt, err := proc.New(proc.Config{Dir: filepath.Join(dataDir, "runtime"), Logger: zerolog.Nop()})
+		rt, err := proc.New(proc.Config{Dir: filepath.Join(dataDir, "runtime"), ShimPath: gobuild.Shim.Path(t), Logger: zerolog.Nop()})
 		if err != nil {
 			t.Error(err)
 			return

@@ -21,10 +21,13 @@ import (
 	"github.com/jetlet/jetlet/test/gobuild"
 )
 
-var jetlet = &gobuild.Command{Pkg: "github.com/jetlet/jetlet/cmd/jetlet", Name: "jetlet", Flags: raceFlags}
+var jetlet = &gobuild.Command{
+	Pkg: "github.com/jetlet/jetlet/cmd/jetlet", Name: "jetlet", Flags: raceFlags,
+	Beside: []string{gobuild.Shim.Pkg}, // the embedded runtime's shim, found beside jetlet
+}
 
 // Binary builds ./cmd/jetlet once per test process (with -race when the test
-// binary has it) and returns its path.
+// binary has it), and ./cmd/jetlet-shim beside it, and returns jetlet's path.
 func Binary(t testing.TB) string { return jetlet.Path(t) }
 
 // Process is a running jetlet.

@@ -70,6 +70,7 @@ func (a *agent) startEmbeddedRuntime(ctx context.Context) (*proc.Runtime, string
 	}
 	rt, err := proc.New(proc.Config{
 		Dir:          filepath.Join(a.cfg.dataDir, "runtime"),
+		ShimPath:     a.shimPath(ctx),
 		Logger:       logger,
 		PodPidsLimit: a.cfg.podMaxPids,
 	})
