@@ -31,6 +31,10 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 	}
 	r.mu.RLock()
 	state := c.stateLocked()
+	var netns string
+	if s := r.sandboxes[c.sandboxID]; s != nil {
+		netns = s.netns
+	}
 	r.mu.RUnlock()
 	if state != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		return nil, status.Errorf(codes.FailedPrecondition, "container %s is in %s state", c.id, state)
@@ -62,7 +66,9 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 	cmd.SysProcAttr = procAttr(spec.UID, spec.GID, spec.Groups)
 	cmd.Cancel = func() error { return signalGroup(cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second // a child holding the pipes does not hold us
-	err = cmd.Run()
+	if err = startInPod(netns, cmd); err == nil {
+		err = cmd.Wait()
+	}
 	if timeout > 0 && errors.Is(execCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 		return nil, status.Errorf(codes.DeadlineExceeded, "failed to exec in container: timeout %v exceeded", timeout)
 	}

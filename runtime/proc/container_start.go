@@ -35,6 +35,10 @@ func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 	state := c.stateLocked()
 	s := r.sandboxes[c.sandboxID]
 	ready := s != nil && s.ready
+	var netns string
+	if s != nil {
+		netns = s.netns
+	}
 	_, present := r.containers[c.id]
 	r.mu.RUnlock()
 	switch {
@@ -52,7 +56,7 @@ func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 	}
 	var st *shimState
 	if err == nil {
-		st, err = r.launchShim(ctx, c)
+		st, err = r.launchShim(ctx, c, netns)
 	}
 	if err != nil {
 		r.recordStartFailure(c, err)

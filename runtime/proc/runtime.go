@@ -13,6 +13,8 @@ import (
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/runtime/proc/podnet"
 )
 
 const (
@@ -52,11 +54,26 @@ type Config struct {
 	// StartTimeout bounds how long StartContainer waits for a shim to report
 	// that the process runs. Default 30s.
 	StartTimeout time.Duration
+	// CNIConfDir, when set, gives each pod sandbox that does not ask for the
+	// node's network its own network namespace, set up with the first network
+	// config in it (see package podnet). Empty: every pod is on the host's
+	// network.
+	CNIConfDir string
+	// CNIBinDirs are searched for the CNI plugins. Default: Debian's
+	// /usr/lib/cni, then /opt/cni/bin.
+	CNIBinDirs []string
 }
+
+// DefaultCNIBinDirs is where Debian's containernetworking-plugins and the
+// upstream release tarball put the plugins.
+var DefaultCNIBinDirs = []string{"/usr/lib/cni", "/opt/cni/bin"}
 
 func (c *Config) setDefaults() {
 	if c.StartTimeout <= 0 {
 		c.StartTimeout = 30 * time.Second
+	}
+	if len(c.CNIBinDirs) == 0 {
+		c.CNIBinDirs = DefaultCNIBinDirs
 	}
 }
 
@@ -76,6 +93,9 @@ type Runtime struct {
 
 	cfg Config
 	log zerolog.Logger
+	// net is the CNI network of pods, loaded by Start; nil without
+	// Config.CNIConfDir. Read-only once serving.
+	net *podnet.Network
 
 	// mu guards the maps, the mutable state of sandboxes and containers (state,
 	// shim, exit) and the name reservations.
@@ -148,6 +168,11 @@ func (r *Runtime) Start(ctx context.Context, socketPath string) error {
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if r.cfg.CNIConfDir != "" {
+		if err := r.loadNetwork(ctx); err != nil {
+			return err
+		}
 	}
 	r.recover()
 
@@ -230,3 +255,5 @@ func (r *Runtime) logUnary(ctx context.Context, req any, info *grpc.UnaryServerI
 func (r *Runtime) sandboxesDir() string  { return filepath.Join(r.cfg.Dir, "sandboxes") }
 func (r *Runtime) containersDir() string { return filepath.Join(r.cfg.Dir, "containers") }
 func (r *Runtime) imagesFile() string    { return filepath.Join(r.cfg.Dir, "images.json") }
+func (r *Runtime) netnsDir() string      { return filepath.Join(r.cfg.Dir, "netns") }
+func (r *Runtime) cniCacheDir() string   { return filepath.Join(r.cfg.Dir, "cni") }

@@ -17,6 +17,10 @@ type sandboxRecord struct {
 	RuntimeHandler string          `json:"runtime_handler,omitempty"`
 	CreatedAt      int64           `json:"created_at"`
 	Ready          bool            `json:"ready"`
+	// NetNS is the sandbox's network namespace while it has one (CNI).
+	NetNS string `json:"netns,omitempty"`
+	// IPs the CNI network gave the sandbox, IPv4 first; kept after teardown.
+	IPs []string `json:"ips,omitempty"`
 }
 
 // sandbox is a pod sandbox: a directory and a record, no process.
@@ -28,10 +32,17 @@ type sandbox struct {
 	createdAt      int64
 	dir            string
 
+	// ips are the sandbox's CNI addresses; set before it is published.
+	ips []string
+
 	// opMu serialises Stop and Remove of this sandbox.
 	opMu sync.Mutex
 
 	ready bool // guarded by Runtime.mu
+	// netns is the path of the sandbox's own network namespace, empty when it
+	// is on the host's network or its network was torn down. Written with
+	// opMu and Runtime.mu held (or before publication); read with either.
+	netns string
 }
 
 func sandboxName(md *runtimeapi.PodSandboxMetadata) string {
@@ -40,7 +51,8 @@ func sandboxName(md *runtimeapi.PodSandboxMetadata) string {
 
 func (r *Runtime) sandboxDir(id string) string { return filepath.Join(r.sandboxesDir(), id) }
 
-// saveSandbox persists s with the given readiness.
+// saveSandbox persists s with the given readiness; the caller holds s.opMu
+// or owns s alone.
 func (r *Runtime) saveSandbox(s *sandbox, ready bool) error {
 	cfg, err := protojson.Marshal(s.config)
 	if err != nil {
@@ -48,6 +60,7 @@ func (r *Runtime) saveSandbox(s *sandbox, ready bool) error {
 	}
 	return writeJSONAtomic(filepath.Join(s.dir, "sandbox.json"), sandboxRecord{
 		ID: s.id, Config: cfg, RuntimeHandler: s.runtimeHandler, CreatedAt: s.createdAt, Ready: ready,
+		NetNS: s.netns, IPs: s.ips,
 	})
 }
 
@@ -66,6 +79,7 @@ func (r *Runtime) loadSandbox(dir string) (*sandbox, error) {
 	return &sandbox{
 		id: rec.ID, name: sandboxName(cfg.GetMetadata()), config: cfg,
 		runtimeHandler: rec.RuntimeHandler, createdAt: rec.CreatedAt, dir: dir, ready: rec.Ready,
+		netns: rec.NetNS, ips: rec.IPs,
 	}, nil
 }
 

@@ -10,8 +10,10 @@ import (
 )
 
 // RunPodSandbox creates a sandbox: a directory and a persisted record. There
-// is no pause process and no network namespace: containers run on the host
-// network, so the sandbox is reachable at 127.0.0.1.
+// is no pause process. With CNI configured, a sandbox that does not ask for
+// the node's network gets a network namespace of its own, attached to the CNI
+// network; otherwise its containers run on the host's network and the
+// sandbox is reachable at 127.0.0.1.
 func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
 	cfg := req.GetConfig()
 	md := cfg.GetMetadata()
@@ -42,7 +44,15 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 		release()
 		return nil, status.Errorf(codes.Internal, "create sandbox dir: %v", err)
 	}
+	if r.wantsOwnNetwork(cfg) {
+		if err := r.setUpNetwork(ctx, s); err != nil {
+			release()
+			_ = os.RemoveAll(s.dir)
+			return nil, status.Errorf(codes.Unknown, "failed to set up network for sandbox %s: %v", s.id, err)
+		}
+	}
 	if err := r.saveSandbox(s, true); err != nil {
+		r.undoNetwork(ctx, s)
 		release()
 		_ = os.RemoveAll(s.dir)
 		return nil, status.Errorf(codes.Internal, "record sandbox: %v", err)
@@ -51,6 +61,6 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	s.ready = true
 	r.sandboxes[s.id] = s
 	r.mu.Unlock()
-	r.log.Info().Str("sandbox", s.id).Str("name", s.name).Msg("sandbox running")
+	r.log.Info().Str("sandbox", s.id).Str("name", s.name).Strs("ips", s.ips).Msg("sandbox running")
 	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: s.id}, nil
 }

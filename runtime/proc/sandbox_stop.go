@@ -9,8 +9,9 @@ import (
 )
 
 // StopPodSandbox kills every container of the sandbox (no grace period, as
-// containerd: the client stops containers gracefully first) and marks the
-// sandbox NOTREADY. Stopping an unknown or stopped sandbox succeeds.
+// containerd: the client stops containers gracefully first), releases its
+// network (CNI DEL, namespace removed) and marks the sandbox NOTREADY.
+// Stopping an unknown or stopped sandbox succeeds.
 func (r *Runtime) StopPodSandbox(ctx context.Context, req *runtimeapi.StopPodSandboxRequest) (*runtimeapi.StopPodSandboxResponse, error) {
 	s, err := r.getSandbox(req.GetPodSandboxId())
 	if err != nil {
@@ -34,10 +35,13 @@ func (r *Runtime) stopSandbox(ctx context.Context, s *sandbox) error {
 		}
 	}
 	r.mu.RLock()
-	ready := s.ready
+	ready, netns := s.ready, s.netns
 	r.mu.RUnlock()
-	if !ready {
+	if !ready && netns == "" {
 		return nil
+	}
+	if err := r.tearDownNetwork(ctx, s); err != nil {
+		return status.Errorf(codes.Unknown, "failed to destroy network for sandbox %s: %v", s.id, err)
 	}
 	if err := r.saveSandbox(s, false); err != nil {
 		return status.Errorf(codes.Internal, "record sandbox stop: %v", err)

@@ -15,10 +15,11 @@ import (
 	"github.com/jetlet/jetlet/internal/atomicfile"
 )
 
-// launchShim starts the shim for c (spec.json already written) and waits for
-// its report. On success the shim runs, owns the process and has written
-// shim.json; on failure exit.json may hold a StartError.
-func (r *Runtime) launchShim(ctx context.Context, c *container) (*shimState, error) {
+// launchShim starts the shim for c (spec.json already written), in the
+// pod's network namespace netns when it has one, and waits for its report. On
+// success the shim runs, owns the process and has written shim.json; on
+// failure exit.json may hold a StartError.
+func (r *Runtime) launchShim(ctx context.Context, c *container, netns string) (*shimState, error) {
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -36,7 +37,7 @@ func (r *Runtime) launchShim(ctx context.Context, c *container) (*shimState, err
 	cmd.Stderr = shimLog
 	cmd.ExtraFiles = []*os.File{pw}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	err = cmd.Start()
+	err = startInPod(netns, cmd)
 	pw.Close()
 	shimLog.Close()
 	if err != nil {

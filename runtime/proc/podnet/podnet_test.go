@@ -3,8 +3,6 @@ package podnet
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/jetlet/jetlet/test/cnitest"
 	"github.com/jetlet/jetlet/test/poll"
 )
 
@@ -64,49 +63,9 @@ func dialOnce(addr string) int {
 	return 0
 }
 
-// pluginDir is where Debian's containernetworking-plugins puts the plugins.
-const pluginDir = "/usr/lib/cni"
-
-func requireRootAndPlugins(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("network namespaces and CNI plugins need root")
-	}
-	for _, p := range []string{"bridge", "host-local", "loopback"} {
-		if _, err := os.Stat(filepath.Join(pluginDir, p)); err != nil {
-			t.Skipf("CNI plugin %s not installed in %s (apt-get install containernetworking-plugins)", p, pluginDir)
-		}
-	}
-}
-
-// testNetwork writes a bridge + host-local conflist with a bridge of its own
-// and a random 10.88.x.0/24 subnet; it returns the conf dir, the subnet
-// prefix ("10.88.x.") and host-local's store dir.
-func testNetwork(t *testing.T) (confDir, prefix, store string) {
-	t.Helper()
-	var b [2]byte
-	_, _ = rand.Read(b[:])
-	bridge := "jlt" + hex.EncodeToString(b[:])
-	prefix = fmt.Sprintf("10.88.%d.", 100+int(b[0])%150)
-	confDir, store = t.TempDir(), t.TempDir()
-	conf := fmt.Sprintf(`{
-  "cniVersion": "1.0.0",
-  "name": "jetlet-test",
-  "plugins": [{
-    "type": "bridge", "bridge": %q, "isGateway": true,
-    "ipam": {"type": "host-local", "dataDir": %q, "ranges": [[{"subnet": "%s0/24"}]]}
-  }]
-}`, bridge, store, prefix)
-	if err := os.WriteFile(filepath.Join(confDir, "10-test.conflist"), []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", bridge).Run() })
-	return confDir, prefix, store
-}
-
 func loadTestNetwork(t *testing.T, confDir string) *Network {
 	t.Helper()
-	n, err := Load(context.Background(), Config{ConfDir: confDir, BinDirs: []string{pluginDir}, CacheDir: t.TempDir()})
+	n, err := Load(context.Background(), Config{ConfDir: confDir, BinDirs: []string{cnitest.PluginDir}, CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +99,7 @@ func inode(t *testing.T, path string) uint64 {
 }
 
 func TestCreateRemoveLeavesNothingBehind(t *testing.T) {
-	requireRootAndPlugins(t)
+	cnitest.Require(t)
 	dir := filepath.Join(t.TempDir(), "netns")
 	path, err := Create(dir, "pod1")
 	if err != nil {
@@ -188,11 +147,11 @@ func TestCreateRemoveLeavesNothingBehind(t *testing.T) {
 }
 
 func TestTwoPodsGetDifferentIPsAndReachEachOther(t *testing.T) {
-	requireRootAndPlugins(t)
-	confDir, prefix, store := testNetwork(t)
-	n := loadTestNetwork(t, confDir)
-	if n.Name() != "jetlet-test" {
-		t.Fatalf("network %q, want jetlet-test", n.Name())
+	cnitest.Require(t)
+	tn := cnitest.Network(t)
+	n := loadTestNetwork(t, tn.ConfDir)
+	if n.Name() != cnitest.NetworkName {
+		t.Fatalf("network %q, want %s", n.Name(), cnitest.NetworkName)
 	}
 	nsDir := filepath.Join(t.TempDir(), "netns")
 	ctx := context.Background()
@@ -211,8 +170,8 @@ func TestTwoPodsGetDifferentIPsAndReachEachOther(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) != 1 || !strings.HasPrefix(got[0], prefix) {
-			t.Fatalf("pod %d got IPs %v, want one in %s0/24", i, got, prefix)
+		if len(got) != 1 || !strings.HasPrefix(got[0], tn.Prefix) {
+			t.Fatalf("pod %d got IPs %v, want one in %s0/24", i, got, tn.Prefix)
 		}
 		ips[i] = got[0]
 	}
@@ -220,8 +179,8 @@ func TestTwoPodsGetDifferentIPsAndReachEachOther(t *testing.T) {
 		t.Fatalf("both pods got %s", ips[0])
 	}
 	for _, ip := range ips {
-		if _, err := os.Stat(filepath.Join(store, "jetlet-test", ip)); err != nil {
-			t.Fatalf("host-local holds no reservation of %s: %v", ip, err)
+		if !tn.Reserved(ip) {
+			t.Fatalf("host-local holds no reservation of %s", ip)
 		}
 	}
 
@@ -262,8 +221,8 @@ func TestTwoPodsGetDifferentIPsAndReachEachOther(t *testing.T) {
 	if err := n.Del(ctx, pods[0]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(store, "jetlet-test", ips[0])); !os.IsNotExist(err) {
-		t.Fatalf("%s still reserved after DEL: %v", ips[0], err)
+	if tn.Reserved(ips[0]) {
+		t.Fatalf("%s still reserved after DEL", ips[0])
 	}
 	if err := n.Del(ctx, pods[0]); err != nil {
 		t.Fatalf("second DEL: %v", err)
@@ -274,20 +233,20 @@ func TestTwoPodsGetDifferentIPsAndReachEachOther(t *testing.T) {
 	if err := n.Del(ctx, pods[1]); err != nil {
 		t.Fatalf("DEL after the namespace is gone: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(store, "jetlet-test", ips[1])); !os.IsNotExist(err) {
-		t.Fatalf("%s still reserved after DEL: %v", ips[1], err)
+	if tn.Reserved(ips[1]) {
+		t.Fatalf("%s still reserved after DEL", ips[1])
 	}
 }
 
 func TestLoad(t *testing.T) {
-	requireRootAndPlugins(t)
+	cnitest.Require(t)
 	write := func(dir, name, body string) {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	load := func(dir string) (*Network, error) {
-		return Load(context.Background(), Config{ConfDir: dir, BinDirs: []string{pluginDir}, CacheDir: t.TempDir()})
+		return Load(context.Background(), Config{ConfDir: dir, BinDirs: []string{cnitest.PluginDir}, CacheDir: t.TempDir()})
 	}
 
 	empty := t.TempDir()
