@@ -2,7 +2,9 @@ package proc
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -15,6 +17,9 @@ import (
 // loadNetwork loads and checks the CNI network of Config.CNIConfDir: a dir
 // with no usable config, or plugins missing, fail Start.
 func (r *Runtime) loadNetwork(ctx context.Context) error {
+	if os.Geteuid() != 0 {
+		return errors.New("proc: pod networks through CNI need root (network namespaces are made and mounted)")
+	}
 	n, err := podnet.Load(ctx, podnet.Config{ConfDir: r.cfg.CNIConfDir, BinDirs: r.cfg.CNIBinDirs, CacheDir: r.cniCacheDir()})
 	if err != nil {
 		return fmt.Errorf("proc: %w", err)

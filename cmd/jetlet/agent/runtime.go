@@ -69,8 +69,10 @@ func (a *agent) startEmbeddedRuntime(ctx context.Context) (*proc.Runtime, string
 		return nil, "", fmt.Errorf("embedded runtime socket %s is %d bytes, over the 107 a unix socket allows; use a shorter --data-dir", sock, len(sock))
 	}
 	rt, err := proc.New(proc.Config{
-		Dir:    filepath.Join(a.cfg.dataDir, "runtime"),
-		Logger: logger,
+		Dir:        filepath.Join(a.cfg.dataDir, "runtime"),
+		Logger:     logger,
+		CNIConfDir: a.cfg.cniConfDir,
+		CNIBinDirs: a.cfg.cniBinDirs,
 	})
 	if err != nil {
 		return nil, "", err
