@@ -40,18 +40,18 @@ type runConfig struct {
 	runtimeEndpoint       string
 	runtimeRequestTimeout time.Duration
 	// The embedded runtime's CNI network (empty: pods on the host's network).
-	cniConfDir string
-	cniBinDirs []string
-	workers               int
-	httpListen            string
-	allowPrivileged       bool
-	imageCredentials      string
-	renameNode            bool
-	logLevel              string
-	shutdownTimeout       time.Duration
-	relistPeriod          time.Duration
-	resyncPeriod          time.Duration
-	maxDeadPerContainer   int
+	cniConfDir          string
+	cniBinDirs          []string
+	workers             int
+	httpListen          string
+	allowPrivileged     bool
+	imageCredentials    string
+	renameNode          bool
+	logLevel            string
+	shutdownTimeout     time.Duration
+	relistPeriod        time.Duration
+	resyncPeriod        time.Duration
+	maxDeadPerContainer int
 	// The --container-log-* flags, and the rotation config validate makes
 	// of them.
 	containerLogMaxSize         string
