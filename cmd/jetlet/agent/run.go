@@ -39,19 +39,16 @@ type runConfig struct {
 	natsMaxPingsOut       int
 	runtimeEndpoint       string
 	runtimeRequestTimeout time.Duration
-	// The embedded runtime's CNI network (empty: pods on the host's network).
-	cniConfDir          string
-	cniBinDirs          []string
-	workers             int
-	httpListen          string
-	allowPrivileged     bool
-	imageCredentials    string
-	renameNode          bool
-	logLevel            string
-	shutdownTimeout     time.Duration
-	relistPeriod        time.Duration
-	resyncPeriod        time.Duration
-	maxDeadPerContainer int
+	workers               int
+	httpListen            string
+	allowPrivileged       bool
+	imageCredentials      string
+	renameNode            bool
+	logLevel              string
+	shutdownTimeout       time.Duration
+	relistPeriod          time.Duration
+	resyncPeriod          time.Duration
+	maxDeadPerContainer   int
 	// The --container-log-* flags, and the rotation config validate makes
 	// of them.
 	containerLogMaxSize         string
@@ -60,6 +57,10 @@ type runConfig struct {
 	containerLogs               containerlogs.Config
 	profiling                   bool
 	streams                     events.StreamsConfig
+
+	// The embedded runtime's CNI network (empty: pods on the host's network).
+	cniConfDir string
+	cniBinDirs []string
 }
 
 func NewRunCommand() *cobra.Command {
