@@ -7,13 +7,15 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// loopbackIP is where a process of a sandbox on the host's network is
-// reachable.
+// loopbackIP is where a process of a sandbox put on the host's network for
+// want of CNI is reachable.
 const loopbackIP = "127.0.0.1"
 
 // PodSandboxStatus returns the sandbox's state, the namespace options its
 // config asked for (only the network's is applied, with CNI) and its
-// address: the CNI network's, else 127.0.0.1.
+// address: the CNI network's; none for a sandbox that asked for the node's
+// network (the client gives it the node's, as with containerd); else
+// 127.0.0.1.
 func (r *Runtime) PodSandboxStatus(ctx context.Context, req *runtimeapi.PodSandboxStatusRequest) (*runtimeapi.PodSandboxStatusResponse, error) {
 	s, err := r.getSandbox(req.GetPodSandboxId())
 	if err != nil {
@@ -49,7 +51,10 @@ func (s *sandbox) statusLocked() *runtimeapi.PodSandboxStatus {
 		nsOpts = &runtimeapi.NamespaceOption{}
 	}
 	network := &runtimeapi.PodSandboxNetworkStatus{Ip: loopbackIP}
-	if len(s.ips) > 0 {
+	switch {
+	case nsOpts.GetNetwork() == runtimeapi.NamespaceMode_NODE:
+		network.Ip = ""
+	case len(s.ips) > 0:
 		network.Ip = s.ips[0]
 		for _, ip := range s.ips[1:] {
 			network.AdditionalIps = append(network.AdditionalIps, &runtimeapi.PodIP{Ip: ip})

@@ -80,7 +80,7 @@ func TestCNIPodsGetTheirOwnIPsAndReachEachOther(t *testing.T) {
 		t.Fatalf("client pod IPs %v, want one in %s0/24 other than the server's %s", ips, cn.Prefix, srvIP)
 	}
 
-	// A hostNetwork pod is on the host: one of the host's addresses.
+	// A hostNetwork pod is on the host, with the node's address.
 	n.publish("host", netPodJSON(t, "host", true, corev1.RestartPolicyAlways, corev1.Container{
 		Name: "app", Command: []string{"/bin/sh", "-c", "exec sleep 600"},
 	}))
@@ -88,10 +88,11 @@ func TestCNIPodsGetTheirOwnIPsAndReachEachOther(t *testing.T) {
 		return st.Phase == schemas.PhaseRunning && len(sandboxIPs(st)) > 0
 	})
 	if ips := sandboxIPs(host); len(ips) != 1 || !slices.Contains(hostAddrs(t), ips[0]) {
-		t.Fatalf("hostNetwork pod IPs %v, want one of the host's %v", ips, hostAddrs(t))
+		t.Fatalf("hostNetwork pod IPs %v, want one of the host's non-loopback addresses %v", ips, hostAddrs(t))
 	}
 }
 
+// hostAddrs are the host's non-loopback addresses.
 func hostAddrs(t *testing.T) []string {
 	t.Helper()
 	addrs, err := net.InterfaceAddrs()
@@ -100,7 +101,7 @@ func hostAddrs(t *testing.T) []string {
 	}
 	var out []string
 	for _, a := range addrs {
-		if ipn, ok := a.(*net.IPNet); ok {
+		if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() {
 			out = append(out, ipn.IP.String())
 		}
 	}
