@@ -104,6 +104,31 @@ func TestSandboxNetworkThroughCNI(t *testing.T) {
 	}
 }
 
+// A namespace lost while no runtime ran (a reboot) makes its sandbox
+// NOTREADY; its stop still frees the address.
+func TestSandboxWhoseNamespaceIsGoneIsNotReady(t *testing.T) {
+	h, n := cniHarness(t)
+	sb, _ := h.pod("lost", nil)
+	st, netns := h.sandboxInfo(sb)
+	h.stop()
+	if err := unix.Unmount(netns, unix.MNT_DETACH); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	if st, _ := h.sandboxInfo(sb); st.GetState() != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+		t.Fatalf("sandbox state %s after its namespace went, want NOTREADY", st.GetState())
+	}
+	if _, err := h.rs.StopPodSandbox(ctxT(t), &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb}); err != nil {
+		t.Fatal(err)
+	}
+	if ip := st.GetNetwork().GetIp(); n.Reserved(ip) {
+		t.Fatalf("%s still reserved after StopPodSandbox", ip)
+	}
+	if _, err := os.Stat(netns); !os.IsNotExist(err) {
+		t.Fatalf("netns file %s after StopPodSandbox: %v", netns, err)
+	}
+}
+
 func TestHostNetworkSandboxHasNoNamespace(t *testing.T) {
 	h, _ := cniHarness(t)
 	cfg := podConfig("host", nil)
