@@ -18,7 +18,7 @@ import (
 	"github.com/jetlet/jetlet/test/cnitest"
 )
 
-func cniHarness(t *testing.T) (*harness, cnitest.Net) {
+func cniHarness(t testing.TB) (*harness, cnitest.Net) {
 	t.Helper()
 	cnitest.Require(t)
 	n := cnitest.Network(t)

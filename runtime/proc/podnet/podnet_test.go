@@ -273,3 +273,22 @@ func TestLoad(t *testing.T) {
 		t.Fatalf("missing plugin: %v", err)
 	}
 }
+
+// BenchmarkCreateRemove is the namespace's share of a pod start (the rest of
+// RunPodSandbox's CNI cost is the plugins: BenchmarkRunPodSandboxCNI in
+// runtime/proc).
+func BenchmarkCreateRemove(b *testing.B) {
+	cnitest.Require(b)
+	dir := filepath.Join(b.TempDir(), "netns")
+	i := 0
+	for b.Loop() {
+		path, err := Create(dir, fmt.Sprint(i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := Remove(path); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
