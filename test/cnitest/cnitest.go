@@ -4,12 +4,11 @@
 package cnitest
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -44,14 +43,16 @@ type Net struct {
 	Store string
 }
 
-// Network writes a bridge + host-local conflist with its own bridge (removed
-// at cleanup) and a random 10.88.x.0/24 subnet, the bridge the pods' gateway.
+// Network writes a bridge + host-local conflist with a bridge and a /24 of
+// its own (10.88.100.0/24 and up), the bridge the pods' gateway. Tests of
+// several processes at once never share one: each holds a lock on its
+// number's file under the temp dir until it ends. The bridge is removed at
+// cleanup.
 func Network(t testing.TB) Net {
 	t.Helper()
-	var b [2]byte
-	_, _ = rand.Read(b[:])
-	bridge := "jlt" + hex.EncodeToString(b[:])
-	n := Net{ConfDir: t.TempDir(), Prefix: fmt.Sprintf("10.88.%d.", 100+int(b[0])%150), Store: t.TempDir()}
+	slot := lockSlot(t)
+	bridge := fmt.Sprintf("jltest%d", slot)
+	n := Net{ConfDir: t.TempDir(), Prefix: fmt.Sprintf("10.88.%d.", 100+slot), Store: t.TempDir()}
 	conf := fmt.Sprintf(`{
   "cniVersion": "1.0.0",
   "name": %q,
@@ -65,6 +66,32 @@ func Network(t testing.TB) Net {
 	}
 	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", bridge).Run() })
 	return n
+}
+
+// slots is how many networks tests may hold at once on a host.
+const slots = 150
+
+// lockSlot takes the first free slot's lock, held until the test ends.
+func lockSlot(t testing.TB) int {
+	t.Helper()
+	dir := filepath.Join(os.TempDir(), "jetlet-cnitest")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for slot := range slots {
+		f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("%d.lock", slot)), os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+			f.Close()
+			continue
+		}
+		t.Cleanup(func() { f.Close() }) // after the bridge's removal: cleanups run last first
+		return slot
+	}
+	t.Fatalf("all %d CNI test networks are taken", slots)
+	return 0
 }
 
 // Reserved reports whether host-local holds ip.

@@ -120,10 +120,13 @@ func loadFile(path string) (*libcni.NetworkConfigList, error) {
 	return libcni.ConfListFromConf(conf)
 }
 
-// Name is the network's name; File is the config it came from; Skipped lists
-// the files before it that were not usable, each with the reason.
-func (n *Network) Name() string      { return n.list.Name }
-func (n *Network) File() string      { return n.file }
+// Name is the network's name.
+func (n *Network) Name() string { return n.list.Name }
+
+// File is the config file the network came from.
+func (n *Network) File() string { return n.file }
+
+// Skipped lists the files before File that were not usable, with the reason.
 func (n *Network) Skipped() []string { return n.skipped }
 
 // Add attaches the pod to the network (and brings up its lo) and returns its
