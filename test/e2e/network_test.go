@@ -15,6 +15,7 @@ import (
 
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/cnitest"
+	"github.com/jetlet/jetlet/test/jetlettest"
 )
 
 // netPodJSON is an apply intent for a one-container pod.
@@ -106,4 +107,18 @@ func hostAddrs(t *testing.T) []string {
 		}
 	}
 	return out
+}
+
+// A CNI config dir jetlet cannot use stops `jetlet run` at start, saying why.
+func TestJetletRunRefusesAnUnusableCNIConfDir(t *testing.T) {
+	cnitest.Require(t)
+	empty := t.TempDir()
+	p := jetlettest.Start(t, "run", "--node", "n1", "--data-dir", shortDir(t), "--nats-listen", "127.0.0.1:0",
+		"--http-listen", "127.0.0.1:0", "--cni-conf-dir", empty)
+	if code := p.Wait(60 * time.Second); code == 0 {
+		t.Fatal("jetlet run exited 0")
+	}
+	if want := "no network config in CNI config dir " + empty; !strings.Contains(p.Logs(), want) {
+		t.Fatalf("jetlet run's output does not say %q:\n%s", want, p.Logs())
+	}
 }
