@@ -49,7 +49,7 @@ func (m *Manager) ToAPIStatus(pod *corev1.Pod, status *PodStatus) *schemas.PodSt
 		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
 			st = schemas.SandboxReady
 		}
-		ips := podIPs(s)
+		ips := podIPs(s, m.cfg.NodeIP)
 		if ips == nil {
 			ips = []string{} // "ips": [] on the wire, not null
 		}

@@ -112,7 +112,7 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid, name, namespace string)
 		status.SandboxStatuses = append(status.SandboxStatuses, s)
 		// The newest one read (a newer listed one may have gone since).
 		if len(status.SandboxStatuses) == 1 && s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
-			status.IPs = podIPs(s)
+			status.IPs = podIPs(s, m.cfg.NodeIP)
 		}
 	}
 

@@ -151,9 +151,14 @@ func (s *PodStatus) RunningContainers() []*ContainerStatus {
 }
 
 // podIPs are the sandbox's IPs, the primary first; none without a primary.
-func podIPs(s *runtimeapi.PodSandboxStatus) []string {
+// A sandbox on the node's network that the runtime gives no address
+// (containerd gives none) has the node's, as kubelet gives hostNetwork pods.
+func podIPs(s *runtimeapi.PodSandboxStatus, nodeIP string) []string {
 	network := s.GetNetwork()
 	if network.GetIp() == "" {
+		if nodeIP != "" && s.GetLinux().GetNamespaces().GetOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE {
+			return []string{nodeIP}
+		}
 		return nil
 	}
 	ips := make([]string, 0, 1+len(network.GetAdditionalIps()))

@@ -107,9 +107,7 @@ func (s *podSync) sync(ctx context.Context) {
 			s.result.SyncError = fmt.Errorf("%w: sandbox %s: %v", ErrPodSandboxStatus, id, err)
 			return
 		}
-		if !pod.Spec.HostNetwork {
-			s.net.podIPs = podIPs(resp.GetStatus())
-		}
+		s.net.podIPs = podIPs(resp.GetStatus(), m.cfg.NodeIP)
 	}
 	if len(s.net.podIPs) > 0 {
 		s.net.podIP = s.net.podIPs[0]

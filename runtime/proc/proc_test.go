@@ -36,15 +36,20 @@ type harness struct {
 	conn   *grpc.ClientConn
 	rs     runtimeapi.RuntimeServiceClient
 	is     runtimeapi.ImageServiceClient
+	// configure, when set, adjusts the Config of every start.
+	configure func(*Config)
 }
 
-func newHarness(t testing.TB) *harness {
+func newHarness(t testing.TB) *harness { return newHarnessWith(t, nil) }
+
+func newHarnessWith(t testing.TB, configure func(*Config)) *harness {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "jp")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, dir: dir, sock: filepath.Join(dir, "cri.sock"), logs: filepath.Join(dir, "logs"), shared: filepath.Join(dir, "shared")}
+	h := &harness{t: t, dir: dir, sock: filepath.Join(dir, "cri.sock"), logs: filepath.Join(dir, "logs"),
+		shared: filepath.Join(dir, "shared"), configure: configure}
 	if err := os.Mkdir(h.shared, 0o777); err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +63,11 @@ func newHarness(t testing.TB) *harness {
 
 func (h *harness) start() {
 	h.t.Helper()
-	rt, err := New(Config{Dir: filepath.Join(h.dir, "state"), ShimPath: gobuild.Shim.Path(h.t), Logger: zerolog.New(zerolog.NewTestWriter(h.t)).Level(zerolog.InfoLevel)})
+	cfg := Config{Dir: filepath.Join(h.dir, "state"), ShimPath: gobuild.Shim.Path(h.t), Logger: zerolog.New(zerolog.NewTestWriter(h.t)).Level(zerolog.InfoLevel)}
+	if h.configure != nil {
+		h.configure(&cfg)
+	}
+	rt, err := New(cfg)
 	if err != nil {
 		h.t.Fatal(err)
 	}

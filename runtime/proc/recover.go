@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jetlet/jetlet/internal/atomicfile"
+	"github.com/jetlet/jetlet/runtime/proc/podnet"
 	"github.com/jetlet/jetlet/runtime/proc/shim"
 )
 
@@ -25,6 +26,12 @@ func (r *Runtime) recover() {
 		if err != nil {
 			r.log.Warn().Err(err).Str("dir", dir).Msg("skipping unreadable sandbox record")
 			continue
+		}
+		if s.ready && s.netns != "" && !podnet.IsNamespace(s.netns) {
+			// Gone with a reboot: the pod's network is lost, so the sandbox
+			// is; its stop releases what the CNI network still holds.
+			r.log.Warn().Str("sandbox", s.id).Str("netns", s.netns).Msg("sandbox's network namespace is gone: the sandbox is not ready")
+			s.ready = false
 		}
 		r.sandboxes[s.id] = s
 		if s.ready {

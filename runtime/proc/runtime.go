@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/runtime/proc/cgroups"
+	"github.com/jetlet/jetlet/runtime/proc/podnet"
 )
 
 const (
@@ -42,7 +43,9 @@ type Config struct {
 	Dir string
 	// ShimPath is the executable started as each pod's shim, and by the
 	// shim as each container's init: cmd/jetlet-shim, or any binary that calls
-	// shim.Requested/shim.Main first thing in main. Default: os.Executable().
+	// shim.Requested/shim.Main first thing in main. Required: there is no
+	// default, since a binary that does not dispatch to the shim would run
+	// itself again for every pod.
 	ShimPath string
 	// Logger receives the runtime's logs; component=proc is added.
 	Logger zerolog.Logger
@@ -58,11 +61,26 @@ type Config struct {
 	// PodPidsLimit is the most processes a pod's cgroup may hold (kubelet's
 	// --pod-max-pids); 0 or -1: no limit.
 	PodPidsLimit int64
+	// CNIConfDir, when set, gives each pod sandbox that does not ask for the
+	// node's network its own network namespace, set up with the first network
+	// config in it (see package podnet). Empty: every pod is on the host's
+	// network.
+	CNIConfDir string
+	// CNIBinDirs are searched for the CNI plugins. Default: Debian's
+	// /usr/lib/cni, then /opt/cni/bin.
+	CNIBinDirs []string
 }
+
+// DefaultCNIBinDirs is where Debian's containernetworking-plugins and the
+// upstream release tarball put the plugins.
+var DefaultCNIBinDirs = []string{"/usr/lib/cni", "/opt/cni/bin"}
 
 func (c *Config) setDefaults() {
 	if c.StartTimeout <= 0 {
 		c.StartTimeout = 30 * time.Second
+	}
+	if len(c.CNIBinDirs) == 0 {
+		c.CNIBinDirs = DefaultCNIBinDirs
 	}
 }
 
@@ -70,6 +88,9 @@ func (c *Config) setDefaults() {
 func (c *Config) Validate() error {
 	if c.Dir == "" {
 		return fmt.Errorf("%w: Dir is required", ErrInvalidConfig)
+	}
+	if c.ShimPath == "" {
+		return fmt.Errorf("%w: ShimPath is required", ErrInvalidConfig)
 	}
 	if c.PodPidsLimit < -1 {
 		return fmt.Errorf("%w: PodPidsLimit %d: want -1 (no limit) or more", ErrInvalidConfig, c.PodPidsLimit)
@@ -88,6 +109,9 @@ type Runtime struct {
 	// cgroups makes the pods' and containers' cgroups; set by Start before it
 	// serves, read-only after.
 	cgroups *cgroups.Manager
+	// net is the CNI network of pods, loaded by Start; nil without
+	// Config.CNIConfDir. Read-only once serving.
+	net *podnet.Network
 
 	// mu guards the maps, the mutable state of sandboxes and containers (state,
 	// shim, exit) and the name reservations.
@@ -144,13 +168,6 @@ func (r *Runtime) Start(ctx context.Context, socketPath string) error {
 	if r.started {
 		return errors.New("proc: runtime already started")
 	}
-	if r.cfg.ShimPath == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("proc: find shim executable: %w", err)
-		}
-		r.cfg.ShimPath = exe
-	}
 	dir, err := filepath.Abs(r.cfg.Dir)
 	if err != nil {
 		return fmt.Errorf("proc: state dir: %w", err)
@@ -170,6 +187,11 @@ func (r *Runtime) Start(ctx context.Context, socketPath string) error {
 			Msg("pods are not fully isolated from this host")
 	}
 	r.setupCgroups()
+	if r.cfg.CNIConfDir != "" {
+		if err := r.loadNetwork(ctx); err != nil {
+			return err
+		}
+	}
 	r.recover()
 
 	lis, err := listenUnix(socketPath)
@@ -252,3 +274,5 @@ func (r *Runtime) logUnary(ctx context.Context, req any, info *grpc.UnaryServerI
 func (r *Runtime) sandboxesDir() string  { return filepath.Join(r.cfg.Dir, "sandboxes") }
 func (r *Runtime) containersDir() string { return filepath.Join(r.cfg.Dir, "containers") }
 func (r *Runtime) imagesFile() string    { return filepath.Join(r.cfg.Dir, "images.json") }
+func (r *Runtime) netnsDir() string      { return filepath.Join(r.cfg.Dir, "netns") }
+func (r *Runtime) cniCacheDir() string   { return filepath.Join(r.cfg.Dir, "cni") }

@@ -22,6 +22,10 @@ type sandboxRecord struct {
 	Ready          bool            `json:"ready"`
 	ShimPID        int             `json:"shim_pid,omitempty"`
 	Cgroup         cgroups.Paths   `json:"cgroup,omitempty"`
+	// NetNS is the sandbox's network namespace while it has one (CNI).
+	NetNS string `json:"netns,omitempty"`
+	// IPs the CNI network gave the sandbox, IPv4 first; kept after teardown.
+	IPs []string `json:"ips,omitempty"`
 }
 
 // sandbox is a pod sandbox: a directory, a record and the pod's shim, the
@@ -36,10 +40,17 @@ type sandbox struct {
 	shimPID        int             // set before the sandbox is published, then read-only
 	cgroup         *cgroups.Cgroup // nil: none (cgroups off)
 
+	// ips are the sandbox's CNI addresses; set before it is published.
+	ips []string
+
 	// opMu serialises Stop and Remove of this sandbox.
 	opMu sync.Mutex
 
 	ready bool // guarded by Runtime.mu
+	// netns is the path of the sandbox's own network namespace, empty when it
+	// is on the host's network or its network was torn down. Written with
+	// opMu and Runtime.mu held (or before publication); read with either.
+	netns string
 }
 
 func sandboxName(md *runtimeapi.PodSandboxMetadata) string {
@@ -48,7 +59,8 @@ func sandboxName(md *runtimeapi.PodSandboxMetadata) string {
 
 func (r *Runtime) sandboxDir(id string) string { return filepath.Join(r.sandboxesDir(), id) }
 
-// saveSandbox persists s with the given readiness.
+// saveSandbox persists s with the given readiness; the caller holds s.opMu
+// or owns s alone.
 func (r *Runtime) saveSandbox(s *sandbox, ready bool) error {
 	cfg, err := protojson.Marshal(s.config)
 	if err != nil {
@@ -58,6 +70,7 @@ func (r *Runtime) saveSandbox(s *sandbox, ready bool) error {
 		ID: s.id, Config: cfg, RuntimeHandler: s.runtimeHandler, CreatedAt: s.createdAt, Ready: ready,
 		ShimPID: s.shimPID,
 		Cgroup:  s.cgroup.Paths(),
+		NetNS:   s.netns, IPs: s.ips,
 	})
 }
 
@@ -78,6 +91,7 @@ func (r *Runtime) loadSandbox(dir string) (*sandbox, error) {
 		runtimeHandler: rec.RuntimeHandler, createdAt: rec.CreatedAt, dir: dir, ready: rec.Ready,
 		shimPID: rec.ShimPID,
 		cgroup:  r.cgroups.Load(rec.Cgroup),
+		netns:   rec.NetNS, ips: rec.IPs,
 	}, nil
 }
 

@@ -9,10 +9,12 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// RunPodSandbox creates a sandbox: a directory, a persisted record and the
-// pod's shim, started in the pod's own namespaces (as far as this host
-// grants them, see Isolation). The pod shares the host's network, so it is
-// reachable at 127.0.0.1.
+// RunPodSandbox creates a sandbox: a directory, a persisted record, with
+// CNI configured and unless the pod asks for the node's network a network
+// namespace of its own attached to the CNI network, and the pod's shim,
+// started in the pod's own namespaces (as far as this host grants them, see
+// Isolation). Without CNI the pod shares the host's network and is reachable
+// at 127.0.0.1.
 func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
 	cfg := req.GetConfig()
 	md := cfg.GetMetadata()
@@ -36,6 +38,10 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	}
 	undo := func() {
 		_ = r.stopPodShim(context.Background(), s)
+		r.undoNetwork(context.Background(), s)
+		if s.cgroup != nil && !r.podCgroupShared(s) {
+			r.deleteCgroup(s.cgroup, "sandbox", s.id)
+		}
 		_ = os.RemoveAll(s.dir)
 		r.mu.Lock()
 		delete(r.names, s.name)
@@ -52,6 +58,12 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 		undo()
 		return nil, status.Errorf(codes.Internal, "record sandbox: %v", err)
 	}
+	if r.wantsOwnNetwork(cfg) {
+		if err := r.setUpNetwork(ctx, s); err != nil {
+			undo()
+			return nil, status.Errorf(codes.Unknown, "failed to set up network for sandbox %s: %v", s.id, err)
+		}
+	}
 	if s.shimPID, err = r.startPodShim(ctx, s); err != nil {
 		undo()
 		return nil, status.Errorf(codes.Unknown, "start sandbox %s: %v", s.name, err)
@@ -65,6 +77,6 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	r.sandboxes[s.id] = s
 	r.mu.Unlock()
 	r.watchSandbox(s)
-	r.log.Info().Str("sandbox", s.id).Str("name", s.name).Int("shim_pid", s.shimPID).Msg("sandbox running")
+	r.log.Info().Str("sandbox", s.id).Str("name", s.name).Int("shim_pid", s.shimPID).Strs("ips", s.ips).Msg("sandbox running")
 	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: s.id}, nil
 }

@@ -50,7 +50,7 @@ func (r *Runtime) podSpec(s *sandbox) (uintptr, *shim.PodSpec, error) {
 		want(syscall.CLONE_NEWPID)
 	}
 	for k, v := range s.config.GetLinux().GetSysctls() {
-		if err := podScopesSysctl(k, ownIPC, flags&syscall.CLONE_NEWUTS != 0); err != nil {
+		if err := podScopesSysctl(k, ownIPC, flags&syscall.CLONE_NEWUTS != 0, s.netns != ""); err != nil {
 			return 0, nil, err
 		}
 		if spec.Sysctls == nil {
@@ -63,10 +63,9 @@ func (r *Runtime) podSpec(s *sandbox) (uintptr, *shim.PodSpec, error) {
 
 // podScopesSysctl admits a sysctl only when the pod's own namespace scopes it
 // (runc's rule): kernel.shm*, kernel.msg*, kernel.sem and fs.mqueue.* with an
-// IPC namespace, kernel.hostname and kernel.domainname with a UTS namespace.
-// net.* would need the pod's own network namespace, which pods of this
-// runtime do not have.
-func podScopesSysctl(name string, ownIPC, ownUTS bool) error {
+// IPC namespace, kernel.hostname and kernel.domainname with a UTS namespace,
+// net.* with a network namespace (CNI).
+func podScopesSysctl(name string, ownIPC, ownUTS, ownNet bool) error {
 	switch {
 	case strings.HasPrefix(name, "kernel.shm"), strings.HasPrefix(name, "kernel.msg"),
 		name == "kernel.sem", strings.HasPrefix(name, "fs.mqueue."):
@@ -80,6 +79,9 @@ func podScopesSysctl(name string, ownIPC, ownUTS bool) error {
 		}
 		return fmt.Errorf("sysctl %q is not allowed: the pod shares the host's UTS namespace", name)
 	case strings.HasPrefix(name, "net."):
+		if ownNet {
+			return nil
+		}
 		return fmt.Errorf("sysctl %q is not allowed: the pod shares the host's network namespace", name)
 	}
 	return fmt.Errorf("sysctl %q is not allowed: it is not namespaced, so it would change the host", name)
@@ -112,7 +114,7 @@ func (r *Runtime) startPodShim(ctx context.Context, s *sandbox) (int, error) {
 	cmd.Stderr = shimLog
 	cmd.ExtraFiles = []*os.File{pw}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Cloneflags: flags}
-	err = cmd.Start()
+	err = startInPod(s.netns, cmd)
 	pw.Close()
 	shimLog.Close()
 	if err != nil {

@@ -7,12 +7,15 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// loopbackIP is where a process of any sandbox is reachable: all share the
-// host's network.
+// loopbackIP is where a process of a sandbox put on the host's network for
+// want of CNI is reachable.
 const loopbackIP = "127.0.0.1"
 
 // PodSandboxStatus returns the sandbox's state, the namespace options its
-// config asked for (none is applied) and 127.0.0.1 as its address.
+// config asked for (only the network's is applied, with CNI) and its
+// address: the CNI network's; none for a sandbox that asked for the node's
+// network (the client gives it the node's, as with containerd); else
+// 127.0.0.1.
 func (r *Runtime) PodSandboxStatus(ctx context.Context, req *runtimeapi.PodSandboxStatusRequest) (*runtimeapi.PodSandboxStatusResponse, error) {
 	s, err := r.getSandbox(req.GetPodSandboxId())
 	if err != nil {
@@ -26,10 +29,14 @@ func (r *Runtime) PodSandboxStatus(ctx context.Context, req *runtimeapi.PodSandb
 		Timestamp: nowNano(),
 	}
 	if req.GetVerbose() {
+		r.mu.RLock()
+		netns := s.netns
+		r.mu.RUnlock()
 		info, _ := json.Marshal(map[string]any{
 			"dir":    s.dir,
 			"config": s.config,
-			"note":   "jetlet-proc sandboxes have no process and no namespaces; containers run on the host",
+			"netns":  netns,
+			"note":   "jetlet-proc sandboxes have no process; containers run on the host, in the sandbox's network namespace when it has one",
 		})
 		resp.Info = map[string]string{"info": string(info)}
 	}
@@ -43,12 +50,22 @@ func (s *sandbox) statusLocked() *runtimeapi.PodSandboxStatus {
 	if nsOpts == nil {
 		nsOpts = &runtimeapi.NamespaceOption{}
 	}
+	network := &runtimeapi.PodSandboxNetworkStatus{Ip: loopbackIP}
+	switch {
+	case nsOpts.GetNetwork() == runtimeapi.NamespaceMode_NODE:
+		network.Ip = ""
+	case len(s.ips) > 0:
+		network.Ip = s.ips[0]
+		for _, ip := range s.ips[1:] {
+			network.AdditionalIps = append(network.AdditionalIps, &runtimeapi.PodIP{Ip: ip})
+		}
+	}
 	return &runtimeapi.PodSandboxStatus{
 		Id:             s.id,
 		Metadata:       s.config.GetMetadata(),
 		State:          s.stateLocked(),
 		CreatedAt:      s.createdAt,
-		Network:        &runtimeapi.PodSandboxNetworkStatus{Ip: loopbackIP},
+		Network:        network,
 		Linux:          &runtimeapi.LinuxPodSandboxStatus{Namespaces: &runtimeapi.Namespace{Options: nsOpts}},
 		Labels:         s.config.GetLabels(),
 		Annotations:    s.config.GetAnnotations(),

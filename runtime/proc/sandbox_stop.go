@@ -13,8 +13,8 @@ import (
 
 // StopPodSandbox kills every container of the sandbox (no grace period, as
 // containerd: the client stops containers gracefully first), then the pod's
-// shim, and marks the sandbox NOTREADY. Stopping an unknown or stopped sandbox
-// succeeds.
+// shim, releases its network (CNI DEL, namespace removed) and marks the
+// sandbox NOTREADY. Stopping an unknown or stopped sandbox succeeds.
 func (r *Runtime) StopPodSandbox(ctx context.Context, req *runtimeapi.StopPodSandboxRequest) (*runtimeapi.StopPodSandboxResponse, error) {
 	s, err := r.getSandbox(req.GetPodSandboxId())
 	if err != nil {
@@ -41,10 +41,13 @@ func (r *Runtime) stopSandbox(ctx context.Context, s *sandbox) error {
 		return status.Errorf(codes.Internal, "stop the shim of sandbox %s: %v", s.id, err)
 	}
 	r.mu.RLock()
-	ready := s.ready
+	ready, netns := s.ready, s.netns
 	r.mu.RUnlock()
-	if !ready {
+	if !ready && netns == "" {
 		return nil
+	}
+	if err := r.tearDownNetwork(ctx, s); err != nil {
+		return status.Errorf(codes.Unknown, "failed to destroy network for sandbox %s: %v", s.id, err)
 	}
 	if err := r.saveSandbox(s, false); err != nil {
 		return status.Errorf(codes.Internal, "record sandbox stop: %v", err)

@@ -70,8 +70,11 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 		Node:   a.cfg.node,
 		Logger: log,
 	})
+	hostIP := nodeIP()
+	log.Info().Str("node_ip", hostIP).Msg("node address: the IP of hostNetwork pods and the downward API's status.hostIP")
 	mgr, err := reconcile.New(client, emit, reconcile.Config{
 		NodeName:        a.cfg.node,
+		NodeIP:          hostIP,
 		NodeAllocatable: allocatable,
 		DataDir:         a.cfg.dataDir,
 		AllowPrivileged: a.cfg.allowPrivileged,

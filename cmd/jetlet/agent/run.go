@@ -58,6 +58,10 @@ type runConfig struct {
 	containerLogs               containerlogs.Config
 	profiling                   bool
 	streams                     events.StreamsConfig
+
+	// The embedded runtime's CNI network (empty: pods on the host's network).
+	cniConfDir string
+	cniBinDirs []string
 }
 
 func NewRunCommand() *cobra.Command {
@@ -95,6 +99,8 @@ admits anyone. Without
 	fs.IntVar(&cfg.natsMaxPingsOut, "nats-max-pings-out", 2, "unanswered pings after which jetlet leaves its NATS server for another")
 	fs.StringVar(&cfg.runtimeEndpoint, "runtime-endpoint", "", "CRI runtime endpoint (unix:///run/containerd/containerd.sock); empty starts the embedded process runtime")
 	fs.DurationVar(&cfg.runtimeRequestTimeout, "runtime-request-timeout", 2*time.Minute, "timeout of every CRI call but image pulls")
+	fs.StringVar(&cfg.cniConfDir, "cni-conf-dir", "", "CNI network config dir of the embedded runtime: each pod not on the host network gets its own network namespace, set up with the first config in it (.conflist, .conf, .json; lexical order); empty puts every pod on the host's network")
+	fs.StringSliceVar(&cfg.cniBinDirs, "cni-bin-dir", proc.DefaultCNIBinDirs, "directories searched for the CNI plugins, in order (comma-separated)")
 	fs.IntVar(&cfg.workers, "workers", 16, "pods synced concurrently")
 	fs.StringVar(&cfg.httpListen, "http-listen", "127.0.0.1:9464", "address of /healthz, /readyz and /metrics (port 0 picks a free port)")
 	fs.BoolVar(&cfg.allowPrivileged, "allow-privileged", false, "accept privileged containers")
@@ -155,6 +161,9 @@ func (c *runConfig) validate() error {
 	}
 	if c.podMaxPids < -1 {
 		return fmt.Errorf("--pod-max-pids %d: want -1 (no limit) or more", c.podMaxPids)
+	}
+	if c.cniConfDir != "" && c.runtimeEndpoint != "" {
+		return errors.New("--cni-conf-dir configures the embedded runtime's network; with --runtime-endpoint that runtime's own CNI config applies")
 	}
 	if c.runtimeRequestTimeout <= 0 {
 		return fmt.Errorf("--runtime-request-timeout %s: must be positive", c.runtimeRequestTimeout)

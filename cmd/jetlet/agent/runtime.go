@@ -73,6 +73,8 @@ func (a *agent) startEmbeddedRuntime(ctx context.Context) (*proc.Runtime, string
 		ShimPath:     a.shimPath(ctx),
 		Logger:       logger,
 		PodPidsLimit: a.cfg.podMaxPids,
+		CNIConfDir:   a.cfg.cniConfDir,
+		CNIBinDirs:   a.cfg.cniBinDirs,
 	})
 	if err != nil {
 		return nil, "", err
