@@ -126,8 +126,8 @@ if [ -s "$WORK/out/leftover-processes" ]; then
 	echo "== processes left running after jetlet stopped (killed with the namespace):"
 	cat "$WORK/out/leftover-processes"
 fi
-if [ -s "$WORK/out/fs-changes" ]; then
-	echo "== files the run wrote outside the data dir, kept off the real host by the overlay: $(wc -l <"$WORK/out/fs-changes") (see $logs/fs-changes)"
+if ! diff -u "$WORK/out/before/files" "$WORK/out/after/files" >"$WORK/out/diff-files"; then
+	echo "== files the run wrote on the test host, kept off the real one by the overlay: $(grep -c '^+/' "$WORK/out/diff-files") (see $logs/diff-files)"
 fi
 
 # 6. The specs.

@@ -52,6 +52,8 @@ state() {
 	# device numbers or peer groups (those differ from run to run).
 	awk '{ for (i = 7; $i != "-"; i++) ; print $5, $4, $6, $(i+1), $(i+2), $(i+3) }' /proc/self/mountinfo | sort >"$1/mounts"
 	find /sys/fs/cgroup -mindepth 1 -type d 2>/dev/null | sort >"$1/cgroups"
+	# What was written on the test host (the overlay's upper layer).
+	(cd "$WORK/fs-changes" && find . -mindepth 1 | sed 's|^\.||' | sort) >"$1/files"
 }
 state "$out/before"
 
@@ -106,4 +108,3 @@ if [ -s "$out/critest-ipcmk-ids" ]; then
 fi
 state "$out/after"
 ps -e -o pid=,args= | grep -vE "^ *(1|$$) |ps -e|grep -vE" >"$out/leftover-processes" || true
-(cd "$WORK/fs-changes" && find . -mindepth 1 | sed 's|^\.||' | sort) >"$out/fs-changes" || true
