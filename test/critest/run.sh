@@ -96,10 +96,11 @@ if [ -n "${JETLET_CRITEST_FOCUS:-}" ]; then
 	extra+=(-ginkgo.focus "$JETLET_CRITEST_FOCUS")
 fi
 
-# 4. The run, in namespaces of its own.
+# 4. The run, in namespaces of its own (--kill-child: when the limit kills
+# unshare, its pid 1 dies, and every process of the run with it).
 t=$SECONDS
 rc=0
-timeout --kill-after=30s "$limit" unshare --uts --ipc --mount --net --pid --fork --mount-proc --propagation private \
+timeout --kill-after=30s "$limit" unshare --uts --ipc --mount --net --pid --fork --kill-child --mount-proc --propagation private \
 	bash "$here/sandbox.sh" "$WORK" "$skip" "${extra[@]}" || rc=$?
 echo "== critest stage: the run took $((SECONDS - t))s (exit $rc)"
 if [ $rc != 0 ]; then
