@@ -64,7 +64,7 @@ critest=$cache/critest-$CRITEST_VERSION
 if [ ! -x "$critest" ]; then
 	echo "== building critest $CRITEST_VERSION (cached as $critest)"
 	mkdir -p "$cache"
-	src=$(cd "$WORK" && GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/cri-tools@$CRITEST_VERSION" | sed -nE 's/^\t"Dir": "(.*)",$/\1/p')
+	src=$(cd "$WORK" && go mod download -json "sigs.k8s.io/cri-tools@$CRITEST_VERSION" | sed -nE 's/^\t"Dir": "(.*)",$/\1/p')
 	(cd "$src" && go test -c -o "$critest.tmp" ./cmd/critest)
 	mv "$critest.tmp" "$critest"
 fi
