@@ -13,6 +13,7 @@
 # hand. Environment:
 #   JETLET_CRITEST_CACHE   where critest binaries are kept (/var/cache/jetlet-ci)
 #   JETLET_CRITEST_JETLET  a jetlet binary to test instead of building this tree
+#   JETLET_CRITEST_RUN_ARGS more flags for `jetlet run` (say --cni-conf-dir DIR)
 #   JETLET_CRITEST_ALL=1   skip nothing; a listed spec that passes fails the stage
 #   JETLET_CRITEST_FOCUS   a -ginkgo.focus expression (a partial run)
 #   JETLET_CRITEST_LOGS    where the logs and reports are left (/tmp/jetlet-critest-logs)

@@ -57,11 +57,13 @@ state() {
 }
 state "$out/before"
 
-# 2. jetlet run: embedded NATS and runtime, ports picked free.
+# 2. jetlet run: embedded NATS and runtime, ports picked free, and the
+# flags in JETLET_CRITEST_RUN_ARGS (say --cni-conf-dir DIR).
 data=$WORK/data
 sock=$data/cri.sock
+read -r -a run_args <<<"${JETLET_CRITEST_RUN_ARGS:-}"
 PATH=$WORK/bin:$PATH "$WORK/bin/jetlet" run --node critest --data-dir "$data" \
-	--nats-listen 127.0.0.1:0 --http-listen 127.0.0.1:0 >"$out/jetlet.log" 2>&1 &
+	--nats-listen 127.0.0.1:0 --http-listen 127.0.0.1:0 "${run_args[@]}" >"$out/jetlet.log" 2>&1 &
 jetlet=$!
 for _ in $(seq 300); do
 	[ -S "$sock" ] && break

@@ -259,7 +259,8 @@ func (p plan) check(run suiteReport, all bool, out io.Writer) error {
 			listedSkipped++
 		case s.State == "skipped" && s.Failure.Message == "":
 			// Skipped without running though the skip file did not ask:
-			// critest skips its benchmarks itself (-ginkgo.skip benchmark).
+			// critest skips its benchmarks itself (-ginkgo.skip benchmark), and
+			// a partial run (-ginkgo.focus) the specs out of focus.
 			notRun++
 		case s.State == "skipped":
 			selfSkipped++
@@ -286,7 +287,7 @@ func (p plan) check(run suiteReport, all bool, out io.Writer) error {
 		fmt.Fprintln(out, "== FAIL: "+pr)
 	}
 	ran := passed + failed
-	fmt.Fprintf(out, "== critest: %d specs: %d ran (%d passed, %d failed), %d skipped themselves, %d skipped by the skip file, %d not validation specs (benchmarks)\n",
+	fmt.Fprintf(out, "== critest: %d specs: %d ran (%d passed, %d failed), %d skipped themselves, %d skipped by the skip file, %d not run (critest's benchmarks, or out of focus)\n",
 		len(run.SpecReports), ran, passed, failed, selfSkipped, listedSkipped, notRun)
 	if len(problems) > 0 {
 		return fmt.Errorf("%d spec(s) the skip file does not explain", len(problems))
