@@ -89,6 +89,7 @@ func TestCheck(t *testing.T) {
 		{name: "an unlisted spec skipped itself", skips: strings.Replace(skips, "^\\[k8s\\.io\\] NRI  # skips itself without a socket\n", "", 1),
 			run: with(4, spec(suite[4].containers+" | "+suite[4].leaf, "skipped", "NRI socket not configured")), wantErr: "does not explain"},
 		{name: "a listed spec ran anyway", skips: skips, run: with(0, spec(suite[0].containers+" | "+suite[0].leaf, "passed", "")), wantErr: "does not explain"},
+		{name: "a listed spec ran anyway and failed", skips: skips, run: with(1, spec(suite[1].containers+" | "+suite[1].leaf, "failed", "unimplemented")), wantErr: "does not explain"},
 		{name: "stale entry: names no spec", skips: skips + "[k8s.io] Gone spec # renamed upstream\n", run: good, wantErr: "stale entry"},
 		{name: "stale expression", skips: skips + "^NoSuchSuite # never matches\n", run: good, wantErr: "stale entry"},
 		{name: "entry without a reason", skips: skips + "[k8s.io] PodSandbox runtime should support running PodSandbox\n", run: good, wantErr: "no reason"},
