@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -19,21 +20,54 @@ type image struct {
 	ID          string   `json:"id"`
 	RepoTags    []string `json:"repo_tags,omitempty"`
 	RepoDigests []string `json:"repo_digests,omitempty"`
-	PulledAt    int64    `json:"pulled_at"`
+	// Size is what hostImageSize found at the pull; 0 in records written
+	// before sizes were kept.
+	Size     uint64 `json:"size,omitempty"`
+	PulledAt int64  `json:"pulled_at"`
 }
 
+// unresolvedImageSize is the size reported for an image that names nothing
+// on the host: one filesystem block, about what its record takes. It is not
+// 0 because k8s.io/cri-client (crictl, critest, kubelet) refuses an image
+// whose id or size is unset.
+const unresolvedImageSize = 4096
+
 func (im *image) cri() *runtimeapi.Image {
+	size := im.Size
+	if size == 0 {
+		size = unresolvedImageSize
+	}
 	return &runtimeapi.Image{
 		Id:          im.ID,
 		RepoTags:    append([]string(nil), im.RepoTags...),
 		RepoDigests: append([]string(nil), im.RepoDigests...),
-		Size:        0,
+		Size:        size,
 		Spec:        &runtimeapi.ImageSpec{Image: im.ID},
 	}
 }
 
+// hostImageSize is the size of the host file a container of the normalised
+// reference ref most likely runs: the executable named like the
+// repository's last path component ("docker.io/library/busybox:1.36" →
+// busybox) in a container's default PATH, symlinks followed. An image that
+// names no such file gets unresolvedImageSize.
+func hostImageSize(ref string) uint64 {
+	name, _, _ := strings.Cut(ref, "@")
+	name = name[strings.LastIndex(name, "/")+1:]
+	name, _, _ = strings.Cut(name, ":")
+	for _, dir := range filepath.SplitList(defaultPath) {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
+			return uint64(fi.Size())
+		}
+	}
+	return unresolvedImageSize
+}
+
 // normalizeRef expands a reference the way docker and containerd do:
-// "busybox" → "docker.io/library/busybox:latest".
+// "busybox" → "docker.io/library/busybox:latest". A reference with both a
+// tag and a digest keeps only the digest, as containerd's PullImage does
+// (distribution's ParseDockerRef): the digest alone names the content.
 func normalizeRef(ref string) string {
 	ref = strings.TrimSpace(ref)
 	if ref == "" {
@@ -47,8 +81,12 @@ func normalizeRef(ref string) string {
 	if domain == "docker.io" && !strings.Contains(rest, "/") {
 		rest = "library/" + rest
 	}
-	last := rest[strings.LastIndex(rest, "/")+1:]
-	if !hasDigest && !strings.Contains(last, ":") {
+	slash := strings.LastIndex(rest, "/")
+	repo, _, hasTag := strings.Cut(rest[slash+1:], ":")
+	switch {
+	case hasDigest && hasTag:
+		rest = rest[:slash+1] + repo
+	case !hasDigest && !hasTag:
 		rest += ":latest"
 	}
 	out := domain + "/" + rest

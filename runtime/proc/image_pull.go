@@ -11,17 +11,24 @@ import (
 
 // PullImage records the reference. There is no registry: nothing is
 // downloaded, credentials are ignored, and the image id is derived from the
-// normalised reference.
+// normalised reference. A pull whose context has ended records nothing and
+// fails with DeadlineExceeded or Canceled, as containerd's does.
 func (r *Runtime) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
 	ref := normalizeRef(req.GetImage().GetImage())
 	if ref == "" {
 		return nil, status.Error(codes.InvalidArgument, "image reference is empty")
 	}
 	id := imageID(ref)
+	size := hostImageSize(ref)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// Checked once the lock is held: waiting for it may have taken the
+	// caller's whole deadline.
+	if err := ctx.Err(); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
 	if _, ok := r.images[id]; !ok {
-		im := &image{ID: id, PulledAt: nowNano()}
+		im := &image{ID: id, Size: size, PulledAt: nowNano()}
 		if _, digest, ok := strings.Cut(ref, "@"); ok && digest != "" {
 			im.RepoDigests = []string{ref}
 		} else {

@@ -1,8 +1,16 @@
 package proc
 
 import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"testing"
+	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -15,6 +23,12 @@ func TestNormalizeRef(t *testing.T) {
 		"localhost:5000/app":             "localhost:5000/app:latest",
 		"localhost/app":                  "localhost/app:latest",
 		"registry.k8s.io/pause@sha256:0": "registry.k8s.io/pause@sha256:0",
+		// Tag and digest: the digest alone, as containerd keeps it.
+		"busybox:1.36@sha256:0":              "docker.io/library/busybox@sha256:0",
+		"localhost:5000/app:v1@sha256:0":     "localhost:5000/app@sha256:0",
+		"localhost:5000/o/app:v1@sha256:0":   "localhost:5000/o/app@sha256:0",
+		"localhost:5000/app@sha256:0":        "localhost:5000/app@sha256:0",
+		"registry.k8s.io/e2e/img:t@sha256:0": "registry.k8s.io/e2e/img@sha256:0",
 	}
 	for in, want := range tests {
 		if got := normalizeRef(in); got != want {
@@ -68,5 +82,117 @@ func TestImages(t *testing.T) {
 	list, err = h.is.ListImages(ctx, &runtimeapi.ListImagesRequest{})
 	if err != nil || len(list.GetImages()) != 1 || list.GetImages()[0].GetRepoTags()[0] != "docker.io/library/alpine:latest" {
 		t.Fatalf("list after remove: %v %v", list, err)
+	}
+}
+
+// hostExecutable is a program every test host has in the default PATH.
+func hostExecutable(t *testing.T) (name string, size uint64) {
+	t.Helper()
+	for _, dir := range filepath.SplitList(defaultPath) {
+		if fi, err := os.Stat(filepath.Join(dir, "sh")); err == nil && fi.Mode().IsRegular() {
+			return "sh", uint64(fi.Size())
+		}
+	}
+	t.Skip("no sh in " + defaultPath)
+	return "", 0
+}
+
+// TestImageRecords checks what ImageStatus and ListImages report for each
+// kind of reference: a sha256 id, a size k8s.io/cri-client accepts (it
+// refuses 0), and repoTags/repoDigests as containerd reports them.
+func TestImageRecords(t *testing.T) {
+	h := newHarness(t)
+	ctx := ctxT(t)
+	const digest = "sha256:9700f9a2f5bf2c45f2f605a0bd3bce7cf37420ec9d3ed50ac2758413308766bf"
+	exe, exeSize := hostExecutable(t)
+	tests := []struct {
+		name        string
+		ref         string
+		repoTags    []string
+		repoDigests []string
+		size        uint64
+	}{
+		{name: "tag", ref: "busybox:1.36", repoTags: []string{"docker.io/library/busybox:1.36"}},
+		{name: "no tag", ref: "registry.k8s.io/e2e-test-images/test-image-latest", repoTags: []string{"registry.k8s.io/e2e-test-images/test-image-latest:latest"}},
+		{name: "digest", ref: "registry.k8s.io/pause@" + digest, repoDigests: []string{"registry.k8s.io/pause@" + digest}},
+		{name: "tag and digest", ref: "busybox:1.36@" + digest, repoDigests: []string{"docker.io/library/busybox@" + digest}},
+		{name: "names a host executable", ref: exe + ":1", repoTags: []string{"docker.io/library/" + exe + ":1"}, size: exeSize},
+		{name: "names nothing on the host", ref: "example.com/no-such-program-xyz:1", repoTags: []string{"example.com/no-such-program-xyz:1"}, size: unresolvedImageSize},
+	}
+	id := regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := &runtimeapi.ImageSpec{Image: tt.ref}
+			pull, err := h.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: spec})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := h.is.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: spec})
+			if err != nil {
+				t.Fatal(err)
+			}
+			im := st.GetImage()
+			if !id.MatchString(im.GetId()) || im.GetId() != pull.GetImageRef() {
+				t.Errorf("id %q, pull answered %q", im.GetId(), pull.GetImageRef())
+			}
+			if im.GetSize() == 0 || (tt.size != 0 && im.GetSize() != tt.size) {
+				t.Errorf("size %d, want %d (non-zero)", im.GetSize(), tt.size)
+			}
+			if !slices.Equal(im.GetRepoTags(), tt.repoTags) || !slices.Equal(im.GetRepoDigests(), tt.repoDigests) {
+				t.Errorf("repoTags %q repoDigests %q, want %q %q", im.GetRepoTags(), im.GetRepoDigests(), tt.repoTags, tt.repoDigests)
+			}
+			// Every name it reports finds it again, with the same status.
+			for _, ref := range slices.Concat([]string{im.GetId()}, im.GetRepoTags(), im.GetRepoDigests()) {
+				again, err := h.is.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+				if err != nil || again.GetImage().GetId() != im.GetId() || again.GetImage().GetSize() != im.GetSize() {
+					t.Errorf("status by %q: %v %v", ref, again, err)
+				}
+			}
+			list, err := h.is.ListImages(ctx, &runtimeapi.ListImagesRequest{Filter: &runtimeapi.ImageFilter{Image: spec}})
+			if err != nil || len(list.GetImages()) != 1 || list.GetImages()[0].GetSize() != im.GetSize() {
+				t.Errorf("list: %v %v", list, err)
+			}
+		})
+	}
+}
+
+// TestImageRecordWithoutSize: a record from before sizes were kept still
+// reports a size k8s.io/cri-client accepts.
+func TestImageRecordWithoutSize(t *testing.T) {
+	old := &image{ID: imageID("docker.io/library/busybox:1.36"), RepoTags: []string{"docker.io/library/busybox:1.36"}}
+	if got := old.cri().GetSize(); got != unresolvedImageSize {
+		t.Fatalf("size %d, want %d", got, unresolvedImageSize)
+	}
+}
+
+// TestPullImageEndedContext: a pull whose context has ended records nothing
+// and answers as containerd does. The calls go to the Runtime itself: a
+// gRPC client would give up on its own before sending.
+func TestPullImageEndedContext(t *testing.T) {
+	h := newHarness(t)
+	expired, cancelExpired := context.WithDeadline(context.Background(), time.Unix(1, 0))
+	defer cancelExpired()
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name string
+		ctx  context.Context
+		want codes.Code
+	}{
+		{"deadline passed", expired, codes.DeadlineExceeded},
+		{"canceled", canceled, codes.Canceled},
+	}
+	spec := &runtimeapi.ImageSpec{Image: "busybox:1.36"}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := h.rt.PullImage(tt.ctx, &runtimeapi.PullImageRequest{Image: spec})
+			if status.Code(err) != tt.want || resp.GetImageRef() != "" {
+				t.Fatalf("got %v, %v; want code %s", resp, err, tt.want)
+			}
+			st, err := h.is.ImageStatus(ctxT(t), &runtimeapi.ImageStatusRequest{Image: spec})
+			if err != nil || st.GetImage() != nil {
+				t.Fatalf("a failed pull recorded the image: %v %v", st, err)
+			}
+		})
 	}
 }
