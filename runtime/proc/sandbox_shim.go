@@ -87,11 +87,44 @@ func podScopesSysctl(name string, ownIPC, ownUTS, ownNet bool) error {
 	return fmt.Errorf("sysctl %q is not allowed: it is not namespaced, so it would change the host", name)
 }
 
+// writePodFiles writes what the pod's containers get bound over /etc: its
+// hostname (when it has its own UTS namespace) and, when the CRI gives a DNS
+// config, its resolv.conf (otherwise they read the host's, as containerd
+// copies it). It also makes the dir the shim mounts the pod's /dev/shm on.
+func writePodFiles(s *sandbox, spec *shim.PodSpec) error {
+	if err := os.MkdirAll(filepath.Join(s.dir, "shm"), 0o700); err != nil {
+		return err
+	}
+	if spec.Hostname != "" {
+		if err := atomicfile.Write(filepath.Join(s.dir, "hostname"), []byte(spec.Hostname+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	dns := s.config.GetDnsConfig()
+	if len(dns.GetServers())+len(dns.GetSearches())+len(dns.GetOptions()) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	for _, srv := range dns.GetServers() {
+		fmt.Fprintf(&b, "nameserver %s\n", srv)
+	}
+	if len(dns.GetSearches()) > 0 {
+		fmt.Fprintf(&b, "search %s\n", strings.Join(dns.GetSearches(), " "))
+	}
+	if len(dns.GetOptions()) > 0 {
+		fmt.Fprintf(&b, "options %s\n", strings.Join(dns.GetOptions(), " "))
+	}
+	return atomicfile.Write(filepath.Join(s.dir, "resolv.conf"), []byte(b.String()), 0o644)
+}
+
 // startPodShim starts s's shim in its namespaces and waits until it serves.
 // It returns the shim's pid.
 func (r *Runtime) startPodShim(ctx context.Context, s *sandbox) (int, error) {
 	flags, spec, err := r.podSpec(s)
 	if err != nil {
+		return 0, err
+	}
+	if err := writePodFiles(s, spec); err != nil {
 		return 0, err
 	}
 	if err := atomicfile.WriteJSON(filepath.Join(s.dir, "pod.json"), spec); err != nil {

@@ -134,9 +134,6 @@ func setUpPod(dir string, spec *PodSpec) error {
 	}
 	if spec.SharedMemory {
 		shm := filepath.Join(dir, "shm")
-		if err := os.MkdirAll(shm, 0o700); err != nil {
-			return err
-		}
 		opts := fmt.Sprintf("mode=1777,size=%d", spec.ShmSize)
 		if err := unix.Mount("shm", shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, opts); err != nil {
 			return fmt.Errorf("mount the pod's /dev/shm: %w", err)

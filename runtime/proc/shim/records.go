@@ -41,7 +41,8 @@ type PodSpec struct {
 	// reaches the host.
 	OwnMounts bool `json:"own_mounts,omitempty"`
 	// SharedMemory: the pod has its own IPC namespace, and the shim mounts a
-	// tmpfs of ShmSize bytes at <sandbox dir>/shm for the containers' /dev/shm.
+	// tmpfs of ShmSize bytes on <sandbox dir>/shm (made by the runtime) for
+	// the containers' /dev/shm.
 	SharedMemory bool  `json:"shared_memory,omitempty"`
 	ShmSize      int64 `json:"shm_size,omitempty"`
 	// Sysctls are written under /proc/sys in the pod's namespaces; the runtime
