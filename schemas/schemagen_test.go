@@ -169,6 +169,7 @@ var typeOverlays = map[reflect.Type]obj{
 	reflect.TypeFor[PodPhase]():       enumOf(PhasePending, PhaseRunning, PhaseSucceeded, PhaseFailed, PhaseTerminating, PhaseTerminated),
 	reflect.TypeFor[SandboxState]():   enumOf(SandboxReady, SandboxNotReady),
 	reflect.TypeFor[ContainerState](): enumOf(ContainerCreated, ContainerRunning, ContainerExited, ContainerUnknown, ContainerWaiting),
+	reflect.TypeFor[IsolationLevel](): enumOf(IsolationFull, IsolationPartial, IsolationNone),
 }
 
 // of returns the schema of a value of type t: a $ref for structs.

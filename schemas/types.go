@@ -288,18 +288,30 @@ type PodCounts struct {
 	ByPhase map[PodPhase]int `json:"byPhase"`
 }
 
+// IsolationLevel is how far the embedded runtime isolates pods from the host.
+type IsolationLevel string
+
+const (
+	IsolationFull    IsolationLevel = "full"    // every namespace, mounts, users, capabilities
+	IsolationPartial IsolationLevel = "partial" // the kernel refused some namespaces
+	IsolationNone    IsolationLevel = "none"    // not root: pods are host processes
+)
+
 // NodeRecord is the heartbeat kept in the jetlet_nodes bucket, key <node>.
 type NodeRecord struct {
-	APIVersion        string          `json:"apiVersion"`
-	Kind              string          `json:"kind"`
-	Node              string          `json:"node"`
-	JetletVersion     string          `json:"jetletVersion"`
-	RuntimeName       string          `json:"runtimeName"`
-	RuntimeVersion    string          `json:"runtimeVersion"`
-	RuntimeAPIVersion string          `json:"runtimeApiVersion"`
-	RuntimeEndpoint   string          `json:"runtimeEndpoint"`
-	Pods              PodCounts       `json:"pods"`
-	StartedAt         time.Time       `json:"startedAt"`
-	HeartbeatAt       time.Time       `json:"heartbeatAt"`
-	Extra             json.RawMessage `json:"extra,omitempty"`
+	APIVersion        string `json:"apiVersion"`
+	Kind              string `json:"kind"`
+	Node              string `json:"node"`
+	JetletVersion     string `json:"jetletVersion"`
+	RuntimeName       string `json:"runtimeName"`
+	RuntimeVersion    string `json:"runtimeVersion"`
+	RuntimeAPIVersion string `json:"runtimeApiVersion"`
+	RuntimeEndpoint   string `json:"runtimeEndpoint"`
+	// Isolation is how far the embedded runtime isolates pods from the host;
+	// empty with another CRI runtime.
+	Isolation   IsolationLevel  `json:"isolation,omitempty"`
+	Pods        PodCounts       `json:"pods"`
+	StartedAt   time.Time       `json:"startedAt"`
+	HeartbeatAt time.Time       `json:"heartbeatAt"`
+	Extra       json.RawMessage `json:"extra,omitempty"`
 }

@@ -28,6 +28,8 @@ func (r *Runtime) Status(ctx context.Context, req *runtimeapi.StatusRequest) (*r
 			"version":          RuntimeVersion,
 			"dir":              r.cfg.Dir,
 			"shim":             r.cfg.ShimPath,
+			"isolation":        r.iso.level,
+			"isolationMissing": r.iso.missing,
 			"linkMountsOnHost": r.cfg.LinkMountsOnHost,
 			"cgroups":          cgroups,
 			"cgroupsOffReason": why,

@@ -166,6 +166,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 				RuntimeVersion:    v.GetRuntimeVersion(),
 				RuntimeAPIVersion: v.GetRuntimeApiVersion(),
 				RuntimeEndpoint:   client.Endpoint(),
+				Isolation:         a.isolation,
 				Pods:              workers.PodCounts(),
 				StartedAt:         startedAt,
 			}

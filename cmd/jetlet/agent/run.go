@@ -228,6 +228,9 @@ type agent struct {
 	// (jetlet_permission_denied_total{what}).
 	deniedTotal   *prometheus.CounterVec
 	runtimeHealth atomic.Pointer[error] // nil until the runtime answered once
+	// isolation is the embedded runtime's isolation level, for the node
+	// record; set before serving, empty with another runtime.
+	isolation schemas.IsolationLevel
 	// credentials are the registry credentials, loaded before anything
 	// starts.
 	credentials reconcile.Credentials
@@ -311,6 +314,8 @@ func (a *agent) run(ctx context.Context) error {
 		// Stopping the runtime's server leaves its containers running, for the
 		// next jetlet to adopt.
 		defer embeddedRuntime.Stop()
+		level, _ := embeddedRuntime.Isolation()
+		a.isolation = schemas.IsolationLevel(level)
 	}
 
 	runErr := a.provision(ctx, js)

@@ -2,7 +2,9 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -114,10 +116,16 @@ func TestTwoNodesShareOneExternalNATS(t *testing.T) {
 	}
 	for i, p := range procs {
 		node := []string{"node-a", "node-b"}[i]
+		var entry jetstream.KeyValueEntry
 		poll.Until(t, 30*time.Second, func() string { return node + "'s heartbeat in " + schemas.BucketNodes }, func() bool {
-			_, err := nodes.Get(t.Context(), node)
+			entry, err = nodes.Get(t.Context(), node)
 			return err == nil
 		})
+		// The embedded runtime says how far it isolates pods: fully, as root.
+		var rec schemas.NodeRecord
+		if err := json.Unmarshal(entry.Value(), &rec); err != nil || (os.Geteuid() == 0 && rec.Isolation != schemas.IsolationFull) {
+			t.Errorf("%s's record: isolation %q (%v), want %q as root", node, rec.Isolation, err, schemas.IsolationFull)
+		}
 		if logs := p.Logs(); strings.Contains(logs, `"level":"error"`) || strings.Contains(logs, `"level":"warn"`) {
 			t.Errorf("a node logged a warning or error:\n%s", logs)
 		}
