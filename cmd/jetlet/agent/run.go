@@ -43,6 +43,7 @@ type runConfig struct {
 	httpListen            string
 	allowPrivileged       bool
 	podMaxPids            int64
+	runtimeShim           string
 	imageCredentials      string
 	renameNode            bool
 	logLevel              string
@@ -104,6 +105,7 @@ admits anyone. Without
 	fs.IntVar(&cfg.workers, "workers", 16, "pods synced concurrently")
 	fs.StringVar(&cfg.httpListen, "http-listen", "127.0.0.1:9464", "address of /healthz, /readyz and /metrics (port 0 picks a free port)")
 	fs.BoolVar(&cfg.allowPrivileged, "allow-privileged", false, "accept privileged containers")
+	fs.StringVar(&cfg.runtimeShim, "runtime-shim", "", "the embedded runtime's per-pod shim binary; empty: jetlet-shim beside jetlet, else built on first use for a development build, else jetlet itself")
 	fs.Int64Var(&cfg.podMaxPids, "pod-max-pids", -1, "most processes a pod of the embedded runtime may run, through its pids cgroup (kubelet's --pod-max-pids); -1: no limit")
 	fs.StringVar(&cfg.imageCredentials, "image-credentials", "", "registry credentials of image pulls, in Docker's config.json format (default: <data-dir>/"+defaultCredentialsFile+" when present); re-read when it changes")
 	fs.BoolVar(&cfg.renameNode, "rename-node", false, "let --node differ from the node name the data dir recorded, and record it")

@@ -19,12 +19,15 @@ const (
 	shimBuildTimeout = 3 * time.Minute
 )
 
-// shimPath finds the embedded runtime's light per-pod shim: jetlet-shim
-// beside this binary (as installed); else, for a development build of this
+// shimPath finds the embedded runtime's light per-pod shim: --runtime-shim
+// when given; jetlet-shim beside this binary (as installed); else, for a development build of this
 // module (`go run ./cmd/jetlet`), one built on first use into <data-dir>/bin
 // with the go tool; else this binary itself, which hosts the shim too but
 // costs some 20 MiB of memory per pod (said in the log).
 func (a *agent) shimPath(ctx context.Context) string {
+	if a.cfg.runtimeShim != "" {
+		return a.cfg.runtimeShim
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		a.log.Warn().Err(err).Msg("cannot find jetlet's own binary")

@@ -127,7 +127,11 @@ func (p initProcess) start() (*exec.Cmd, int, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("start container init: %w", err)
 	}
-	hostPID, err := runInitParent(bufio.NewReader(parent), parent, cmd.Process.Pid, p.cgroupProcs)
+	// Joining cgroups is slow on v1 (each write waits for an RCU grace
+	// period): it runs while the init starts up and sets up its mounts.
+	joined := make(chan error, 1)
+	go func() { joined <- joinCgroups(p.cgroupProcs, cmd.Process.Pid) }()
+	hostPID, err := runInitParent(bufio.NewReader(parent), parent, joined)
 	if err != nil {
 		// A reaper of every child may take the exit first: then Wait fails,
 		// which is fine.
@@ -138,8 +142,19 @@ func (p initProcess) start() (*exec.Cmd, int, error) {
 	return cmd, hostPID, nil
 }
 
-// runInitParent is the parent's side of the protocol on the sync socket.
-func runInitParent(r *bufio.Reader, w *os.File, pid int, cgroupProcs []string) (int, error) {
+// joinCgroups writes pid into each cgroup.procs file.
+func joinCgroups(procs []string, pid int) error {
+	for _, f := range procs {
+		if err := os.WriteFile(f, []byte(strconv.Itoa(pid)), 0); err != nil {
+			return fmt.Errorf("join cgroup: %w", err)
+		}
+	}
+	return nil
+}
+
+// runInitParent is the parent's side of the protocol on the sync socket;
+// joined reports when the init is in its cgroups.
+func runInitParent(r *bufio.Reader, w *os.File, joined <-chan error) (int, error) {
 	msg, err := readInitMsg(r, "pid")
 	if err != nil {
 		return 0, err
@@ -151,10 +166,8 @@ func runInitParent(r *bufio.Reader, w *os.File, pid int, cgroupProcs []string) (
 	if _, err := readInitMsg(r, "ready"); err != nil {
 		return 0, err
 	}
-	for _, f := range cgroupProcs {
-		if err := os.WriteFile(f, []byte(strconv.Itoa(pid)), 0); err != nil {
-			return 0, fmt.Errorf("join cgroup: %w", err)
-		}
+	if err := <-joined; err != nil {
+		return 0, err
 	}
 	if _, err := w.WriteString("go\n"); err != nil {
 		return 0, fmt.Errorf("container init: %w", err)

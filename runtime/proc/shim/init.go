@@ -28,7 +28,8 @@ const (
 //	init -> parent  pid <host pid>
 //	                (the init sets up the container's mount namespace)
 //	init -> parent  ready
-//	parent -> init  go (after writing the init's pid into the cgroups)
+//	parent -> init  go (once the init is in its cgroups, which the parent
+//	                writes while the init starts and mounts)
 //	                (user, capabilities, working dir, exec)
 //
 // Any failure is sent as "error <message>" instead, and the init ends. On

@@ -1,0 +1,134 @@
+package e2e_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/jetlet/jetlet/internal/atomicfile"
+	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/jetlettest"
+)
+
+// podStartRate is the rate new pods are offered at.
+const podStartRate = 50
+
+// BenchmarkPodStart offers b.N new one-container pods to `jetlet run` at 50 a
+// second and reports, measured from outside, the time from an intent's
+// publish to its ContainerStarted event (p50, p99), and what the pods' shims
+// cost once their containers run: RSS and PSS per pod. shim=light runs the
+// light jetlet-shim (the default); shim=jetlet runs jetlet itself as each
+// pod's shim, for comparison.
+//
+//	go test -run '^$' -bench PodStart -benchtime 100x ./test/e2e
+func BenchmarkPodStart(b *testing.B) {
+	for _, shim := range []string{"light", "jetlet"} {
+		b.Run("shim="+shim, func(b *testing.B) {
+			var extra []string
+			if shim == "jetlet" {
+				extra = append(extra, "--runtime-shim", jetlettest.Binary(b))
+			}
+			benchPodStart(b, extra)
+		})
+	}
+}
+
+func benchPodStart(b *testing.B, extra []string) {
+	if b.N > 500 {
+		b.Skipf("%d pods: run with -benchtime 100x", b.N)
+	}
+	n := startNode(b, shortDir(b), "", append([]string{"--workers", "16"}, extra...)...)
+	nc := natsConn(b, n)
+
+	var mu sync.Mutex
+	sent := map[string]time.Time{}
+	var lat []time.Duration
+	done := make(chan struct{})
+	sub, err := nc.Subscribe("jetlet.event.n1.*."+string(schemas.EventContainerStarted), func(m *nats.Msg) {
+		at := time.Now()
+		uid := strings.Split(m.Subject, ".")[3]
+		mu.Lock()
+		defer mu.Unlock()
+		if t0, ok := sent[uid]; ok {
+			delete(sent, uid)
+			lat = append(lat, at.Sub(t0))
+			if len(lat) == b.N {
+				close(done)
+			}
+		}
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+
+	b.ResetTimer()
+	tick := time.NewTicker(time.Second / podStartRate)
+	for i := range b.N {
+		<-tick.C
+		uid := fmt.Sprintf("start-%05d", i)
+		mu.Lock()
+		sent[uid] = time.Now()
+		mu.Unlock()
+		if err := nc.Publish("jetlet.intent.n1."+uid, []byte(podJSON(uid, 1, "Always", "exec sleep 3600"))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	tick.Stop()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		b.Fatalf("%d of %d pods started within 2 minutes", len(lat), b.N)
+	}
+	b.StopTimer()
+
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	rss, pss := shimMemory(b, n.dataDir)
+	b.ReportMetric(float64(rss)/float64(b.N)/(1<<20), "shim-rss-MiB/pod")
+	b.ReportMetric(float64(pss)/float64(b.N)/(1<<20), "shim-pss-MiB/pod")
+}
+
+// shimMemory sums the RSS and PSS of the pod shims of the embedded runtime
+// under dataDir, found by their sandbox records.
+func shimMemory(b *testing.B, dataDir string) (rss, pss int64) {
+	b.Helper()
+	records, err := filepath.Glob(filepath.Join(dataDir, "runtime", "sandboxes", "*", "sandbox.json"))
+	if err != nil || len(records) == 0 {
+		b.Fatalf("no sandbox records under %s: %v", dataDir, err)
+	}
+	for _, rec := range records {
+		var sb struct {
+			ShimPID int `json:"shim_pid"`
+		}
+		if err := atomicfile.ReadJSON(rec, &sb); err != nil {
+			b.Fatal(err)
+		}
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", sb.ShimPID))
+		if err != nil {
+			b.Fatal(err)
+		}
+		rss += smapsKiB(data, "Rss:") << 10
+		pss += smapsKiB(data, "Pss:") << 10
+	}
+	return rss, pss
+}
+
+func smapsKiB(data []byte, field string) int64 {
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(line, field); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb
+		}
+	}
+	return 0
+}
