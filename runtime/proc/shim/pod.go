@@ -230,6 +230,11 @@ func (p *podShim) serve(conn *net.UnixConn) {
 		resp.Error = err.Error()
 	}
 	_ = json.NewEncoder(conn).Encode(&resp)
+	if req.Op == OpStart {
+		// Back to idle, for as long as the pod runs (an exec is often
+		// periodic: a probe, not worth the GC this costs).
+		dropColdCode()
+	}
 }
 
 func receivedFiles(oob []byte) ([]*os.File, error) {
