@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,6 +76,8 @@ func runPod(dir string, report *os.File) (err error) {
 	if err != nil {
 		return err
 	}
+	// Not collected (its finalizer would close it and release the lock).
+	defer runtime.KeepAlive(lock)
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		return fmt.Errorf("another shim holds %s: %w", lock.Name(), err)
 	}
