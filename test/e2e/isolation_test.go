@@ -1,0 +1,150 @@
+package e2e_test
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/poll"
+)
+
+// The tests below check, through `jetlet run` as root, that the embedded
+// runtime's pods cannot change the host (docs/embedded-runtime.md).
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("isolation needs jetlet to run as root")
+	}
+}
+
+// hostState is what a container must not be able to change.
+type hostState struct {
+	hostname, shmRmidForced, mounts string
+	rootMode                        os.FileMode
+}
+
+func readHostState(t *testing.T) hostState {
+	t.Helper()
+	var s hostState
+	s.hostname, _ = os.Hostname()
+	b, _ := os.ReadFile("/proc/sys/kernel/shm_rmid_forced")
+	s.shmRmidForced = string(b)
+	var mounts []string
+	b, _ = os.ReadFile("/proc/self/mountinfo")
+	for line := range strings.Lines(string(b)) {
+		// mount point and source, not the ids, which change with every mount
+		f := strings.Fields(line)
+		if len(f) > 4 && !strings.HasPrefix(f[4], os.TempDir()) {
+			mounts = append(mounts, f[4]+" "+f[3])
+		}
+	}
+	s.mounts = strings.Join(mounts, "\n")
+	fi, err := os.Stat("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.rootMode = fi.Mode()
+	return s
+}
+
+// waitFile waits for the file at path to hold a line, and returns it.
+func waitFile(t *testing.T, path string) string {
+	t.Helper()
+	var got string
+	poll.Until(t, 60*time.Second, poll.Msg(path), func() bool {
+		b, err := os.ReadFile(path)
+		got = strings.TrimSpace(string(b))
+		return err == nil && strings.HasSuffix(string(b), "\n")
+	})
+	return got
+}
+
+// A privileged pod renames its host, sets an IPC sysctl, mounts a tmpfs and
+// makes / unreadable: each of which works, inside the pod only.
+func TestAPrivilegedPodCannotChangeTheHost(t *testing.T) {
+	requireRoot(t)
+	dir := t.TempDir()
+	before := readHostState(t)
+	n := startNode(t, shortDir(t), "", "--allow-privileged")
+	vol, mount := sharedVolume(dir)
+	n.publish("bully", podWithSpec("bully", vol+`,"restartPolicy":"Never",
+	  "containers":[{"name":"app","image":"busybox:1.36","securityContext":{"privileged":true},`+mount+`,"command":`+shellCmd(
+		`hostname renamed-by-pod && echo 1 > /proc/sys/kernel/shm_rmid_forced && mount -t tmpfs none /mnt && chmod 400 / &&
+		 echo "$(hostname) $(cat /proc/sys/kernel/shm_rmid_forced) $(grep -c ' /mnt ' /proc/self/mountinfo) $(stat -c %a /)" > /shared/seen;
+		 exec sleep 300`)+`}]`))
+	if got, want := waitFile(t, filepath.Join(dir, "seen")), "renamed-by-pod 1 1 400"; got != want {
+		t.Fatalf("inside the pod: %q, want %q (each change made)", got, want)
+	}
+	after := readHostState(t)
+	if after.hostname != before.hostname || after.shmRmidForced != before.shmRmidForced || after.rootMode != before.rootMode {
+		t.Fatalf("the host changed: %+v, was %+v", after, before)
+	}
+	if after.mounts != before.mounts {
+		t.Fatalf("the host's mounts changed:\n%s\nwere\n%s", after.mounts, before.mounts)
+	}
+}
+
+// A container's capabilities, read-only volumes and /tmp are its own.
+func TestContainerCapabilitiesVolumesAndTmp(t *testing.T) {
+	requireRoot(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "owned"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, shortDir(t), "")
+	vol, mount := sharedVolume(dir)
+	roVol := `,{"name":"ro","hostPath":{"path":` + strconv.Quote(dir) + `,"type":"Directory"}}]`
+	vol = strings.TrimSuffix(vol, "]") + roVol
+	n.publish("caps", podWithSpec("caps", vol+`,"restartPolicy":"Never","containers":[
+	  {"name":"dropall","image":"busybox:1.36","securityContext":{"capabilities":{"drop":["ALL"]}},`+mount+`,"command":`+shellCmd(
+		`chown 1000 /shared/owned 2>/dev/null && echo chowned > /shared/dropall || echo refused > /shared/dropall`)+`},
+	  {"name":"default","image":"busybox:1.36",`+mount+`,"command":`+shellCmd(
+		`chown 1000 /shared/owned && echo chowned > /shared/default || echo refused > /shared/default`)+`},
+	  {"name":"readonly","image":"busybox:1.36","volumeMounts":[{"name":"shared","mountPath":"/shared"},{"name":"ro","mountPath":"/ro","readOnly":true}],"command":`+shellCmd(
+		`touch /ro/x 2>/dev/null && echo written > /shared/readonly || echo refused > /shared/readonly`)+`}]`))
+	for file, want := range map[string]string{"dropall": "refused", "default": "chowned", "readonly": "refused"} {
+		if got := waitFile(t, filepath.Join(dir, file)); got != want {
+			t.Errorf("%s: %q, want %q", file, got, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x")); err == nil {
+		t.Error("the read-only volume was written")
+	}
+
+	// Two pods, each its own /tmp, neither the host's.
+	for _, uid := range []string{"tmp-a", "tmp-b"} {
+		n.publish(uid, podWithSpec(uid, vol+`,"restartPolicy":"Never","containers":[{"name":"app","image":"busybox:1.36",`+mount+`,"command":`+shellCmd(
+			`ls /tmp | wc -l > /shared/`+uid+`.before; echo `+uid+` > /tmp/jetlet-mark; cat /tmp/jetlet-mark > /shared/`+uid)+`}]`))
+	}
+	for _, uid := range []string{"tmp-a", "tmp-b"} {
+		if got := waitFile(t, filepath.Join(dir, uid)); got != uid {
+			t.Errorf("%s read %q from its /tmp", uid, got)
+		}
+		if got := waitFile(t, filepath.Join(dir, uid+".before")); got != "0" {
+			t.Errorf("%s found %s entries in a fresh /tmp", uid, got)
+		}
+	}
+	if _, err := os.Stat("/tmp/jetlet-mark"); err == nil {
+		t.Error("a pod's /tmp/jetlet-mark reached the host's /tmp")
+	}
+}
+
+// A container limited to 64 MiB that allocates 256 MiB is OOM-killed and
+// says so.
+func TestMemoryLimitEndsOOMKilled(t *testing.T) {
+	requireRoot(t)
+	n := startNode(t, shortDir(t), "")
+	n.publish("hog", podWithSpec("hog", `"restartPolicy":"Never","containers":[{"name":"app","image":"busybox:1.36",
+	  "resources":{"limits":{"memory":"64Mi"}},"command":`+shellCmd("dd if=/dev/zero of=/dev/null bs=256M count=1")+`}]`))
+	st := n.waitStatus("hog", 60*time.Second, func(st *schemas.PodStatus) bool {
+		return len(st.Containers) == 1 && st.Containers[0].State == schemas.ContainerExited
+	})
+	if c := st.Containers[0]; c.Reason != "OOMKilled" || c.ExitCode != 137 {
+		t.Fatalf("container ended %d %q, want 137 OOMKilled", c.ExitCode, c.Reason)
+	}
+}
