@@ -38,6 +38,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	}
 	undo := func() {
 		_ = r.stopPodShim(context.Background(), s)
+		_ = unmountPodShm(s)
 		r.undoNetwork(context.Background(), s)
 		if s.cgroup != nil && !r.podCgroupShared(s) {
 			r.deleteCgroup(s.cgroup, "sandbox", s.id)

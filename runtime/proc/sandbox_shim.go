@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/internal/atomicfile"
@@ -23,7 +24,9 @@ import (
 const defaultShmSize = 64 << 20
 
 // podSpec decides the namespaces s's shim starts in (as clone flags) and what
-// it sets up in them, from the sandbox config and what this host grants.
+// it sets up in them, from the sandbox config and what this host grants. The
+// shim stays in the host's mount namespace: each container gets its own from
+// there, so a bidirectional volume can still reach the host's peers.
 func (r *Runtime) podSpec(s *sandbox) (uintptr, *shim.PodSpec, error) {
 	ns := s.config.GetLinux().GetSecurityContext().GetNamespaceOptions()
 	var flags uintptr
@@ -34,18 +37,16 @@ func (r *Runtime) podSpec(s *sandbox) (uintptr, *shim.PodSpec, error) {
 		flags |= flag
 		return true
 	}
-	spec := &shim.PodSpec{ShmSize: defaultShmSize}
-	if want(syscall.CLONE_NEWNS) {
-		spec.OwnMounts = true
-	}
+	spec := &shim.PodSpec{}
 	if want(syscall.CLONE_NEWUTS) {
+		// As containerd: without one asked for, the pod is named like the host
+		// (kubelet always asks, with the pod's name cut to 63 bytes).
 		spec.Hostname = s.config.GetHostname()
 		if spec.Hostname == "" {
-			spec.Hostname = s.config.GetMetadata().GetName()
+			spec.Hostname, _ = os.Hostname()
 		}
 	}
 	ownIPC := ns.GetIpc() != runtimeapi.NamespaceMode_NODE && want(syscall.CLONE_NEWIPC)
-	spec.SharedMemory = ownIPC && spec.OwnMounts
 	if ns.GetPid() != runtimeapi.NamespaceMode_NODE {
 		want(syscall.CLONE_NEWPID)
 	}
@@ -117,6 +118,25 @@ func writePodFiles(s *sandbox, spec *shim.PodSpec) error {
 	return atomicfile.Write(filepath.Join(s.dir, "resolv.conf"), []byte(b.String()), 0o644)
 }
 
+// mountPodShm mounts the pod's /dev/shm, a tmpfs its containers bind, as
+// containerd mounts a sandbox's on the host.
+func mountPodShm(s *sandbox) error {
+	opts := fmt.Sprintf("mode=1777,size=%d", defaultShmSize)
+	if err := unix.Mount("shm", filepath.Join(s.dir, "shm"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, opts); err != nil {
+		return fmt.Errorf("mount the pod's /dev/shm: %w", err)
+	}
+	return nil
+}
+
+// unmountPodShm unmounts the pod's /dev/shm, if mounted.
+func unmountPodShm(s *sandbox) error {
+	err := unix.Unmount(filepath.Join(s.dir, "shm"), unix.MNT_DETACH)
+	if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("unmount the pod's /dev/shm: %w", err)
+	}
+	return nil
+}
+
 // startPodShim starts s's shim in its namespaces and waits until it serves.
 // It returns the shim's pid.
 func (r *Runtime) startPodShim(ctx context.Context, s *sandbox) (int, error) {
@@ -126,6 +146,11 @@ func (r *Runtime) startPodShim(ctx context.Context, s *sandbox) (int, error) {
 	}
 	if err := writePodFiles(s, spec); err != nil {
 		return 0, err
+	}
+	if flags&syscall.CLONE_NEWIPC != 0 {
+		if err := mountPodShm(s); err != nil {
+			return 0, err
+		}
 	}
 	if err := atomicfile.WriteJSON(filepath.Join(s.dir, "pod.json"), spec); err != nil {
 		return 0, err

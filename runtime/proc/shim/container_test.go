@@ -206,7 +206,9 @@ func runTestPod(t testing.TB, steps ...podStep) []stepResult {
 	before := captureHost(t)
 	var dirs []string
 	for _, s := range steps {
-		dirs = append(dirs, s.Dir)
+		if s.Dir != "" { // a pod step has none
+			dirs = append(dirs, s.Dir)
+		}
 	}
 	defer checkHostUnchanged(t, before, dirs)
 

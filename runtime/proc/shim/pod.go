@@ -87,7 +87,7 @@ func runPod(dir string, report *os.File) (err error) {
 	if err := atomicfile.ReadJSON("pod.json", &spec); err != nil {
 		return err
 	}
-	if err := setUpPod(dir, &spec); err != nil {
+	if err := setUpPod(&spec); err != nil {
 		return err
 	}
 	exe, err := os.Executable()
@@ -124,22 +124,10 @@ func runPod(dir string, report *os.File) (err error) {
 }
 
 // setUpPod applies spec in the namespaces this process was started in.
-func setUpPod(dir string, spec *PodSpec) error {
-	if spec.OwnMounts {
-		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
-			return fmt.Errorf("make the pod's mounts slaves of the host's: %w", err)
-		}
-	}
+func setUpPod(spec *PodSpec) error {
 	if spec.Hostname != "" {
 		if err := unix.Sethostname([]byte(spec.Hostname)); err != nil {
 			return fmt.Errorf("set the pod's host name: %w", err)
-		}
-	}
-	if spec.SharedMemory {
-		shm := filepath.Join(dir, "shm")
-		opts := fmt.Sprintf("mode=1777,size=%d", spec.ShmSize)
-		if err := unix.Mount("shm", shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, opts); err != nil {
-			return fmt.Errorf("mount the pod's /dev/shm: %w", err)
 		}
 	}
 	for k, v := range spec.Sysctls {

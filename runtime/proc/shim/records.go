@@ -36,15 +36,6 @@ type PodSpec struct {
 	// Hostname is set in the pod's UTS namespace; empty when the pod shares
 	// the host's (never set then).
 	Hostname string `json:"hostname,omitempty"`
-	// OwnMounts: the shim runs in a mount namespace of its own, which it makes
-	// a recursive slave of the host's first, so nothing mounted in the pod
-	// reaches the host.
-	OwnMounts bool `json:"own_mounts,omitempty"`
-	// SharedMemory: the pod has its own IPC namespace, and the shim mounts a
-	// tmpfs of ShmSize bytes on <sandbox dir>/shm (made by the runtime) for
-	// the containers' /dev/shm.
-	SharedMemory bool  `json:"shared_memory,omitempty"`
-	ShmSize      int64 `json:"shm_size,omitempty"`
 	// Sysctls are written under /proc/sys in the pod's namespaces; the runtime
 	// admits only those the pod's own namespaces scope.
 	Sysctls map[string]string `json:"sysctls,omitempty"`
