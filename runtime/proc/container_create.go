@@ -39,6 +39,11 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 	if im == nil {
 		return nil, status.Errorf(codes.NotFound, "image %q not found: pull it first", cfg.GetImage().GetImage())
 	}
+	// A config the start would refuse is refused now, as containerd builds its
+	// spec at create.
+	if _, _, err := containerIsolation(cfg, s.config, s.dir); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "container %q: %v", cfg.GetMetadata().GetName(), err)
+	}
 
 	c := &container{
 		id:        newID(),

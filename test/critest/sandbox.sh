@@ -34,11 +34,13 @@ umount -l /.oldroot
 rmdir /.oldroot
 cd /
 ip link set lo up
-# critest's containers run commands of its busybox test images; two of them
-# differ on a Debian host: top needs a terminal there (busybox's does not)
-# and brctl is missing. The test host gets busybox's, first in the default
-# PATH of a container.
-for applet in top brctl; do
+# critest's containers run commands of its busybox test images, and some
+# specs compare their messages or behaviour: top needs a terminal on Debian
+# (busybox's does not), brctl is missing, coreutils' touch and iputils' ping
+# (which needs no NET_RAW) word or do things differently. The test host gets
+# busybox's, first in the default PATH of a container (in this run's overlay
+# root, never on the real one).
+for applet in top brctl touch ping; do
 	ln -sf "$(command -v busybox)" "/usr/local/bin/$applet"
 done
 
