@@ -33,9 +33,11 @@ if [ "$(id -u)" != 0 ]; then
 	exit 1
 fi
 stage_start=$SECONDS
-# busybox-static: sandbox.sh gives the test host busybox's top and brctl.
+# busybox-static: sandbox.sh gives the test host some of busybox's applets.
 if ! command -v busybox >/dev/null; then
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q busybox-static
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get -qq -o DPkg::Lock::Timeout=300 update
+	apt-get -qq -y -o DPkg::Lock::Timeout=300 --no-install-recommends install busybox-static >/dev/null
 fi
 # Short: the runtime's socket lives in it (107 bytes at most).
 WORK=$(mktemp -d /tmp/jetlet-critest.XXXXXX)
