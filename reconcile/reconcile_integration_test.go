@@ -76,8 +76,11 @@ func (r *recorder) ofType(typ schemas.EventType) []schemas.LifecycleEvent {
 
 // env is a process runtime on a unix socket, a CRI client, and a Manager.
 type env struct {
-	t      *testing.T
-	dir    string
+	t   *testing.T
+	dir string
+	// shared is where the test and the containers of a pod given to
+	// withShared exchange files: a container's /tmp and root are its own.
+	shared string
 	sock   string
 	rt     *proc.Runtime
 	client *runtime.Client
@@ -92,7 +95,10 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, dir: dir, sock: filepath.Join(dir, "cri.sock"), clock: &offsetClock{}}
+	e := &env{t: t, dir: dir, shared: filepath.Join(dir, "shared"), sock: filepath.Join(dir, "cri.sock"), clock: &offsetClock{}}
+	if err := os.Mkdir(e.shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
 	e.startRuntime()
 	e.newManager()
 	t.Cleanup(func() {
@@ -224,6 +230,21 @@ func makePod(name string, policy corev1.RestartPolicy, containers ...corev1.Cont
 	}
 }
 
+// withShared mounts e.shared as a hostPath volume at the same path in every
+// container of pod, and returns pod.
+func (e *env) withShared(pod *corev1.Pod) *corev1.Pod {
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "shared",
+		VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: e.shared}}})
+	mount := corev1.VolumeMount{Name: "shared", MountPath: e.shared}
+	for i := range pod.Spec.InitContainers {
+		pod.Spec.InitContainers[i].VolumeMounts = append(pod.Spec.InitContainers[i].VolumeMounts, mount)
+	}
+	for i := range pod.Spec.Containers {
+		pod.Spec.Containers[i].VolumeMounts = append(pod.Spec.Containers[i].VolumeMounts, mount)
+	}
+	return pod
+}
+
 func shell(name, script string) corev1.Container {
 	return corev1.Container{Name: name, Image: "busybox:1.36", Command: []string{"sh", "-c", script}}
 }
@@ -247,7 +268,7 @@ func mustSucceed(t *testing.T, r reconcile.PodSyncResult) {
 
 func TestSyncPodStartsNewPod(t *testing.T) {
 	e := newEnv(t)
-	out := filepath.Join(e.dir, "out.txt")
+	out := filepath.Join(e.shared, "out.txt")
 	c := shell("app", `echo "$GREETING" $(WHO) $POD_NAME $POD_NS $NODE $POD_IP > $(OUT); exec sleep 1000`)
 	c.Env = []corev1.EnvVar{
 		{Name: "OUT", Value: out},
@@ -258,7 +279,7 @@ func TestSyncPodStartsNewPod(t *testing.T) {
 		{Name: "NODE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
 		{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
 	}
-	pod := makePod("web", corev1.RestartPolicyAlways, c)
+	pod := e.withShared(makePod("web", corev1.RestartPolicyAlways, c))
 
 	r := e.sync(pod)
 	mustSucceed(t, r)
@@ -386,12 +407,13 @@ func TestOnFailureExitZeroIsNotRestarted(t *testing.T) {
 
 func TestInitContainersRunInOrder(t *testing.T) {
 	e := newEnv(t)
-	out := filepath.Join(e.dir, "order.txt")
+	out := filepath.Join(e.shared, "order.txt")
 	pod := makePod("init", corev1.RestartPolicyAlways, shell("app", "echo app >> "+out+"; exec sleep 1000"))
 	pod.Spec.InitContainers = []corev1.Container{
 		shell("init1", "echo init1 >> "+out),
 		shell("init2", "echo init2 >> "+out),
 	}
+	e.withShared(pod)
 	var started []string
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -471,8 +493,8 @@ func TestSpecChangeRestartsOnlyThatContainer(t *testing.T) {
 
 func TestKillPodEscalatesAfterGracePeriod(t *testing.T) {
 	e := newEnv(t)
-	ready := filepath.Join(e.dir, "trapped")
-	pod := makePod("stubborn", corev1.RestartPolicyAlways, shell("app", `trap "" TERM; touch `+ready+`; while true; do sleep 1; done`))
+	ready := filepath.Join(e.shared, "trapped")
+	pod := e.withShared(makePod("stubborn", corev1.RestartPolicyAlways, shell("app", `trap "" TERM; touch `+ready+`; while true; do sleep 1; done`)))
 	mustSucceed(t, e.sync(pod))
 	e.waitFor(pod, "running", newestState("app", reconcile.ContainerRunning))
 	// SIGTERM must find the trap set.

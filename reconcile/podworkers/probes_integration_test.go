@@ -64,9 +64,18 @@ func readyCondition(st *schemas.PodStatus) schemas.PodCondition {
 func TestAReadinessChangeRewritesTheStatusWithoutASync(t *testing.T) {
 	n := newNode(t)
 	n.run()
-	ready := filepath.Join(n.dir, "ready")
+	// The probe runs in the container, whose /tmp is its own: the flag is in
+	// a hostPath volume at the same path.
+	shared := filepath.Join(n.dir, "shared")
+	if err := os.Mkdir(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	ready := filepath.Join(shared, "ready")
 	want := apply("web", corev1.RestartPolicyAlways, "exec sleep 600")
-	want.Intent.Pod.Spec.Containers[0].ReadinessProbe = &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 1,
+	spec := &want.Intent.Pod.Spec
+	spec.Volumes = []corev1.Volume{{Name: "shared", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: shared}}}}
+	spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "shared", MountPath: shared}}
+	spec.Containers[0].ReadinessProbe = &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 1,
 		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"test", "-f", ready}}}}
 	mustSync(t, n.w, want)
 	poll.Until(t, 30*time.Second, poll.Msg("web running, not ready"), func() bool {

@@ -30,11 +30,9 @@ type Features struct {
 	// configuration does not (the suite uses host networking either way).
 	NetworkReady bool
 	// RestartAdoption: the suite owns the runtime process and can stop it and
-	// start it again on the same state directory; containers survive.
+	// start it again on the same state directory; containers survive. The
+	// runtime then runs on the suite's host, which sees its containers' pids.
 	RestartAdoption bool
-	// HostProcesses: containers are plain host processes, so the suite may
-	// hand them host paths and look at their pids.
-	HostProcesses bool
 }
 
 // backend is one runtime under test and the client driving it.
@@ -130,7 +128,6 @@ func embeddedBackend(t testing.TB) *backend {
 			Image:           defaultImage,
 			NetworkReady:    true,
 			RestartAdoption: true,
-			HostProcesses:   true,
 		},
 		client:       newClient(t, "unix://"+sock),
 		runID:        uuid.NewString(),

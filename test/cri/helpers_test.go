@@ -3,6 +3,7 @@ package cri_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,6 +137,7 @@ type containerSpec struct {
 	script      string
 	labels      map[string]string
 	annotations map[string]string
+	mounts      []*runtimeapi.Mount
 }
 
 // newContainer creates (not starts) a container running /bin/sh -c script.
@@ -155,6 +157,7 @@ func newContainer(t testing.TB, b *backend, p *pod, spec containerSpec) (id, log
 		Envs:        []*runtimeapi.KeyValue{{Key: "PATH", Value: []byte(pathEnv)}},
 		Labels:      labels,
 		Annotations: spec.annotations,
+		Mounts:      spec.mounts,
 		LogPath:     name + ".log",
 		Linux:       &runtimeapi.LinuxContainerConfig{},
 	}
@@ -187,6 +190,24 @@ func containerStatus(t testing.TB, b *backend, id string) *runtimeapi.ContainerS
 		t.Fatalf("ContainerStatus(%s): no status", id)
 	}
 	return resp.Status
+}
+
+// hostPID is the pid of the container's process on the runtime's host, from
+// the verbose status (containerd's "info" has it too): the pid its command
+// sees is its pid namespace's.
+func hostPID(t testing.TB, b *backend, id string) int {
+	t.Helper()
+	resp, err := b.client.ContainerStatus(ctxT(t), id, true)
+	if err != nil {
+		t.Fatalf("ContainerStatus(%s, verbose): %v", id, err)
+	}
+	var info struct {
+		PID int `json:"pid"`
+	}
+	if err := json.Unmarshal([]byte(resp.Info["info"]), &info); err != nil || info.PID <= 0 {
+		t.Fatalf("ContainerStatus(%s, verbose): no pid in info %q (%v)", id, resp.Info["info"], err)
+	}
+	return info.PID
 }
 
 // waitContainerState polls until the container reaches state.

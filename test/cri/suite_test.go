@@ -43,7 +43,7 @@ var suite = []conformanceTest{
 	{name: "ExecSyncTimeout", fn: testExecSyncTimeout},
 	{name: "LabelsAndAnnotations", fn: testLabelsAndAnnotations},
 	{name: "ContainerEvents", fn: testContainerEvents},
-	{name: "RestartAdoption", needs: func(f Features) bool { return f.RestartAdoption && f.HostProcesses }, fn: testRestartAdoption},
+	{name: "RestartAdoption", needs: func(f Features) bool { return f.RestartAdoption }, fn: testRestartAdoption},
 }
 
 // TestConformance runs the suite against the embedded runtime, and against
@@ -590,28 +590,23 @@ func testLabelsAndAnnotations(t *testing.T, b *backend) {
 // testRestartAdoption stops the runtime (not its containers) and starts a
 // new one on the same state: a container that exited while it was down is
 // reported with its real exit code, one still running is Running, and its
-// exit after the restart is reported too.
+// exit after the restart is reported too. The containers wait for files in
+// a directory mounted at the same path.
 func testRestartAdoption(t *testing.T, b *backend) {
 	ctx := ctxT(t)
 	dir := shortTempDir(t)
-	script := func(n string) string {
-		return "echo $$ > " + filepath.Join(dir, "pid"+n) + "; while [ ! -e " + filepath.Join(dir, "go"+n) +
-			" ]; do sleep 0.05; done; exit 4" + n
+	spec := func(n string) containerSpec {
+		return containerSpec{
+			script: "while [ ! -e " + filepath.Join(dir, "go"+n) + " ]; do sleep 0.05; done; exit 4" + n,
+			mounts: []*runtimeapi.Mount{{HostPath: dir, ContainerPath: dir}},
+		}
 	}
 	p := newPod(t, b, nil)
-	early, _ := startedContainer(t, b, p, containerSpec{script: script("1")})
-	late, _ := startedContainer(t, b, p, containerSpec{script: script("2")})
+	early, _ := startedContainer(t, b, p, spec("1"))
+	late, _ := startedContainer(t, b, p, spec("2"))
 	waitContainerState(t, b, early, runtimeapi.ContainerState_CONTAINER_RUNNING)
 	waitContainerState(t, b, late, runtimeapi.ContainerState_CONTAINER_RUNNING)
-	var pid1 int
-	eventually(t, waitLimit, "the first container's pid file", func() (bool, error) {
-		data, err := os.ReadFile(filepath.Join(dir, "pid1"))
-		if err != nil {
-			return false, err
-		}
-		pid1, err = strconv.Atoi(strings.TrimSpace(string(data)))
-		return err == nil && pid1 > 0, err
-	})
+	pid1 := hostPID(t, b, early)
 
 	b.stopRuntime(t)
 	// Through the client: a clear, retryable error, not a hang.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/jetlettest"
@@ -86,6 +87,36 @@ func shortDir(t testing.TB) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(d) })
 	return d
+}
+
+// sharing returns the intent body with each dir a hostPath volume mounted at
+// the same path in every container of its pod. That is how a test and a
+// container exchange files, or a container runs a binary the test built: a
+// container's root and /tmp are its own when jetlet runs as root.
+func sharing(t testing.TB, body string, dirs ...string) string {
+	t.Helper()
+	var in schemas.PodIntent
+	if err := json.Unmarshal([]byte(body), &in); err != nil {
+		t.Fatal(err)
+	}
+	spec := &in.Pod.Spec
+	for i, dir := range dirs {
+		name := fmt.Sprintf("shared-%d", i)
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: name,
+			VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}}})
+		mount := corev1.VolumeMount{Name: name, MountPath: dir}
+		for j := range spec.InitContainers {
+			spec.InitContainers[j].VolumeMounts = append(spec.InitContainers[j].VolumeMounts, mount)
+		}
+		for j := range spec.Containers {
+			spec.Containers[j].VolumeMounts = append(spec.Containers[j].VolumeMounts, mount)
+		}
+	}
+	out, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }
 
 func (n *node) publish(uid string, body string) uint64 {

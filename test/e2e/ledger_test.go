@@ -55,10 +55,11 @@ func TestRestartBeyondTheDuplicateWindowStoresNoEventTwice(t *testing.T) {
 	n := startNode(t, shortDir(t), srv.ClientURL(), "--duplicate-window", "5s")
 	// "later" waits for a go-ahead file, deletes it and exits 5: it exits
 	// while jetlet is away.
-	flag := filepath.Join(t.TempDir(), "exit-now")
+	dir := shortDir(t)
+	flag := filepath.Join(dir, "exit-now")
 	n.publish("job", podJSON("job", 1, "Never", "exit 0"))
 	n.publish("crash", podJSON("crash", 1, "Always", "exit 1"))
-	n.publish("later", podJSON("later", 1, "Never", fmt.Sprintf("while [ ! -f %s ]; do sleep 0.05; done; rm %s; exit 5", flag, flag)))
+	n.publish("later", sharing(t, podJSON("later", 1, "Never", fmt.Sprintf("while [ ! -f %s ]; do sleep 0.05; done; rm %s; exit 5", flag, flag)), dir))
 	n.waitStatus("job", 30*time.Second, func(st *schemas.PodStatus) bool { return st.Phase == schemas.PhaseSucceeded })
 	n.waitStatus("later", 30*time.Second, func(st *schemas.PodStatus) bool { return st.Phase == schemas.PhaseRunning })
 	// Restart 2 comes after a 10 s back-off, twice the window, with a

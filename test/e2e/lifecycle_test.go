@@ -13,9 +13,11 @@ import (
 	"github.com/jetlet/jetlet/test/poll"
 )
 
-// The tests below run pods through `jetlet run` on the embedded runtime,
-// whose containers are host processes: a volume mounted at /shared is
-// $JETLET_ROOTFS/shared to them (docs/embedded-runtime.md, Mounts).
+// The tests below run pods through `jetlet run` on the embedded runtime. A
+// volume mounted at /shared is there when jetlet is root (containers are
+// isolated, $JETLET_ROOTFS is unset); otherwise containers are host
+// processes and it is $JETLET_ROOTFS/shared to them (docs/embedded-runtime.md,
+// Mounts), hence the scripts' $JETLET_ROOTFS/shared.
 
 // shellCmd is the JSON of a /bin/sh -c script command.
 func shellCmd(script string) string {
@@ -49,11 +51,13 @@ func readLines(t *testing.T, path string) []string {
 }
 
 // activeDeadlineSeconds: 3 ends a sleeping pod: its container killed with
-// reason DeadlineExceeded, the pod Failed with reason DeadlineExceeded.
+// reason DeadlineExceeded, the pod Failed with reason DeadlineExceeded. The
+// container is PID 1 of its pid namespace, which ignores SIGTERM unless it
+// traps it: it does, so the kill need not wait for the grace period.
 func TestActiveDeadlineEndsASleepingPod(t *testing.T) {
 	n := startNode(t, shortDir(t), "")
 	n.publish("late", podWithSpec("late", `"restartPolicy":"Always","activeDeadlineSeconds":3,"terminationGracePeriodSeconds":5,
-	  "containers":[{"name":"app","image":"busybox:1.36","command":`+shellCmd("exec sleep 300")+`}]`))
+	  "containers":[{"name":"app","image":"busybox:1.36","command":`+shellCmd("trap 'exit 0' TERM; sleep 300 & wait")+`}]`))
 	n.waitStatus("late", 30*time.Second, func(st *schemas.PodStatus) bool { return st.Phase == schemas.PhaseRunning })
 	// Running is seen after the first sync, where the 3 s began.
 	st := n.waitStatus("late", 5*time.Second, func(st *schemas.PodStatus) bool {

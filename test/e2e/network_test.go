@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"encoding/json"
 	"net"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -53,12 +54,12 @@ func TestCNIPodsGetTheirOwnIPsAndReachEachOther(t *testing.T) {
 
 	// The server's readiness probe goes from jetlet, on the host, to the
 	// pod's address through the bridge.
-	n.publish("srv", netPodJSON(t, "srv", false, corev1.RestartPolicyAlways, corev1.Container{
+	n.publish("srv", sharing(t, netPodJSON(t, "srv", false, corev1.RestartPolicyAlways, corev1.Container{
 		Name: "app", Command: []string{server, "-http", ":8080", "-ready-file", "/"},
 		ReadinessProbe: &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{
 			HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromInt32(8080)},
 		}},
-	}))
+	}), filepath.Dir(server)))
 	srv := n.waitStatus("srv", 90*time.Second, func(st *schemas.PodStatus) bool {
 		return condition(st, schemas.PodReady).Status == schemas.ConditionTrue && len(sandboxIPs(st)) > 0
 	})
@@ -68,9 +69,9 @@ func TestCNIPodsGetTheirOwnIPsAndReachEachOther(t *testing.T) {
 	}
 
 	// The client, in a namespace of its own, fetches from the server.
-	n.publish("cli", netPodJSON(t, "cli", false, corev1.RestartPolicyNever, corev1.Container{
+	n.publish("cli", sharing(t, netPodJSON(t, "cli", false, corev1.RestartPolicyNever, corev1.Container{
 		Name: "app", Command: []string{server, "-get", "http://" + net.JoinHostPort(srvIP, "8080") + "/ready"},
-	}))
+	}), filepath.Dir(server)))
 	cli := n.waitStatus("cli", 90*time.Second, func(st *schemas.PodStatus) bool {
 		return st.Phase == schemas.PhaseSucceeded || st.Phase == schemas.PhaseFailed
 	})

@@ -245,8 +245,9 @@ func TestNATSRestartUnderJetlet(t *testing.T) {
 	n := startNode(t, shortDir(t), srv.ClientURL())
 	// The container waits for a go-ahead file, deletes it and exits 5, so the
 	// test knows when it has exited without asking jetlet.
-	flag := filepath.Join(t.TempDir(), "exit-now")
-	n.publish("a", podJSON("a", 1, "Never", fmt.Sprintf("while [ ! -f %s ]; do sleep 0.05; done; rm %s; exit 5", flag, flag)))
+	dir := shortDir(t)
+	flag := filepath.Join(dir, "exit-now")
+	n.publish("a", sharing(t, podJSON("a", 1, "Never", fmt.Sprintf("while [ ! -f %s ]; do sleep 0.05; done; rm %s; exit 5", flag, flag)), dir))
 	n.waitStatus("a", 30*time.Second, func(st *schemas.PodStatus) bool { return st.Phase == schemas.PhaseRunning })
 
 	srv.Shutdown()

@@ -21,7 +21,8 @@ import (
 )
 
 // probeServer serves HTTP (/ready while a file exists) and the gRPC health
-// service from a container: the embedded runtime runs host binaries.
+// service from a container: the embedded runtime runs host binaries, which
+// a container sees when their directory is mounted (see sharing).
 var probeServer = &gobuild.Command{Pkg: "github.com/jetlet/jetlet/test/e2e/probeserver", Name: "probeserver"}
 
 // probePodJSON is an apply intent for a pod of containers under Always.
@@ -73,11 +74,12 @@ func TestLivenessExecFailureRestartsTheContainer(t *testing.T) {
 	n := startNode(t, shortDir(t), "")
 	// The probe passes three times, then fails for ever (the count is kept
 	// outside the container, so the restarted instance fails at once).
-	count := filepath.Join(shortDir(t), "count")
+	dir := shortDir(t)
+	count := filepath.Join(dir, "count")
 	script := `n=$(cat ` + count + ` 2>/dev/null || echo 0); n=$((n+1)); echo $n > ` + count + `; echo "check $n"; [ $n -le 3 ]`
-	n.publish("live", probePodJSON(t, "live", 1, corev1.Container{
+	n.publish("live", sharing(t, probePodJSON(t, "live", 1, corev1.Container{
 		Name: "app", Command: []string{"/bin/sh", "-c", "exec sleep 600"}, LivenessProbe: execProbe(1, 3, script),
-	}))
+	}), dir))
 	if r := n.results("live", 1)[0]; r.Outcome != schemas.OutcomeSynced {
 		t.Fatalf("apply: %s %s", r.Outcome, r.Error)
 	}
@@ -125,17 +127,18 @@ func TestLivenessExecFailureRestartsTheContainer(t *testing.T) {
 
 func TestHTTPReadinessFlipsReadyBothWays(t *testing.T) {
 	n := startNode(t, shortDir(t), "")
-	ready := filepath.Join(shortDir(t), "ready")
+	dir, bin := shortDir(t), probeServer.Path(t)
+	ready := filepath.Join(dir, "ready")
 	port := freePort(t)
-	n.publish("web", probePodJSON(t, "web", 1, corev1.Container{
+	n.publish("web", sharing(t, probePodJSON(t, "web", 1, corev1.Container{
 		Name:    "app",
-		Command: []string{probeServer.Path(t), "-http", "127.0.0.1:" + strconv.Itoa(port), "-ready-file", ready},
+		Command: []string{bin, "-http", "127.0.0.1:" + strconv.Itoa(port), "-ready-file", ready},
 		Ports:   []corev1.ContainerPort{{Name: "http", ContainerPort: int32(port)}},
 		ReadinessProbe: &corev1.Probe{
 			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http")}},
 			PeriodSeconds: 1, FailureThreshold: 1,
 		},
-	}))
+	}), dir, filepath.Dir(bin)))
 	st := n.waitStatus("web", 30*time.Second, func(st *schemas.PodStatus) bool {
 		return st.Phase == schemas.PhaseRunning && len(st.Conditions) == 3
 	})
@@ -190,14 +193,14 @@ func TestStartupProbeHoldsLivenessOff(t *testing.T) {
 	n := startNode(t, shortDir(t), "")
 	dir := shortDir(t)
 	started, checks := filepath.Join(dir, "started"), filepath.Join(dir, "checks")
-	n.publish("slow", probePodJSON(t, "slow", 1, corev1.Container{
+	n.publish("slow", sharing(t, probePodJSON(t, "slow", 1, corev1.Container{
 		Name:    "app",
 		Command: []string{"/bin/sh", "-c", "exec sleep 600"},
 		// Counts its checks and passes once the file exists.
 		StartupProbe: execProbe(1, 60, "echo x >> "+checks+"; test -f "+started),
 		// Would kill the container at its first check.
 		LivenessProbe: execProbe(1, 1, "echo dead; exit 1"),
-	}))
+	}), dir))
 	poll.Until(t, 60*time.Second, poll.Msg("five startup checks"), func() bool {
 		data, _ := os.ReadFile(checks)
 		return strings.Count(string(data), "x") >= 5
@@ -223,7 +226,7 @@ func TestTCPSocketAndGRPCProbes(t *testing.T) {
 	n := startNode(t, shortDir(t), "")
 	tcpPort, grpcPort := freePort(t), freePort(t)
 	bin := probeServer.Path(t)
-	n.publish("net", probePodJSON(t, "net", 1,
+	n.publish("net", sharing(t, probePodJSON(t, "net", 1,
 		corev1.Container{
 			Name:    "tcp",
 			Command: []string{bin, "-http", "127.0.0.1:" + strconv.Itoa(tcpPort)},
@@ -240,7 +243,7 @@ func TestTCPSocketAndGRPCProbes(t *testing.T) {
 			LivenessProbe: &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 2, InitialDelaySeconds: 3,
 				ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: int32(grpcPort), Service: new("no-such-service")}}},
 		},
-	))
+	), filepath.Dir(bin)))
 	n.waitStatus("net", 30*time.Second, func(st *schemas.PodStatus) bool {
 		return len(st.Containers) == 2 && st.Containers[0].Ready && st.Containers[1].Ready
 	})
