@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -99,6 +100,14 @@ func (p *Publisher) loadLedgers(ctx context.Context, events []queuedEvent) error
 	return nil
 }
 
+const (
+	// readBackWait bounds the wait for a read-back batch.
+	readBackWait = time.Second
+	// readBackEmptyRounds is how many empty batches, events still pending, a
+	// read-back takes before it fails (and is retried later).
+	readBackEmptyRounds = 3
+)
+
 // readBack returns the ids of every event of the pod the stream holds: the
 // node's read-back consumer number slot, filtered on the pod's events,
 // delivers their headers until none is pending.
@@ -115,8 +124,11 @@ func (p *Publisher) readBack(ctx context.Context, uid string, slot int) (map[str
 	}
 	defer DeleteReadBack(ctx, p.js, schemas.StreamEvents, name)
 	ids := map[string]struct{}{}
+	empty := 0
 	for pending := cons.CachedInfo().NumPending; pending > 0; {
-		batch, err := cons.FetchNoWait(int(min(pending, 1024)))
+		// Waits for the batch: a server that has just restarted may deliver
+		// what it holds a little late, and no wait would take that for none.
+		batch, err := cons.Fetch(int(min(pending, 1024)), jetstream.FetchMaxWait(readBackWait))
 		if err != nil {
 			return nil, fmt.Errorf("pod %s: %w", uid, err)
 		}
@@ -131,8 +143,22 @@ func (p *Publisher) readBack(ctx context.Context, uid string, slot int) (map[str
 		if err := batch.Error(); err != nil {
 			return nil, fmt.Errorf("pod %s: %w", uid, err)
 		}
-		if got == 0 {
-			break // the pending ones aged out of the stream meanwhile
+		if got > 0 {
+			empty = 0
+			continue
+		}
+		// Nothing came: the pending ones aged out of the stream meanwhile,
+		// or are not delivered yet. Only the consumer's own count may say
+		// they are gone; an event taken for absent would be stored twice.
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("pod %s: %w", uid, err)
+		}
+		if pending = info.NumPending; pending == 0 {
+			break
+		}
+		if empty++; empty >= readBackEmptyRounds {
+			return nil, fmt.Errorf("pod %s: %d of its events pending but none delivered", uid, pending)
 		}
 	}
 	return ids, nil
