@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -223,6 +222,6 @@ func (r *Runtime) stopPodShim(ctx context.Context, s *sandbox) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-time.After(killWait):
-		return fmt.Errorf("pod shim %s (pid %s) did not exit %v after SIGKILL", s.id, strconv.Itoa(s.shimPID), killWait)
+		return fmt.Errorf("pod shim %s (pid %d) did not exit %v after SIGKILL", s.id, s.shimPID, killWait)
 	}
 }

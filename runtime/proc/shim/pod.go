@@ -1,7 +1,6 @@
 package shim
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -202,7 +201,7 @@ func (p *podShim) serve(conn *net.UnixConn) {
 	}()
 	var req Request
 	if err == nil {
-		err = json.NewDecoder(bufio.NewReader(strings.NewReader(string(buf[:n])))).Decode(&req)
+		err = json.Unmarshal(buf[:n], &req)
 	}
 	var resp Response
 	if err == nil {
