@@ -110,7 +110,7 @@ func New(lister PodLister, emit reconcile.Emitter, cfg Config) *Relister {
 		relistDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "jetlet_relist_duration_seconds",
 			Help:    "Duration of one relist of the runtime's pods.",
-			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 17), // 0.1 ms to 6.6 s, each bound twice the last
 		}),
 		cache:  map[string]cacheEntry{},
 		seen:   map[string]map[string]reconcile.ContainerState{},

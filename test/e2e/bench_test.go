@@ -46,6 +46,7 @@ func convergedNode(b *testing.B, env []string) *node {
 
 // loadResult is what one run of a load measured.
 type loadResult struct {
+	elapsed   time.Duration // from the first publish until every answer was in
 	perSecond float64
 	p50, p99  time.Duration
 }
@@ -128,6 +129,7 @@ func runLoad(b *testing.B, js jetstream.JetStream, nc *nats.Conn, count, rate in
 	}
 	slices.Sort(lat)
 	return loadResult{
+		elapsed:   elapsed,
 		perSecond: float64(count) / elapsed.Seconds(),
 		p50:       lat[len(lat)/2],
 		p99:       lat[len(lat)*99/100],

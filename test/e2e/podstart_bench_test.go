@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/jetlet/jetlet/internal/atomicfile"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/jetlettest"
 )
@@ -102,18 +100,12 @@ func benchPodStart(b *testing.B, extra []string) {
 // under dataDir, found by their sandbox records.
 func shimMemory(b *testing.B, dataDir string) (rss, pss int64) {
 	b.Helper()
-	records, err := filepath.Glob(filepath.Join(dataDir, "runtime", "sandboxes", "*", "sandbox.json"))
-	if err != nil || len(records) == 0 {
-		b.Fatalf("no sandbox records under %s: %v", dataDir, err)
+	shims := podShims(b, dataDir)
+	if len(shims.procs) == 0 {
+		b.Fatalf("no running pod shim under %s", dataDir)
 	}
-	for _, rec := range records {
-		var sb struct {
-			ShimPID int `json:"shim_pid"`
-		}
-		if err := atomicfile.ReadJSON(rec, &sb); err != nil {
-			b.Fatal(err)
-		}
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", sb.ShimPID))
+	for pid := range shims.procs {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
 		if err != nil {
 			b.Fatal(err)
 		}
