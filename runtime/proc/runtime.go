@@ -131,6 +131,9 @@ type Runtime struct {
 
 	// iso is found by Start before serving, then read-only.
 	iso isolation
+	// locks tells when shims release their locks; set by Start before it
+	// recovers, closed by Stop.
+	locks *lockWatch
 
 	srvMu   sync.Mutex
 	server  *grpc.Server
@@ -187,6 +190,14 @@ func (r *Runtime) Start(ctx context.Context, socketPath string) error {
 			Msg("pods are not fully isolated from this host")
 	}
 	r.setupCgroups()
+	if r.locks, err = newLockWatch(); err != nil {
+		r.log.Warn().Err(err).Msg("each container's exit is waited for by a thread of its own")
+	}
+	defer func() {
+		if !r.started {
+			r.locks.close()
+		}
+	}()
 	if r.cfg.CNIConfDir != "" {
 		if err := r.loadNetwork(ctx); err != nil {
 			return err
@@ -231,6 +242,9 @@ func (r *Runtime) Stop() {
 		close(r.done)
 	}
 	r.mu.Unlock()
+	if r.locks != nil {
+		r.locks.close()
+	}
 	if r.server != nil {
 		r.server.Stop()
 		r.server = nil

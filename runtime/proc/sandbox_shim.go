@@ -177,9 +177,12 @@ func (r *Runtime) startPodShim(ctx context.Context, s *sandbox) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("start pod shim %s: %w", r.cfg.ShimPath, err)
 	}
-	// Reaped when it ends; after a restart of the runtime nobody here is its
-	// parent, and its lock is how it is watched.
-	go func() { _ = cmd.Wait() }()
+	// Reaped when it ends: once it released its lock when it reported ready
+	// (a thread blocked in wait for each pod's life would be a thread per
+	// pod), else at once (it exits, or was killed). After a restart of the
+	// runtime nobody here is its parent, and its lock is how it is watched.
+	ended := closedChan
+	defer func() { go func() { <-ended; _ = cmd.Wait() }() }()
 
 	deadline := time.Now().Add(r.cfg.StartTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
@@ -199,6 +202,7 @@ func (r *Runtime) startPodShim(ctx context.Context, s *sandbox) (int, error) {
 		_ = cmd.Process.Kill()
 		return 0, fmt.Errorf("pod shim reported %q", line)
 	}
+	ended = r.locks.released(filepath.Join(s.dir, "shim.lock"))
 	return cmd.Process.Pid, nil
 }
 
@@ -214,10 +218,8 @@ func (r *Runtime) stopPodShim(ctx context.Context, s *sandbox) error {
 			return err
 		}
 	}
-	done := make(chan struct{})
-	go func() { waitLockReleased(lock); close(done) }()
 	select {
-	case <-done:
+	case <-r.locks.released(lock):
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

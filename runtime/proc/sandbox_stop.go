@@ -67,7 +67,7 @@ func (r *Runtime) stopSandbox(ctx context.Context, s *sandbox) error {
 // processes died with it), as a sandbox whose pause container died.
 func (r *Runtime) watchSandbox(s *sandbox) {
 	go func() {
-		waitLockReleased(filepath.Join(s.dir, "shim.lock"))
+		<-r.locks.released(filepath.Join(s.dir, "shim.lock"))
 		s.opMu.Lock()
 		defer s.opMu.Unlock()
 		r.mu.RLock()

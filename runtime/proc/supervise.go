@@ -30,8 +30,9 @@ func (r *Runtime) startInShim(ctx context.Context, c *container, s *sandbox) (*s
 // watch waits, in the background, for c's shim to end and then publishes the
 // exit it recorded. c.exited must be set.
 func (r *Runtime) watch(c *container) {
+	released := r.locks.released(filepath.Join(c.dir, "shim.lock"))
 	go func() {
-		waitLockReleased(filepath.Join(c.dir, "shim.lock"))
+		<-released
 		ex := r.collectExit(c)
 		r.mu.Lock()
 		report := r.recordExitLocked(c, ex)
@@ -75,39 +76,15 @@ func (r *Runtime) collectExit(c *container) *shim.Exit {
 	return lost
 }
 
-// waitLockReleased blocks until nobody holds the flock on path (the shim has
-// ended).
-func waitLockReleased(path string) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if err == nil {
-			_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-			return
-		}
-		if !errors.Is(err, syscall.EINTR) {
-			return
-		}
-	}
-}
-
-// shimAlive reports whether a shim holds the lock on path.
+// shimAlive reports whether a shim holds the lock on path. It opens it
+// read-only, which lockWatch does not hear of.
 func shimAlive(path string) bool {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := os.Open(path)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-	if err == nil {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		return false
-	}
-	return errors.Is(err, syscall.EWOULDBLOCK)
+	return !lockFree(f)
 }
 
 func dirExists(p string) bool {
