@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -69,6 +70,14 @@ type Manager struct {
 	cfg Config
 	log zerolog.Logger
 	now func() time.Time
+
+	// rotating is held by RotateAll: one round at a time.
+	rotating sync.Mutex
+	// logPaths are the log paths of the containers running at the last
+	// round, by id (a container's never changes): a round asks the runtime
+	// only for the new ones' status, not for each of a node's 2,000. Guarded
+	// by rotating.
+	logPaths map[string]string
 }
 
 // New returns a Manager; it does nothing before Run.
@@ -84,7 +93,8 @@ func New(rt Runtime, cfg Config) (*Manager, error) {
 	case cfg.Interval < 0:
 		return nil, fmt.Errorf("%w: interval %s", ErrInvalidConfig, cfg.Interval)
 	}
-	return &Manager{rt: rt, cfg: cfg, log: cfg.Logger.With().Str("component", "containerlogs").Logger(), now: time.Now}, nil
+	return &Manager{rt: rt, cfg: cfg, log: cfg.Logger.With().Str("component", "containerlogs").Logger(), now: time.Now,
+		logPaths: map[string]string{}}, nil
 }
 
 // Run rotates every interval until ctx is done.
@@ -112,13 +122,20 @@ func (m *Manager) RotateAll(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list running containers: %w", err)
 	}
+	m.rotating.Lock()
+	defer m.rotating.Unlock()
+	paths := make(map[string]string, len(running))
 	var errs []error
 	for _, c := range running {
-		resp, err := m.rt.ContainerStatus(ctx, c.Id, false)
-		if err != nil {
-			continue // gone meanwhile: nothing to rotate
+		path, known := m.logPaths[c.Id]
+		if !known {
+			resp, err := m.rt.ContainerStatus(ctx, c.Id, false)
+			if err != nil {
+				continue // gone meanwhile: nothing to rotate
+			}
+			path = resp.GetStatus().GetLogPath()
 		}
-		path := resp.GetStatus().GetLogPath()
+		paths[c.Id] = path
 		if path == "" {
 			continue
 		}
@@ -130,6 +147,7 @@ func (m *Manager) RotateAll(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("container %s: %w", c.Id, err))
 		}
 	}
+	m.logPaths = paths
 	return errors.Join(errs...)
 }
 

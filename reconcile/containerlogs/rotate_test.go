@@ -2,6 +2,7 @@ package containerlogs
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -21,14 +22,17 @@ type fileRuntime struct {
 	path      string
 	reopenErr error
 	reopens   int
+	id        string // the container's id; "" is c1
+	statuses  int    // ContainerStatus calls
 }
 
 func (r *fileRuntime) ListContainers(context.Context, *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
-	return []*runtimeapi.Container{{Id: "c1", State: runtimeapi.ContainerState_CONTAINER_RUNNING}}, nil
+	return []*runtimeapi.Container{{Id: cmp.Or(r.id, "c1"), State: runtimeapi.ContainerState_CONTAINER_RUNNING}}, nil
 }
 
-func (r *fileRuntime) ContainerStatus(context.Context, string, bool) (*runtimeapi.ContainerStatusResponse, error) {
-	return &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{Id: "c1", LogPath: r.path}}, nil
+func (r *fileRuntime) ContainerStatus(_ context.Context, id string, _ bool) (*runtimeapi.ContainerStatusResponse, error) {
+	r.statuses++
+	return &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{Id: id, LogPath: r.path}}, nil
 }
 
 func (r *fileRuntime) ReopenContainerLog(context.Context, string) error {
@@ -80,6 +84,25 @@ func TestALogIsRotatedOnlyOnceItOutgrowsMaxSize(t *testing.T) {
 	files, _ := Files(rt.path)
 	if rt.reopens != 1 || len(files) != 2 || files[1] != rt.path {
 		t.Fatalf("at the size: %d reopens, files %v; want one rotation, then the log", rt.reopens, files)
+	}
+}
+
+// A container's log path is asked of the runtime once: a round over a
+// node's containers asks only for those it has not seen running before.
+func TestARoundAsksOnlyNewContainersForTheirLogPath(t *testing.T) {
+	rt := &fileRuntime{path: filepath.Join(t.TempDir(), "0.log")}
+	m := newTestManager(t, rt, 1000, 5)
+	for round := range 3 {
+		if round == 2 {
+			rt.id = "c2" // c1 is gone, c2 runs
+		}
+		rt.write(t, "x\n", 1000)
+		if err := m.RotateAll(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rt.statuses != 2 || rt.reopens != 3 {
+		t.Errorf("%d status calls and %d rotations in 3 rounds of one container, then another; want 2 and 3", rt.statuses, rt.reopens)
 	}
 }
 
