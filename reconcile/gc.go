@@ -38,17 +38,37 @@ import (
 //
 // pods says which pods are gone. Errors are collected; GC goes on past them.
 func (m *Manager) GarbageCollect(ctx context.Context, pods PodStateProvider) error {
+	return m.collect(ctx, "", pods)
+}
+
+// GarbageCollectPod is GarbageCollect of one pod's content only: what a
+// delete of the pod leaves, collected without listing the node's other pods
+// (a collection of all of them after each delete of a node's 1,000 would be
+// a million objects looked at).
+func (m *Manager) GarbageCollectPod(ctx context.Context, uid string, pods PodStateProvider) error {
+	return m.collect(ctx, uid, pods)
+}
+
+// collect collects the content of the pod only, or of every pod when only is
+// empty.
+func (m *Manager) collect(ctx context.Context, only string, pods PodStateProvider) error {
 	var errs []error
 	now := m.cfg.Clock.Now()
-	sandboxes, err := m.rt.ListPodSandbox(ctx, nil)
+	var sf *runtimeapi.PodSandboxFilter
+	var cf *runtimeapi.ContainerFilter
+	if only != "" {
+		sf = &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{LabelPodUID: only}}
+		cf = &runtimeapi.ContainerFilter{LabelSelector: map[string]string{LabelPodUID: only}}
+	}
+	sandboxes, err := m.rt.ListPodSandbox(ctx, sf)
 	if err != nil {
 		return fmt.Errorf("gc: list sandboxes: %w", err)
 	}
-	containers, err := m.rt.ListContainers(ctx, nil)
+	containers, err := m.rt.ListContainers(ctx, cf)
 	if err != nil {
 		return fmt.Errorf("gc: list containers: %w", err)
 	}
-	gone := func(uid string) bool { return pods.ShouldPodContentBeRemoved(uid) }
+	gone := func(uid string) bool { return (only == "" || uid == only) && pods.ShouldPodContentBeRemoved(uid) }
 
 	// 1. Containers, grouped by pod and container name, newest first.
 	type key struct{ uid, name string }

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/schemas"
@@ -269,6 +271,30 @@ func TestGarbageCollectKeepsNewestDeadInstance(t *testing.T) {
 	st, _ = m.GetPodStatus(context.Background(), "uid1", "p", "ns")
 	if len(st.ContainerStatuses)+len(st.SandboxStatuses) != 0 {
 		t.Fatalf("after GC of a gone pod: %+v", st)
+	}
+}
+
+// A collection of one pod removes that pod's content and leaves another
+// gone pod's for a collection of the node.
+func TestGarbageCollectPodTakesThatPodOnly(t *testing.T) {
+	rt := fakecri.New()
+	m, _ := newTestManager(t, rt)
+	pods := make([]*corev1.Pod, 2)
+	for i := range pods {
+		pods[i] = testPod(corev1.Container{Name: "app", Image: "img:1", Command: []string{"x"}})
+		pods[i].UID = types.UID(fmt.Sprintf("uid%d", i+1))
+		syncOnce(t, m, pods[i])
+		m.KillPod(context.Background(), pods[i], nil, nil)
+	}
+	gone := PodStateFunc(func(string) bool { return true })
+	if err := m.GarbageCollectPod(context.Background(), "uid1", gone); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{0, 2} { // uid2: its container and sandbox
+		st, _ := m.GetPodStatus(context.Background(), string(pods[i].UID), "p", "ns")
+		if got := len(st.ContainerStatuses) + len(st.SandboxStatuses); got != want {
+			t.Errorf("pod %s after a collection of uid1: %d objects left, want %d", pods[i].UID, got, want)
+		}
 	}
 }
 

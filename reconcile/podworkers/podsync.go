@@ -163,7 +163,7 @@ func (s *podSync) delete(ctx context.Context) Report {
 			}
 		}
 	}
-	if err := s.w.gc(ctx, func(u string) bool { return u == uid || !s.w.wanted(u) }); err != nil {
+	if err := s.w.gcPod(ctx, uid); err != nil {
 		rep.Err = err
 		return rep
 	}

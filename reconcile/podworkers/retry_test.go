@@ -122,6 +122,10 @@ func (m *scriptedManager) GarbageCollect(context.Context, reconcile.PodStateProv
 	return nil
 }
 
+func (m *scriptedManager) GarbageCollectPod(ctx context.Context, _ string, pods reconcile.PodStateProvider) error {
+	return m.GarbageCollect(ctx, pods)
+}
+
 func (m *scriptedManager) ToAPIStatus(pod *corev1.Pod, st *reconcile.PodStatus) *schemas.PodStatus {
 	if len(st.ContainerStatuses) > 0 {
 		return &schemas.PodStatus{UID: string(pod.UID), Phase: schemas.PhaseSucceeded}

@@ -69,6 +69,7 @@ type Manager interface {
 	KillOrphan(ctx context.Context, pod *corev1.Pod, status *reconcile.PodStatus, gracePeriodOverride *int64) reconcile.PodSyncResult
 	KillPastDeadline(ctx context.Context, pod *corev1.Pod, status *reconcile.PodStatus) reconcile.PodSyncResult
 	GarbageCollect(ctx context.Context, pods reconcile.PodStateProvider) error
+	GarbageCollectPod(ctx context.Context, uid string, pods reconcile.PodStateProvider) error
 	ToAPIStatus(pod *corev1.Pod, status *reconcile.PodStatus) *schemas.PodStatus
 }
 
@@ -153,7 +154,7 @@ type Workers struct {
 
 	started chan struct{} // closed by Start: the desired state is complete
 	sem     chan struct{} // one token per background sync running
-	gcMu    sync.Mutex    // one garbage collection at a time
+	gcMu    sync.RWMutex  // held to collect the node's garbage; read-held to collect one pod's
 	bg      sync.WaitGroup
 
 	mu   sync.Mutex
@@ -562,12 +563,21 @@ func (w *Workers) collectGarbage(ctx context.Context) {
 	}
 }
 
-// gc runs one garbage collection, one at a time; gone says which pods'
-// content may go.
+// gc runs one garbage collection of the node, while no other collection
+// runs; gone says which pods' content may go.
 func (w *Workers) gc(ctx context.Context, gone func(uid string) bool) error {
 	w.gcMu.Lock()
 	defer w.gcMu.Unlock()
 	return w.mgr.GarbageCollect(ctx, reconcile.PodStateFunc(gone))
+}
+
+// gcPod collects the content of the pod uid, deleted. Collections of
+// different pods (which touch different objects) run together; one of the
+// node waits for them.
+func (w *Workers) gcPod(ctx context.Context, uid string) error {
+	w.gcMu.RLock()
+	defer w.gcMu.RUnlock()
+	return w.mgr.GarbageCollectPod(ctx, uid, reconcile.PodStateFunc(func(string) bool { return true }))
 }
 
 // PodCounts counts the pods with a desired state by the phase last stored.
