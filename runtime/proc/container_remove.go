@@ -59,6 +59,7 @@ func (r *Runtime) removeContainer(ctx context.Context, c *container) error {
 	}
 	r.emitLocked(c, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT)
 	r.mu.Unlock()
+	r.lists.forgetContainer(c.id)
 	r.log.Info().Str("container", c.id).Msg("container removed")
 	return nil
 }

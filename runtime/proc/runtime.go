@@ -134,6 +134,8 @@ type Runtime struct {
 	// locks tells when shims release their locks; set by Start before it
 	// recovers, closed by Stop.
 	locks *lockWatch
+	// lists encodes the CRI server's messages, keeping list items' encodings.
+	lists *listCodec
 
 	srvMu   sync.Mutex
 	server  *grpc.Server
@@ -154,6 +156,7 @@ func New(cfg Config) (*Runtime, error) {
 		containers: map[string]*container{},
 		names:      map[string]string{},
 		images:     map[string]*image{},
+		lists:      newListCodec(),
 
 		subs:        map[*subscriber]struct{}{},
 		eventBuffer: defaultEventBuffer,
@@ -213,6 +216,7 @@ func (r *Runtime) Start(ctx context.Context, socketPath string) error {
 		grpc.MaxRecvMsgSize(maxMsgSize),
 		grpc.MaxSendMsgSize(maxMsgSize),
 		grpc.ChainUnaryInterceptor(r.logUnary),
+		grpc.ForceServerCodecV2(r.lists),
 	)
 	runtimeapi.RegisterRuntimeServiceServer(srv, r)
 	runtimeapi.RegisterImageServiceServer(srv, r)

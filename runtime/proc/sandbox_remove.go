@@ -46,6 +46,7 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePo
 		delete(r.names, s.name)
 	}
 	r.mu.Unlock()
+	r.lists.forgetSandbox(s.id)
 	r.log.Info().Str("sandbox", s.id).Msg("sandbox removed")
 	return &runtimeapi.RemovePodSandboxResponse{}, nil
 }
