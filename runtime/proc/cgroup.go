@@ -42,19 +42,24 @@ func (r *Runtime) cgroupsEnabled() (bool, string) {
 	return r.cgroups.Enabled()
 }
 
-// createPodCgroup gives s its pod cgroup, with the pod pids limit. A failure
+// podCgroup is where s's pod cgroup goes; nil without cgroups. It does no
+// I/O: the sandbox's record names the cgroup before createPodCgroup makes
+// it, so that a crash between the two leaves a record naming a cgroup that
+// is not there (removing it is no error), never a cgroup no record names.
+func (r *Runtime) podCgroup(s *sandbox) *cgroups.Cgroup {
+	return r.cgroups.Load(r.cgroups.PodPaths(s.config.GetLinux().GetCgroupParent(), s.config.GetMetadata().GetUid()))
+}
+
+// createPodCgroup makes s's pod cgroup, with the pod pids limit. A failure
 // is logged and the pod runs without one: cgroups never fail a pod.
 func (r *Runtime) createPodCgroup(s *sandbox) {
-	if ok, _ := r.cgroups.Enabled(); !ok {
+	if s.cgroup == nil {
 		return
 	}
-	paths := r.cgroups.PodPaths(s.config.GetLinux().GetCgroupParent(), s.config.GetMetadata().GetUid())
-	cg, err := r.cgroups.Create(paths, nil, r.cfg.PodPidsLimit)
-	if err != nil {
+	if _, err := r.cgroups.Create(s.cgroup.Paths(), nil, r.cfg.PodPidsLimit); err != nil {
 		r.log.Warn().Err(err).Str("sandbox", s.id).Msg("pod runs without a cgroup")
-		return
+		s.cgroup = nil
 	}
-	s.cgroup = cg
 }
 
 // createContainerCgroup gives c its cgroup, under its pod's, with its

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jetlet/jetlet/internal/atomicfile"
+	"github.com/jetlet/jetlet/runtime/proc/cgroups"
 	"github.com/jetlet/jetlet/runtime/proc/podnet"
 	"github.com/jetlet/jetlet/runtime/proc/shim"
 )
@@ -23,6 +24,10 @@ func (r *Runtime) recover() {
 
 	for _, dir := range r.recordDirs(r.sandboxesDir()) {
 		s, err := r.loadSandbox(dir)
+		if errors.Is(err, os.ErrNotExist) {
+			r.discardInterruptedCreate(dir, "sandbox")
+			continue
+		}
 		if err != nil {
 			r.log.Warn().Err(err).Str("dir", dir).Msg("skipping unreadable sandbox record")
 			continue
@@ -45,6 +50,10 @@ func (r *Runtime) recover() {
 	adopted := 0
 	for _, dir := range r.recordDirs(r.containersDir()) {
 		c, err := r.loadContainer(dir)
+		if errors.Is(err, os.ErrNotExist) {
+			r.discardInterruptedCreate(dir, "container")
+			continue
+		}
 		if err != nil {
 			r.log.Warn().Err(err).Str("dir", dir).Msg("skipping unreadable container record")
 			continue
@@ -63,6 +72,27 @@ func (r *Runtime) recover() {
 	if adopted > 0 {
 		r.log.Info().Int("containers", adopted).Msg("adopted running containers")
 	}
+}
+
+// discardInterruptedCreate removes what a create that a crash interrupted
+// before its record was written left: the directory, and for a container
+// the cgroup it may have got under its pod's (whose sandbox the record would
+// have named: each sandbox's is tried). A sandbox's record is written before
+// its cgroup is made. The sandboxes must be loaded.
+func (r *Runtime) discardInterruptedCreate(dir, kind string) {
+	id := filepath.Base(dir)
+	if kind == "container" {
+		for _, s := range r.sandboxes {
+			if s.cgroup != nil {
+				r.deleteCgroup(r.cgroups.Load(cgroups.Child(s.cgroup.Paths(), id)), kind, id)
+			}
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		r.log.Warn().Err(err).Str(kind, id).Msg("cannot remove what an interrupted create left")
+		return
+	}
+	r.log.Info().Str(kind, id).Msg("removed what an interrupted create left")
 }
 
 // recoverProcess fills c's shim and exit state from the shim's files and

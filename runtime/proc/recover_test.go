@@ -4,10 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/jetlet/jetlet/internal/atomicfile"
+	"github.com/jetlet/jetlet/runtime/proc/cgroups"
 	"github.com/jetlet/jetlet/runtime/proc/shim"
 	"google.golang.org/grpc/codes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -107,6 +109,10 @@ func TestCorruptRecordsAreSkipped(t *testing.T) {
 	good := h.create(sb, sbCfg, containerConfig("good", nil, "true"))
 	bad := h.create(sb, sbCfg, containerConfig("bad", nil, "true"))
 	badSb, _ := h.pod("badpod", nil)
+	if s, err := h.rt.getSandbox(badSb); err == nil && s.cgroup != nil {
+		// Its record is corrupted below: no runtime can remove it then.
+		t.Cleanup(func() { _ = s.cgroup.Delete(0) })
+	}
 	h.stop()
 
 	state := filepath.Join(h.dir, "state")
@@ -125,6 +131,47 @@ func TestCorruptRecordsAreSkipped(t *testing.T) {
 	wantCode(t, err, codes.NotFound)
 	_, err = h.rs.PodSandboxStatus(ctxT(t), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: badSb})
 	wantCode(t, err, codes.NotFound)
+}
+
+// A crash between a container's cgroup and its record leaves a directory
+// and a cgroup that no record names: the next start removes both, and the
+// pod's cgroup can then go with its sandbox.
+func TestRestartRemovesWhatAnInterruptedCreateLeft(t *testing.T) {
+	h := cgroupHarness(t)
+	sb, _ := h.uniquePod("interrupted")
+	s, err := h.rt.getSandbox(sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr := h.rt.cgroups
+	h.stop()
+	id := strings.Repeat("ab", 32)
+	orphan, err := mgr.Create(cgroups.Child(s.cgroup.Paths(), id), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(h.dir, "state", "containers", id)
+	if err := os.MkdirAll(filepath.Join(dir, "rootfs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+
+	for _, p := range orphan.ProcsFiles() {
+		if _, err := os.Stat(filepath.Dir(p)); err == nil {
+			t.Errorf("the interrupted container's cgroup %s is still there", filepath.Dir(p))
+		}
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Errorf("the interrupted container's directory is still there")
+	}
+	if _, err := h.rs.RemovePodSandbox(ctxT(t), &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range s.cgroup.ProcsFiles() {
+		if _, err := os.Stat(filepath.Dir(p)); err == nil {
+			t.Errorf("the pod's cgroup %s is still there after its sandbox's removal", filepath.Dir(p))
+		}
+	}
 }
 
 func mustWrite(t *testing.T, path, data string) {

@@ -52,13 +52,16 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 		undo()
 		return nil, status.Errorf(codes.Internal, "create sandbox dir: %v", err)
 	}
-	r.createPodCgroup(s)
 	// Recorded not ready first: a crash before the shim runs leaves a sandbox
-	// that reports NOTREADY and is removed, never one without its shim.
+	// that reports NOTREADY and is removed, never one without its shim (or
+	// a cgroup of no sandbox).
+	s.cgroup = r.podCgroup(s)
 	if err := r.saveSandbox(s, false); err != nil {
+		s.cgroup = nil // not made
 		undo()
 		return nil, status.Errorf(codes.Internal, "record sandbox: %v", err)
 	}
+	r.createPodCgroup(s)
 	if r.wantsOwnNetwork(cfg) {
 		if err := r.setUpNetwork(ctx, s); err != nil {
 			undo()
