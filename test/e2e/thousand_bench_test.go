@@ -36,12 +36,13 @@ import (
 // running, and start-relist-p50-ms and start-relist-p99-ms, the relist
 // durations meanwhile (jetlet_relist_duration_seconds, interpolated within
 // the histogram's buckets); then jetlet at rest over a quiet window
-// (JETLET_THOUSAND_QUIET, default 20s): relist-p50-ms, relist-p99-ms,
-// %core-jetlet (its user+system CPU) and jetlet-rss-MiB (at the end), and
-// shim-rss-MiB/pod; resync-s, every pod's intent published again (a no-op
-// sync each) until every result is back; delete-s, a delete of every pod
-// until every stored status is Terminated and every pod's shim has exited.
-// It fails when a pod's cgroup is left behind.
+// (JETLET_THOUSAND_QUIET, default 20s): relist-p50-ms, relist-p99-ms and
+// %core-jetlet (its user+system CPU), and at its end jetlet-rss-MiB,
+// jetlet-threads, jetlet-fds and shim-rss-MiB/pod; resync-s, every pod's
+// intent published again (a no-op sync each) until every result is back;
+// delete-s, a delete of every pod until every stored status is Terminated
+// and every pod's shim has exited. It fails when a pod's cgroup is left
+// behind.
 func BenchmarkThousandPods(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("pods with full isolation need jetlet to run as root")
@@ -94,7 +95,13 @@ func benchThousand(b *testing.B, pods int) {
 	relist2 := histogram(b, n, "jetlet_relist_duration_seconds")
 	b.ReportMetric(1000*relist2.since(relist1).quantile(0.5), "relist-p50-ms")
 	b.ReportMetric(1000*relist2.since(relist1).quantile(0.99), "relist-p99-ms")
-	b.ReportMetric(float64(vmRSS(b, n.proc.Pid()))/(1<<20), "jetlet-rss-MiB")
+	b.ReportMetric(float64(procStatus(b, n.proc.Pid(), "VmRSS:")<<10)/(1<<20), "jetlet-rss-MiB")
+	b.ReportMetric(float64(procStatus(b, n.proc.Pid(), "Threads:")), "jetlet-threads")
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", n.proc.Pid()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(len(fds)), "jetlet-fds")
 	shimRSS, _ := shimMemory(b, n.dataDir)
 	b.ReportMetric(float64(shimRSS)/float64(pods)/(1<<20), "shim-rss-MiB/pod")
 
@@ -292,14 +299,14 @@ func (h buckets) quantile(q float64) float64 {
 	return lower
 }
 
-// vmRSS is a process's resident set size, from /proc/<pid>/status.
-func vmRSS(b *testing.B, pid int) int64 {
+// procStatus is a number field of /proc/<pid>/status (kB for sizes).
+func procStatus(b *testing.B, pid int, field string) int64 {
 	b.Helper()
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		b.Fatal(err)
 	}
-	return smapsKiB(data, "VmRSS:") << 10
+	return smapsKiB(data, field)
 }
 
 // shimSet is the pod shims of the embedded runtime at one moment, each known
