@@ -104,6 +104,10 @@ func (w *lockWatch) read() {
 		for off := 0; off+unix.SizeofInotifyEvent <= n; {
 			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
 			off += unix.SizeofInotifyEvent + int(ev.Len)
+			if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
+				w.checkAll() // closes were lost
+				continue
+			}
 			w.mu.Lock()
 			waiting := slices.Clone(w.waiters[ev.Wd])
 			w.mu.Unlock()
@@ -111,6 +115,19 @@ func (w *lockWatch) read() {
 				w.check(lw, true, ev.Mask&unix.IN_IGNORED != 0)
 			}
 		}
+	}
+}
+
+// checkAll settles every waiter whose lock is free.
+func (w *lockWatch) checkAll() {
+	w.mu.Lock()
+	var all []*lockWaiter
+	for _, list := range w.waiters {
+		all = append(all, list...)
+	}
+	w.mu.Unlock()
+	for _, lw := range all {
+		w.check(lw, false, false)
 	}
 }
 
