@@ -3,6 +3,7 @@ package proc
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sync"
@@ -25,18 +26,18 @@ type lockWatch struct {
 	ino *os.File // the inotify instance, non-blocking, read by the poller
 	fd  int      // ino's descriptor (ino.Fd() would make reads block a thread)
 
-	// mu guards waiters, and orders adding and removing watches (the
-	// kernel gives the watch of one file to every waiter on it).
-	mu      sync.Mutex
-	waiters map[int32][]*lockWaiter // by inotify watch descriptor
-	closed  bool                    // no inotify: stopped (fd may be another file's now), or none to be had
+	// mu guards locks, and orders adding and removing watches.
+	mu     sync.Mutex
+	locks  map[int32]*watchedLock // by inotify watch descriptor: one per lock file
+	closed bool                   // no inotify: stopped (fd may be another file's now), or none to be had
 }
 
-// lockWaiter is one caller waiting for one lock's release.
-type lockWaiter struct {
-	f    *os.File // the lock file, open read-only while waiting
-	wd   int32
-	done chan struct{}
+// watchedLock is a lock file someone waits for the release of. The kernel
+// gives every watch of one file the same descriptor, so its waiters share
+// it, and one open of the file.
+type watchedLock struct {
+	f       *os.File // open read-only while anyone waits
+	waiters []chan struct{}
 }
 
 // closedChan is a released lock that nobody had to wait for.
@@ -49,7 +50,7 @@ var closedChan = func() <-chan struct{} {
 // newLockWatch starts a lockWatch. Without inotify (out of instances, say)
 // it returns one whose waits each take a thread, and the error.
 func newLockWatch() (*lockWatch, error) {
-	w := &lockWatch{waiters: map[int32][]*lockWaiter{}}
+	w := &lockWatch{locks: map[int32]*watchedLock{}}
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		w.closed = true
@@ -78,18 +79,18 @@ func (w *lockWatch) released(path string) <-chan struct{} {
 		w.mu.Unlock()
 		// No watch to be had (out of inotify watches, or stopped): a
 		// thread waits.
-		go func() {
-			waitFlock(f)
-			f.Close()
-			close(done)
-		}()
+		go settle(f, []chan struct{}{done})
 		return done
 	}
-	lw := &lockWaiter{f: f, wd: int32(wd), done: done}
-	w.waiters[lw.wd] = append(w.waiters[lw.wd], lw)
+	if l, ok := w.locks[int32(wd)]; ok {
+		l.waiters = append(l.waiters, done)
+		f.Close() // read-only: its close is not reported
+	} else {
+		w.locks[int32(wd)] = &watchedLock{f: f, waiters: []chan struct{}{done}}
+	}
 	w.mu.Unlock()
 	// Released before the watch was added: no close will be reported.
-	w.check(lw, false, false)
+	w.check(int32(wd), false, false)
 	return done
 }
 
@@ -108,64 +109,59 @@ func (w *lockWatch) read() {
 				w.checkAll() // closes were lost
 				continue
 			}
-			w.mu.Lock()
-			waiting := slices.Clone(w.waiters[ev.Wd])
-			w.mu.Unlock()
-			for _, lw := range waiting {
-				w.check(lw, true, ev.Mask&unix.IN_IGNORED != 0)
-			}
+			w.check(ev.Wd, true, ev.Mask&unix.IN_IGNORED != 0)
 		}
 	}
 }
 
-// checkAll settles every waiter whose lock is free.
+// checkAll settles every lock that is free.
 func (w *lockWatch) checkAll() {
 	w.mu.Lock()
-	var all []*lockWaiter
-	for _, list := range w.waiters {
-		all = append(all, list...)
-	}
+	wds := slices.Collect(maps.Keys(w.locks))
 	w.mu.Unlock()
-	for _, lw := range all {
-		w.check(lw, false, false)
+	for _, wd := range wds {
+		w.check(wd, false, false)
 	}
 }
 
-// check settles lw when its lock is free. After a close (closed) it settles
-// it in any case: the kernel reports a close before it drops the flock the
-// close released, so a lock still held then is waited for by a thread,
-// briefly. So is one whose watch is gone (unwatched: the file was removed;
-// no close will be reported any more).
-func (w *lockWatch) check(lw *lockWaiter, closed, unwatched bool) {
+// check settles the lock watched as wd when it is free. After a close
+// (closed) it settles it in any case: the kernel reports a close before it
+// drops the flock the close released, so a lock still held then is waited
+// for by a thread, briefly. So is one whose watch is gone (unwatched: the
+// file was removed; no close will be reported any more).
+func (w *lockWatch) check(wd int32, closed, unwatched bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	list := w.waiters[lw.wd]
-	i := slices.Index(list, lw)
-	if i < 0 {
-		return // settled already: lw.f may be closed
+	l, ok := w.locks[wd]
+	if !ok {
+		return // settled already, or not ours (a watch being removed)
 	}
-	free := lockFree(lw.f)
+	free := lockFree(l.f)
 	if !free && !closed && !unwatched {
 		return
 	}
-	if list = slices.Delete(list, i, i+1); len(list) > 0 {
-		w.waiters[lw.wd] = list
-	} else {
-		delete(w.waiters, lw.wd)
-		if !unwatched && !w.closed {
-			_, _ = unix.InotifyRmWatch(w.fd, uint32(lw.wd))
-		}
+	delete(w.locks, wd)
+	if !unwatched && !w.closed {
+		_, _ = unix.InotifyRmWatch(w.fd, uint32(wd))
 	}
 	if free {
-		lw.f.Close()
-		close(lw.done)
+		l.f.Close()
+		for _, done := range l.waiters {
+			close(done)
+		}
 		return
 	}
-	go func() {
-		waitFlock(lw.f)
-		lw.f.Close()
-		close(lw.done)
-	}()
+	go settle(l.f, l.waiters)
+}
+
+// settle waits, with a thread, until nobody holds the flock on f's file,
+// then closes f and tells the waiters.
+func settle(f *os.File, waiters []chan struct{}) {
+	waitFlock(f)
+	f.Close()
+	for _, done := range waiters {
+		close(done)
+	}
 }
 
 // close stops the watch; the channels not closed yet stay open (the
