@@ -179,10 +179,23 @@ func (r *Runtime) startPodShim(ctx context.Context, s *sandbox) (int, error) {
 	}
 	// Reaped when it ends: once it released its lock when it reported ready
 	// (a thread blocked in wait for each pod's life would be a thread per
-	// pod), else at once (it exits, or was killed). After a restart of the
-	// runtime nobody here is its parent, and its lock is how it is watched.
+	// pod, and the pidfd os.Process keeps an open file per pod), else at
+	// once (it exits, or was killed). After a restart of the runtime nobody
+	// here is its parent, and its lock is how it is watched.
 	ended := closedChan
-	defer func() { go func() { <-ended; _ = cmd.Wait() }() }()
+	defer func() {
+		pid := cmd.Process.Pid
+		_ = cmd.Process.Release()
+		go func() {
+			<-ended
+			for {
+				// An unreaped child keeps its pid: no other process has it.
+				if _, err := syscall.Wait4(pid, nil, 0, nil); !errors.Is(err, syscall.EINTR) {
+					return
+				}
+			}
+		}()
+	}()
 
 	deadline := time.Now().Add(r.cfg.StartTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {

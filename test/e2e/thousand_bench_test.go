@@ -131,6 +131,32 @@ func benchThousand(b *testing.B, pods int) {
 	if left := shims.cgroupsLeft(); len(left) > 0 {
 		b.Errorf("%d pod cgroups left behind after the delete, such as %s", len(left), left[0])
 	}
+	if z := zombieChildren(b, n.proc.Pid()); z > 0 {
+		b.Errorf("jetlet has %d children exited and not reaped", z)
+	}
+}
+
+// zombieChildren counts the children of pid that have exited and are not
+// reaped.
+func zombieChildren(b *testing.B, pid int) int {
+	b.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // not a process, or gone
+		}
+		// state and ppid follow the command name, which may hold spaces.
+		f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+		if len(f) > 1 && f[0] == "Z" && f[1] == strconv.Itoa(pid) {
+			n++
+		}
+	}
+	return n
 }
 
 // twoSleepsPodJSON is an apply intent for a pod of two containers that sleep
