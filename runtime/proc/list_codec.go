@@ -41,47 +41,56 @@ func newListCodec() *listCodec {
 
 // Marshal encodes v as the proto codec does.
 func (c *listCodec) Marshal(v any) (mem.BufferSlice, error) {
-	var out []byte
+	var items [][]byte // the list's items' encodings, in order
 	var err error
 	switch m := v.(type) {
 	case *runtimeapi.ListContainersResponse:
-		// Containers is field 1 of ListContainersResponse, its only field.
-		for _, it := range m.Containers {
-			if out, err = c.appendItem(out, c.containers, it.Id, int32(it.State), it); err != nil {
+		items = make([][]byte, len(m.Containers))
+		for i, it := range m.Containers {
+			if items[i], err = c.encoded(c.containers, it.Id, int32(it.State), it); err != nil {
 				return nil, err
 			}
 		}
 	case *runtimeapi.ListPodSandboxResponse:
-		// Items is field 1 of ListPodSandboxResponse, its only field.
-		for _, it := range m.Items {
-			if out, err = c.appendItem(out, c.sandboxes, it.Id, int32(it.State), it); err != nil {
+		items = make([][]byte, len(m.Items))
+		for i, it := range m.Items {
+			if items[i], err = c.encoded(c.sandboxes, it.Id, int32(it.State), it); err != nil {
 				return nil, err
 			}
 		}
 	default:
 		return c.CodecV2.Marshal(v)
 	}
+	// Each item is field 1 of its list, the list message's only field.
+	size := 0
+	for _, data := range items {
+		size += protowire.SizeTag(1) + protowire.SizeBytes(len(data))
+	}
+	out := make([]byte, 0, size)
+	for _, data := range items {
+		out = protowire.AppendTag(out, 1, protowire.BytesType)
+		out = protowire.AppendBytes(out, data)
+	}
 	return mem.BufferSlice{mem.SliceBuffer(out)}, nil
 }
 
-// appendItem appends item as field 1 of its list, encoded afresh only when
-// its id is new to items or its state changed.
-func (c *listCodec) appendItem(out []byte, items map[string]encodedItem, id string, state int32, item protoapi.Message) ([]byte, error) {
+// encoded is item's encoding, made afresh only when its id is new to items
+// or its state changed.
+func (c *listCodec) encoded(items map[string]encodedItem, id string, state int32, item protoapi.Message) ([]byte, error) {
 	c.mu.Lock()
 	enc, ok := items[id]
 	c.mu.Unlock()
-	if !ok || enc.state != state {
-		data, err := protoapi.Marshal(item)
-		if err != nil {
-			return nil, err
-		}
-		enc = encodedItem{state: state, data: data}
-		c.mu.Lock()
-		items[id] = enc
-		c.mu.Unlock()
+	if ok && enc.state == state {
+		return enc.data, nil
 	}
-	out = protowire.AppendTag(out, 1, protowire.BytesType)
-	return protowire.AppendBytes(out, enc.data), nil
+	data, err := protoapi.Marshal(item)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	items[id] = encodedItem{state: state, data: data}
+	c.mu.Unlock()
+	return data, nil
 }
 
 // forgetContainer drops a removed container's encoding. (A list taken just
