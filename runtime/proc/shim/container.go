@@ -32,11 +32,11 @@ type Started struct {
 // its process group is its host pid. A command that cannot run returns an
 // error naming what failed (the container's StartError message), its init
 // killed and reaped.
-func StartContainer(exe, dir string, spec *ContainerSpec, stdout, stderr *os.File) (*Started, error) {
+func StartContainer(exe, dir string, spec *ContainerSpec, stdio Stdio) (*Started, error) {
 	if len(spec.Args) == 0 {
 		return nil, errors.New("spec has no command")
 	}
-	p := initProcess{exe: exe, dir: dir, stdout: stdout, stderr: stderr, cgroupProcs: spec.CgroupProcs}
+	p := initProcess{exe: exe, dir: dir, stdio: stdio, cgroupProcs: spec.CgroupProcs}
 	if spec.Isolation != nil {
 		p.cloneflags = unix.CLONE_NEWNS
 		if spec.Isolation.OwnPIDs {
@@ -55,13 +55,13 @@ func StartContainer(exe, dir string, spec *ContainerSpec, stdout, stderr *os.Fil
 // user, capabilities and cgroups, in a session of its own. This process is
 // already in the pod's other namespaces. It returns once args has been
 // executed, or an error naming what failed.
-func StartExec(exe, dir string, spec *ContainerSpec, hostPID int, args []string, stdin, stdout, stderr *os.File) (*exec.Cmd, error) {
+func StartExec(exe, dir string, spec *ContainerSpec, hostPID int, args []string, stdio Stdio) (*exec.Cmd, error) {
 	if len(args) == 0 {
 		return nil, errors.New("exec command is empty")
 	}
 	p := initProcess{
 		exe: exe, dir: dir, execArgs: args, execPID: hostPID,
-		stdin: stdin, stdout: stdout, stderr: stderr, cgroupProcs: spec.CgroupProcs,
+		stdio: stdio, cgroupProcs: spec.CgroupProcs,
 	}
 	if spec.Isolation != nil && spec.Isolation.OwnPIDs {
 		p.pidNamespace = fmt.Sprintf("/proc/%d/ns/pid", hostPID)
@@ -70,15 +70,23 @@ func StartExec(exe, dir string, spec *ContainerSpec, hostPID int, args []string,
 	return cmd, err
 }
 
+// Stdio is a process's standard files; a nil one is /dev/null.
+type Stdio struct {
+	In, Out, Err *os.File
+	// Tty makes In, a terminal, the process's controlling terminal (its
+	// session is new).
+	Tty bool
+}
+
 // initProcess is a container's init to start: for the container's command,
 // or for execArgs in the container of execPID.
 type initProcess struct {
-	exe, dir              string
-	execArgs              []string
-	execPID               int
-	stdin, stdout, stderr *os.File
-	cgroupProcs           []string
-	cloneflags            uintptr
+	exe, dir    string
+	execArgs    []string
+	execPID     int
+	stdio       Stdio
+	cgroupProcs []string
+	cloneflags  uintptr
 	// pidNamespace, when set, is the pid namespace the init is started in
 	// (an exec joining its container's).
 	pidNamespace string
@@ -106,17 +114,18 @@ func (p initProcess) start() (*exec.Cmd, int, error) {
 		Args:        append([]string{"jetlet-init"}, p.execArgs...),
 		Env:         env,
 		ExtraFiles:  []*os.File{child}, // fd 3: initSyncFD
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Cloneflags: p.cloneflags},
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Setctty: p.stdio.Tty, Cloneflags: p.cloneflags},
 	}
-	// A nil *os.File in an io.Reader or io.Writer is not nil: /dev/null is.
-	if p.stdin != nil {
-		cmd.Stdin = p.stdin
+	// Setctty takes Ctty, fd 0 (stdin), as the terminal. A nil *os.File in
+	// an io.Reader or io.Writer is not nil: /dev/null is.
+	if p.stdio.In != nil {
+		cmd.Stdin = p.stdio.In
 	}
-	if p.stdout != nil {
-		cmd.Stdout = p.stdout
+	if p.stdio.Out != nil {
+		cmd.Stdout = p.stdio.Out
 	}
-	if p.stderr != nil {
-		cmd.Stderr = p.stderr
+	if p.stdio.Err != nil {
+		cmd.Stderr = p.stdio.Err
 	}
 	if p.pidNamespace != "" {
 		err = startInPIDNamespace(p.pidNamespace, cmd)

@@ -116,10 +116,10 @@ func runStep(exe string, step podStep, hostPIDs map[string]int) (stepResult, err
 	var cmd *exec.Cmd
 	begin := time.Now()
 	if step.Exec != nil {
-		cmd, err = StartExec(exe, step.Dir, &spec, hostPIDs[step.Dir], step.Exec, nil, outW, outW)
+		cmd, err = StartExec(exe, step.Dir, &spec, hostPIDs[step.Dir], step.Exec, Stdio{Out: outW, Err: outW})
 	} else {
 		var st *Started
-		if st, err = StartContainer(exe, step.Dir, &spec, outW, outW); err == nil {
+		if st, err = StartContainer(exe, step.Dir, &spec, Stdio{Out: outW, Err: outW}); err == nil {
 			cmd, res.HostPID = st.Cmd, st.HostPID
 			hostPIDs[step.Dir] = st.HostPID
 		}
@@ -518,7 +518,7 @@ func TestShimWithoutIsolation(t *testing.T) {
 	if err := json.Unmarshal(data, &spec); err != nil {
 		t.Fatal(err)
 	}
-	st, err := StartContainer(exe, dir, &spec, out, out)
+	st, err := StartContainer(exe, dir, &spec, Stdio{Out: out, Err: out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,7 +535,7 @@ func TestShimWithoutIsolation(t *testing.T) {
 	}
 
 	nope := newContainer(t, nil, nil, "nope")
-	if _, err := StartContainer(exe, nope, &ContainerSpec{Args: []string{"nope"}}, out, out); err == nil ||
+	if _, err := StartContainer(exe, nope, &ContainerSpec{Args: []string{"nope"}}, Stdio{Out: out, Err: out}); err == nil ||
 		err.Error() != `exec: "nope": executable file not found in $PATH` {
 		t.Errorf("unknown command: %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -49,6 +50,12 @@ type running struct {
 	spec    *ContainerSpec
 	hostPID int
 	log     *criLog
+	output  *fanout // the command's output to attached clients
+
+	stdinMu sync.Mutex
+	// stdin is the write end of the command's stdin (spec.Stdin); nil
+	// without, or once closed. Guarded by stdinMu.
+	stdin *os.File
 }
 
 func runPod(dir string, report *os.File) (err error) {
@@ -210,6 +217,8 @@ func (p *podShim) serve(conn *net.UnixConn) {
 			resp.State, err = p.start(req.Dir)
 		case OpExec:
 			resp.ExitCode, err = p.exec(conn, req, files)
+		case OpAttach:
+			err = p.attach(conn, req, files)
 		case OpReopen:
 			err = p.reopen(req.Dir)
 		default:
@@ -296,10 +305,21 @@ func (p *podShim) startLocked(dir string, lock *os.File) (*State, error) {
 		outW.Close()
 		return nil, err
 	}
+	var inR, inW *os.File
+	if spec.Stdin {
+		if inR, inW, err = os.Pipe(); err != nil {
+			logw.close()
+			outR.Close()
+			outW.Close()
+			errR.Close()
+			errW.Close()
+			return nil, err
+		}
+	}
 	var started *Started
 	pid, exited, err := p.spawn(func() (int, error) {
 		var err error
-		started, err = StartContainer(p.exe, dir, &spec, outW, errW)
+		started, err = StartContainer(p.exe, dir, &spec, Stdio{In: inR, Out: outW, Err: errW})
 		if err != nil {
 			return 0, err
 		}
@@ -307,10 +327,16 @@ func (p *podShim) startLocked(dir string, lock *os.File) (*State, error) {
 	})
 	outW.Close()
 	errW.Close()
+	if inR != nil {
+		inR.Close()
+	}
 	if err != nil {
 		logw.close()
 		outR.Close()
 		errR.Close()
+		if inW != nil {
+			inW.Close()
+		}
 		return nil, err
 	}
 	st := &State{ShimPID: p.hostPID, PID: started.HostPID, StartedAt: time.Now().UnixNano()}
@@ -318,28 +344,31 @@ func (p *podShim) startLocked(dir string, lock *os.File) (*State, error) {
 	if spec.User != nil {
 		st.UID, st.GID = spec.User.UID, spec.User.GID
 	}
+	run := &running{spec: &spec, hostPID: started.HostPID, log: logw, output: &fanout{}, stdin: inW}
 	if err := atomicfile.WriteJSON(filepath.Join(dir, "shim.json"), st); err != nil {
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		<-exited
 		logw.close()
+		run.closeStdin()
 		return nil, fmt.Errorf("record start: %w", err)
 	}
 	p.mu.Lock()
-	p.running[dir] = &running{spec: &spec, hostPID: started.HostPID, log: logw}
+	p.running[dir] = run
 	p.mu.Unlock()
 
-	go p.supervise(dir, lock, pid, exited, logw, outR, errR)
+	go p.supervise(dir, lock, pid, exited, run, outR, errR)
 	return st, nil
 }
 
-// supervise copies a container's output to its log until the command exits,
-// then kills what is left of its process group, records the exit and lets go
-// of the container's lock.
-func (p *podShim) supervise(dir string, lock *os.File, pid int, exited <-chan syscall.WaitStatus, logw *criLog, outR, errR *os.File) {
+// supervise copies a container's output to its log and attached clients until
+// the command exits, then kills what is left of its process group, records the
+// exit and lets go of the container's lock.
+func (p *podShim) supervise(dir string, lock *os.File, pid int, exited <-chan syscall.WaitStatus, run *running, outR, errR *os.File) {
+	logw := run.log
 	var copying sync.WaitGroup
 	copying.Add(2)
-	go func() { defer copying.Done(); logw.copyStream("stdout", outR) }()
-	go func() { defer copying.Done(); logw.copyStream("stderr", errR) }()
+	go func() { defer copying.Done(); logw.copyStream("stdout", io.TeeReader(outR, run.output.tee(false))) }()
+	go func() { defer copying.Done(); logw.copyStream("stderr", io.TeeReader(errR, run.output.tee(true))) }()
 	ws := <-exited
 	finished := time.Now().UnixNano()
 	// Like the end of a pid namespace: when the main process is gone, whatever
@@ -355,6 +384,8 @@ func (p *podShim) supervise(dir string, lock *os.File, pid int, exited <-chan sy
 		errR.Close()
 		<-drained
 	}
+	run.output.end()
+	run.closeStdin()
 	p.mu.Lock()
 	delete(p.running, dir)
 	p.mu.Unlock()
@@ -384,8 +415,8 @@ func recordStartError(dir string, cause error) error {
 }
 
 // exec runs req.Args in the running container of req.Dir with files as its
-// stdin, stdout and stderr, and returns its exit code. The caller closing conn
-// first kills it.
+// stdin, stdout and stderr (stdin its controlling terminal with req.Tty), and
+// returns its exit code. The caller closing conn first kills it.
 func (p *podShim) exec(conn *net.UnixConn, req Request, files []*os.File) (int32, error) {
 	if len(files) != 3 {
 		return 0, fmt.Errorf("exec wants stdin, stdout and stderr, got %d files", len(files))
@@ -400,7 +431,7 @@ func (p *podShim) exec(conn *net.UnixConn, req Request, files []*os.File) (int32
 		return 0, fmt.Errorf("container %s is not running", filepath.Base(req.Dir))
 	}
 	pid, exited, err := p.spawn(func() (int, error) {
-		cmd, err := StartExec(p.exe, req.Dir, r.spec, r.hostPID, req.Args, files[0], files[1], files[2])
+		cmd, err := StartExec(p.exe, req.Dir, r.spec, r.hostPID, req.Args, Stdio{In: files[0], Out: files[1], Err: files[2], Tty: req.Tty})
 		if err != nil {
 			return 0, err
 		}
@@ -412,16 +443,10 @@ func (p *podShim) exec(conn *net.UnixConn, req Request, files []*os.File) (int32
 	for _, f := range files {
 		f.Close()
 	}
-	hungUp := make(chan struct{})
-	go func() {
-		// The caller sends nothing more: a read returns only when it hangs up.
-		_, _ = conn.Read(make([]byte, 1))
-		close(hungUp)
-	}()
 	select {
 	case ws := <-exited:
 		return exitCode(ws), nil
-	case <-hungUp:
+	case <-hungUp(conn):
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		return exitCode(<-exited), nil
 	}

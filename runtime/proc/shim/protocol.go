@@ -19,14 +19,24 @@ import (
 // sandbox directory: one JSON request per connection, answered by one JSON
 // response. An exec's stdin, stdout and stderr travel with its request as
 // SCM_RIGHTS; its answer comes when it has exited, and a connection closed
-// before that kills it.
+// before that kills it. An attach's streams travel the same way; its answer
+// comes when it ends (the container exited, or its stdin ended), and a
+// connection closed before that detaches it.
 const SocketName = "shim.sock"
 
 // Request ops.
 const (
 	OpStart  = "start"  // start the container in Dir (spec.json written)
 	OpExec   = "exec"   // run Args in the running container of Dir
+	OpAttach = "attach" // attach Streams to the running container of Dir
 	OpReopen = "reopen" // reopen the CRI log of the running container of Dir
+)
+
+// Attach streams, as named in Request.Streams.
+const (
+	StreamStdin  = "stdin"
+	StreamStdout = "stdout"
+	StreamStderr = "stderr"
 )
 
 // Request is one call to a pod shim.
@@ -34,6 +44,11 @@ type Request struct {
 	Op   string   `json:"op"`
 	Dir  string   `json:"dir"`
 	Args []string `json:"args,omitempty"`
+	// Tty (OpExec) makes the exec's stdin, a terminal, its controlling
+	// terminal.
+	Tty bool `json:"tty,omitempty"`
+	// Streams (OpAttach) names the files sent with the request, in order.
+	Streams []string `json:"streams,omitempty"`
 }
 
 // Response answers a Request.

@@ -24,6 +24,11 @@ type ContainerSpec struct {
 	// set up by its init before the command runs. Nil runs the command in the
 	// shim's mount namespace (the runtime is not root).
 	Isolation *Isolation `json:"isolation,omitempty"`
+	// Stdin gives the command a stdin pipe that the shim keeps open for
+	// attached clients (the CRI's stdin); otherwise its stdin is /dev/null.
+	// StdinOnce closes it when the first attach that wrote to it ends.
+	Stdin     bool `json:"stdin,omitempty"`
+	StdinOnce bool `json:"stdin_once,omitempty"`
 }
 
 // User is a process's credentials.
