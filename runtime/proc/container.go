@@ -8,6 +8,8 @@ import (
 
 	"github.com/jetlet/jetlet/internal/atomicfile"
 	"github.com/jetlet/jetlet/runtime/proc/shim"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -129,6 +131,23 @@ func (r *Runtime) getContainer(id string) (*container, error) {
 		return nil, err
 	}
 	return r.containers[full], nil
+}
+
+// runningContainer returns container id and its sandbox, or
+// FailedPrecondition when it is not running: what an exec or attach needs.
+func (r *Runtime) runningContainer(id string) (*container, *sandbox, error) {
+	c, err := r.getContainer(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.mu.RLock()
+	state := c.stateLocked()
+	s := r.sandboxes[c.sandboxID]
+	r.mu.RUnlock()
+	if state != runtimeapi.ContainerState_CONTAINER_RUNNING || s == nil {
+		return nil, nil, status.Errorf(codes.FailedPrecondition, "container %s is in %s state", c.id, state)
+	}
+	return c, s, nil
 }
 
 func exitReason(e *shim.Exit) string {

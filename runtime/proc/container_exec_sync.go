@@ -27,16 +27,9 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 	if len(req.GetCmd()) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "exec command is empty")
 	}
-	c, err := r.getContainer(req.GetContainerId())
+	c, s, err := r.runningContainer(req.GetContainerId())
 	if err != nil {
 		return nil, err
-	}
-	r.mu.RLock()
-	state := c.stateLocked()
-	s := r.sandboxes[c.sandboxID]
-	r.mu.RUnlock()
-	if state != runtimeapi.ContainerState_CONTAINER_RUNNING || s == nil {
-		return nil, status.Errorf(codes.FailedPrecondition, "container %s is in %s state", c.id, state)
 	}
 
 	execCtx := ctx

@@ -105,6 +105,8 @@ func (r *Runtime) buildSpec(c *container, s *sandbox) (*shim.ContainerSpec, erro
 		Args:        append(append([]string{}, cfg.GetCommand()...), cfg.GetArgs()...),
 		LogPath:     c.logPath,
 		CgroupProcs: r.cgroupProcs(c),
+		Stdin:       cfg.GetStdin(),
+		StdinOnce:   cfg.GetStdinOnce(),
 	}
 	hostname := s.config.GetHostname()
 	if hostname == "" {

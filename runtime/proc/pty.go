@@ -1,0 +1,48 @@
+package proc
+
+import (
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// openPty opens a new pseudo-terminal: the master, pollable (a Close ends a
+// blocked read), and its slave, which becomes a process's terminal.
+func openPty() (master, slave *os.File, err error) {
+	fd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open /dev/ptmx: %w", err)
+	}
+	master = os.NewFile(uintptr(fd), "/dev/ptmx")
+	n, err := unix.IoctlGetUint32(fd, unix.TIOCGPTN)
+	if err == nil {
+		err = unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0) // unlockpt
+	}
+	if err != nil {
+		master.Close()
+		return nil, nil, fmt.Errorf("pty: %w", err)
+	}
+	slave, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		master.Close()
+		return nil, nil, err
+	}
+	return master, slave, nil
+}
+
+// setWindowSize applies a client's terminal size to the terminal of master.
+func setWindowSize(master *os.File, width, height uint16) error {
+	conn, err := master.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ioctlErr error
+	err = conn.Control(func(fd uintptr) {
+		ioctlErr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: height, Col: width})
+	})
+	if err != nil {
+		return err
+	}
+	return ioctlErr
+}

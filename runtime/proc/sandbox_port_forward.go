@@ -1,0 +1,44 @@
+package proc
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+
+	"github.com/jetlet/jetlet/runtime/proc/podnet"
+)
+
+// portForward connects stream to port on the pod's loopback: in the pod's
+// network namespace when it has one (CNI), else the host's, which the pod
+// shares. It returns when the pod's side of the connection ends; the client's
+// end of stream half-closes it.
+func (r *Runtime) portForward(sandboxID string, port int32, stream io.ReadWriteCloser) error {
+	s, err := r.getSandbox(sandboxID)
+	if err != nil {
+		return err
+	}
+	r.mu.RLock()
+	netns := s.netns
+	r.mu.RUnlock()
+	var conn net.Conn
+	if netns == "" {
+		conn, err = net.Dial("tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))))
+	} else {
+		conn, err = podnet.DialLoopback(netns, int(port))
+	}
+	if err != nil {
+		return fmt.Errorf("port forward to port %d of sandbox %s: %w", port, s.id, err)
+	}
+	defer conn.Close()
+	go func() {
+		_, _ = io.Copy(conn, stream)
+		if tcp, ok := conn.(*net.TCPConn); ok {
+			_ = tcp.CloseWrite()
+		}
+	}()
+	if _, err := io.Copy(stream, conn); err != nil {
+		return fmt.Errorf("port forward to port %d of sandbox %s: %w", port, s.id, err)
+	}
+	return nil
+}
