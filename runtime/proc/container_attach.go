@@ -2,27 +2,25 @@ package proc
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sync"
 
+	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
+
 	"github.com/jetlet/jetlet/runtime/proc/shim"
 )
 
 // attach connects the client's streams to the running container through its
-// pod shim, which keeps the container's stdin (config.stdin) and fans its
-// output out to attached clients as it copies it into the log: the client
-// gets the output from the moment it attached, live, with nothing to tail. It
-// returns when the container exits, when the client's stdin ends (with
-// stdin_once the container's stdin is closed instead, and the attach lasts
+// pod shim, which keeps the container's stdin (config.stdin) and terminal
+// (config.tty) and fans its output out to attached clients as it copies it
+// into the log: the client gets the output from the moment it attached, live,
+// with nothing to tail, and its window sizes resize the terminal. It returns
+// when the container exits, when the client's stdin ends (with stdin_once and
+// no terminal the container's stdin is closed instead, and the attach lasts
 // until the container exits), or when the client hangs up.
-func (r *Runtime) attach(ctx context.Context, id string, in io.Reader, out, errOut io.Writer, tty bool) error {
-	if tty {
-		// CreateContainer refuses tty containers: there is no terminal here.
-		return errors.New("attach: jetlet-proc containers have no terminal (tty)")
-	}
+func (r *Runtime) attach(ctx context.Context, id string, in io.Reader, out, errOut io.Writer, resize <-chan remotecommand.TerminalSize) error {
 	c, s, err := r.runningContainer(id)
 	if err != nil {
 		return err
@@ -73,7 +71,25 @@ func (r *Runtime) attach(ctx context.Context, id string, in io.Reader, out, errO
 			pr.Close()
 		})
 	}
-	_, err = shim.Call(ctx, s.dir, shim.Request{Op: shim.OpAttach, Dir: c.dir, Streams: names}, child...)
+	sizes := make(chan shim.WindowSize)
+	go func() {
+		for {
+			select {
+			case size, ok := <-resize:
+				if !ok {
+					return
+				}
+				select {
+				case sizes <- shim.WindowSize{Width: size.Width, Height: size.Height}:
+				case <-ctx.Done():
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	_, err = shim.Attach(ctx, s.dir, shim.Request{Op: shim.OpAttach, Dir: c.dir, Streams: names}, sizes, child...)
 	for _, f := range child {
 		f.Close()
 	}

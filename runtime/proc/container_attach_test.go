@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"testing"
 
-	"google.golang.org/grpc/codes"
 	"k8s.io/client-go/tools/remotecommand"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -114,14 +114,53 @@ func TestAttachKeepsStdinOpenWithoutStdinOnce(t *testing.T) {
 	}
 }
 
-func TestTTYContainersAreRefused(t *testing.T) {
+func TestAttachToATTYContainer(t *testing.T) {
 	h := newHarness(t)
 	sb, sbCfg := h.pod("p", nil)
-	cfg := containerConfig("c", nil, "sh")
-	cfg.Tty = true
-	if _, err := h.is.PullImage(ctxT(t), &runtimeapi.PullImageRequest{Image: cfg.GetImage()}); err != nil {
+	// The command waits for the size the client sets, turns the terminal's
+	// echo off, shows that its stdin is its controlling terminal, then
+	// copies its input.
+	script := `until [ "$(stty size)" = "50 132" ]; do :; done
+stty -echo
+read -r pid comm state ppid pgrp session tty rest < /proc/self/stat
+[ -t 0 ] && [ "$tty" != 0 ] && echo has-a-controlling-terminal
+exec cat`
+	cfg := containerConfig("tty", nil, "sh", "-c", script)
+	cfg.Tty, cfg.Stdin, cfg.StdinOnce = true, true, true
+	id := h.create(sb, sbCfg, cfg)
+	h.startC(id)
+
+	resp, err := h.rs.Attach(ctxT(t), &runtimeapi.AttachRequest{ContainerId: id, Stdin: true, Stdout: true, Tty: true})
+	if err != nil {
 		t.Fatal(err)
 	}
-	_, err := h.rs.CreateContainer(ctxT(t), &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: cfg, SandboxConfig: sbCfg})
-	wantCode(t, err, codes.InvalidArgument)
+	sizes := make(sizeQueue, 1)
+	sizes <- remotecommand.TerminalSize{Width: 132, Height: 50}
+	defer close(sizes)
+	stdinR, stdinW := io.Pipe()
+	var stdout syncBuffer
+	ended := make(chan error, 1)
+	go func() {
+		ended <- streamClient(t, resp.GetUrl()).StreamWithContext(ctxT(t), remotecommand.StreamOptions{
+			Stdin: stdinR, Stdout: &stdout, Tty: true, TerminalSizeQueue: sizes})
+	}()
+	eventually(t, "the terminal's size", func() bool { return stdout.String() == "has-a-controlling-terminal\r\n" })
+	if _, err := io.WriteString(stdinW, "typed\n"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the echo", func() bool { return stdout.String() == "has-a-controlling-terminal\r\ntyped\r\n" })
+	// The client's stdin ends: the attach ends; the terminal, which
+	// stdin_once does not close, stays.
+	stdinW.Close()
+	if err := <-ended; err != nil {
+		t.Fatal(err)
+	}
+	if st := h.status(id); st.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Fatalf("state %v", st.GetState())
+	}
+	// The log has the terminal's output as stdout.
+	lines := h.waitLog(filepath.Join(h.logs, "p", "tty.log"), "typed")
+	if len(lines) != 2 || !strings.HasSuffix(lines[0], " stdout F has-a-controlling-terminal") {
+		t.Fatalf("log %q", lines)
+	}
 }

@@ -25,11 +25,6 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 			"container %q has no command: jetlet-proc runs host processes and cannot know the entrypoint of image %q; set command (and args)",
 			md.GetName(), cfg.GetImage().GetImage())
 	}
-	if cfg.GetTty() {
-		return nil, status.Errorf(codes.InvalidArgument,
-			"container %q asks for a terminal (tty): jetlet-proc gives containers pipes, not a terminal (an exec with tty gets one); unset tty",
-			md.GetName())
-	}
 	s, err := r.getSandbox(req.GetPodSandboxId())
 	if err != nil {
 		return nil, err

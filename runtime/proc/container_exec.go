@@ -93,7 +93,7 @@ func (e *execIO) openPipes(in io.Reader, out, errOut io.Writer, hangUp context.C
 // openTerminal makes a terminal: its slave is the exec's stdio, its master
 // carries the client's input and output and takes its window sizes.
 func (e *execIO) openTerminal(in io.Reader, out io.Writer, resize <-chan remotecommand.TerminalSize, hangUp context.CancelFunc) error {
-	master, slave, err := openPty()
+	master, slave, err := shim.OpenPty()
 	if err != nil {
 		return err
 	}
@@ -110,7 +110,7 @@ func (e *execIO) openTerminal(in io.Reader, out io.Writer, resize <-chan remotec
 	e.copyOutput(clientWriter{w: out, hangUp: hangUp}, master)
 	go func() {
 		for size := range resize {
-			_ = setWindowSize(master, size.Width, size.Height)
+			_ = shim.SetWindowSize(master, size.Width, size.Height)
 		}
 	}()
 	return nil

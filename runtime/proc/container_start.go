@@ -107,6 +107,7 @@ func (r *Runtime) buildSpec(c *container, s *sandbox) (*shim.ContainerSpec, erro
 		CgroupProcs: r.cgroupProcs(c),
 		Stdin:       cfg.GetStdin(),
 		StdinOnce:   cfg.GetStdinOnce(),
+		Tty:         cfg.GetTty(),
 	}
 	hostname := s.config.GetHostname()
 	if hostname == "" {

@@ -100,7 +100,7 @@ func (s streamer) Exec(ctx context.Context, containerID string, cmd []string, in
 }
 
 func (s streamer) Attach(ctx context.Context, containerID string, in io.Reader, out, errOut io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize) error {
-	return s.r.attach(ctx, containerID, in, out, errOut, tty)
+	return s.r.attach(ctx, containerID, in, out, errOut, resize)
 }
 
 func (s streamer) PortForward(ctx context.Context, podSandboxID string, port int32, stream io.ReadWriteCloser) error {

@@ -1,6 +1,7 @@
 package shim
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -134,8 +135,9 @@ func (t streamTee) Write(p []byte) (int, error) {
 
 // attach connects files, named by req.Streams, to the running container of
 // req.Dir: stdin is copied to the command's stdin (dropped when it has none),
-// and the command's output from now on to stdout and stderr. It returns when
-// the output ends (the command exited), when stdin ends (with StdinOnce that
+// and the command's output from now on to stdout and stderr; the window sizes
+// the caller sends resize its terminal. It returns when the output ends (the
+// command exited), when stdin ends (with StdinOnce and no terminal that
 // closes the command's stdin instead, as containerd does), or when the caller
 // hangs up.
 func (p *podShim) attach(conn *net.UnixConn, req Request, files []*os.File) error {
@@ -167,7 +169,7 @@ func (p *podShim) attach(conn *net.UnixConn, req Request, files []*os.File) erro
 	if in != nil {
 		go func() {
 			r.copyStdin(in)
-			if r.spec.StdinOnce {
+			if r.spec.StdinOnce && !r.spec.Tty {
 				r.closeStdin()
 			} else {
 				r.output.detach(a)
@@ -176,11 +178,31 @@ func (p *podShim) attach(conn *net.UnixConn, req Request, files []*os.File) erro
 	}
 	select {
 	case <-a.done:
-	case <-hungUp(conn):
+	case <-r.resizeUntilHangUp(conn):
 		r.output.detach(a)
 		<-a.done
 	}
 	return nil
+}
+
+// resizeUntilHangUp applies the window sizes read from conn to the terminal
+// (if any) until the caller hangs up, then closes the channel it returns.
+func (r *running) resizeUntilHangUp(conn *net.UnixConn) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		dec := json.NewDecoder(conn)
+		for {
+			var size WindowSize
+			if dec.Decode(&size) != nil {
+				return
+			}
+			if r.terminal != nil {
+				_ = SetWindowSize(r.terminal, size.Width, size.Height)
+			}
+		}
+	}()
+	return ch
 }
 
 // copyStdin copies in to the command's stdin until in ends or the command's

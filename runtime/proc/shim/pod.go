@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,9 +53,14 @@ type running struct {
 	log     *criLog
 	output  *fanout // the command's output to attached clients
 
+	// terminal is the master of the command's terminal (spec.Tty), which
+	// attached clients resize; nil without. Closed by supervise.
+	terminal *os.File
+
 	stdinMu sync.Mutex
-	// stdin is the write end of the command's stdin (spec.Stdin); nil
-	// without, or once closed. Guarded by stdinMu.
+	// stdin is written for the command's stdin (spec.Stdin): a pipe's write
+	// end, or the terminal's master; nil without, or once closed. Guarded by
+	// stdinMu.
 	stdin *os.File
 }
 
@@ -293,50 +299,24 @@ func (p *podShim) startLocked(dir string, lock *os.File) (*State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open log %s: %w", spec.LogPath, err)
 	}
-	outR, outW, err := os.Pipe()
+	child, own, err := openContainerIO(&spec)
 	if err != nil {
 		logw.close()
 		return nil, err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		logw.close()
-		outR.Close()
-		outW.Close()
-		return nil, err
-	}
-	var inR, inW *os.File
-	if spec.Stdin {
-		if inR, inW, err = os.Pipe(); err != nil {
-			logw.close()
-			outR.Close()
-			outW.Close()
-			errR.Close()
-			errW.Close()
-			return nil, err
-		}
 	}
 	var started *Started
 	pid, exited, err := p.spawn(func() (int, error) {
 		var err error
-		started, err = StartContainer(p.exe, dir, &spec, Stdio{In: inR, Out: outW, Err: errW})
+		started, err = StartContainer(p.exe, dir, &spec, child)
 		if err != nil {
 			return 0, err
 		}
 		return started.Cmd.Process.Pid, nil
 	})
-	outW.Close()
-	errW.Close()
-	if inR != nil {
-		inR.Close()
-	}
+	child.close()
 	if err != nil {
 		logw.close()
-		outR.Close()
-		errR.Close()
-		if inW != nil {
-			inW.Close()
-		}
+		own.close()
 		return nil, err
 	}
 	st := &State{ShimPID: p.hostPID, PID: started.HostPID, StartedAt: time.Now().UnixNano()}
@@ -344,31 +324,99 @@ func (p *podShim) startLocked(dir string, lock *os.File) (*State, error) {
 	if spec.User != nil {
 		st.UID, st.GID = spec.User.UID, spec.User.GID
 	}
-	run := &running{spec: &spec, hostPID: started.HostPID, log: logw, output: &fanout{}, stdin: inW}
+	run := &running{spec: &spec, hostPID: started.HostPID, log: logw, output: &fanout{}, stdin: own.stdin, terminal: own.terminal}
 	if err := atomicfile.WriteJSON(filepath.Join(dir, "shim.json"), st); err != nil {
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		<-exited
 		logw.close()
-		run.closeStdin()
+		own.close()
 		return nil, fmt.Errorf("record start: %w", err)
 	}
 	p.mu.Lock()
 	p.running[dir] = run
 	p.mu.Unlock()
 
-	go p.supervise(dir, lock, pid, exited, run, outR, errR)
+	go p.supervise(dir, lock, pid, exited, run, own)
 	return st, nil
+}
+
+// containerIO is the shim's ends of a container's stdio.
+type containerIO struct {
+	// out and errOut are read for the output. With a terminal, out is its
+	// master and errOut nil.
+	out, errOut *os.File
+	stdin       *os.File // written for the input (spec.Stdin): a pipe, or the master
+	terminal    *os.File // the master, nil without a terminal (spec.Tty)
+}
+
+// openContainerIO makes the container's stdio: pipes, or with spec.Tty a
+// terminal, whose slave is the command's stdin, stdout, stderr and
+// controlling terminal. Without spec.Stdin, stdin is /dev/null (or, with a
+// terminal, nobody writes to it).
+func openContainerIO(spec *ContainerSpec) (Stdio, containerIO, error) {
+	if spec.Tty {
+		master, slave, err := OpenPty()
+		if err != nil {
+			return Stdio{}, containerIO{}, err
+		}
+		own := containerIO{out: master, terminal: master}
+		if spec.Stdin {
+			own.stdin = master
+		}
+		return Stdio{In: slave, Out: slave, Err: slave, Tty: true}, own, nil
+	}
+	var child Stdio
+	var own containerIO
+	fail := func(err error) (Stdio, containerIO, error) {
+		child.close()
+		own.close()
+		return Stdio{}, containerIO{}, err
+	}
+	var err error
+	if own.out, child.Out, err = os.Pipe(); err != nil {
+		return fail(err)
+	}
+	if own.errOut, child.Err, err = os.Pipe(); err != nil {
+		return fail(err)
+	}
+	if spec.Stdin {
+		if child.In, own.stdin, err = os.Pipe(); err != nil {
+			return fail(err)
+		}
+	}
+	return child, own, nil
+}
+
+// close closes each distinct file (a terminal's slave is all three).
+func (s Stdio) close() {
+	closeFiles(s.In, s.Out, s.Err)
+}
+
+func (c containerIO) close() {
+	closeFiles(c.out, c.errOut, c.stdin, c.terminal)
+}
+
+func closeFiles(files ...*os.File) {
+	for i, f := range files {
+		if f != nil && !slices.Contains(files[:i], f) {
+			f.Close()
+		}
+	}
 }
 
 // supervise copies a container's output to its log and attached clients until
 // the command exits, then kills what is left of its process group, records the
 // exit and lets go of the container's lock.
-func (p *podShim) supervise(dir string, lock *os.File, pid int, exited <-chan syscall.WaitStatus, run *running, outR, errR *os.File) {
+func (p *podShim) supervise(dir string, lock *os.File, pid int, exited <-chan syscall.WaitStatus, run *running, own containerIO) {
 	logw := run.log
 	var copying sync.WaitGroup
-	copying.Add(2)
-	go func() { defer copying.Done(); logw.copyStream("stdout", io.TeeReader(outR, run.output.tee(false))) }()
-	go func() { defer copying.Done(); logw.copyStream("stderr", io.TeeReader(errR, run.output.tee(true))) }()
+	follow := func(stream string, r *os.File, stderr bool) {
+		if r != nil {
+			copying.Go(func() { logw.copyStream(stream, io.TeeReader(r, run.output.tee(stderr))) })
+		}
+	}
+	follow("stdout", own.out, false)
+	follow("stderr", own.errOut, true)
 	ws := <-exited
 	finished := time.Now().UnixNano()
 	// Like the end of a pid namespace: when the main process is gone, whatever
@@ -380,12 +428,12 @@ func (p *podShim) supervise(dir string, lock *os.File, pid int, exited <-chan sy
 	select {
 	case <-drained:
 	case <-time.After(drainTimeout):
-		outR.Close()
-		errR.Close()
+		own.close()
 		<-drained
 	}
 	run.output.end()
 	run.closeStdin()
+	own.close()
 	p.mu.Lock()
 	delete(p.running, dir)
 	p.mu.Unlock()

@@ -19,9 +19,11 @@ import (
 // sandbox directory: one JSON request per connection, answered by one JSON
 // response. An exec's stdin, stdout and stderr travel with its request as
 // SCM_RIGHTS; its answer comes when it has exited, and a connection closed
-// before that kills it. An attach's streams travel the same way; its answer
-// comes when it ends (the container exited, or its stdin ended), and a
-// connection closed before that detaches it.
+// before that kills it. An attach's streams travel the same way; after its
+// request the runtime sends the client's terminal sizes (WindowSize, one JSON
+// value each, for a tty container); its answer comes when it ends (the
+// container exited, or its stdin ended), and a connection closed before that
+// detaches it.
 const SocketName = "shim.sock"
 
 // Request ops.
@@ -51,6 +53,12 @@ type Request struct {
 	Streams []string `json:"streams,omitempty"`
 }
 
+// WindowSize is a terminal size, sent on an attach's connection.
+type WindowSize struct {
+	Width  uint16 `json:"width"`
+	Height uint16 `json:"height"`
+}
+
 // Response answers a Request.
 type Response struct {
 	Error    string `json:"error,omitempty"`
@@ -62,6 +70,16 @@ type Response struct {
 // waits for its answer until ctx ends (which, for an exec, kills it). An
 // answer with Error set is returned as an error.
 func Call(ctx context.Context, sandboxDir string, req Request, files ...*os.File) (*Response, error) {
+	return call(ctx, sandboxDir, req, nil, files)
+}
+
+// Attach is Call for an OpAttach whose client may resize its terminal: each
+// size from sizes is sent to the shim while the attach lasts.
+func Attach(ctx context.Context, sandboxDir string, req Request, sizes <-chan WindowSize, files ...*os.File) (*Response, error) {
+	return call(ctx, sandboxDir, req, sizes, files)
+}
+
+func call(ctx context.Context, sandboxDir string, req Request, sizes <-chan WindowSize, files []*os.File) (*Response, error) {
 	conn, err := dial(sandboxDir)
 	if err != nil {
 		return nil, err
@@ -85,6 +103,11 @@ func Call(ctx context.Context, sandboxDir string, req Request, files ...*os.File
 	if _, _, err := conn.WriteMsgUnix(append(data, '\n'), oob, nil); err != nil {
 		return nil, callErr(ctx, err)
 	}
+	if sizes != nil {
+		answered := make(chan struct{})
+		defer close(answered)
+		go sendSizes(conn, sizes, answered)
+	}
 	var resp Response
 	if err := json.NewDecoder(bufio.NewReader(conn)).Decode(&resp); err != nil {
 		return nil, callErr(ctx, fmt.Errorf("pod shim gave no answer: %w", err))
@@ -93,6 +116,24 @@ func Call(ctx context.Context, sandboxDir string, req Request, files ...*os.File
 		return &resp, errors.New(resp.Error)
 	}
 	return &resp, nil
+}
+
+// sendSizes sends each size on conn until the call is answered.
+func sendSizes(conn *net.UnixConn, sizes <-chan WindowSize, answered <-chan struct{}) {
+	enc := json.NewEncoder(conn)
+	for {
+		select {
+		case size, ok := <-sizes:
+			if !ok {
+				return
+			}
+			if enc.Encode(size) != nil {
+				return
+			}
+		case <-answered:
+			return
+		}
+	}
 }
 
 func callErr(ctx context.Context, err error) error {

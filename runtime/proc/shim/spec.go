@@ -26,9 +26,13 @@ type ContainerSpec struct {
 	Isolation *Isolation `json:"isolation,omitempty"`
 	// Stdin gives the command a stdin pipe that the shim keeps open for
 	// attached clients (the CRI's stdin); otherwise its stdin is /dev/null.
-	// StdinOnce closes it when the first attach that wrote to it ends.
+	// StdinOnce closes it when the first attach with a stdin ends.
 	Stdin     bool `json:"stdin,omitempty"`
 	StdinOnce bool `json:"stdin_once,omitempty"`
+	// Tty gives the command a terminal, kept by the shim, as its stdin,
+	// stdout and stderr and controlling terminal: its output is one stream
+	// (stdout), and StdinOnce does not close it.
+	Tty bool `json:"tty,omitempty"`
 }
 
 // User is a process's credentials.

@@ -1,4 +1,4 @@
-package proc
+package shim
 
 import (
 	"fmt"
@@ -7,9 +7,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// openPty opens a new pseudo-terminal: the master, pollable (a Close ends a
+// OpenPty opens a new pseudo-terminal: the master, pollable (a Close ends a
 // blocked read), and its slave, which becomes a process's terminal.
-func openPty() (master, slave *os.File, err error) {
+func OpenPty() (master, slave *os.File, err error) {
 	fd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open /dev/ptmx: %w", err)
@@ -31,8 +31,9 @@ func openPty() (master, slave *os.File, err error) {
 	return master, slave, nil
 }
 
-// setWindowSize applies a client's terminal size to the terminal of master.
-func setWindowSize(master *os.File, width, height uint16) error {
+// SetWindowSize applies a client's terminal size to the terminal of master,
+// leaving master pollable.
+func SetWindowSize(master *os.File, width, height uint16) error {
 	conn, err := master.SyscallConn()
 	if err != nil {
 		return err
