@@ -6,6 +6,7 @@ require (
 	github.com/cenkalti/backoff/v4 v4.3.0
 	github.com/containerd/cgroups/v3 v3.1.3
 	github.com/containernetworking/cni v1.3.1
+	github.com/elastic/go-seccomp-bpf v1.6.0
 	github.com/go-json-experiment/json v1.27.2
 	github.com/google/go-containerregistry v0.22.1
 	github.com/google/uuid v1.6.0
