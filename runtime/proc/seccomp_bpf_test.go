@@ -295,3 +295,16 @@ func TestSeccompDefaultProfileFitsTheKernelsLimit(t *testing.T) {
 	}
 	t.Logf("the default profile with every capability: %d instructions", len(f.Filter)/8)
 }
+
+// BenchmarkCompileDefaultSeccompProfile is what RuntimeDefault adds to a
+// CreateContainer.
+func BenchmarkCompileDefaultSeccompProfile(b *testing.B) {
+	if len(hostABIs()) == 0 {
+		b.Skipf("no seccomp on %s", runtime.GOARCH)
+	}
+	for b.Loop() {
+		if _, err := compileSeccomp(defaultSeccompProfile(defaultCapabilities)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
