@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,12 @@ const (
 	initExecPIDEnv = "JETLET_PROC_SHIM_EXEC_PID"
 	// initSyncFD is the init's end of the sync socket (ExtraFiles[0]).
 	initSyncFD = 3
+	// An exec's init reads the container's spec from initSpecFD
+	// (ExtraFiles[1]): entered into the container's mount namespace, it may
+	// not see the container's directory. initExeFD (ExtraFiles[2]) is the
+	// shim binary nsenter executes it from.
+	initSpecFD = 4
+	initExeFD  = 5
 )
 
 // runInit is the init's side of the protocol on the sync socket:
@@ -48,13 +55,16 @@ func runInit(dir string, sync *os.File) error {
 // initContainer sets the container up and executes its command (or the
 // exec's); it returns only on failure.
 func initContainer(dir string, sync *os.File) error {
-	data, err := os.ReadFile(filepath.Join(dir, "spec.json"))
+	// Until it executes the command (which resets it), the container's
+	// processes must not open this process's /proc entries: its exe is the
+	// host's shim binary (runc's CVE-2019-5736).
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("not dumpable: %w", err)
+	}
+	execPID := os.Getenv(initExecPIDEnv)
+	spec, err := readInitSpec(dir, execPID != "")
 	if err != nil {
 		return err
-	}
-	var spec ContainerSpec
-	if err := json.Unmarshal(data, &spec); err != nil {
-		return fmt.Errorf("read %s/spec.json: %w", dir, err)
 	}
 	// Read while /proc is still the runtime's: the parent may not see host pids.
 	self, err := os.Readlink("/proc/self")
@@ -66,12 +76,12 @@ func initContainer(dir string, sync *os.File) error {
 	}
 
 	args := spec.Args
-	if execPID := os.Getenv(initExecPIDEnv); execPID != "" {
+	if execPID != "" {
 		args = os.Args[1:]
-		if spec.Isolation != nil {
+		if spec.Isolation != nil && spec.Isolation.Nsenter == "" {
 			// This process shares the pod's other namespaces already; only
-			// the container's mount view is missing. setns(CLONE_NEWNS) is
-			// refused to a multi-threaded process, so its root is entered.
+			// the container's mount view is missing, and without nsenter
+			// its root is the nearest thing (see Isolation.Nsenter).
 			if err := unix.Chroot("/proc/" + execPID + "/root"); err != nil {
 				return fmt.Errorf("enter the container's root: %w", err)
 			}
@@ -92,7 +102,36 @@ func initContainer(dir string, sync *os.File) error {
 	if err != nil || line != "go\n" {
 		return fmt.Errorf("waiting for the parent: got %q, %v", line, err)
 	}
-	return execCommand(&spec, args)
+	return execCommand(spec, args)
+}
+
+// readInitSpec reads the container's spec: a container's init from dir, an
+// exec's from initSpecFD, closing the descriptors the exec was given so that
+// its command inherits none (the shim binary least of all: a process that
+// can open it can rewrite the host's binary).
+func readInitSpec(dir string, isExec bool) (*ContainerSpec, error) {
+	var data []byte
+	var err error
+	if isExec {
+		f := os.NewFile(initSpecFD, "spec.json")
+		data, err = io.ReadAll(f)
+		f.Close()
+	} else {
+		data, err = os.ReadFile(filepath.Join(dir, "spec.json"))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s/spec.json: %w", dir, err)
+	}
+	var spec ContainerSpec
+	if err := json.Unmarshal(data, &spec); err != nil {
+		return nil, fmt.Errorf("read %s/spec.json: %w", dir, err)
+	}
+	if isExec && spec.Isolation != nil && spec.Isolation.Nsenter != "" {
+		if err := unix.Close(initExeFD); err != nil {
+			return nil, fmt.Errorf("close the shim binary: %w", err)
+		}
+	}
+	return &spec, nil
 }
 
 // execCommand enters the working dir, switches to the container's user and

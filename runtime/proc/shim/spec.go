@@ -60,6 +60,12 @@ type Isolation struct {
 	ReadonlyPaths []string `json:"readonly_paths,omitempty"`
 	// Capabilities are the process's capability sets by name ("CAP_CHOWN").
 	Capabilities Capabilities `json:"capabilities"`
+	// Nsenter is the util-linux nsenter binary an exec enters the container's
+	// mount namespace with (a Go process cannot: setns refuses a mount
+	// namespace to a multi-threaded process). Empty: an exec is chrooted
+	// into the container's root instead, so it sees the container's files
+	// but not mounts made after the container started, and cannot mount.
+	Nsenter string `json:"nsenter,omitempty"`
 	// OwnPIDs gives the container a pid namespace of its own inside the pod's
 	// (the CRI's NamespaceMode CONTAINER, kubelet's default): its command is
 	// its PID 1, and execs join it.
