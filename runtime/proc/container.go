@@ -44,7 +44,7 @@ type container struct {
 	logPath   string
 	dir       string
 	cgroup    *cgroups.Cgroup // nil: none (cgroups off)
-	seccomp   *shim.Seccomp   // compiled at create; nil: no filter
+	seccomp   *shim.Seccomp   // compiled at create, never changed; nil: no filter
 
 	// opMu serialises Start, Stop and Remove of this container.
 	opMu sync.Mutex

@@ -135,9 +135,9 @@ func readInitSpec(dir string, isExec bool) (*ContainerSpec, error) {
 }
 
 // execCommand enters the working dir, switches to the container's user and
-// capabilities, installs its seccomp filter and executes args; it returns only on failure. Credentials and
-// capabilities are per thread: they are set on this locked thread, the one
-// that executes.
+// capabilities, installs its seccomp filter and executes args; it returns
+// only on failure. Credentials, capabilities and the filter are per thread:
+// they are set on this locked thread, the one that executes.
 func execCommand(spec *ContainerSpec, args []string) error {
 	wd := spec.WorkDir
 	if wd == "" {
