@@ -171,4 +171,14 @@ func TestAPodsLocalhostSeccompProfileDeniesMkdir(t *testing.T) {
 	if want := "mkdir: cannot create directory '/tmp/d': Operation not permitted\nSeccomp:\t2"; got != want {
 		t.Fatalf("in the pod:\n%s\nwant:\n%s", got, want)
 	}
+
+	// A container whose profile file is missing is not created, and its
+	// status says which file.
+	n.publish("noprofile", podWithSpec("noprofile", `"restartPolicy":"Never","containers":[{"name":"app","image":"busybox:1.36",
+	  "securityContext":{"seccompProfile":{"type":"Localhost","localhostProfile":"missing.json"}},"command":`+shellCmd("true")+`}]`))
+	missing := filepath.Join(data, "seccomp", "missing.json")
+	n.waitStatus("noprofile", 60*time.Second, func(st *schemas.PodStatus) bool {
+		return len(st.Containers) == 1 && st.Containers[0].State == schemas.ContainerWaiting &&
+			st.Containers[0].Reason == "CreateContainerError" && strings.Contains(st.Containers[0].Message, missing)
+	})
 }
