@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/jetlet/jetlet/internal/atomicfile"
 	"github.com/jetlet/jetlet/runtime/proc/shim"
@@ -105,6 +104,7 @@ func (r *Runtime) buildSpec(c *container, s *sandbox) (*shim.ContainerSpec, erro
 		Args:        append(append([]string{}, cfg.GetCommand()...), cfg.GetArgs()...),
 		LogPath:     c.logPath,
 		CgroupProcs: r.cgroupProcs(c),
+		Seccomp:     c.seccomp,
 	}
 	hostname := s.config.GetHostname()
 	if hostname == "" {
@@ -112,7 +112,7 @@ func (r *Runtime) buildSpec(c *container, s *sandbox) (*shim.ContainerSpec, erro
 	}
 	env := []string{"PATH=" + defaultPath, "HOSTNAME=" + hostname}
 
-	if r.iso.allowed&syscall.CLONE_NEWNS != 0 {
+	if r.isolated() {
 		iso, usr, err := containerIsolation(cfg, s.config, s.dir)
 		if err != nil {
 			return nil, err

@@ -93,6 +93,11 @@ func probeNamespace(shimPath string, flag uintptr) error {
 	return nil
 }
 
+// isolated reports whether containers get a mount namespace of their own,
+// set up by their init as root (else they run in the host's view as
+// jetlet's user).
+func (r *Runtime) isolated() bool { return r.iso.allowed&syscall.CLONE_NEWNS != 0 }
+
 // Isolation reports how far pods are isolated from the host (IsolationFull,
 // IsolationPartial or IsolationNone) and what is missing. Valid after Start.
 func (r *Runtime) Isolation() (level string, missing []string) {

@@ -135,9 +135,9 @@ func readInitSpec(dir string, isExec bool) (*ContainerSpec, error) {
 }
 
 // execCommand enters the working dir, switches to the container's user and
-// capabilities and executes args; it returns only on failure. Credentials and
-// capabilities are per thread: they are set on this locked thread, the one
-// that executes.
+// capabilities, installs its seccomp filter and executes args; it returns
+// only on failure. Credentials, capabilities and the filter are per thread:
+// they are set on this locked thread, the one that executes.
 func execCommand(spec *ContainerSpec, args []string) error {
 	wd := spec.WorkDir
 	if wd == "" {
@@ -151,8 +151,27 @@ func execCommand(spec *ContainerSpec, args []string) error {
 		return err
 	}
 	runtime.LockOSThread() // never unlocked: the thread becomes the command or the process ends
+	// As runc: a filter goes on while the init still holds CAP_SYS_ADMIN,
+	// before the user and capabilities change, unless no_new_privs is asked
+	// for; then (and without isolation, where the init has no CAP_SYS_ADMIN
+	// to install one with) it is the last step before execve, under
+	// no_new_privs as the kernel requires of a process without CAP_SYS_ADMIN.
+	early := spec.Seccomp != nil && spec.Isolation != nil && !spec.Isolation.NoNewPrivs
+	if early {
+		if err := spec.Seccomp.install(); err != nil {
+			return err
+		}
+	}
 	if err := setCredentials(spec.User, spec.Isolation); err != nil {
 		return err
+	}
+	if spec.Seccomp != nil && !early {
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return fmt.Errorf("no_new_privs: %w", err)
+		}
+		if err := spec.Seccomp.install(); err != nil {
+			return err
+		}
 	}
 	err = unix.Exec(path, args, spec.Env)
 	return fmt.Errorf("exec %s: %w", path, err)

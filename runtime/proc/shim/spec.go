@@ -24,6 +24,19 @@ type ContainerSpec struct {
 	// set up by its init before the command runs. Nil runs the command in the
 	// shim's mount namespace (the runtime is not root).
 	Isolation *Isolation `json:"isolation,omitempty"`
+	// Seccomp, when set, is installed on the command and on every exec in
+	// the container.
+	Seccomp *Seccomp `json:"seccomp,omitempty"`
+}
+
+// Seccomp is a compiled seccomp filter: the runtime compiles the profile,
+// the init only installs it.
+type Seccomp struct {
+	// Filter is the classic BPF program as the kernel's struct sock_filter
+	// array in the host's byte order.
+	Filter []byte `json:"filter"`
+	// Flags are seccomp(2)'s SECCOMP_FILTER_FLAG_ values.
+	Flags uint `json:"flags,omitempty"`
 }
 
 // User is a process's credentials.
