@@ -27,6 +27,7 @@ type containerRecord struct {
 	LogPath   string          `json:"log_path,omitempty"`
 	Resources json.RawMessage `json:"resources,omitempty"`
 	Cgroup    cgroups.Paths   `json:"cgroup,omitempty"`
+	Seccomp   *shim.Seccomp   `json:"seccomp,omitempty"`
 }
 
 const (
@@ -45,6 +46,7 @@ type container struct {
 	logPath   string
 	dir       string
 	cgroup    *cgroups.Cgroup // nil: none (cgroups off)
+	seccomp   *shim.Seccomp   // compiled at create, never changed; nil: no filter
 
 	// opMu serialises Start, Stop and Remove of this container.
 	opMu sync.Mutex
@@ -83,7 +85,7 @@ func (r *Runtime) saveContainer(c *container) error {
 	}
 	rec := containerRecord{
 		ID: c.id, SandboxID: c.sandboxID, Config: cfg, ImageID: c.imageID,
-		CreatedAt: c.createdAt, LogPath: c.logPath, Cgroup: c.cgroup.Paths(),
+		CreatedAt: c.createdAt, LogPath: c.logPath, Cgroup: c.cgroup.Paths(), Seccomp: c.seccomp,
 	}
 	r.mu.RLock()
 	res := c.resources
@@ -111,7 +113,7 @@ func (r *Runtime) loadContainer(dir string) (*container, error) {
 	c := &container{
 		id: rec.ID, sandboxID: rec.SandboxID, config: cfg, imageID: rec.ImageID,
 		createdAt: rec.CreatedAt, logPath: rec.LogPath, dir: dir,
-		cgroup: r.cgroups.Load(rec.Cgroup),
+		cgroup: r.cgroups.Load(rec.Cgroup), seccomp: rec.Seccomp,
 	}
 	if len(rec.Resources) > 0 {
 		res := &runtimeapi.LinuxContainerResources{}

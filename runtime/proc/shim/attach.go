@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -140,7 +139,7 @@ func (t streamTee) Write(p []byte) (int, error) {
 // command exited), when stdin ends (with StdinOnce and no terminal that
 // closes the command's stdin instead, as containerd does), or when the caller
 // hangs up.
-func (p *podShim) attach(conn *net.UnixConn, req Request, files []*os.File) error {
+func (p *podShim) attach(conn *os.File, req Request, files []*os.File) error {
 	if len(files) != len(req.Streams) {
 		return fmt.Errorf("attach names %d streams and sends %d files", len(req.Streams), len(files))
 	}
@@ -187,7 +186,7 @@ func (p *podShim) attach(conn *net.UnixConn, req Request, files []*os.File) erro
 
 // resizeUntilHangUp applies the window sizes read from conn to the terminal
 // (if any) until the caller hangs up, then closes the channel it returns.
-func (r *running) resizeUntilHangUp(conn *net.UnixConn) <-chan struct{} {
+func (r *running) resizeUntilHangUp(conn *os.File) <-chan struct{} {
 	ch := make(chan struct{})
 	go func() {
 		defer close(ch)
@@ -230,7 +229,7 @@ func (r *running) closeStdin() {
 
 // hungUp is closed when the caller on conn hangs up (it sends nothing after
 // its request, so a read returns only then).
-func hungUp(conn *net.UnixConn) <-chan struct{} {
+func hungUp(conn *os.File) <-chan struct{} {
 	ch := make(chan struct{})
 	go func() {
 		_, _ = conn.Read(make([]byte, 1))

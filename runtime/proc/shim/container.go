@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -51,10 +52,10 @@ func StartContainer(exe, dir string, spec *ContainerSpec, stdio Stdio) (*Started
 }
 
 // StartExec runs args in the running container whose command has host pid
-// hostPID: in its mount view (its root), with its environment, working dir,
-// user, capabilities and cgroups, in a session of its own. This process is
-// already in the pod's other namespaces. It returns once args has been
-// executed, or an error naming what failed.
+// hostPID: in its mount namespace (or its root, see Isolation.Nsenter), with
+// its environment, working dir, user, capabilities and cgroups, in a session
+// of its own. This process is already in the pod's other namespaces. It
+// returns once args has been executed, or an error naming what failed.
 func StartExec(exe, dir string, spec *ContainerSpec, hostPID int, args []string, stdio Stdio) (*exec.Cmd, error) {
 	if len(args) == 0 {
 		return nil, errors.New("exec command is empty")
@@ -63,8 +64,11 @@ func StartExec(exe, dir string, spec *ContainerSpec, hostPID int, args []string,
 		exe: exe, dir: dir, execArgs: args, execPID: hostPID,
 		stdio: stdio, cgroupProcs: spec.CgroupProcs,
 	}
-	if spec.Isolation != nil && spec.Isolation.OwnPIDs {
-		p.pidNamespace = fmt.Sprintf("/proc/%d/ns/pid", hostPID)
+	if iso := spec.Isolation; iso != nil {
+		if iso.OwnPIDs {
+			p.pidNamespace = fmt.Sprintf("/proc/%d/ns/pid", hostPID)
+		}
+		p.nsenter = iso.Nsenter
 	}
 	cmd, _, err := p.start()
 	return cmd, err
@@ -90,6 +94,9 @@ type initProcess struct {
 	// pidNamespace, when set, is the pid namespace the init is started in
 	// (an exec joining its container's).
 	pidNamespace string
+	// nsenter, when set, starts an exec's init through nsenter in the mount
+	// namespace of execPID.
+	nsenter string
 }
 
 // start starts the init and runs the parent's half of the init protocol (see
@@ -105,19 +112,26 @@ func (p initProcess) start() (*exec.Cmd, int, error) {
 	child := os.NewFile(uintptr(fds[1]), "init-sync")
 	defer parent.Close()
 
-	env := []string{ModeEnv + "=" + ModeInit, DirEnv + "=" + p.dir}
-	if p.execArgs != nil {
-		env = append(env, initExecPIDEnv+"="+strconv.Itoa(p.execPID))
-	}
 	cmd := &exec.Cmd{
 		Path:        p.exe,
 		Args:        append([]string{"jetlet-init"}, p.execArgs...),
-		Env:         env,
+		Env:         []string{ModeEnv + "=" + ModeInit, DirEnv + "=" + p.dir},
 		ExtraFiles:  []*os.File{child}, // fd 3: initSyncFD
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Setctty: p.stdio.Tty, Cloneflags: p.cloneflags},
 	}
-	// Setctty takes Ctty, fd 0 (stdin), as the terminal. A nil *os.File in
-	// an io.Reader or io.Writer is not nil: /dev/null is.
+	if p.execArgs != nil {
+		files, err := p.prepareExec(cmd)
+		for _, f := range files {
+			defer f.Close()
+		}
+		if err != nil {
+			child.Close()
+			return nil, 0, err
+		}
+	}
+	// Setctty takes Ctty, fd 0 (stdin), as the terminal (kept across
+	// nsenter's exec of the init). A nil *os.File in an io.Reader or
+	// io.Writer is not nil: /dev/null is.
 	if p.stdio.In != nil {
 		cmd.Stdin = p.stdio.In
 	}
@@ -149,6 +163,34 @@ func (p initProcess) start() (*exec.Cmd, int, error) {
 		return nil, 0, err
 	}
 	return cmd, hostPID, nil
+}
+
+// prepareExec makes cmd an exec's init: it passes the container's spec
+// (initSpecFD) and, with nsenter, runs the init through it from the shim
+// binary's descriptor (initExeFD), since the binary's path may not exist in
+// the container's mount namespace. It returns the files to close once cmd
+// has started.
+func (p initProcess) prepareExec(cmd *exec.Cmd) ([]*os.File, error) {
+	cmd.Env = append(cmd.Env, initExecPIDEnv+"="+strconv.Itoa(p.execPID))
+	spec, err := os.Open(filepath.Join(p.dir, "spec.json"))
+	if err != nil {
+		return nil, err
+	}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, spec)
+	if p.nsenter == "" {
+		return []*os.File{spec}, nil
+	}
+	exe, err := os.Open(p.exe)
+	if err != nil {
+		return []*os.File{spec}, err
+	}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, exe)
+	cmd.Path = p.nsenter
+	cmd.Args = append([]string{
+		"nsenter", fmt.Sprintf("--mount=/proc/%d/ns/mnt", p.execPID), "--",
+		fmt.Sprintf("/proc/self/fd/%d", initExeFD),
+	}, p.execArgs...)
+	return []*os.File{spec, exe}, nil
 }
 
 // joinCgroups writes pid into each cgroup.procs file.

@@ -483,6 +483,40 @@ func TestShimExecSeesTheContainer(t *testing.T) {
 	}
 }
 
+func TestShimExecEntersTheMountNamespace(t *testing.T) {
+	nsenter, err := exec.LookPath("nsenter")
+	if err != nil {
+		t.Skip("no nsenter:", err)
+	}
+	shared := t.TempDir()
+	iso := &Isolation{
+		Capabilities: capsOf(AllCapabilities()),
+		Mounts:       []Mount{{Source: shared, Destination: "/shared", Propagation: "rshared"}},
+		OwnPIDs:      true,
+		Nsenter:      nsenter,
+	}
+	dir := newContainer(t, iso, nil, sh("mount -t tmpfs c /mnt && touch /mnt/by-container && echo ready && exec sleep 1000")...)
+	res := runTestPod(t,
+		podStep{Pod: sh(fmt.Sprintf("mount --bind %[1]s %[1]s && mount --make-shared %[1]s", shared))},
+		podStep{Dir: dir, Keep: true},
+		podStep{Dir: dir, Exec: sh("ls /mnt && mkdir /shared/m && mount -t tmpfs e /shared/m && touch /shared/m/by-exec && echo $$")},
+		podStep{Pod: []string{"ls", filepath.Join(shared, "m")}},
+		podStep{Dir: dir, Exec: sh("ls /shared/m; ls -l /proc/self/fd/ | grep -e spec.json -e shim -e test || echo none")},
+	)
+	wantRun(t, res[0])
+	wantRun(t, res[1], "ready\n")
+	// The exec sees the container's own mount and mounts in its namespace:
+	// an rshared volume carries that mount to the pod. Its pid is the
+	// container pid namespace's.
+	wantRun(t, res[2], "by-container\n")
+	if pid := strings.TrimPrefix(res[2].Output, "by-container\n"); pid == "\n" || len(pid) > 4 {
+		t.Errorf("exec's pid %q: want a small pid of the container's namespace", pid)
+	}
+	wantRun(t, res[3], "by-exec\n")
+	// No descriptor of the shim's (its binary, the spec) reaches the command.
+	wantRun(t, res[4], "by-exec\nnone\n")
+}
+
 func TestShimStartErrors(t *testing.T) {
 	iso := &Isolation{Capabilities: capsOf(defaultCaps)}
 	notFound := newContainer(t, iso, nil, "nope")

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -121,13 +120,13 @@ func runPod(dir string, report *os.File) (err error) {
 	go p.reap(sigchld)
 
 	_ = os.Remove(SocketName)
-	lis, err := net.ListenUnix("unix", &net.UnixAddr{Net: "unix", Name: SocketName})
+	lis, err := listenUnix(SocketName)
 	if err != nil {
 		return err
 	}
 	sendReport("ready " + strconv.Itoa(hostPID))
 	for {
-		conn, err := lis.AcceptUnix()
+		conn, err := acceptUnix(lis)
 		if err != nil {
 			return err
 		}
@@ -198,11 +197,11 @@ func (p *podShim) spawn(start func() (int, error)) (int, <-chan syscall.WaitStat
 	return pid, ch, nil
 }
 
-func (p *podShim) serve(conn *net.UnixConn) {
+func (p *podShim) serve(conn *os.File) {
 	defer conn.Close()
 	buf := make([]byte, 64<<10)
 	oob := make([]byte, syscall.CmsgSpace(3*4))
-	n, oobn, _, _, err := conn.ReadMsgUnix(buf, oob)
+	n, oobn, err := recvMsg(conn, buf, oob)
 	if err != nil {
 		return
 	}
@@ -465,7 +464,7 @@ func recordStartError(dir string, cause error) error {
 // exec runs req.Args in the running container of req.Dir with files as its
 // stdin, stdout and stderr (stdin its controlling terminal with req.Tty), and
 // returns its exit code. The caller closing conn first kills it.
-func (p *podShim) exec(conn *net.UnixConn, req Request, files []*os.File) (int32, error) {
+func (p *podShim) exec(conn *os.File, req Request, files []*os.File) (int32, error) {
 	if len(files) != 3 {
 		return 0, fmt.Errorf("exec wants stdin, stdout and stderr, got %d files", len(files))
 	}

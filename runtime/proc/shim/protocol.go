@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -100,7 +99,7 @@ func call(ctx context.Context, sandboxDir string, req Request, sizes <-chan Wind
 		}
 		oob = syscall.UnixRights(fds...)
 	}
-	if _, _, err := conn.WriteMsgUnix(append(data, '\n'), oob, nil); err != nil {
+	if err := sendMsg(conn, append(data, '\n'), oob); err != nil {
 		return nil, callErr(ctx, err)
 	}
 	if sizes != nil {
@@ -119,7 +118,7 @@ func call(ctx context.Context, sandboxDir string, req Request, sizes <-chan Wind
 }
 
 // sendSizes sends each size on conn until the call is answered.
-func sendSizes(conn *net.UnixConn, sizes <-chan WindowSize, answered <-chan struct{}) {
+func sendSizes(conn *os.File, sizes <-chan WindowSize, answered <-chan struct{}) {
 	enc := json.NewEncoder(conn)
 	for {
 		select {
@@ -146,14 +145,13 @@ func callErr(ctx context.Context, err error) error {
 // dial connects to the shim's socket through a descriptor of the sandbox
 // directory, so that a long data dir cannot push the path past the 108 bytes
 // a unix socket address holds.
-func dial(sandboxDir string) (*net.UnixConn, error) {
+func dial(sandboxDir string) (*os.File, error) {
 	dir, err := os.OpenFile(sandboxDir, unix.O_PATH|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("pod shim: %w", err)
 	}
 	defer dir.Close()
-	addr := &net.UnixAddr{Net: "unix", Name: filepath.Join("/proc/self/fd", fmt.Sprint(dir.Fd()), SocketName)}
-	conn, err := net.DialUnix("unix", nil, addr)
+	conn, err := dialUnix(filepath.Join("/proc/self/fd", fmt.Sprint(dir.Fd()), SocketName))
 	if err != nil {
 		return nil, fmt.Errorf("pod shim of %s: %w", sandboxDir, err)
 	}
