@@ -5,14 +5,16 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/jetlet/jetlet/runtime/proc/podnet"
 )
 
 // portForward connects stream to port on the pod's loopback: in the pod's
 // network namespace when it has one (CNI), else the host's, which the pod
-// shares. It returns when the pod's side of the connection ends; the client's
-// end of stream half-closes it.
+// shares. It returns when the pod's side of the connection ends, or, as
+// containerd, at most a second after the client's side ended (half-closing
+// the connection to the pod). The library passes no context that ends.
 func (r *Runtime) portForward(sandboxID string, port int32, stream io.ReadWriteCloser) error {
 	s, err := r.getSandbox(sandboxID)
 	if err != nil {
@@ -31,13 +33,28 @@ func (r *Runtime) portForward(sandboxID string, port int32, stream io.ReadWriteC
 		return fmt.Errorf("port forward to port %d of sandbox %s: %w", port, s.id, err)
 	}
 	defer conn.Close()
+	fromPod := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(stream, conn)
+		fromPod <- err
+	}()
+	toPod := make(chan struct{})
 	go func() {
 		_, _ = io.Copy(conn, stream)
 		if tcp, ok := conn.(*net.TCPConn); ok {
 			_ = tcp.CloseWrite()
 		}
+		close(toPod)
 	}()
-	if _, err := io.Copy(stream, conn); err != nil {
+	select {
+	case err = <-fromPod:
+	case <-toPod:
+		select {
+		case err = <-fromPod:
+		case <-time.After(time.Second):
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("port forward to port %d of sandbox %s: %w", port, s.id, err)
 	}
 	return nil
