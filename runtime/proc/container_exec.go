@@ -32,7 +32,15 @@ func (r *Runtime) execStreaming(ctx context.Context, id string, cmd []string, in
 	var stdio execIO
 	defer stdio.close()
 	if tty {
-		err = stdio.openTerminal(in, out, resize, hangUp)
+		// From the container's own /dev/pts (its mount namespace's), so that
+		// the command sees its terminal's name.
+		r.mu.RLock()
+		st := c.shim
+		r.mu.RUnlock()
+		if st == nil {
+			return fmt.Errorf("exec: container %s is not running", c.id)
+		}
+		err = stdio.openTerminal(fmt.Sprintf("/proc/%d/root/dev", st.PID), in, out, resize, hangUp)
 	} else {
 		err = stdio.openPipes(in, out, errOut, hangUp)
 	}
@@ -90,10 +98,11 @@ func (e *execIO) openPipes(in io.Reader, out, errOut io.Writer, hangUp context.C
 	return e.fillDevNull()
 }
 
-// openTerminal makes a terminal: its slave is the exec's stdio, its master
-// carries the client's input and output and takes its window sizes.
-func (e *execIO) openTerminal(in io.Reader, out io.Writer, resize <-chan remotecommand.TerminalSize, hangUp context.CancelFunc) error {
-	master, slave, err := shim.OpenPty()
+// openTerminal makes a terminal of the devpts instance under dev: its slave
+// is the exec's stdio, its master carries the client's input and output and
+// takes its window sizes.
+func (e *execIO) openTerminal(dev string, in io.Reader, out io.Writer, resize <-chan remotecommand.TerminalSize, hangUp context.CancelFunc) error {
+	master, slave, err := shim.OpenPty(dev)
 	if err != nil {
 		return err
 	}

@@ -104,10 +104,11 @@ func TestExecWithATerminalTakesItsSize(t *testing.T) {
 	sb, sbCfg := h.pod("p", nil)
 	id := h.run(sb, sbCfg, "c", "sleep", "1000")
 	// The command waits for the size the client sets last, then shows that
-	// the terminal is its stdin and its controlling terminal (tty_nr, the
-	// 7th field of its stat, is set).
+	// the terminal is its stdin, named in its /dev/pts, and its controlling
+	// terminal (tty_nr, the 7th field of its stat, is set).
 	script := `until [ "$(stty size)" = "50 132" ]; do :; done
 [ -t 0 ] && echo stdin-is-a-tty
+case $(tty) in /dev/pts/*) echo named-in-its-dev ;; esac
 read -r pid comm state ppid pgrp session tty rest < /proc/self/stat
 [ "$tty" != 0 ] && echo has-a-controlling-terminal
 echo size $(stty size)`
@@ -125,7 +126,7 @@ echo size $(stty size)`
 		t.Fatal(err)
 	}
 	// A terminal ends lines with \r\n.
-	if want := "stdin-is-a-tty\r\nhas-a-controlling-terminal\r\nsize 50 132\r\n"; stdout.String() != want {
+	if want := "stdin-is-a-tty\r\nnamed-in-its-dev\r\nhas-a-controlling-terminal\r\nsize 50 132\r\n"; stdout.String() != want {
 		t.Fatalf("stdout %q, want %q", stdout.String(), want)
 	}
 }

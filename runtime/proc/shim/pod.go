@@ -354,7 +354,9 @@ type containerIO struct {
 // terminal, nobody writes to it).
 func openContainerIO(spec *ContainerSpec) (Stdio, containerIO, error) {
 	if spec.Tty {
-		master, slave, err := OpenPty()
+		// From the shim's /dev: the container's own is not mounted yet, so
+		// the command's terminal has no name in it.
+		master, slave, err := OpenPty("/dev")
 		if err != nil {
 			return Stdio{}, containerIO{}, err
 		}

@@ -3,18 +3,22 @@ package shim
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
 
-// OpenPty opens a new pseudo-terminal: the master, pollable (a Close ends a
-// blocked read), and its slave, which becomes a process's terminal.
-func OpenPty() (master, slave *os.File, err error) {
-	fd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+// OpenPty opens a new pseudo-terminal of the devpts instance at dev/pts
+// (dev/ptmx its multiplexer): the master, pollable (a Close ends a blocked
+// read), and its slave, which becomes a process's terminal. A process sees
+// its terminal's name (ttyname) only if that instance is its /dev/pts.
+func OpenPty(dev string) (master, slave *os.File, err error) {
+	fd, err := unix.Open(filepath.Join(dev, "ptmx"), unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open /dev/ptmx: %w", err)
+		return nil, nil, fmt.Errorf("open %s/ptmx: %w", dev, err)
 	}
-	master = os.NewFile(uintptr(fd), "/dev/ptmx")
+	master = os.NewFile(uintptr(fd), "ptmx")
 	n, err := unix.IoctlGetUint32(fd, unix.TIOCGPTN)
 	if err == nil {
 		err = unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0) // unlockpt
@@ -23,7 +27,7 @@ func OpenPty() (master, slave *os.File, err error) {
 		master.Close()
 		return nil, nil, fmt.Errorf("pty: %w", err)
 	}
-	slave, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	slave, err = os.OpenFile(filepath.Join(dev, "pts", strconv.FormatUint(uint64(n), 10)), os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
 		master.Close()
 		return nil, nil, err
