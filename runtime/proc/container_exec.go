@@ -61,8 +61,8 @@ func (r *Runtime) execStreaming(ctx context.Context, id string, cmd []string, in
 	return nil
 }
 
-// execIO is a streaming exec's stdio: the child's ends, sent to the shim, and
-// this runtime's, copied to and from the client.
+// execIO is an exec's stdio (a streaming exec's, or ExecSync's): the child's
+// ends, sent to the shim, and this runtime's, copied to and from the client.
 type execIO struct {
 	child   [3]*os.File // stdin, stdout, stderr of the exec
 	outputs []*os.File  // this runtime's read ends of the output
