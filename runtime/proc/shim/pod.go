@@ -92,6 +92,15 @@ func runPod(dir string, report *os.File) (err error) {
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		return fmt.Errorf("another shim holds %s: %w", lock.Name(), err)
 	}
+	// The lock names its holder: a runtime that died before it read the
+	// report finds the shim to kill there (ShimPIDFromLock).
+	hostPID, err := selfHostPID()
+	if err != nil {
+		return err
+	}
+	if _, err := lock.WriteAt([]byte(strconv.Itoa(hostPID)), 0); err != nil {
+		return fmt.Errorf("write %s: %w", lock.Name(), err)
+	}
 	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE, syscall.SIGTERM, syscall.SIGINT)
 
 	var spec PodSpec
@@ -102,10 +111,6 @@ func runPod(dir string, report *os.File) (err error) {
 		return err
 	}
 	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	hostPID, err := selfHostPID()
 	if err != nil {
 		return err
 	}
@@ -148,6 +153,17 @@ func setUpPod(spec *PodSpec) error {
 		}
 	}
 	return nil
+}
+
+// ShimPIDFromLock reads the host pid a pod shim wrote into its sandbox's
+// shim.lock once it held it; 0 when there is none.
+func ShimPIDFromLock(lockPath string) int {
+	data, err := os.ReadFile(lockPath)
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(string(data))
+	return pid
 }
 
 // selfHostPID is this process's pid in the pid namespace of the /proc it sees,
