@@ -54,6 +54,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 		caps = &iso.Capabilities
 	}
 	filter, err := containerSeccomp(cfg, caps)
+	if err == nil {
+		err = checkAppArmor(cfg.GetLinux().GetSecurityContext())
+	}
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "container %q: %v", cfg.GetMetadata().GetName(), err)
 	}
