@@ -26,6 +26,9 @@ type PublisherConfig struct {
 	EventBuffer int
 	// TerminatedStatusTTL is the per-message TTL of a Terminated status.
 	TerminatedStatusTTL time.Duration
+	// StatusRefreshWindow is how long a status queued by RefreshStatus may
+	// wait to be stored (default 1s); a refresh within it replaces it.
+	StatusRefreshWindow time.Duration
 	Logger              zerolog.Logger
 	Metrics             *Metrics
 	// Denials ends at once a read-back NATS denies; nil leaves it to its
@@ -42,6 +45,9 @@ func (c *PublisherConfig) setDefaults() {
 	}
 	if c.TerminatedStatusTTL == 0 {
 		c.TerminatedStatusTTL = time.Hour
+	}
+	if c.StatusRefreshWindow == 0 {
+		c.StatusRefreshWindow = time.Second
 	}
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics(nil)
@@ -66,7 +72,8 @@ type Publisher struct {
 	ledger  ledger // owned by runEvents
 
 	statusMu      sync.Mutex
-	statusPending map[string]*nats.Msg // key → newest status not yet stored
+	statusPending map[string]pendingStatus // key → newest status not yet stored
+	statusFlush   bool                     // Flush runs: every status is due now
 	statusWake    chan struct{}
 
 	// queued counts the events and statuses not yet stored; Flush waits for
@@ -90,7 +97,7 @@ func NewPublisher(js jetstream.JetStream, cfg PublisherConfig) *Publisher {
 		log:           cfg.Logger.With().Str("component", "publisher").Logger(),
 		events:        make(chan queuedEvent, cfg.EventBuffer),
 		ledger:        ledger{pods: map[string]map[string]struct{}{}},
-		statusPending: map[string]*nats.Msg{},
+		statusPending: map[string]pendingStatus{},
 		statusWake:    make(chan struct{}, 1),
 	}
 	p.drained = sync.NewCond(&p.queuedMu)
@@ -212,9 +219,30 @@ func (p *Publisher) Emit(ctx context.Context, ev schemas.LifecycleEvent) {
 // TakeDropped reports whether an event was dropped since the last call.
 func (p *Publisher) TakeDropped() bool { return p.dropped.Swap(false) }
 
-// PutStatus queues the pod's status for the jetlet_status bucket. Only the
-// newest status per pod is kept while one waits, which is all the bucket keeps.
+// pendingStatus is a status waiting to be stored from due on.
+type pendingStatus struct {
+	msg *nats.Msg
+	due time.Time
+}
+
+// PutStatus queues the pod's status for the jetlet_status bucket, to be
+// stored at once. Only the newest status per pod is kept while one waits,
+// which is all the bucket keeps.
 func (p *Publisher) PutStatus(st *schemas.PodStatus) {
+	p.queueStatus(st, false)
+}
+
+// RefreshStatus queues a status that differs from the pod's last one only in
+// what readers do not act on (its revision and intent seq, which every
+// intent's result carries anyway): it is stored within StatusRefreshWindow,
+// with every other refresh of the pod in that window coalesced into it, or
+// at once with the pod's next PutStatus. A node answering a stream of no-op
+// intents so writes the bucket once a second per pod, not once an intent.
+func (p *Publisher) RefreshStatus(st *schemas.PodStatus) {
+	p.queueStatus(st, true)
+}
+
+func (p *Publisher) queueStatus(st *schemas.PodStatus, refresh bool) {
 	data, err := json.Marshal(st)
 	if err != nil {
 		p.log.Error().Err(err).Str("uid", st.UID).Msg("encode status")
@@ -228,11 +256,25 @@ func (p *Publisher) PutStatus(st *schemas.PodStatus) {
 		msg.Header.Set(jetstream.MsgTTLHeader, p.cfg.TerminatedStatusTTL.String())
 	}
 	p.statusMu.Lock()
-	if _, waiting := p.statusPending[key]; !waiting {
+	prev, waiting := p.statusPending[key]
+	if !waiting {
 		p.track(1)
 	}
-	p.statusPending[key] = msg
+	var due time.Time // now
+	if refresh {
+		due = time.Now().Add(p.cfg.StatusRefreshWindow)
+		if waiting {
+			due = prev.due // a refresh never delays what waits
+		}
+	}
+	p.statusPending[key] = pendingStatus{msg: msg, due: due}
 	p.statusMu.Unlock()
+	if due.IsZero() || !waiting {
+		p.wakeStatuses()
+	}
+}
+
+func (p *Publisher) wakeStatuses() {
 	select {
 	case p.statusWake <- struct{}{}:
 	default:
@@ -255,6 +297,15 @@ func (p *Publisher) Flush(ctx context.Context) error {
 		p.queuedMu.Unlock()
 	})
 	defer stop()
+	p.statusMu.Lock()
+	p.statusFlush = true
+	p.statusMu.Unlock()
+	p.wakeStatuses()
+	defer func() {
+		p.statusMu.Lock()
+		p.statusFlush = false
+		p.statusMu.Unlock()
+	}()
 	p.queuedMu.Lock()
 	defer p.queuedMu.Unlock()
 	for p.queued > 0 {
@@ -353,24 +404,43 @@ func (p *Publisher) publishEvents(ctx context.Context, batch []queuedEvent) erro
 }
 
 func (p *Publisher) runStatuses(ctx context.Context) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-p.statusWake:
+		case <-timer.C:
 		}
-		p.statusMu.Lock()
-		batch := make([]*nats.Msg, 0, len(p.statusPending))
-		for k, m := range p.statusPending {
-			batch = append(batch, m)
-			delete(p.statusPending, k)
+		batch, next := p.dueStatuses(time.Now())
+		if !next.IsZero() {
+			timer.Reset(time.Until(next))
 		}
-		p.statusMu.Unlock()
+		if len(batch) == 0 {
+			continue
+		}
 		if err := p.publishAll(ctx, "status", batch); err != nil {
 			return
 		}
 		p.track(-len(batch))
 	}
+}
+
+// dueStatuses takes the statuses due by now, and says when the next of
+// those left is due (zero if none is left).
+func (p *Publisher) dueStatuses(now time.Time) (batch []*nats.Msg, next time.Time) {
+	p.statusMu.Lock()
+	defer p.statusMu.Unlock()
+	for k, ps := range p.statusPending {
+		if p.statusFlush || !ps.due.After(now) {
+			batch = append(batch, ps.msg)
+			delete(p.statusPending, k)
+		} else if next.IsZero() || ps.due.Before(next) {
+			next = ps.due
+		}
+	}
+	return batch, next
 }
 
 // publishAll stores every message, in order, retrying the ones that failed with

@@ -41,6 +41,10 @@ type Config struct {
 	Node string
 	// Period between relists (default 1s), kubelet's PLEG relist period.
 	Period time.Duration
+	// EventedPeriod is the period between relists while the event stream
+	// is connected (default Period): kubelet's evented PLEG relists every
+	// 300s then, and every Period again as soon as the stream breaks.
+	EventedPeriod time.Duration
 	// ContainerEvents, when set, lets the runtime's event stream trigger a
 	// relist at once and keep the cache current between relists.
 	ContainerEvents ContainerEventsFunc
@@ -69,6 +73,8 @@ type Relister struct {
 	log    zerolog.Logger
 
 	relistDuration prometheus.Histogram
+	streamUp       prometheus.Gauge   // 1 while the event stream is connected
+	eventsReceived prometheus.Counter // container events the stream delivered
 
 	mu         sync.Mutex
 	changed    *sync.Cond
@@ -102,6 +108,9 @@ func New(lister PodLister, emit reconcile.Emitter, cfg Config) *Relister {
 	if cfg.Period <= 0 {
 		cfg.Period = time.Second
 	}
+	if cfg.EventedPeriod <= 0 {
+		cfg.EventedPeriod = cfg.Period
+	}
 	r := &Relister{
 		lister: lister,
 		emit:   emit,
@@ -112,6 +121,14 @@ func New(lister PodLister, emit reconcile.Emitter, cfg Config) *Relister {
 			Help:    "Duration of one relist of the runtime's pods.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 17), // 0.1 ms to 6.6 s, each bound twice the last
 		}),
+		streamUp: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "jetlet_container_event_stream_up",
+			Help: "1 while the runtime's container event stream (CRI GetContainerEvents) is connected: the evented PLEG.",
+		}),
+		eventsReceived: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "jetlet_container_events_total",
+			Help: "Container events received from the runtime's event stream; each triggers a relist.",
+		}),
 		cache:  map[string]cacheEntry{},
 		seen:   map[string]map[string]reconcile.ContainerState{},
 		unread: map[string]podFailure{},
@@ -121,7 +138,7 @@ func New(lister PodLister, emit reconcile.Emitter, cfg Config) *Relister {
 	}
 	r.changed = sync.NewCond(&r.mu)
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(r.relistDuration)
+		cfg.Registerer.MustRegister(r.relistDuration, r.streamUp, r.eventsReceived)
 	}
 	return r
 }
@@ -153,10 +170,13 @@ func (r *Relister) Run(ctx context.Context) {
 		r.changed.Broadcast()
 		r.mu.Unlock()
 	}()
-	t := time.NewTicker(r.cfg.Period)
+	t := time.NewTimer(r.cfg.Period)
 	defer t.Stop()
 	for {
 		r.relist(ctx)
+		// The stream connecting or breaking asks for a relist, so the
+		// period is chosen again at once.
+		t.Reset(r.period())
 		select {
 		case <-ctx.Done():
 			return
@@ -351,6 +371,17 @@ func (r *Relister) Status(ctx context.Context, uid string, t time.Time) (*reconc
 	}
 }
 
+// period is the time to the next relist: EventedPeriod while the event
+// stream is connected (an event relists at once), else Period.
+func (r *Relister) period() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.live {
+		return r.cfg.EventedPeriod
+	}
+	return r.cfg.Period
+}
+
 // askRelist makes Run relist at once (without waiting for the period).
 func (r *Relister) askRelist() {
 	select {
@@ -360,41 +391,65 @@ func (r *Relister) askRelist() {
 }
 
 // followEvents keeps the event stream connected; each event asks for a
-// relist at once.
+// relist at once. While it is connected the relists are EventedPeriod apart;
+// when it breaks, a relist at once catches what it may have missed, and
+// they are Period apart until it is back.
 func (r *Relister) followEvents(ctx context.Context) {
 	delay := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		// Whatever changed while the stream was down is caught by a relist
 		// asked for as the stream comes up, before the cache counts as live.
+		received := false
 		err := r.cfg.ContainerEvents(ctx, func() {
-			r.mu.Lock()
-			r.live = true
-			r.unseen++
-			r.mu.Unlock()
-			r.log.Info().Msg("following the runtime's container events")
+			r.setLive(true)
+			// containerd 1.6 gets here too: a stream is open before the
+			// runtime answers its first receive with Unimplemented.
+			r.log.Debug().Msg("container event stream open")
 			r.askRelist()
 		}, func() {
 			r.mu.Lock()
 			r.unseen++
 			r.mu.Unlock()
+			r.eventsReceived.Inc()
+			if !received {
+				received = true
+				r.log.Info().Dur("relist_period_ms", r.cfg.EventedPeriod).
+					Msg("evented PLEG on: relisting at each container event, and every relist period while the stream stays up")
+			}
 			r.askRelist()
 		})
-		r.mu.Lock()
-		r.live = false
-		r.mu.Unlock()
+		r.setLive(false)
+		r.askRelist()
 		if errors.Is(err, ErrEventsUnsupported) {
-			r.log.Info().Msg("the runtime has no container event stream; relisting every period")
+			r.log.Info().Dur("relist_period_ms", r.cfg.Period).Msg("the runtime has no container event stream; relisting every period")
 			return
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		r.log.Warn().Err(err).Dur("retry_in_ms", delay).Msg("container event stream broke; relisting meanwhile")
+		r.log.Warn().Err(err).Dur("retry_in_ms", delay).Dur("relist_period_ms", r.cfg.Period).Msg("container event stream broke; relisting every period meanwhile")
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, 10*time.Second)
+	}
+}
+
+// setLive records whether the event stream is connected. Connecting counts
+// as an event not yet relisted: the cache is live only once a relist that
+// started after the stream opened has covered it.
+func (r *Relister) setLive(live bool) {
+	r.mu.Lock()
+	r.live = live
+	if live {
+		r.unseen++
+	}
+	r.mu.Unlock()
+	if live {
+		r.streamUp.Set(1)
+	} else {
+		r.streamUp.Set(0)
 	}
 }

@@ -30,6 +30,8 @@ func (l *statusLog) PutStatus(st *schemas.PodStatus) {
 	l.at = append(l.at, time.Now())
 }
 
+func (l *statusLog) RefreshStatus(st *schemas.PodStatus) { l.PutStatus(st) }
+
 // runDeadlinePod syncs a pod with activeDeadlineSeconds 3 through Workers
 // over m (whose runtime then holds its sandbox), calls during(start) after
 // 1 s, and lets the background syncs run until just before the hourly

@@ -314,13 +314,27 @@ func keepTransitionTimes(prev, st *schemas.PodStatus) {
 	}
 }
 
-// sameStatus reports whether two statuses differ only in when they were
-// observed.
-func sameStatus(a, b *schemas.PodStatus) bool {
-	if a == nil || b == nil {
-		return false
+// statusChange is how a pod's new status differs from its last.
+type statusChange int
+
+const (
+	statusSame       statusChange = iota // only in when it was observed
+	statusIntentOnly                     // also in its revision and intent seq
+	statusVisible                        // in what readers act on
+)
+
+func compareStatus(last, st *schemas.PodStatus) statusChange {
+	if last == nil {
+		return statusVisible
 	}
-	x, y := *a, *b
+	x, y := *last, *st
 	x.ObservedAt, y.ObservedAt = time.Time{}, time.Time{}
-	return reflect.DeepEqual(x, y)
+	if reflect.DeepEqual(x, y) {
+		return statusSame
+	}
+	x.Revision, x.IntentSeq = y.Revision, y.IntentSeq
+	if reflect.DeepEqual(x, y) {
+		return statusIntentOnly
+	}
+	return statusVisible
 }

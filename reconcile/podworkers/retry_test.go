@@ -137,6 +137,7 @@ type discard struct{}
 
 func (discard) Emit(context.Context, schemas.LifecycleEvent) {}
 func (discard) PutStatus(*schemas.PodStatus)                 {}
+func (discard) RefreshStatus(*schemas.PodStatus)             {}
 
 // runScripted syncs one pod once through Workers over m, then lets the
 // background syncs run for d of the bubble's time. The workers log to log.

@@ -59,6 +59,10 @@ type Report struct {
 // StatusSink stores pod statuses (jetlet_status); it must not block for long.
 type StatusSink interface {
 	PutStatus(st *schemas.PodStatus)
+	// RefreshStatus stores a status that differs from the pod's last only in
+	// its revision and intent seq, possibly later and coalesced with the
+	// next.
+	RefreshStatus(st *schemas.PodStatus)
 }
 
 // Manager is what the pod workers need of reconcile.Manager.
@@ -504,15 +508,21 @@ func (w *Workers) warnFailed(p *pod, err error) {
 	ev.Msg("pod sync failed; retrying with back-off")
 }
 
-// putStatus stores the pod's status unless it is the one stored last. A
-// condition whose status is the last one's keeps its lastTransitionTime, as
-// kubelet's status manager keeps it.
+// putStatus stores the pod's status unless it is the one stored last; one
+// that differs from it only in its revision and intent seq (a no-op intent's)
+// is a refresh, which the sink may coalesce. A condition whose status is the
+// last one's keeps its lastTransitionTime, as kubelet's status manager keeps
+// it.
 func (w *Workers) putStatus(p *pod, st *schemas.PodStatus) {
 	keepTransitionTimes(p.lastStatus, st)
-	if sameStatus(p.lastStatus, st) {
+	switch compareStatus(p.lastStatus, st) {
+	case statusSame:
 		return
+	case statusIntentOnly:
+		w.status.RefreshStatus(st)
+	default:
+		w.status.PutStatus(st)
 	}
-	w.status.PutStatus(st)
 	w.mu.Lock()
 	p.lastStatus = st
 	w.mu.Unlock()

@@ -50,6 +50,8 @@ func (s *sink) PutStatus(st *schemas.PodStatus) {
 	s.statuses[st.UID] = append(s.statuses[st.UID], st)
 }
 
+func (s *sink) RefreshStatus(st *schemas.PodStatus) { s.PutStatus(st) }
+
 func (s *sink) ofType(uid string, typ schemas.EventType) []schemas.LifecycleEvent {
 	s.mu.Lock()
 	defer s.mu.Unlock()

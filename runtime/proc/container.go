@@ -8,6 +8,8 @@ import (
 
 	"github.com/jetlet/jetlet/internal/atomicfile"
 	"github.com/jetlet/jetlet/runtime/proc/shim"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -25,6 +27,7 @@ type containerRecord struct {
 	LogPath   string          `json:"log_path,omitempty"`
 	Resources json.RawMessage `json:"resources,omitempty"`
 	Cgroup    cgroups.Paths   `json:"cgroup,omitempty"`
+	Seccomp   *shim.Seccomp   `json:"seccomp,omitempty"`
 }
 
 const (
@@ -43,6 +46,7 @@ type container struct {
 	logPath   string
 	dir       string
 	cgroup    *cgroups.Cgroup // nil: none (cgroups off)
+	seccomp   *shim.Seccomp   // compiled at create, never changed; nil: no filter
 
 	// opMu serialises Start, Stop and Remove of this container.
 	opMu sync.Mutex
@@ -81,7 +85,7 @@ func (r *Runtime) saveContainer(c *container) error {
 	}
 	rec := containerRecord{
 		ID: c.id, SandboxID: c.sandboxID, Config: cfg, ImageID: c.imageID,
-		CreatedAt: c.createdAt, LogPath: c.logPath, Cgroup: c.cgroup.Paths(),
+		CreatedAt: c.createdAt, LogPath: c.logPath, Cgroup: c.cgroup.Paths(), Seccomp: c.seccomp,
 	}
 	r.mu.RLock()
 	res := c.resources
@@ -109,7 +113,7 @@ func (r *Runtime) loadContainer(dir string) (*container, error) {
 	c := &container{
 		id: rec.ID, sandboxID: rec.SandboxID, config: cfg, imageID: rec.ImageID,
 		createdAt: rec.CreatedAt, logPath: rec.LogPath, dir: dir,
-		cgroup: r.cgroups.Load(rec.Cgroup),
+		cgroup: r.cgroups.Load(rec.Cgroup), seccomp: rec.Seccomp,
 	}
 	if len(rec.Resources) > 0 {
 		res := &runtimeapi.LinuxContainerResources{}
@@ -129,6 +133,23 @@ func (r *Runtime) getContainer(id string) (*container, error) {
 		return nil, err
 	}
 	return r.containers[full], nil
+}
+
+// runningContainer returns container id and its sandbox, or
+// FailedPrecondition when it is not running: what an exec or attach needs.
+func (r *Runtime) runningContainer(id string) (*container, *sandbox, error) {
+	c, err := r.getContainer(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.mu.RLock()
+	state := c.stateLocked()
+	s := r.sandboxes[c.sandboxID]
+	r.mu.RUnlock()
+	if state != runtimeapi.ContainerState_CONTAINER_RUNNING || s == nil {
+		return nil, nil, status.Errorf(codes.FailedPrecondition, "container %s is in %s state", c.id, state)
+	}
+	return c, s, nil
 }
 
 func exitReason(e *shim.Exit) string {

@@ -8,6 +8,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/runtime/proc/shim"
 )
 
 // CreateContainer records the container's config in its directory. The config
@@ -41,7 +43,21 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 	}
 	// A config the start would refuse is refused now, as containerd builds its
 	// spec at create.
-	if _, _, err := containerIsolation(cfg, s.config, s.dir); err != nil {
+	iso, _, err := containerIsolation(cfg, s.config, s.dir)
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "container %q: %v", cfg.GetMetadata().GetName(), err)
+	}
+	// The seccomp profile is read and compiled now, as containerd reads it
+	// into the spec at create; the start installs what was compiled.
+	var caps *shim.Capabilities
+	if r.isolated() {
+		caps = &iso.Capabilities
+	}
+	filter, err := containerSeccomp(cfg, caps)
+	if err == nil {
+		err = checkAppArmor(cfg.GetLinux().GetSecurityContext())
+	}
+	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "container %q: %v", cfg.GetMetadata().GetName(), err)
 	}
 
@@ -53,6 +69,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 		imageID:   im.ID,
 		createdAt: nowNano(),
 		resources: cfg.GetLinux().GetResources(),
+		seccomp:   filter,
 	}
 	c.dir = r.containerDir(c.id)
 	if lp := cfg.GetLogPath(); lp != "" {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"os"
 	"sync"
 	"time"
@@ -27,16 +26,9 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 	if len(req.GetCmd()) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "exec command is empty")
 	}
-	c, err := r.getContainer(req.GetContainerId())
+	c, s, err := r.runningContainer(req.GetContainerId())
 	if err != nil {
 		return nil, err
-	}
-	r.mu.RLock()
-	state := c.stateLocked()
-	s := r.sandboxes[c.sandboxID]
-	r.mu.RUnlock()
-	if state != runtimeapi.ContainerState_CONTAINER_RUNNING || s == nil {
-		return nil, status.Errorf(codes.FailedPrecondition, "container %s is in %s state", c.id, state)
 	}
 
 	execCtx := ctx
@@ -46,38 +38,19 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 		execCtx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	stdin, err := os.Open(os.DevNull)
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "exec: %v", err)
-	}
-	defer stdin.Close()
 	var stdout, stderr capped
 	stdout.max, stderr.max = maxExecOutput, maxExecOutput
-	outR, outW, err := os.Pipe()
-	if err != nil {
+	var stdio execIO
+	defer stdio.close()
+	if err := stdio.openPipes(nil, &stdout, &stderr, func() {}); err != nil {
 		return nil, status.Errorf(codes.Internal, "exec: %v", err)
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return nil, status.Errorf(codes.Internal, "exec: %v", err)
-	}
-	var copying sync.WaitGroup
-	copying.Add(2)
-	go func() { defer copying.Done(); _, _ = io.Copy(&stdout, outR); outR.Close() }()
-	go func() { defer copying.Done(); _, _ = io.Copy(&stderr, errR); errR.Close() }()
-	resp, err := shim.Call(execCtx, s.dir, shim.Request{Op: shim.OpExec, Dir: c.dir, Args: req.GetCmd()}, stdin, outW, errW)
-	outW.Close()
-	errW.Close()
-	if err == nil {
-		// The output ends with the command, unless something it started holds
-		// the pipes: then as the kubelet's exec, do not wait for it.
-		waitCopied(&copying, time.Second, outR, errR)
-	} else {
-		outR.Close()
-		errR.Close()
-	}
+	resp, err := shim.Call(execCtx, s.dir, shim.Request{Op: shim.OpExec, Dir: c.dir, Args: req.GetCmd()}, stdio.child[:]...)
+	stdio.closeChild()
+	// The output ends with the command (killed if the call failed), unless
+	// something it started holds the pipes: then, as the kubelet's exec, do
+	// not wait for it.
+	waitCopied(&stdio.copying, time.Second, stdio.outputs...)
 	switch {
 	case timeout > 0 && errors.Is(execCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
 		return nil, status.Errorf(codes.DeadlineExceeded, "failed to exec in container: timeout %v exceeded", timeout)

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/jetlet/jetlet/internal/atomicfile"
 	"github.com/jetlet/jetlet/runtime/proc/shim"
@@ -105,6 +104,10 @@ func (r *Runtime) buildSpec(c *container, s *sandbox) (*shim.ContainerSpec, erro
 		Args:        append(append([]string{}, cfg.GetCommand()...), cfg.GetArgs()...),
 		LogPath:     c.logPath,
 		CgroupProcs: r.cgroupProcs(c),
+		Seccomp:     c.seccomp,
+		Stdin:       cfg.GetStdin(),
+		StdinOnce:   cfg.GetStdinOnce(),
+		Tty:         cfg.GetTty(),
 	}
 	hostname := s.config.GetHostname()
 	if hostname == "" {
@@ -112,12 +115,13 @@ func (r *Runtime) buildSpec(c *container, s *sandbox) (*shim.ContainerSpec, erro
 	}
 	env := []string{"PATH=" + defaultPath, "HOSTNAME=" + hostname}
 
-	if r.iso.allowed&syscall.CLONE_NEWNS != 0 {
+	if r.isolated() {
 		iso, usr, err := containerIsolation(cfg, s.config, s.dir)
 		if err != nil {
 			return nil, err
 		}
 		iso.OwnPIDs = s.config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid() == runtimeapi.NamespaceMode_CONTAINER
+		iso.Nsenter = r.iso.nsenter
 		spec.Isolation, spec.User = iso, usr
 		env = append(env, "HOME="+homeOf(usr.UID))
 		spec.WorkDir = cfg.GetWorkingDir()

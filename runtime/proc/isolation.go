@@ -34,6 +34,9 @@ type isolation struct {
 	level   string
 	allowed uintptr  // the namespace flags the kernel grants
 	missing []string // what is not applied, for the log and RuntimeStatus
+	// nsenter is the nsenter binary execs enter their container's mount
+	// namespace with (shim.Isolation.Nsenter); empty when not found.
+	nsenter string
 }
 
 // detectIsolation starts the shim binary in each namespace kind to see which
@@ -50,10 +53,30 @@ func detectIsolation(shimPath string) isolation {
 		}
 		iso.allowed |= ns.flag
 	}
+	if iso.allowed&syscall.CLONE_NEWNS != 0 {
+		var err error
+		if iso.nsenter, err = findNsenter(); err != nil {
+			iso.missing = append(iso.missing, "nsenter (util-linux) not found: an exec enters its container's root, not its mount namespace")
+		}
+	}
 	if len(iso.missing) > 0 {
 		iso.level = IsolationPartial
 	}
 	return iso
+}
+
+// findNsenter looks for nsenter on the PATH, then where distributions put
+// it (a service's PATH may lack the sbin directories).
+func findNsenter() (string, error) {
+	if p, err := exec.LookPath("nsenter"); err == nil {
+		return p, nil
+	}
+	for _, p := range []string{"/usr/bin/nsenter", "/usr/sbin/nsenter", "/bin/nsenter", "/sbin/nsenter"} {
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", errors.New("nsenter not found")
 }
 
 func probeNamespace(shimPath string, flag uintptr) error {
@@ -69,6 +92,11 @@ func probeNamespace(shimPath string, flag uintptr) error {
 	}
 	return nil
 }
+
+// isolated reports whether containers get a mount namespace of their own,
+// set up by their init as root (else they run in the host's view as
+// jetlet's user).
+func (r *Runtime) isolated() bool { return r.iso.allowed&syscall.CLONE_NEWNS != 0 }
 
 // Isolation reports how far pods are isolated from the host (IsolationFull,
 // IsolationPartial or IsolationNone) and what is missing. Valid after Start.

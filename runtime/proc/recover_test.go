@@ -103,6 +103,37 @@ func TestShimKilledReportsUnknownExit(t *testing.T) {
 	eventually(t, "orphaned process killed", func() bool { return !processAlive(pid) })
 }
 
+func TestStopFindsAPodShimTheRuntimeDiedBeforeRecording(t *testing.T) {
+	h := newHarness(t)
+	sb, _ := h.pod("p", nil)
+	h.rt.mu.RLock()
+	dir := h.rt.sandboxes[sb].dir
+	h.rt.mu.RUnlock()
+	lock := filepath.Join(dir, "shim.lock")
+	shimPID := shim.ShimPIDFromLock(lock)
+	if !processAlive(shimPID) {
+		t.Fatalf("pod shim pid %d from its lock: not alive", shimPID)
+	}
+	// As if the runtime had died between starting the shim and reading its
+	// report: the record knows no shim pid.
+	h.stop()
+	var rec map[string]any
+	if err := atomicfile.ReadJSON(filepath.Join(dir, "sandbox.json"), &rec); err != nil {
+		t.Fatal(err)
+	}
+	delete(rec, "shim_pid")
+	if err := atomicfile.WriteJSON(filepath.Join(dir, "sandbox.json"), rec); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	if _, err := h.rs.StopPodSandbox(ctxT(t), &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb}); err != nil {
+		t.Fatalf("StopPodSandbox: %v", err)
+	}
+	if processAlive(shimPID) {
+		t.Errorf("pod shim %d still alive after StopPodSandbox", shimPID)
+	}
+}
+
 func TestCorruptRecordsAreSkipped(t *testing.T) {
 	h := newHarness(t)
 	sb, sbCfg := h.pod("p", nil)

@@ -136,6 +136,9 @@ type Runtime struct {
 	locks *lockWatch
 	// lists encodes the CRI server's messages, keeping list items' encodings.
 	lists *listCodec
+	// stream serves the URLs of Exec, Attach and PortForward; set by Start
+	// before serving, then read-only.
+	stream *streamServer
 
 	srvMu   sync.Mutex
 	server  *grpc.Server
@@ -208,10 +211,16 @@ func (r *Runtime) Start(ctx context.Context, socketPath string) error {
 	}
 	r.recover()
 
-	lis, err := listenUnix(socketPath)
+	stream, err := r.startStreaming()
 	if err != nil {
 		return err
 	}
+	lis, err := listenUnix(socketPath)
+	if err != nil {
+		_ = stream.http.Close()
+		return err
+	}
+	r.stream = stream
 	srv := grpc.NewServer(
 		grpc.MaxRecvMsgSize(maxMsgSize),
 		grpc.MaxSendMsgSize(maxMsgSize),
@@ -229,7 +238,7 @@ func (r *Runtime) Start(ctx context.Context, socketPath string) error {
 	}()
 	r.log.Info().Str("socket", socketPath).Str("dir", r.cfg.Dir).
 		Int("sandboxes", len(r.sandboxes)).Int("containers", len(r.containers)).
-		Str("isolation", r.iso.level).Str("shim", r.cfg.ShimPath).
+		Str("isolation", r.iso.level).Str("shim", r.cfg.ShimPath).Str("streaming", stream.addr).
 		Msg("embedded process runtime serving")
 	return nil
 }
@@ -252,6 +261,8 @@ func (r *Runtime) Stop() {
 	if r.server != nil {
 		r.server.Stop()
 		r.server = nil
+		// Ends the listener; streams in progress end with their clients.
+		_ = r.stream.http.Close()
 		r.log.Info().Msg("embedded process runtime stopped serving")
 	}
 }

@@ -21,6 +21,9 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	if md == nil || md.GetName() == "" {
 		return nil, status.Error(codes.InvalidArgument, "sandbox config must have metadata with a name")
 	}
+	if err := checkSandboxSeccomp(cfg); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "sandbox %q: %v", md.GetName(), err)
+	}
 	s := &sandbox{
 		id:             newID(),
 		name:           sandboxName(md),

@@ -226,8 +226,13 @@ func (r *Runtime) stopPodShim(ctx context.Context, s *sandbox) error {
 	if !shimAlive(lock) {
 		return nil
 	}
-	if s.shimPID > 0 {
-		if err := syscall.Kill(s.shimPID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+	pid := s.shimPID
+	if pid <= 0 {
+		// The runtime died between starting the shim and recording it.
+		pid = shim.ShimPIDFromLock(lock)
+	}
+	if pid > 0 {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 			return err
 		}
 	}
@@ -237,6 +242,6 @@ func (r *Runtime) stopPodShim(ctx context.Context, s *sandbox) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-time.After(killWait):
-		return fmt.Errorf("pod shim %s (pid %d) did not exit %v after SIGKILL", s.id, s.shimPID, killWait)
+		return fmt.Errorf("pod shim %s (pid %d) did not exit %v after SIGKILL", s.id, pid, killWait)
 	}
 }

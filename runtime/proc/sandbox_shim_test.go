@@ -26,7 +26,18 @@ func (h *harness) podWith(name string, adjust func(*runtimeapi.PodSandboxConfig)
 // output runs a container printing what script prints and returns it.
 func (h *harness) output(sb string, sbCfg *runtimeapi.PodSandboxConfig, name, script string) string {
 	h.t.Helper()
-	id := h.run(sb, sbCfg, name, "sh", "-c", script+"; echo END")
+	return h.outputWith(sb, sbCfg, name, script, nil)
+}
+
+// outputWith is output with the container's config adjusted first.
+func (h *harness) outputWith(sb string, sbCfg *runtimeapi.PodSandboxConfig, name, script string, adjust func(*runtimeapi.ContainerConfig)) string {
+	h.t.Helper()
+	cfg := containerConfig(name, nil, "sh", "-c", script+"; echo END")
+	if adjust != nil {
+		adjust(cfg)
+	}
+	id := h.create(sb, sbCfg, cfg)
+	h.startC(id)
 	st := h.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED)
 	lines := h.waitLog(st.GetLogPath(), "END")
 	var out []string

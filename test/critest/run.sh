@@ -13,7 +13,7 @@
 # hand. Environment:
 #   JETLET_CRITEST_CACHE   where critest binaries are kept (/var/cache/jetlet-ci)
 #   JETLET_CRITEST_JETLET  a jetlet binary to test instead of building this tree
-#   JETLET_CRITEST_RUN_ARGS more flags for `jetlet run` (say --cni-conf-dir DIR)
+#   JETLET_CRITEST_RUN_ARGS more flags for `jetlet run`
 #   JETLET_CRITEST_ALL=1   skip nothing; a listed spec that passes fails the stage
 #   JETLET_CRITEST_FOCUS   a -ginkgo.focus expression (a partial run)
 #   JETLET_CRITEST_LOGS    where the logs and reports are left (/tmp/jetlet-critest-logs)
@@ -33,11 +33,12 @@ if [ "$(id -u)" != 0 ]; then
 	exit 1
 fi
 stage_start=$SECONDS
-# busybox-static: sandbox.sh gives the test host some of busybox's applets.
-if ! command -v busybox >/dev/null; then
+# busybox-static: sandbox.sh gives the test host some of busybox's applets;
+# the CNI plugins give its pods a network.
+if ! command -v busybox >/dev/null || [ ! -x /usr/lib/cni/bridge ]; then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get -qq -o DPkg::Lock::Timeout=300 update
-	apt-get -qq -y -o DPkg::Lock::Timeout=300 --no-install-recommends install busybox-static >/dev/null
+	apt-get -qq -y -o DPkg::Lock::Timeout=300 --no-install-recommends install busybox-static containernetworking-plugins >/dev/null
 fi
 # Short: the runtime's socket lives in it (107 bytes at most).
 WORK=$(mktemp -d /tmp/jetlet-critest.XXXXXX)

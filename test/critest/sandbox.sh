@@ -59,13 +59,26 @@ state() {
 }
 state "$out/before"
 
-# 2. jetlet run: embedded NATS and runtime, ports picked free, and the
-# flags in JETLET_CRITEST_RUN_ARGS (say --cni-conf-dir DIR).
+# 2. jetlet run: embedded NATS and runtime, ports picked free, a pod network
+# (each pod that does not ask for the host's network gets a namespace of its
+# own on a bridge, in this run's network namespace, through Debian's CNI
+# plugins), and the flags in JETLET_CRITEST_RUN_ARGS.
 data=$WORK/data
 sock=$data/cri.sock
+mkdir -p "$WORK/cni"
+cat >"$WORK/cni/10-critest.conflist" <<CONF
+{
+  "cniVersion": "1.0.0",
+  "name": "critest",
+  "plugins": [{
+    "type": "bridge", "bridge": "critest0", "isGateway": true,
+    "ipam": {"type": "host-local", "dataDir": "$WORK/cni/ipam", "ranges": [[{"subnet": "10.88.0.0/16"}]]}
+  }]
+}
+CONF
 read -r -a run_args <<<"${JETLET_CRITEST_RUN_ARGS:-}"
 PATH=$WORK/bin:$PATH "$WORK/bin/jetlet" run --node critest --data-dir "$data" \
-	--nats-listen 127.0.0.1:0 --http-listen 127.0.0.1:0 "${run_args[@]}" >"$out/jetlet.log" 2>&1 &
+	--nats-listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --cni-conf-dir "$WORK/cni" "${run_args[@]}" >"$out/jetlet.log" 2>&1 &
 jetlet=$!
 for _ in $(seq 300); do
 	[ -S "$sock" ] && break

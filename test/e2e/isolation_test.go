@@ -148,3 +148,37 @@ func TestMemoryLimitEndsOOMKilled(t *testing.T) {
 		t.Fatalf("container ended %d %q, want 137 OOMKilled", c.ExitCode, c.Reason)
 	}
 }
+
+// A pod's Localhost seccomp profile, a file under <data-dir>/seccomp, holds
+// for its containers: this one denies mkdir.
+func TestAPodsLocalhostSeccompProfileDeniesMkdir(t *testing.T) {
+	requireRoot(t)
+	dir, data := t.TempDir(), shortDir(t)
+	if err := os.MkdirAll(filepath.Join(data, "seccomp"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	profile := `{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["mkdir","mkdirat"],"action":"SCMP_ACT_ERRNO"}]}`
+	if err := os.WriteFile(filepath.Join(data, "seccomp", "deny-mkdir.json"), []byte(profile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, data, "")
+	vol, mount := sharedVolume(dir)
+	n.publish("nomkdir", podWithSpec("nomkdir", vol+`,"restartPolicy":"Never",
+	  "securityContext":{"seccompProfile":{"type":"Localhost","localhostProfile":"deny-mkdir.json"}},
+	  "containers":[{"name":"app","image":"busybox:1.36",`+mount+`,"command":`+shellCmd(
+		`{ mkdir /tmp/d 2>&1; grep Seccomp: /proc/self/status; } > /shared/.seen; mv /shared/.seen /shared/seen`)+`}]`))
+	got := waitFile(t, filepath.Join(dir, "seen"))
+	if want := "mkdir: cannot create directory '/tmp/d': Operation not permitted\nSeccomp:\t2"; got != want {
+		t.Fatalf("in the pod:\n%s\nwant:\n%s", got, want)
+	}
+
+	// A container whose profile file is missing is not created, and its
+	// status says which file.
+	n.publish("noprofile", podWithSpec("noprofile", `"restartPolicy":"Never","containers":[{"name":"app","image":"busybox:1.36",
+	  "securityContext":{"seccompProfile":{"type":"Localhost","localhostProfile":"missing.json"}},"command":`+shellCmd("true")+`}]`))
+	missing := filepath.Join(data, "seccomp", "missing.json")
+	n.waitStatus("noprofile", 60*time.Second, func(st *schemas.PodStatus) bool {
+		return len(st.Containers) == 1 && st.Containers[0].State == schemas.ContainerWaiting &&
+			st.Containers[0].Reason == "CreateContainerError" && strings.Contains(st.Containers[0].Message, missing)
+	})
+}

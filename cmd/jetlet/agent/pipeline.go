@@ -92,6 +92,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	relister := pleg.New(mgr, pub, pleg.Config{
 		Node:            a.cfg.node,
 		Period:          a.cfg.relistPeriod,
+		EventedPeriod:   a.cfg.eventedRelistPeriod,
 		ContainerEvents: containerEvents(client),
 		Logger:          log,
 		Registerer:      reg,

@@ -49,6 +49,7 @@ type runConfig struct {
 	logLevel              string
 	shutdownTimeout       time.Duration
 	relistPeriod          time.Duration
+	eventedRelistPeriod   time.Duration
 	resyncPeriod          time.Duration
 	maxDeadPerContainer   int
 	// The --container-log-* flags, and the rotation config validate makes
@@ -113,6 +114,7 @@ admits anyone. Without
 	fs.StringVar(&cfg.logLevel, "log-level", "info", "trace, debug, info, warn or error")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for in-flight syncs and publishes")
 	fs.DurationVar(&cfg.relistPeriod, "relist-period", time.Second, "how often the runtime's pods are listed to notice changes (kubelet's PLEG relist)")
+	fs.DurationVar(&cfg.eventedRelistPeriod, "evented-relist-period", 0, "how often the runtime's pods are listed while its container event stream (CRI GetContainerEvents) is connected, each event relisting at once; --relist-period again as soon as the stream breaks (kubelet's evented PLEG relists every 300s); 0: --relist-period")
 	fs.DurationVar(&cfg.resyncPeriod, "resync-period", time.Minute, "how often every pod is synced again even when nothing changed (plus up to 10% jitter)")
 	fs.IntVar(&cfg.maxDeadPerContainer, "max-dead-containers-per-container", 1, "dead instances kept per container (kubelet's --maximum-dead-containers-per-container)")
 	fs.StringVar(&cfg.containerLogMaxSize, "container-log-max-size", "10Mi", "size (a quantity: 10Mi, 500Ki) past which a container's log is rotated (kubelet's containerLogMaxSize)")
@@ -172,6 +174,9 @@ func (c *runConfig) validate() error {
 	}
 	if c.relistPeriod < 10*time.Millisecond {
 		return fmt.Errorf("--relist-period %s: must be at least 10ms", c.relistPeriod)
+	}
+	if c.eventedRelistPeriod != 0 && c.eventedRelistPeriod < c.relistPeriod {
+		return fmt.Errorf("--evented-relist-period %s: must be 0 or at least --relist-period (%s)", c.eventedRelistPeriod, c.relistPeriod)
 	}
 	if c.resyncPeriod < time.Second {
 		return fmt.Errorf("--resync-period %s: must be at least 1s", c.resyncPeriod)

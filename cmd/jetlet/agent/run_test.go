@@ -28,3 +28,13 @@ func TestPodMaxPidsFlag(t *testing.T) {
 		t.Fatalf("--pod-max-pids -2: %v, want refused", err)
 	}
 }
+
+func TestEventedRelistPeriodShorterThanRelistPeriodIsRefused(t *testing.T) {
+	cmd := NewRunCommand()
+	cmd.SetArgs([]string{"--node", "n", "--data-dir", t.TempDir(), "--relist-period", "2s", "--evented-relist-period", "1s"})
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	want := "--evented-relist-period 1s: must be 0 or at least --relist-period (2s)"
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("--evented-relist-period below --relist-period: %v, want %q", err, want)
+	}
+}

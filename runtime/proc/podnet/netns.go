@@ -8,10 +8,12 @@ package podnet
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -116,6 +118,26 @@ func IsNamespace(path string) bool {
 // on a locked thread moved into the namespace and then back; a thread that
 // cannot be moved back is discarded rather than reused.
 func StartIn(nsPath string, cmd *exec.Cmd) error {
+	return in(nsPath, cmd.Start)
+}
+
+// DialLoopback connects to port on 127.0.0.1 in the network namespace at
+// nsPath. A socket belongs to the namespace it was made in, so it is dialled
+// from a thread moved into the namespace.
+func DialLoopback(nsPath string, port int) (net.Conn, error) {
+	var conn net.Conn
+	err := in(nsPath, func() error {
+		var err error
+		conn, err = net.Dial("tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		return err
+	})
+	return conn, err
+}
+
+// in runs f on a locked thread moved into the network namespace at nsPath and
+// then back; a thread that cannot be moved back is discarded rather than
+// reused.
+func in(nsPath string, f func() error) error {
 	target, err := os.Open(nsPath)
 	if err != nil {
 		return fmt.Errorf("open network namespace: %w", err)
@@ -135,11 +157,11 @@ func StartIn(nsPath string, cmd *exec.Cmd) error {
 			runtime.UnlockOSThread()
 			return fmt.Errorf("enter network namespace %s: %w", nsPath, err)
 		}
-		startErr := cmd.Start()
+		fErr := f()
 		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err == nil {
 			runtime.UnlockOSThread()
 		} // else the thread ends with the goroutine
-		return startErr
+		return fErr
 	})
 }
 

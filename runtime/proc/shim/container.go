@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -32,11 +33,11 @@ type Started struct {
 // its process group is its host pid. A command that cannot run returns an
 // error naming what failed (the container's StartError message), its init
 // killed and reaped.
-func StartContainer(exe, dir string, spec *ContainerSpec, stdout, stderr *os.File) (*Started, error) {
+func StartContainer(exe, dir string, spec *ContainerSpec, stdio Stdio) (*Started, error) {
 	if len(spec.Args) == 0 {
 		return nil, errors.New("spec has no command")
 	}
-	p := initProcess{exe: exe, dir: dir, stdout: stdout, stderr: stderr, cgroupProcs: spec.CgroupProcs}
+	p := initProcess{exe: exe, dir: dir, stdio: stdio, cgroupProcs: spec.CgroupProcs}
 	if spec.Isolation != nil {
 		p.cloneflags = unix.CLONE_NEWNS
 		if spec.Isolation.OwnPIDs {
@@ -51,37 +52,51 @@ func StartContainer(exe, dir string, spec *ContainerSpec, stdout, stderr *os.Fil
 }
 
 // StartExec runs args in the running container whose command has host pid
-// hostPID: in its mount view (its root), with its environment, working dir,
-// user, capabilities and cgroups, in a session of its own. This process is
-// already in the pod's other namespaces. It returns once args has been
-// executed, or an error naming what failed.
-func StartExec(exe, dir string, spec *ContainerSpec, hostPID int, args []string, stdin, stdout, stderr *os.File) (*exec.Cmd, error) {
+// hostPID: in its mount namespace (or its root, see Isolation.Nsenter), with
+// its environment, working dir, user, capabilities and cgroups, in a session
+// of its own. This process is already in the pod's other namespaces. It
+// returns once args has been executed, or an error naming what failed.
+func StartExec(exe, dir string, spec *ContainerSpec, hostPID int, args []string, stdio Stdio) (*exec.Cmd, error) {
 	if len(args) == 0 {
 		return nil, errors.New("exec command is empty")
 	}
 	p := initProcess{
 		exe: exe, dir: dir, execArgs: args, execPID: hostPID,
-		stdin: stdin, stdout: stdout, stderr: stderr, cgroupProcs: spec.CgroupProcs,
+		stdio: stdio, cgroupProcs: spec.CgroupProcs,
 	}
-	if spec.Isolation != nil && spec.Isolation.OwnPIDs {
-		p.pidNamespace = fmt.Sprintf("/proc/%d/ns/pid", hostPID)
+	if iso := spec.Isolation; iso != nil {
+		if iso.OwnPIDs {
+			p.pidNamespace = fmt.Sprintf("/proc/%d/ns/pid", hostPID)
+		}
+		p.nsenter = iso.Nsenter
 	}
 	cmd, _, err := p.start()
 	return cmd, err
 }
 
+// Stdio is a process's standard files; a nil one is /dev/null.
+type Stdio struct {
+	In, Out, Err *os.File
+	// Tty makes In, a terminal, the process's controlling terminal (its
+	// session is new).
+	Tty bool
+}
+
 // initProcess is a container's init to start: for the container's command,
 // or for execArgs in the container of execPID.
 type initProcess struct {
-	exe, dir              string
-	execArgs              []string
-	execPID               int
-	stdin, stdout, stderr *os.File
-	cgroupProcs           []string
-	cloneflags            uintptr
+	exe, dir    string
+	execArgs    []string
+	execPID     int
+	stdio       Stdio
+	cgroupProcs []string
+	cloneflags  uintptr
 	// pidNamespace, when set, is the pid namespace the init is started in
 	// (an exec joining its container's).
 	pidNamespace string
+	// nsenter, when set, starts an exec's init through nsenter in the mount
+	// namespace of execPID.
+	nsenter string
 }
 
 // start starts the init and runs the parent's half of the init protocol (see
@@ -97,26 +112,34 @@ func (p initProcess) start() (*exec.Cmd, int, error) {
 	child := os.NewFile(uintptr(fds[1]), "init-sync")
 	defer parent.Close()
 
-	env := []string{ModeEnv + "=" + ModeInit, DirEnv + "=" + p.dir}
-	if p.execArgs != nil {
-		env = append(env, initExecPIDEnv+"="+strconv.Itoa(p.execPID))
-	}
 	cmd := &exec.Cmd{
 		Path:        p.exe,
 		Args:        append([]string{"jetlet-init"}, p.execArgs...),
-		Env:         env,
+		Env:         []string{ModeEnv + "=" + ModeInit, DirEnv + "=" + p.dir},
 		ExtraFiles:  []*os.File{child}, // fd 3: initSyncFD
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Cloneflags: p.cloneflags},
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Setctty: p.stdio.Tty, Cloneflags: p.cloneflags},
 	}
-	// A nil *os.File in an io.Reader or io.Writer is not nil: /dev/null is.
-	if p.stdin != nil {
-		cmd.Stdin = p.stdin
+	if p.execArgs != nil {
+		files, err := p.prepareExec(cmd)
+		for _, f := range files {
+			defer f.Close()
+		}
+		if err != nil {
+			child.Close()
+			return nil, 0, err
+		}
 	}
-	if p.stdout != nil {
-		cmd.Stdout = p.stdout
+	// Setctty takes Ctty, fd 0 (stdin), as the terminal (kept across
+	// nsenter's exec of the init). A nil *os.File in an io.Reader or
+	// io.Writer is not nil: /dev/null is.
+	if p.stdio.In != nil {
+		cmd.Stdin = p.stdio.In
 	}
-	if p.stderr != nil {
-		cmd.Stderr = p.stderr
+	if p.stdio.Out != nil {
+		cmd.Stdout = p.stdio.Out
+	}
+	if p.stdio.Err != nil {
+		cmd.Stderr = p.stdio.Err
 	}
 	if p.pidNamespace != "" {
 		err = startInPIDNamespace(p.pidNamespace, cmd)
@@ -140,6 +163,34 @@ func (p initProcess) start() (*exec.Cmd, int, error) {
 		return nil, 0, err
 	}
 	return cmd, hostPID, nil
+}
+
+// prepareExec makes cmd an exec's init: it passes the container's spec
+// (initSpecFD) and, with nsenter, runs the init through it from the shim
+// binary's descriptor (initExeFD), since the binary's path may not exist in
+// the container's mount namespace. It returns the files to close once cmd
+// has started.
+func (p initProcess) prepareExec(cmd *exec.Cmd) ([]*os.File, error) {
+	cmd.Env = append(cmd.Env, initExecPIDEnv+"="+strconv.Itoa(p.execPID))
+	spec, err := os.Open(filepath.Join(p.dir, "spec.json"))
+	if err != nil {
+		return nil, err
+	}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, spec)
+	if p.nsenter == "" {
+		return []*os.File{spec}, nil
+	}
+	exe, err := os.Open(p.exe)
+	if err != nil {
+		return []*os.File{spec}, err
+	}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, exe)
+	cmd.Path = p.nsenter
+	cmd.Args = append([]string{
+		"nsenter", fmt.Sprintf("--mount=/proc/%d/ns/mnt", p.execPID), "--",
+		fmt.Sprintf("/proc/self/fd/%d", initExeFD),
+	}, p.execArgs...)
+	return []*os.File{spec, exe}, nil
 }
 
 // joinCgroups writes pid into each cgroup.procs file.

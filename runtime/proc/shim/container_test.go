@@ -116,10 +116,10 @@ func runStep(exe string, step podStep, hostPIDs map[string]int) (stepResult, err
 	var cmd *exec.Cmd
 	begin := time.Now()
 	if step.Exec != nil {
-		cmd, err = StartExec(exe, step.Dir, &spec, hostPIDs[step.Dir], step.Exec, nil, outW, outW)
+		cmd, err = StartExec(exe, step.Dir, &spec, hostPIDs[step.Dir], step.Exec, Stdio{Out: outW, Err: outW})
 	} else {
 		var st *Started
-		if st, err = StartContainer(exe, step.Dir, &spec, outW, outW); err == nil {
+		if st, err = StartContainer(exe, step.Dir, &spec, Stdio{Out: outW, Err: outW}); err == nil {
 			cmd, res.HostPID = st.Cmd, st.HostPID
 			hostPIDs[step.Dir] = st.HostPID
 		}
@@ -483,6 +483,40 @@ func TestShimExecSeesTheContainer(t *testing.T) {
 	}
 }
 
+func TestShimExecEntersTheMountNamespace(t *testing.T) {
+	nsenter, err := exec.LookPath("nsenter")
+	if err != nil {
+		t.Skip("no nsenter:", err)
+	}
+	shared := t.TempDir()
+	iso := &Isolation{
+		Capabilities: capsOf(AllCapabilities()),
+		Mounts:       []Mount{{Source: shared, Destination: "/shared", Propagation: "rshared"}},
+		OwnPIDs:      true,
+		Nsenter:      nsenter,
+	}
+	dir := newContainer(t, iso, nil, sh("mount -t tmpfs c /mnt && touch /mnt/by-container && echo ready && exec sleep 1000")...)
+	res := runTestPod(t,
+		podStep{Pod: sh(fmt.Sprintf("mount --bind %[1]s %[1]s && mount --make-shared %[1]s", shared))},
+		podStep{Dir: dir, Keep: true},
+		podStep{Dir: dir, Exec: sh("ls /mnt && mkdir /shared/m && mount -t tmpfs e /shared/m && touch /shared/m/by-exec && echo $$")},
+		podStep{Pod: []string{"ls", filepath.Join(shared, "m")}},
+		podStep{Dir: dir, Exec: sh("ls /shared/m; ls -l /proc/self/fd/ | grep -e spec.json -e shim -e test || echo none")},
+	)
+	wantRun(t, res[0])
+	wantRun(t, res[1], "ready\n")
+	// The exec sees the container's own mount and mounts in its namespace:
+	// an rshared volume carries that mount to the pod. Its pid is the
+	// container pid namespace's.
+	wantRun(t, res[2], "by-container\n")
+	if pid := strings.TrimPrefix(res[2].Output, "by-container\n"); pid == "\n" || len(pid) > 4 {
+		t.Errorf("exec's pid %q: want a small pid of the container's namespace", pid)
+	}
+	wantRun(t, res[3], "by-exec\n")
+	// No descriptor of the shim's (its binary, the spec) reaches the command.
+	wantRun(t, res[4], "by-exec\nnone\n")
+}
+
 func TestShimStartErrors(t *testing.T) {
 	iso := &Isolation{Capabilities: capsOf(defaultCaps)}
 	notFound := newContainer(t, iso, nil, "nope")
@@ -518,7 +552,7 @@ func TestShimWithoutIsolation(t *testing.T) {
 	if err := json.Unmarshal(data, &spec); err != nil {
 		t.Fatal(err)
 	}
-	st, err := StartContainer(exe, dir, &spec, out, out)
+	st, err := StartContainer(exe, dir, &spec, Stdio{Out: out, Err: out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,7 +569,7 @@ func TestShimWithoutIsolation(t *testing.T) {
 	}
 
 	nope := newContainer(t, nil, nil, "nope")
-	if _, err := StartContainer(exe, nope, &ContainerSpec{Args: []string{"nope"}}, out, out); err == nil ||
+	if _, err := StartContainer(exe, nope, &ContainerSpec{Args: []string{"nope"}}, Stdio{Out: out, Err: out}); err == nil ||
 		err.Error() != `exec: "nope": executable file not found in $PATH` {
 		t.Errorf("unknown command: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,12 @@ const (
 	initExecPIDEnv = "JETLET_PROC_SHIM_EXEC_PID"
 	// initSyncFD is the init's end of the sync socket (ExtraFiles[0]).
 	initSyncFD = 3
+	// An exec's init reads the container's spec from initSpecFD
+	// (ExtraFiles[1]): entered into the container's mount namespace, it may
+	// not see the container's directory. initExeFD (ExtraFiles[2]) is the
+	// shim binary nsenter executes it from.
+	initSpecFD = 4
+	initExeFD  = 5
 )
 
 // runInit is the init's side of the protocol on the sync socket:
@@ -48,13 +55,16 @@ func runInit(dir string, sync *os.File) error {
 // initContainer sets the container up and executes its command (or the
 // exec's); it returns only on failure.
 func initContainer(dir string, sync *os.File) error {
-	data, err := os.ReadFile(filepath.Join(dir, "spec.json"))
+	// Until it executes the command (which resets it), the container's
+	// processes must not open this process's /proc entries: its exe is the
+	// host's shim binary (runc's CVE-2019-5736).
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("not dumpable: %w", err)
+	}
+	execPID := os.Getenv(initExecPIDEnv)
+	spec, err := readInitSpec(dir, execPID != "")
 	if err != nil {
 		return err
-	}
-	var spec ContainerSpec
-	if err := json.Unmarshal(data, &spec); err != nil {
-		return fmt.Errorf("read %s/spec.json: %w", dir, err)
 	}
 	// Read while /proc is still the runtime's: the parent may not see host pids.
 	self, err := os.Readlink("/proc/self")
@@ -66,12 +76,12 @@ func initContainer(dir string, sync *os.File) error {
 	}
 
 	args := spec.Args
-	if execPID := os.Getenv(initExecPIDEnv); execPID != "" {
+	if execPID != "" {
 		args = os.Args[1:]
-		if spec.Isolation != nil {
+		if spec.Isolation != nil && spec.Isolation.Nsenter == "" {
 			// This process shares the pod's other namespaces already; only
-			// the container's mount view is missing. setns(CLONE_NEWNS) is
-			// refused to a multi-threaded process, so its root is entered.
+			// the container's mount view is missing, and without nsenter
+			// its root is the nearest thing (see Isolation.Nsenter).
 			if err := unix.Chroot("/proc/" + execPID + "/root"); err != nil {
 				return fmt.Errorf("enter the container's root: %w", err)
 			}
@@ -92,13 +102,42 @@ func initContainer(dir string, sync *os.File) error {
 	if err != nil || line != "go\n" {
 		return fmt.Errorf("waiting for the parent: got %q, %v", line, err)
 	}
-	return execCommand(&spec, args)
+	return execCommand(spec, args)
+}
+
+// readInitSpec reads the container's spec: a container's init from dir, an
+// exec's from initSpecFD, closing the descriptors the exec was given so that
+// its command inherits none (the shim binary least of all: a process that
+// can open it can rewrite the host's binary).
+func readInitSpec(dir string, isExec bool) (*ContainerSpec, error) {
+	var data []byte
+	var err error
+	if isExec {
+		f := os.NewFile(initSpecFD, "spec.json")
+		data, err = io.ReadAll(f)
+		f.Close()
+	} else {
+		data, err = os.ReadFile(filepath.Join(dir, "spec.json"))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s/spec.json: %w", dir, err)
+	}
+	var spec ContainerSpec
+	if err := json.Unmarshal(data, &spec); err != nil {
+		return nil, fmt.Errorf("read %s/spec.json: %w", dir, err)
+	}
+	if isExec && spec.Isolation != nil && spec.Isolation.Nsenter != "" {
+		if err := unix.Close(initExeFD); err != nil {
+			return nil, fmt.Errorf("close the shim binary: %w", err)
+		}
+	}
+	return &spec, nil
 }
 
 // execCommand enters the working dir, switches to the container's user and
-// capabilities and executes args; it returns only on failure. Credentials and
-// capabilities are per thread: they are set on this locked thread, the one
-// that executes.
+// capabilities, installs its seccomp filter and executes args; it returns
+// only on failure. Credentials, capabilities and the filter are per thread:
+// they are set on this locked thread, the one that executes.
 func execCommand(spec *ContainerSpec, args []string) error {
 	wd := spec.WorkDir
 	if wd == "" {
@@ -112,8 +151,27 @@ func execCommand(spec *ContainerSpec, args []string) error {
 		return err
 	}
 	runtime.LockOSThread() // never unlocked: the thread becomes the command or the process ends
+	// As runc: a filter goes on while the init still holds CAP_SYS_ADMIN,
+	// before the user and capabilities change, unless no_new_privs is asked
+	// for; then (and without isolation, where the init has no CAP_SYS_ADMIN
+	// to install one with) it is the last step before execve, under
+	// no_new_privs as the kernel requires of a process without CAP_SYS_ADMIN.
+	early := spec.Seccomp != nil && spec.Isolation != nil && !spec.Isolation.NoNewPrivs
+	if early {
+		if err := spec.Seccomp.install(); err != nil {
+			return err
+		}
+	}
 	if err := setCredentials(spec.User, spec.Isolation); err != nil {
 		return err
+	}
+	if spec.Seccomp != nil && !early {
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return fmt.Errorf("no_new_privs: %w", err)
+		}
+		if err := spec.Seccomp.install(); err != nil {
+			return err
+		}
 	}
 	err = unix.Exec(path, args, spec.Env)
 	return fmt.Errorf("exec %s: %w", path, err)

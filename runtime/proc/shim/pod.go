@@ -4,11 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,6 +50,17 @@ type running struct {
 	spec    *ContainerSpec
 	hostPID int
 	log     *criLog
+	output  *fanout // the command's output to attached clients
+
+	// terminal is the master of the command's terminal (spec.Tty), which
+	// attached clients resize; nil without. Closed by supervise.
+	terminal *os.File
+
+	stdinMu sync.Mutex
+	// stdin is written for the command's stdin (spec.Stdin): a pipe's write
+	// end, or the terminal's master; nil without, or once closed. Guarded by
+	// stdinMu.
+	stdin *os.File
 }
 
 func runPod(dir string, report *os.File) (err error) {
@@ -80,6 +92,15 @@ func runPod(dir string, report *os.File) (err error) {
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		return fmt.Errorf("another shim holds %s: %w", lock.Name(), err)
 	}
+	// The lock names its holder: a runtime that died before it read the
+	// report finds the shim to kill there (ShimPIDFromLock).
+	hostPID, err := selfHostPID()
+	if err != nil {
+		return err
+	}
+	if _, err := lock.WriteAt([]byte(strconv.Itoa(hostPID)), 0); err != nil {
+		return fmt.Errorf("write %s: %w", lock.Name(), err)
+	}
 	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE, syscall.SIGTERM, syscall.SIGINT)
 
 	var spec PodSpec
@@ -90,10 +111,6 @@ func runPod(dir string, report *os.File) (err error) {
 		return err
 	}
 	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	hostPID, err := selfHostPID()
 	if err != nil {
 		return err
 	}
@@ -108,13 +125,13 @@ func runPod(dir string, report *os.File) (err error) {
 	go p.reap(sigchld)
 
 	_ = os.Remove(SocketName)
-	lis, err := net.ListenUnix("unix", &net.UnixAddr{Net: "unix", Name: SocketName})
+	lis, err := listenUnix(SocketName)
 	if err != nil {
 		return err
 	}
 	sendReport("ready " + strconv.Itoa(hostPID))
 	for {
-		conn, err := lis.AcceptUnix()
+		conn, err := acceptUnix(lis)
 		if err != nil {
 			return err
 		}
@@ -136,6 +153,17 @@ func setUpPod(spec *PodSpec) error {
 		}
 	}
 	return nil
+}
+
+// ShimPIDFromLock reads the host pid a pod shim wrote into its sandbox's
+// shim.lock once it held it; 0 when there is none.
+func ShimPIDFromLock(lockPath string) int {
+	data, err := os.ReadFile(lockPath)
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(string(data))
+	return pid
 }
 
 // selfHostPID is this process's pid in the pid namespace of the /proc it sees,
@@ -185,11 +213,11 @@ func (p *podShim) spawn(start func() (int, error)) (int, <-chan syscall.WaitStat
 	return pid, ch, nil
 }
 
-func (p *podShim) serve(conn *net.UnixConn) {
+func (p *podShim) serve(conn *os.File) {
 	defer conn.Close()
 	buf := make([]byte, 64<<10)
 	oob := make([]byte, syscall.CmsgSpace(3*4))
-	n, oobn, _, _, err := conn.ReadMsgUnix(buf, oob)
+	n, oobn, err := recvMsg(conn, buf, oob)
 	if err != nil {
 		return
 	}
@@ -210,6 +238,8 @@ func (p *podShim) serve(conn *net.UnixConn) {
 			resp.State, err = p.start(req.Dir)
 		case OpExec:
 			resp.ExitCode, err = p.exec(conn, req, files)
+		case OpAttach:
+			err = p.attach(conn, req, files)
 		case OpReopen:
 			err = p.reopen(req.Dir)
 		default:
@@ -284,33 +314,24 @@ func (p *podShim) startLocked(dir string, lock *os.File) (*State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open log %s: %w", spec.LogPath, err)
 	}
-	outR, outW, err := os.Pipe()
+	child, own, err := openContainerIO(&spec)
 	if err != nil {
 		logw.close()
-		return nil, err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		logw.close()
-		outR.Close()
-		outW.Close()
 		return nil, err
 	}
 	var started *Started
 	pid, exited, err := p.spawn(func() (int, error) {
 		var err error
-		started, err = StartContainer(p.exe, dir, &spec, outW, errW)
+		started, err = StartContainer(p.exe, dir, &spec, child)
 		if err != nil {
 			return 0, err
 		}
 		return started.Cmd.Process.Pid, nil
 	})
-	outW.Close()
-	errW.Close()
+	child.close()
 	if err != nil {
 		logw.close()
-		outR.Close()
-		errR.Close()
+		own.close()
 		return nil, err
 	}
 	st := &State{ShimPID: p.hostPID, PID: started.HostPID, StartedAt: time.Now().UnixNano()}
@@ -318,28 +339,101 @@ func (p *podShim) startLocked(dir string, lock *os.File) (*State, error) {
 	if spec.User != nil {
 		st.UID, st.GID = spec.User.UID, spec.User.GID
 	}
+	run := &running{spec: &spec, hostPID: started.HostPID, log: logw, output: &fanout{}, stdin: own.stdin, terminal: own.terminal}
 	if err := atomicfile.WriteJSON(filepath.Join(dir, "shim.json"), st); err != nil {
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		<-exited
 		logw.close()
+		own.close()
 		return nil, fmt.Errorf("record start: %w", err)
 	}
 	p.mu.Lock()
-	p.running[dir] = &running{spec: &spec, hostPID: started.HostPID, log: logw}
+	p.running[dir] = run
 	p.mu.Unlock()
 
-	go p.supervise(dir, lock, pid, exited, logw, outR, errR)
+	go p.supervise(dir, lock, pid, exited, run, own)
 	return st, nil
 }
 
-// supervise copies a container's output to its log until the command exits,
-// then kills what is left of its process group, records the exit and lets go
-// of the container's lock.
-func (p *podShim) supervise(dir string, lock *os.File, pid int, exited <-chan syscall.WaitStatus, logw *criLog, outR, errR *os.File) {
+// containerIO is the shim's ends of a container's stdio.
+type containerIO struct {
+	// out and errOut are read for the output. With a terminal, out is its
+	// master and errOut nil.
+	out, errOut *os.File
+	stdin       *os.File // written for the input (spec.Stdin): a pipe, or the master
+	terminal    *os.File // the master, nil without a terminal (spec.Tty)
+}
+
+// openContainerIO makes the container's stdio: pipes, or with spec.Tty a
+// terminal, whose slave is the command's stdin, stdout, stderr and
+// controlling terminal. Without spec.Stdin, stdin is /dev/null (or, with a
+// terminal, nobody writes to it).
+func openContainerIO(spec *ContainerSpec) (Stdio, containerIO, error) {
+	if spec.Tty {
+		// From the shim's /dev: the container's own is not mounted yet, so
+		// the command's terminal has no name in it.
+		master, slave, err := OpenPty("/dev")
+		if err != nil {
+			return Stdio{}, containerIO{}, err
+		}
+		own := containerIO{out: master, terminal: master}
+		if spec.Stdin {
+			own.stdin = master
+		}
+		return Stdio{In: slave, Out: slave, Err: slave, Tty: true}, own, nil
+	}
+	var child Stdio
+	var own containerIO
+	fail := func(err error) (Stdio, containerIO, error) {
+		child.close()
+		own.close()
+		return Stdio{}, containerIO{}, err
+	}
+	var err error
+	if own.out, child.Out, err = os.Pipe(); err != nil {
+		return fail(err)
+	}
+	if own.errOut, child.Err, err = os.Pipe(); err != nil {
+		return fail(err)
+	}
+	if spec.Stdin {
+		if child.In, own.stdin, err = os.Pipe(); err != nil {
+			return fail(err)
+		}
+	}
+	return child, own, nil
+}
+
+// close closes each distinct file (a terminal's slave is all three).
+func (s Stdio) close() {
+	closeFiles(s.In, s.Out, s.Err)
+}
+
+func (c containerIO) close() {
+	closeFiles(c.out, c.errOut, c.stdin, c.terminal)
+}
+
+func closeFiles(files ...*os.File) {
+	for i, f := range files {
+		if f != nil && !slices.Contains(files[:i], f) {
+			f.Close()
+		}
+	}
+}
+
+// supervise copies a container's output to its log and attached clients until
+// the command exits, then kills what is left of its process group, records the
+// exit and lets go of the container's lock.
+func (p *podShim) supervise(dir string, lock *os.File, pid int, exited <-chan syscall.WaitStatus, run *running, own containerIO) {
+	logw := run.log
 	var copying sync.WaitGroup
-	copying.Add(2)
-	go func() { defer copying.Done(); logw.copyStream("stdout", outR) }()
-	go func() { defer copying.Done(); logw.copyStream("stderr", errR) }()
+	follow := func(stream string, r *os.File, stderr bool) {
+		if r != nil {
+			copying.Go(func() { logw.copyStream(stream, io.TeeReader(r, run.output.tee(stderr))) })
+		}
+	}
+	follow("stdout", own.out, false)
+	follow("stderr", own.errOut, true)
 	ws := <-exited
 	finished := time.Now().UnixNano()
 	// Like the end of a pid namespace: when the main process is gone, whatever
@@ -351,10 +445,12 @@ func (p *podShim) supervise(dir string, lock *os.File, pid int, exited <-chan sy
 	select {
 	case <-drained:
 	case <-time.After(drainTimeout):
-		outR.Close()
-		errR.Close()
+		own.close()
 		<-drained
 	}
+	run.output.end()
+	run.closeStdin()
+	own.close()
 	p.mu.Lock()
 	delete(p.running, dir)
 	p.mu.Unlock()
@@ -384,9 +480,9 @@ func recordStartError(dir string, cause error) error {
 }
 
 // exec runs req.Args in the running container of req.Dir with files as its
-// stdin, stdout and stderr, and returns its exit code. The caller closing conn
-// first kills it.
-func (p *podShim) exec(conn *net.UnixConn, req Request, files []*os.File) (int32, error) {
+// stdin, stdout and stderr (stdin its controlling terminal with req.Tty), and
+// returns its exit code. The caller closing conn first kills it.
+func (p *podShim) exec(conn *os.File, req Request, files []*os.File) (int32, error) {
 	if len(files) != 3 {
 		return 0, fmt.Errorf("exec wants stdin, stdout and stderr, got %d files", len(files))
 	}
@@ -400,7 +496,7 @@ func (p *podShim) exec(conn *net.UnixConn, req Request, files []*os.File) (int32
 		return 0, fmt.Errorf("container %s is not running", filepath.Base(req.Dir))
 	}
 	pid, exited, err := p.spawn(func() (int, error) {
-		cmd, err := StartExec(p.exe, req.Dir, r.spec, r.hostPID, req.Args, files[0], files[1], files[2])
+		cmd, err := StartExec(p.exe, req.Dir, r.spec, r.hostPID, req.Args, Stdio{In: files[0], Out: files[1], Err: files[2], Tty: req.Tty})
 		if err != nil {
 			return 0, err
 		}
@@ -412,16 +508,10 @@ func (p *podShim) exec(conn *net.UnixConn, req Request, files []*os.File) (int32
 	for _, f := range files {
 		f.Close()
 	}
-	hungUp := make(chan struct{})
-	go func() {
-		// The caller sends nothing more: a read returns only when it hangs up.
-		_, _ = conn.Read(make([]byte, 1))
-		close(hungUp)
-	}()
 	select {
 	case ws := <-exited:
 		return exitCode(ws), nil
-	case <-hungUp:
+	case <-hungUp(conn):
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		return exitCode(<-exited), nil
 	}

@@ -24,6 +24,28 @@ type ContainerSpec struct {
 	// set up by its init before the command runs. Nil runs the command in the
 	// shim's mount namespace (the runtime is not root).
 	Isolation *Isolation `json:"isolation,omitempty"`
+	// Stdin gives the command a stdin pipe that the shim keeps open for
+	// attached clients (the CRI's stdin); otherwise its stdin is /dev/null.
+	// StdinOnce closes it when the first attach with a stdin ends.
+	Stdin     bool `json:"stdin,omitempty"`
+	StdinOnce bool `json:"stdin_once,omitempty"`
+	// Tty gives the command a terminal, kept by the shim, as its stdin,
+	// stdout and stderr and controlling terminal: its output is one stream
+	// (stdout), and StdinOnce does not close it.
+	Tty bool `json:"tty,omitempty"`
+	// Seccomp, when set, is installed on the command and on every exec in
+	// the container.
+	Seccomp *Seccomp `json:"seccomp,omitempty"`
+}
+
+// Seccomp is a compiled seccomp filter: the runtime compiles the profile,
+// the init only installs it.
+type Seccomp struct {
+	// Filter is the classic BPF program as the kernel's struct sock_filter
+	// array in the host's byte order.
+	Filter []byte `json:"filter"`
+	// Flags are seccomp(2)'s SECCOMP_FILTER_FLAG_ values.
+	Flags uint `json:"flags,omitempty"`
 }
 
 // User is a process's credentials.
@@ -47,6 +69,12 @@ type Isolation struct {
 	ReadonlyPaths []string `json:"readonly_paths,omitempty"`
 	// Capabilities are the process's capability sets by name ("CAP_CHOWN").
 	Capabilities Capabilities `json:"capabilities"`
+	// Nsenter is the util-linux nsenter binary an exec enters the container's
+	// mount namespace with (a Go process cannot: setns refuses a mount
+	// namespace to a multi-threaded process). Empty: an exec is chrooted
+	// into the container's root instead, so it sees the container's files
+	// but not mounts made after the container started, and cannot mount.
+	Nsenter string `json:"nsenter,omitempty"`
 	// OwnPIDs gives the container a pid namespace of its own inside the pod's
 	// (the CRI's NamespaceMode CONTAINER, kubelet's default): its command is
 	// its PID 1, and execs join it.

@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # setup.sh: install and start a private containerd for jetlet's e2e tests.
 #
-# As root on Debian 12: installs containerd (1.6), runc, the CNI plugins,
-# busybox-static and gcc from Debian; builds a busybox image and a pause image
+# JETLET_CONTAINERD_FLAVOUR picks the containerd:
+#   debian  Debian's package (1.6 on Debian 12), config version 2 (default)
+#   v2      containerd $CONTAINERD_V2_VERSION built from the Go module proxy
+#           (CGO off, tag no_btrfs) and cached in
+#           $JETLET_CONTAINERD_CACHE/containerd-v2-<version>, config version 3
+# Both run Debian's runc and CNI plugins.
+#
+# As root on Debian 12: installs runc, the CNI plugins, busybox-static and gcc
+# (and containerd for debian) from Debian; builds a busybox image and a pause image
 # locally (no registry involved) and imports them; starts containerd in the
 # background with its own config, root, state and socket under
 # $JETLET_CONTAINERD_DIR (default /tmp/jetlet-containerd); and writes
@@ -11,6 +18,7 @@
 #	JETLET_CRI_ENDPOINT=unix://<dir>/containerd.sock
 #	JETLET_CRI_IMAGE=localhost/jetlet/busybox:e2e
 #	JETLET_CRI_PAUSE_IMAGE=localhost/jetlet/pause:e2e
+#	JETLET_CONTAINERD_FLAVOUR=debian or v2
 #
 # Idempotent: a containerd this script started before is torn down first
 # (teardown.sh), then everything is started afresh; packages, crictl and the
@@ -26,6 +34,10 @@ SOCK=$WORK/containerd.sock
 BUSYBOX_IMAGE=localhost/jetlet/busybox:e2e
 PAUSE_IMAGE=localhost/jetlet/pause:e2e
 CRICTL_VERSION=v1.37.0
+FLAVOUR=${JETLET_CONTAINERD_FLAVOUR:-debian}
+# The newest v2 release that builds with this Go (1.26) when it was chosen.
+CONTAINERD_V2_VERSION=v2.4.2
+CACHE=${JETLET_CONTAINERD_CACHE:-/var/cache/jetlet-ci}
 READY_TIMEOUT=${JETLET_CONTAINERD_READY_TIMEOUT:-60} # seconds
 
 log() { printf '== setup [%3ds]: %s\n' "$SECONDS" "$*"; }
@@ -36,8 +48,15 @@ case $WORK in /*) ;; *) die "JETLET_CONTAINERD_DIR must be absolute: $WORK" ;; e
 # A unix socket path holds at most 107 bytes.
 [ ${#SOCK} -le 100 ] || die "socket path too long: $SOCK"
 
+case $FLAVOUR in
+debian) bindir=/usr/bin ;;
+v2) bindir=$CACHE/containerd-v2-$CONTAINERD_V2_VERSION ;;
+*) die "JETLET_CONTAINERD_FLAVOUR=$FLAVOUR: want debian or v2" ;;
+esac
+
 # --- 1. packages ---------------------------------------------------------
-pkgs="containerd runc containernetworking-plugins busybox-static gcc libc6-dev iproute2"
+pkgs="runc containernetworking-plugins busybox-static gcc libc6-dev iproute2"
+[ "$FLAVOUR" = debian ] && pkgs="containerd $pkgs"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
@@ -62,6 +81,25 @@ mkdir -p "$WORK/bin" "$WORK/images"
 if ! go version -m "$WORK/bin/crictl" 2>/dev/null | grep -q "sigs.k8s.io/cri-tools[[:space:]]*$CRICTL_VERSION"; then
 	log "go install crictl@$CRICTL_VERSION"
 	GOBIN=$WORK/bin go install "sigs.k8s.io/cri-tools/cmd/crictl@$CRICTL_VERSION"
+fi
+
+# --- 2b. containerd v2, built once per machine and version ---------------------
+# Its own directory, so that containerd finds this shim first on its PATH
+# (and ctr matches it).
+if [ "$FLAVOUR" = v2 ] && ! { [ -x "$bindir/containerd" ] && [ -x "$bindir/containerd-shim-runc-v2" ] && [ -x "$bindir/ctr" ]; }; then
+	log "building containerd $CONTAINERD_V2_VERSION from the Go module proxy (cached in $bindir)"
+	mkdir -p "$CACHE"
+	tmp=$(mktemp -d "$CACHE/.containerd-v2-build.XXXXXX")
+	mod=github.com/containerd/containerd/v2
+	# A throwaway GOBIN, moved into place whole: an interrupted build leaves no half cache.
+	(cd "$tmp" && CGO_ENABLED=0 GOBIN=$tmp/bin go install -tags no_btrfs \
+		"$mod/cmd/containerd@$CONTAINERD_V2_VERSION" \
+		"$mod/cmd/containerd-shim-runc-v2@$CONTAINERD_V2_VERSION" \
+		"$mod/cmd/ctr@$CONTAINERD_V2_VERSION") || { rm -rf "$tmp"; die "building containerd $CONTAINERD_V2_VERSION failed"; }
+	rm -rf "$bindir"
+	mv "$tmp/bin" "$bindir"
+	rm -rf "$tmp"
+	log "built containerd $CONTAINERD_V2_VERSION"
 fi
 
 # --- 3. a previous run's containerd: tear it down --------------------------
@@ -139,6 +177,7 @@ cat >"$WORK/cni/net.d/10-jetlet-e2e.conflist" <<CNI
 }
 CNI
 
+if [ "$FLAVOUR" = debian ]; then
 cat >"$WORK/config.toml" <<TOML
 # containerd 1.6 config for jetlet's e2e tests (written by setup.sh).
 version = 2
@@ -202,6 +241,77 @@ disabled_plugins = [
   [plugins."io.containerd.grpc.v1.cri".registry]
     config_path = ""
 TOML
+else
+# The same settings in containerd 2's layout (config version 3): the CRI
+# plugin is split into runtime, images and the server (streaming). v2.4
+# migrates it to its version 4 (server settings as plugins) with a warning
+# at start; version 3 is what every 2.x reads.
+cat >"$WORK/config.toml" <<TOML
+# containerd 2 config for jetlet's e2e tests (written by setup.sh).
+version = 3
+root = "$WORK/root"
+state = "$WORK/state"
+oom_score = 0
+disabled_plugins = [
+  "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.zfs",
+  # NRI's socket would be /var/run/nri/nri.sock, outside the work dir.
+  "io.containerd.nri.v1.nri",
+]
+
+[grpc]
+  address = "$SOCK"
+
+[ttrpc]
+  address = "$SOCK.ttrpc"
+
+[debug]
+  address = ""
+  level = "info"
+
+[metrics]
+  address = ""
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$WORK/opt"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "overlayfs"
+
+  [plugins."io.containerd.cri.v1.images".pinned_images]
+    sandbox = "$PAUSE_IMAGE"
+
+  # The built-in registry config, as for 1.6 (pods/credentials_test.go).
+  [plugins."io.containerd.cri.v1.images".registry]
+    config_path = ""
+
+[plugins."io.containerd.cri.v1.runtime"]
+  # root here lacks CAP_SYS_RESOURCE (see the 1.6 config above).
+  restrict_oom_score_adj = true
+  enable_selinux = false
+  netns_mounts_under_state_dir = true
+
+  [plugins."io.containerd.cri.v1.runtime".containerd]
+    default_runtime_name = "runc"
+
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+        Root = "$WORK/runc"
+        SystemdCgroup = false
+
+  [plugins."io.containerd.cri.v1.runtime".cni]
+    bin_dirs = ["/usr/lib/cni"]
+    conf_dir = "$WORK/cni/net.d"
+    max_conf_num = 1
+TOML
+fi
 
 cat >"$WORK/crictl.yaml" <<YAML
 runtime-endpoint: unix://$SOCK
@@ -210,15 +320,18 @@ timeout: 30
 YAML
 
 # --- 6. start containerd -------------------------------------------------------
-log "starting containerd $(containerd --version | awk '{print $3}') on $SOCK"
+log "starting containerd $("$bindir/containerd" --version | awk '{print $3}') ($FLAVOUR) on $SOCK"
 mkdir -p "$WORK/root" "$WORK/state"
+# teardown.sh's ctr is this flavour's.
+echo "$bindir" >"$WORK/containerd.bindir"
 # setsid: its own session, so a Ctrl-C meant for the tests does not reach it.
 [ -f "$WORK/containerd.log" ] && mv "$WORK/containerd.log" "$WORK/containerd.log.prev"
-setsid containerd --config "$WORK/config.toml" >>"$WORK/containerd.log" 2>&1 </dev/null &
+# containerd looks its shim up on PATH: this flavour's first.
+PATH=$bindir:$PATH setsid "$bindir/containerd" --config "$WORK/config.toml" >>"$WORK/containerd.log" 2>&1 </dev/null &
 echo $! >"$WORK/containerd.pid"
 pid=$(cat "$WORK/containerd.pid")
 
-ctr_() { ctr --address "$SOCK" --namespace k8s.io "$@"; }
+ctr_() { "$bindir/ctr" --address "$SOCK" --namespace k8s.io "$@"; }
 crictl_() { "$WORK/bin/crictl" --config "$WORK/crictl.yaml" "$@"; }
 
 deadline=$((SECONDS + READY_TIMEOUT))
@@ -246,11 +359,12 @@ export JETLET_CRI_ENDPOINT=unix://$SOCK
 export JETLET_CRI_IMAGE=$BUSYBOX_IMAGE
 export JETLET_CRI_PAUSE_IMAGE=$PAUSE_IMAGE
 export JETLET_CRI_NETWORK_READY=1
+export JETLET_CONTAINERD_FLAVOUR=$FLAVOUR
 # for ctr and crictl by hand
 export CONTAINERD_ADDRESS=$SOCK
 export CONTAINERD_NAMESPACE=k8s.io
 export CRI_CONFIG_FILE=$WORK/crictl.yaml
-export PATH=$WORK/bin:\$PATH
+export PATH=$WORK/bin:$bindir:\$PATH
 ENV
 log "wrote $WORK/env.sh"
 cat "$WORK/env.sh"

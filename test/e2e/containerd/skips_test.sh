@@ -8,9 +8,10 @@ source "$here/skips.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failed=0
-expect() { # expect STATUS NAME LOG ALLOWLIST
+expect() { # expect STATUS NAME LOG ALLOWLIST...
 	local want=$1 name=$2 got=0
-	check_skips "$3" "$4" >"$tmp/out" 2>&1 || got=$?
+	shift 2
+	check_skips "$@" >"$tmp/out" 2>&1 || got=$?
 	if { [ "$want" = pass ] && [ $got != 0 ]; } || { [ "$want" = fail ] && [ $got = 0 ]; }; then
 		echo "FAIL: $name: want $want, check_skips returned $got:"; cat "$tmp/out"
 		failed=1
@@ -65,6 +66,14 @@ expect fail "a name that only starts like an allowed one" "$tmp/prefix.log" "$tm
 printf 'TestConformance/external/ContainerEvents\n' >"$tmp/noreason"
 expect fail "an entry without a reason" "$tmp/expected.log" "$tmp/noreason"
 
-expect pass "the stage's own allow-list admits today's skips" "$tmp/expected.log" "$here/skips.allowed"
+expect pass "the debian flavour's allow-lists admit its skips" "$tmp/expected.log" "$here/skips.allowed" "$here/skips-debian.allowed"
+expect fail "the v2 flavour must run ContainerEvents" "$tmp/expected.log" "$here/skips.allowed"
+
+cat >"$tmp/one-flavour" <<'LIST'
+TestConformance/external/ContainerEvents one flavour only
+LIST
+grep -v ContainerEvents "$tmp/allowed" >"$tmp/common"
+expect pass "a skip allowed by the second list" "$tmp/expected.log" "$tmp/common" "$tmp/one-flavour"
+expect fail "a malformed second list" "$tmp/expected.log" "$tmp/common" "$tmp/noreason"
 
 exit $failed

@@ -30,6 +30,12 @@ if [ -s "$WORK/containerd.pid" ]; then
 	fi
 fi
 
+# ctr of the flavour setup.sh started (containerd.bindir), else Debian's.
+ctr=ctr
+if [ -s "$WORK/containerd.bindir" ]; then
+	ctr=$(cat "$WORK/containerd.bindir")/ctr
+fi
+
 # 1. pods, through CRI, while containerd runs.
 if [ -n "$pid" ] && [ -S "$SOCK" ] && [ -x "$WORK/bin/crictl" ]; then
 	crictl_() { timeout 120 "$WORK/bin/crictl" --config "$WORK/crictl.yaml" --runtime-endpoint "unix://$SOCK" --image-endpoint "unix://$SOCK" --timeout 60s "$@"; }
@@ -39,9 +45,9 @@ if [ -n "$pid" ] && [ -S "$SOCK" ] && [ -x "$WORK/bin/crictl" ]; then
 		crictl_ rmp --all --force >/dev/null || log "crictl rmp failed; continuing"
 	fi
 	# Containers outside CRI (ctr run by hand) in our namespace.
-	for id in $(ctr --address "$SOCK" -n k8s.io tasks ls -q 2>/dev/null); do
-		ctr --address "$SOCK" -n k8s.io tasks kill -s SIGKILL "$id" >/dev/null 2>&1
-		ctr --address "$SOCK" -n k8s.io tasks delete -f "$id" >/dev/null 2>&1
+	for id in $("$ctr" --address "$SOCK" -n k8s.io tasks ls -q 2>/dev/null); do
+		"$ctr" --address "$SOCK" -n k8s.io tasks kill -s SIGKILL "$id" >/dev/null 2>&1
+		"$ctr" --address "$SOCK" -n k8s.io tasks delete -f "$id" >/dev/null 2>&1
 	done
 fi
 
@@ -87,7 +93,7 @@ if [ -n "$(mounts)" ]; then
 fi
 
 # 5. state; keep crictl and the image tarballs for the next setup.
-rm -rf "$WORK/root" "$WORK/state" "$WORK/runc" "$WORK/opt" "$WORK/cni/ipam" "$SOCK" "$SOCK.ttrpc" "$WORK/env.sh"
+rm -rf "$WORK/root" "$WORK/state" "$WORK/runc" "$WORK/opt" "$WORK/cni/ipam" "$SOCK" "$SOCK.ttrpc" "$WORK/env.sh" "$WORK/containerd.bindir"
 ip link del jetlet-e2e0 2>/dev/null
 log "done"
 exit 0
