@@ -8,9 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/jetlet/jetlet/test/syncbuf"
 
 	"github.com/jetlet/jetlet/test/poll"
 )
@@ -91,25 +92,10 @@ func TestReadCutsEndlessPartialLines(t *testing.T) {
 	}
 }
 
-// syncBuffer is a Sink two goroutines share: its lock guards b.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+// syncBuffer is a Sink two goroutines share.
+type syncBuffer struct{ syncbuf.Buffer }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Flush() error { return nil }
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+func (*syncBuffer) Flush() error { return nil }
 
 func TestReadFollowsAcrossRotationUntilExit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "0.log")

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jetlet/jetlet/test/syncbuf"
+
 	"k8s.io/client-go/tools/remotecommand"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -23,8 +25,8 @@ func (h *harness) attachURL(id string) string {
 // attached is a client attached to a container.
 type attached struct {
 	stdin  *io.PipeWriter
-	stdout syncBuffer
-	stderr syncBuffer
+	stdout syncbuf.Buffer
+	stderr syncbuf.Buffer
 	ended  chan error
 }
 
@@ -138,7 +140,7 @@ exec cat`
 	sizes <- remotecommand.TerminalSize{Width: 132, Height: 50}
 	defer close(sizes)
 	stdinR, stdinW := io.Pipe()
-	var stdout syncBuffer
+	var stdout syncbuf.Buffer
 	ended := make(chan error, 1)
 	go func() {
 		ended <- streamClient(t, resp.GetUrl()).StreamWithContext(ctxT(t), remotecommand.StreamOptions{

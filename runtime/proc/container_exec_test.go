@@ -1,13 +1,13 @@
 package proc
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/jetlet/jetlet/test/syncbuf"
 
 	"google.golang.org/grpc/codes"
 	"k8s.io/client-go/rest"
@@ -34,24 +34,6 @@ func streamClient(t *testing.T, rawURL string) remotecommand.Executor {
 	return e
 }
 
-// syncBuffer is a client's output, read while the stream writes it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func (h *harness) execURL(req *runtimeapi.ExecRequest) string {
 	h.t.Helper()
 	resp, err := h.rs.Exec(ctxT(h.t), req)
@@ -67,7 +49,7 @@ func TestExecStreamsStdinStdoutStderrAndTheExitCode(t *testing.T) {
 	id := h.run(sb, sbCfg, "c", "sleep", "1000")
 	url := h.execURL(&runtimeapi.ExecRequest{ContainerId: id, Stdin: true, Stdout: true, Stderr: true,
 		Cmd: []string{"sh", "-c", "cat; echo to-stderr >&2; exit 3"}})
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	err := streamClient(t, url).StreamWithContext(ctxT(t), remotecommand.StreamOptions{
 		Stdin: strings.NewReader("echoed\nback\n"), Stdout: &stdout, Stderr: &stderr})
 	var exit utilexec.ExitError
@@ -79,7 +61,7 @@ func TestExecStreamsStdinStdoutStderrAndTheExitCode(t *testing.T) {
 	}
 
 	url = h.execURL(&runtimeapi.ExecRequest{ContainerId: id, Stdout: true, Cmd: []string{"echo", "hello"}})
-	stdout = syncBuffer{}
+	stdout = syncbuf.Buffer{}
 	if err := streamClient(t, url).StreamWithContext(ctxT(t), remotecommand.StreamOptions{Stdout: &stdout}); err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +101,7 @@ echo size $(stty size)`
 	defer close(sizes)
 	stdinR, stdinW := io.Pipe()
 	defer stdinW.Close()
-	var stdout syncBuffer
+	var stdout syncbuf.Buffer
 	err := streamClient(t, url).StreamWithContext(ctxT(t), remotecommand.StreamOptions{
 		Stdin: stdinR, Stdout: &stdout, Tty: true, TerminalSizeQueue: sizes})
 	if err != nil {

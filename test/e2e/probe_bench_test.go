@@ -119,8 +119,8 @@ func cpuTime(b *testing.B, pid int) (self, children time.Duration) {
 	return tick(14) + tick(15), tick(16) + tick(17)
 }
 
-// metric sums the samples of name (over its labels) in jetlet's /metrics.
-func metric(b *testing.B, n *node, name string) float64 {
+// metricsText reads jetlet's /metrics.
+func metricsText(b *testing.B, n *node) string {
 	b.Helper()
 	resp, err := http.Get(n.proc.HTTPAddr() + "/metrics")
 	if err != nil {
@@ -131,8 +131,14 @@ func metric(b *testing.B, n *node, name string) float64 {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return string(body)
+}
+
+// metric sums the samples of name (over its labels) in jetlet's /metrics.
+func metric(b *testing.B, n *node, name string) float64 {
+	b.Helper()
 	sum, found := 0.0, false
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range strings.Split(metricsText(b, n), "\n") {
 		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {
 			continue
 		}

@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -264,18 +262,9 @@ type buckets []struct {
 // histogram reads the buckets of the histogram name from jetlet's /metrics.
 func histogram(b *testing.B, n *node, name string) buckets {
 	b.Helper()
-	resp, err := http.Get(n.proc.HTTPAddr() + "/metrics")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		b.Fatal(err)
-	}
 	var out buckets
 	prefix := name + `_bucket{le="`
-	for line := range strings.Lines(string(body)) {
+	for line := range strings.Lines(metricsText(b, n)) {
 		rest, found := strings.CutPrefix(line, prefix)
 		if !found {
 			continue

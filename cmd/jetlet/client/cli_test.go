@@ -10,9 +10,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/jetlet/jetlet/test/syncbuf"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
@@ -76,7 +77,7 @@ func startJetletRun(t *testing.T, pods ...string) (*jetlettest.Process, *cluster
 // following is a command that runs until interrupted (a follow, a watch),
 // run in the background.
 type following struct {
-	stdout, stderr syncBuffer
+	stdout, stderr syncbuf.Buffer
 	cancel         context.CancelFunc
 	done           chan int
 }
@@ -104,30 +105,6 @@ func (f *following) stop(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the command did not stop when interrupted")
 	}
-}
-
-// syncBuffer is a buffer one goroutine writes while another reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) Len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Len()
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // cluster is an embedded nats-server with jetlet's streams and buckets, as

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jetlet/jetlet/test/syncbuf"
+
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/poll"
 )
@@ -151,7 +153,7 @@ func TestLogsAndExecAgainstJetletRun(t *testing.T) {
 		metrics := p.HTTPAddr() + "/metrics"
 		cmd := exec.Command(bin, "logs", "default/web", "-f", "--nats-url", c.url)
 		cmd.Dir = dir
-		out := &syncBuffer{}
+		out := &syncbuf.Buffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

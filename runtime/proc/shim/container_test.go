@@ -539,6 +539,15 @@ func TestShimWithoutIsolation(t *testing.T) {
 		s.WorkDir = wd
 		s.Env = append(s.Env, "GREETING=hello")
 	}, sh("pwd; echo $GREETING; ps -o sid= -p $$; echo $$")...)
+	st, b := runUnisolated(t, dir)
+	if st.HostPID != st.Cmd.Process.Pid {
+		t.Errorf("host pid %d, process %d", st.HostPID, st.Cmd.Process.Pid)
+	}
+	lines := strings.Fields(b)
+	if len(lines) != 4 || lines[0] != wd || lines[1] != "hello" || lines[2] != lines[3] {
+		t.Errorf("output %q: want the working dir, the greeting, and a session of its own", b)
+	}
+
 	out, err := os.CreateTemp(t.TempDir(), "out")
 	if err != nil {
 		t.Fatal(err)
@@ -547,27 +556,6 @@ func TestShimWithoutIsolation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var spec ContainerSpec
-	data, _ := os.ReadFile(filepath.Join(dir, "spec.json"))
-	if err := json.Unmarshal(data, &spec); err != nil {
-		t.Fatal(err)
-	}
-	st, err := StartContainer(exe, dir, &spec, Stdio{Out: out, Err: out})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Cmd.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	if st.HostPID != st.Cmd.Process.Pid {
-		t.Errorf("host pid %d, process %d", st.HostPID, st.Cmd.Process.Pid)
-	}
-	b, _ := os.ReadFile(out.Name())
-	lines := strings.Fields(string(b))
-	if len(lines) != 4 || lines[0] != wd || lines[1] != "hello" || lines[2] != lines[3] {
-		t.Errorf("output %q: want the working dir, the greeting, and a session of its own", b)
-	}
-
 	nope := newContainer(t, nil, nil, "nope")
 	if _, err := StartContainer(exe, nope, &ContainerSpec{Args: []string{"nope"}}, Stdio{Out: out, Err: out}); err == nil ||
 		err.Error() != `exec: "nope": executable file not found in $PATH` {
@@ -602,4 +590,32 @@ func BenchmarkShimStartContainer(b *testing.B) {
 	slices.Sort(times)
 	b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(times[len(times)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// runUnisolated runs the container of dir (spec.json without isolation) in
+// this process's namespaces until it ends, and returns it and its output.
+func runUnisolated(t *testing.T, dir string) (*Started, string) {
+	t.Helper()
+	out, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec ContainerSpec
+	data, _ := os.ReadFile(filepath.Join(dir, "spec.json"))
+	if err := json.Unmarshal(data, &spec); err != nil {
+		t.Fatal(err)
+	}
+	st, err := StartContainer(exe, dir, &spec, Stdio{Out: out, Err: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(out.Name())
+	return st, string(b)
 }

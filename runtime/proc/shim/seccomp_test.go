@@ -2,7 +2,6 @@ package shim
 
 import (
 	"encoding/binary"
-	"os"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -57,28 +56,9 @@ func TestShimSeccompWithNoNewPrivsAndAUser(t *testing.T) {
 // Without isolation the init has no CAP_SYS_ADMIN to count on: the filter
 // goes on under no_new_privs.
 func TestShimSeccompWithoutIsolation(t *testing.T) {
-	var spec ContainerSpec
-	dir := newContainer(t, nil, func(s *ContainerSpec) {
-		s.Seccomp = denySetpriority()
-		spec = *s
-	}, sh(seccompProbe)...)
-	out, err := os.CreateTemp(t.TempDir(), "out")
-	if err != nil {
-		t.Fatal(err)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := StartContainer(exe, dir, &spec, Stdio{Out: out, Err: out})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Cmd.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := os.ReadFile(out.Name())
-	wantRun(t, stepResult{Output: string(b)}, denied, "Seccomp:\t2", "NoNewPrivs:\t1")
+	dir := newContainer(t, nil, func(s *ContainerSpec) { s.Seccomp = denySetpriority() }, sh(seccompProbe)...)
+	_, out := runUnisolated(t, dir)
+	wantRun(t, stepResult{Output: out}, denied, "Seccomp:\t2", "NoNewPrivs:\t1")
 }
 
 func TestShimRefusesAFilterThatIsNotBPF(t *testing.T) {

@@ -177,20 +177,8 @@ cat >"$WORK/cni/net.d/10-jetlet-e2e.conflist" <<CNI
 }
 CNI
 
-if [ "$FLAVOUR" = debian ]; then
-cat >"$WORK/config.toml" <<TOML
-# containerd 1.6 config for jetlet's e2e tests (written by setup.sh).
-version = 2
-root = "$WORK/root"
-state = "$WORK/state"
-oom_score = 0
-disabled_plugins = [
-  "io.containerd.snapshotter.v1.aufs",
-  "io.containerd.snapshotter.v1.btrfs",
-  "io.containerd.snapshotter.v1.devmapper",
-  "io.containerd.snapshotter.v1.zfs",
-]
-
+# What both flavours' configs say alike: the sockets and dirs, all in $WORK.
+servers=$(cat <<TOML
 [grpc]
   address = "$SOCK"
 
@@ -206,6 +194,23 @@ disabled_plugins = [
 
 [plugins."io.containerd.internal.v1.opt"]
   path = "$WORK/opt"
+TOML
+)
+if [ "$FLAVOUR" = debian ]; then
+cat >"$WORK/config.toml" <<TOML
+# containerd 1.6 config for jetlet's e2e tests (written by setup.sh).
+version = 2
+root = "$WORK/root"
+state = "$WORK/state"
+oom_score = 0
+disabled_plugins = [
+  "io.containerd.snapshotter.v1.aufs",
+  "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.zfs",
+]
+
+$servers
 
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "$PAUSE_IMAGE"
@@ -260,21 +265,7 @@ disabled_plugins = [
   "io.containerd.nri.v1.nri",
 ]
 
-[grpc]
-  address = "$SOCK"
-
-[ttrpc]
-  address = "$SOCK.ttrpc"
-
-[debug]
-  address = ""
-  level = "info"
-
-[metrics]
-  address = ""
-
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$WORK/opt"
+$servers
 
 [plugins."io.containerd.grpc.v1.cri"]
   stream_server_address = "127.0.0.1"
