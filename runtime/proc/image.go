@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -14,8 +15,11 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// image is a pulled reference. Nothing is downloaded: the id is the sha256 of
-// the normalised reference, so it is stable across pulls and restarts.
+// image is the host program that pulled references name (imageProgram):
+// nothing is downloaded, and every reference naming the same program is the
+// same image, its tags and digests together, as one image's several tags and
+// registries are under containerd. The id is the sha256 of the program's
+// name, so it is stable across pulls and restarts.
 type image struct {
 	ID          string   `json:"id"`
 	RepoTags    []string `json:"repo_tags,omitempty"`
@@ -52,9 +56,7 @@ func (im *image) cri() *runtimeapi.Image {
 // busybox) in a container's default PATH, symlinks followed. An image that
 // names no such file gets unresolvedImageSize.
 func hostImageSize(ref string) uint64 {
-	name, _, _ := strings.Cut(ref, "@")
-	name = name[strings.LastIndex(name, "/")+1:]
-	name, _, _ = strings.Cut(name, ":")
+	name := imageProgram(ref)
 	for _, dir := range filepath.SplitList(defaultPath) {
 		fi, err := os.Stat(filepath.Join(dir, name))
 		if err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
@@ -96,9 +98,58 @@ func normalizeRef(ref string) string {
 	return out
 }
 
-func imageID(normalized string) string {
-	sum := sha256.Sum256([]byte(normalized))
+// imageProgram is the host program a normalised reference names: its
+// repository's last path component ("registry.k8s.io/pause:3.9" and
+// "k8s.gcr.io/pause@sha256:…" → pause).
+func imageProgram(ref string) string {
+	name, _, _ := strings.Cut(ref, "@")
+	name = name[strings.LastIndex(name, "/")+1:]
+	name, _, _ = strings.Cut(name, ":")
+	return name
+}
+
+// imageID is the id of the image of a normalised reference.
+func imageID(ref string) string {
+	sum := sha256.Sum256([]byte(imageProgram(ref)))
 	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// references reports whether im has ref among its tags and digests.
+func (im *image) references(ref string) bool {
+	return slices.Contains(im.RepoTags, ref) || slices.Contains(im.RepoDigests, ref)
+}
+
+// recordPullLocked makes ref a reference of the image id, creating it at
+// size, and takes ref from any other image that held it (a record of an
+// earlier scheme), dropping an image left with no reference; it reports
+// whether anything changed. r.mu must be held.
+func (r *Runtime) recordPullLocked(ref, id string, size uint64) bool {
+	changed := false
+	for oid, other := range r.images {
+		if oid == id || !other.references(ref) {
+			continue
+		}
+		other.RepoTags = slices.DeleteFunc(other.RepoTags, func(s string) bool { return s == ref })
+		other.RepoDigests = slices.DeleteFunc(other.RepoDigests, func(s string) bool { return s == ref })
+		if len(other.RepoTags)+len(other.RepoDigests) == 0 {
+			delete(r.images, oid)
+		}
+		changed = true
+	}
+	im, ok := r.images[id]
+	if !ok {
+		im = &image{ID: id, Size: size, PulledAt: nowNano()}
+		r.images[id] = im
+	}
+	if im.references(ref) {
+		return changed
+	}
+	if _, digest, ok := strings.Cut(ref, "@"); ok && digest != "" {
+		im.RepoDigests = append(im.RepoDigests, ref)
+	} else {
+		im.RepoTags = append(im.RepoTags, ref)
+	}
+	return true
 }
 
 // lookupImage finds an image by id (with or without "sha256:", or a unique
@@ -113,8 +164,12 @@ func (r *Runtime) lookupImage(ref string) *image {
 	if im, ok := r.images["sha256:"+ref]; ok {
 		return im
 	}
-	if im, ok := r.images[imageID(normalizeRef(ref))]; ok {
-		return im
+	if normalized := normalizeRef(ref); normalized != "" {
+		for _, im := range r.images {
+			if im.references(normalized) {
+				return im
+			}
+		}
 	}
 	var found *image
 	hex := strings.TrimPrefix(ref, "sha256:")

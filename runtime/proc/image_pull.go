@@ -2,17 +2,16 @@ package proc
 
 import (
 	"context"
-	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// PullImage records the reference. There is no registry: nothing is
-// downloaded, credentials are ignored, and the image id is derived from the
-// normalised reference. A pull whose context has ended records nothing and
-// fails with DeadlineExceeded or Canceled, as containerd's does.
+// PullImage records the reference as one of its image's (see image). There
+// is no registry: nothing is downloaded and credentials are ignored. A pull
+// whose context has ended records nothing and fails with DeadlineExceeded or
+// Canceled, as containerd's does.
 func (r *Runtime) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
 	ref := normalizeRef(req.GetImage().GetImage())
 	if ref == "" {
@@ -27,16 +26,11 @@ func (r *Runtime) PullImage(ctx context.Context, req *runtimeapi.PullImageReques
 	if err := ctx.Err(); err != nil {
 		return nil, status.FromContextError(err).Err()
 	}
-	if _, ok := r.images[id]; !ok {
-		im := &image{ID: id, Size: size, PulledAt: nowNano()}
-		if _, digest, ok := strings.Cut(ref, "@"); ok && digest != "" {
-			im.RepoDigests = []string{ref}
-		} else {
-			im.RepoTags = []string{ref}
-		}
-		r.images[id] = im
+	if r.recordPullLocked(ref, id, size) {
 		if err := r.saveImagesLocked(); err != nil {
-			delete(r.images, id)
+			// Back to what is stored.
+			clear(r.images)
+			r.loadImages()
 			return nil, status.Errorf(codes.Internal, "record image %s: %v", ref, err)
 		}
 	}

@@ -115,7 +115,8 @@ func TestImageRecords(t *testing.T) {
 		{name: "tag", ref: "busybox:1.36", repoTags: []string{"docker.io/library/busybox:1.36"}},
 		{name: "no tag", ref: "registry.k8s.io/e2e-test-images/test-image-latest", repoTags: []string{"registry.k8s.io/e2e-test-images/test-image-latest:latest"}},
 		{name: "digest", ref: "registry.k8s.io/pause@" + digest, repoDigests: []string{"registry.k8s.io/pause@" + digest}},
-		{name: "tag and digest", ref: "busybox:1.36@" + digest, repoDigests: []string{"docker.io/library/busybox@" + digest}},
+		// The same program as "tag": one image, its tag and now its digest.
+		{name: "tag and digest", ref: "busybox:1.36@" + digest, repoTags: []string{"docker.io/library/busybox:1.36"}, repoDigests: []string{"docker.io/library/busybox@" + digest}},
 		{name: "names a host executable", ref: exe + ":1", repoTags: []string{"docker.io/library/" + exe + ":1"}, size: exeSize},
 		{name: "names nothing on the host", ref: "example.com/no-such-program-xyz:1", repoTags: []string{"example.com/no-such-program-xyz:1"}, size: unresolvedImageSize},
 	}
@@ -153,6 +154,74 @@ func TestImageRecords(t *testing.T) {
 				t.Errorf("list: %v %v", list, err)
 			}
 		})
+	}
+}
+
+// TestReferencesToOneProgramAreOneImage: tags and registries of one
+// repository name one host program, so they are one image (critest's
+// "exactly 3 repoTags", "removing image by one tag should remove all tags",
+// "from other registries"); other repositories are other images.
+func TestReferencesToOneProgramAreOneImage(t *testing.T) {
+	h := newHarness(t)
+	ctx := ctxT(t)
+	pull := func(ref string) string {
+		t.Helper()
+		resp, err := h.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.GetImageRef()
+	}
+	tags := []string{"registry.k8s.io/e2e-test-images/test-image-tags:1", "registry.k8s.io/e2e-test-images/test-image-tags:2", "registry.k8s.io/e2e-test-images/test-image-tags:3"}
+	id := pull(tags[0])
+	if pull(tags[1]) != id || pull(tags[2]) != id || pull(tags[0]) != id {
+		t.Fatal("tags of one repository pulled as different images")
+	}
+	if pull("registry.k8s.io/e2e-test-images/test-image-1:latest") == id {
+		t.Fatal("another repository pulled as the same image")
+	}
+	list, err := h.is.ListImages(ctx, &runtimeapi.ListImagesRequest{Filter: &runtimeapi.ImageFilter{Image: &runtimeapi.ImageSpec{Image: id}}})
+	if err != nil || len(list.GetImages()) != 1 || !slices.Equal(list.GetImages()[0].GetRepoTags(), tags) {
+		t.Fatalf("list: %v %v, want one image tagged %q", list, err, tags)
+	}
+	// Removing it by one tag removes every tag.
+	if _, err := h.is.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: tags[1]}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range tags {
+		st, err := h.is.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+		if err != nil || st.GetImage() != nil {
+			t.Fatalf("%s after removing %s: %v %v", ref, tags[1], st, err)
+		}
+	}
+	// One program in two registries is one image.
+	if pull("registry.k8s.io/pause:3.9") != pull("k8s.gcr.io/pause:3.9") {
+		t.Fatal("pause from two registries pulled as different images")
+	}
+}
+
+// TestAnEarlierRecordsTagMovesToItsImage: a record of the earlier scheme (an
+// id per reference) still answers by its tag, and a pull of that tag moves
+// it to the program's image, dropping the record left with no reference.
+func TestAnEarlierRecordsTagMovesToItsImage(t *testing.T) {
+	h := newHarness(t)
+	ctx := ctxT(t)
+	const ref = "docker.io/library/busybox:1.36"
+	h.rt.mu.Lock()
+	h.rt.images["sha256:0123"] = &image{ID: "sha256:0123", RepoTags: []string{ref}}
+	h.rt.mu.Unlock()
+	spec := &runtimeapi.ImageSpec{Image: "busybox:1.36"}
+	st, err := h.is.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: spec})
+	if err != nil || st.GetImage().GetId() != "sha256:0123" {
+		t.Fatalf("status of the earlier record by its tag: %v %v", st, err)
+	}
+	pull, err := h.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: spec})
+	if err != nil || pull.GetImageRef() == "sha256:0123" {
+		t.Fatalf("pull: %v %v", pull, err)
+	}
+	list, err := h.is.ListImages(ctx, &runtimeapi.ListImagesRequest{})
+	if err != nil || len(list.GetImages()) != 1 || list.GetImages()[0].GetId() != pull.GetImageRef() {
+		t.Fatalf("list: %v %v, want the one image %s", list, err, pull.GetImageRef())
 	}
 }
 
