@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -148,11 +149,12 @@ func (e *execIO) copyOutput(dst io.Writer, src *os.File) {
 // has them: the output then ends when the command's does.
 func (e *execIO) closeChild() {
 	for i, f := range e.child {
-		if f != nil {
+		// A terminal's slave is all three.
+		if f != nil && !slices.Contains(e.child[:i], f) {
 			f.Close()
-			e.child[i] = nil
 		}
 	}
+	e.child = [3]*os.File{}
 }
 
 func (e *execIO) close() {
