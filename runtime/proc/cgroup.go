@@ -3,6 +3,7 @@ package proc
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -56,19 +57,29 @@ func (r *Runtime) createPodCgroup(s *sandbox) {
 	if s.cgroup == nil {
 		return
 	}
-	if _, err := r.cgroups.Create(s.cgroup.Paths(), nil, r.cfg.PodPidsLimit); err != nil {
+	if _, err := r.cgroups.Create(s.cgroup.Paths(), nil, r.cfg.PodPidsLimit, nil); err != nil {
 		r.log.Warn().Err(err).Str("sandbox", s.id).Msg("pod runs without a cgroup")
 		s.cgroup = nil
 	}
 }
 
 // createContainerCgroup gives c its cgroup, under its pod's, with its
-// resources. Resources the host cannot apply fail the container.
+// resources and its devices: the defaults and those its config asks for, or
+// every device when privileged (runc's rules). Resources the host cannot
+// apply fail the container.
 func (r *Runtime) createContainerCgroup(c *container, s *sandbox) error {
 	if s.cgroup == nil {
 		return nil
 	}
-	cg, err := r.cgroups.Create(cgroups.Child(s.cgroup.Paths(), c.id), c.resources, 0)
+	var devices []cgroups.DeviceRule
+	if !c.config.GetLinux().GetSecurityContext().GetPrivileged() {
+		_, asked, err := containerDevices(c.config)
+		if err != nil {
+			return status.Error(codes.InvalidArgument, err.Error())
+		}
+		devices = append(slices.Clone(cgroups.DefaultDevices), asked...)
+	}
+	cg, err := r.cgroups.Create(cgroups.Child(s.cgroup.Paths(), c.id), c.resources, 0, devices)
 	if err != nil {
 		return cgroupError(err)
 	}

@@ -10,8 +10,10 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/jetlet/jetlet/runtime/proc/cgroups"
 	"github.com/jetlet/jetlet/runtime/proc/shim"
 )
 
@@ -62,7 +64,7 @@ func translateIsolation(cfg *runtimeapi.ContainerConfig, sb *runtimeapi.PodSandb
 	if sc.GetPrivileged() {
 		all := shim.AllCapabilities()
 		iso.Capabilities = shim.Capabilities{Bounding: all, Effective: all, Permitted: all}
-		iso.WritableSysfs = true
+		iso.WritableSysfs, iso.DeviceNodes = true, true
 	} else {
 		if iso.Capabilities, err = containerCapabilities(sc.GetCapabilities()); err != nil {
 			return nil, nil, err
@@ -78,7 +80,48 @@ func translateIsolation(cfg *runtimeapi.ContainerConfig, sb *runtimeapi.PodSandb
 	if iso.Mounts, err = containerMounts(cfg, sb, sandboxDir); err != nil {
 		return nil, nil, err
 	}
+	if iso.Devices, _, err = containerDevices(cfg); err != nil {
+		return nil, nil, err
+	}
 	return iso, usr, nil
+}
+
+// containerDevices are the host devices the CRI config asks for (fuse, a
+// GPU) and the devices cgroup rules that let the container use them. Each
+// host_path must be a device node; permissions are the cgroup's "rwm"
+// letters, all three when empty (containerd's default).
+func containerDevices(cfg *runtimeapi.ContainerConfig) ([]shim.Device, []cgroups.DeviceRule, error) {
+	var devices []shim.Device
+	var rules []cgroups.DeviceRule
+	for _, d := range cfg.GetDevices() {
+		perms := d.GetPermissions()
+		if perms == "" {
+			perms = "rwm"
+		}
+		if strings.Trim(perms, "rwm") != "" {
+			return nil, nil, fmt.Errorf("device %s: permissions %q: want letters of \"rwm\"", d.GetHostPath(), perms)
+		}
+		if !filepath.IsAbs(d.GetContainerPath()) {
+			return nil, nil, fmt.Errorf("device %s: container path %q is not absolute", d.GetHostPath(), d.GetContainerPath())
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(d.GetHostPath(), &st); err != nil {
+			return nil, nil, fmt.Errorf("device %s: %w", d.GetHostPath(), err)
+		}
+		kind := ""
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFCHR:
+			kind = "c"
+		case unix.S_IFBLK:
+			kind = "b"
+		default:
+			return nil, nil, fmt.Errorf("device %s is not a device node", d.GetHostPath())
+		}
+		major, minor := int64(unix.Major(st.Rdev)), int64(unix.Minor(st.Rdev))
+		devices = append(devices, shim.Device{HostPath: d.GetHostPath(), ContainerPath: d.GetContainerPath()})
+		rules = append(rules, cgroups.DeviceRule{Allow: true, Type: kind, Major: &major, Minor: &minor, Access: perms})
+	}
+	return devices, rules, nil
 }
 
 // containerUser is who the container runs as, as containerd decides it:

@@ -97,7 +97,7 @@ func TestContainerIsolation(t *testing.T) {
 			want: func(iso *shim.Isolation, _ *shim.User, _ string) {
 				iso.Capabilities = caps(shim.AllCapabilities())
 				iso.MaskedPaths, iso.ReadonlyPaths = nil, nil
-				iso.WritableSysfs = true
+				iso.WritableSysfs, iso.DeviceNodes = true, true
 			},
 		},
 		{

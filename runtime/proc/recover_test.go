@@ -177,7 +177,7 @@ func TestRestartRemovesWhatAnInterruptedCreateLeft(t *testing.T) {
 	mgr := h.rt.cgroups
 	h.stop()
 	id := strings.Repeat("ab", 32)
-	orphan, err := mgr.Create(cgroups.Child(s.cgroup.Paths(), id), nil, 0)
+	orphan, err := mgr.Create(cgroups.Child(s.cgroup.Paths(), id), nil, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

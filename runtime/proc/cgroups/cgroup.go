@@ -30,7 +30,10 @@ type Cgroup struct {
 
 // Create creates (or takes over) the cgroup at paths and applies res, and a
 // pids limit when pidsLimit > 0 (kubelet's --pod-max-pids; 0 or -1: none).
-func (m *Manager) Create(paths Paths, res *runtimeapi.LinuxContainerResources, pidsLimit int64) (*Cgroup, error) {
+// devices, when not nil, are the only devices the cgroup's processes may
+// create, read or write (DefaultDevices and a container's own); nil leaves
+// the parent's rules (a pod, a privileged container).
+func (m *Manager) Create(paths Paths, res *runtimeapi.LinuxContainerResources, pidsLimit int64, devices []DeviceRule) (*Cgroup, error) {
 	if m.mode == Off {
 		return nil, fmt.Errorf("%w: cgroups are off: %s", ErrUnsupported, m.reason)
 	}
@@ -38,12 +41,18 @@ func (m *Manager) Create(paths Paths, res *runtimeapi.LinuxContainerResources, p
 	if err != nil {
 		return nil, err
 	}
+	if devices != nil {
+		// Deny all first: only the rules that follow remain.
+		spec.Devices = append([]DeviceRule{{Allow: false, Access: "rwm"}}, devices...)
+	}
 	c := &Cgroup{m: m, paths: paths}
 	switch m.mode {
 	case V1:
 		_, err = cgroup1.New(m.v1Path(paths), spec, m.v1Opts()...)
 	case V2:
-		_, err = cgroup2.NewManager(m.unified, paths[""], cgroup2.ToResources(spec))
+		res := cgroup2.ToResources(spec)
+		res.Devices = spec.Devices // not converted by ToResources; an eBPF filter
+		_, err = cgroup2.NewManager(m.unified, paths[""], res)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("create cgroup %s: %w", c, err)

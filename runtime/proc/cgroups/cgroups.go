@@ -48,12 +48,33 @@ func (m Mode) String() string {
 const unifiedRoot = "/sys/fs/cgroup"
 
 // v1Controllers are the v1 hierarchies the runtime uses: those that limit or
-// account CPU, memory, pids and huge pages. Devices, freezer, blkio and the
-// named hierarchies are left alone.
+// account CPU, memory, pids and huge pages, and devices. Freezer, blkio and
+// the named hierarchies are left alone.
 var v1Controllers = map[cgroup1.Name]bool{
 	cgroup1.Cpu: true, cgroup1.Cpuacct: true, cgroup1.Cpuset: true,
 	cgroup1.Memory: true, cgroup1.Pids: true, cgroup1.Hugetlb: true,
+	cgroup1.Devices: true,
 }
+
+// DeviceRule is one device access rule of a devices cgroup.
+type DeviceRule = specs.LinuxDeviceCgroup
+
+// DefaultDevices are the devices every container may use, runc's list: it
+// may create any device node (m), and read and write only null, zero, full,
+// random, urandom, tty, console, ptmx and its pseudo-terminals.
+var DefaultDevices = []DeviceRule{
+	{Allow: true, Type: "c", Access: "m"},
+	{Allow: true, Type: "b", Access: "m"},
+	charDevice(1, 3), charDevice(1, 5), charDevice(1, 7), charDevice(1, 8), charDevice(1, 9),
+	charDevice(5, 0), charDevice(5, 1), charDevice(5, 2),
+	{Allow: true, Type: "c", Major: ptr(int64(136)), Access: "rwm"}, // /dev/pts/*
+}
+
+func charDevice(major, minor int64) DeviceRule {
+	return DeviceRule{Allow: true, Type: "c", Major: &major, Minor: &minor, Access: "rwm"}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // Paths locate one cgroup: under v1, its path below each hierarchy's root,
 // by controller name; under v2, its path below the unified root, under the

@@ -94,7 +94,7 @@ func runIn(t *testing.T, c *Cgroup, command string) *exec.Cmd {
 
 func TestContainerCgroupLifecycle(t *testing.T) {
 	m := setup(t)
-	pod, err := m.Create(m.PodPaths("", "lifecycle"), nil, 0)
+	pod, err := m.Create(m.PodPaths("", "lifecycle"), nil, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestContainerCgroupLifecycle(t *testing.T) {
 		CpuPeriod: 100000, CpuQuota: 50000, CpuShares: 512,
 		MemoryLimitInBytes: 64 << 20,
 	}
-	c, err := m.Create(Child(pod.Paths(), "ctr"), res, 0)
+	c, err := m.Create(Child(pod.Paths(), "ctr"), res, 0, DefaultDevices)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +114,14 @@ func TestContainerCgroupLifecycle(t *testing.T) {
 		}
 		if got := file(t, c, cgroup1.Memory, "memory.limit_in_bytes"); got != strconv.Itoa(64<<20) {
 			t.Errorf("memory.limit_in_bytes = %s", got)
+		}
+		// The default devices only (the kernel lists what remains allowed).
+		want := "c *:* m\nb *:* m\nc 1:3 rwm\nc 1:5 rwm\nc 1:7 rwm\nc 1:8 rwm\nc 1:9 rwm\nc 5:0 rwm\nc 5:1 rwm\nc 5:2 rwm\nc 136:* rwm"
+		if got := file(t, c, cgroup1.Devices, "devices.list"); got != want {
+			t.Errorf("devices.list =\n%s\nwant\n%s", got, want)
+		}
+		if got := file(t, pod, cgroup1.Devices, "devices.list"); got != "a *:* rwm" {
+			t.Errorf("the pod's devices.list = %s, want every device", got)
 		}
 	} else {
 		if got := file(t, c, "", "cpu.max"); got != "50000 100000" {
@@ -187,7 +195,7 @@ func (m *Manager) hasPids() bool {
 
 func TestOOMKilled(t *testing.T) {
 	m := setup(t)
-	c, err := m.Create(m.PodPaths("", "oom"), &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: 64 << 20, MemorySwapLimitInBytes: 64 << 20}, 0)
+	c, err := m.Create(m.PodPaths("", "oom"), &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: 64 << 20, MemorySwapLimitInBytes: 64 << 20}, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,14 +218,14 @@ func TestPodPidsLimit(t *testing.T) {
 	if !m.hasPids() {
 		t.Skip("no pids controller")
 	}
-	pod, err := m.Create(m.PodPaths("", "pids"), nil, 42)
+	pod, err := m.Create(m.PodPaths("", "pids"), nil, 42, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := file(t, pod, cgroup1.Pids, "pids.max"); got != "42" {
 		t.Errorf("pids.max = %s, want 42", got)
 	}
-	unlimited, err := m.Create(m.PodPaths("", "nopids"), nil, -1)
+	unlimited, err := m.Create(m.PodPaths("", "nopids"), nil, -1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +246,7 @@ func TestCgroupParentAndUnified(t *testing.T) {
 			}
 		}
 	}
-	_, err := m.Create(Child(m.parent, "unified"), &runtimeapi.LinuxContainerResources{Unified: map[string]string{"memory.high": "1M"}}, 0)
+	_, err := m.Create(Child(m.parent, "unified"), &runtimeapi.LinuxContainerResources{Unified: map[string]string{"memory.high": "1M"}}, 0, nil)
 	if m.mode == V1 && !errors.Is(err, ErrUnsupported) {
 		t.Errorf("unified resources on cgroup v1: got %v, want ErrUnsupported", err)
 	}
@@ -252,7 +260,7 @@ func TestOff(t *testing.T) {
 	if ok, why := m.Enabled(); ok || why != "testing" {
 		t.Errorf("Enabled() = %v, %q", ok, why)
 	}
-	if _, err := m.Create(Paths{"": "/x"}, nil, 0); !errors.Is(err, ErrUnsupported) {
+	if _, err := m.Create(Paths{"": "/x"}, nil, 0, nil); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("Create when off: %v", err)
 	}
 	if m.Load(Paths{"": "/x"}) != nil {
@@ -274,11 +282,11 @@ func BenchmarkCreateDelete(b *testing.B) {
 	defer m.Load(m.parent).Delete(5 * time.Second)
 	res := &runtimeapi.LinuxContainerResources{CpuPeriod: 100000, CpuQuota: 50000, CpuShares: 512, MemoryLimitInBytes: 64 << 20}
 	for i := 0; b.Loop(); i++ {
-		pod, err := m.Create(m.PodPaths("", strconv.Itoa(i)), nil, 1024)
+		pod, err := m.Create(m.PodPaths("", strconv.Itoa(i)), nil, 1024, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
-		ctr, err := m.Create(Child(pod.Paths(), "ctr"), res, 0)
+		ctr, err := m.Create(Child(pod.Paths(), "ctr"), res, 0, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -305,11 +313,11 @@ func TestV2Tree(t *testing.T) {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	m := &Manager{mode: V2, unified: hybridUnified, parent: Paths{"": "/jetlet-test-" + hex.EncodeToString(b[:])}}
-	pod, err := m.Create(m.PodPaths("", "v2"), nil, 0)
+	pod, err := m.Create(m.PodPaths("", "v2"), nil, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := m.Create(Child(pod.Paths(), "ctr"), nil, 0)
+	c, err := m.Create(Child(pod.Paths(), "ctr"), nil, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

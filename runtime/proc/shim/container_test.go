@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -614,4 +615,75 @@ func runUnisolated(t *testing.T, dir string) (*Started, string) {
 	}
 	b, _ := os.ReadFile(out.Name())
 	return st, string(b)
+}
+
+// connectScript tries a unix socket connect to each path it is given and
+// prints the outcome (perl is Debian's essential perl-base).
+const connectScript = `for s in "$@"; do perl -MSocket -e 'socket(S, PF_UNIX, SOCK_STREAM, 0) or die; ` +
+	`print connect(S, sockaddr_un($ARGV[0])) ? "connected\n" : "refused: $!\n"' "$s"; done`
+
+// The host's unix sockets do not answer in a container, neither one on the
+// host's root file system nor one on a file system of its own (a separately
+// mounted /run), and hidden paths are empty.
+func TestShimHostSocketsAndHiddenPaths(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("namespaces and mounts need root")
+	}
+	base, err := os.MkdirTemp("/var/tmp", "jetlet-shim-host-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	ownFS := filepath.Join(base, "own-fs")
+	hiddenDir, hiddenFile := filepath.Join(base, "hidden-dir"), filepath.Join(base, "hidden-file")
+	for _, d := range []string{ownFS, hiddenDir} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{hiddenFile, filepath.Join(hiddenDir, "seed")} {
+		if err := os.WriteFile(f, []byte("SECRET\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unix.Mount("tmpfs", ownFS, "tmpfs", 0, "mode=755"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(ownFS, unix.MNT_DETACH) })
+	onRoot, onOwnFS := filepath.Join(base, "root.sock"), filepath.Join(ownFS, "own.sock")
+	for _, path := range []string{onRoot, onOwnFS} {
+		l, err := net.Listen("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+	}
+
+	iso := &Isolation{Capabilities: capsOf(defaultCaps), HiddenPaths: []string{hiddenDir, hiddenFile, "/no/such/path"}}
+	script := connectScript + `; cat ` + hiddenFile + `; ls -A ` + hiddenDir + `; echo ok > ` + hiddenDir + `/mine && cat ` + hiddenDir + `/mine`
+	dir := newContainer(t, iso, nil, append([]string{"sh", "-c", script, "sh", onRoot, onOwnFS})...)
+	res := runTestPod(t, podStep{Dir: dir})[0]
+	wantRun(t, res)
+	// Both refused, the file empty, the directory empty, then writable.
+	if want := "refused: Connection refused\nrefused: Connection refused\nok\n"; res.Output != want {
+		t.Errorf("output:\n%s\nwant:\n%s", res.Output, want)
+	}
+	if _, err := os.Stat(filepath.Join(hiddenDir, "mine")); err == nil {
+		t.Error("a file written in a hidden directory appeared on the host")
+	}
+}
+
+// /dev holds the default devices and those asked for, nothing else.
+func TestShimDev(t *testing.T) {
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		t.Skip("no /dev/fuse on this host")
+	}
+	iso := &Isolation{Capabilities: capsOf(defaultCaps), Devices: []Device{{HostPath: "/dev/fuse", ContainerPath: "/dev/fuse"}}}
+	dir := newContainer(t, iso, nil, "ls", "-A", "/dev")
+	res := runTestPod(t, podStep{Dir: dir})[0]
+	wantRun(t, res)
+	want := "core fd full fuse mqueue null ptmx pts random shm stderr stdin stdout tty urandom zero"
+	if got := strings.Join(strings.Fields(res.Output), " "); got != want {
+		t.Errorf("/dev holds %s\nwant %s", got, want)
+	}
 }

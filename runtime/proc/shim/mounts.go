@@ -15,9 +15,12 @@ import (
 // setUpMountNamespace builds the container's root in this process's new mount
 // namespace and makes it the root:
 //
-//   - the host tree, read-only underneath an overlay whose upper layer is a
-//     tmpfs living in this namespace only (writes vanish with the container);
-//   - the pod's /proc, a read-only /sys, a /dev of its own, a private /tmp;
+//   - the host tree, each of its file systems under an overlay whose upper
+//     layer is a tmpfs living in this namespace only (writes vanish with the
+//     container; a unix socket of the host is a file there, not the socket);
+//   - iso.HiddenPaths emptied;
+//   - the pod's /proc, a read-only /sys, a /dev of the default devices and
+//     iso.Devices, a private /tmp;
 //   - iso.Mounts, then the masked and read-only paths.
 func setUpMountNamespace(dir string, iso *Isolation) error {
 	clones, err := cloneSharedVolumes(iso.Mounts)
@@ -33,26 +36,19 @@ func setUpMountNamespace(dir string, iso *Isolation) error {
 	if err != nil {
 		return err
 	}
-	root, err := mountOverlayRoot(filepath.Join(dir, "rootfs"))
+	root, layers, err := overlayHostTree(filepath.Join(dir, "rootfs"), hostMounts, dir)
 	if err != nil {
 		return err
 	}
-	for _, mp := range hostMounts {
-		if mp == "/" || under(mp, dir) || under(mp, "/proc") || under(mp, "/sys") || under(mp, "/dev") || under(mp, "/tmp") {
-			continue
-		}
-		err := bindReadOnly(mp, filepath.Join(root, mp), true)
-		if errors.Is(err, unix.ENOENT) {
-			continue // gone since, or hidden under a later mount
-		}
-		if err != nil {
-			return fmt.Errorf("host mount %s: %w", mp, err)
-		}
+	hidden, err := hidePaths(root, iso.HiddenPaths)
+	if err != nil {
+		return err
 	}
+	layers = append(layers, hidden...)
 	if err := mountKernelFS(root, hostMounts, iso.WritableSysfs); err != nil {
 		return err
 	}
-	if err := mountDev(root); err != nil {
+	if err := mountDev(root, iso.Devices, iso.DeviceNodes); err != nil {
 		return err
 	}
 	var tmpFlags uintptr = unix.MS_NOSUID | unix.MS_NODEV
@@ -83,34 +79,149 @@ func setUpMountNamespace(dir string, iso *Isolation) error {
 		}
 	}
 	if iso.ReadonlyRootfs {
-		if err := remountReadOnly(root); err != nil {
-			return fmt.Errorf("read-only root: %w", err)
+		// Last: mount points above were made in these layers.
+		for _, l := range layers {
+			if err := remountReadOnly(l); err != nil {
+				return fmt.Errorf("read-only root: %w", err)
+			}
 		}
 	}
 	return pivotRoot(root)
 }
 
-// mountOverlayRoot mounts a tmpfs on base and, on base/root, an overlay of
-// the host's root file system (lower) and a directory of that tmpfs (upper).
-// It returns base/root.
-func mountOverlayRoot(base string) (string, error) {
-	if err := os.MkdirAll(base, 0o755); err != nil {
-		return "", err
+// overlayHostTree mounts a tmpfs on base and, on base/root, the host's root
+// file system under an overlay whose upper and work dirs are on that tmpfs;
+// then each other host file system (but /proc, /sys, /dev, /tmp and those
+// under skipDir) likewise at its place in base/root. It returns base/root and
+// the overlays' mount points, root first.
+//
+// An overlay, not a bind: a bind shows the host's unix sockets, which answer
+// a connect (containerd's, docker's, anything under a separately mounted
+// /run), while the overlay's copy of a socket is an inode no listener holds.
+// A file system that cannot be an overlay's lower layer (a namespace file,
+// autofs) is left out, its mount point empty. Device nodes on the host's file
+// systems never open (nodev): the container's devices are those of its /dev.
+func overlayHostTree(base string, hostMounts []string, skipDir string) (root string, layers []string, err error) {
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		return "", nil, err
 	}
-	if err := unix.Mount("tmpfs", base, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=755"); err != nil {
-		return "", fmt.Errorf("mount the root's tmpfs: %w", err)
+	if err := unix.Mount("tmpfs", base, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=700"); err != nil {
+		return "", nil, fmt.Errorf("mount the root's tmpfs: %w", err)
 	}
-	upper, work, root := filepath.Join(base, "upper"), filepath.Join(base, "work"), filepath.Join(base, "root")
-	for _, d := range []string{upper, work, root} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			return "", err
+	root = filepath.Join(base, "root")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		return "", nil, err
+	}
+	if err := mountOverlay(base, 0, "/", root); err != nil {
+		return "", nil, fmt.Errorf("mount the root overlay: %w", err)
+	}
+	layers = []string{root}
+	for i, mp := range hostMounts {
+		if mp == "/" || under(mp, skipDir) || under(mp, "/proc") || under(mp, "/sys") || under(mp, "/dev") || under(mp, "/tmp") {
+			continue
+		}
+		dst := filepath.Join(root, mp)
+		err := mountOverlay(base, i+1, mp, dst)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EINVAL) {
+			continue // gone since, hidden under a later mount, not a directory, or not a file system overlayfs takes
+		}
+		if err != nil {
+			return "", nil, fmt.Errorf("host mount %s: %w", mp, err)
+		}
+		layers = append(layers, dst)
+	}
+	return root, layers, nil
+}
+
+// mountOverlay mounts on dst an overlay of the host directory lower with an
+// upper and a work dir numbered n on base's tmpfs. The upper dir takes
+// lower's mode and owner, which the overlay's root shows; the mount keeps
+// lower's nosuid and noexec, and is always nodev.
+func mountOverlay(base string, n int, lower, dst string) error {
+	var st unix.Stat_t
+	if err := unix.Stat(lower, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return unix.ENOTDIR
+	}
+	var fs unix.Statfs_t
+	if err := unix.Statfs(lower, &fs); err != nil {
+		return err
+	}
+	upper, work := filepath.Join(base, "upper", strconv.Itoa(n)), filepath.Join(base, "work", strconv.Itoa(n))
+	for _, d := range []string{upper, work} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
 		}
 	}
-	opts := "lowerdir=/,upperdir=" + upper + ",workdir=" + work
-	if err := unix.Mount("overlay", root, "overlay", 0, opts); err != nil {
-		return "", fmt.Errorf("mount the root overlay: %w", err)
+	if err := os.Chmod(upper, os.FileMode(st.Mode&0o777)|unixModeBits(st.Mode)); err != nil {
+		return err
 	}
-	return root, nil
+	if err := os.Lchown(upper, int(st.Uid), int(st.Gid)); err != nil {
+		return err
+	}
+	flags := uintptr(unix.MS_NODEV)
+	if fs.Flags&unix.ST_NOSUID != 0 {
+		flags |= unix.MS_NOSUID
+	}
+	if fs.Flags&unix.ST_NOEXEC != 0 {
+		flags |= unix.MS_NOEXEC
+	}
+	if _, err := os.Stat(dst); err != nil {
+		return err
+	}
+	return unix.Mount("overlay", dst, "overlay", flags, "lowerdir="+lower+",upperdir="+upper+",workdir="+work)
+}
+
+// unixModeBits are the setuid, setgid and sticky bits of a stat mode as an
+// os.FileMode.
+func unixModeBits(mode uint32) os.FileMode {
+	var m os.FileMode
+	if mode&unix.S_ISUID != 0 {
+		m |= os.ModeSetuid
+	}
+	if mode&unix.S_ISGID != 0 {
+		m |= os.ModeSetgid
+	}
+	if mode&unix.S_ISVTX != 0 {
+		m |= os.ModeSticky
+	}
+	return m
+}
+
+// hidePaths empties each path of the host that exists in root: a directory
+// becomes an empty tmpfs with the directory's mode and owner (writable, as a
+// fresh directory of the container's own would be), anything else /dev/null.
+// It is how the host's secrets stay out of a container whose root is the
+// host's tree. It returns the tmpfs mount points.
+func hidePaths(root string, paths []string) (tmpfs []string, err error) {
+	for _, p := range paths {
+		dst, err := resolveIn(root, p)
+		if err != nil {
+			return nil, fmt.Errorf("hidden path %s: %w", p, err)
+		}
+		var st unix.Stat_t
+		err = unix.Stat(dst, &st)
+		if errors.Is(err, unix.ENOENT) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("hidden path %s: %w", p, err)
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			if err := bindReadOnly("/dev/null", dst, true); err != nil {
+				return nil, fmt.Errorf("hidden path %s: %w", p, err)
+			}
+			continue
+		}
+		opts := fmt.Sprintf("mode=%o,uid=%d,gid=%d", st.Mode&0o7777, st.Uid, st.Gid)
+		if err := unix.Mount("tmpfs", dst, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+			return nil, fmt.Errorf("hidden path %s: %w", p, err)
+		}
+		tmpfs = append(tmpfs, dst)
+	}
+	return tmpfs, nil
 }
 
 // mountKernelFS mounts the pod's /proc and binds the host's /sys tree,
@@ -130,14 +241,26 @@ func mountKernelFS(root string, hostMounts []string, writableSys bool) error {
 	return nil
 }
 
-// mountDev gives the container a /dev of its own: the harmless devices of
-// the host, its own pseudo-terminals, shared memory and message queues.
-func mountDev(root string) error {
+// defaultDevices are the host devices every container's /dev holds (runc's
+// and containerd's), beside its own pseudo-terminals; the runtime's devices
+// cgroup allows these and denies the rest.
+var defaultDevices = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// mountDev gives the container a /dev of its own: the default devices of the
+// host, its own pseudo-terminals, shared memory and message queues, then
+// devices (the CRI's, each bound from the host where it asks). Unless
+// nodes, a device node made in it does not open (nodev; the bound ones are
+// mounts of their own).
+func mountDev(root string, devices []Device, nodes bool) error {
 	dev := filepath.Join(root, "dev")
-	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_STRICTATIME, "mode=755,size=65536k"); err != nil {
+	flags := uintptr(unix.MS_NOSUID | unix.MS_STRICTATIME)
+	if !nodes {
+		flags |= unix.MS_NODEV
+	}
+	if err := unix.Mount("tmpfs", dev, "tmpfs", flags, "mode=755,size=65536k"); err != nil {
 		return fmt.Errorf("mount /dev: %w", err)
 	}
-	for _, name := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
+	for _, name := range defaultDevices {
 		dst := filepath.Join(dev, name)
 		if err := os.WriteFile(dst, nil, 0o666); err != nil {
 			return err
@@ -168,6 +291,18 @@ func mountDev(root string) error {
 	} {
 		if err := os.Symlink(target, filepath.Join(dev, name)); err != nil {
 			return err
+		}
+	}
+	for _, d := range devices {
+		dst, err := resolveIn(root, d.ContainerPath)
+		if err != nil {
+			return fmt.Errorf("device %s: %w", d.ContainerPath, err)
+		}
+		if err := makeMountPoint(dst, false); err != nil {
+			return fmt.Errorf("device %s: %w", d.ContainerPath, err)
+		}
+		if err := bindReadOnly(d.HostPath, dst, false); err != nil {
+			return fmt.Errorf("device %s: bind %s: %w", d.ContainerPath, d.HostPath, err)
 		}
 	}
 	return nil

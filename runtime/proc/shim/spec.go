@@ -84,6 +84,23 @@ type Isolation struct {
 	// WritableSysfs leaves the host's /sys tree writable (a privileged
 	// container); otherwise it is bound read-only.
 	WritableSysfs bool `json:"writable_sysfs,omitempty"`
+	// DeviceNodes lets device nodes made in /dev open (a privileged
+	// container, whose devices cgroup allows every device); otherwise /dev
+	// is nodev and holds the defaults and Devices only.
+	DeviceNodes bool `json:"device_nodes,omitempty"`
+	// HiddenPaths are host paths the container must not see in the host's
+	// tree that is its root: a directory becomes an empty tmpfs, anything
+	// else /dev/null. Paths that do not exist are skipped.
+	HiddenPaths []string `json:"hidden_paths,omitempty"`
+	// Devices are host devices the container's /dev holds besides the
+	// defaults (the runtime allows them in the container's devices cgroup).
+	Devices []Device `json:"devices,omitempty"`
+}
+
+// Device is a host device node bound into the container.
+type Device struct {
+	HostPath      string `json:"host_path"`
+	ContainerPath string `json:"container_path"`
 }
 
 // Mount is one mount in a container's namespace.
