@@ -122,6 +122,7 @@ func (r *Runtime) buildSpec(c *container, s *sandbox) (*shim.ContainerSpec, erro
 		}
 		iso.OwnPIDs = s.config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid() == runtimeapi.NamespaceMode_CONTAINER
 		iso.Nsenter = r.iso.nsenter
+		iso.HiddenPaths = r.hidden
 		spec.Isolation, spec.User = iso, usr
 		env = append(env, "HOME="+homeOf(usr.UID))
 		spec.WorkDir = cfg.GetWorkingDir()

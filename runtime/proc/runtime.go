@@ -69,6 +69,10 @@ type Config struct {
 	// CNIBinDirs are searched for the CNI plugins. Default: Debian's
 	// /usr/lib/cni, then /opt/cni/bin.
 	CNIBinDirs []string
+	// HiddenPaths are host paths no container may see in its root (the
+	// host's tree): jetlet's data dir, binary and credentials. Dir, ShimPath
+	// and the host's private paths are hidden anyway (see hiddenHostPaths).
+	HiddenPaths []string
 }
 
 // DefaultCNIBinDirs is where Debian's containernetworking-plugins and the
@@ -131,6 +135,9 @@ type Runtime struct {
 
 	// iso is found by Start before serving, then read-only.
 	iso isolation
+	// hidden are the host paths containers do not see; found by Start
+	// before serving, then read-only.
+	hidden []string
 	// locks tells when shims release their locks; set by Start before it
 	// recovers, closed by Stop.
 	locks *lockWatch
@@ -196,6 +203,7 @@ func (r *Runtime) Start(ctx context.Context, socketPath string) error {
 			Msg("pods are not fully isolated from this host")
 	}
 	r.setupCgroups()
+	r.hidden = hiddenHostPaths(r.cfg, hostConfigDir)
 	if r.locks, err = newLockWatch(); err != nil {
 		r.log.Warn().Err(err).Msg("each container's exit is waited for by a thread of its own")
 	}

@@ -1,6 +1,8 @@
 package e2e_test
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -8,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/poll"
 )
 
@@ -181,4 +186,54 @@ func TestAPodsLocalhostSeccompProfileDeniesMkdir(t *testing.T) {
 		return len(st.Containers) == 1 && st.Containers[0].State == schemas.ContainerWaiting &&
 			st.Containers[0].Reason == "CreateContainerError" && strings.Contains(st.Containers[0].Message, missing)
 	})
+}
+
+// A pod of the default runtime sees nothing of its node that would give it
+// the node: not the data dir (its NATS seed, the runtime's socket), not
+// jetlet's binary, not a unix socket of the host on a file system of its own,
+// not /etc/shadow, not a host device it makes (the host's RNG).
+func TestAPodSeesNothingOfTheNode(t *testing.T) {
+	requireRoot(t)
+	shared := t.TempDir()
+	dataDir, err := os.MkdirTemp("/var/tmp", "je2e") // not /tmp: a container's /tmp is its own anyway
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dataDir) })
+	sockFS, err := os.MkdirTemp("/var/tmp", "je2e-sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockFS) })
+	if err := unix.Mount("tmpfs", sockFS, "tmpfs", 0, "mode=755"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(sockFS, unix.MNT_DETACH) })
+	sock := filepath.Join(sockFS, "host.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+
+	n := startNode(t, dataDir, "")
+	seed := filepath.Join(dataDir, "nats-client.nk")
+	if _, err := os.Stat(seed); err != nil {
+		t.Fatalf("the node has no seed to hide: %v", err)
+	}
+	bin := jetlettest.Binary(t)
+	vol, mount := sharedVolume(shared)
+	script := fmt.Sprintf(`{
+	  echo "data dir: $(ls -A %[1]s | wc -l) entries"
+	  echo "seed: $(cat %[2]s 2>/dev/null | wc -c) bytes"
+	  echo "jetlet: $(cat %[3]s 2>/dev/null | wc -c) bytes"
+	  echo "shadow: $(cat /etc/shadow 2>/dev/null | wc -c) bytes"
+	  perl -MSocket -e 'socket(S, PF_UNIX, SOCK_STREAM, 0) or die; print connect(S, sockaddr_un($ARGV[0])) ? "socket: connected\n" : "socket: $!\n"' %[4]s
+	  mknod /dev/hw c 10 183 && head -c 1 /dev/hw >/dev/null 2>&1 && echo "rng: read" || echo "rng: refused"
+	} > /shared/seen.tmp; mv /shared/seen.tmp /shared/seen`, dataDir, seed, bin, sock)
+	n.publish("nosy", podWithSpec("nosy", vol+`,"restartPolicy":"Never","containers":[{"name":"app","image":"busybox:1.36",`+mount+`,"command":`+shellCmd(script)+`}]`))
+	want := "data dir: 0 entries\nseed: 0 bytes\njetlet: 0 bytes\nshadow: 0 bytes\nsocket: Connection refused\nrng: refused"
+	if got := waitFile(t, filepath.Join(shared, "seen")); got != want {
+		t.Fatalf("what the pod saw of its node:\n%s\nwant:\n%s", got, want)
+	}
 }

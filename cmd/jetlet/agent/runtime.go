@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -75,6 +77,7 @@ func (a *agent) startEmbeddedRuntime(ctx context.Context) (*proc.Runtime, string
 		PodPidsLimit: a.cfg.podMaxPids,
 		CNIConfDir:   a.cfg.cniConfDir,
 		CNIBinDirs:   a.cfg.cniBinDirs,
+		HiddenPaths:  a.hostSecrets(),
 	})
 	if err != nil {
 		return nil, "", err
@@ -85,6 +88,19 @@ func (a *agent) startEmbeddedRuntime(ctx context.Context) (*proc.Runtime, string
 	endpoint := "unix://" + sock
 	a.log.Info().Str("endpoint", endpoint).Msg("embedded process runtime listening (crictl --runtime-endpoint " + endpoint + ")")
 	return rt, endpoint, nil
+}
+
+// hostSecrets are the host paths that would give a pod this node: the data
+// dir (its NATS seed, the runtime's socket), jetlet's binary and every
+// credential file a flag names. The embedded runtime hides them in
+// containers, whose root is the host's tree.
+func (a *agent) hostSecrets() []string {
+	paths := []string{a.cfg.dataDir, a.cfg.imageCredentials,
+		a.cfg.nats.Creds, a.cfg.nats.NkeySeed, a.cfg.nats.TLSKey, a.cfg.nats.TLSCert, a.cfg.nats.TLSCA}
+	if exe, err := os.Executable(); err == nil {
+		paths = append(paths, exe)
+	}
+	return slices.DeleteFunc(paths, func(p string) bool { return p == "" })
 }
 
 // connectRuntime connects the CRI client, retrying with back-off until the
