@@ -1,0 +1,98 @@
+package agent
+
+import (
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// Every flag of `jetlet run` has the default the contract (CONTRACT.md
+// section 7) and docs/running.md give it; a flag added without a row here
+// fails too, so that its default is pinned when it is documented. The
+// defaults are written as the docs write them and compared as the flag
+// parses them ("2m" is 2m0s).
+func TestRunFlagDefaultsAreTheDocumentedOnes(t *testing.T) {
+	defaults := []struct{ flag, want, where string }{
+		// CONTRACT.md section 7.
+		{"node", defaultNodeName(), "CONTRACT 7: the host name, as a DNS-1123 label"},
+		{"data-dir", "./jetlet-data", "CONTRACT 7"},
+		{"nats-url", "", "CONTRACT 7: none, the embedded server"},
+		{"nats-listen", "127.0.0.1:4222", "CONTRACT 7"},
+		{"runtime-endpoint", "", "CONTRACT 7: none, the embedded runtime"},
+		{"http-listen", "127.0.0.1:9464", "CONTRACT 7"},
+		{"allow-privileged", "false", "CONTRACT 7, running.md Pod sync"},
+		{"nats-insecure", "false", "CONTRACT 7 (cluster issue)"},
+		{"rename-node", "false", "CONTRACT 7 (event-ledger issue)"},
+		{"cni-conf-dir", "", "CONTRACT 7 (embedded-runtime issue): pods on the host network"},
+		{"cni-bin-dir", "/usr/lib/cni,/opt/cni/bin", "running.md Pod sync"},
+		// docs/running.md, Pod sync: kubelet's settings.
+		{"workers", "16", "running.md Pod sync"},
+		{"relist-period", "1s", "running.md Pod sync (kubelet's PLEG relist)"},
+		{"evented-relist-period", "0", "running.md Pod sync: 0 is --relist-period"},
+		{"resync-period", "1m", "running.md Pod sync"},
+		{"runtime-request-timeout", "2m", "running.md Pod sync (kubelet's runtimeRequestTimeout)"},
+		{"max-dead-containers-per-container", "1", "running.md Pod sync (kubelet's --maximum-dead-containers-per-container)"},
+		{"container-log-max-size", "10Mi", "running.md Pod sync (kubelet's containerLogMaxSize)"},
+		{"container-log-max-files", "5", "running.md Pod sync (kubelet's containerLogMaxFiles)"},
+		{"container-log-monitor-interval", "10s", "running.md Pod sync (kubelet's containerLogMonitorInterval)"},
+		{"runtime-shim", "", "running.md Pod sync: jetlet-shim beside jetlet"},
+		{"pod-max-pids", "-1", "running.md Pod sync (kubelet's --pod-max-pids): no limit"},
+		{"image-credentials", "", "running.md Pod sync: <data-dir>/config.json when present"},
+		{"shutdown-timeout", "30s", "running.md Pod sync, Shutdown"},
+		// docs/running.md, Streams and buckets.
+		{"subject-prefix", "jetlet", "running.md Streams and buckets"},
+		{"replicas", "1", "running.md Streams and buckets"},
+		{"intent-history", "16", "running.md Streams and buckets"},
+		{"max-age", "168h", "running.md Streams and buckets"},
+		{"duplicate-window", "2m", "running.md Streams and buckets"},
+		{"node-ttl", "1m", "running.md Streams and buckets"},
+		{"terminated-status-ttl", "1h", "running.md Streams and buckets"},
+		// docs/running.md, An existing NATS server, Logs, HTTP.
+		{"nats-ping-interval", "1s", "running.md An existing NATS server"},
+		{"nats-max-pings-out", "2", "running.md An existing NATS server"},
+		{"nats-creds", "", "running.md An existing NATS server"},
+		{"nats-nkey", "", "running.md An existing NATS server"},
+		{"nats-user", "", "running.md An existing NATS server"},
+		{"nats-password", "", "running.md An existing NATS server"},
+		{"nats-token", "", "running.md An existing NATS server"},
+		{"nats-tls-ca", "", "running.md An existing NATS server"},
+		{"nats-tls-cert", "", "running.md An existing NATS server"},
+		{"nats-tls-key", "", "running.md An existing NATS server"},
+		{"nats-inbox-prefix", "", "running.md An existing NATS server: _INBOX"},
+		{"log-level", "info", "running.md Logs"},
+		{"profiling", "false", "running.md HTTP: /debug/pprof/ only with --profiling"},
+	}
+	cmd := NewRunCommand()
+	if err := cmd.ParseFlags(nil); err != nil {
+		t.Fatal(err)
+	}
+	fs := cmd.Flags()
+	pinned := map[string]bool{}
+	for _, d := range defaults {
+		pinned[d.flag] = true
+		f := fs.Lookup(d.flag)
+		if f == nil {
+			t.Errorf("--%s: no such flag (%s)", d.flag, d.where)
+			continue
+		}
+		got := f.Value.String()
+		// The documented default, parsed as the flag parses it; a fresh
+		// command, so that the one read above keeps its defaults.
+		w := NewRunCommand().Flags().Lookup(d.flag).Value
+		if err := w.Set(d.want); err != nil {
+			t.Errorf("--%s: documented default %q does not parse: %v", d.flag, d.want, err)
+			continue
+		}
+		if got != w.String() {
+			t.Errorf("--%s defaults to %s, want %s (%s)", d.flag, got, w.String(), d.where)
+		}
+		if f.DefValue != got {
+			t.Errorf("--%s: --help says the default is %q, the flag parses to %q", d.flag, f.DefValue, got)
+		}
+	}
+	fs.VisitAll(func(f *pflag.Flag) {
+		if !pinned[f.Name] && f.Name != "help" {
+			t.Errorf("--%s has no row here: document its default (docs/running.md) and pin it", f.Name)
+		}
+	})
+}
