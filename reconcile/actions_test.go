@@ -603,6 +603,15 @@ func TestComputePodActions(t *testing.T) {
 			want: plan{SandboxID: "sandboxID", Init: []int{0}},
 		},
 		{
+			name: "both sidecars crashed while the pod runs: restart both, in spec order",
+			mutate: func(p *corev1.Pod, s *PodStatus) {
+				addSidecars(p)
+				setSidecar(p, s, "side1", func(cs *ContainerStatus) { cs.State, cs.ExitCode = ContainerExited, 1 })
+				setSidecar(p, s, "side2", func(cs *ContainerStatus) { cs.State, cs.ExitCode = ContainerExited, 1 })
+			},
+			want: plan{SandboxID: "sandboxID", Init: []int{0, 1}},
+		},
+		{
 			name: "sidecar removed while the pod runs: start it again",
 			mutate: func(p *corev1.Pod, s *PodStatus) {
 				addSidecars(p)

@@ -76,3 +76,46 @@ func TestKillPastDeadline(t *testing.T) {
 		t.Fatalf("%d SandboxStopped, want 1", n)
 	}
 }
+
+// Two sidecars that crashed while the pod runs are restarted in one sync, in
+// spec order (as they first started): the first sidecar's ContainerStarted
+// comes before the second's, as does its InitContainer action.
+func TestCrashedSidecarsRestartInSpecOrder(t *testing.T) {
+	rt := fakecri.New()
+	m, events := newTestManager(t, rt)
+	always := corev1.ContainerRestartPolicyAlways
+	pod := testPod(corev1.Container{Name: "app", Image: "img:1"})
+	pod.Spec.InitContainers = []corev1.Container{
+		{Name: "side1", Image: "img:1", RestartPolicy: &always},
+		{Name: "side2", Image: "img:1", RestartPolicy: &always},
+	}
+	for range 3 { // side1, side2, app: one per sync
+		if err := syncOnce(t, m, pod).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := len(events.of(schemas.EventContainerStarted))
+	rt.Exit("side1", 1)
+	rt.Exit("side2", 1)
+	res := syncOnce(t, m, pod)
+	if err := res.Error(); err != nil {
+		t.Fatal(err)
+	}
+	var actions []string
+	for _, a := range res.ActionResults() {
+		if a.Action == schemas.ActionInitContainer {
+			actions = append(actions, a.Target)
+		}
+	}
+	var started []string
+	for _, ev := range events.of(schemas.EventContainerStarted)[before:] {
+		started = append(started, ev.Container)
+	}
+	want := []string{"side1", "side2"}
+	if !slices.Equal(actions, want) {
+		t.Errorf("InitContainer actions %v, want %v", actions, want)
+	}
+	if !slices.Equal(started, want) {
+		t.Errorf("ContainerStarted for %v, want %v", started, want)
+	}
+}
