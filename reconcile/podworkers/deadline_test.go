@@ -33,9 +33,12 @@ func (l *statusLog) PutStatus(st *schemas.PodStatus) {
 func (l *statusLog) RefreshStatus(st *schemas.PodStatus) { l.PutStatus(st) }
 
 // runDeadlinePod syncs a pod with activeDeadlineSeconds 3 through Workers
-// over m (whose runtime then holds its sandbox), calls during(start) after
-// 1 s, and lets the background syncs run until just before the hourly
-// resync. It returns the start and the statuses stored.
+// over m, calls during(start) after 1 s, and lets the background syncs run
+// until just before the hourly resync. A new pod is applied with Sync (whose
+// sync makes its sandbox in m's runtime); a pod m runs already is one a
+// restarted jetlet finds on the node: its intent is handed over at Start, as
+// the consumer recovers it, and synced in the background. It returns the
+// start and the statuses stored.
 func runDeadlinePod(t *testing.T, m *scriptedManager, during func()) (time.Time, *statusLog) {
 	statuses := &statusLog{}
 	relister := pleg.New(m, discard{}, pleg.Config{Node: "n1", Period: time.Second, Logger: zerolog.Nop()})
@@ -48,18 +51,28 @@ func runDeadlinePod(t *testing.T, m *scriptedManager, during func()) (time.Time,
 	wg.Go(func() { relister.Run(ctx) })
 	wg.Go(func() { w.Run(ctx, time.Second) })
 	defer func() { cancel(); wg.Wait() }()
-	if err := w.Start(ctx, nil); err != nil {
+	deadline := int64(3)
+	start := time.Now()
+	want := Desired{UID: "u1", IntentSeq: 1, ReceivedAt: start, Intent: &schemas.PodIntent{Op: schemas.OpApply,
+		Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "u1"},
+			Spec: corev1.PodSpec{ActiveDeadlineSeconds: &deadline}}}}
+	m.mu.Lock()
+	found := m.running["u1"]
+	m.mu.Unlock()
+	var recovered []Desired
+	if found {
+		recovered = append(recovered, want)
+	}
+	if err := w.Start(ctx, recovered); err != nil {
 		t.Fatal(err)
 	}
 	synctest.Wait()
-	m.mu.Lock()
-	m.running["u1"] = true // the sync makes its sandbox
-	m.mu.Unlock()
-	deadline := int64(3)
-	start := time.Now()
-	w.Sync(ctx, Desired{UID: "u1", IntentSeq: 1, ReceivedAt: start, Intent: &schemas.PodIntent{Op: schemas.OpApply,
-		Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "u1"},
-			Spec: corev1.PodSpec{ActiveDeadlineSeconds: &deadline}}}})
+	if !found {
+		m.mu.Lock()
+		m.running["u1"] = true // the sync makes its sandbox
+		m.mu.Unlock()
+		w.Sync(ctx, want)
+	}
 	time.Sleep(time.Second)
 	if during != nil {
 		during()
@@ -116,6 +129,38 @@ func TestAPodThatFinishedBeforeItsDeadlineKeepsItsPhase(t *testing.T) {
 		defer statuses.mu.Unlock()
 		if last := statuses.statuses[len(statuses.statuses)-1]; last.Phase != schemas.PhaseSucceeded || last.Reason != "" {
 			t.Errorf("last status %s/%s, want Succeeded", last.Phase, last.Reason)
+		}
+	})
+}
+
+// After a restart of jetlet a pod's activeDeadlineSeconds counts from its
+// oldest sandbox's creation, which the runtime reports, not from the newest
+// (a sandbox recreated since) nor from jetlet's first sync of it: a pod whose
+// first sandbox was made 10 s ago, with a deadline of 3 s, is past it at
+// once, though its ready sandbox is 1 s old.
+func TestActiveDeadlineCountsFromTheOldestSandbox(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		now := time.Now()
+		m := &scriptedManager{running: map[string]bool{"u1": true}, created: map[string][]time.Time{
+			"u1": {now.Add(-time.Second), now.Add(-10 * time.Second)}, // newest first
+		}}
+		start, statuses := runDeadlinePod(t, m, nil)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if !slices.Equal(m.killed, []string{"KillPastDeadline u1"}) {
+			t.Errorf("kills %v, want one KillPastDeadline", m.killed)
+		}
+		if len(m.calls) != 0 {
+			t.Errorf("SyncPod called %d times, the first %s after the start; want never: the oldest sandbox puts the deadline 7 s in the past", len(m.calls), m.calls[0].Sub(start))
+		}
+		statuses.mu.Lock()
+		defer statuses.mu.Unlock()
+		last := statuses.statuses[len(statuses.statuses)-1]
+		if last.Phase != schemas.PhaseFailed || last.Reason != schemas.ReasonDeadlineExceeded {
+			t.Errorf("last status %s/%s, want Failed/DeadlineExceeded", last.Phase, last.Reason)
+		}
+		if at := statuses.at[len(statuses.at)-1].Sub(start); at != 0 {
+			t.Errorf("Failed stored %s after the start, want at once (the newest sandbox's deadline would be 2s)", at)
 		}
 	})
 }

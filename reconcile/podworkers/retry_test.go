@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -35,6 +36,33 @@ type scriptedManager struct {
 	// exitedAt, when set, is when the pods' one container exited: their
 	// status shows it and ToAPIStatus says Succeeded.
 	exitedAt time.Time
+	// created, when set for a pod, is when each of its sandboxes was
+	// created, newest first, reported as a runtime does (CreatedAt): while
+	// the pod runs the newest is ready, the others are not (earlier
+	// attempts). Without it a running pod has one ready sandbox of unknown
+	// creation.
+	created map[string][]time.Time
+}
+
+// sandboxes is what the runtime holds of pod uid's sandboxes, newest first;
+// the caller holds m.mu.
+func (m *scriptedManager) sandboxes(uid string) []*runtimeapi.PodSandboxStatus {
+	if !m.running[uid] {
+		return nil
+	}
+	created := m.created[uid]
+	if len(created) == 0 {
+		return []*runtimeapi.PodSandboxStatus{{Id: "sb-" + uid, State: runtimeapi.PodSandboxState_SANDBOX_READY}}
+	}
+	var out []*runtimeapi.PodSandboxStatus
+	for i, at := range created {
+		sb := &runtimeapi.PodSandboxStatus{Id: fmt.Sprintf("sb-%s-%d", uid, len(created)-1-i), State: runtimeapi.PodSandboxState_SANDBOX_NOTREADY, CreatedAt: at.UnixNano()}
+		if i == 0 {
+			sb.State = runtimeapi.PodSandboxState_SANDBOX_READY
+		}
+		out = append(out, sb)
+	}
+	return out
 }
 
 func (m *scriptedManager) SyncPod(context.Context, *corev1.Pod, *reconcile.PodStatus) reconcile.PodSyncResult {
@@ -69,10 +97,14 @@ func (m *scriptedManager) GetPods(context.Context, bool) ([]*reconcile.RuntimePo
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var pods []*reconcile.RuntimePod
-	for uid, running := range m.running {
+	for uid := range m.running {
 		p := &reconcile.RuntimePod{UID: uid, Name: "p-" + uid, Namespace: "default"}
-		if running {
-			p.Sandboxes = []*reconcile.Container{{ID: "sb-" + uid, State: reconcile.ContainerRunning}}
+		for _, sb := range m.sandboxes(uid) {
+			state := reconcile.ContainerExited
+			if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+				state = reconcile.ContainerRunning
+			}
+			p.Sandboxes = append(p.Sandboxes, &reconcile.Container{ID: sb.Id, State: state})
 		}
 		if !m.exitedAt.IsZero() {
 			p.Containers = []*reconcile.Container{{ID: "c-" + uid, State: reconcile.ContainerExited}}
@@ -86,9 +118,7 @@ func (m *scriptedManager) GetPodStatus(_ context.Context, uid, name, ns string) 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	st := &reconcile.PodStatus{UID: uid, Name: name, Namespace: ns}
-	if m.running[uid] {
-		st.SandboxStatuses = []*runtimeapi.PodSandboxStatus{{Id: "sb-" + uid, State: runtimeapi.PodSandboxState_SANDBOX_READY}}
-	}
+	st.SandboxStatuses = m.sandboxes(uid)
 	if !m.exitedAt.IsZero() {
 		st.ContainerStatuses = []*reconcile.ContainerStatus{{ID: "c-" + uid, Name: "app", State: reconcile.ContainerExited, FinishedAt: m.exitedAt}}
 	}
