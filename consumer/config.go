@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
-	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/schemas/bus"
 )
 
 // Config configures a Consumer.
@@ -45,7 +45,7 @@ type Config struct {
 	// Denials ends at once the JetStream calls whose publish NATS refuses
 	// (the durable's unfiltered create, under a node's permissions); nil
 	// leaves them to their timeout.
-	Denials *events.Denials
+	Denials *bus.Denials
 	// Registerer receives the consumer's metrics; nil registers nothing.
 	Registerer prometheus.Registerer
 }

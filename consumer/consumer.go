@@ -19,9 +19,9 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/reconcile/podworkers"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/schemas/bus"
 )
 
 var tracer = otel.Tracer("github.com/jetlet/jetlet/consumer")
@@ -226,7 +226,7 @@ func (c *Consumer) Run(ctx context.Context, drain time.Duration) error {
 		return fmt.Errorf("consume intents: %w", err)
 	}
 	c.attached.Store(true)
-	c.log.Info().Str("durable", events.DurableName(c.cfg.Node)).Msg("consuming intents")
+	c.log.Info().Str("durable", bus.DurableName(c.cfg.Node)).Msg("consuming intents")
 
 	keepAlive := time.NewTicker(c.cfg.AckWait / 3)
 	defer keepAlive.Stop()
@@ -311,7 +311,7 @@ func (c *Consumer) unblockLost() {
 // consumerConfig is the node's durable consumer.
 func (c *Consumer) consumerConfig() jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
-		Durable:     events.DurableName(c.cfg.Node),
+		Durable:     bus.DurableName(c.cfg.Node),
 		Description: "jetlet intents for node " + c.cfg.Node,
 		// The bare node subject too: an intent with no uid token must be seen
 		// to be dead-lettered.
@@ -328,7 +328,7 @@ func (c *Consumer) attach(ctx context.Context) (jetstream.Consumer, error) {
 	cfg := c.consumerConfig()
 	create := "$JS.API.CONSUMER.CREATE." + schemas.StreamIntents + "." + cfg.Durable
 	cons, err := c.createDurable(ctx, create, cfg)
-	var denied *events.PermissionError
+	var denied *bus.PermissionError
 	if errors.As(err, &denied) && denied.Subject == create {
 		// Permissions that keep a node to its own intents allow the create
 		// request only with the filter in its subject, which holds one
@@ -346,9 +346,9 @@ func (c *Consumer) attach(ctx context.Context) (jetstream.Consumer, error) {
 
 // createDurable creates or updates the durable consumer; a create request
 // NATS denies (subject begins with create) fails at once with the
-// *events.PermissionError.
+// *bus.PermissionError.
 func (c *Consumer) createDurable(ctx context.Context, create string, cfg jetstream.ConsumerConfig) (cons jetstream.Consumer, err error) {
-	err = events.UnlessDenied(ctx, c.cfg.Denials, create, func(ctx context.Context) error {
+	err = bus.UnlessDenied(ctx, c.cfg.Denials, create, func(ctx context.Context) error {
 		cons, err = c.js.CreateOrUpdateConsumer(ctx, schemas.StreamIntents, cfg)
 		return err
 	})
@@ -800,6 +800,6 @@ func (c *Consumer) emitRejected(ctx context.Context, uid string, d *delivery, r 
 }
 
 func (c *Consumer) startSpan(ctx context.Context, d *delivery, uid string) (context.Context, trace.Span) {
-	ctx = events.ExtractTrace(ctx, d.header)
+	ctx = bus.ExtractTrace(ctx, d.header)
 	return tracer.Start(ctx, "jetlet.intent "+uid, trace.WithSpanKind(trace.SpanKindConsumer))
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/reconcile/podworkers"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/schemas/bus"
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/natstest"
 	"github.com/jetlet/jetlet/test/poll"
@@ -81,9 +82,9 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	nc, js := natstest.Connect(t, natstest.RunServer(t))
-	var sc events.StreamsConfig
+	var sc bus.StreamsConfig
 	sc.SetDefaults()
-	if err := events.Provision(t.Context(), js, sc, zerolog.Nop()); err != nil {
+	if err := bus.Provision(t.Context(), js, sc, zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 	return &harness{t: t, nc: nc, js: js, sync: newFakeSyncer()}
@@ -479,7 +480,7 @@ func TestARedeliveredIntentWhoseResultIsStoredIsNotAnsweredAgain(t *testing.T) {
 	// The intent was handed back and redelivered; its stored result was
 	// found, so it was acked without publishing another.
 	poll.Until(t, 30*time.Second, poll.Msg("the redelivered intent to be acked"), func() bool {
-		info, err := h.js.Consumer(t.Context(), schemas.StreamIntents, events.DurableName("n1"))
+		info, err := h.js.Consumer(t.Context(), schemas.StreamIntents, bus.DurableName("n1"))
 		return err == nil && info.CachedInfo().NumAckPending == 0 && info.CachedInfo().NumRedelivered == 0 &&
 			info.CachedInfo().AckFloor.Stream >= seq
 	})
@@ -561,7 +562,7 @@ func TestAnIntentAnsweredButNotAckedBeforeARestartIsAckedWithoutAnother(t *testi
 	}
 	h.start(consumer.Config{})
 	poll.Until(t, 30*time.Second, poll.Msg("the answered intent to be acked"), func() bool {
-		info, err := h.js.Consumer(t.Context(), schemas.StreamIntents, events.DurableName("n1"))
+		info, err := h.js.Consumer(t.Context(), schemas.StreamIntents, bus.DurableName("n1"))
 		return err == nil && info.CachedInfo().NumAckPending == 0 && info.CachedInfo().AckFloor.Stream >= seq
 	})
 	if got := resultsOf(h.settledResults()); got[seq] != 1 || len(got) != 1 {

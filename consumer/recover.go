@@ -9,9 +9,9 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/reconcile/podworkers"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/schemas/bus"
 )
 
 // recover rebuilds every pod's desired state before any intent is consumed
@@ -105,16 +105,16 @@ func (r *recovered) desired() []podworkers.Desired {
 // ackFloor is the durable consumer's ack floor: every intent at or below it
 // has been acked, so answered. 0 when the durable consumer does not exist.
 func (c *Consumer) ackFloor(ctx context.Context) (uint64, error) {
-	name := events.DurableName(c.cfg.Node)
+	name := bus.DurableName(c.cfg.Node)
 	var cons jetstream.Consumer
-	err := events.UnlessDenied(ctx, c.cfg.Denials, "$JS.API.CONSUMER.INFO."+schemas.StreamIntents+"."+name, func(ctx context.Context) (err error) {
+	err := bus.UnlessDenied(ctx, c.cfg.Denials, "$JS.API.CONSUMER.INFO."+schemas.StreamIntents+"."+name, func(ctx context.Context) (err error) {
 		cons, err = c.js.Consumer(ctx, schemas.StreamIntents, name)
 		return err
 	})
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return 0, nil
 	}
-	if errors.As(err, new(*events.PermissionError)) {
+	if errors.As(err, new(*bus.PermissionError)) {
 		return 0, backoff.Permanent(fmt.Errorf("durable consumer %s: %w", name, err))
 	}
 	if err != nil {
@@ -145,16 +145,16 @@ func (c *Consumer) replay(ctx context.Context) (*recovered, int, error) {
 	}
 	// A consumer of a fixed name, not an ordered one, so that a node's
 	// permissions can name it (docs/security.md).
-	oc, err := events.CreateReadBack(ctx, c.js, c.cfg.Denials, schemas.StreamIntents, jetstream.ConsumerConfig{
-		Name: events.ReplayName(c.cfg.Node), FilterSubject: filter, DeliverPolicy: jetstream.DeliverAllPolicy,
+	oc, err := bus.CreateReadBack(ctx, c.js, c.cfg.Denials, schemas.StreamIntents, jetstream.ConsumerConfig{
+		Name: bus.ReplayName(c.cfg.Node), FilterSubject: filter, DeliverPolicy: jetstream.DeliverAllPolicy,
 	})
-	if errors.As(err, new(*events.PermissionError)) {
+	if errors.As(err, new(*bus.PermissionError)) {
 		return nil, 0, backoff.Permanent(err) // retrying cannot mend the permissions
 	}
 	if err != nil {
 		return nil, 0, err
 	}
-	defer events.DeleteReadBack(ctx, c.js, schemas.StreamIntents, events.ReplayName(c.cfg.Node))
+	defer bus.DeleteReadBack(ctx, c.js, schemas.StreamIntents, bus.ReplayName(c.cfg.Node))
 	read := 0
 	for read < total {
 		batch, err := oc.Fetch(min(total-read, 1000), jetstream.FetchMaxWait(5*time.Second))

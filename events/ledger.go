@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/schemas/bus"
 )
 
 // ledger knows which events JETLET_EVENTS holds, per pod: the ids of its
@@ -54,7 +55,7 @@ func (l *ledger) forget(uid string) { delete(l.pods, uid) }
 
 // readBackParallel bounds the pods read back at once: a node has as many
 // events read-back consumers.
-const readBackParallel = EventsReadBackSlots
+const readBackParallel = bus.EventsReadBackSlots
 
 // loadLedgers reads back every pod of events whose ledger is not loaded. The
 // pods read keep their ledger even when others failed.
@@ -70,7 +71,7 @@ func (p *Publisher) loadLedgers(ctx context.Context, events []queuedEvent) error
 	sets := make([]map[string]struct{}, len(uids))
 	errs := make([]error, len(uids))
 	// Each read-back holds one of the node's read-back consumers, whose
-	// names are fixed (EventsReadBackName).
+	// names are fixed (bus.EventsReadBackName).
 	slots := make(chan int, readBackParallel)
 	for slot := range readBackParallel {
 		slots <- slot
@@ -112,8 +113,8 @@ const (
 // node's read-back consumer number slot, filtered on the pod's events,
 // delivers their headers until none is pending.
 func (p *Publisher) readBack(ctx context.Context, uid string, slot int) (map[string]struct{}, error) {
-	name := EventsReadBackName(p.cfg.Node, slot)
-	cons, err := CreateReadBack(ctx, p.js, p.cfg.Denials, schemas.StreamEvents, jetstream.ConsumerConfig{
+	name := bus.EventsReadBackName(p.cfg.Node, slot)
+	cons, err := bus.CreateReadBack(ctx, p.js, p.cfg.Denials, schemas.StreamEvents, jetstream.ConsumerConfig{
 		Name:          name,
 		FilterSubject: p.subj.PodEvents(p.cfg.Node, uid),
 		DeliverPolicy: jetstream.DeliverAllPolicy,
@@ -122,7 +123,7 @@ func (p *Publisher) readBack(ctx context.Context, uid string, slot int) (map[str
 	if err != nil {
 		return nil, fmt.Errorf("pod %s: %w", uid, err)
 	}
-	defer DeleteReadBack(ctx, p.js, schemas.StreamEvents, name)
+	defer bus.DeleteReadBack(ctx, p.js, schemas.StreamEvents, name)
 	ids := map[string]struct{}{}
 	empty := 0
 	for pending := cons.CachedInfo().NumPending; pending > 0; {

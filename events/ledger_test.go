@@ -14,6 +14,7 @@ import (
 
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/schemas/bus"
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/natstest"
 	"github.com/jetlet/jetlet/test/poll"
@@ -27,7 +28,7 @@ func provisionShortWindow(t *testing.T, js jetstream.JetStream) {
 	t.Helper()
 	cfg := defaultStreams(t)
 	cfg.DuplicateWindow = window
-	if err := events.Provision(t.Context(), js, cfg, zerolog.Nop()); err != nil {
+	if err := bus.Provision(t.Context(), js, cfg, zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -165,9 +166,9 @@ func BenchmarkEvents(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			_, js := natstest.Connect(b, natstest.RunServer(b))
-			var cfg events.StreamsConfig
+			var cfg bus.StreamsConfig
 			cfg.SetDefaults()
-			if err := events.Provision(b.Context(), js, cfg, zerolog.Nop()); err != nil {
+			if err := bus.Provision(b.Context(), js, cfg, zerolog.Nop()); err != nil {
 				b.Fatal(err)
 			}
 			p := events.NewPublisher(js, events.PublisherConfig{Node: "n1"})

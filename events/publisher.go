@@ -1,3 +1,5 @@
+// Package events publishes what jetlet tells the world: results, lifecycle
+// events, pod status and node heartbeats.
 package events
 
 import (
@@ -16,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/schemas/bus"
 )
 
 // PublisherConfig configures a Publisher.
@@ -33,7 +36,7 @@ type PublisherConfig struct {
 	Metrics             *Metrics
 	// Denials ends at once a read-back NATS denies; nil leaves it to its
 	// timeout.
-	Denials *Denials
+	Denials *bus.Denials
 }
 
 func (c *PublisherConfig) setDefaults() {
@@ -126,7 +129,7 @@ func (p *Publisher) PublishResult(ctx context.Context, r *schemas.SyncResult) er
 	msg := nats.NewMsg(p.subj.Result(p.cfg.Node, r.UID))
 	msg.Data = data
 	msg.Header.Set(schemas.HeaderIntentSeq, strconv.FormatUint(r.IntentSeq, 10))
-	injectTrace(ctx, msg.Header)
+	bus.InjectTrace(ctx, msg.Header)
 	if _, err := p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(schemas.ResultMsgID(p.cfg.Node, r.IntentSeq))); err != nil {
 		p.cfg.Metrics.PublishFailures.WithLabelValues("result").Inc()
 		return fmt.Errorf("publish result of intent %d: %w", r.IntentSeq, err)
@@ -144,8 +147,8 @@ func (p *Publisher) ResultsStored(ctx context.Context, uid string, since time.Ti
 	}
 	p.readBackMu.Lock()
 	defer p.readBackMu.Unlock()
-	name := ResultsReadBackName(p.cfg.Node)
-	cons, err := CreateReadBack(ctx, p.js, p.cfg.Denials, schemas.StreamResults, jetstream.ConsumerConfig{
+	name := bus.ResultsReadBackName(p.cfg.Node)
+	cons, err := bus.CreateReadBack(ctx, p.js, p.cfg.Denials, schemas.StreamResults, jetstream.ConsumerConfig{
 		Name:          name,
 		FilterSubject: p.subj.Result(p.cfg.Node, uid),
 		DeliverPolicy: jetstream.DeliverByStartTimePolicy,
@@ -155,7 +158,7 @@ func (p *Publisher) ResultsStored(ctx context.Context, uid string, since time.Ti
 	if err != nil {
 		return nil, err
 	}
-	defer DeleteReadBack(ctx, p.js, schemas.StreamResults, name)
+	defer bus.DeleteReadBack(ctx, p.js, schemas.StreamResults, name)
 	pending := cons.CachedInfo().NumPending
 	answered := make(map[uint64]bool, pending)
 	for left := pending; left > 0; {
@@ -201,7 +204,7 @@ func (p *Publisher) Emit(ctx context.Context, ev schemas.LifecycleEvent) {
 	// The window dedupes a publish retried after a lost ack; the ledger
 	// everything else.
 	msg.Header.Set(jetstream.MsgIDHeader, ev.ID)
-	injectTrace(ctx, msg.Header)
+	bus.InjectTrace(ctx, msg.Header)
 	p.track(1)
 	select {
 	case p.events <- queuedEvent{uid: ev.UID, id: ev.ID, terminal: ev.Type == schemas.EventPodTerminated, msg: msg}:

@@ -20,6 +20,7 @@ import (
 
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/schemas/bus"
 	"github.com/jetlet/jetlet/test/natstest"
 	"github.com/jetlet/jetlet/test/poll"
 )
@@ -28,11 +29,22 @@ import (
 // until the test ends.
 func startPublisher(t *testing.T, js jetstream.JetStream, cfg events.PublisherConfig) *events.Publisher {
 	t.Helper()
-	if err := events.Provision(t.Context(), js, defaultStreams(t), zerolog.Nop()); err != nil {
+	if err := bus.Provision(t.Context(), js, defaultStreams(t), zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 	p, _ := runPublisher(t, js, cfg)
 	return p
+}
+
+// defaultStreams is the contract's default streams and buckets.
+func defaultStreams(t *testing.T) bus.StreamsConfig {
+	t.Helper()
+	var cfg bus.StreamsConfig
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
 
 // runPublisher runs a publisher for node n1 until stop is called or the test

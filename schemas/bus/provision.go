@@ -1,7 +1,4 @@
-// Package events publishes what jetlet tells the world (results, lifecycle
-// events, pod status, node heartbeats) and provisions the streams and buckets
-// that carry them.
-package events
+package bus
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package events_test
+package bus_test
 
 import (
 	"context"
@@ -11,14 +11,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/schemas/bus"
 	"github.com/jetlet/jetlet/test/natstest"
 )
 
-func defaultStreams(t *testing.T) events.StreamsConfig {
+func defaultStreams(t *testing.T) bus.StreamsConfig {
 	t.Helper()
-	var cfg events.StreamsConfig
+	var cfg bus.StreamsConfig
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -30,7 +30,7 @@ func TestProvisionCreatesContractStreamsAndBuckets(t *testing.T) {
 	_, js := natstest.Connect(t, natstest.RunServer(t))
 	ctx := t.Context()
 	cfg := defaultStreams(t)
-	if err := events.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
+	if err := bus.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{
@@ -86,7 +86,7 @@ func TestProvisionIsIdempotentAndConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	for range 4 {
-		wg.Go(func() { errs <- events.Provision(t.Context(), js, cfg, zerolog.Nop()) })
+		wg.Go(func() { errs <- bus.Provision(t.Context(), js, cfg, zerolog.Nop()) })
 	}
 	wg.Wait()
 	close(errs)
@@ -95,7 +95,7 @@ func TestProvisionIsIdempotentAndConcurrent(t *testing.T) {
 			t.Fatalf("concurrent provision: %v", err)
 		}
 	}
-	if err := events.Provision(t.Context(), js, cfg, zerolog.Nop()); err != nil {
+	if err := bus.Provision(t.Context(), js, cfg, zerolog.Nop()); err != nil {
 		t.Fatalf("second provision: %v", err)
 	}
 }
@@ -104,7 +104,7 @@ func TestProvisionUpdatesCompatibleAndKeepsMessages(t *testing.T) {
 	_, js := natstest.Connect(t, natstest.RunServer(t))
 	ctx := t.Context()
 	cfg := defaultStreams(t)
-	if err := events.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
+	if err := bus.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := js.Publish(ctx, "jetlet.intent.n1.u1", []byte(`{}`)); err != nil {
@@ -112,7 +112,7 @@ func TestProvisionUpdatesCompatibleAndKeepsMessages(t *testing.T) {
 	}
 	cfg.MaxAge = 24 * time.Hour
 	cfg.IntentHistory = 4
-	if err := events.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
+	if err := bus.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 	s, _ := js.Stream(ctx, schemas.StreamResults)
@@ -132,11 +132,11 @@ func TestProvisionKeepsAnIncompatibleStream(t *testing.T) {
 	cfg := defaultStreams(t)
 	memory := cfg
 	memory.Storage = jetstream.MemoryStorage
-	if err := events.Provision(ctx, js, memory, zerolog.Nop()); err != nil {
+	if err := bus.Provision(ctx, js, memory, zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 	// File storage cannot replace memory storage in place: the stream stays.
-	if err := events.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
+	if err := bus.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
 		t.Fatalf("provision over incompatible streams: %v", err)
 	}
 	s, _ := js.Stream(ctx, schemas.StreamEvents)
@@ -148,13 +148,13 @@ func TestProvisionKeepsAnIncompatibleStream(t *testing.T) {
 func TestStreamsConfigValidate(t *testing.T) {
 	tests := []struct {
 		name   string
-		mutate func(*events.StreamsConfig)
+		mutate func(*bus.StreamsConfig)
 	}{
-		{"too many replicas", func(c *events.StreamsConfig) { c.Replicas = 7 }},
-		{"history too large", func(c *events.StreamsConfig) { c.IntentHistory = 65 }},
-		{"negative age", func(c *events.StreamsConfig) { c.MaxAge = -time.Second }},
-		{"dedupe beyond age", func(c *events.StreamsConfig) { c.MaxAge = time.Minute; c.DuplicateWindow = time.Hour }},
-		{"node ttl tiny", func(c *events.StreamsConfig) { c.NodeTTL = time.Millisecond }},
+		{"too many replicas", func(c *bus.StreamsConfig) { c.Replicas = 7 }},
+		{"history too large", func(c *bus.StreamsConfig) { c.IntentHistory = 65 }},
+		{"negative age", func(c *bus.StreamsConfig) { c.MaxAge = -time.Second }},
+		{"dedupe beyond age", func(c *bus.StreamsConfig) { c.MaxAge = time.Minute; c.DuplicateWindow = time.Hour }},
+		{"node ttl tiny", func(c *bus.StreamsConfig) { c.NodeTTL = time.Millisecond }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -173,18 +173,18 @@ func TestProvisionRefusesReplicasASingleServerCannotHave(t *testing.T) {
 	cfg := defaultStreams(t)
 	cfg.Replicas = 3
 	// Fresh: JetStream refuses to create them.
-	err := events.Provision(ctx, js, cfg, zerolog.Nop())
-	if !errors.Is(err, events.ErrReplicasUnavailable) {
+	err := bus.Provision(ctx, js, cfg, zerolog.Nop())
+	if !errors.Is(err, bus.ErrReplicasUnavailable) {
 		t.Fatalf("provision R3 on a single server: %v, want ErrReplicasUnavailable", err)
 	}
 	// Existing with 1: the server would keep 1 without a word on update.
 	cfg.Replicas = 1
-	if err := events.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
+	if err := bus.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 	cfg.Replicas = 3
-	err = events.Provision(ctx, js, cfg, zerolog.Nop())
-	if !errors.Is(err, events.ErrReplicasUnavailable) {
+	err = bus.Provision(ctx, js, cfg, zerolog.Nop())
+	if !errors.Is(err, bus.ErrReplicasUnavailable) {
 		t.Fatalf("scale R1 to R3 on a single server: %v, want ErrReplicasUnavailable", err)
 	}
 	if want := "has 1 replicas, not the 3 asked for (--replicas)"; !strings.Contains(err.Error(), want) {

@@ -1,4 +1,4 @@
-package events
+package bus
 
 import (
 	"context"
@@ -52,7 +52,7 @@ func DeleteReadBack(ctx context.Context, js jetstream.JetStream, stream, name st
 	_ = js.DeleteConsumer(ctx, stream, name)
 }
 
-// unlessDenied runs call, ending it at once with the *PermissionError when
+// UnlessDenied runs call, ending it at once with the *PermissionError when
 // NATS denies a publish to subject (or below it) meanwhile.
 func UnlessDenied(ctx context.Context, denials *Denials, subject string, call func(context.Context) error) error {
 	watchCtx, stop := denials.Watch(ctx, subject)

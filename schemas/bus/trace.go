@@ -1,4 +1,4 @@
-package events
+package bus
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func ExtractTrace(ctx context.Context, h nats.Header) context.Context {
 	return propagator.Extract(ctx, HeaderCarrier(h))
 }
 
-// injectTrace writes the trace context of ctx into h.
-func injectTrace(ctx context.Context, h nats.Header) {
+// InjectTrace writes the trace context of ctx into h.
+func InjectTrace(ctx context.Context, h nats.Header) {
 	propagator.Inject(ctx, HeaderCarrier(h))
 }

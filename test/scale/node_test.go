@@ -17,6 +17,7 @@ import (
 	"github.com/jetlet/jetlet/reconcile/pleg"
 	"github.com/jetlet/jetlet/reconcile/podworkers"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/schemas/bus"
 	"github.com/jetlet/jetlet/test/fakecri"
 )
 
@@ -34,7 +35,7 @@ func (n *simNode) pulling(ctx context.Context, js jetstream.JetStream) bool {
 	if !n.cons.Attached() {
 		return false
 	}
-	c, err := js.Consumer(ctx, schemas.StreamIntents, events.DurableName(n.name))
+	c, err := js.Consumer(ctx, schemas.StreamIntents, bus.DurableName(n.name))
 	if err != nil {
 		return false
 	}

@@ -29,8 +29,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/schemas/bus"
 	"github.com/jetlet/jetlet/test/natscluster"
 	"github.com/jetlet/jetlet/test/poll"
 )
@@ -71,9 +71,9 @@ func BenchmarkScale100Nodes(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	streams := events.StreamsConfig{Replicas: 3}
+	streams := bus.StreamsConfig{Replicas: 3}
 	streams.SetDefaults()
-	if err := events.Provision(b.Context(), js, streams, zerolog.Nop()); err != nil {
+	if err := bus.Provision(b.Context(), js, streams, zerolog.Nop()); err != nil {
 		b.Fatal(err)
 	}
 	var pids []int

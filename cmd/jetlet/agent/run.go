@@ -21,11 +21,11 @@ import (
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/consumer"
-	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/reconcile"
 	"github.com/jetlet/jetlet/reconcile/containerlogs"
 	"github.com/jetlet/jetlet/runtime/proc"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/schemas/bus"
 )
 
 // runConfig is everything `jetlet run` is told on its command line.
@@ -59,7 +59,7 @@ type runConfig struct {
 	containerLogMonitorInterval time.Duration
 	containerLogs               containerlogs.Config
 	profiling                   bool
-	streams                     events.StreamsConfig
+	streams                     bus.StreamsConfig
 
 	// The embedded runtime's CNI network (empty: pods on the host's network).
 	cniConfDir string
@@ -230,7 +230,7 @@ type agent struct {
 
 	nc          atomic.Pointer[nats.Conn]
 	provisioned atomic.Bool
-	denials     events.Denials
+	denials     bus.Denials
 	// deniedTotal counts what NATS refused this node, by kind
 	// (jetlet_permission_denied_total{what}).
 	deniedTotal   *prometheus.CounterVec

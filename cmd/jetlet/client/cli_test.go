@@ -19,8 +19,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
-	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/schemas/bus"
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/natstest"
 )
@@ -119,9 +119,9 @@ func newCluster(t *testing.T) *cluster {
 	t.Helper()
 	srv := natstest.RunServer(t)
 	_, js := natstest.Connect(t, srv)
-	cfg := events.StreamsConfig{Storage: jetstream.MemoryStorage}
+	cfg := bus.StreamsConfig{Storage: jetstream.MemoryStorage}
 	cfg.SetDefaults()
-	if err := events.Provision(t.Context(), js, cfg, zerolog.Nop()); err != nil {
+	if err := bus.Provision(t.Context(), js, cfg, zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 	return &cluster{t: t, url: srv.ClientURL(), js: js}

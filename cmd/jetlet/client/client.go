@@ -20,8 +20,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
-	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/schemas/bus"
 )
 
 // defaultClientURL is where the client commands look for NATS: the address
@@ -76,12 +76,12 @@ type client struct {
 // reports it asynchronously; the refused request itself only times out) and
 // ends the waits on it.
 type deniedRecorder struct {
-	events.Denials
-	last atomic.Pointer[events.PermissionError]
+	bus.Denials
+	last atomic.Pointer[bus.PermissionError]
 }
 
 func (r *deniedRecorder) observe(err error) {
-	if pe, ok := events.AsPermissionError(err); ok {
+	if pe, ok := bus.AsPermissionError(err); ok {
 		r.last.Store(pe)
 		r.Observe(pe)
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
-	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/schemas/bus"
 )
 
 // nodeConsumer is a consumer a node creates, with a fixed name so that the
@@ -29,12 +29,12 @@ type nodeConsumer struct {
 func nodeConsumers(prefix, node string) []nodeConsumer {
 	intents := schemas.Subjects{Prefix: prefix}.NodeIntents(node)
 	out := []nodeConsumer{
-		{schemas.StreamIntents, events.DurableName(node), intents, true},
-		{schemas.StreamIntents, events.ReplayName(node), intents, false},
-		{schemas.StreamResults, events.ResultsReadBackName(node), prefix + ".result." + node + ".>", false},
+		{schemas.StreamIntents, bus.DurableName(node), intents, true},
+		{schemas.StreamIntents, bus.ReplayName(node), intents, false},
+		{schemas.StreamResults, bus.ResultsReadBackName(node), prefix + ".result." + node + ".>", false},
 	}
-	for slot := range events.EventsReadBackSlots {
-		out = append(out, nodeConsumer{schemas.StreamEvents, events.EventsReadBackName(node, slot), prefix + ".event." + node + ".>", false})
+	for slot := range bus.EventsReadBackSlots {
+		out = append(out, nodeConsumer{schemas.StreamEvents, bus.EventsReadBackName(node, slot), prefix + ".event." + node + ".>", false})
 	}
 	return out
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/jetlet/jetlet/consumer/nodeservice/nodeclient"
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/schemas/bus"
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/natstest"
 	"github.com/jetlet/jetlet/test/poll"
@@ -79,19 +80,19 @@ func startPermServer(t *testing.T, nodes string, extra string) *permServer {
 type userConn struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
-	denied  chan *events.PermissionError
-	denials events.Denials // ends a denied call at once
+	denied  chan *bus.PermissionError
+	denials bus.Denials // ends a denied call at once
 }
 
 func (s *permServer) connect(t *testing.T, user string, opts ...nats.Option) *userConn {
 	t.Helper()
-	u := &userConn{denied: make(chan *events.PermissionError, 64)}
+	u := &userConn{denied: make(chan *bus.PermissionError, 64)}
 	seed, err := nats.NkeyOptionFromSeed(s.seed(user))
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts = append(opts, seed, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-		if pe, ok := events.AsPermissionError(err); ok {
+		if pe, ok := bus.AsPermissionError(err); ok {
 			u.denials.Observe(pe)
 			u.denied <- pe
 		}

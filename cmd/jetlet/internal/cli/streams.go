@@ -3,14 +3,14 @@ package cli
 import (
 	"time"
 
-	"github.com/jetlet/jetlet/events"
+	"github.com/jetlet/jetlet/schemas/bus"
 	"github.com/spf13/pflag"
 )
 
 // RegisterStreamFlags registers the flags that size the streams and buckets,
 // shared by `jetlet run` and `jetlet provision` (the subject prefix is each
 // command's own flag).
-func RegisterStreamFlags(fs *pflag.FlagSet, c *events.StreamsConfig) {
+func RegisterStreamFlags(fs *pflag.FlagSet, c *bus.StreamsConfig) {
 	fs.IntVar(&c.Replicas, "replicas", 1, "replicas of the streams and buckets jetlet creates")
 	fs.Int64Var(&c.IntentHistory, "intent-history", 16, "intents kept per pod in JETLET_INTENTS")
 	fs.DurationVar(&c.MaxAge, "max-age", 7*24*time.Hour, "max age of results, events and dead letters")
