@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
@@ -304,6 +305,37 @@ func TestBadIntentsAreRejectedOrDeadLetteredAndOthersCarryOn(t *testing.T) {
 		if ev.UID == "priv" && (ev.Namespace != "default" || ev.Pod != "p" || ev.Revision != 7) {
 			t.Errorf("IntentRejected of the privileged pod for %s/%s revision %d; want default/p revision 7", ev.Namespace, ev.Pod, ev.Revision)
 		}
+	}
+}
+
+// A poison intent (its subject names no pod uid) is dead-lettered and
+// terminated at its first delivery: JetStream says so with a MSG_TERMINATED
+// advisory. Handed back instead (Nak), it would be redelivered for ever while
+// the dead letters' dedupe still stored it once.
+func TestAPoisonIntentIsTerminatedAtItsFirstDelivery(t *testing.T) {
+	h := newHarness(t)
+	terminated, err := h.nc.SubscribeSync(server.JSAdvisoryConsumerMsgTerminatedPre + "." + schemas.StreamIntents + ".>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	h.start(consumer.Config{})
+	seq := h.publish("jetlet.intent.n1", podIntent("x", 1))
+	msg, err := terminated.NextMsg(30 * time.Second)
+	if err != nil {
+		t.Fatalf("no MSG_TERMINATED advisory for poison intent %d: %v; it was not terminated", seq, err)
+	}
+	var adv server.JSConsumerDeliveryTerminatedAdvisory
+	if err := json.Unmarshal(msg.Data, &adv); err != nil {
+		t.Fatal(err)
+	}
+	if adv.StreamSeq != seq || adv.Deliveries != 1 || !strings.Contains(adv.Reason, "no valid pod uid") {
+		t.Errorf("terminated intent %d after %d deliveries, reason %q; want intent %d after 1, naming no valid pod uid", adv.StreamSeq, adv.Deliveries, adv.Reason, seq)
+	}
+	if dead := readAll[json.RawMessage](t, h.js, schemas.StreamDead, "jetlet.dead.>", 1); len(dead) != 1 {
+		t.Errorf("%d dead letters, want 1", len(dead))
 	}
 }
 
