@@ -17,7 +17,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -27,6 +26,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/jetlet/jetlet/test/skipfile"
 )
 
 func main() {
@@ -74,58 +75,36 @@ func run(cmd, skipsPath, specsPath, reportPath string, all bool, out io.Writer) 
 	return fmt.Errorf("unknown command %q", cmd)
 }
 
-// entry is one line of the skip file: a spec's full name, or else a regular
-// expression matched against full names, and why it is skipped.
+// entry is one line of the skip file (test/skipfile): a spec's full name,
+// or else a regular expression matched against full names, and why it is
+// skipped.
 type entry struct {
-	line    int
-	pattern string
-	re      *regexp.Regexp
-	reason  string
+	skipfile.Entry
+	re *regexp.Regexp
 }
 
-func (e entry) String() string { return fmt.Sprintf("line %d %q", e.line, e.pattern) }
-
-// parseSkips reads "PATTERN # REASON" lines; blank lines and lines that
-// start with "#" are comments.
+// parseSkips reads "PATTERN # REASON" lines (test/skipfile) and compiles
+// each pattern that is a valid expression.
 func parseSkips(r io.Reader) ([]entry, error) {
-	var entries []entry
-	var errs []error
-	sc := bufio.NewScanner(r)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		pattern, reason, _ := strings.Cut(line, " # ")
-		e := entry{line: n, pattern: strings.TrimSpace(pattern), reason: strings.TrimSpace(reason)}
-		if e.reason == "" {
-			errs = append(errs, fmt.Errorf("%s has no reason (PATTERN # REASON)", e))
-			continue
-		}
-		re, err := regexp.Compile(e.pattern)
-		if err != nil {
-			re = nil // an exact name that is no valid expression
-		}
-		e.re = re
-		entries = append(entries, e)
-	}
-	if err := sc.Err(); err != nil {
-		errs = append(errs, err)
-	}
-	return entries, errors.Join(errs...)
+	lines, err := skipfile.Parse(r)
+	return compile(lines), err
 }
 
 func readSkips(path string) ([]entry, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+	lines, err := skipfile.Read(path)
+	return compile(lines), err
+}
+
+func compile(lines []skipfile.Entry) []entry {
+	entries := make([]entry, 0, len(lines))
+	for _, l := range lines {
+		re, err := regexp.Compile(l.Pattern)
+		if err != nil {
+			re = nil // an exact name that is no valid expression
+		}
+		entries = append(entries, entry{Entry: l, re: re})
 	}
-	defer f.Close()
-	entries, err := parseSkips(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return entries, nil
+	return entries
 }
 
 // suiteReport is what skipcheck reads of a ginkgo JSON report.
@@ -206,8 +185,8 @@ func newPlan(entries []entry, suite suiteReport) (plan, error) {
 	for _, e := range entries {
 		var names []string
 		for _, s := range suite.SpecReports {
-			if s.name() == e.pattern {
-				names = []string{e.pattern}
+			if s.name() == e.Pattern {
+				names = []string{e.Pattern}
 				break
 			}
 			if e.re != nil && e.re.MatchString(s.name()) {
@@ -267,7 +246,7 @@ func (p plan) check(run suiteReport, all bool, out io.Writer) error {
 			selfSkipped++
 			msg := fmt.Sprintf("skipped itself: %s: %s", name, oneLine(s.Failure.Message))
 			if listed {
-				notes = append(notes, msg+" (listed: "+e.reason+")")
+				notes = append(notes, msg+" (listed: "+e.Reason+")")
 			} else {
 				problems = append(problems, msg+" (not in the skip file)")
 			}
@@ -275,7 +254,7 @@ func (p plan) check(run suiteReport, all bool, out io.Writer) error {
 			failed++
 			msg := fmt.Sprintf("%s: %s [%s:%d]: %s", s.State, name, baseName(s.Failure.Location.FileName), s.Failure.Location.LineNumber, oneLine(s.Failure.Message))
 			if listed {
-				notes = append(notes, msg+" (listed: "+e.reason+")")
+				notes = append(notes, msg+" (listed: "+e.Reason+")")
 			} else {
 				problems = append(problems, msg+" (not in the skip file)")
 			}

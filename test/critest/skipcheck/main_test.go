@@ -170,9 +170,9 @@ func TestRepositorySkipFile(t *testing.T) {
 	}
 	pending := false
 	for _, e := range entries {
-		isPending := strings.HasPrefix(e.reason, "pending: ")
+		isPending := strings.HasPrefix(e.Reason, "pending: ")
 		if pending && !isPending {
-			t.Errorf("%s (%q) follows a pending entry: keep the pending ones at the end", e, e.reason)
+			t.Errorf("%s (%q) follows a pending entry: keep the pending ones at the end", e, e.Reason)
 		}
 		pending = pending || isPending
 	}
