@@ -18,6 +18,11 @@ import (
 // new volume: nothing inside it to change yet, whatever the
 // fsGroupChangePolicy).
 func (m *Manager) setUpEmptyDir(dir string, pod *corev1.Pod, d *corev1.EmptyDirVolumeSource) error {
+	// Its parents are closed to the node's other users (podDirMode): the
+	// volume itself is the containers'.
+	if _, err := m.makePodDataDir(string(pod.UID), "volumes", emptyDirPluginDir); err != nil {
+		return err
+	}
 	switch d.Medium {
 	case corev1.StorageMediumDefault:
 		if err := os.MkdirAll(dir, 0o777); err != nil {

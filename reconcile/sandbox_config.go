@@ -1,6 +1,8 @@
 package reconcile
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -16,6 +18,48 @@ func podLogsDir(root, namespace, name, uid string) string {
 // podDataDir is <DataDir>/pods/<uid>.
 func (m *Manager) podDataDir(uid string) string {
 	return filepath.Join(m.cfg.DataDir, "pods", uid)
+}
+
+// podDirMode is the mode of <DataDir>/pods and of the directories jetlet
+// makes in a pod's data dir, as kubelet's pods dir: the emptyDirs (0777) and
+// termination message files (0666) below them are open to the pod's
+// containers, whatever their uid, and closed to the node's other users.
+const podDirMode = 0o750
+
+// makePodDataDir creates the directory elem names within the pod's data dir
+// (<DataDir>/pods/<uid>/elem...), each new directory mode 0750, and returns
+// its path. It makes <DataDir>/pods 0750 first, whoever created it and with
+// whatever mode (a data dir of an older jetlet had it 0755): this package
+// does not count on `jetlet run` for it.
+func (m *Manager) makePodDataDir(uid string, elem ...string) (string, error) {
+	root := filepath.Join(m.cfg.DataDir, "pods")
+	fi, err := os.Stat(root)
+	if os.IsNotExist(err) {
+		// A data dir made here is the node's other users' business as
+		// little as the pods in it.
+		if err = os.MkdirAll(m.cfg.DataDir, 0o700); err == nil {
+			if err = os.Mkdir(root, podDirMode); os.IsExist(err) {
+				err = nil
+			}
+		}
+		if err == nil {
+			fi, err = os.Stat(root)
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("pods dir: %w", err)
+	}
+	// Mkdir honours the umask; setuid, setgid and sticky bits go too.
+	if fi.Mode()&(os.ModePerm|os.ModeSetuid|os.ModeSetgid|os.ModeSticky) != podDirMode {
+		if err := os.Chmod(root, podDirMode); err != nil {
+			return "", fmt.Errorf("pods dir: %w", err)
+		}
+	}
+	dir := filepath.Join(append([]string{root, uid}, elem...)...)
+	if err := os.MkdirAll(dir, podDirMode); err != nil {
+		return "", err
+	}
+	return dir, nil
 }
 
 // namespaceOptions: network and IPC are the pod's or the node's; PID is the

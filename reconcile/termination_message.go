@@ -35,7 +35,9 @@ func (m *Manager) terminationMessageFile(uid, container string, restartCount int
 // returns its mount at the container's terminationMessagePath.
 func (m *Manager) terminationMessageMount(pod *corev1.Pod, c *corev1.Container, restartCount int) (*runtimeapi.Mount, error) {
 	path := m.terminationMessageFile(string(pod.UID), c.Name, restartCount)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	// The file is world-writable, its parents closed to the node's other
+	// users (podDirMode).
+	if _, err := m.makePodDataDir(string(pod.UID), "containers", c.Name); err != nil {
 		return nil, fmt.Errorf("termination message file: %w", err)
 	}
 	if err := os.WriteFile(path, nil, 0o666); err != nil {
