@@ -1,6 +1,7 @@
 package events
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -89,7 +90,7 @@ func (p *Publisher) loadLedgers(ctx context.Context, events []queuedEvent) error
 	for i, uid := range uids {
 		if errs[i] != nil {
 			failed++
-			firstErr = cmpErr(firstErr, errs[i])
+			firstErr = cmp.Or(firstErr, errs[i])
 			continue
 		}
 		p.ledger.pods[uid] = sets[i]

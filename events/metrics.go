@@ -1,6 +1,10 @@
 package events
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jetlet/jetlet/schemas/bus"
+)
 
 // Metrics counts what the publishers could not do at once.
 type Metrics struct {
@@ -16,10 +20,7 @@ type Metrics struct {
 // (nil: not registered, for tests).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		PublishFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "jetlet_publish_failures_total",
-			Help: "Publishes to JetStream that failed (and were retried), by kind of message.",
-		}, []string{"kind"}),
+		PublishFailures: bus.NewPublishFailures(nil),
 		EventsDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "jetlet_events_dropped_total",
 			Help: "Lifecycle events dropped because the buffer was full; the next relist re-derives them.",
@@ -32,9 +33,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "jetlet_events_already_stored_total",
 			Help: "Lifecycle events not published because JETLET_EVENTS already holds their id (a fact seen again).",
 		}),
-	}
-	for _, kind := range []string{"result", "event", "status", "ledger"} {
-		m.PublishFailures.WithLabelValues(kind) // present at 0 from the start
 	}
 	if reg != nil {
 		reg.MustRegister(m.PublishFailures, m.EventsDropped, m.EventsBuffered, m.EventsStored)

@@ -5,14 +5,12 @@ package events
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
@@ -79,11 +77,8 @@ type Publisher struct {
 	statusFlush   bool                     // Flush runs: every status is due now
 	statusWake    chan struct{}
 
-	// queued counts the events and statuses not yet stored; Flush waits for
-	// it to reach zero (a WaitGroup cannot be added to while waited on).
-	queuedMu sync.Mutex
-	queued   int
-	drained  *sync.Cond
+	send    *bus.Sender
+	backlog *bus.Backlog // the events and statuses not yet stored
 
 	// readBackMu makes one results read-back at a time: its consumer's
 	// name is fixed.
@@ -93,28 +88,19 @@ type Publisher struct {
 // NewPublisher returns a Publisher; nothing is sent before Run.
 func NewPublisher(js jetstream.JetStream, cfg PublisherConfig) *Publisher {
 	cfg.setDefaults()
-	p := &Publisher{
+	log := cfg.Logger.With().Str("component", "publisher").Logger()
+	return &Publisher{
 		js:            js,
 		cfg:           cfg,
 		subj:          schemas.Subjects{Prefix: cfg.SubjectPrefix},
-		log:           cfg.Logger.With().Str("component", "publisher").Logger(),
+		log:           log,
 		events:        make(chan queuedEvent, cfg.EventBuffer),
 		ledger:        ledger{pods: map[string]map[string]struct{}{}},
 		statusPending: map[string]pendingStatus{},
 		statusWake:    make(chan struct{}, 1),
+		send:          bus.NewSender(js, cfg.Metrics.PublishFailures, log),
+		backlog:       bus.NewBacklog(),
 	}
-	p.drained = sync.NewCond(&p.queuedMu)
-	return p
-}
-
-// track adds n (negative when stored) to the messages not yet stored.
-func (p *Publisher) track(n int) {
-	p.queuedMu.Lock()
-	p.queued += n
-	if p.queued == 0 {
-		p.drained.Broadcast()
-	}
-	p.queuedMu.Unlock()
 }
 
 // PublishResult stores the result of an intent and returns once JetStream has
@@ -205,12 +191,12 @@ func (p *Publisher) Emit(ctx context.Context, ev schemas.LifecycleEvent) {
 	// everything else.
 	msg.Header.Set(jetstream.MsgIDHeader, ev.ID)
 	bus.InjectTrace(ctx, msg.Header)
-	p.track(1)
+	p.backlog.Add(1)
 	select {
 	case p.events <- queuedEvent{uid: ev.UID, id: ev.ID, terminal: ev.Type == schemas.EventPodTerminated, msg: msg}:
 		p.cfg.Metrics.EventsBuffered.Inc()
 	default:
-		p.track(-1)
+		p.backlog.Add(-1)
 		p.cfg.Metrics.EventsDropped.Inc()
 		if !p.dropped.Swap(true) {
 			p.log.Error().Int("buffer", cap(p.events)).Str("event", ev.ID).
@@ -261,7 +247,7 @@ func (p *Publisher) queueStatus(st *schemas.PodStatus, refresh bool) {
 	p.statusMu.Lock()
 	prev, waiting := p.statusPending[key]
 	if !waiting {
-		p.track(1)
+		p.backlog.Add(1)
 	}
 	var due time.Time // now
 	if refresh {
@@ -294,12 +280,6 @@ func (p *Publisher) Run(ctx context.Context) {
 
 // Flush waits until everything queued so far is stored, or ctx is done.
 func (p *Publisher) Flush(ctx context.Context) error {
-	stop := context.AfterFunc(ctx, func() {
-		p.queuedMu.Lock()
-		p.drained.Broadcast()
-		p.queuedMu.Unlock()
-	})
-	defer stop()
 	p.statusMu.Lock()
 	p.statusFlush = true
 	p.statusMu.Unlock()
@@ -309,19 +289,8 @@ func (p *Publisher) Flush(ctx context.Context) error {
 		p.statusFlush = false
 		p.statusMu.Unlock()
 	}()
-	p.queuedMu.Lock()
-	defer p.queuedMu.Unlock()
-	for p.queued > 0 {
-		if ctx.Err() != nil {
-			return fmt.Errorf("flush: %d events and statuses not yet stored: %w", p.queued, ctx.Err())
-		}
-		p.drained.Wait()
-	}
-	return nil
+	return p.backlog.Wait(ctx, "events and statuses")
 }
-
-// ackTimeout bounds the wait for JetStream's acknowledgement of a batch.
-const ackTimeout = 10 * time.Second
 
 // eventBatch bounds the events in flight at once.
 const eventBatch = 256
@@ -357,7 +326,7 @@ func (p *Publisher) runEvents(ctx context.Context) {
 		if err := p.publishEvents(ctx, batch); err != nil {
 			return // ctx done
 		}
-		p.track(-len(batch))
+		p.backlog.Add(-len(batch))
 	}
 }
 
@@ -367,7 +336,7 @@ func (p *Publisher) runEvents(ctx context.Context) {
 // none is published blind.
 func (p *Publisher) publishEvents(ctx context.Context, batch []queuedEvent) error {
 	pending := batch
-	return p.retry(ctx, func() error {
+	return p.send.Retry(ctx, func() error {
 		if err := p.loadLedgers(ctx, pending); err != nil {
 			return err
 		}
@@ -384,7 +353,7 @@ func (p *Publisher) publishEvents(ctx context.Context, batch []queuedEvent) erro
 			fresh = append(fresh, e)
 			msgs = append(msgs, e.msg)
 		}
-		stored, err := p.publishOnce(ctx, "event", msgs)
+		stored, err := p.send.PublishOnce(ctx, "event", msgs)
 		var failed []queuedEvent
 		for i, e := range fresh {
 			if stored[i] {
@@ -423,10 +392,10 @@ func (p *Publisher) runStatuses(ctx context.Context) {
 		if len(batch) == 0 {
 			continue
 		}
-		if err := p.publishAll(ctx, "status", batch); err != nil {
+		if err := p.send.PublishAll(ctx, "status", batch); err != nil {
 			return
 		}
-		p.track(-len(batch))
+		p.backlog.Add(-len(batch))
 	}
 }
 
@@ -444,87 +413,4 @@ func (p *Publisher) dueStatuses(now time.Time) (batch []*nats.Msg, next time.Tim
 		}
 	}
 	return batch, next
-}
-
-// publishAll stores every message, in order, retrying the ones that failed with
-// back-off until they are stored or ctx is done.
-func (p *Publisher) publishAll(ctx context.Context, kind string, msgs []*nats.Msg) error {
-	pending := msgs
-	return p.retry(ctx, func() error {
-		stored, err := p.publishOnce(ctx, kind, pending)
-		var failed []*nats.Msg
-		for i, m := range pending {
-			if !stored[i] {
-				failed = append(failed, m)
-			}
-		}
-		pending = failed
-		if err != nil {
-			return fmt.Errorf("%d of %d %s messages not stored: %w", len(failed), len(msgs), kind, err)
-		}
-		return nil
-	})
-}
-
-// retry runs op until it succeeds or ctx is done, with back-off between tries.
-func (p *Publisher) retry(ctx context.Context, op func() error) error {
-	b := backoff.WithContext(backoff.NewExponentialBackOff(
-		backoff.WithInitialInterval(50*time.Millisecond),
-		backoff.WithMaxInterval(5*time.Second),
-		backoff.WithMaxElapsedTime(0)), ctx)
-	return backoff.RetryNotify(op, b, func(err error, next time.Duration) {
-		p.log.Warn().Err(err).Dur("retry_in_ms", next).Msg("publish failed; retrying")
-	})
-}
-
-// publishOnce publishes msgs at once and waits for their acknowledgements;
-// stored[i] says whether msgs[i] was. The error is the first failure, or a
-// permanent one when ctx is done.
-func (p *Publisher) publishOnce(ctx context.Context, kind string, msgs []*nats.Msg) (stored []bool, err error) {
-	stored = make([]bool, len(msgs))
-	futures := make([]jetstream.PubAckFuture, len(msgs))
-	for i, m := range msgs {
-		f, e := p.js.PublishMsgAsync(m)
-		if e != nil {
-			err = cmpErr(err, e)
-			continue
-		}
-		futures[i] = f
-	}
-	// An ack lost with a server that died never arrives: give up on every
-	// one still missing after ackTimeout and publish it again (the message
-	// id dedupes a late store).
-	waitCtx, cancel := context.WithTimeout(ctx, ackTimeout)
-	defer cancel()
-	failed := 0
-	for i, f := range futures {
-		if f == nil { // not sent
-			failed++
-			continue
-		}
-		select {
-		case <-f.Ok():
-			stored[i] = true
-		case e := <-f.Err():
-			failed++
-			err = cmpErr(err, e)
-		case <-waitCtx.Done():
-			if ctx.Err() != nil {
-				return stored, backoff.Permanent(ctx.Err())
-			}
-			failed++
-			err = cmpErr(err, errors.New("no acknowledgement"))
-		}
-	}
-	if failed > 0 {
-		p.cfg.Metrics.PublishFailures.WithLabelValues(kind).Add(float64(failed))
-	}
-	return stored, err
-}
-
-func cmpErr(first, err error) error {
-	if first != nil {
-		return first
-	}
-	return err
 }

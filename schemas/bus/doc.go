@@ -2,7 +2,9 @@
 // writer of it shares: the streams and buckets (their names and configs,
 // provisioning), the fixed names of the consumers a node creates, the
 // read-back consumers through which it reads what it stored, NATS
-// permission errors and the trace context carried in message headers.
+// permission errors, the trace context carried in message headers, and the
+// publishing the writers of results, events and statuses share (Sender,
+// Backlog, jetlet_publish_failures_total).
 //
 // Its parent, schemas, holds the wire types and subject names and imports
 // no NATS; this package is where NATS comes in.

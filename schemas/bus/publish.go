@@ -1,0 +1,183 @@
+package bus
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+)
+
+// PublishKinds are the kinds of message jetlet_publish_failures_total counts:
+// results, lifecycle events, pod statuses, and the read-backs of the event
+// ledger.
+var PublishKinds = []string{"result", "event", "status", "ledger"}
+
+// NewPublishFailures creates jetlet_publish_failures_total, the publishes to
+// JetStream that failed (and were retried) by kind of message, every kind
+// present at 0 from the start, and registers it with reg (nil: not
+// registered, for tests). The publishers of results, events and statuses
+// share one.
+func NewPublishFailures(reg prometheus.Registerer) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "jetlet_publish_failures_total",
+		Help: "Publishes to JetStream that failed (and were retried), by kind of message.",
+	}, []string{"kind"})
+	for _, kind := range PublishKinds {
+		c.WithLabelValues(kind)
+	}
+	if reg != nil {
+		reg.MustRegister(c)
+	}
+	return c
+}
+
+// AckTimeout bounds the wait for JetStream's acknowledgement of a batch.
+const AckTimeout = 10 * time.Second
+
+// Sender publishes batches of messages to JetStream for the background
+// publishers (events, statuses): a batch at once, each message acknowledged
+// or retried with back-off until stored. Each message carries its own
+// Nats-Msg-Id (or key), so that a message published again after a lost
+// acknowledgement is stored once.
+type Sender struct {
+	js       jetstream.JetStream
+	failures *prometheus.CounterVec
+	log      zerolog.Logger
+}
+
+// NewSender returns a Sender publishing through js, counting failures in
+// failures (NewPublishFailures) and logging retries to log.
+func NewSender(js jetstream.JetStream, failures *prometheus.CounterVec, log zerolog.Logger) *Sender {
+	return &Sender{js: js, failures: failures, log: log}
+}
+
+// Retry runs op until it succeeds or ctx is done, with back-off between
+// tries. op ends the retries with backoff.Permanent.
+func (s *Sender) Retry(ctx context.Context, op func() error) error {
+	b := backoff.WithContext(backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(50*time.Millisecond),
+		backoff.WithMaxInterval(5*time.Second),
+		backoff.WithMaxElapsedTime(0)), ctx)
+	return backoff.RetryNotify(op, b, func(err error, next time.Duration) {
+		s.log.Warn().Err(err).Dur("retry_in_ms", next).Msg("publish failed; retrying")
+	})
+}
+
+// PublishAll stores every message, in order, retrying the ones that failed
+// with back-off until they are stored or ctx is done.
+func (s *Sender) PublishAll(ctx context.Context, kind string, msgs []*nats.Msg) error {
+	pending := msgs
+	return s.Retry(ctx, func() error {
+		stored, err := s.PublishOnce(ctx, kind, pending)
+		var failed []*nats.Msg
+		for i, m := range pending {
+			if !stored[i] {
+				failed = append(failed, m)
+			}
+		}
+		pending = failed
+		if err != nil {
+			return fmt.Errorf("%d of %d %s messages not stored: %w", len(failed), len(msgs), kind, err)
+		}
+		return nil
+	})
+}
+
+// PublishOnce publishes msgs at once and waits for their acknowledgements;
+// stored[i] says whether msgs[i] was. The error is the first failure, or a
+// permanent one when ctx is done. Failures are counted under kind.
+func (s *Sender) PublishOnce(ctx context.Context, kind string, msgs []*nats.Msg) (stored []bool, err error) {
+	stored = make([]bool, len(msgs))
+	futures := make([]jetstream.PubAckFuture, len(msgs))
+	for i, m := range msgs {
+		f, e := s.js.PublishMsgAsync(m)
+		if e != nil {
+			err = cmp.Or(err, e)
+			continue
+		}
+		futures[i] = f
+	}
+	// An ack lost with a server that died never arrives: give up on every
+	// one still missing after AckTimeout and publish it again (the message
+	// id dedupes a late store).
+	waitCtx, cancel := context.WithTimeout(ctx, AckTimeout)
+	defer cancel()
+	failed := 0
+	for i, f := range futures {
+		if f == nil { // not sent
+			failed++
+			continue
+		}
+		select {
+		case <-f.Ok():
+			stored[i] = true
+		case e := <-f.Err():
+			failed++
+			err = cmp.Or(err, e)
+		case <-waitCtx.Done():
+			if ctx.Err() != nil {
+				return stored, backoff.Permanent(ctx.Err())
+			}
+			failed++
+			err = cmp.Or(err, errors.New("no acknowledgement"))
+		}
+	}
+	if failed > 0 {
+		s.failures.WithLabelValues(kind).Add(float64(failed))
+	}
+	return stored, err
+}
+
+// Backlog counts the messages a publisher has queued and not yet stored, so
+// that its Flush can wait until none is left (a WaitGroup cannot be added to
+// while waited on).
+type Backlog struct {
+	mu      sync.Mutex
+	n       int
+	drained *sync.Cond
+}
+
+// NewBacklog returns an empty Backlog.
+func NewBacklog() *Backlog {
+	b := &Backlog{}
+	b.drained = sync.NewCond(&b.mu)
+	return b
+}
+
+// Add adds n (negative once stored) to the messages not yet stored.
+func (b *Backlog) Add(n int) {
+	b.mu.Lock()
+	b.n += n
+	if b.n == 0 {
+		b.drained.Broadcast()
+	}
+	b.mu.Unlock()
+}
+
+// Wait waits until no message is left, or ctx is done; what names the
+// messages in its error.
+func (b *Backlog) Wait(ctx context.Context, what string) error {
+	stop := context.AfterFunc(ctx, func() {
+		b.mu.Lock()
+		b.drained.Broadcast()
+		b.mu.Unlock()
+	})
+	defer stop()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.n > 0 {
+		if ctx.Err() != nil {
+			return fmt.Errorf("flush: %d %s not yet stored: %w", b.n, what, ctx.Err())
+		}
+		b.drained.Wait()
+	}
+	return nil
+}
