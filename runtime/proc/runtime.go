@@ -39,7 +39,7 @@ var ErrInvalidConfig = errors.New("proc: invalid config")
 // Config configures a Runtime.
 type Config struct {
 	// Dir is the state root: records, sandboxes and container dirs. Created by
-	// Start when absent. Required.
+	// Start when absent, and made mode 0700 (closed to other users). Required.
 	Dir string
 	// ShimPath is the executable started as each pod's shim, and by the
 	// shim as each container's init: cmd/jetlet-shim, or any binary that calls
@@ -189,7 +189,17 @@ func (r *Runtime) Start(ctx context.Context, socketPath string) error {
 		return fmt.Errorf("proc: state dir: %w", err)
 	}
 	r.cfg.Dir = dir
-	for _, d := range []string{r.cfg.Dir, r.sandboxesDir(), r.containersDir()} {
+	// Dir is closed to other users whoever uses the runtime (jetlet run, or
+	// a crictl user of a runtime started by another program): each pod's
+	// /dev/shm (a 1777 tmpfs) and each container's files are below it. Its
+	// containers never need it: the shim, as root, mounts what they see.
+	if err := os.MkdirAll(r.cfg.Dir, 0o700); err != nil {
+		return fmt.Errorf("proc: create state dir: %w", err)
+	}
+	if err := os.Chmod(r.cfg.Dir, 0o700); err != nil {
+		return fmt.Errorf("proc: state dir: %w", err)
+	}
+	for _, d := range []string{r.sandboxesDir(), r.containersDir()} {
 		if err := os.MkdirAll(d, 0o711); err != nil {
 			return fmt.Errorf("proc: create state dir: %w", err)
 		}

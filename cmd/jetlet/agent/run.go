@@ -249,8 +249,22 @@ func newAgent(cfg runConfig) *agent {
 }
 
 func (a *agent) run(ctx context.Context) error {
-	if err := os.MkdirAll(a.cfg.dataDir, 0o755); err != nil {
-		return fmt.Errorf("--data-dir: %w", err)
+	if err := makeDataDir(a.cfg.dataDir); err != nil {
+		return err
+	}
+	// Before anything else opens it: one jetlet run per data dir, held until
+	// the process exits.
+	lock, err := lockDataDir(a.cfg.dataDir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	was, err := closeDataDir(a.cfg.dataDir)
+	if err != nil {
+		return err
+	}
+	if was != 0 {
+		a.log.Info().Str("dir", a.cfg.dataDir).Str("was", fmt.Sprintf("%04o", was)).Msg("data dir made mode 0700: closed to other users")
 	}
 	// Before anything starts: a data dir taken for another node kills nothing.
 	renamedFrom, err := claimDataDir(a.cfg.dataDir, a.cfg.node, a.cfg.renameNode)
