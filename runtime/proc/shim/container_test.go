@@ -661,7 +661,7 @@ func TestShimHostSocketsAndHiddenPaths(t *testing.T) {
 
 	iso := &Isolation{Capabilities: capsOf(defaultCaps), HiddenPaths: []string{hiddenDir, hiddenFile, "/no/such/path"}}
 	script := connectScript + `; cat ` + hiddenFile + `; ls -A ` + hiddenDir + `; echo ok > ` + hiddenDir + `/mine && cat ` + hiddenDir + `/mine`
-	dir := newContainer(t, iso, nil, append([]string{"sh", "-c", script, "sh", onRoot, onOwnFS})...)
+	dir := newContainer(t, iso, nil, "sh", "-c", script, "sh", onRoot, onOwnFS)
 	res := runTestPod(t, podStep{Dir: dir})[0]
 	wantRun(t, res)
 	// Both refused, the file empty, the directory empty, then writable.
