@@ -17,7 +17,7 @@ import (
 
 	"github.com/jetlet/jetlet/reconcile"
 	"github.com/jetlet/jetlet/runtime"
-	"github.com/jetlet/jetlet/runtime/proc"
+	"github.com/jetlet/jetlet/runtime/embedded"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/gobuild"
 )
@@ -82,7 +82,7 @@ type env struct {
 	// withShared exchange files: a container's /tmp and root are its own.
 	shared string
 	sock   string
-	rt     *proc.Runtime
+	rt     *embedded.Runtime
 	client *runtime.Client
 	mgr    *reconcile.Manager
 	clock  *offsetClock
@@ -110,7 +110,7 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) startRuntime() {
 	e.t.Helper()
-	rt, err := proc.New(proc.Config{Dir: filepath.Join(e.dir, "proc"), ShimPath: gobuild.Shim.Path(e.t)})
+	rt, err := embedded.New(embedded.Config{Dir: filepath.Join(e.dir, "proc"), ShimPath: gobuild.Shim.Path(e.t)})
 	if err != nil {
 		e.t.Fatal(err)
 	}

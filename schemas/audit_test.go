@@ -94,7 +94,7 @@ const (
 	tHTTPGetHandler        = "runtime/probe.TestHTTPGet"
 	tStopSignalConfig      = "reconcile.TestStopSignalInContainerConfig"
 	tE2EStopSignal         = "test/e2e.TestStopSignalStopsTheContainer"
-	tProcStopSignal        = "runtime/proc.TestStopSignalFromConfig"
+	tProcStopSignal        = "runtime/embedded.TestStopSignalFromConfig"
 	tTerminationMessage    = "reconcile.TestTerminationMessageFileAndLastState"
 	tE2ETerminationMessage = "test/e2e.TestTerminationMessageAndLastState"
 	tTerminationFallback   = "reconcile.TestTerminationMessageFallsBackToTheLog"

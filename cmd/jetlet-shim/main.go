@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/jetlet/jetlet/runtime/proc/shim"
+	"github.com/jetlet/jetlet/runtime/embedded/shim"
 )
 
 func main() {

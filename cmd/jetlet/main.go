@@ -11,7 +11,7 @@ import (
 	"github.com/jetlet/jetlet/cmd/jetlet/agent"
 	"github.com/jetlet/jetlet/cmd/jetlet/client"
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
-	"github.com/jetlet/jetlet/runtime/proc/shim"
+	"github.com/jetlet/jetlet/runtime/embedded/shim"
 	"github.com/spf13/cobra"
 )
 

@@ -20,7 +20,7 @@ import (
 	"github.com/jetlet/jetlet/reconcile/prober"
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/probe"
-	"github.com/jetlet/jetlet/runtime/proc"
+	"github.com/jetlet/jetlet/runtime/embedded"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/gobuild"
 	"github.com/jetlet/jetlet/test/poll"
@@ -93,7 +93,7 @@ func newNode(t *testing.T) *node {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(dir, "cri.sock")
-	rt, err := proc.New(proc.Config{Dir: filepath.Join(dir, "proc"), ShimPath: gobuild.Shim.Path(t), Logger: zerolog.Nop()})
+	rt, err := embedded.New(embedded.Config{Dir: filepath.Join(dir, "proc"), ShimPath: gobuild.Shim.Path(t), Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}

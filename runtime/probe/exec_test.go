@@ -12,8 +12,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/runtime"
+	"github.com/jetlet/jetlet/runtime/embedded"
 	"github.com/jetlet/jetlet/runtime/probe"
-	"github.com/jetlet/jetlet/runtime/proc"
 	"github.com/jetlet/jetlet/test/gobuild"
 )
 
@@ -29,7 +29,7 @@ func runningContainer(t *testing.T) (*runtime.Client, string) {
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
-	rt, err := proc.New(proc.Config{Dir: filepath.Join(dir, "state"), ShimPath: gobuild.Shim.Path(t), Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
+	rt, err := embedded.New(embedded.Config{Dir: filepath.Join(dir, "state"), ShimPath: gobuild.Shim.Path(t), Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
 	if err != nil {
 		t.Fatal(err)
 	}

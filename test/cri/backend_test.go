@@ -13,7 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/runtime"
-	"github.com/jetlet/jetlet/runtime/proc"
+	"github.com/jetlet/jetlet/runtime/embedded"
 	"github.com/jetlet/jetlet/test/gobuild"
 )
 
@@ -91,7 +91,7 @@ func newClient(t testing.TB, endpoint string) *runtime.Client {
 	return c
 }
 
-// embeddedBackend starts runtime/proc in-process on a fresh state dir.
+// embeddedBackend starts runtime/embedded in-process on a fresh state dir.
 // Cleanup removes every sandbox (and so every container) before stopping it,
 // since containers outlive the runtime by design.
 func embeddedBackend(t testing.TB) *backend {
@@ -100,10 +100,10 @@ func embeddedBackend(t testing.TB) *backend {
 	stateDir := filepath.Join(dir, "state")
 	sock := filepath.Join(dir, "cri.sock")
 	shimPath := gobuild.Shim.Path(t)
-	var rt *proc.Runtime
+	var rt *embedded.Runtime
 	start := func(t testing.TB) {
 		t.Helper()
-		r, err := proc.New(proc.Config{Dir: stateDir, ShimPath: shimPath, Logger: testLogger().With().Str("backend", "embedded").Logger()})
+		r, err := embedded.New(embedded.Config{Dir: stateDir, ShimPath: shimPath, Logger: testLogger().With().Str("backend", "embedded").Logger()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/jetlet/jetlet/runtime/proc"
+	"github.com/jetlet/jetlet/runtime/embedded"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/gobuild"
 	"github.com/jetlet/jetlet/test/jetlettest"
@@ -19,7 +19,7 @@ import (
 // sock, over dir; the returned function stops serving (containers live on).
 func startRuntime(t *testing.T, dir, sock string) func() {
 	t.Helper()
-	rt, err := proc.New(proc.Config{Dir: dir, ShimPath: gobuild.Shim.Path(t), Logger: zerolog.Nop()})
+	rt, err := embedded.New(embedded.Config{Dir: dir, ShimPath: gobuild.Shim.Path(t), Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}

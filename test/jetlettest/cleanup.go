@@ -9,7 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/jetlet/jetlet/runtime"
-	"github.com/jetlet/jetlet/runtime/proc"
+	"github.com/jetlet/jetlet/runtime/embedded"
 	"github.com/jetlet/jetlet/test/gobuild"
 )
 
@@ -20,7 +20,7 @@ import (
 func RemovePodsOnCleanup(t testing.TB, dataDir string) {
 	t.Helper()
 	t.Cleanup(func() {
-		rt, err := proc.New(proc.Config{Dir: filepath.Join(dataDir, "runtime"), ShimPath: gobuild.Shim.Path(t), Logger: zerolog.Nop()})
+		rt, err := embedded.New(embedded.Config{Dir: filepath.Join(dataDir, "runtime"), ShimPath: gobuild.Shim.Path(t), Logger: zerolog.Nop()})
 		if err != nil {
 			t.Error(err)
 			return

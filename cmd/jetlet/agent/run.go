@@ -23,7 +23,7 @@ import (
 	"github.com/jetlet/jetlet/consumer"
 	"github.com/jetlet/jetlet/reconcile"
 	"github.com/jetlet/jetlet/reconcile/containerlogs"
-	"github.com/jetlet/jetlet/runtime/proc"
+	"github.com/jetlet/jetlet/runtime/embedded"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/schemas/bus"
 )
@@ -102,7 +102,7 @@ admits anyone. Without
 	fs.StringVar(&cfg.runtimeEndpoint, "runtime-endpoint", "", "CRI runtime endpoint (unix:///run/containerd/containerd.sock); empty starts the embedded process runtime")
 	fs.DurationVar(&cfg.runtimeRequestTimeout, "runtime-request-timeout", 2*time.Minute, "timeout of every CRI call but image pulls")
 	fs.StringVar(&cfg.cniConfDir, "cni-conf-dir", "", "CNI network config dir of the embedded runtime: each pod not on the host network gets its own network namespace, set up with the first config in it (.conflist, .conf, .json; lexical order); empty puts every pod on the host's network")
-	fs.StringSliceVar(&cfg.cniBinDirs, "cni-bin-dir", proc.DefaultCNIBinDirs, "directories searched for the CNI plugins, in order (comma-separated)")
+	fs.StringSliceVar(&cfg.cniBinDirs, "cni-bin-dir", embedded.DefaultCNIBinDirs, "directories searched for the CNI plugins, in order (comma-separated)")
 	fs.IntVar(&cfg.workers, "workers", 16, "pods synced concurrently")
 	fs.StringVar(&cfg.httpListen, "http-listen", "127.0.0.1:9464", "address of /healthz, /readyz and /metrics (port 0 picks a free port)")
 	fs.BoolVar(&cfg.allowPrivileged, "allow-privileged", false, "accept privileged containers")
@@ -309,14 +309,14 @@ func (a *agent) run(ctx context.Context) error {
 	webErr := make(chan error, 1)
 	go func() { webErr <- web.serve() }()
 
-	var embedded *server.Server
+	var natsServer *server.Server
 	var ownAuth []nats.Option
 	if a.cfg.nats.URL == "" {
-		if embedded, ownAuth, err = a.startNATS(); err != nil {
+		if natsServer, ownAuth, err = a.startNATS(); err != nil {
 			return err
 		}
 	}
-	nc, err := a.connect(embedded, ownAuth)
+	nc, err := a.connect(natsServer, ownAuth)
 	if err != nil {
 		return err
 	}
@@ -326,7 +326,7 @@ func (a *agent) run(ctx context.Context) error {
 		return err
 	}
 
-	var embeddedRuntime *proc.Runtime
+	var embeddedRuntime *embedded.Runtime
 	endpoint := a.cfg.runtimeEndpoint
 	if endpoint == "" {
 		if embeddedRuntime, endpoint, err = a.startEmbeddedRuntime(ctx); err != nil {
@@ -353,9 +353,9 @@ func (a *agent) run(ctx context.Context) error {
 	if err := web.shutdown(shutdownCtx); err != nil {
 		a.log.Warn().Err(err).Msg("http shutdown")
 	}
-	if embedded != nil {
-		embedded.Shutdown()
-		embedded.WaitForShutdown()
+	if natsServer != nil {
+		natsServer.Shutdown()
+		natsServer.WaitForShutdown()
 	}
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		return runErr
@@ -462,11 +462,11 @@ func (a *agent) startNATS() (*server.Server, []nats.Option, error) {
 
 // connect connects to the embedded server in-process with ownAuth, or to
 // --nats-url with the --nats-* flags, retrying forever in the background.
-func (a *agent) connect(embedded *server.Server, ownAuth []nats.Option) (*nats.Conn, error) {
+func (a *agent) connect(natsServer *server.Server, ownAuth []nats.Option) (*nats.Conn, error) {
 	url, opts := a.cfg.nats.URL, ownAuth
-	if embedded != nil {
-		url = embedded.ClientURL()
-		opts = append(opts, nats.InProcessServer(embedded))
+	if natsServer != nil {
+		url = natsServer.ClientURL()
+		opts = append(opts, nats.InProcessServer(natsServer))
 	} else {
 		var err error
 		if opts, err = a.cfg.nats.Options(); err != nil {

@@ -18,7 +18,7 @@ import (
 
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/crierr"
-	"github.com/jetlet/jetlet/runtime/proc"
+	"github.com/jetlet/jetlet/runtime/embedded"
 )
 
 // runtimeStatusPeriod is how often /readyz's runtime condition is refreshed.
@@ -62,7 +62,7 @@ func criObserver(reg prometheus.Registerer, log zerolog.Logger) func(method stri
 
 // startEmbeddedRuntime starts the embedded process runtime on a socket under
 // the data dir and returns its endpoint.
-func (a *agent) startEmbeddedRuntime(ctx context.Context) (*proc.Runtime, string, error) {
+func (a *agent) startEmbeddedRuntime(ctx context.Context) (*embedded.Runtime, string, error) {
 	sock, err := filepath.Abs(filepath.Join(a.cfg.dataDir, "cri.sock"))
 	if err != nil {
 		return nil, "", err
@@ -70,7 +70,7 @@ func (a *agent) startEmbeddedRuntime(ctx context.Context) (*proc.Runtime, string
 	if len(sock) > 107 {
 		return nil, "", fmt.Errorf("embedded runtime socket %s is %d bytes, over the 107 a unix socket allows; use a shorter --data-dir", sock, len(sock))
 	}
-	rt, err := proc.New(proc.Config{
+	rt, err := embedded.New(embedded.Config{
 		Dir:          filepath.Join(a.cfg.dataDir, "runtime"),
 		ShimPath:     a.shimPath(ctx),
 		Logger:       logger,

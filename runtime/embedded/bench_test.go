@@ -1,0 +1,119 @@
+package embedded
+
+import (
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Figures for the closing note: CRI calls per second over the socket
+// and container Create+Start latency. Run with
+//
+//	go test -run '^$' -bench . ./runtime/embedded
+
+func BenchmarkContainerStatus(b *testing.B) {
+	h := newHarness(b)
+	sb, sbCfg := h.pod("p", nil)
+	id := h.run(sb, sbCfg, "c", "sleep", "1000")
+	ctx := ctxT(b)
+	req := &runtimeapi.ContainerStatusRequest{ContainerId: id}
+	start := time.Now()
+	n := 0
+	for b.Loop() {
+		if _, err := h.rs.ContainerStatus(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "calls/s")
+}
+
+func BenchmarkListContainers100(b *testing.B) {
+	h := newHarness(b)
+	sb, sbCfg := h.pod("p", nil)
+	for i := range 100 {
+		h.create(sb, sbCfg, containerConfig(fmt.Sprintf("c%d", i), map[string]string{"i": fmt.Sprint(i)}, "true"))
+	}
+	ctx := ctxT(b)
+	start := time.Now()
+	n := 0
+	for b.Loop() {
+		resp, err := h.rs.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+		if err != nil || len(resp.GetContainers()) != 100 {
+			b.Fatalf("%d containers, %v", len(resp.GetContainers()), err)
+		}
+		n++
+	}
+	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "calls/s")
+}
+
+func BenchmarkCreateStart(b *testing.B) {
+	h := newHarness(b)
+	sb, _ := h.pod("p", nil)
+	ctx := ctxT(b)
+	if _, err := h.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: testImage}}); err != nil {
+		b.Fatal(err)
+	}
+	var lat []time.Duration
+	i := 0
+	for b.Loop() {
+		t0 := time.Now()
+		resp, err := h.rs.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: containerConfig(fmt.Sprintf("c%d", i), nil, "sleep", "1000")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := h.rs.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: resp.GetContainerId()}); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+		i++
+		b.StopTimer()
+		if _, err := h.rs.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: resp.GetContainerId()}); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(percentileMs(lat, 0.50), "p50-ms")
+	b.ReportMetric(percentileMs(lat, 0.99), "p99-ms")
+}
+
+// BenchmarkRunPodSandboxCNI is what a pod's own network costs: a namespace
+// and the CNI ADD of a bridge + host-local network (three plugin runs, with
+// loopback), then, apart, the StopPodSandbox that runs the DEL.
+func BenchmarkRunPodSandboxCNI(b *testing.B) {
+	h, _ := cniHarness(b)
+	ctx := ctxT(b)
+	var run, stop []time.Duration
+	i := 0
+	for b.Loop() {
+		t0 := time.Now()
+		resp, err := h.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: podConfig(fmt.Sprintf("p%d", i), nil)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		run = append(run, time.Since(t0))
+		i++
+		b.StopTimer()
+		t1 := time.Now()
+		if _, err := h.rs.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: resp.GetPodSandboxId()}); err != nil {
+			b.Fatal(err)
+		}
+		stop = append(stop, time.Since(t1))
+		if _, err := h.rs.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: resp.GetPodSandboxId()}); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(percentileMs(run, 0.50), "run-p50-ms")
+	b.ReportMetric(percentileMs(run, 0.99), "run-p99-ms")
+	b.ReportMetric(percentileMs(stop, 0.50), "stop-p50-ms")
+}
+
+// percentileMs is the p-th percentile of lat in milliseconds; it sorts lat.
+func percentileMs(lat []time.Duration, p float64) float64 {
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000
+}

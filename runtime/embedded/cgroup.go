@@ -1,0 +1,153 @@
+package embedded
+
+import (
+	"errors"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/internal/atomicfile"
+	"github.com/jetlet/jetlet/runtime/embedded/cgroups"
+	"github.com/jetlet/jetlet/runtime/embedded/shim"
+)
+
+const (
+	// cgroupsDir is the runtime's parent cgroup, under its own cgroup.
+	cgroupsDir = "jetlet-pods"
+	// cgroupDeleteTimeout bounds how long a removal waits for the processes
+	// of a cgroup to finish exiting.
+	cgroupDeleteTimeout = 2 * time.Second
+)
+
+// setupCgroups detects the host's cgroups and makes the runtime's parent
+// cgroup; without them (not root, no delegation) pods run unlimited, which is
+// said once here.
+func (r *Runtime) setupCgroups() {
+	r.cgroups = cgroups.Setup(cgroupsDir)
+	if ok, why := r.cgroups.Enabled(); !ok {
+		r.log.Warn().Str("reason", why).Msg("no cgroups: resource limits are not enforced, OOM kills are not reported and stats are empty")
+		return
+	}
+	r.log.Info().Stringer("cgroups", r.cgroups.Mode()).Msg("pods and containers get cgroups")
+}
+
+// cgroupsEnabled reports whether pods get cgroups and, when not, why.
+func (r *Runtime) cgroupsEnabled() (bool, string) {
+	if r.cgroups == nil {
+		return false, "the runtime has not started"
+	}
+	return r.cgroups.Enabled()
+}
+
+// podCgroup is where s's pod cgroup goes; nil without cgroups. It does no
+// I/O: the sandbox's record names the cgroup before createPodCgroup makes
+// it, so that a crash between the two leaves a record naming a cgroup that
+// is not there (removing it is no error), never a cgroup no record names.
+func (r *Runtime) podCgroup(s *sandbox) *cgroups.Cgroup {
+	return r.cgroups.Load(r.cgroups.PodPaths(s.config.GetLinux().GetCgroupParent(), s.config.GetMetadata().GetUid()))
+}
+
+// createPodCgroup makes s's pod cgroup, with the pod pids limit. A failure
+// is logged and the pod runs without one: cgroups never fail a pod.
+func (r *Runtime) createPodCgroup(s *sandbox) {
+	if s.cgroup == nil {
+		return
+	}
+	if _, err := r.cgroups.Create(s.cgroup.Paths(), nil, r.cfg.PodPidsLimit, nil); err != nil {
+		r.log.Warn().Err(err).Str("sandbox", s.id).Msg("pod runs without a cgroup")
+		s.cgroup = nil
+	}
+}
+
+// createContainerCgroup gives c its cgroup, under its pod's, with its
+// resources and its devices: the defaults and those its config asks for, or
+// every device when privileged (runc's rules). Resources the host cannot
+// apply fail the container.
+func (r *Runtime) createContainerCgroup(c *container, s *sandbox) error {
+	if s.cgroup == nil {
+		return nil
+	}
+	var devices []cgroups.DeviceRule
+	if !c.config.GetLinux().GetSecurityContext().GetPrivileged() {
+		_, asked, err := containerDevices(c.config)
+		if err != nil {
+			return status.Error(codes.InvalidArgument, err.Error())
+		}
+		devices = append(slices.Clone(cgroups.DefaultDevices), asked...)
+	}
+	cg, err := r.cgroups.Create(cgroups.Child(s.cgroup.Paths(), c.id), c.resources, 0, devices)
+	if err != nil {
+		return cgroupError(err)
+	}
+	c.cgroup = cg
+	return nil
+}
+
+func cgroupError(err error) error {
+	if errors.Is(err, cgroups.ErrUnsupported) {
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	return status.Error(codes.Internal, err.Error())
+}
+
+// deleteCgroup removes cg, logging a failure (a process escaped the
+// container and still runs): removal of the pod or container goes on.
+func (r *Runtime) deleteCgroup(cg *cgroups.Cgroup, kind, id string) {
+	if cg == nil {
+		return
+	}
+	if err := cg.Delete(cgroupDeleteTimeout); err != nil {
+		r.log.Warn().Err(err).Str(kind, id).Msg("cgroup left behind")
+	}
+}
+
+// podCgroupShared reports whether another sandbox (another attempt of the
+// same pod) uses s's pod cgroup.
+func (r *Runtime) podCgroupShared(s *sandbox) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, o := range r.sandboxes {
+		if o != s && o.cgroup != nil && o.cgroup.String() == s.cgroup.String() {
+			return true
+		}
+	}
+	return false
+}
+
+// cgroupProcs are the cgroup.procs files c's process is written to before
+// its command runs (shim.ContainerSpec.CgroupProcs); none without a cgroup.
+func (r *Runtime) cgroupProcs(c *container) []string {
+	if c.cgroup == nil {
+		return nil
+	}
+	return c.cgroup.ProcsFiles()
+}
+
+// withOOMReason gives ex the reason OOMKilled when the kernel OOM-killed a
+// process of c's cgroup (containerd does the same on an OOM event), and
+// records it in exit.json so that it survives a restart.
+func (r *Runtime) withOOMReason(c *container, ex *shim.Exit) *shim.Exit {
+	if ex.Reason != "" || c.cgroup == nil || !c.cgroup.OOMKilled() {
+		return ex
+	}
+	ex.Reason = reasonOOMKilled
+	if err := atomicfile.WriteJSON(filepath.Join(c.dir, "exit.json"), ex); err != nil && dirExists(c.dir) {
+		r.log.Error().Err(err).Str("container", c.id).Msg("record OOM kill")
+	}
+	return ex
+}
+
+// applyResources applies res to the live cgroup (nil: c has none).
+func applyResources(cg *cgroups.Cgroup, res *runtimeapi.LinuxContainerResources) error {
+	if cg == nil {
+		return nil
+	}
+	if err := cg.Update(res); err != nil {
+		return cgroupError(err)
+	}
+	return nil
+}

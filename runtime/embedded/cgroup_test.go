@@ -1,0 +1,253 @@
+package embedded
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/runtime/embedded/cgroups"
+	"github.com/jetlet/jetlet/test/poll"
+)
+
+// cgroupHarness is a harness whose runtime makes cgroups; the test is
+// skipped (saying why) where it cannot.
+func cgroupHarness(t *testing.T) *harness {
+	t.Helper()
+	h := newHarness(t)
+	if ok, why := h.rt.cgroupsEnabled(); !ok {
+		t.Skipf("no cgroups here: %s", why)
+	}
+	return h
+}
+
+// uniquePod runs a sandbox whose uid no other test binary on the host uses:
+// pod cgroups are named after the uid, and packages run in parallel.
+func (h *harness) uniquePod(name string) (string, *runtimeapi.PodSandboxConfig) {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return h.pod(name+"-"+hex.EncodeToString(b[:]), nil)
+}
+
+// placeInCgroup writes the container's pid to its cgroup.procs files, as
+// the pod shim does before the command runs. Until the pod shim lands, the
+// per-container shim does not, so tests that need a process in the cgroup
+// place it themselves.
+func (h *harness) placeInCgroup(id string) {
+	h.t.Helper()
+	c, err := h.rt.getContainer(id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	pid := strconv.Itoa(h.pid(id))
+	for _, f := range h.rt.cgroupProcs(c) {
+		if err := os.WriteFile(f, []byte(pid), 0); err != nil {
+			h.t.Fatalf("place pid %s: %v", pid, err)
+		}
+	}
+}
+
+// memoryFile reads a file of the container's memory cgroup: v1name under
+// cgroup v1, v2name under v2.
+func (h *harness) memoryFile(id, v1name, v2name string) string {
+	h.t.Helper()
+	c, err := h.rt.getContainer(id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	procs := h.rt.cgroupProcs(c)
+	dir, name := filepath.Dir(procs[0]), v2name
+	if h.rt.cgroups.Mode() == cgroups.V1 {
+		name = v1name
+		for _, f := range procs {
+			if strings.Contains(f, "/memory/") {
+				dir = filepath.Dir(f)
+			}
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return strings.TrimSpace(string(data))
+}
+
+func withMemoryLimit(cfg *runtimeapi.ContainerConfig, bytes int64) *runtimeapi.ContainerConfig {
+	cfg.Linux = &runtimeapi.LinuxContainerConfig{Resources: &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: bytes}}
+	return cfg
+}
+
+func TestContainerAndPodStats(t *testing.T) {
+	h := cgroupHarness(t)
+	ctx := ctxT(t)
+	sb, sbCfg := h.uniquePod("stats")
+	// Some CPU every 100 ms, and a child (memory) each time.
+	id := h.create(sb, sbCfg, withMemoryLimit(containerConfig("busy", map[string]string{"app": "busy"},
+		"/bin/sh", "-c", `while :; do i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done; sleep 0.1; done`), 64<<20))
+	h.startC(id)
+	h.placeInCgroup(id)
+
+	var st *runtimeapi.ContainerStats
+	poll.Until(t, 30*time.Second, func() string { return "CPU and memory use of the container: " + st.String() }, func() bool {
+		resp, err := h.rs.ContainerStats(ctx, &runtimeapi.ContainerStatsRequest{ContainerId: id})
+		if err != nil {
+			t.Fatalf("ContainerStats: %v", err)
+		}
+		st = resp.GetStats()
+		return st.GetCpu().GetUsageCoreNanoSeconds().GetValue() > 0 && st.GetMemory().GetWorkingSetBytes().GetValue() > 0
+	})
+	if st.GetAttributes().GetId() != id || st.GetAttributes().GetLabels()["app"] != "busy" {
+		t.Errorf("attributes = %v", st.GetAttributes())
+	}
+	if avail := st.GetMemory().GetAvailableBytes().GetValue(); avail == 0 || avail > 64<<20 {
+		t.Errorf("available bytes under a 64 MiB limit = %d", avail)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		filter *runtimeapi.ContainerStatsFilter
+		want   int
+	}{
+		{"by sandbox", &runtimeapi.ContainerStatsFilter{PodSandboxId: sb}, 1},
+		{"by id prefix", &runtimeapi.ContainerStatsFilter{Id: id[:13]}, 1},
+		{"by label", &runtimeapi.ContainerStatsFilter{PodSandboxId: sb, LabelSelector: map[string]string{"app": "busy"}}, 1},
+		{"other label", &runtimeapi.ContainerStatsFilter{PodSandboxId: sb, LabelSelector: map[string]string{"app": "idle"}}, 0},
+	} {
+		resp, err := h.rs.ListContainerStats(ctx, &runtimeapi.ListContainerStatsRequest{Filter: tc.filter})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if len(resp.GetStats()) != tc.want {
+			t.Errorf("%s: %d stats, want %d", tc.name, len(resp.GetStats()), tc.want)
+		}
+	}
+
+	ps, err := h.rs.PodSandboxStats(ctx, &runtimeapi.PodSandboxStatsRequest{PodSandboxId: sb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lin := ps.GetStats().GetLinux()
+	if lin.GetCpu().GetUsageCoreNanoSeconds().GetValue() == 0 || lin.GetMemory().GetUsageBytes().GetValue() == 0 {
+		t.Errorf("pod usage = %v %v, want the container's included", lin.GetCpu(), lin.GetMemory())
+	}
+	if lin.GetProcess().GetProcessCount().GetValue() == 0 {
+		t.Errorf("pod process count = %v", lin.GetProcess())
+	}
+	if len(lin.GetContainers()) != 1 || lin.GetContainers()[0].GetAttributes().GetId() != id {
+		t.Errorf("pod's container stats = %v", lin.GetContainers())
+	}
+	list, err := h.rs.ListPodSandboxStats(ctx, &runtimeapi.ListPodSandboxStatsRequest{Filter: &runtimeapi.PodSandboxStatsFilter{Id: sb}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.GetStats()) != 1 || list.GetStats()[0].GetAttributes().GetId() != sb {
+		t.Errorf("ListPodSandboxStats by id = %v", list.GetStats())
+	}
+}
+
+func TestUpdateContainerResourcesLive(t *testing.T) {
+	h := cgroupHarness(t)
+	ctx := ctxT(t)
+	sb, sbCfg := h.uniquePod("update")
+	id := h.create(sb, sbCfg, withMemoryLimit(containerConfig("c", nil, "sleep", "600"), 64<<20))
+	if got := h.memoryFile(id, "memory.limit_in_bytes", "memory.max"); got != strconv.Itoa(64<<20) {
+		t.Fatalf("memory limit at create = %s", got)
+	}
+	h.startC(id)
+	if _, err := h.rs.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{
+		ContainerId: id, Linux: &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: 128 << 20},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.memoryFile(id, "memory.limit_in_bytes", "memory.max"); got != strconv.Itoa(128<<20) {
+		t.Errorf("memory limit after update = %s, want %d", got, 128<<20)
+	}
+	if got := h.status(id).GetResources().GetLinux().GetMemoryLimitInBytes(); got != 128<<20 {
+		t.Errorf("ContainerStatus resources memory limit = %d", got)
+	}
+
+	if h.rt.cgroups.Mode() == cgroups.V1 {
+		_, err := h.rs.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{
+			ContainerId: id, Linux: &runtimeapi.LinuxContainerResources{Unified: map[string]string{"memory.high": "1M"}},
+		})
+		wantCode(t, err, codes.InvalidArgument)
+		if got := h.status(id).GetResources().GetLinux().GetMemoryLimitInBytes(); got != 128<<20 {
+			t.Errorf("a refused update changed the recorded resources: %d", got)
+		}
+	}
+
+	// Removal takes the cgroups with it.
+	c, _ := h.rt.getContainer(id)
+	dirs := h.rt.cgroupProcs(c)
+	if _, err := h.rs.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range dirs {
+		pod := filepath.Dir(filepath.Dir(f))
+		if _, err := os.Stat(pod); !os.IsNotExist(err) {
+			t.Errorf("pod cgroup %s left behind: %v", pod, err)
+		}
+	}
+}
+
+func TestCreateContainerUnifiedOnV1Refused(t *testing.T) {
+	h := cgroupHarness(t)
+	if h.rt.cgroups.Mode() != cgroups.V1 {
+		t.Skip("cgroup v2 applies unified resources")
+	}
+	sb, sbCfg := h.uniquePod("unified")
+	cfg := containerConfig("c", nil, "true")
+	cfg.Linux = &runtimeapi.LinuxContainerConfig{Resources: &runtimeapi.LinuxContainerResources{Unified: map[string]string{"memory.high": "1M"}}}
+	ctx := ctxT(t)
+	if _, err := h.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: cfg.GetImage()}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.rs.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: cfg, SandboxConfig: sbCfg})
+	wantCode(t, err, codes.InvalidArgument)
+	if !strings.Contains(err.Error(), "cgroup v2") {
+		t.Errorf("error does not say why: %v", err)
+	}
+}
+
+// oomContainer starts a container limited to 64 MiB that allocates 256 MiB
+// once it is in its cgroup, and returns its status once it exited.
+func (h *harness) oomContainer(place bool) *runtimeapi.ContainerStatus {
+	h.t.Helper()
+	sb, sbCfg := h.uniquePod("oom")
+	cfg := withMemoryLimit(containerConfig("hog", nil, "/bin/sh", "-c",
+		`until grep -q jetlet-pods /proc/self/cgroup; do sleep 0.01; done; exec dd if=/dev/zero of=/dev/null bs=256M count=1`), 64<<20)
+	id := h.create(sb, sbCfg, cfg)
+	h.startC(id)
+	if place {
+		h.placeInCgroup(id)
+	}
+	return h.waitState(id, runtimeapi.ContainerState_CONTAINER_EXITED)
+}
+
+func TestOOMKilledReason(t *testing.T) {
+	h := cgroupHarness(t)
+	st := h.oomContainer(true)
+	if st.GetReason() != reasonOOMKilled || st.GetExitCode() != 137 {
+		t.Fatalf("exit = %d %q, want 137 %q", st.GetExitCode(), st.GetReason(), reasonOOMKilled)
+	}
+	// The reason is recorded: a restarted runtime reports it too.
+	h.restart()
+	if got := h.status(st.GetId()).GetReason(); got != reasonOOMKilled {
+		t.Errorf("reason after a restart = %q", got)
+	}
+}
+
+func TestOOMKilledThroughThePodShim(t *testing.T) {
+	h := cgroupHarness(t)
+	st := h.oomContainer(false)
+	if st.GetReason() != reasonOOMKilled || st.GetExitCode() != 137 {
+		t.Fatalf("exit = %d %q, want 137 %q", st.GetExitCode(), st.GetReason(), reasonOOMKilled)
+	}
+}

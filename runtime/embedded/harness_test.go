@@ -1,0 +1,271 @@
+package embedded
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jetlet/jetlet/test/gobuild"
+	"github.com/rs/zerolog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+const testImage = "busybox"
+
+// harness is a Runtime serving on a unix socket and a gRPC client for it.
+type harness struct {
+	t    testing.TB
+	dir  string // short: the socket lives in it (108-byte sun_path limit)
+	sock string
+	logs string
+	// shared is a directory every container the harness creates sees at the
+	// same path (a volume): where tests and containers exchange files, since a
+	// container's /tmp is its own.
+	shared string
+	rt     *Runtime
+	conn   *grpc.ClientConn
+	rs     runtimeapi.RuntimeServiceClient
+	is     runtimeapi.ImageServiceClient
+	// configure, when set, adjusts the Config of every start.
+	configure func(*Config)
+}
+
+func newHarness(t testing.TB) *harness { return newHarnessWith(t, nil) }
+
+func newHarnessWith(t testing.TB, configure func(*Config)) *harness {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "jp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, dir: dir, sock: filepath.Join(dir, "cri.sock"), logs: filepath.Join(dir, "logs"),
+		shared: filepath.Join(dir, "shared"), configure: configure}
+	if err := os.Mkdir(h.shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	t.Cleanup(func() {
+		h.cleanup()
+		_ = os.RemoveAll(dir)
+	})
+	return h
+}
+
+func (h *harness) start() {
+	h.t.Helper()
+	cfg := Config{Dir: filepath.Join(h.dir, "state"), ShimPath: gobuild.Shim.Path(h.t), Logger: zerolog.New(zerolog.NewTestWriter(h.t)).Level(zerolog.InfoLevel)}
+	if h.configure != nil {
+		h.configure(&cfg)
+	}
+	rt, err := New(cfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := rt.Start(context.Background(), h.sock); err != nil {
+		h.t.Fatal(err)
+	}
+	conn, err := grpc.NewClient("unix://"+h.sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.rt, h.conn = rt, conn
+	h.rs = runtimeapi.NewRuntimeServiceClient(conn)
+	h.is = runtimeapi.NewImageServiceClient(conn)
+}
+
+func (h *harness) stop() {
+	if h.conn != nil {
+		h.conn.Close()
+		h.conn = nil
+	}
+	if h.rt != nil {
+		h.rt.Stop()
+		h.rt = nil
+	}
+}
+
+// restart stops serving (containers keep running) and starts a new Runtime on
+// the same Dir and socket.
+func (h *harness) restart() {
+	h.t.Helper()
+	h.stop()
+	h.start()
+}
+
+// cleanup removes every sandbox and container, which kills their processes.
+func (h *harness) cleanup() {
+	if h.rt == nil {
+		h.start()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if cs, err := h.rs.ListContainers(ctx, &runtimeapi.ListContainersRequest{}); err == nil {
+		for _, c := range cs.GetContainers() {
+			if _, err := h.rs.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: c.GetId()}); err != nil {
+				h.t.Errorf("cleanup: remove container: %v", err)
+			}
+		}
+	}
+	if ps, err := h.rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{}); err == nil {
+		for _, p := range ps.GetItems() {
+			if _, err := h.rs.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: p.GetId()}); err != nil {
+				h.t.Errorf("cleanup: remove sandbox: %v", err)
+			}
+		}
+	}
+	h.stop()
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func podConfig(name string, labels map[string]string) *runtimeapi.PodSandboxConfig {
+	return &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "default", Uid: name + "-uid"},
+		Labels:   labels,
+	}
+}
+
+func (h *harness) pod(name string, labels map[string]string) (string, *runtimeapi.PodSandboxConfig) {
+	h.t.Helper()
+	cfg := podConfig(name, labels)
+	cfg.LogDirectory = filepath.Join(h.logs, name)
+	resp, err := h.rs.RunPodSandbox(ctxT(h.t), &runtimeapi.RunPodSandboxRequest{Config: cfg})
+	if err != nil {
+		h.t.Fatalf("RunPodSandbox: %v", err)
+	}
+	return resp.GetPodSandboxId(), cfg
+}
+
+func containerConfig(name string, labels map[string]string, cmd ...string) *runtimeapi.ContainerConfig {
+	return &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: name},
+		Image:    &runtimeapi.ImageSpec{Image: testImage},
+		Command:  cmd,
+		Labels:   labels,
+		LogPath:  name + ".log",
+	}
+}
+
+// create pulls the test image and creates a container in sandbox sb.
+func (h *harness) create(sb string, sbCfg *runtimeapi.PodSandboxConfig, cfg *runtimeapi.ContainerConfig) string {
+	h.t.Helper()
+	ctx := ctxT(h.t)
+	if _, err := h.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: cfg.GetImage()}); err != nil {
+		h.t.Fatalf("PullImage: %v", err)
+	}
+	cfg.Mounts = append(cfg.Mounts, &runtimeapi.Mount{HostPath: h.shared, ContainerPath: h.shared})
+	resp, err := h.rs.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: cfg, SandboxConfig: sbCfg})
+	if err != nil {
+		h.t.Fatalf("CreateContainer: %v", err)
+	}
+	return resp.GetContainerId()
+}
+
+// run creates and starts a container running cmd in sandbox sb.
+func (h *harness) run(sb string, sbCfg *runtimeapi.PodSandboxConfig, name string, cmd ...string) string {
+	h.t.Helper()
+	id := h.create(sb, sbCfg, containerConfig(name, nil, cmd...))
+	h.startC(id)
+	return id
+}
+
+func (h *harness) startC(id string) {
+	h.t.Helper()
+	if _, err := h.rs.StartContainer(ctxT(h.t), &runtimeapi.StartContainerRequest{ContainerId: id}); err != nil {
+		h.t.Fatalf("StartContainer: %v", err)
+	}
+}
+
+func (h *harness) status(id string) *runtimeapi.ContainerStatus {
+	h.t.Helper()
+	resp, err := h.rs.ContainerStatus(ctxT(h.t), &runtimeapi.ContainerStatusRequest{ContainerId: id})
+	if err != nil {
+		h.t.Fatalf("ContainerStatus: %v", err)
+	}
+	return resp.GetStatus()
+}
+
+// eventually polls cond until it holds or a generous deadline passes.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (h *harness) waitState(id string, want runtimeapi.ContainerState) *runtimeapi.ContainerStatus {
+	h.t.Helper()
+	var st *runtimeapi.ContainerStatus
+	eventually(h.t, "container "+want.String(), func() bool {
+		st = h.status(id)
+		return st.GetState() == want
+	})
+	return st
+}
+
+// waitLog waits until the container's log holds a line containing substr and
+// returns the log's lines.
+func (h *harness) waitLog(path, substr string) []string {
+	h.t.Helper()
+	var lines []string
+	eventually(h.t, "log line "+substr, func() bool {
+		data, _ := os.ReadFile(path)
+		lines = strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+		return strings.Contains(string(data), substr)
+	})
+	return lines
+}
+
+func wantCode(t *testing.T, err error, code codes.Code) {
+	t.Helper()
+	if status.Code(err) != code {
+		t.Fatalf("got error %v, want code %v", err, code)
+	}
+}
+
+// pid is the container's process id, from the verbose status info.
+func (h *harness) pid(id string) int {
+	h.t.Helper()
+	resp, err := h.rs.ContainerStatus(ctxT(h.t), &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: true})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var info struct {
+		PID int `json:"pid"`
+	}
+	if err := json.Unmarshal([]byte(resp.GetInfo()["info"]), &info); err != nil || info.PID == 0 {
+		h.t.Fatalf("no pid in info %q: %v", resp.GetInfo()["info"], err)
+	}
+	return info.PID
+}
+
+func processAlive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	// A zombie is dead for our purposes.
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
+}

@@ -1,0 +1,38 @@
+package embedded
+
+import (
+	"context"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// PullImage records the reference as one of its image's (see image). There
+// is no registry: nothing is downloaded and credentials are ignored. A pull
+// whose context has ended records nothing and fails with DeadlineExceeded or
+// Canceled, as containerd's does.
+func (r *Runtime) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
+	ref := normalizeRef(req.GetImage().GetImage())
+	if ref == "" {
+		return nil, status.Error(codes.InvalidArgument, "image reference is empty")
+	}
+	id := imageID(ref)
+	size := hostImageSize(ref)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// Checked once the lock is held: waiting for it may have taken the
+	// caller's whole deadline.
+	if err := ctx.Err(); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
+	if r.recordPullLocked(ref, id, size) {
+		if err := r.saveImagesLocked(); err != nil {
+			// Back to what is stored.
+			clear(r.images)
+			r.loadImages()
+			return nil, status.Errorf(codes.Internal, "record image %s: %v", ref, err)
+		}
+	}
+	return &runtimeapi.PullImageResponse{ImageRef: id}, nil
+}

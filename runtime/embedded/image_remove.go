@@ -1,0 +1,25 @@
+package embedded
+
+import (
+	"context"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// RemoveImage forgets an image. Removing an unknown image succeeds.
+func (r *Runtime) RemoveImage(ctx context.Context, req *runtimeapi.RemoveImageRequest) (*runtimeapi.RemoveImageResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	im := r.lookupImage(req.GetImage().GetImage())
+	if im == nil {
+		return &runtimeapi.RemoveImageResponse{}, nil
+	}
+	delete(r.images, im.ID)
+	if err := r.saveImagesLocked(); err != nil {
+		r.images[im.ID] = im
+		return nil, status.Errorf(codes.Internal, "remove image %s: %v", im.ID, err)
+	}
+	return &runtimeapi.RemoveImageResponse{}, nil
+}

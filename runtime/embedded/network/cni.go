@@ -1,0 +1,231 @@
+package network
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/containernetworking/cni/libcni"
+	types100 "github.com/containernetworking/cni/pkg/types/100"
+)
+
+const (
+	// PodInterface is the pod's interface the network's plugins create.
+	PodInterface = "eth0"
+	loInterface  = "lo"
+)
+
+// loopbackConfig brings up lo in every pod namespace, as kubelet and
+// containerd do with the standard loopback plugin.
+var loopbackConfig = []byte(`{"cniVersion": "1.0.0", "name": "cni-loopback", "plugins": [{"type": "loopback"}]}`)
+
+// Config says where the network config and the plugins are.
+type Config struct {
+	// ConfDir holds the network configs (.conflist, .conf, .json); the first
+	// in lexical order is used, as kubelet and containerd do.
+	ConfDir string
+	// BinDirs are searched, in order, for the plugin executables.
+	BinDirs []string
+	// CacheDir is where libcni keeps each attachment's config and result,
+	// which DEL reads.
+	CacheDir string
+}
+
+// Network is the CNI network pods join, loaded and checked by Load.
+type Network struct {
+	cni      *libcni.CNIConfig
+	list     *libcni.NetworkConfigList
+	loopback *libcni.NetworkConfigList
+	file     string
+	skipped  []string
+}
+
+// Pod identifies a pod sandbox to the plugins.
+type Pod struct {
+	SandboxID string
+	Namespace string
+	Name      string
+	UID       string
+	// NetNS is the path of the sandbox's network namespace.
+	NetNS string
+	// PortMappings go to plugins with the portMappings capability (portmap).
+	PortMappings []PortMapping
+}
+
+// PortMapping is a host port forwarded to the pod, in the form of the
+// portMappings capability.
+type PortMapping struct {
+	HostPort      int32  `json:"hostPort"`
+	ContainerPort int32  `json:"containerPort"`
+	Protocol      string `json:"protocol"`
+	HostIP        string `json:"hostIP,omitempty"`
+}
+
+// Load reads the first usable network config in cfg.ConfDir and checks that
+// its plugins and the loopback plugin are in cfg.BinDirs and speak its CNI
+// version. A file that is not a usable config is skipped (Skipped says why),
+// as kubelet does.
+func Load(ctx context.Context, cfg Config) (*Network, error) {
+	files, err := libcni.ConfFiles(cfg.ConfDir, []string{".conflist", ".conf", ".json"})
+	if err != nil {
+		return nil, fmt.Errorf("read CNI config dir: %w", err)
+	}
+	slices.Sort(files)
+	n := &Network{cni: libcni.NewCNIConfigWithCacheDir(cfg.BinDirs, cfg.CacheDir, nil)}
+	for _, f := range files {
+		list, err := loadFile(f)
+		if err != nil {
+			n.skipped = append(n.skipped, fmt.Sprintf("%s: %v", f, err))
+			continue
+		}
+		n.list, n.file = list, f
+		break
+	}
+	if n.list == nil {
+		msg := fmt.Sprintf("no network config in CNI config dir %s", cfg.ConfDir)
+		if len(n.skipped) > 0 {
+			msg += " (skipped: " + strings.Join(n.skipped, "; ") + ")"
+		}
+		return nil, errors.New(msg)
+	}
+	if n.loopback, err = libcni.ConfListFromBytes(loopbackConfig); err != nil {
+		return nil, err
+	}
+	for _, l := range []*libcni.NetworkConfigList{n.list, n.loopback} {
+		if _, err := n.cni.ValidateNetworkList(ctx, l); err != nil {
+			return nil, fmt.Errorf("CNI network %q (%s): plugins not usable from %s: %w", l.Name, n.file, strings.Join(cfg.BinDirs, ":"), err)
+		}
+	}
+	return n, nil
+}
+
+func loadFile(path string) (*libcni.NetworkConfigList, error) {
+	if filepath.Ext(path) == ".conflist" {
+		list, err := libcni.ConfListFromFile(path)
+		if err != nil {
+			return nil, err
+		}
+		if len(list.Plugins) == 0 {
+			return nil, errors.New("no plugins")
+		}
+		return list, nil
+	}
+	conf, err := libcni.ConfFromFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return libcni.ConfListFromConf(conf)
+}
+
+// Name is the network's name.
+func (n *Network) Name() string { return n.list.Name }
+
+// File is the config file the network came from.
+func (n *Network) File() string { return n.file }
+
+// Skipped lists the files before File that were not usable, with the reason.
+func (n *Network) Skipped() []string { return n.skipped }
+
+// Add attaches the pod to the network (and brings up its lo) and returns its
+// IPs, IPv4 first. On failure the caller undoes what was done with Del.
+func (n *Network) Add(ctx context.Context, pod Pod) ([]string, error) {
+	if _, err := n.cni.AddNetworkList(ctx, n.loopback, n.runtimeConf(pod, loInterface)); err != nil {
+		return nil, fmt.Errorf("CNI loopback: %w", err)
+	}
+	res, err := n.cni.AddNetworkList(ctx, n.list, n.runtimeConf(pod, PodInterface))
+	if err != nil {
+		return nil, fmt.Errorf("CNI network %q: %w", n.list.Name, err)
+	}
+	result, err := types100.NewResultFromResult(res)
+	if err != nil {
+		return nil, fmt.Errorf("CNI network %q: result: %w", n.list.Name, err)
+	}
+	ips := podIPs(result)
+	if len(ips) == 0 {
+		return nil, fmt.Errorf("CNI network %q gave the pod no IP", n.list.Name)
+	}
+	return ips, nil
+}
+
+// podIPs are the addresses of the result's interfaces inside the pod (or of
+// no stated interface), IPv4 first.
+func podIPs(r *types100.Result) []string {
+	var v4, v6 []string
+	for _, ip := range r.IPs {
+		if i := ip.Interface; i != nil && (*i < 0 || *i >= len(r.Interfaces) || r.Interfaces[*i].Sandbox == "") {
+			continue
+		}
+		if ip.Address.IP.To4() != nil {
+			v4 = append(v4, ip.Address.IP.String())
+		} else {
+			v6 = append(v6, ip.Address.IP.String())
+		}
+	}
+	return append(v4, v6...)
+}
+
+// Del detaches the pod: every attachment libcni cached for it is deleted with
+// the config it was made with, and the current network and loopback with the
+// current config where none was cached (an ADD that failed half-way). It is
+// idempotent, and a namespace that is already gone is no error: the plugins
+// then release what they hold outside it (host-local's addresses).
+func (n *Network) Del(ctx context.Context, pod Pod) error {
+	if !IsNamespace(pod.NetNS) {
+		pod.NetNS = ""
+	}
+	cached, err := n.cni.GetCachedAttachments(pod.SandboxID)
+	if err != nil {
+		return fmt.Errorf("read CNI cache: %w", err)
+	}
+	var errs []error
+	done := map[string]bool{}
+	for _, a := range cached {
+		list, err := libcni.ConfListFromBytes(a.Config)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cached CNI config of network %q: %w", a.Network, err))
+			continue
+		}
+		rt := &libcni.RuntimeConf{
+			ContainerID: a.ContainerID, NetNS: pod.NetNS, IfName: a.IfName,
+			Args: a.CniArgs, CapabilityArgs: a.CapabilityArgs,
+		}
+		if err := n.cni.DelNetworkList(ctx, list, rt); err != nil {
+			errs = append(errs, fmt.Errorf("CNI network %q: %w", a.Network, err))
+		}
+		done[a.Network+"/"+a.IfName] = true
+	}
+	for _, l := range []struct {
+		list   *libcni.NetworkConfigList
+		ifName string
+	}{{n.list, PodInterface}, {n.loopback, loInterface}} {
+		if done[l.list.Name+"/"+l.ifName] {
+			continue
+		}
+		if err := n.cni.DelNetworkList(ctx, l.list, n.runtimeConf(pod, l.ifName)); err != nil {
+			errs = append(errs, fmt.Errorf("CNI network %q: %w", l.list.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (n *Network) runtimeConf(pod Pod, ifName string) *libcni.RuntimeConf {
+	rt := &libcni.RuntimeConf{
+		ContainerID: pod.SandboxID,
+		NetNS:       pod.NetNS,
+		IfName:      ifName,
+		Args: [][2]string{
+			{"IgnoreUnknown", "1"},
+			{"K8S_POD_NAMESPACE", pod.Namespace},
+			{"K8S_POD_NAME", pod.Name},
+			{"K8S_POD_INFRA_CONTAINER_ID", pod.SandboxID},
+			{"K8S_POD_UID", pod.UID},
+		},
+	}
+	if len(pod.PortMappings) > 0 {
+		rt.CapabilityArgs = map[string]any{"portMappings": pod.PortMappings}
+	}
+	return rt
+}

@@ -1,0 +1,56 @@
+package embedded
+
+import (
+	"context"
+	"encoding/json"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Status reports RuntimeReady and NetworkReady: processes share the host's
+// network, which is always there.
+func (r *Runtime) Status(ctx context.Context, req *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
+	resp := &runtimeapi.StatusResponse{
+		Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
+			{Type: runtimeapi.RuntimeReady, Status: true},
+			{Type: runtimeapi.NetworkReady, Status: true},
+		}},
+		RuntimeHandlers: []*runtimeapi.RuntimeHandler{{
+			Name:     "",
+			Features: &runtimeapi.RuntimeHandlerFeatures{},
+		}},
+		Features: &runtimeapi.RuntimeFeatures{},
+	}
+	if req.GetVerbose() {
+		cgroups, why := r.cgroupsEnabled()
+		info, _ := json.Marshal(map[string]any{
+			"runtime":          RuntimeName,
+			"version":          RuntimeVersion,
+			"dir":              r.cfg.Dir,
+			"shim":             r.cfg.ShimPath,
+			"isolation":        r.iso.level,
+			"isolationMissing": r.iso.missing,
+			"linkMountsOnHost": r.cfg.LinkMountsOnHost,
+			"cgroups":          cgroups,
+			"cgroupsOffReason": why,
+			"podPidsLimit":     r.cfg.PodPidsLimit,
+		})
+		resp.Info = map[string]string{"config": string(info)}
+	}
+	return resp, nil
+}
+
+// RuntimeConfig reports the cgroupfs driver: jetlet-proc writes the cgroup
+// files itself (a sandbox's cgroup_parent is a path under the controllers'
+// roots).
+func (r *Runtime) RuntimeConfig(ctx context.Context, req *runtimeapi.RuntimeConfigRequest) (*runtimeapi.RuntimeConfigResponse, error) {
+	return &runtimeapi.RuntimeConfigResponse{
+		Linux: &runtimeapi.LinuxRuntimeConfiguration{CgroupDriver: runtimeapi.CgroupDriver_CGROUPFS},
+	}, nil
+}
+
+// UpdateRuntimeConfig accepts the pod CIDR and ignores it: there is no pod
+// network.
+func (r *Runtime) UpdateRuntimeConfig(ctx context.Context, req *runtimeapi.UpdateRuntimeConfigRequest) (*runtimeapi.UpdateRuntimeConfigResponse, error) {
+	return &runtimeapi.UpdateRuntimeConfigResponse{}, nil
+}

@@ -1,0 +1,200 @@
+package embedded
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/runtime/embedded/network"
+	"github.com/jetlet/jetlet/test/cnitest"
+	"github.com/jetlet/jetlet/test/gobuild"
+)
+
+func cniHarness(t testing.TB) (*harness, cnitest.Net) {
+	t.Helper()
+	cnitest.Require(t)
+	n := cnitest.Network(t)
+	h := newHarnessWith(t, func(c *Config) {
+		c.CNIConfDir = n.ConfDir
+		c.CNIBinDirs = []string{cnitest.PluginDir}
+	})
+	return h, n
+}
+
+// sandboxInfo is the verbose PodSandboxStatus: the status and the netns path.
+func (h *harness) sandboxInfo(id string) (*runtimeapi.PodSandboxStatus, string) {
+	h.t.Helper()
+	resp, err := h.rs.PodSandboxStatus(ctxT(h.t), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: true})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var info struct {
+		NetNS string `json:"netns"`
+	}
+	if err := json.Unmarshal([]byte(resp.GetInfo()["info"]), &info); err != nil {
+		h.t.Fatal(err)
+	}
+	return resp.GetStatus(), info.NetNS
+}
+
+func nsInode(t *testing.T, path string) uint64 {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Ino
+}
+
+func TestSandboxNetworkThroughCNI(t *testing.T) {
+	h, n := cniHarness(t)
+	ctx := ctxT(t)
+
+	sb, sbCfg := h.pod("net", nil)
+	st, netns := h.sandboxInfo(sb)
+	ip := st.GetNetwork().GetIp()
+	if !strings.HasPrefix(ip, n.Prefix) || len(st.GetNetwork().GetAdditionalIps()) != 0 {
+		t.Fatalf("sandbox network %v, want one IP in %s0/24", st.GetNetwork(), n.Prefix)
+	}
+	if !network.IsNamespace(netns) || !n.Reserved(ip) {
+		t.Fatalf("netns %q is a namespace: %v; %s reserved: %v", netns, network.IsNamespace(netns), ip, n.Reserved(ip))
+	}
+
+	// Containers and exec run in the pod's namespace.
+	c := h.run(sb, sbCfg, "app", "sleep", "1000")
+	if got := nsInode(t, fmt.Sprintf("/proc/%d/ns/net", h.pid(c))); got != nsInode(t, netns) {
+		t.Fatal("the container does not run in the sandbox's network namespace")
+	}
+	out, err := h.rs.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: c, Cmd: []string{"cat", "/proc/net/fib_trie"}})
+	if err != nil || !strings.Contains(string(out.GetStdout()), ip) {
+		t.Fatalf("exec does not see the pod's address %s: %v\n%s", ip, err, out.GetStdout())
+	}
+
+	// The record survives a restart of the runtime.
+	h.restart()
+	if st, again := h.sandboxInfo(sb); st.GetNetwork().GetIp() != ip || again != netns {
+		t.Fatalf("after restart: network %v, netns %q; want %s, %s", st.GetNetwork(), again, ip, netns)
+	}
+
+	// Stop releases the network, idempotently; the status keeps the IP.
+	for range 2 {
+		if _, err := h.rs.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(netns); !os.IsNotExist(err) {
+		t.Fatalf("netns %s after StopPodSandbox: %v", netns, err)
+	}
+	if n.Reserved(ip) {
+		t.Fatalf("%s still reserved after StopPodSandbox", ip)
+	}
+	if st, after := h.sandboxInfo(sb); st.GetNetwork().GetIp() != ip || after != "" {
+		t.Fatalf("stopped sandbox: network %v, netns %q", st.GetNetwork(), after)
+	}
+	if _, err := h.rs.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A namespace lost while no runtime ran (a reboot) makes its sandbox
+// NOTREADY; its stop still frees the address.
+func TestSandboxWhoseNamespaceIsGoneIsNotReady(t *testing.T) {
+	h, n := cniHarness(t)
+	sb, _ := h.pod("lost", nil)
+	st, netns := h.sandboxInfo(sb)
+	h.stop()
+	if err := unix.Unmount(netns, unix.MNT_DETACH); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	if st, _ := h.sandboxInfo(sb); st.GetState() != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+		t.Fatalf("sandbox state %s after its namespace went, want NOTREADY", st.GetState())
+	}
+	if _, err := h.rs.StopPodSandbox(ctxT(t), &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb}); err != nil {
+		t.Fatal(err)
+	}
+	if ip := st.GetNetwork().GetIp(); n.Reserved(ip) {
+		t.Fatalf("%s still reserved after StopPodSandbox", ip)
+	}
+	if _, err := os.Stat(netns); !os.IsNotExist(err) {
+		t.Fatalf("netns file %s after StopPodSandbox: %v", netns, err)
+	}
+}
+
+func TestHostNetworkSandboxHasNoNamespace(t *testing.T) {
+	h, _ := cniHarness(t)
+	cfg := podConfig("host", nil)
+	cfg.Linux = &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+		NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE},
+	}}
+	resp, err := h.rs.RunPodSandbox(ctxT(t), &runtimeapi.RunPodSandboxRequest{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, netns := h.sandboxInfo(resp.GetPodSandboxId()); st.GetNetwork().GetIp() != "" || netns != "" {
+		t.Fatalf("host-network sandbox: network %v, netns %q", st.GetNetwork(), netns)
+	}
+}
+
+func TestRunPodSandboxFailsWithThePluginsError(t *testing.T) {
+	cnitest.Require(t)
+	n := cnitest.Network(t)
+	// A config whose plugins exist but whose IPAM cannot allocate.
+	bad := `{"cniVersion": "1.0.0", "name": "bad", "plugins": [{"type": "bridge", "bridge": "jltbad0",
+  "ipam": {"type": "host-local", "dataDir": "` + n.Store + `", "ranges": [[{"subnet": "10.88.99.0/24", "rangeStart": "10.88.99.20", "rangeEnd": "10.88.99.10"}]]}}]}`
+	if err := os.WriteFile(filepath.Join(n.ConfDir, "00-bad.conflist"), []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", "jltbad0").Run() })
+	h := newHarnessWith(t, func(c *Config) {
+		c.CNIConfDir = n.ConfDir
+		c.CNIBinDirs = []string{cnitest.PluginDir}
+	})
+	_, err := h.rs.RunPodSandbox(ctxT(t), &runtimeapi.RunPodSandboxRequest{Config: podConfig("bad", nil)})
+	if err == nil || !strings.Contains(err.Error(), "RangeStart") {
+		t.Fatalf("RunPodSandbox: %v, want host-local's complaint about the range", err)
+	}
+	list, err := h.rs.ListPodSandbox(ctxT(t), &runtimeapi.ListPodSandboxRequest{})
+	if err != nil || len(list.GetItems()) != 0 {
+		t.Fatalf("sandboxes after a failed run: %v, %v", list.GetItems(), err)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(h.dir, "state", "netns")); len(entries) != 0 {
+		t.Fatalf("namespaces left behind: %v", entries)
+	}
+}
+
+func TestStartRefusesAnUnusableCNIConfig(t *testing.T) {
+	cnitest.Require(t)
+	for name, conf := range map[string]string{
+		"no config":      "",
+		"missing plugin": `{"cniVersion": "1.0.0", "name": "x", "plugins": [{"type": "no-such-plugin"}]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if conf != "" {
+				if err := os.WriteFile(filepath.Join(dir, "10-x.conflist"), []byte(conf), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rt, err := New(Config{Dir: t.TempDir(), ShimPath: gobuild.Shim.Path(t), CNIConfDir: dir, CNIBinDirs: []string{cnitest.PluginDir}, Logger: zerolog.Nop()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = rt.Start(context.Background(), filepath.Join(t.TempDir(), "cri.sock"))
+			if err == nil {
+				rt.Stop()
+				t.Fatal("Start accepted it")
+			}
+			t.Log(err)
+		})
+	}
+}

@@ -1,0 +1,89 @@
+package embedded
+
+import (
+	"context"
+	"os"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// RunPodSandbox creates a sandbox: a directory, a persisted record, with
+// CNI configured and unless the pod asks for the node's network a network
+// namespace of its own attached to the CNI network, and the pod's shim,
+// started in the pod's own namespaces (as far as this host grants them, see
+// Isolation). Without CNI the pod shares the host's network and is reachable
+// at 127.0.0.1.
+func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
+	cfg := req.GetConfig()
+	md := cfg.GetMetadata()
+	if md == nil || md.GetName() == "" {
+		return nil, status.Error(codes.InvalidArgument, "sandbox config must have metadata with a name")
+	}
+	if err := checkSandboxSeccomp(cfg); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "sandbox %q: %v", md.GetName(), err)
+	}
+	s := &sandbox{
+		id:             newID(),
+		name:           sandboxName(md),
+		config:         cfg,
+		runtimeHandler: req.GetRuntimeHandler(),
+		createdAt:      nowNano(),
+	}
+	s.dir = r.sandboxDir(s.id)
+
+	r.mu.Lock()
+	err := r.reserveName(s.name, s.id)
+	r.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	undo := func() {
+		_ = r.stopPodShim(context.Background(), s)
+		_ = unmountPodShm(s)
+		r.undoNetwork(context.Background(), s)
+		if s.cgroup != nil && !r.podCgroupShared(s) {
+			r.deleteCgroup(s.cgroup, "sandbox", s.id)
+		}
+		_ = os.RemoveAll(s.dir)
+		r.mu.Lock()
+		delete(r.names, s.name)
+		r.mu.Unlock()
+	}
+	if err := os.MkdirAll(s.dir, 0o711); err != nil {
+		undo()
+		return nil, status.Errorf(codes.Internal, "create sandbox dir: %v", err)
+	}
+	// Recorded not ready first: a crash before the shim runs leaves a sandbox
+	// that reports NOTREADY and is removed, never one without its shim (or
+	// a cgroup of no sandbox).
+	s.cgroup = r.podCgroup(s)
+	if err := r.saveSandbox(s, false); err != nil {
+		s.cgroup = nil // not made
+		undo()
+		return nil, status.Errorf(codes.Internal, "record sandbox: %v", err)
+	}
+	r.createPodCgroup(s)
+	if r.wantsOwnNetwork(cfg) {
+		if err := r.setUpNetwork(ctx, s); err != nil {
+			undo()
+			return nil, status.Errorf(codes.Unknown, "failed to set up network for sandbox %s: %v", s.id, err)
+		}
+	}
+	if s.shimPID, err = r.startPodShim(ctx, s); err != nil {
+		undo()
+		return nil, status.Errorf(codes.Unknown, "start sandbox %s: %v", s.name, err)
+	}
+	if err := r.saveSandbox(s, true); err != nil {
+		undo()
+		return nil, status.Errorf(codes.Internal, "record sandbox: %v", err)
+	}
+	r.mu.Lock()
+	s.ready = true
+	r.sandboxes[s.id] = s
+	r.mu.Unlock()
+	r.watchSandbox(s)
+	r.log.Info().Str("sandbox", s.id).Str("name", s.name).Int("shim_pid", s.shimPID).Strs("ips", s.ips).Msg("sandbox running")
+	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: s.id}, nil
+}
