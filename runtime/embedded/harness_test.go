@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jetlet/jetlet/test/gobuild"
+	"github.com/jetlet/jetlet/test/leftovers"
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -124,6 +125,7 @@ func (h *harness) cleanup() {
 		}
 	}
 	h.stop()
+	leftovers.KillShims(h.t, h.dir)
 }
 
 func ctxT(t testing.TB) context.Context {

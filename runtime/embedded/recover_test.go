@@ -144,6 +144,10 @@ func TestCorruptRecordsAreSkipped(t *testing.T) {
 		// Its record is corrupted below: no runtime can remove it then.
 		t.Cleanup(func() { _ = s.cgroup.Delete(0) })
 	}
+	// Nor stop its shim: stopped first, as a crash could find it.
+	if _, err := h.rs.StopPodSandbox(ctxT(t), &runtimeapi.StopPodSandboxRequest{PodSandboxId: badSb}); err != nil {
+		t.Fatal(err)
+	}
 	h.stop()
 
 	state := filepath.Join(h.dir, "state")

@@ -11,6 +11,7 @@ import (
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/embedded"
 	"github.com/jetlet/jetlet/test/gobuild"
+	"github.com/jetlet/jetlet/test/leftovers"
 )
 
 // RemovePodsOnCleanup arranges for every pod of the embedded runtime under
@@ -32,6 +33,7 @@ func RemovePodsOnCleanup(t testing.TB, dataDir string) {
 		}
 		defer rt.Stop()
 		RemoveAllPods(t, "unix://"+sock)
+		leftovers.KillShims(t, dataDir)
 	})
 }
 

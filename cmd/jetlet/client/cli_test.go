@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,6 +63,8 @@ func startJetletRun(t *testing.T, pods ...string) (*jetlettest.Process, *cluster
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
+	// After the process is gone: whatever the deletes below left.
+	jetlettest.RemovePodsOnCleanup(t, filepath.Join(dir, "jetlet-data"))
 	t.Chdir(dir)
 	p := jetlettest.Start(t, "run", "--node", "n1", "--nats-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")
 	p.WaitReady(60 * time.Second)

@@ -1,0 +1,49 @@
+// Package leftovers finds the pod shims a test left running. Pods outlive
+// jetlet by design, so a test that starts one must end it; a test's cleanup
+// calls KillShims on the directory it gave the runtime, which fails the test
+// by name when a shim is still there, and ends the shim so that it does not
+// outlive the run.
+package leftovers
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// Shims returns the pod shims whose state dir is under dir: pid -> state dir.
+func Shims(dir string) map[int]string {
+	prefix := filepath.Clean(dir) + string(filepath.Separator)
+	entries, _ := os.ReadDir("/proc")
+	shims := map[int]string{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !bytes.Contains(env, []byte("JETLET_PROC_SHIM=pod\x00")) {
+			continue
+		}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if v, ok := strings.CutPrefix(string(kv), "JETLET_PROC_SHIM_DIR="); ok && strings.HasPrefix(filepath.Clean(v), prefix) {
+				shims[pid] = v
+			}
+		}
+	}
+	return shims
+}
+
+// KillShims fails t for each pod shim left running under dir, and kills it
+// (its pod goes with it: the shim is the pod's PID 1).
+func KillShims(t testing.TB, dir string) {
+	t.Helper()
+	for pid, state := range Shims(dir) {
+		t.Errorf("the test left a pod shim running (pid %d, %s): killed", pid, state)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
