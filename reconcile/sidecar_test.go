@@ -11,11 +11,11 @@ import (
 	"github.com/jetlet/jetlet/test/fakecri"
 )
 
-// A sidecar pod starts its sidecars in order, then the app container; a
-// kill stops the app container first, then the sidecars last first.
-func TestSidecarsStartFirstAndStopLast(t *testing.T) {
-	rt := &stopRecorder{Runtime: fakecri.New()}
-	m, _ := newTestManager(t, rt)
+// startSidecarPod syncs a pod of two sidecars (side1, side2) and an app
+// container over rt until all three run.
+func startSidecarPod(t *testing.T, rt Runtime) (*Manager, *eventLog, *corev1.Pod) {
+	t.Helper()
+	m, events := newTestManager(t, rt)
 	always := corev1.ContainerRestartPolicyAlways
 	pod := testPod(corev1.Container{Name: "app", Image: "img:1"})
 	pod.Spec.InitContainers = []corev1.Container{
@@ -27,6 +27,14 @@ func TestSidecarsStartFirstAndStopLast(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return m, events, pod
+}
+
+// A sidecar pod starts its sidecars in order, then the app container; a
+// kill stops the app container first, then the sidecars last first.
+func TestSidecarsStartFirstAndStopLast(t *testing.T) {
+	rt := &stopRecorder{Runtime: fakecri.New()}
+	m, _, pod := startSidecarPod(t, rt)
 	ctx := context.Background()
 	st, err := m.GetPodStatus(ctx, "uid1", "p", "ns")
 	if err != nil {
@@ -82,18 +90,7 @@ func TestKillPastDeadline(t *testing.T) {
 // comes before the second's, as does its InitContainer action.
 func TestCrashedSidecarsRestartInSpecOrder(t *testing.T) {
 	rt := fakecri.New()
-	m, events := newTestManager(t, rt)
-	always := corev1.ContainerRestartPolicyAlways
-	pod := testPod(corev1.Container{Name: "app", Image: "img:1"})
-	pod.Spec.InitContainers = []corev1.Container{
-		{Name: "side1", Image: "img:1", RestartPolicy: &always},
-		{Name: "side2", Image: "img:1", RestartPolicy: &always},
-	}
-	for range 3 { // side1, side2, app: one per sync
-		if err := syncOnce(t, m, pod).Error(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	m, events, pod := startSidecarPod(t, rt)
 	before := len(events.of(schemas.EventContainerStarted))
 	rt.Exit("side1", 1)
 	rt.Exit("side2", 1)
