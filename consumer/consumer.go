@@ -73,13 +73,14 @@ var tracer = otel.Tracer("github.com/jetlet/jetlet/consumer")
 // it is tombstoned, and forgotten tombstoneTTL later; a newer apply brings
 // it back.
 type Consumer struct {
-	js   jetstream.JetStream
-	pub  Publisher
-	sync Syncer
-	cfg  Config
-	subj schemas.Subjects
-	log  zerolog.Logger
-	m    *metrics
+	js      jetstream.JetStream
+	results ResultStore
+	emit    EventEmitter
+	sync    Syncer
+	cfg     Config
+	subj    schemas.Subjects
+	log     zerolog.Logger
+	m       *metrics
 
 	mu       sync.Mutex
 	pods     map[string]*pod      // mu
@@ -138,15 +139,17 @@ func newDelivery(msg jetstream.Msg, meta *jetstream.MsgMetadata) *delivery {
 	}
 }
 
-// New returns a Consumer; it does no I/O before Run.
-func New(js jetstream.JetStream, pub Publisher, syncer Syncer, cfg Config) (*Consumer, error) {
+// New returns a Consumer answering intents through results and emitting
+// its events through emit; it does no I/O before Run.
+func New(js jetstream.JetStream, results ResultStore, emit EventEmitter, syncer Syncer, cfg Config) (*Consumer, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	c := &Consumer{
 		js:       js,
-		pub:      pub,
+		results:  results,
+		emit:     emit,
 		sync:     syncer,
 		cfg:      cfg,
 		subj:     schemas.Subjects{Prefix: cfg.SubjectPrefix},
@@ -551,7 +554,7 @@ func (c *Consumer) dropAnswered(ctx context.Context, p *pod, batch []*delivery) 
 	if !check {
 		return batch, true
 	}
-	stored, err := c.pub.ResultsStored(ctx, p.uid, since.Add(-clockSkew))
+	stored, err := c.results.ResultsStored(ctx, p.uid, since.Add(-clockSkew))
 	if err != nil {
 		c.log.Warn().Err(err).Str("uid", p.uid).Msg("cannot tell whether redelivered intents have their results; handing them back")
 		c.nakFrom(ctx, p, batch, 0)
@@ -650,7 +653,7 @@ func (c *Consumer) finish(ctx context.Context, d *delivery, r *schemas.SyncResul
 	r.FinishedAt = time.Now().UTC()
 	ctx, span := tracer.Start(ctx, "publish result")
 	defer span.End()
-	if err := c.pub.PublishResult(trace.ContextWithSpanContext(ctx, from), r); err != nil {
+	if err := c.results.PublishResult(trace.ContextWithSpanContext(ctx, from), r); err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		c.log.Warn().Err(err).Uint64("seq", d.seq).Msg("result not stored; the intent will be redelivered")
 		return false
@@ -785,7 +788,7 @@ func (c *Consumer) deadLetter(d *delivery, reason string) {
 }
 
 func (c *Consumer) emitRejected(ctx context.Context, uid string, d *delivery, r *schemas.SyncResult) {
-	c.pub.Emit(ctx, schemas.LifecycleEvent{
+	c.emit.Emit(ctx, schemas.LifecycleEvent{
 		ID:        "intent." + c.cfg.Node + "." + strconv.FormatUint(d.seq, 10) + ".rejected",
 		Type:      schemas.EventIntentRejected,
 		UID:       uid,

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/jetlet/jetlet/consumer"
+	"github.com/jetlet/jetlet/consumer/results"
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/reconcile/podworkers"
 	"github.com/jetlet/jetlet/schemas"
@@ -92,16 +93,17 @@ func newHarness(t *testing.T) *harness {
 }
 
 // start runs the consumer until the test ends, or until stop. wrap, when
-// set, stands between the consumer and the real publisher.
-func (h *harness) start(cfg consumer.Config, wrap ...func(*events.Publisher) consumer.Publisher) (stop func()) {
+// set, stands between the consumer and the real results publisher.
+func (h *harness) start(cfg consumer.Config, wrap ...func(*results.ResultPublisher) consumer.ResultStore) (stop func()) {
 	h.t.Helper()
 	cfg.Node = "n1"
-	pub := events.NewPublisher(h.js, events.PublisherConfig{Node: "n1"})
-	var cp consumer.Publisher = pub
+	res := newResults(h.t, h.js)
+	var store consumer.ResultStore = res
 	for _, w := range wrap {
-		cp = w(pub)
+		store = w(res)
 	}
-	c, err := consumer.New(h.js, cp, h.sync, cfg)
+	pub := events.NewPublisher(h.js, events.PublisherConfig{Node: "n1"})
+	c, err := consumer.New(h.js, store, pub, h.sync, cfg)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -118,6 +120,16 @@ func (h *harness) start(cfg consumer.Config, wrap ...func(*events.Publisher) con
 	h.t.Cleanup(stop)
 	poll.Until(h.t, 30*time.Second, poll.Msg("the consumer to attach"), c.Attached)
 	return stop
+}
+
+// newResults returns the results publisher of node n1.
+func newResults(t *testing.T, js jetstream.JetStream) *results.ResultPublisher {
+	t.Helper()
+	res, err := results.New(js, results.Config{Node: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 func podIntent(uid string, rev int64) []byte {
@@ -396,7 +408,7 @@ func TestRecoveryHandsTheWholeDesiredStateOverBeforeAnySync(t *testing.T) {
 
 // flakyPublisher fails to store the result of one intent once.
 type flakyPublisher struct {
-	*events.Publisher
+	*results.ResultPublisher
 	mu      sync.Mutex
 	failSeq uint64
 }
@@ -411,15 +423,15 @@ func (f *flakyPublisher) PublishResult(ctx context.Context, r *schemas.SyncResul
 	if fail {
 		return errors.New("injected publish failure")
 	}
-	return f.Publisher.PublishResult(ctx, r)
+	return f.ResultPublisher.PublishResult(ctx, r)
 }
 
 func TestAFailedResultIsRedeliveredAndOrderKept(t *testing.T) {
 	h := newHarness(t)
 	h.sync.gate = make(chan struct{})
 	var pub *flakyPublisher
-	h.start(consumer.Config{}, func(p *events.Publisher) consumer.Publisher {
-		pub = &flakyPublisher{Publisher: p}
+	h.start(consumer.Config{}, func(p *results.ResultPublisher) consumer.ResultStore {
+		pub = &flakyPublisher{ResultPublisher: p}
 		return pub
 	})
 	first := h.publish("jetlet.intent.n1.u1", podIntent("u1", 1))
@@ -475,14 +487,14 @@ func TestRestartAnswersWhatWasNotAnsweredAndKeepsTheDesiredState(t *testing.T) {
 // storedButFailingPublisher stores the result of one intent and then reports
 // a failure, as when the PubAck is lost; it counts the results published.
 type storedButFailingPublisher struct {
-	*events.Publisher
+	*results.ResultPublisher
 	mu        sync.Mutex
 	failSeq   uint64
 	published map[uint64]int
 }
 
 func (f *storedButFailingPublisher) PublishResult(ctx context.Context, r *schemas.SyncResult) error {
-	err := f.Publisher.PublishResult(ctx, r)
+	err := f.ResultPublisher.PublishResult(ctx, r)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.published[r.IntentSeq]++
@@ -497,8 +509,8 @@ func TestARedeliveredIntentWhoseResultIsStoredIsNotAnsweredAgain(t *testing.T) {
 	h := newHarness(t)
 	h.sync.gate = make(chan struct{})
 	pub := &storedButFailingPublisher{published: map[uint64]int{}}
-	h.start(consumer.Config{}, func(p *events.Publisher) consumer.Publisher {
-		pub.Publisher = p
+	h.start(consumer.Config{}, func(p *results.ResultPublisher) consumer.ResultStore {
+		pub.ResultPublisher = p
 		return pub
 	})
 	seq := h.publish("jetlet.intent.n1.u1", podIntent("u1", 1))
@@ -530,7 +542,7 @@ func TestARedeliveredIntentWhoseResultIsStoredIsNotAnsweredAgain(t *testing.T) {
 func TestAnOlderIntentRedeliveredAfterANewerOneWasAnsweredGetsItsOwnResult(t *testing.T) {
 	h := newHarness(t)
 	cfg := consumer.Config{Node: "n1", AckWait: time.Second}
-	probe, err := consumer.New(h.js, nil, nil, cfg)
+	probe, err := consumer.New(h.js, nil, nil, nil, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -588,8 +600,7 @@ func TestAnOlderIntentRedeliveredAfterANewerOneWasAnsweredGetsItsOwnResult(t *te
 func TestAnIntentAnsweredButNotAckedBeforeARestartIsAckedWithoutAnother(t *testing.T) {
 	h := newHarness(t)
 	seq := h.publish("jetlet.intent.n1.u1", podIntent("u1", 1))
-	pub := events.NewPublisher(h.js, events.PublisherConfig{Node: "n1"})
-	if err := pub.PublishResult(t.Context(), &schemas.SyncResult{Node: "n1", UID: "u1", IntentSeq: seq, Outcome: schemas.OutcomeSynced}); err != nil {
+	if err := newResults(t, h.js).PublishResult(t.Context(), &schemas.SyncResult{Node: "n1", UID: "u1", IntentSeq: seq, Outcome: schemas.OutcomeSynced}); err != nil {
 		t.Fatal(err)
 	}
 	h.start(consumer.Config{})

@@ -18,11 +18,17 @@ type Syncer interface {
 	Sync(ctx context.Context, want podworkers.Desired) podworkers.Report
 }
 
-// Publisher stores what the consumer tells the world.
-type Publisher interface {
+// ResultStore stores the answer of each intent and says which are answered
+// (consumer/results on a real node).
+type ResultStore interface {
 	PublishResult(ctx context.Context, r *schemas.SyncResult) error
 	// ResultsStored returns the intent sequences answered by the results
 	// stored for pod uid ("" for every pod) at or after since.
 	ResultsStored(ctx context.Context, uid string, since time.Time) (map[uint64]bool, error)
+}
+
+// EventEmitter stores the lifecycle events the consumer emits itself (events
+// on a real node).
+type EventEmitter interface {
 	Emit(ctx context.Context, ev schemas.LifecycleEvent)
 }

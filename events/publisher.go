@@ -1,12 +1,11 @@
-// Package events publishes what jetlet tells the world: results, lifecycle
-// events, pod status and node heartbeats.
+// Package events publishes what jetlet tells the world: lifecycle events,
+// pod status and node heartbeats.
 package events
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,12 +54,11 @@ func (c *PublisherConfig) setDefaults() {
 	}
 }
 
-// Publisher publishes results, lifecycle events and pod statuses for one node.
+// Publisher publishes lifecycle events and pod statuses for one node.
 //
-// Results are published synchronously: the caller acks its intent only once
-// the result is stored. Events and statuses are queued and published in the
-// background by Run, retrying with back-off while NATS is unreachable, so a
-// pod sync never waits on them. An event whose id its pod's ledger holds is
+// Events and statuses are queued and published in the background by Run,
+// retrying with back-off while NATS is unreachable, so a pod sync never
+// waits on them. An event whose id its pod's ledger holds is
 // not published again.
 type Publisher struct {
 	js   jetstream.JetStream
@@ -79,10 +77,6 @@ type Publisher struct {
 
 	send    *bus.Sender
 	backlog *bus.Backlog // the events and statuses not yet stored
-
-	// readBackMu makes one results read-back at a time: its consumer's
-	// name is fixed.
-	readBackMu sync.Mutex
 }
 
 // NewPublisher returns a Publisher; nothing is sent before Run.
@@ -101,73 +95,6 @@ func NewPublisher(js jetstream.JetStream, cfg PublisherConfig) *Publisher {
 		send:          bus.NewSender(js, cfg.Metrics.PublishFailures, log),
 		backlog:       bus.NewBacklog(),
 	}
-}
-
-// PublishResult stores the result of an intent and returns once JetStream has
-// acknowledged it. Its Nats-Msg-Id is <node>.<intent seq>, so the result of a
-// redelivered intent is stored once. ctx carries the intent's trace context.
-func (p *Publisher) PublishResult(ctx context.Context, r *schemas.SyncResult) error {
-	r.APIVersion, r.Kind = schemas.APIVersion, schemas.KindSyncResult
-	data, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("encode result: %w", err)
-	}
-	msg := nats.NewMsg(p.subj.Result(p.cfg.Node, r.UID))
-	msg.Data = data
-	msg.Header.Set(schemas.HeaderIntentSeq, strconv.FormatUint(r.IntentSeq, 10))
-	bus.InjectTrace(ctx, msg.Header)
-	if _, err := p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(schemas.ResultMsgID(p.cfg.Node, r.IntentSeq))); err != nil {
-		p.cfg.Metrics.PublishFailures.WithLabelValues("result").Inc()
-		return fmt.Errorf("publish result of intent %d: %w", r.IntentSeq, err)
-	}
-	return nil
-}
-
-// ResultsStored returns the intent sequences answered by the results stored
-// for pod uid of this node ("" for every pod) at or after since, reading
-// only their headers through the node's results read-back consumer, one
-// read at a time (its name is fixed).
-func (p *Publisher) ResultsStored(ctx context.Context, uid string, since time.Time) (map[uint64]bool, error) {
-	if uid == "" {
-		uid = "*"
-	}
-	p.readBackMu.Lock()
-	defer p.readBackMu.Unlock()
-	name := bus.ResultsReadBackName(p.cfg.Node)
-	cons, err := bus.CreateReadBack(ctx, p.js, p.cfg.Denials, schemas.StreamResults, jetstream.ConsumerConfig{
-		Name:          name,
-		FilterSubject: p.subj.Result(p.cfg.Node, uid),
-		DeliverPolicy: jetstream.DeliverByStartTimePolicy,
-		OptStartTime:  &since,
-		HeadersOnly:   true,
-	})
-	if err != nil {
-		return nil, err
-	}
-	defer bus.DeleteReadBack(ctx, p.js, schemas.StreamResults, name)
-	pending := cons.CachedInfo().NumPending
-	answered := make(map[uint64]bool, pending)
-	for left := pending; left > 0; {
-		batch, err := cons.Fetch(int(min(left, 1000)), jetstream.FetchMaxWait(5*time.Second))
-		if err != nil {
-			return nil, err
-		}
-		got := uint64(0)
-		for m := range batch.Messages() {
-			got++
-			if seq, err := strconv.ParseUint(m.Headers().Get(schemas.HeaderIntentSeq), 10, 64); err == nil {
-				answered[seq] = true
-			}
-		}
-		if err := batch.Error(); err != nil {
-			return nil, err
-		}
-		if got == 0 {
-			break // aged out meanwhile
-		}
-		left -= min(got, left)
-	}
-	return answered, nil
 }
 
 // Emit queues a lifecycle event. It never blocks: when the buffer is full the

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -67,61 +66,6 @@ func tracedContext(t *testing.T) (context.Context, string) {
 	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
 	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled})
 	return trace.ContextWithSpanContext(context.Background(), sc), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-}
-
-func TestPublishResultIsStoredOncePerIntent(t *testing.T) {
-	_, js := natstest.Connect(t, natstest.RunServer(t))
-	p := startPublisher(t, js, events.PublisherConfig{})
-	ctx, traceparent := tracedContext(t)
-	r := &schemas.SyncResult{Node: "n1", UID: "u1", IntentSeq: 42, Outcome: schemas.OutcomeSynced, Op: schemas.OpApply}
-	for range 2 { // a redelivered intent answered twice
-		if err := p.PublishResult(ctx, r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	stream, _ := js.Stream(t.Context(), schemas.StreamResults)
-	info, _ := stream.Info(t.Context())
-	if info.State.Msgs != 1 {
-		t.Fatalf("%d results stored, want 1", info.State.Msgs)
-	}
-	m, err := stream.GetLastMsgForSubject(t.Context(), "jetlet.result.n1.u1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := m.Header.Get("Nats-Msg-Id"); got != "n1.42" {
-		t.Errorf("Nats-Msg-Id = %q, want n1.42", got)
-	}
-	if got := m.Header.Get("Jetlet-Intent-Seq"); got != "42" {
-		t.Errorf("Jetlet-Intent-Seq = %q, want 42", got)
-	}
-	if got := m.Header.Get("traceparent"); got != traceparent {
-		t.Errorf("traceparent = %q, want %q", got, traceparent)
-	}
-	var got schemas.SyncResult
-	if err := json.Unmarshal(m.Data, &got); err != nil {
-		t.Fatal(err)
-	}
-	if got.APIVersion != schemas.APIVersion || got.Kind != schemas.KindSyncResult || got.IntentSeq != 42 {
-		t.Errorf("stored result %+v", got)
-	}
-	for _, c := range []struct {
-		uid   string
-		since time.Time
-		want  map[uint64]bool
-	}{
-		{"u1", time.Time{}, map[uint64]bool{42: true}},
-		{"", time.Time{}, map[uint64]bool{42: true}},
-		{"nobody", time.Time{}, map[uint64]bool{}},
-		{"u1", time.Now().Add(time.Hour), map[uint64]bool{}},
-	} {
-		got, err := p.ResultsStored(t.Context(), c.uid, c.since)
-		if err != nil || !reflect.DeepEqual(got, c.want) {
-			t.Errorf("ResultsStored(%q, %v) = %v, %v; want %v", c.uid, c.since, got, err, c.want)
-		}
-	}
-	if info, err := stream.Info(t.Context()); err != nil || info.State.Consumers != 0 {
-		t.Errorf("%s holds %d consumers after the reads (%v), want 0: each counts against the stream's limit", schemas.StreamResults, info.State.Consumers, err)
-	}
 }
 
 func TestEmitStoresEventsOnceByIDInOrder(t *testing.T) {

@@ -37,6 +37,10 @@ func ValidNodeName(s string) bool { return len(s) <= 63 && matchDNSLabel(s) }
 // ValidUID reports whether s is a pod UID usable as a subject token.
 func ValidUID(s string) bool { return matchUID(s) }
 
+// ValidSubjectPrefix reports whether s is one subject token, usable as the
+// first token of every jetlet subject.
+func ValidSubjectPrefix(s string) bool { return s != "" && !strings.ContainsAny(s, ".*> \t") }
+
 // Subjects builds and parses the subjects of one prefix.
 type Subjects struct{ Prefix string }
 

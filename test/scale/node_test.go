@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/jetlet/jetlet/consumer"
+	"github.com/jetlet/jetlet/consumer/results"
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/reconcile"
 	"github.com/jetlet/jetlet/reconcile/pleg"
@@ -61,6 +62,10 @@ func startNode(b *testing.B, urls, user, password, name string) *simNode {
 	}
 	// Warnings only: at 100 nodes anything louder drowns the figures.
 	log := zerolog.New(os.Stderr).Level(zerolog.WarnLevel).With().Timestamp().Str("node", name).Logger()
+	answers, err := results.New(js, results.Config{Node: name})
+	if err != nil {
+		b.Fatal(err)
+	}
 	pub := events.NewPublisher(js, events.PublisherConfig{Node: name, Logger: log})
 	emit := podworkers.IntentEmitter(pub)
 	mgr, err := reconcile.New(fakecri.New(), emit, reconcile.Config{NodeName: name, DataDir: b.TempDir(), Logger: log})
@@ -72,7 +77,7 @@ func startNode(b *testing.B, urls, user, password, name string) *simNode {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cons, err := consumer.New(js, pub, workers, consumer.Config{Node: name, Logger: log})
+	cons, err := consumer.New(js, answers, pub, workers, consumer.Config{Node: name, Logger: log})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/consumer"
 	"github.com/jetlet/jetlet/consumer/nodeservice"
+	"github.com/jetlet/jetlet/consumer/results"
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/reconcile"
 	"github.com/jetlet/jetlet/reconcile/containerlogs"
@@ -51,12 +52,22 @@ var _ reconcile.HandlerRunner = (*probe.Runner)(nil)
 // heartbeat record is removed.
 func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, client *runtime.Client, reg prometheus.Registerer) error {
 	log := logger.With().Str("node", a.cfg.node).Logger()
+	metrics := events.NewMetrics(reg)
+	answers, err := results.New(js, results.Config{
+		Node:          a.cfg.node,
+		SubjectPrefix: a.cfg.streams.SubjectPrefix,
+		Failures:      metrics.PublishFailures,
+		Denials:       &a.denials,
+	})
+	if err != nil {
+		return err
+	}
 	pub := events.NewPublisher(js, events.PublisherConfig{
 		Node:                a.cfg.node,
 		SubjectPrefix:       a.cfg.streams.SubjectPrefix,
 		TerminatedStatusTTL: a.cfg.streams.TerminatedStatusTTL,
 		Logger:              log,
-		Metrics:             events.NewMetrics(reg),
+		Metrics:             metrics,
 		Denials:             &a.denials,
 	})
 	emit := podworkers.IntentEmitter(pub)
@@ -120,7 +131,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	if noTmpfs {
 		log.Info().Msg("not running as root: pods with an emptyDir of medium Memory are rejected")
 	}
-	cons, err := consumer.New(js, pub, workers, consumer.Config{
+	cons, err := consumer.New(js, answers, pub, workers, consumer.Config{
 		Node:             a.cfg.node,
 		SubjectPrefix:    a.cfg.streams.SubjectPrefix,
 		Workers:          a.cfg.workers,

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/jetlet/jetlet/consumer/results"
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -19,10 +20,11 @@ import (
 // SyncResult, after publishing the pod's lifecycle events and status. It runs
 // no containers; the client commands cannot tell.
 type fakeNode struct {
-	c    *cluster
-	node string
-	pub  *events.Publisher
-	subj schemas.Subjects
+	c       *cluster
+	node    string
+	pub     *events.Publisher
+	answers *results.ResultPublisher
+	subj    schemas.Subjects
 
 	// fail, when set, makes the apply of a pod it returns true for Failed, as
 	// a container that cannot start.
@@ -37,10 +39,15 @@ type fakeNode struct {
 func (c *cluster) startNode(node string, fail func(*corev1.Pod) bool) *fakeNode {
 	c.t.Helper()
 	c.heartbeat(node)
+	answers, err := results.New(c.js, results.Config{Node: node})
+	if err != nil {
+		c.t.Fatal(err)
+	}
 	n := &fakeNode{
 		c: c, node: node, fail: fail,
 		subj:    schemas.Subjects{Prefix: schemas.DefaultSubjectPrefix},
 		pub:     events.NewPublisher(c.js, events.PublisherConfig{Node: node, Logger: zerolog.Nop()}),
+		answers: answers,
 		pods:    map[string]*corev1.Pod{},
 		applied: map[string]int64{},
 	}
@@ -115,7 +122,7 @@ func (n *fakeNode) handle(ctx context.Context, msg jetstream.Msg) error {
 		return err
 	}
 	res.FinishedAt = time.Now().UTC()
-	return n.pub.PublishResult(ctx, res)
+	return n.answers.PublishResult(ctx, res)
 }
 
 func (n *fakeNode) apply(ctx context.Context, res *schemas.SyncResult, pod *corev1.Pod) *schemas.PodStatus {

@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/jetlet/jetlet/consumer/nodeservice/nodeclient"
+	"github.com/jetlet/jetlet/consumer/results"
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/schemas/bus"
@@ -288,12 +289,16 @@ func TestNATSConfigRoles(t *testing.T) {
 	})
 
 	t.Run("n1's read-backs work with its credentials", func(t *testing.T) {
-		pub := events.NewPublisher(n1c.js, events.PublisherConfig{Node: "n1", Logger: zerolog.Nop(), Denials: &n1c.denials})
-		answered, err := pub.ResultsStored(t.Context(), "", time.Time{})
+		answers, err := results.New(n1c.js, results.Config{Node: "n1", Denials: &n1c.denials})
+		if err != nil {
+			t.Fatal(err)
+		}
+		answered, err := answers.ResultsStored(t.Context(), "", time.Time{})
 		if err != nil || len(answered) == 0 {
 			t.Errorf("results read-back as n1: %v, %v", answered, err)
 		}
 		// A pod new to the publisher is read back before its event is stored.
+		pub := events.NewPublisher(n1c.js, events.PublisherConfig{Node: "n1", Logger: zerolog.Nop(), Denials: &n1c.denials})
 		ctx, cancel := context.WithCancel(t.Context())
 		var wg sync.WaitGroup
 		wg.Go(func() { pub.Run(ctx) })

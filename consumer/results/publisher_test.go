@@ -1,0 +1,116 @@
+package results_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/jetlet/jetlet/consumer/results"
+	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/test/natstest"
+)
+
+// provision creates the contract's streams and buckets on js.
+func provision(t *testing.T, js jetstream.JetStream) {
+	t.Helper()
+	var cfg bus.StreamsConfig
+	cfg.SetDefaults()
+	if err := bus.Provision(t.Context(), js, cfg, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNewRefusesAConfigThatCannotWork(t *testing.T) {
+	_, js := natstest.Connect(t, natstest.RunServer(t))
+	for _, tc := range []struct {
+		name string
+		js   jetstream.JetStream
+		cfg  results.Config
+	}{
+		{"no JetStream", nil, results.Config{Node: "n1"}},
+		{"no node", js, results.Config{}},
+		{"node not a DNS label", js, results.Config{Node: "N_1"}},
+		{"prefix of two tokens", js, results.Config{Node: "n1", SubjectPrefix: "a.b"}},
+		{"wildcard prefix", js, results.Config{Node: "n1", SubjectPrefix: "*"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := results.New(tc.js, tc.cfg); !errors.Is(err, results.ErrInvalidConfig) {
+				t.Errorf("New: %v, want ErrInvalidConfig", err)
+			}
+		})
+	}
+	if _, err := results.New(js, results.Config{Node: "n1"}); err != nil {
+		t.Errorf("New with the defaults: %v", err)
+	}
+}
+
+func TestPublishResultIsStoredOncePerIntent(t *testing.T) {
+	_, js := natstest.Connect(t, natstest.RunServer(t))
+	provision(t, js)
+	p, err := results.New(js, results.Config{Node: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The intent's trace context, as the consumer takes it from its headers.
+	const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	intent := nats.Header{}
+	intent.Set("traceparent", traceparent)
+	ctx := bus.ExtractTrace(context.Background(), intent)
+	r := &schemas.SyncResult{Node: "n1", UID: "u1", IntentSeq: 42, Outcome: schemas.OutcomeSynced, Op: schemas.OpApply}
+	for range 2 { // a redelivered intent answered twice
+		if err := p.PublishResult(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stream, _ := js.Stream(t.Context(), schemas.StreamResults)
+	info, _ := stream.Info(t.Context())
+	if info.State.Msgs != 1 {
+		t.Fatalf("%d results stored, want 1", info.State.Msgs)
+	}
+	m, err := stream.GetLastMsgForSubject(t.Context(), "jetlet.result.n1.u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Header.Get("Nats-Msg-Id"); got != "n1.42" {
+		t.Errorf("Nats-Msg-Id = %q, want n1.42", got)
+	}
+	if got := m.Header.Get("Jetlet-Intent-Seq"); got != "42" {
+		t.Errorf("Jetlet-Intent-Seq = %q, want 42", got)
+	}
+	if got := m.Header.Get("traceparent"); got != traceparent {
+		t.Errorf("traceparent = %q, want %q", got, traceparent)
+	}
+	var got schemas.SyncResult
+	if err := json.Unmarshal(m.Data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.APIVersion != schemas.APIVersion || got.Kind != schemas.KindSyncResult || got.IntentSeq != 42 {
+		t.Errorf("stored result %+v", got)
+	}
+	for _, c := range []struct {
+		uid   string
+		since time.Time
+		want  map[uint64]bool
+	}{
+		{"u1", time.Time{}, map[uint64]bool{42: true}},
+		{"", time.Time{}, map[uint64]bool{42: true}},
+		{"nobody", time.Time{}, map[uint64]bool{}},
+		{"u1", time.Now().Add(time.Hour), map[uint64]bool{}},
+	} {
+		got, err := p.ResultsStored(t.Context(), c.uid, c.since)
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("ResultsStored(%q, %v) = %v, %v; want %v", c.uid, c.since, got, err, c.want)
+		}
+	}
+	if info, err := stream.Info(t.Context()); err != nil || info.State.Consumers != 0 {
+		t.Errorf("%s holds %d consumers after the reads (%v), want 0: each counts against the stream's limit", schemas.StreamResults, info.State.Consumers, err)
+	}
+}
