@@ -517,14 +517,26 @@ func validateEnv(e *errs, p string, c *corev1.Container, s *corev1.PodSpec) {
 func validateResources(e *errs, p string, r *corev1.ResourceRequirements) {
 	validateResourceList(e, p+".limits", r.Limits)
 	validateResourceList(e, p+".requests", r.Requests)
-	for name, req := range r.Requests {
-		if lim, ok := r.Limits[name]; ok && req.Cmp(lim) > 0 {
-			e.invalid(p+".requests["+string(name)+"]", "must be less than or equal to the limit "+lim.String())
-		}
+	for _, name := range requestsOverLimits(r) {
+		lim := r.Limits[name]
+		e.invalid(p+".requests["+string(name)+"]", "must be less than or equal to the limit "+lim.String())
 	}
 	if len(r.Claims) > 0 {
 		e.unsupported(p+".claims", "dynamic resource allocation needs the API server")
 	}
+}
+
+// requestsOverLimits names the requests above their limit, in order (a
+// map's order is random, and problems are reported in a stable one).
+func requestsOverLimits(r *corev1.ResourceRequirements) []corev1.ResourceName {
+	var over []corev1.ResourceName
+	for name, req := range r.Requests {
+		if lim, ok := r.Limits[name]; ok && req.Cmp(lim) > 0 {
+			over = append(over, name)
+		}
+	}
+	slices.Sort(over)
+	return over
 }
 
 func validateResourceList(e *errs, p string, l corev1.ResourceList) {
