@@ -566,7 +566,7 @@ func TestEveryAcceptedFieldIsHonouredOrRejected(t *testing.T) {
 	}) {
 		a, ok := byPath[p]
 		if !ok {
-			t.Errorf("%s: accepted by DecodeIntent but neither honoured nor rejected: add it to fieldAnswers (audit_test.go) with its behaviour test, or reject it in validate.go", p)
+			t.Errorf("%s: accepted by DecodeIntent but neither honoured nor rejected: add it to fieldAnswers (audit_test.go) with its behaviour test, or reject it in the validate_*.go of its concern", p)
 			continue
 		}
 		used[p] = true

@@ -1,0 +1,109 @@
+package schemas
+
+import (
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+var resourceRefRE = regexp.MustCompile(resourceRefPattern)
+
+func validateEnv(e *errs, p string, c *corev1.Container, s *corev1.PodSpec) {
+	for i, f := range c.EnvFrom {
+		fp := idx(p+".envFrom", i)
+		switch {
+		case f.ConfigMapRef != nil:
+			e.unsupported(fp+".configMapRef", "this node cannot read ConfigMaps")
+		case f.SecretRef != nil:
+			e.unsupported(fp+".secretRef", "this node cannot read Secrets")
+		default:
+			e.invalid(fp, "must specify configMapRef or secretRef")
+		}
+	}
+	for i, v := range c.Env {
+		vp := idx(p+".env", i)
+		if v.Name == "" {
+			e.invalid(vp+".name", "required")
+		} else if !matchEnvName(v.Name) {
+			e.invalid(vp+".name", "must consist of printable ASCII characters other than '='")
+		}
+		f := v.ValueFrom
+		if f == nil {
+			continue
+		}
+		if v.Value != "" {
+			e.invalid(vp+".valueFrom", "may not be set when value is not empty")
+		}
+		n := 0
+		if f.FieldRef != nil {
+			n++
+			switch {
+			case f.FieldRef.FieldPath == "":
+				e.invalid(vp+".valueFrom.fieldRef.fieldPath", "required")
+			case !matchFieldPath(f.FieldRef.FieldPath):
+				e.invalid(vp+".valueFrom.fieldRef.fieldPath", "not a field this node can expose")
+			}
+			if f.FieldRef.APIVersion != "v1" {
+				e.invalid(vp+".valueFrom.fieldRef.apiVersion", `must be "v1"`)
+			}
+		}
+		if f.ResourceFieldRef != nil {
+			n++
+			validateResourceFieldRef(e, vp+".valueFrom.resourceFieldRef", f.ResourceFieldRef, s)
+		}
+		if f.ConfigMapKeyRef != nil {
+			n++
+			e.unsupported(vp+".valueFrom.configMapKeyRef", "this node cannot read ConfigMaps")
+		}
+		if f.SecretKeyRef != nil {
+			n++
+			e.unsupported(vp+".valueFrom.secretKeyRef", "this node cannot read Secrets")
+		}
+		if f.FileKeyRef != nil {
+			n++
+			e.unsupported(vp+".valueFrom.fileKeyRef", "environment from files in volumes is not supported by this node")
+		}
+		if n != 1 {
+			e.invalid(vp+".valueFrom", "must specify exactly one source")
+		}
+	}
+}
+
+// Divisors the API server allows for a resourceFieldRef.
+var (
+	cpuDivisors     = []string{"1m", "1"}
+	storageDivisors = []string{"1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei"}
+)
+
+func validateResourceFieldRef(e *errs, p string, r *corev1.ResourceFieldSelector, s *corev1.PodSpec) {
+	if !resourceRefRE.MatchString(r.Resource) {
+		e.invalid(p+".resource", "must be limits.<resource> or requests.<resource> for cpu, memory, ephemeral-storage or hugepages-<size>")
+		return
+	}
+	if r.ContainerName != "" && !hasContainer(s, r.ContainerName) {
+		e.invalid(p+".containerName", "no container "+strconv.Quote(r.ContainerName)+" in the pod")
+	}
+	if r.Divisor.IsZero() {
+		return
+	}
+	allowed := storageDivisors
+	if strings.HasSuffix(r.Resource, ".cpu") {
+		allowed = cpuDivisors
+	}
+	if !slices.ContainsFunc(allowed, func(d string) bool { return r.Divisor.Cmp(resource.MustParse(d)) == 0 }) {
+		e.invalid(p+".divisor", "must be one of "+strings.Join(allowed, ", "))
+	}
+}
+
+func hasContainer(s *corev1.PodSpec, name string) bool {
+	for _, list := range [][]corev1.Container{s.InitContainers, s.Containers} {
+		if slices.ContainsFunc(list, func(c corev1.Container) bool { return c.Name == name }) {
+			return true
+		}
+	}
+	return false
+}

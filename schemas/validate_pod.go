@@ -1,0 +1,108 @@
+package schemas
+
+import corev1 "k8s.io/api/core/v1"
+
+func validatePodSpec(e *errs, s *corev1.PodSpec, want IntentTarget) {
+	const p = "pod.spec"
+
+	// Fields this node cannot honour.
+	if len(s.EphemeralContainers) > 0 {
+		e.unsupported(p+".ephemeralContainers", "ephemeral containers are added through the API server's ephemeralcontainers subresource, which this node does not have")
+	}
+	if len(s.ResourceClaims) > 0 {
+		e.unsupported(p+".resourceClaims", "dynamic resource allocation needs the API server")
+	}
+	if len(s.ImagePullSecrets) > 0 {
+		e.unsupported(p+".imagePullSecrets", "this node cannot read Secrets; give the node its registry credentials with jetlet run --image-credentials (Docker's config.json)")
+	}
+	if s.OS != nil && s.OS.Name != corev1.Linux {
+		e.unsupported(p+".os.name", "this node runs linux pods only")
+	}
+	if s.DNSConfig != nil {
+		e.unsupported(p+".dnsConfig", "this node gives pods the runtime's DNS configuration (the host's resolv.conf), as dnsPolicy Default")
+	}
+	if len(s.HostAliases) > 0 {
+		e.unsupported(p+".hostAliases", "this node does not manage the pod's /etc/hosts")
+	}
+	if s.Subdomain != "" {
+		e.unsupported(p+".subdomain", "this node does not manage the pod's /etc/hosts, where the subdomain's fully qualified name goes")
+	}
+	if s.SetHostnameAsFQDN != nil && *s.SetHostnameAsFQDN {
+		e.unsupported(p+".setHostnameAsFQDN", "this node has no cluster domain to qualify the hostname with")
+	}
+	if s.RuntimeClassName != nil {
+		e.unsupported(p+".runtimeClassName", "this node has no RuntimeClasses: pods run with the runtime's default handler")
+	}
+	if len(s.Overhead) > 0 {
+		e.unsupported(p+".overhead", "pod overhead comes from a RuntimeClass, which this node does not have")
+	}
+	if len(s.ReadinessGates) > 0 {
+		e.unsupported(p+".readinessGates", "readiness gates are conditions set through the API server, which this node does not have")
+	}
+	if s.HostUsers != nil && !*s.HostUsers {
+		e.unsupported(p+".hostUsers", "this node does not run pods in user namespaces")
+	}
+	if s.Resources != nil {
+		e.unsupported(p+".resources", "pod-level resources need a pod cgroup, which this node does not manage")
+	}
+	if sc := s.SecurityContext; sc != nil {
+		if sc.WindowsOptions != nil {
+			e.unsupported(p+".securityContext.windowsOptions", "this node runs linux pods only")
+		}
+		if sc.SELinuxChangePolicy != nil {
+			e.unsupported(p+".securityContext.seLinuxChangePolicy", "this node leaves SELinux relabelling of volumes to the runtime")
+		}
+	}
+
+	switch s.RestartPolicy {
+	case corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever:
+	default:
+		e.invalid(p+".restartPolicy", `must be "Always", "OnFailure" or "Never"`)
+	}
+	switch s.DNSPolicy {
+	case corev1.DNSClusterFirst, corev1.DNSClusterFirstWithHostNet, corev1.DNSDefault:
+	case corev1.DNSNone:
+		e.unsupported(p+".dnsPolicy", `"None" takes the pod's DNS from dnsConfig, which this node does not support`)
+	default:
+		e.invalid(p+".dnsPolicy", `must be "ClusterFirst", "ClusterFirstWithHostNet", "Default" or "None"`)
+	}
+	if g := s.TerminationGracePeriodSeconds; g != nil && *g < 0 {
+		e.invalid(p+".terminationGracePeriodSeconds", "must be >= 0")
+	}
+	if d := s.ActiveDeadlineSeconds; d != nil && *d < 1 {
+		e.invalid(p+".activeDeadlineSeconds", "must be a positive integer")
+	}
+	if s.Hostname != "" && !isDNSLabel(s.Hostname) {
+		e.invalid(p+".hostname", "must be a DNS-1123 label")
+	}
+	if s.Subdomain != "" && !isDNSLabel(s.Subdomain) {
+		e.invalid(p+".subdomain", "must be a DNS-1123 label")
+	}
+	if h := s.HostnameOverride; h != nil {
+		switch {
+		case len(*h) > 64 || !isDNSSubdomain(*h):
+			e.invalid(p+".hostnameOverride", "must be a DNS-1123 subdomain of at most 64 characters")
+		case s.HostNetwork:
+			e.invalid(p+".hostnameOverride", "cannot be set with hostNetwork (the pod has the node's hostname)")
+		}
+	}
+	if sc := s.SecurityContext; sc != nil {
+		validateProfiles(e, p+".securityContext", sc.SeccompProfile, sc.AppArmorProfile)
+	}
+	if s.ShareProcessNamespace != nil && *s.ShareProcessNamespace && s.HostPID {
+		e.invalid(p+".shareProcessNamespace", "cannot be true together with hostPID")
+	}
+
+	volumes := validateVolumes(e, s.Volumes, want.NoMemoryEmptyDir)
+
+	if len(s.Containers) == 0 {
+		e.invalid(p+".containers", "at least one container is required")
+	}
+	names := map[string]bool{}
+	for i := range s.InitContainers {
+		validateContainer(e, idx(p+".initContainers", i), &s.InitContainers[i], true, names, volumes, s, want.AllowPrivileged)
+	}
+	for i := range s.Containers {
+		validateContainer(e, idx(p+".containers", i), &s.Containers[i], false, names, volumes, s, want.AllowPrivileged)
+	}
+}
