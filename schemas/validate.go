@@ -6,20 +6,23 @@ package schemas
 // validateMetadata then validatePodSpec; each concern has its file:
 //
 //	validate_metadata.go    name, namespace, uid, labels, annotations
-//	validate_pod.go         pod-level fields: what the node cannot honour,
-//	                        restart and DNS policy, hostname, host namespaces
-//	validate_volumes.go     volumes (hostPath, emptyDir) and volume mounts
+//	validate_pod.go         the spec: the pod-level fields the node cannot
+//	                        honour, then those it does (restart and DNS
+//	                        policy, hostname, host namespaces...), then the
+//	                        volumes and each container
+//	validate_volumes.go     volumes (a volume type goes here) and mounts
 //	validate_containers.go  a container: name, image, policies, ports, and
 //	                        the checks of the files below, in their order
 //	validate_env.go         env, envFrom, the downward API's references
-//	validate_resources.go   requests and limits
-//	validate_security.go    seccomp and AppArmor profiles (pod and container)
+//	validate_resources.go   requests and limits, resize policies
+//	validate_security.go    security contexts: seccomp and AppArmor
+//	                        profiles (pod and container), privileged
 //	validate_probes.go      probes, and the exec and httpGet handlers hooks
 //	                        share with them
 //	validate_lifecycle.go   lifecycle hooks and the stop signal
 //
-// Problems are reported in a stable order (the order of the fields in the
-// spec), through errs (errors.go); this file holds the name rules they share.
+// Problems are reported through errs (errors.go) in a stable order, the
+// order of the fields in the spec; this file holds the name rules they share.
 
 import (
 	"path"

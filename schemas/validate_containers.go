@@ -8,122 +8,106 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
+// validateContainer checks one container of the pod's spec s, an init
+// container when init is true: names holds the container names seen before
+// it (it adds its own), volumes the pod's volume names.
 func validateContainer(e *errs, p string, c *corev1.Container, init bool, names, volumes map[string]bool, s *corev1.PodSpec, allowPrivileged bool) {
-	switch {
-	case c.Name == "":
-		e.invalid(p+".name", "required")
-	case !isDNSLabel(c.Name):
-		e.invalid(p+".name", "must be a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)")
-	case names[c.Name]:
-		e.invalid(p+".name", "duplicate container name "+strconv.Quote(c.Name)+" (names are unique across initContainers and containers)")
-	}
-	names[c.Name] = true
-
-	switch {
-	case c.Image == "":
-		e.invalid(p+".image", "required")
-	case strings.TrimSpace(c.Image) != c.Image:
-		e.invalid(p+".image", "must not have leading or trailing white space")
-	}
-	switch c.ImagePullPolicy {
-	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
-	default:
-		e.invalid(p+".imagePullPolicy", `must be "Always", "IfNotPresent" or "Never"`)
-	}
+	validateContainerName(e, p, c.Name, names)
+	validateImage(e, p, c.Image, c.ImagePullPolicy)
 	switch c.TerminationMessagePolicy {
 	case corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError:
 	default:
 		e.invalid(p+".terminationMessagePolicy", `must be "File" or "FallbackToLogsOnError"`)
 	}
-
-	sidecar := false
-	if c.RestartPolicy != nil {
-		switch {
-		case !init:
-			e.unsupported(p+".restartPolicy", "per-container restart policies are supported on init containers (sidecars) only")
-		case *c.RestartPolicy == corev1.ContainerRestartPolicyAlways:
-			sidecar = true
-		default:
-			e.invalid(p+".restartPolicy", `must be "Always" (a sidecar) when set on an init container`)
-		}
-	}
-	if len(c.RestartPolicyRules) > 0 {
-		e.unsupported(p+".restartPolicyRules", "container restart rules are not supported by this node")
-	}
+	validateContainerRestartPolicy(e, p, c, init)
 
 	validatePorts(e, p, c.Ports, s.HostNetwork)
 	validateEnv(e, p, c, s)
 	validateResources(e, p+".resources", &c.Resources)
-	for i, r := range c.ResizePolicy {
-		rp := idx(p+".resizePolicy", i)
-		if r.ResourceName != corev1.ResourceCPU && r.ResourceName != corev1.ResourceMemory {
-			e.invalid(rp+".resourceName", `must be "cpu" or "memory"`)
-		}
-		if r.RestartPolicy != corev1.NotRequired && r.RestartPolicy != corev1.RestartContainer {
-			e.invalid(rp+".restartPolicy", `must be "NotRequired" or "RestartContainer"`)
-		}
-	}
+	validateResizePolicy(e, p, c.ResizePolicy)
 
-	if sc := c.SecurityContext; sc != nil {
-		validateProfiles(e, p+".securityContext", sc.SeccompProfile, sc.AppArmorProfile)
-		if sc.WindowsOptions != nil {
-			e.unsupported(p+".securityContext.windowsOptions", "this node runs linux pods only")
-		}
-		if sc.ProcMount != nil && *sc.ProcMount == corev1.UnmaskedProcMount {
-			e.unsupported(p+".securityContext.procMount", `"Unmasked" needs a user namespace, which this node does not give pods`)
-		}
-	}
-	if _, ok := c.Resources.Limits[corev1.ResourceEphemeralStorage]; ok {
-		e.unsupported(p+".resources.limits[ephemeral-storage]", "this node does not evict pods for local storage use")
-	}
-
-	privileged := c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged
-	if privileged && !allowPrivileged {
-		e.unsupported(p+".securityContext.privileged", "privileged containers are not allowed on this node (jetlet run --allow-privileged)")
-	}
-	if privileged && c.SecurityContext.AllowPrivilegeEscalation != nil && !*c.SecurityContext.AllowPrivilegeEscalation {
-		e.invalid(p+".securityContext.allowPrivilegeEscalation", "cannot be false for a privileged container")
-	}
+	validateContainerSecurityContext(e, p+".securityContext", c.SecurityContext)
+	rejectEphemeralStorageLimit(e, p+".resources.limits", c.Resources.Limits)
+	privileged := isPrivileged(c.SecurityContext)
+	validatePrivileged(e, p+".securityContext", c.SecurityContext, allowPrivileged)
 
 	validateMounts(e, p, c.VolumeMounts, volumes, privileged)
 	if len(c.VolumeDevices) > 0 {
 		e.unsupported(p+".volumeDevices", "block volumes need a persistentVolumeClaim, which this node does not support")
 	}
 
-	if init && !sidecar {
-		for _, f := range []struct {
-			name string
-			set  bool
-		}{
-			{"livenessProbe", c.LivenessProbe != nil}, {"readinessProbe", c.ReadinessProbe != nil},
-			{"startupProbe", c.StartupProbe != nil}, {"lifecycle", c.Lifecycle != nil},
-		} {
-			if f.set {
-				e.invalid(p+"."+f.name, "may not be set on an init container unless its restartPolicy is \"Always\"")
-			}
+	if init && !isAlways(c.RestartPolicy) { // not a sidecar
+		rejectInitContainerHandlers(e, p, c)
+	}
+	validateProbes(e, p, c)
+	if c.Lifecycle != nil {
+		validateLifecycle(e, p+".lifecycle", c.Lifecycle)
+	}
+}
+
+// validateContainerName checks a container's name, unique across init and
+// app containers (names holds those seen before it; it adds its own).
+func validateContainerName(e *errs, p, name string, names map[string]bool) {
+	switch {
+	case name == "":
+		e.invalid(p+".name", "required")
+	case !isDNSLabel(name):
+		e.invalid(p+".name", "must be a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters)")
+	case names[name]:
+		e.invalid(p+".name", "duplicate container name "+strconv.Quote(name)+" (names are unique across initContainers and containers)")
+	}
+	names[name] = true
+}
+
+func validateImage(e *errs, p, image string, pull corev1.PullPolicy) {
+	switch {
+	case image == "":
+		e.invalid(p+".image", "required")
+	case strings.TrimSpace(image) != image:
+		e.invalid(p+".image", "must not have leading or trailing white space")
+	}
+	switch pull {
+	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+	default:
+		e.invalid(p+".imagePullPolicy", `must be "Always", "IfNotPresent" or "Never"`)
+	}
+}
+
+// isAlways reports whether a container's restartPolicy is Always: on an
+// init container, that makes it a sidecar.
+func isAlways(r *corev1.ContainerRestartPolicy) bool {
+	return r != nil && *r == corev1.ContainerRestartPolicyAlways
+}
+
+// validateContainerRestartPolicy checks restartPolicy, which only a sidecar
+// may set, and refuses restartPolicyRules.
+func validateContainerRestartPolicy(e *errs, p string, c *corev1.Container, init bool) {
+	if c.RestartPolicy != nil {
+		switch {
+		case !init:
+			e.unsupported(p+".restartPolicy", "per-container restart policies are supported on init containers (sidecars) only")
+		case !isAlways(c.RestartPolicy):
+			e.invalid(p+".restartPolicy", `must be "Always" (a sidecar) when set on an init container`)
 		}
 	}
-	if c.LivenessProbe != nil {
-		validateProbe(e, p+".livenessProbe", c.LivenessProbe, true)
+	if len(c.RestartPolicyRules) > 0 {
+		e.unsupported(p+".restartPolicyRules", "container restart rules are not supported by this node")
 	}
-	if c.ReadinessProbe != nil {
-		validateProbe(e, p+".readinessProbe", c.ReadinessProbe, false)
-		if c.ReadinessProbe.TerminationGracePeriodSeconds != nil {
-			e.invalid(p+".readinessProbe.terminationGracePeriodSeconds", "must not be set on a readiness probe")
-		}
-	}
-	if c.StartupProbe != nil {
-		validateProbe(e, p+".startupProbe", c.StartupProbe, true)
-	}
-	if l := c.Lifecycle; l != nil {
-		if l.PostStart != nil {
-			validateLifecycleHandler(e, p+".lifecycle.postStart", l.PostStart)
-		}
-		if l.PreStop != nil {
-			validateLifecycleHandler(e, p+".lifecycle.preStop", l.PreStop)
-		}
-		if l.StopSignal != nil && !stopSignalRE.MatchString(string(*l.StopSignal)) {
-			e.invalid(p+".lifecycle.stopSignal", "must be a Linux signal name such as SIGTERM, SIGUSR1 or SIGRTMIN+1")
+}
+
+// rejectInitContainerHandlers reports the probes and hooks of an init
+// container that is not a sidecar: it runs to completion before anything
+// could use them.
+func rejectInitContainerHandlers(e *errs, p string, c *corev1.Container) {
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"livenessProbe", c.LivenessProbe != nil}, {"readinessProbe", c.ReadinessProbe != nil},
+		{"startupProbe", c.StartupProbe != nil}, {"lifecycle", c.Lifecycle != nil},
+	} {
+		if f.set {
+			e.invalid(p+"."+f.name, "may not be set on an init container unless its restartPolicy is \"Always\"")
 		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 
 var resourceRefRE = regexp.MustCompile(resourceRefPattern)
 
+// validateEnv checks a container's envFrom and env (s is the pod's spec,
+// which a resourceFieldRef names a container of).
 func validateEnv(e *errs, p string, c *corev1.Container, s *corev1.PodSpec) {
 	for i, f := range c.EnvFrom {
 		fp := idx(p+".envFrom", i)
@@ -31,45 +33,50 @@ func validateEnv(e *errs, p string, c *corev1.Container, s *corev1.PodSpec) {
 		} else if !matchEnvName(v.Name) {
 			e.invalid(vp+".name", "must consist of printable ASCII characters other than '='")
 		}
-		f := v.ValueFrom
-		if f == nil {
+		if v.ValueFrom == nil {
 			continue
 		}
 		if v.Value != "" {
 			e.invalid(vp+".valueFrom", "may not be set when value is not empty")
 		}
-		n := 0
-		if f.FieldRef != nil {
-			n++
-			switch {
-			case f.FieldRef.FieldPath == "":
-				e.invalid(vp+".valueFrom.fieldRef.fieldPath", "required")
-			case !matchFieldPath(f.FieldRef.FieldPath):
-				e.invalid(vp+".valueFrom.fieldRef.fieldPath", "not a field this node can expose")
-			}
-			if f.FieldRef.APIVersion != "v1" {
-				e.invalid(vp+".valueFrom.fieldRef.apiVersion", `must be "v1"`)
-			}
+		validateEnvSource(e, vp+".valueFrom", v.ValueFrom, s)
+	}
+}
+
+// validateEnvSource checks an env var's valueFrom: exactly one source, of
+// the downward API (a field or a resource of the pod).
+func validateEnvSource(e *errs, p string, f *corev1.EnvVarSource, s *corev1.PodSpec) {
+	n := 0
+	if f.FieldRef != nil {
+		n++
+		switch {
+		case f.FieldRef.FieldPath == "":
+			e.invalid(p+".fieldRef.fieldPath", "required")
+		case !matchFieldPath(f.FieldRef.FieldPath):
+			e.invalid(p+".fieldRef.fieldPath", "not a field this node can expose")
 		}
-		if f.ResourceFieldRef != nil {
-			n++
-			validateResourceFieldRef(e, vp+".valueFrom.resourceFieldRef", f.ResourceFieldRef, s)
+		if f.FieldRef.APIVersion != "v1" {
+			e.invalid(p+".fieldRef.apiVersion", `must be "v1"`)
 		}
-		if f.ConfigMapKeyRef != nil {
-			n++
-			e.unsupported(vp+".valueFrom.configMapKeyRef", "this node cannot read ConfigMaps")
-		}
-		if f.SecretKeyRef != nil {
-			n++
-			e.unsupported(vp+".valueFrom.secretKeyRef", "this node cannot read Secrets")
-		}
-		if f.FileKeyRef != nil {
-			n++
-			e.unsupported(vp+".valueFrom.fileKeyRef", "environment from files in volumes is not supported by this node")
-		}
-		if n != 1 {
-			e.invalid(vp+".valueFrom", "must specify exactly one source")
-		}
+	}
+	if f.ResourceFieldRef != nil {
+		n++
+		validateResourceFieldRef(e, p+".resourceFieldRef", f.ResourceFieldRef, s)
+	}
+	if f.ConfigMapKeyRef != nil {
+		n++
+		e.unsupported(p+".configMapKeyRef", "this node cannot read ConfigMaps")
+	}
+	if f.SecretKeyRef != nil {
+		n++
+		e.unsupported(p+".secretKeyRef", "this node cannot read Secrets")
+	}
+	if f.FileKeyRef != nil {
+		n++
+		e.unsupported(p+".fileKeyRef", "environment from files in volumes is not supported by this node")
+	}
+	if n != 1 {
+		e.invalid(p, "must specify exactly one source")
 	}
 }
 

@@ -8,6 +8,20 @@ import (
 
 var stopSignalRE = regexp.MustCompile(stopSignalPattern)
 
+// validateLifecycle checks a container's lifecycle: its hooks and its stop
+// signal.
+func validateLifecycle(e *errs, p string, l *corev1.Lifecycle) {
+	if l.PostStart != nil {
+		validateLifecycleHandler(e, p+".postStart", l.PostStart)
+	}
+	if l.PreStop != nil {
+		validateLifecycleHandler(e, p+".preStop", l.PreStop)
+	}
+	if l.StopSignal != nil && !stopSignalRE.MatchString(string(*l.StopSignal)) {
+		e.invalid(p+".stopSignal", "must be a Linux signal name such as SIGTERM, SIGUSR1 or SIGRTMIN+1")
+	}
+}
+
 func validateLifecycleHandler(e *errs, p string, h *corev1.LifecycleHandler) {
 	n := 0
 	if h.Exec != nil {

@@ -2,10 +2,30 @@ package schemas
 
 import corev1 "k8s.io/api/core/v1"
 
+// validatePodSpec checks the spec of a pod for the node of want: the fields
+// the node cannot honour, the pod-level fields, then the volumes and each
+// container.
 func validatePodSpec(e *errs, s *corev1.PodSpec, want IntentTarget) {
-	const p = "pod.spec"
+	rejectUnsupportedPodFields(e, s)
+	validatePodLevelFields(e, s)
+	volumes := validateVolumes(e, s.Volumes, want.NoMemoryEmptyDir)
 
-	// Fields this node cannot honour.
+	if len(s.Containers) == 0 {
+		e.invalid("pod.spec.containers", "at least one container is required")
+	}
+	names := map[string]bool{}
+	for i := range s.InitContainers {
+		validateContainer(e, idx("pod.spec.initContainers", i), &s.InitContainers[i], true, names, volumes, s, want.AllowPrivileged)
+	}
+	for i := range s.Containers {
+		validateContainer(e, idx("pod.spec.containers", i), &s.Containers[i], false, names, volumes, s, want.AllowPrivileged)
+	}
+}
+
+// rejectUnsupportedPodFields reports the pod-level fields this node cannot
+// honour (docs/wire-protocol.md section 9).
+func rejectUnsupportedPodFields(e *errs, s *corev1.PodSpec) {
+	const p = "pod.spec"
 	if len(s.EphemeralContainers) > 0 {
 		e.unsupported(p+".ephemeralContainers", "ephemeral containers are added through the API server's ephemeralcontainers subresource, which this node does not have")
 	}
@@ -53,7 +73,13 @@ func validatePodSpec(e *errs, s *corev1.PodSpec, want IntentTarget) {
 			e.unsupported(p+".securityContext.seLinuxChangePolicy", "this node leaves SELinux relabelling of volumes to the runtime")
 		}
 	}
+}
 
+// validatePodLevelFields checks the pod-level fields the node honours:
+// restart and DNS policy, grace period and deadline, hostname, security
+// profiles and host namespaces.
+func validatePodLevelFields(e *errs, s *corev1.PodSpec) {
+	const p = "pod.spec"
 	switch s.RestartPolicy {
 	case corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever:
 	default:
@@ -91,18 +117,5 @@ func validatePodSpec(e *errs, s *corev1.PodSpec, want IntentTarget) {
 	}
 	if s.ShareProcessNamespace != nil && *s.ShareProcessNamespace && s.HostPID {
 		e.invalid(p+".shareProcessNamespace", "cannot be true together with hostPID")
-	}
-
-	volumes := validateVolumes(e, s.Volumes, want.NoMemoryEmptyDir)
-
-	if len(s.Containers) == 0 {
-		e.invalid(p+".containers", "at least one container is required")
-	}
-	names := map[string]bool{}
-	for i := range s.InitContainers {
-		validateContainer(e, idx(p+".initContainers", i), &s.InitContainers[i], true, names, volumes, s, want.AllowPrivileged)
-	}
-	for i := range s.Containers {
-		validateContainer(e, idx(p+".containers", i), &s.Containers[i], false, names, volumes, s, want.AllowPrivileged)
 	}
 }

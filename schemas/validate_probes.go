@@ -5,6 +5,23 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
+// validateProbes checks a container's liveness, readiness and startup
+// probes.
+func validateProbes(e *errs, p string, c *corev1.Container) {
+	if c.LivenessProbe != nil {
+		validateProbe(e, p+".livenessProbe", c.LivenessProbe, true)
+	}
+	if c.ReadinessProbe != nil {
+		validateProbe(e, p+".readinessProbe", c.ReadinessProbe, false)
+		if c.ReadinessProbe.TerminationGracePeriodSeconds != nil {
+			e.invalid(p+".readinessProbe.terminationGracePeriodSeconds", "must not be set on a readiness probe")
+		}
+	}
+	if c.StartupProbe != nil {
+		validateProbe(e, p+".startupProbe", c.StartupProbe, true)
+	}
+}
+
 func validateProbe(e *errs, p string, pr *corev1.Probe, mustSucceedOnce bool) {
 	h := &pr.ProbeHandler
 	n := 0

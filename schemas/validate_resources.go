@@ -49,3 +49,24 @@ func validateResourceList(e *errs, p string, l corev1.ResourceList) {
 		}
 	}
 }
+
+// rejectEphemeralStorageLimit reports a container's ephemeral-storage
+// limit (limits is its resources.limits, at p): a request is the
+// scheduler's, a limit would need the node to evict.
+func rejectEphemeralStorageLimit(e *errs, p string, limits corev1.ResourceList) {
+	if _, ok := limits[corev1.ResourceEphemeralStorage]; ok {
+		e.unsupported(p+"[ephemeral-storage]", "this node does not evict pods for local storage use")
+	}
+}
+
+func validateResizePolicy(e *errs, p string, policies []corev1.ContainerResizePolicy) {
+	for i, r := range policies {
+		rp := idx(p+".resizePolicy", i)
+		if r.ResourceName != corev1.ResourceCPU && r.ResourceName != corev1.ResourceMemory {
+			e.invalid(rp+".resourceName", `must be "cpu" or "memory"`)
+		}
+		if r.RestartPolicy != corev1.NotRequired && r.RestartPolicy != corev1.RestartContainer {
+			e.invalid(rp+".restartPolicy", `must be "NotRequired" or "RestartContainer"`)
+		}
+	}
+}

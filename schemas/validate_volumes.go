@@ -24,51 +24,66 @@ func validateVolumes(e *errs, vols []corev1.Volume, noMemory bool) map[string]bo
 			e.invalid(p+".name", "duplicate volume name "+strconv.Quote(v.Name))
 		}
 		names[v.Name] = true
-
-		if v.HostPath != nil && v.EmptyDir != nil {
-			e.invalid(p, "may not specify more than one volume source")
-		}
-		if other := otherVolumeSource(&v.VolumeSource); other != "" {
-			e.unsupported(p+"."+other, "this node supports hostPath and emptyDir volumes only")
-		}
-		if h := v.HostPath; h != nil {
-			if h.Path == "" {
-				e.invalid(p+".hostPath.path", "required")
-			} else if !path.IsAbs(h.Path) {
-				e.invalid(p+".hostPath.path", "must be an absolute path")
-			}
-			if h.Type != nil {
-				switch *h.Type {
-				case corev1.HostPathUnset, corev1.HostPathDirectoryOrCreate, corev1.HostPathDirectory,
-					corev1.HostPathFileOrCreate, corev1.HostPathFile, corev1.HostPathSocket,
-					corev1.HostPathCharDev, corev1.HostPathBlockDev:
-				default:
-					e.invalid(p+".hostPath.type", "not a known hostPath type")
-				}
-			}
-		}
-		if d := v.EmptyDir; d != nil {
-			switch d.Medium {
-			case corev1.StorageMediumDefault:
-			case corev1.StorageMediumMemory:
-				if noMemory {
-					e.unsupported(p+".emptyDir.medium", `"Memory" needs a tmpfs, which this node cannot mount (jetlet does not run as root)`)
-				}
-			default:
-				e.unsupported(p+".emptyDir.medium", `this node supports the medium "" (disk) and "Memory" only`)
-			}
-			switch {
-			case d.SizeLimit != nil && d.SizeLimit.Sign() < 0:
-				e.invalid(p+".emptyDir.sizeLimit", "must be >= 0")
-			case d.SizeLimit != nil && d.Medium != corev1.StorageMediumMemory:
-				e.unsupported(p+".emptyDir.sizeLimit", `this node does not evict pods for local storage use; a sizeLimit is honoured for medium "Memory" (the tmpfs's size) only`)
-			}
-			if d.Mode != nil && (*d.Mode < 0 || *d.Mode > 0o1777) {
-				e.invalid(p+".emptyDir.mode", "must be between 0 and 01777")
-			}
-		}
+		validateVolumeSource(e, p, &v.VolumeSource, noMemory)
 	}
 	return names
+}
+
+// validateVolumeSource checks a volume's source (at p, the volume's path):
+// hostPath and emptyDir are what this node supports.
+func validateVolumeSource(e *errs, p string, v *corev1.VolumeSource, noMemory bool) {
+	if v.HostPath != nil && v.EmptyDir != nil {
+		e.invalid(p, "may not specify more than one volume source")
+	}
+	if other := otherVolumeSource(v); other != "" {
+		e.unsupported(p+"."+other, "this node supports hostPath and emptyDir volumes only")
+	}
+	if v.HostPath != nil {
+		validateHostPath(e, p+".hostPath", v.HostPath)
+	}
+	if v.EmptyDir != nil {
+		validateEmptyDir(e, p+".emptyDir", v.EmptyDir, noMemory)
+	}
+}
+
+func validateHostPath(e *errs, p string, h *corev1.HostPathVolumeSource) {
+	if h.Path == "" {
+		e.invalid(p+".path", "required")
+	} else if !path.IsAbs(h.Path) {
+		e.invalid(p+".path", "must be an absolute path")
+	}
+	if h.Type != nil {
+		switch *h.Type {
+		case corev1.HostPathUnset, corev1.HostPathDirectoryOrCreate, corev1.HostPathDirectory,
+			corev1.HostPathFileOrCreate, corev1.HostPathFile, corev1.HostPathSocket,
+			corev1.HostPathCharDev, corev1.HostPathBlockDev:
+		default:
+			e.invalid(p+".type", "not a known hostPath type")
+		}
+	}
+}
+
+// validateEmptyDir checks an emptyDir; noMemory: the node cannot mount the
+// tmpfs of medium Memory.
+func validateEmptyDir(e *errs, p string, d *corev1.EmptyDirVolumeSource, noMemory bool) {
+	switch d.Medium {
+	case corev1.StorageMediumDefault:
+	case corev1.StorageMediumMemory:
+		if noMemory {
+			e.unsupported(p+".medium", `"Memory" needs a tmpfs, which this node cannot mount (jetlet does not run as root)`)
+		}
+	default:
+		e.unsupported(p+".medium", `this node supports the medium "" (disk) and "Memory" only`)
+	}
+	switch {
+	case d.SizeLimit != nil && d.SizeLimit.Sign() < 0:
+		e.invalid(p+".sizeLimit", "must be >= 0")
+	case d.SizeLimit != nil && d.Medium != corev1.StorageMediumMemory:
+		e.unsupported(p+".sizeLimit", `this node does not evict pods for local storage use; a sizeLimit is honoured for medium "Memory" (the tmpfs's size) only`)
+	}
+	if d.Mode != nil && (*d.Mode < 0 || *d.Mode > 0o1777) {
+		e.invalid(p+".mode", "must be between 0 and 01777")
+	}
 }
 
 // otherVolumeSource names the first volume source other than hostPath and
