@@ -61,6 +61,8 @@ func isPortName(s string) bool {
 	return len(s) <= 15 && matchDNSLabel(s) && strings.ContainsFunc(s, func(r rune) bool { return 'a' <= r && r <= 'z' }) && !strings.Contains(s, "--")
 }
 
+func isPortNumber(n int32) bool { return 1 <= n && n <= 65535 }
+
 func idx(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
 
 // sortedNames returns the keys of m in order, so that problems are reported in

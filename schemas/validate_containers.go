@@ -116,7 +116,7 @@ func validatePorts(e *errs, p string, ports []corev1.ContainerPort, hostNetwork 
 	seen := map[string]bool{}
 	for i, port := range ports {
 		pp := idx(p+".ports", i)
-		if port.ContainerPort < 1 || port.ContainerPort > 65535 {
+		if !isPortNumber(port.ContainerPort) {
 			e.invalid(pp+".containerPort", "must be between 1 and 65535")
 		}
 		if port.HostPort < 0 || port.HostPort > 65535 {

@@ -23,15 +23,7 @@ func validateLifecycle(e *errs, p string, l *corev1.Lifecycle) {
 }
 
 func validateLifecycleHandler(e *errs, p string, h *corev1.LifecycleHandler) {
-	n := 0
-	if h.Exec != nil {
-		n++
-		validateExec(e, p+".exec", h.Exec)
-	}
-	if h.HTTPGet != nil {
-		n++
-		validateHTTPGet(e, p+".httpGet", h.HTTPGet)
-	}
+	n := validateExecAndHTTPGet(e, p, h.Exec, h.HTTPGet)
 	if h.Sleep != nil {
 		n++
 		if h.Sleep.Seconds < 0 {

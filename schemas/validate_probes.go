@@ -24,24 +24,14 @@ func validateProbes(e *errs, p string, c *corev1.Container) {
 
 func validateProbe(e *errs, p string, pr *corev1.Probe, mustSucceedOnce bool) {
 	h := &pr.ProbeHandler
-	n := 0
-	if h.Exec != nil {
-		n++
-		validateExec(e, p+".exec", h.Exec)
-	}
-	if h.HTTPGet != nil {
-		n++
-		validateHTTPGet(e, p+".httpGet", h.HTTPGet)
-	}
+	n := validateExecAndHTTPGet(e, p, h.Exec, h.HTTPGet)
 	if h.TCPSocket != nil {
 		n++
 		validatePortRef(e, p+".tcpSocket.port", h.TCPSocket.Port)
 	}
 	if h.GRPC != nil {
 		n++
-		if h.GRPC.Port < 1 || h.GRPC.Port > 65535 {
-			e.invalid(p+".grpc.port", "must be between 1 and 65535")
-		}
+		validatePortRef(e, p+".grpc.port", intstr.FromInt32(h.GRPC.Port))
 		if h.GRPC.Mode != nil && *h.GRPC.Mode != corev1.GRPCProbeModePlaintext {
 			e.unsupported(p+".grpc.mode", `this node's gRPC probes connect in plain text only ("Plaintext")`)
 		}
@@ -69,10 +59,21 @@ func validateProbe(e *errs, p string, pr *corev1.Probe, mustSucceedOnce bool) {
 	}
 }
 
-func validateExec(e *errs, p string, x *corev1.ExecAction) {
-	if len(x.Command) == 0 {
-		e.invalid(p+".command", "required")
+// validateExecAndHTTPGet checks the handlers probes and lifecycle hooks
+// share (p is the probe's or the hook's path) and returns how many of the
+// two are set; each counts its others and asks for exactly one in all.
+func validateExecAndHTTPGet(e *errs, p string, exec *corev1.ExecAction, httpGet *corev1.HTTPGetAction) (set int) {
+	if exec != nil {
+		set++
+		if len(exec.Command) == 0 {
+			e.invalid(p+".exec.command", "required")
+		}
 	}
+	if httpGet != nil {
+		set++
+		validateHTTPGet(e, p+".httpGet", httpGet)
+	}
+	return set
 }
 
 func validateHTTPGet(e *errs, p string, h *corev1.HTTPGetAction) {
@@ -85,7 +86,7 @@ func validateHTTPGet(e *errs, p string, h *corev1.HTTPGetAction) {
 	}
 }
 
-// validatePortRef checks a probe's port: a number in range or a port name.
+// validatePortRef checks a handler's port: a number in range or a port name.
 func validatePortRef(e *errs, p string, port intstr.IntOrString) {
 	if port.Type == intstr.String {
 		if !isPortName(port.StrVal) {
@@ -93,7 +94,7 @@ func validatePortRef(e *errs, p string, port intstr.IntOrString) {
 		}
 		return
 	}
-	if port.IntVal < 1 || port.IntVal > 65535 {
+	if !isPortNumber(port.IntVal) {
 		e.invalid(p, "must be between 1 and 65535")
 	}
 }
