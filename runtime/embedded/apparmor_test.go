@@ -11,9 +11,6 @@ import (
 func TestAppArmorLocalhostProfilesAreRefused(t *testing.T) {
 	h := newHarness(t)
 	sb, sbCfg := h.pod("p", nil)
-	if _, err := h.is.PullImage(ctxT(t), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: testImage}}); err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		name    string
 		sc      *runtimeapi.LinuxContainerSecurityContext
@@ -31,7 +28,7 @@ func TestAppArmorLocalhostProfilesAreRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := containerConfig(strings.ReplaceAll(tc.name, " ", "-"), nil, "true")
 			cfg.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: tc.sc}
-			_, err := h.rs.CreateContainer(ctxT(t), &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: cfg, SandboxConfig: sbCfg})
+			_, err := h.tryCreate(sb, sbCfg, cfg)
 			if !tc.refused {
 				if err != nil {
 					t.Fatalf("CreateContainer: %v", err)

@@ -67,9 +67,6 @@ func TestContainerDevices(t *testing.T) {
 func TestContainerDevicesRefused(t *testing.T) {
 	h := newHarness(t)
 	sb, sbCfg := h.pod("p", nil)
-	if _, err := h.is.PullImage(ctxT(t), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: testImage}}); err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		name    string
 		device  *runtimeapi.Device
@@ -83,7 +80,7 @@ func TestContainerDevicesRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := containerConfig("c", nil, "true")
 			cfg.Devices = []*runtimeapi.Device{tc.device}
-			_, err := h.rs.CreateContainer(ctxT(t), &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: cfg, SandboxConfig: sbCfg})
+			_, err := h.tryCreate(sb, sbCfg, cfg)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("CreateContainer error %v, want one saying %q", err, tc.wantErr)
 			}

@@ -90,9 +90,6 @@ func TestSeccompLocalhostProfile(t *testing.T) {
 func TestSeccompBadProfilesAreRefused(t *testing.T) {
 	h := newHarness(t)
 	sb, sbCfg := h.pod("p", nil)
-	if _, err := h.is.PullImage(ctxT(t), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: testImage}}); err != nil {
-		t.Fatal(err)
-	}
 	missing := filepath.Join(t.TempDir(), "missing.json")
 	for _, tc := range []struct {
 		name    string
@@ -109,7 +106,7 @@ func TestSeccompBadProfilesAreRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := containerConfig(strings.ReplaceAll(tc.name, " ", "-"), nil, "true")
 			withSeccomp(tc.profile, false)(cfg)
-			_, err := h.rs.CreateContainer(ctxT(t), &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: cfg, SandboxConfig: sbCfg})
+			_, err := h.tryCreate(sb, sbCfg, cfg)
 			wantCode(t, err, codes.InvalidArgument)
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want %q", err, tc.want)

@@ -165,16 +165,24 @@ func containerConfig(name string, labels map[string]string, cmd ...string) *runt
 // create pulls the test image and creates a container in sandbox sb.
 func (h *harness) create(sb string, sbCfg *runtimeapi.PodSandboxConfig, cfg *runtimeapi.ContainerConfig) string {
 	h.t.Helper()
+	cfg.Mounts = append(cfg.Mounts, &runtimeapi.Mount{HostPath: h.shared, ContainerPath: h.shared})
+	id, err := h.tryCreate(sb, sbCfg, cfg)
+	if err != nil {
+		h.t.Fatalf("CreateContainer: %v", err)
+	}
+	return id
+}
+
+// tryCreate pulls cfg's image and creates the container as cfg says, for a
+// test of what CreateContainer refuses.
+func (h *harness) tryCreate(sb string, sbCfg *runtimeapi.PodSandboxConfig, cfg *runtimeapi.ContainerConfig) (string, error) {
+	h.t.Helper()
 	ctx := ctxT(h.t)
 	if _, err := h.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: cfg.GetImage()}); err != nil {
 		h.t.Fatalf("PullImage: %v", err)
 	}
-	cfg.Mounts = append(cfg.Mounts, &runtimeapi.Mount{HostPath: h.shared, ContainerPath: h.shared})
 	resp, err := h.rs.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: cfg, SandboxConfig: sbCfg})
-	if err != nil {
-		h.t.Fatalf("CreateContainer: %v", err)
-	}
-	return resp.GetContainerId()
+	return resp.GetContainerId(), err
 }
 
 // run creates and starts a container running cmd in sandbox sb.
