@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -52,8 +53,8 @@ type ContainerToKill struct {
 
 // Probes are the probe results the plan consults; nil members know nothing.
 type Probes struct {
-	Liveness ProbeResults
-	Startup  ProbeResults
+	Liveness kubecontainer.ProbeResults
+	Startup  kubecontainer.ProbeResults
 }
 
 // String renders the plan on one line, for logs and test failures.
@@ -91,7 +92,7 @@ func networkNamespaceForPod(pod *corev1.Pod) runtimeapi.NamespaceMode {
 
 // podSandboxChanged says whether a new sandbox is needed, its attempt, and the
 // id of the current one.
-func podSandboxChanged(pod *corev1.Pod, status *PodStatus) (bool, uint32, string) {
+func podSandboxChanged(pod *corev1.Pod, status *kubecontainer.PodStatus) (bool, uint32, string) {
 	if status == nil || len(status.SandboxStatuses) == 0 {
 		return true, 0, ""
 	}
@@ -124,9 +125,9 @@ func shouldRestartOnFailure(pod *corev1.Pod) bool {
 	return pod.Spec.RestartPolicy != corev1.RestartPolicyNever
 }
 
-func containerSucceeded(c *corev1.Container, status *PodStatus) bool {
+func containerSucceeded(c *corev1.Container, status *kubecontainer.PodStatus) bool {
 	cs := status.FindContainerStatusByName(c.Name)
-	if cs == nil || cs.State == ContainerRunning {
+	if cs == nil || cs.State == kubecontainer.ContainerRunning {
 		return false
 	}
 	return cs.ExitCode == 0
@@ -134,13 +135,13 @@ func containerSucceeded(c *corev1.Container, status *PodStatus) bool {
 
 // isInitContainerFailed: an init container failed when it was OOM-killed,
 // exited non-zero, or is in an unknown state.
-func isInitContainerFailed(cs *ContainerStatus) bool {
+func isInitContainerFailed(cs *kubecontainer.ContainerStatus) bool {
 	switch {
 	case cs.Reason == schemas.ReasonOOMKilled:
 		return true
-	case cs.State == ContainerExited && cs.ExitCode != 0:
+	case cs.State == kubecontainer.ContainerExited && cs.ExitCode != 0:
 		return true
-	case cs.State == ContainerUnknown:
+	case cs.State == kubecontainer.ContainerUnknown:
 		return true
 	}
 	return false
@@ -149,7 +150,7 @@ func isInitContainerFailed(cs *ContainerStatus) bool {
 // findNextInitContainerToRun returns the status of the last failed init
 // container (if any), the next init container to run, and whether
 // initialisation is done.
-func findNextInitContainerToRun(pod *corev1.Pod, status *PodStatus) (*ContainerStatus, *corev1.Container, bool) {
+func findNextInitContainerToRun(pod *corev1.Pod, status *kubecontainer.PodStatus) (*kubecontainer.ContainerStatus, *corev1.Container, bool) {
 	inits := pod.Spec.InitContainers
 	if len(inits) == 0 {
 		return nil, nil, true
@@ -158,7 +159,7 @@ func findNextInitContainerToRun(pod *corev1.Pod, status *PodStatus) (*ContainerS
 	// even if their instances have been removed since.
 	for i := range pod.Spec.Containers {
 		cs := status.FindContainerStatusByName(pod.Spec.Containers[i].Name)
-		if cs != nil && cs.State == ContainerRunning {
+		if cs != nil && cs.State == kubecontainer.ContainerRunning {
 			return nil, nil, true
 		}
 	}
@@ -175,10 +176,10 @@ func findNextInitContainerToRun(pod *corev1.Pod, status *PodStatus) (*ContainerS
 		if cs == nil {
 			continue
 		}
-		if cs.State == ContainerRunning {
+		if cs.State == kubecontainer.ContainerRunning {
 			return nil, nil, false
 		}
-		if cs.State == ContainerExited {
+		if cs.State == kubecontainer.ContainerExited {
 			if i == len(inits)-1 {
 				return nil, nil, true
 			}
@@ -190,7 +191,7 @@ func findNextInitContainerToRun(pod *corev1.Pod, status *PodStatus) (*ContainerS
 
 // shouldContainerBeRestarted says whether a container that is not running
 // must be (re)started, after kubelet's ShouldContainerBeRestarted.
-func shouldContainerBeRestarted(c *corev1.Container, pod *corev1.Pod, status *PodStatus) bool {
+func shouldContainerBeRestarted(c *corev1.Container, pod *corev1.Pod, status *kubecontainer.PodStatus) bool {
 	if pod.DeletionTimestamp != nil {
 		return false
 	}
@@ -200,12 +201,12 @@ func shouldContainerBeRestarted(c *corev1.Container, pod *corev1.Pod, status *Po
 		return true
 	}
 	switch cs.State {
-	case ContainerRunning:
+	case kubecontainer.ContainerRunning:
 		return false
-	case ContainerUnknown, ContainerCreated:
+	case kubecontainer.ContainerUnknown, kubecontainer.ContainerCreated:
 		return true
 	}
-	if IsSidecar(c) {
+	if kubecontainer.IsSidecar(c) {
 		// A sidecar restarts whatever the pod's policy.
 		return true
 	}
@@ -221,9 +222,9 @@ func shouldContainerBeRestarted(c *corev1.Container, pod *corev1.Pod, status *Po
 // ComputePodActions decides what SyncPod must do to bring the runtime's pod
 // to the spec. It is pure: the same pod, status and probe results give the
 // same plan.
-func ComputePodActions(pod *corev1.Pod, status *PodStatus, probes Probes) PodActions {
+func ComputePodActions(pod *corev1.Pod, status *kubecontainer.PodStatus, probes Probes) PodActions {
 	if status == nil {
-		status = &PodStatus{}
+		status = &kubecontainer.PodStatus{}
 	}
 	create, attempt, sandboxID := podSandboxChanged(pod, status)
 	a := PodActions{
@@ -279,10 +280,10 @@ func ComputePodActions(pod *corev1.Pod, status *PodStatus, probes Probes) PodAct
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		cs := status.FindContainerStatusByName(c.Name)
-		if cs == nil || cs.State != ContainerRunning {
+		if cs == nil || cs.State != kubecontainer.ContainerRunning {
 			if shouldContainerBeRestarted(c, pod, status) {
 				a.ContainersToStart = append(a.ContainersToStart, i)
-				if cs != nil && cs.State == ContainerUnknown {
+				if cs != nil && cs.State == kubecontainer.ContainerUnknown {
 					// It may still run: kill it first.
 					a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{
 						ID: cs.ID, Name: c.Name, Container: c, Reason: schemas.ReasonUnknown,
@@ -300,10 +301,10 @@ func ComputePodActions(pod *corev1.Pod, status *PodStatus, probes Probes) PodAct
 			message = fmt.Sprintf("Container %s definition changed", c.Name)
 			// A new spec restarts, whatever the policy.
 			restart = true
-		} else if r, ok := probeGet(probes.Liveness, cs.ID); ok && r == ProbeFailure {
+		} else if r, ok := probeGet(probes.Liveness, cs.ID); ok && r == kubecontainer.ProbeFailure {
 			reason = schemas.ReasonLivenessProbe
 			message = fmt.Sprintf("Container %s failed liveness probe", c.Name)
-		} else if r, ok := probeGet(probes.Startup, cs.ID); ok && r == ProbeFailure {
+		} else if r, ok := probeGet(probes.Startup, cs.ID); ok && r == kubecontainer.ProbeFailure {
 			reason = schemas.ReasonStartupProbe
 			message = fmt.Sprintf("Container %s failed startup probe", c.Name)
 		} else {
@@ -327,22 +328,16 @@ func ComputePodActions(pod *corev1.Pod, status *PodStatus, probes Probes) PodAct
 	return a
 }
 
-func probeGet(p ProbeResults, id string) (ProbeResult, bool) {
+func probeGet(p kubecontainer.ProbeResults, id string) (kubecontainer.ProbeResult, bool) {
 	if p == nil {
-		return ProbeUnknown, false
+		return kubecontainer.ProbeUnknown, false
 	}
 	return p.Get(id)
 }
 
-// IsSidecar: an init container with restartPolicy Always, which runs beside
-// the app containers (kubelet's IsRestartableInitContainer).
-func IsSidecar(c *corev1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
-}
-
 func hasSidecar(pod *corev1.Pod) bool {
 	for i := range pod.Spec.InitContainers {
-		if IsSidecar(&pod.Spec.InitContainers[i]) {
+		if kubecontainer.IsSidecar(&pod.Spec.InitContainers[i]) {
 			return true
 		}
 	}
@@ -352,10 +347,10 @@ func hasSidecar(pod *corev1.Pod) bool {
 // anyRegularContainerCreated: some app container was created or runs, so
 // every init container ran at some point (an exited one may be of a
 // previous sandbox, as kubelet's).
-func anyRegularContainerCreated(pod *corev1.Pod, status *PodStatus) bool {
+func anyRegularContainerCreated(pod *corev1.Pod, status *kubecontainer.PodStatus) bool {
 	for i := range pod.Spec.Containers {
 		cs := status.FindContainerStatusByName(pod.Spec.Containers[i].Name)
-		if cs != nil && (cs.State == ContainerCreated || cs.State == ContainerRunning) {
+		if cs != nil && (cs.State == kubecontainer.ContainerCreated || cs.State == kubecontainer.ContainerRunning) {
 			return true
 		}
 	}
@@ -370,7 +365,7 @@ func anyRegularContainerCreated(pod *corev1.Pod, status *PodStatus) bool {
 // any) passed, and is restarted whenever it exits, whatever the pod's
 // restart policy. A failed init container runs again, or kills the pod
 // under restart policy Never.
-func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, probes Probes, a *PodActions) bool {
+func computeInitContainerActions(pod *corev1.Pod, status *kubecontainer.PodStatus, probes Probes, a *PodActions) bool {
 	inits := pod.Spec.InitContainers
 	if len(inits) == 0 {
 		return true
@@ -378,13 +373,13 @@ func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, probes Prob
 	initialized := anyRegularContainerCreated(pod, status)
 	previouslyInitialized := initialized
 	restartOnFailure := shouldRestartOnFailure(pod)
-	kill := func(cs *ContainerStatus, c *corev1.Container, reason, message string) {
+	kill := func(cs *kubecontainer.ContainerStatus, c *corev1.Container, reason, message string) {
 		a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: cs.ID, Name: c.Name, Container: c, Reason: reason, Message: message})
 	}
 	var toStart []int // backwards
 	for i := len(inits) - 1; i >= 0; i-- {
 		c := &inits[i]
-		sidecar := IsSidecar(c)
+		sidecar := kubecontainer.IsSidecar(c)
 		cs := status.FindContainerStatusByName(c.Name)
 		if cs == nil {
 			// Never ran, or its instances were removed: a sidecar of an
@@ -399,17 +394,17 @@ func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, probes Prob
 			continue
 		}
 		switch cs.State {
-		case ContainerCreated:
+		case kubecontainer.ContainerCreated:
 			// Created but never started: start it.
 			toStart = append(toStart, i)
-		case ContainerRunning:
+		case kubecontainer.ContainerRunning:
 			if !sidecar {
 				break // wait for it to finish
 			}
 			if c.StartupProbe != nil {
 				r, ok := probeGet(probes.Startup, cs.ID)
-				if !ok || r != ProbeSuccess {
-					if ok && r == ProbeFailure {
+				if !ok || r != kubecontainer.ProbeSuccess {
+					if ok && r == kubecontainer.ProbeFailure {
 						kill(cs, c, schemas.ReasonStartupProbe, fmt.Sprintf("Init container %s failed startup probe", c.Name))
 						toStart = append(toStart, i)
 					}
@@ -426,11 +421,11 @@ func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, probes Prob
 				toStart = append(toStart, i)
 				break
 			}
-			if r, ok := probeGet(probes.Liveness, cs.ID); ok && r == ProbeFailure {
+			if r, ok := probeGet(probes.Liveness, cs.ID); ok && r == kubecontainer.ProbeFailure {
 				kill(cs, c, schemas.ReasonLivenessProbe, fmt.Sprintf("Init container %s failed liveness probe", c.Name))
 				toStart = append(toStart, i)
 			}
-		case ContainerExited:
+		case kubecontainer.ContainerExited:
 			if sidecar {
 				toStart = append(toStart, i)
 				break

@@ -9,11 +9,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 )
 
 // makeBasePodAndStatus: a pod of three running containers in one ready
 // sandbox, converged (kubelet's TestComputePodActions style).
-func makeBasePodAndStatus() (*corev1.Pod, *PodStatus) {
+func makeBasePodAndStatus() (*corev1.Pod, *kubecontainer.PodStatus) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{UID: "12345678", Name: "foo", Namespace: "new"},
 		Spec: corev1.PodSpec{
@@ -26,7 +28,7 @@ func makeBasePodAndStatus() (*corev1.Pod, *PodStatus) {
 		},
 	}
 	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	status := &PodStatus{
+	status := &kubecontainer.PodStatus{
 		UID: "12345678", Name: "foo", Namespace: "new",
 		IPs: []string{"10.0.0.1"},
 		SandboxStatuses: []*runtimeapi.PodSandboxStatus{{
@@ -41,9 +43,9 @@ func makeBasePodAndStatus() (*corev1.Pod, *PodStatus) {
 	}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		status.ContainerStatuses = append(status.ContainerStatuses, &ContainerStatus{
+		status.ContainerStatuses = append(status.ContainerStatuses, &kubecontainer.ContainerStatus{
 			ID: fmt.Sprintf("id%d", i+1), Name: c.Name, SandboxID: "sandboxID",
-			State: ContainerRunning, Hash: HashContainer(c), CreatedAt: t0, StartedAt: t0,
+			State: kubecontainer.ContainerRunning, Hash: HashContainer(c), CreatedAt: t0, StartedAt: t0,
 		})
 	}
 	return pod, status
@@ -58,7 +60,7 @@ func addInitContainers(pod *corev1.Pod) {
 
 // initStatus returns the status of a pod with init containers, none of whose
 // app containers has been created.
-func setInitStatuses(pod *corev1.Pod, status *PodStatus, states map[string]*ContainerStatus) {
+func setInitStatuses(pod *corev1.Pod, status *kubecontainer.PodStatus, states map[string]*kubecontainer.ContainerStatus) {
 	status.ContainerStatuses = nil
 	for _, name := range []string{"init2", "init1"} {
 		if cs, ok := states[name]; ok {
@@ -85,8 +87,8 @@ func addSidecars(pod *corev1.Pod) {
 
 // setSidecar puts an instance of the named init container in the status,
 // newest of all, running and matching its spec unless mutate says otherwise.
-func setSidecar(pod *corev1.Pod, status *PodStatus, name string, mutate func(*ContainerStatus)) {
-	cs := &ContainerStatus{ID: name + "-id", Name: name, SandboxID: "sandboxID", State: ContainerRunning, Init: true}
+func setSidecar(pod *corev1.Pod, status *kubecontainer.PodStatus, name string, mutate func(*kubecontainer.ContainerStatus)) {
+	cs := &kubecontainer.ContainerStatus{ID: name + "-id", Name: name, SandboxID: "sandboxID", State: kubecontainer.ContainerRunning, Init: true}
 	for i := range pod.Spec.InitContainers {
 		if pod.Spec.InitContainers[i].Name == name {
 			cs.Hash = HashContainer(&pod.Spec.InitContainers[i])
@@ -95,12 +97,12 @@ func setSidecar(pod *corev1.Pod, status *PodStatus, name string, mutate func(*Co
 	if mutate != nil {
 		mutate(cs)
 	}
-	status.ContainerStatuses = append([]*ContainerStatus{cs}, status.ContainerStatuses...)
+	status.ContainerStatuses = append([]*kubecontainer.ContainerStatus{cs}, status.ContainerStatuses...)
 }
 
-type fakeProbes map[string]ProbeResult
+type fakeProbes map[string]kubecontainer.ProbeResult
 
-func (f fakeProbes) Get(id string) (ProbeResult, bool) { r, ok := f[id]; return r, ok }
+func (f fakeProbes) Get(id string) (kubecontainer.ProbeResult, bool) { r, ok := f[id]; return r, ok }
 
 // plan is the comparable shape of PodActions.
 type plan struct {
@@ -121,22 +123,24 @@ func planOf(a PodActions) plan {
 }
 
 func TestComputePodActions(t *testing.T) {
-	exited := func(code int32) func(*ContainerStatus) {
-		return func(cs *ContainerStatus) { cs.State, cs.ExitCode = ContainerExited, code }
+	exited := func(code int32) func(*kubecontainer.ContainerStatus) {
+		return func(cs *kubecontainer.ContainerStatus) { cs.State, cs.ExitCode = kubecontainer.ContainerExited, code }
 	}
-	setState := func(s ContainerState) func(*ContainerStatus) {
-		return func(cs *ContainerStatus) { cs.State = s }
+	setState := func(s kubecontainer.ContainerState) func(*kubecontainer.ContainerStatus) {
+		return func(cs *kubecontainer.ContainerStatus) { cs.State = s }
 	}
-	onContainer := func(status *PodStatus, i int, f func(*ContainerStatus)) { f(status.ContainerStatuses[i]) }
-	allExited := func(status *PodStatus, code int32) {
+	onContainer := func(status *kubecontainer.PodStatus, i int, f func(*kubecontainer.ContainerStatus)) {
+		f(status.ContainerStatuses[i])
+	}
+	allExited := func(status *kubecontainer.PodStatus, code int32) {
 		for _, cs := range status.ContainerStatuses {
-			cs.State, cs.ExitCode = ContainerExited, code
+			cs.State, cs.ExitCode = kubecontainer.ContainerExited, code
 		}
 	}
 
 	tests := []struct {
 		name   string
-		mutate func(pod *corev1.Pod, status *PodStatus)
+		mutate func(pod *corev1.Pod, status *kubecontainer.PodStatus)
 		probes Probes
 		want   plan
 	}{
@@ -146,19 +150,19 @@ func TestComputePodActions(t *testing.T) {
 		},
 		{
 			name:   "no sandbox: create one (attempt 0) and start every container",
-			mutate: func(_ *corev1.Pod, s *PodStatus) { s.SandboxStatuses = nil; s.ContainerStatuses = nil },
+			mutate: func(_ *corev1.Pod, s *kubecontainer.PodStatus) { s.SandboxStatuses = nil; s.ContainerStatuses = nil },
 			want:   plan{KillPod: true, CreateSandbox: true, Start: []int{0, 1, 2}},
 		},
 		{
 			name: "sandbox not ready: kill the pod, new sandbox attempt 1, start all",
-			mutate: func(_ *corev1.Pod, s *PodStatus) {
+			mutate: func(_ *corev1.Pod, s *kubecontainer.PodStatus) {
 				s.SandboxStatuses[0].State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 			},
 			want: plan{KillPod: true, CreateSandbox: true, SandboxID: "sandboxID", Attempt: 1, Start: []int{0, 1, 2}},
 		},
 		{
 			name: "several ready sandboxes: reconcile into a new one",
-			mutate: func(_ *corev1.Pod, s *PodStatus) {
+			mutate: func(_ *corev1.Pod, s *kubecontainer.PodStatus) {
 				s.SandboxStatuses = append(s.SandboxStatuses, &runtimeapi.PodSandboxStatus{
 					Id: "older", State: runtimeapi.PodSandboxState_SANDBOX_READY,
 					Network: &runtimeapi.PodSandboxNetworkStatus{Ip: "10.0.0.2"}, Metadata: &runtimeapi.PodSandboxMetadata{Attempt: 0},
@@ -169,24 +173,24 @@ func TestComputePodActions(t *testing.T) {
 		},
 		{
 			name:   "network namespace changed (now hostNetwork): new sandbox, old id not reused",
-			mutate: func(p *corev1.Pod, _ *PodStatus) { p.Spec.HostNetwork = true },
+			mutate: func(p *corev1.Pod, _ *kubecontainer.PodStatus) { p.Spec.HostNetwork = true },
 			want:   plan{KillPod: true, CreateSandbox: true, Attempt: 1, Start: []int{0, 1, 2}},
 		},
 		{
 			name: "network namespace changed (no longer hostNetwork)",
-			mutate: func(_ *corev1.Pod, s *PodStatus) {
+			mutate: func(_ *corev1.Pod, s *kubecontainer.PodStatus) {
 				s.SandboxStatuses[0].Linux.Namespaces.Options.Network = runtimeapi.NamespaceMode_NODE
 			},
 			want: plan{KillPod: true, CreateSandbox: true, Attempt: 1, Start: []int{0, 1, 2}},
 		},
 		{
 			name:   "sandbox without IP for a pod network pod: new sandbox",
-			mutate: func(_ *corev1.Pod, s *PodStatus) { s.SandboxStatuses[0].Network.Ip = "" },
+			mutate: func(_ *corev1.Pod, s *kubecontainer.PodStatus) { s.SandboxStatuses[0].Network.Ip = "" },
 			want:   plan{KillPod: true, CreateSandbox: true, SandboxID: "sandboxID", Attempt: 1, Start: []int{0, 1, 2}},
 		},
 		{
 			name: "host network pod without IP: fine",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				p.Spec.HostNetwork = true
 				s.SandboxStatuses[0].Linux.Namespaces.Options.Network = runtimeapi.NamespaceMode_NODE
 				s.SandboxStatuses[0].Network.Ip = ""
@@ -195,7 +199,7 @@ func TestComputePodActions(t *testing.T) {
 		},
 		{
 			name: "Never, sandbox dead after containers ran: done, no new sandbox",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyNever
 				s.SandboxStatuses[0].State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 				allExited(s, 0)
@@ -204,7 +208,7 @@ func TestComputePodActions(t *testing.T) {
 		},
 		{
 			name: "Never, sandbox dead and no container ever created: retry the sandbox",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyNever
 				s.SandboxStatuses[0].State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 				s.ContainerStatuses = nil
@@ -213,7 +217,7 @@ func TestComputePodActions(t *testing.T) {
 		},
 		{
 			name: "OnFailure, sandbox dead, every container succeeded: no new sandbox",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 				s.SandboxStatuses[0].State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 				allExited(s, 0)
@@ -222,7 +226,7 @@ func TestComputePodActions(t *testing.T) {
 		},
 		{
 			name: "OnFailure, sandbox dead, one container failed: new sandbox, start only that one",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 				s.SandboxStatuses[0].State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 				allExited(s, 0)
@@ -232,17 +236,17 @@ func TestComputePodActions(t *testing.T) {
 		},
 		{
 			name:   "Always, container exited 0: restart it",
-			mutate: func(_ *corev1.Pod, s *PodStatus) { onContainer(s, 0, exited(0)) },
+			mutate: func(_ *corev1.Pod, s *kubecontainer.PodStatus) { onContainer(s, 0, exited(0)) },
 			want:   plan{SandboxID: "sandboxID", Start: []int{0}},
 		},
 		{
 			name:   "Always, container exited 1: restart it",
-			mutate: func(_ *corev1.Pod, s *PodStatus) { onContainer(s, 1, exited(1)) },
+			mutate: func(_ *corev1.Pod, s *kubecontainer.PodStatus) { onContainer(s, 1, exited(1)) },
 			want:   plan{SandboxID: "sandboxID", Start: []int{1}},
 		},
 		{
 			name: "empty restart policy acts as Always",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				p.Spec.RestartPolicy = ""
 				onContainer(s, 2, exited(0))
 			},
@@ -250,7 +254,7 @@ func TestComputePodActions(t *testing.T) {
 		},
 		{
 			name: "OnFailure, container exited 0: not restarted",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 				onContainer(s, 0, exited(0))
 			},
@@ -258,7 +262,7 @@ func TestComputePodActions(t *testing.T) {
 		},
 		{
 			name: "OnFailure, container exited 1: restarted",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 				onContainer(s, 0, exited(1))
 			},
@@ -266,7 +270,7 @@ func TestComputePodActions(t *testing.T) {
 		},
 		{
 			name: "Never, container exited 1: not restarted",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyNever
 				onContainer(s, 0, exited(1))
 			},
@@ -274,7 +278,7 @@ func TestComputePodActions(t *testing.T) {
 		},
 		{
 			name: "Never, every container exited: kill the pod (stop the sandbox)",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyNever
 				allExited(s, 0)
 			},
@@ -282,38 +286,40 @@ func TestComputePodActions(t *testing.T) {
 		},
 		{
 			name: "OnFailure, every container succeeded: kill the pod",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 				allExited(s, 0)
 			},
 			want: plan{KillPod: true, SandboxID: "sandboxID"},
 		},
 		{
-			name:   "container in unknown state: kill it, then start it",
-			mutate: func(_ *corev1.Pod, s *PodStatus) { onContainer(s, 1, setState(ContainerUnknown)) },
-			want:   plan{SandboxID: "sandboxID", Start: []int{1}, Kill: []string{"foo2/id2/Unknown"}},
+			name: "container in unknown state: kill it, then start it",
+			mutate: func(_ *corev1.Pod, s *kubecontainer.PodStatus) {
+				onContainer(s, 1, setState(kubecontainer.ContainerUnknown))
+			},
+			want: plan{SandboxID: "sandboxID", Start: []int{1}, Kill: []string{"foo2/id2/Unknown"}},
 		},
 		{
 			name: "container created but not started: start a new one, even under Never",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyNever
-				onContainer(s, 2, setState(ContainerCreated))
+				onContainer(s, 2, setState(kubecontainer.ContainerCreated))
 			},
 			want: plan{SandboxID: "sandboxID", Start: []int{2}},
 		},
 		{
 			name:   "container never created: start it",
-			mutate: func(_ *corev1.Pod, s *PodStatus) { s.ContainerStatuses = s.ContainerStatuses[:2] },
+			mutate: func(_ *corev1.Pod, s *kubecontainer.PodStatus) { s.ContainerStatuses = s.ContainerStatuses[:2] },
 			want:   plan{SandboxID: "sandboxID", Start: []int{2}},
 		},
 		{
 			name:   "spec changed: kill and restart only that container",
-			mutate: func(p *corev1.Pod, _ *PodStatus) { p.Spec.Containers[1].Image = "busybox:2" },
+			mutate: func(p *corev1.Pod, _ *kubecontainer.PodStatus) { p.Spec.Containers[1].Image = "busybox:2" },
 			want:   plan{SandboxID: "sandboxID", Start: []int{1}, Kill: []string{"foo2/id2/SpecChanged"}},
 		},
 		{
 			name: "spec changed under Never: restarted all the same",
-			mutate: func(p *corev1.Pod, _ *PodStatus) {
+			mutate: func(p *corev1.Pod, _ *kubecontainer.PodStatus) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyNever
 				p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "b"}}
 			},
@@ -321,82 +327,82 @@ func TestComputePodActions(t *testing.T) {
 		},
 		{
 			name:   "liveness probe failed under Always: kill and restart",
-			probes: Probes{Liveness: fakeProbes{"id1": ProbeFailure}},
+			probes: Probes{Liveness: fakeProbes{"id1": kubecontainer.ProbeFailure}},
 			want:   plan{SandboxID: "sandboxID", Start: []int{0}, Kill: []string{"foo1/id1/LivenessProbe"}},
 		},
 		{
 			name:   "liveness probe failed under Never: kill, no restart, pod lives on",
-			mutate: func(p *corev1.Pod, _ *PodStatus) { p.Spec.RestartPolicy = corev1.RestartPolicyNever },
-			probes: Probes{Liveness: fakeProbes{"id1": ProbeFailure}},
+			mutate: func(p *corev1.Pod, _ *kubecontainer.PodStatus) { p.Spec.RestartPolicy = corev1.RestartPolicyNever },
+			probes: Probes{Liveness: fakeProbes{"id1": kubecontainer.ProbeFailure}},
 			want:   plan{SandboxID: "sandboxID", Kill: []string{"foo1/id1/LivenessProbe"}},
 		},
 		{
 			name:   "liveness probe success: kept",
-			probes: Probes{Liveness: fakeProbes{"id1": ProbeSuccess}},
+			probes: Probes{Liveness: fakeProbes{"id1": kubecontainer.ProbeSuccess}},
 			want:   plan{SandboxID: "sandboxID"},
 		},
 		{
 			name:   "startup probe failed: kill and restart",
-			probes: Probes{Startup: fakeProbes{"id3": ProbeFailure}},
+			probes: Probes{Startup: fakeProbes{"id3": kubecontainer.ProbeFailure}},
 			want:   plan{SandboxID: "sandboxID", Start: []int{2}, Kill: []string{"foo3/id3/StartupProbe"}},
 		},
 		{
 			name:   "liveness probe failed under OnFailure: kill and restart",
-			mutate: func(p *corev1.Pod, _ *PodStatus) { p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure },
-			probes: Probes{Liveness: fakeProbes{"id2": ProbeFailure}},
+			mutate: func(p *corev1.Pod, _ *kubecontainer.PodStatus) { p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure },
+			probes: Probes{Liveness: fakeProbes{"id2": kubecontainer.ProbeFailure}},
 			want:   plan{SandboxID: "sandboxID", Start: []int{1}, Kill: []string{"foo2/id2/LivenessProbe"}},
 		},
 		{
 			name:   "liveness probe not yet answered (unknown): kept",
-			probes: Probes{Liveness: fakeProbes{"id1": ProbeUnknown}, Startup: fakeProbes{"id1": ProbeUnknown}},
+			probes: Probes{Liveness: fakeProbes{"id1": kubecontainer.ProbeUnknown}, Startup: fakeProbes{"id1": kubecontainer.ProbeUnknown}},
 			want:   plan{SandboxID: "sandboxID"},
 		},
 		{
 			name:   "startup probe failed under Never: kill, no restart",
-			mutate: func(p *corev1.Pod, _ *PodStatus) { p.Spec.RestartPolicy = corev1.RestartPolicyNever },
-			probes: Probes{Startup: fakeProbes{"id1": ProbeFailure}},
+			mutate: func(p *corev1.Pod, _ *kubecontainer.PodStatus) { p.Spec.RestartPolicy = corev1.RestartPolicyNever },
+			probes: Probes{Startup: fakeProbes{"id1": kubecontainer.ProbeFailure}},
 			want:   plan{SandboxID: "sandboxID", Kill: []string{"foo1/id1/StartupProbe"}},
 		},
 		{
 			name:   "startup probe passed, liveness failed: the liveness failure kills",
-			probes: Probes{Liveness: fakeProbes{"id1": ProbeFailure}, Startup: fakeProbes{"id1": ProbeSuccess}},
+			probes: Probes{Liveness: fakeProbes{"id1": kubecontainer.ProbeFailure}, Startup: fakeProbes{"id1": kubecontainer.ProbeSuccess}},
 			want:   plan{SandboxID: "sandboxID", Start: []int{0}, Kill: []string{"foo1/id1/LivenessProbe"}},
 		},
 		{
 			name:   "liveness and startup both failed: one kill, reason LivenessProbe",
-			probes: Probes{Liveness: fakeProbes{"id1": ProbeFailure}, Startup: fakeProbes{"id1": ProbeFailure}},
+			probes: Probes{Liveness: fakeProbes{"id1": kubecontainer.ProbeFailure}, Startup: fakeProbes{"id1": kubecontainer.ProbeFailure}},
 			want:   plan{SandboxID: "sandboxID", Start: []int{0}, Kill: []string{"foo1/id1/LivenessProbe"}},
 		},
 		{
 			name:   "spec changed and liveness failed: the spec change is the reason",
-			mutate: func(p *corev1.Pod, _ *PodStatus) { p.Spec.Containers[0].Image = "busybox:2" },
-			probes: Probes{Liveness: fakeProbes{"id1": ProbeFailure}},
+			mutate: func(p *corev1.Pod, _ *kubecontainer.PodStatus) { p.Spec.Containers[0].Image = "busybox:2" },
+			probes: Probes{Liveness: fakeProbes{"id1": kubecontainer.ProbeFailure}},
 			want:   plan{SandboxID: "sandboxID", Start: []int{0}, Kill: []string{"foo1/id1/SpecChanged"}},
 		},
 		{
 			name:   "liveness failure of an instance that already exited: the restart policy alone decides",
-			mutate: func(_ *corev1.Pod, s *PodStatus) { onContainer(s, 0, exited(137)) },
-			probes: Probes{Liveness: fakeProbes{"id1": ProbeFailure}},
+			mutate: func(_ *corev1.Pod, s *kubecontainer.PodStatus) { onContainer(s, 0, exited(137)) },
+			probes: Probes{Liveness: fakeProbes{"id1": kubecontainer.ProbeFailure}},
 			want:   plan{SandboxID: "sandboxID", Start: []int{0}},
 		},
 		{
 			name:   "liveness failures of two containers: both killed and restarted",
-			probes: Probes{Liveness: fakeProbes{"id1": ProbeFailure, "id3": ProbeFailure}},
+			probes: Probes{Liveness: fakeProbes{"id1": kubecontainer.ProbeFailure, "id3": kubecontainer.ProbeFailure}},
 			want:   plan{SandboxID: "sandboxID", Start: []int{0, 2}, Kill: []string{"foo1/id1/LivenessProbe", "foo3/id3/LivenessProbe"}},
 		},
 		{
 			name: "single container under Never, liveness failed: kill it and the pod",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyNever
 				p.Spec.Containers = p.Spec.Containers[:1]
 				s.ContainerStatuses = s.ContainerStatuses[:1]
 			},
-			probes: Probes{Liveness: fakeProbes{"id1": ProbeFailure}},
+			probes: Probes{Liveness: fakeProbes{"id1": kubecontainer.ProbeFailure}},
 			want:   plan{KillPod: true, SandboxID: "sandboxID", Kill: []string{"foo1/id1/LivenessProbe"}},
 		},
 		{
 			name: "pod being deleted: exited containers are not restarted",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				now := metav1.Now()
 				p.DeletionTimestamp = &now
 				allExited(s, 1)
@@ -405,7 +411,7 @@ func TestComputePodActions(t *testing.T) {
 		},
 		{
 			name: "init containers, new pod: sandbox and the first init container only",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				addInitContainers(p)
 				s.SandboxStatuses, s.ContainerStatuses = nil, nil
 			},
@@ -413,7 +419,7 @@ func TestComputePodActions(t *testing.T) {
 		},
 		{
 			name: "init containers, sandbox ready, none ran: first init container",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				addInitContainers(p)
 				setInitStatuses(p, s, nil)
 			},
@@ -421,112 +427,112 @@ func TestComputePodActions(t *testing.T) {
 		},
 		{
 			name: "init container running: wait",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				addInitContainers(p)
-				setInitStatuses(p, s, map[string]*ContainerStatus{"init1": {State: ContainerRunning}})
+				setInitStatuses(p, s, map[string]*kubecontainer.ContainerStatus{"init1": {State: kubecontainer.ContainerRunning}})
 			},
 			want: plan{SandboxID: "sandboxID"},
 		},
 		{
 			name: "first init container succeeded: the second is next",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				addInitContainers(p)
-				setInitStatuses(p, s, map[string]*ContainerStatus{"init1": {State: ContainerExited}})
+				setInitStatuses(p, s, map[string]*kubecontainer.ContainerStatus{"init1": {State: kubecontainer.ContainerExited}})
 			},
 			want: plan{SandboxID: "sandboxID", Init: []int{1}},
 		},
 		{
 			name: "every init container succeeded: start the app containers",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				addInitContainers(p)
-				setInitStatuses(p, s, map[string]*ContainerStatus{"init1": {State: ContainerExited}, "init2": {State: ContainerExited}})
+				setInitStatuses(p, s, map[string]*kubecontainer.ContainerStatus{"init1": {State: kubecontainer.ContainerExited}, "init2": {State: kubecontainer.ContainerExited}})
 			},
 			want: plan{SandboxID: "sandboxID", Start: []int{0, 1, 2}},
 		},
 		{
 			name: "init container failed under Always: run it again",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				addInitContainers(p)
-				setInitStatuses(p, s, map[string]*ContainerStatus{"init1": {State: ContainerExited}, "init2": {State: ContainerExited, ExitCode: 1}})
+				setInitStatuses(p, s, map[string]*kubecontainer.ContainerStatus{"init1": {State: kubecontainer.ContainerExited}, "init2": {State: kubecontainer.ContainerExited, ExitCode: 1}})
 			},
 			want: plan{SandboxID: "sandboxID", Init: []int{1}},
 		},
 		{
 			name: "init container failed under OnFailure: run it again",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 				addInitContainers(p)
-				setInitStatuses(p, s, map[string]*ContainerStatus{"init1": {State: ContainerExited, ExitCode: 3}})
+				setInitStatuses(p, s, map[string]*kubecontainer.ContainerStatus{"init1": {State: kubecontainer.ContainerExited, ExitCode: 3}})
 			},
 			want: plan{SandboxID: "sandboxID", Init: []int{0}},
 		},
 		{
 			name: "init container failed under Never: kill the pod",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyNever
 				addInitContainers(p)
-				setInitStatuses(p, s, map[string]*ContainerStatus{"init1": {State: ContainerExited, ExitCode: 3}})
+				setInitStatuses(p, s, map[string]*kubecontainer.ContainerStatus{"init1": {State: kubecontainer.ContainerExited, ExitCode: 3}})
 			},
 			want: plan{KillPod: true, SandboxID: "sandboxID"},
 		},
 		{
 			name: "init container OOM-killed with exit 0 counts as failed",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyNever
 				addInitContainers(p)
-				setInitStatuses(p, s, map[string]*ContainerStatus{"init1": {State: ContainerExited, Reason: "OOMKilled"}})
+				setInitStatuses(p, s, map[string]*kubecontainer.ContainerStatus{"init1": {State: kubecontainer.ContainerExited, Reason: "OOMKilled"}})
 			},
 			want: plan{KillPod: true, SandboxID: "sandboxID"},
 		},
 		{
 			name: "init container unknown under Always: kill it, then run it again",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				addInitContainers(p)
-				setInitStatuses(p, s, map[string]*ContainerStatus{"init1": {State: ContainerUnknown}})
+				setInitStatuses(p, s, map[string]*kubecontainer.ContainerStatus{"init1": {State: kubecontainer.ContainerUnknown}})
 			},
 			want: plan{SandboxID: "sandboxID", Init: []int{0}, Kill: []string{"init1/init1-id/Unknown"}},
 		},
 		{
 			name: "init container unknown under Never: kill the pod",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyNever
 				addInitContainers(p)
-				setInitStatuses(p, s, map[string]*ContainerStatus{"init1": {State: ContainerUnknown}})
+				setInitStatuses(p, s, map[string]*kubecontainer.ContainerStatus{"init1": {State: kubecontainer.ContainerUnknown}})
 			},
 			want: plan{KillPod: true, SandboxID: "sandboxID"},
 		},
 		{
 			name: "init containers removed but an app container runs: initialised",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				addInitContainers(p)
 			},
 			want: plan{SandboxID: "sandboxID"},
 		},
 		{
 			name: "init containers, sandbox dead: new sandbox from the first init container",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				addInitContainers(p)
 				s.SandboxStatuses[0].State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
-				setInitStatuses(p, s, map[string]*ContainerStatus{"init1": {State: ContainerExited}, "init2": {State: ContainerExited}})
+				setInitStatuses(p, s, map[string]*kubecontainer.ContainerStatus{"init1": {State: kubecontainer.ContainerExited}, "init2": {State: kubecontainer.ContainerExited}})
 			},
 			want: plan{KillPod: true, CreateSandbox: true, SandboxID: "sandboxID", Attempt: 1, Init: []int{0}},
 		},
 		{
 			name: "OnFailure, sandbox dead, apps succeeded and init done: no new sandbox",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 				addInitContainers(p)
 				s.SandboxStatuses[0].State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 				allExited(s, 0)
 				s.ContainerStatuses = append(s.ContainerStatuses,
-					&ContainerStatus{ID: "i2", Name: "init2", State: ContainerExited, Init: true},
-					&ContainerStatus{ID: "i1", Name: "init1", State: ContainerExited, Init: true})
+					&kubecontainer.ContainerStatus{ID: "i2", Name: "init2", State: kubecontainer.ContainerExited, Init: true},
+					&kubecontainer.ContainerStatus{ID: "i1", Name: "init1", State: kubecontainer.ContainerExited, Init: true})
 			},
 			want: plan{KillPod: true, SandboxID: "sandboxID", Attempt: 1},
 		},
 		{
 			name: "sidecars, new pod: sandbox and the first sidecar only",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				addSidecars(p)
 				s.SandboxStatuses, s.ContainerStatuses = nil, nil
 			},
@@ -534,7 +540,7 @@ func TestComputePodActions(t *testing.T) {
 		},
 		{
 			name: "first sidecar running (no startup probe): the next one starts, the first is not waited on",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				addSidecars(p)
 				s.ContainerStatuses = nil
 				setSidecar(p, s, "side1", nil)
@@ -543,7 +549,7 @@ func TestComputePodActions(t *testing.T) {
 		},
 		{
 			name: "sidecar whose startup probe has not passed: the next one waits",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				addSidecars(p)
 				p.Spec.InitContainers[0].StartupProbe = &corev1.Probe{}
 				s.ContainerStatuses = nil
@@ -553,29 +559,29 @@ func TestComputePodActions(t *testing.T) {
 		},
 		{
 			name: "sidecar whose startup probe passed: the next one starts",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				addSidecars(p)
 				p.Spec.InitContainers[0].StartupProbe = &corev1.Probe{}
 				s.ContainerStatuses = nil
 				setSidecar(p, s, "side1", nil)
 			},
-			probes: Probes{Startup: fakeProbes{"side1-id": ProbeSuccess}},
+			probes: Probes{Startup: fakeProbes{"side1-id": kubecontainer.ProbeSuccess}},
 			want:   plan{SandboxID: "sandboxID", Init: []int{1}},
 		},
 		{
 			name: "sidecar failed its startup probe: kill and restart it",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				addSidecars(p)
 				p.Spec.InitContainers[0].StartupProbe = &corev1.Probe{}
 				s.ContainerStatuses = nil
 				setSidecar(p, s, "side1", nil)
 			},
-			probes: Probes{Startup: fakeProbes{"side1-id": ProbeFailure}},
+			probes: Probes{Startup: fakeProbes{"side1-id": kubecontainer.ProbeFailure}},
 			want:   plan{SandboxID: "sandboxID", Init: []int{0}, Kill: []string{"side1/side1-id/StartupProbe"}},
 		},
 		{
 			name: "both sidecars running: initialised, the app containers start",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				addSidecars(p)
 				s.ContainerStatuses = nil
 				setSidecar(p, s, "side1", nil)
@@ -585,7 +591,7 @@ func TestComputePodActions(t *testing.T) {
 		},
 		{
 			name: "converged pod with sidecars: nothing to do",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				addSidecars(p)
 				setSidecar(p, s, "side1", nil)
 				setSidecar(p, s, "side2", nil)
@@ -594,26 +600,26 @@ func TestComputePodActions(t *testing.T) {
 		},
 		{
 			name: "sidecar exited while the pod runs, restart policy Never: restart it",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyNever
 				addSidecars(p)
-				setSidecar(p, s, "side1", func(cs *ContainerStatus) { cs.State, cs.ExitCode = ContainerExited, 0 })
+				setSidecar(p, s, "side1", func(cs *kubecontainer.ContainerStatus) { cs.State, cs.ExitCode = kubecontainer.ContainerExited, 0 })
 				setSidecar(p, s, "side2", nil)
 			},
 			want: plan{SandboxID: "sandboxID", Init: []int{0}},
 		},
 		{
 			name: "both sidecars crashed while the pod runs: restart both, in spec order",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				addSidecars(p)
-				setSidecar(p, s, "side1", func(cs *ContainerStatus) { cs.State, cs.ExitCode = ContainerExited, 1 })
-				setSidecar(p, s, "side2", func(cs *ContainerStatus) { cs.State, cs.ExitCode = ContainerExited, 1 })
+				setSidecar(p, s, "side1", func(cs *kubecontainer.ContainerStatus) { cs.State, cs.ExitCode = kubecontainer.ContainerExited, 1 })
+				setSidecar(p, s, "side2", func(cs *kubecontainer.ContainerStatus) { cs.State, cs.ExitCode = kubecontainer.ContainerExited, 1 })
 			},
 			want: plan{SandboxID: "sandboxID", Init: []int{0, 1}},
 		},
 		{
 			name: "sidecar removed while the pod runs: start it again",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				addSidecars(p)
 				setSidecar(p, s, "side2", nil)
 			},
@@ -621,52 +627,52 @@ func TestComputePodActions(t *testing.T) {
 		},
 		{
 			name: "sidecar failed its liveness probe: kill and restart it",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				addSidecars(p)
 				setSidecar(p, s, "side1", nil)
 				setSidecar(p, s, "side2", nil)
 			},
-			probes: Probes{Liveness: fakeProbes{"side2-id": ProbeFailure}},
+			probes: Probes{Liveness: fakeProbes{"side2-id": kubecontainer.ProbeFailure}},
 			want:   plan{SandboxID: "sandboxID", Init: []int{1}, Kill: []string{"side2/side2-id/LivenessProbe"}},
 		},
 		{
 			name: "sidecar spec changed: kill and restart it",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				addSidecars(p)
-				setSidecar(p, s, "side1", func(cs *ContainerStatus) { cs.Hash = "old" })
+				setSidecar(p, s, "side1", func(cs *kubecontainer.ContainerStatus) { cs.Hash = "old" })
 				setSidecar(p, s, "side2", nil)
 			},
 			want: plan{SandboxID: "sandboxID", Init: []int{0}, Kill: []string{"side1/side1-id/SpecChanged"}},
 		},
 		{
 			name: "sidecar unknown: kill and restart it, even under Never",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyNever
 				addSidecars(p)
-				setSidecar(p, s, "side1", func(cs *ContainerStatus) { cs.State = ContainerUnknown })
+				setSidecar(p, s, "side1", func(cs *kubecontainer.ContainerStatus) { cs.State = kubecontainer.ContainerUnknown })
 				setSidecar(p, s, "side2", nil)
 			},
 			want: plan{SandboxID: "sandboxID", Init: []int{0}, Kill: []string{"side1/side1-id/Unknown"}},
 		},
 		{
 			name: "app containers finished under Never, sidecars running: kill the pod, restart no sidecar",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyNever
 				addSidecars(p)
 				allExited(s, 0)
-				setSidecar(p, s, "side1", func(cs *ContainerStatus) { cs.State = ContainerExited })
+				setSidecar(p, s, "side1", func(cs *kubecontainer.ContainerStatus) { cs.State = kubecontainer.ContainerExited })
 				setSidecar(p, s, "side2", nil)
 			},
 			want: plan{KillPod: true, SandboxID: "sandboxID"},
 		},
 		{
 			name: "sidecars, apps succeeded under OnFailure, sandbox dead: a new sandbox, as kubelet (the pod workers never sync a finished pod)",
-			mutate: func(p *corev1.Pod, s *PodStatus) {
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 				addSidecars(p)
 				s.SandboxStatuses[0].State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 				allExited(s, 0)
-				setSidecar(p, s, "side1", func(cs *ContainerStatus) { cs.State = ContainerExited })
+				setSidecar(p, s, "side1", func(cs *kubecontainer.ContainerStatus) { cs.State = kubecontainer.ContainerExited })
 			},
 			want: plan{KillPod: true, SandboxID: "sandboxID", Attempt: 1, CreateSandbox: true, Init: []int{0}},
 		},

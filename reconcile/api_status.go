@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,9 +31,9 @@ type apiContainer struct {
 // PodStatus: phase as kubelet's getPhase, one status per container of the
 // spec (init containers first), the newest sandbox. Revision and IntentSeq
 // are left for the caller.
-func (m *Manager) ToAPIStatus(pod *corev1.Pod, status *PodStatus) *schemas.PodStatus {
+func (m *Manager) ToAPIStatus(pod *corev1.Pod, status *kubecontainer.PodStatus) *schemas.PodStatus {
 	if status == nil {
-		status = &PodStatus{}
+		status = &kubecontainer.PodStatus{}
 	}
 	out := &schemas.PodStatus{
 		UID:            string(pod.UID),
@@ -83,11 +84,11 @@ func formatTime(t time.Time) string {
 }
 
 // apiContainerStatus is kubelet's convertToAPIContainerStatuses for one container.
-func (m *Manager) apiContainerStatus(pod *corev1.Pod, status *PodStatus, c *corev1.Container, waitingReason string) apiContainer {
+func (m *Manager) apiContainerStatus(pod *corev1.Pod, status *kubecontainer.PodStatus, c *corev1.Container, waitingReason string) apiContainer {
 	out := apiContainer{ContainerStatus: schemas.ContainerStatus{
 		Name: c.Name, Image: c.Image, State: schemas.ContainerWaiting, Reason: waitingReason,
 	}}
-	var newest, previous *ContainerStatus
+	var newest, previous *kubecontainer.ContainerStatus
 	for _, cs := range status.ContainerStatuses {
 		if cs.Name != c.Name {
 			continue
@@ -105,25 +106,25 @@ func (m *Manager) apiContainerStatus(pod *corev1.Pod, status *PodStatus, c *core
 		out.RestartCount = int32(newest.RestartCount)
 		out.StartedAt = formatTime(newest.StartedAt)
 		switch newest.State {
-		case ContainerRunning:
+		case kubecontainer.ContainerRunning:
 			out.State, out.Reason = schemas.ContainerRunning, ""
 			out.Started = m.started(c, newest)
 			out.Ready = out.Started && m.ready(c, newest)
-		case ContainerExited:
+		case kubecontainer.ContainerExited:
 			out.State = schemas.ContainerExited
 			out.ExitCode = newest.ExitCode
 			out.Reason = newest.Reason
 			if out.Reason == "" {
-				out.Reason = DiedReason(newest)
+				out.Reason = kubecontainer.DiedReason(newest)
 			}
 			out.Message = newest.Message
 			out.FinishedAt = formatTime(newest.FinishedAt)
-		case ContainerCreated:
+		case kubecontainer.ContainerCreated:
 			out.State, out.Reason = schemas.ContainerCreated, ""
 		default:
 			out.State, out.Reason = schemas.ContainerUnknown, "ContainerStatusUnknown"
 		}
-		if previous != nil && previous.State == ContainerExited && newest.State != ContainerExited {
+		if previous != nil && previous.State == kubecontainer.ContainerExited && newest.State != kubecontainer.ContainerExited {
 			out.lastTerminated, out.lastExitCode = true, previous.ExitCode
 		}
 	}
@@ -132,7 +133,7 @@ func (m *Manager) apiContainerStatus(pod *corev1.Pod, status *PodStatus, c *core
 	// waits, with that failure as its reason (CrashLoopBackOff, ErrImagePull).
 	if shouldContainerBeRestarted(c, pod, status) {
 		if f, ok := m.reasons.get(string(pod.UID), c.Name); ok {
-			if newest != nil && newest.State == ContainerExited {
+			if newest != nil && newest.State == kubecontainer.ContainerExited {
 				out.lastTerminated, out.lastExitCode = true, newest.ExitCode
 				out.LastState = lastState(newest)
 			}
@@ -144,33 +145,33 @@ func (m *Manager) apiContainerStatus(pod *corev1.Pod, status *PodStatus, c *core
 
 // lastState is how the instance before the one shown ended, as kubelet's
 // lastTerminationState: nil unless it exited.
-func lastState(cs *ContainerStatus) *schemas.LastState {
-	if cs == nil || cs.State != ContainerExited {
+func lastState(cs *kubecontainer.ContainerStatus) *schemas.LastState {
+	if cs == nil || cs.State != kubecontainer.ContainerExited {
 		return nil
 	}
 	reason := cs.Reason
 	if reason == "" {
-		reason = DiedReason(cs)
+		reason = kubecontainer.DiedReason(cs)
 	}
 	return &schemas.LastState{ExitCode: cs.ExitCode, Reason: reason, FinishedAt: formatTime(cs.FinishedAt), Message: cs.Message}
 }
 
 // started: the running instance's startup probe (if any) succeeded.
-func (m *Manager) started(c *corev1.Container, cs *ContainerStatus) bool {
+func (m *Manager) started(c *corev1.Container, cs *kubecontainer.ContainerStatus) bool {
 	if c.StartupProbe == nil {
 		return true
 	}
 	r, ok := m.cfg.Startup.Get(cs.ID)
-	return ok && r == ProbeSuccess
+	return ok && r == kubecontainer.ProbeSuccess
 }
 
 // ready: the running instance's readiness probe (if any) succeeded.
-func (m *Manager) ready(c *corev1.Container, cs *ContainerStatus) bool {
+func (m *Manager) ready(c *corev1.Container, cs *kubecontainer.ContainerStatus) bool {
 	if c.ReadinessProbe == nil {
 		return true
 	}
 	r, ok := m.cfg.Readiness.Get(cs.ID)
-	return ok && r == ProbeSuccess
+	return ok && r == kubecontainer.ProbeSuccess
 }
 
 // podPhase is kubelet's getPhase (for a pod not yet terminal). inits are
@@ -180,7 +181,7 @@ func (m *Manager) ready(c *corev1.Container, cs *ContainerStatus) bool {
 func podPhase(pod *corev1.Pod, inits, apps []apiContainer) schemas.PodPhase {
 	pendingInit, failedInit := 0, 0
 	for i, s := range inits {
-		if IsSidecar(&pod.Spec.InitContainers[i]) {
+		if kubecontainer.IsSidecar(&pod.Spec.InitContainers[i]) {
 			continue
 		}
 		switch {
@@ -227,7 +228,7 @@ func podPhase(pod *corev1.Pod, inits, apps []apiContainer) schemas.PodPhase {
 	}
 	anyAppStarted := running > 0 || stopped > 0
 	for i, s := range inits {
-		if !IsSidecar(&pod.Spec.InitContainers[i]) {
+		if !kubecontainer.IsSidecar(&pod.Spec.InitContainers[i]) {
 			continue
 		}
 		switch {
@@ -300,7 +301,7 @@ func podConditions(pod *corev1.Pod, initDone bool, inits, apps []apiContainer, p
 		ready = ready && apps[i].Ready
 	}
 	for i := range inits {
-		if IsSidecar(&pod.Spec.InitContainers[i]) {
+		if kubecontainer.IsSidecar(&pod.Spec.InitContainers[i]) {
 			ready = ready && inits[i].Ready
 		}
 	}

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/fakecri"
 )
@@ -19,38 +20,40 @@ func TestToAPIStatusStartedReadyAndConditions(t *testing.T) {
 	}
 	cases := []struct {
 		name      string
-		mutate    func(*corev1.Pod, *PodStatus)
+		mutate    func(*corev1.Pod, *kubecontainer.PodStatus)
 		startup   fakeProbes
 		readiness fakeProbes
 		want      want
 	}{
-		{"no probes: all started and ready", func(*corev1.Pod, *PodStatus) {}, nil, nil,
+		{"no probes: all started and ready", func(*corev1.Pod, *kubecontainer.PodStatus) {}, nil, nil,
 			want{[3]bool{true, true, true}, [3]bool{true, true, true}, schemas.ConditionTrue, schemas.ConditionTrue, ""}},
-		{"readiness failing on one", func(p *corev1.Pod, _ *PodStatus) { p.Spec.Containers[1].ReadinessProbe = probe },
-			nil, fakeProbes{"id2": ProbeFailure},
+		{"readiness failing on one", func(p *corev1.Pod, _ *kubecontainer.PodStatus) { p.Spec.Containers[1].ReadinessProbe = probe },
+			nil, fakeProbes{"id2": kubecontainer.ProbeFailure},
 			want{[3]bool{true, true, true}, [3]bool{true, false, true}, schemas.ConditionTrue, schemas.ConditionFalse, reasonContainersNotReady}},
-		{"readiness passed", func(p *corev1.Pod, _ *PodStatus) { p.Spec.Containers[1].ReadinessProbe = probe },
-			nil, fakeProbes{"id2": ProbeSuccess},
+		{"readiness passed", func(p *corev1.Pod, _ *kubecontainer.PodStatus) { p.Spec.Containers[1].ReadinessProbe = probe },
+			nil, fakeProbes{"id2": kubecontainer.ProbeSuccess},
 			want{[3]bool{true, true, true}, [3]bool{true, true, true}, schemas.ConditionTrue, schemas.ConditionTrue, ""}},
-		{"readiness not yet probed", func(p *corev1.Pod, _ *PodStatus) { p.Spec.Containers[1].ReadinessProbe = probe },
+		{"readiness not yet probed", func(p *corev1.Pod, _ *kubecontainer.PodStatus) { p.Spec.Containers[1].ReadinessProbe = probe },
 			nil, fakeProbes{},
 			want{[3]bool{true, true, true}, [3]bool{true, false, true}, schemas.ConditionTrue, schemas.ConditionFalse, reasonContainersNotReady}},
-		{"startup not passed: neither started nor ready, whatever readiness says", func(p *corev1.Pod, _ *PodStatus) {
+		{"startup not passed: neither started nor ready, whatever readiness says", func(p *corev1.Pod, _ *kubecontainer.PodStatus) {
 			p.Spec.Containers[0].StartupProbe, p.Spec.Containers[0].ReadinessProbe = probe, probe
-		}, fakeProbes{"id1": ProbeUnknown}, fakeProbes{"id1": ProbeSuccess},
+		}, fakeProbes{"id1": kubecontainer.ProbeUnknown}, fakeProbes{"id1": kubecontainer.ProbeSuccess},
 			want{[3]bool{false, true, true}, [3]bool{false, true, true}, schemas.ConditionTrue, schemas.ConditionFalse, reasonContainersNotReady}},
-		{"startup passed", func(p *corev1.Pod, _ *PodStatus) { p.Spec.Containers[0].StartupProbe = probe },
-			fakeProbes{"id1": ProbeSuccess}, nil,
+		{"startup passed", func(p *corev1.Pod, _ *kubecontainer.PodStatus) { p.Spec.Containers[0].StartupProbe = probe },
+			fakeProbes{"id1": kubecontainer.ProbeSuccess}, nil,
 			want{[3]bool{true, true, true}, [3]bool{true, true, true}, schemas.ConditionTrue, schemas.ConditionTrue, ""}},
-		{"an exited container is neither started nor ready", func(_ *corev1.Pod, s *PodStatus) { s.ContainerStatuses[2].State = ContainerExited },
+		{"an exited container is neither started nor ready", func(_ *corev1.Pod, s *kubecontainer.PodStatus) {
+			s.ContainerStatuses[2].State = kubecontainer.ContainerExited
+		},
 			nil, nil,
 			want{[3]bool{true, true, false}, [3]bool{true, true, false}, schemas.ConditionTrue, schemas.ConditionFalse, reasonContainersNotReady}},
-		{"a sidecar that is not ready makes the pod not ready", func(p *corev1.Pod, s *PodStatus) {
+		{"a sidecar that is not ready makes the pod not ready", func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 			p.Spec.InitContainers = []corev1.Container{{Name: "side", RestartPolicy: new(corev1.ContainerRestartPolicyAlways), ReadinessProbe: probe}}
-			s.ContainerStatuses = append(s.ContainerStatuses, &ContainerStatus{ID: "side1", Name: "side", State: ContainerRunning, Init: true})
-		}, nil, fakeProbes{"side1": ProbeFailure},
+			s.ContainerStatuses = append(s.ContainerStatuses, &kubecontainer.ContainerStatus{ID: "side1", Name: "side", State: kubecontainer.ContainerRunning, Init: true})
+		}, nil, fakeProbes{"side1": kubecontainer.ProbeFailure},
 			want{[3]bool{true, true, true}, [3]bool{true, true, true}, schemas.ConditionTrue, schemas.ConditionFalse, reasonContainersNotReady}},
-		{"init containers not done", func(p *corev1.Pod, s *PodStatus) {
+		{"init containers not done", func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 			addInitContainers(p)
 			s.ContainerStatuses = nil
 		}, nil, nil,
@@ -93,7 +96,7 @@ func TestToAPIStatusSucceededPodIsNotReady(t *testing.T) {
 	pod, status := makeBasePodAndStatus()
 	pod.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 	for _, cs := range status.ContainerStatuses {
-		cs.State = ContainerExited
+		cs.State = kubecontainer.ContainerExited
 	}
 	m, _ := newTestManager(t, fakecri.New())
 	api := m.ToAPIStatus(pod, status)

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/test/fakecri"
 )
 
@@ -14,7 +15,7 @@ func BenchmarkComputePodActions(b *testing.B) {
 	pod, status := makeBasePodAndStatus()
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = ComputePodActions(pod, status, Probes{Liveness: NoProbeResults{}, Startup: NoProbeResults{}})
+		_ = ComputePodActions(pod, status, Probes{Liveness: kubecontainer.NoProbeResults{}, Startup: kubecontainer.NoProbeResults{}})
 	}
 }
 
@@ -30,7 +31,7 @@ func BenchmarkNoOpSync(b *testing.B) {
 		corev1.Container{Name: "b", Image: "img:1", Command: []string{"x"}},
 		corev1.Container{Name: "c", Image: "img:1", Command: []string{"x"}},
 	)
-	sync := func() PodSyncResult {
+	sync := func() kubecontainer.PodSyncResult {
 		st, err := m.GetPodStatus(ctx, string(pod.UID), pod.Name, pod.Namespace)
 		if err != nil {
 			b.Fatal(err)
@@ -70,7 +71,7 @@ func TestNoOpSyncNoticesDeath(t *testing.T) {
 	}
 	rt.Exit("a", 7)
 	st, _ = m.GetPodStatus(ctx, "uid1", "p", "ns")
-	if c := st.FindContainerStatusByName("a"); c.State != ContainerExited || c.ExitCode != 7 {
+	if c := st.FindContainerStatusByName("a"); c.State != kubecontainer.ContainerExited || c.ExitCode != 7 {
 		t.Errorf("death not noticed: %+v", c)
 	}
 }

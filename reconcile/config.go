@@ -9,6 +9,8 @@ import (
 
 	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 )
 
 // ErrInvalidConfig wraps every Config.Validate failure.
@@ -83,15 +85,15 @@ type Config struct {
 	// decide the started and ready flags of running containers that have
 	// such probes (reconcile/prober's caches). Defaults: NoProbeResults for
 	// liveness, AllReady (every probe passed) for startup and readiness.
-	Liveness  ProbeResults
-	Startup   ProbeResults
-	Readiness ProbeResults
+	Liveness  kubecontainer.ProbeResults
+	Startup   kubecontainer.ProbeResults
+	Readiness kubecontainer.ProbeResults
 	// Credentials gives the registry credentials of image pulls. Default:
 	// none (the runtime's own registry configuration applies).
 	Credentials Credentials
 	// Handlers runs the exec and httpGet handlers of lifecycle hooks (the
 	// prober's runner). Without it such a hook fails with a message saying so.
-	Handlers HandlerRunner
+	Handlers kubecontainer.HandlerRunner
 	// Logger is used with component=reconcile. The zero value logs nothing.
 	Logger zerolog.Logger
 }
@@ -122,13 +124,13 @@ func (c *Config) setDefaults() {
 		c.GC.MaxPerPodContainer = DefaultGCMaxPerPodContainer
 	}
 	if c.Liveness == nil {
-		c.Liveness = NoProbeResults{}
+		c.Liveness = kubecontainer.NoProbeResults{}
 	}
 	if c.Startup == nil {
-		c.Startup = AllReady{}
+		c.Startup = kubecontainer.AllReady{}
 	}
 	if c.Readiness == nil {
-		c.Readiness = AllReady{}
+		c.Readiness = kubecontainer.AllReady{}
 	}
 	if c.Credentials == nil {
 		c.Credentials = NoCredentials{}

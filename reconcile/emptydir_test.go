@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/test/fakecri"
 )
 
@@ -62,7 +63,7 @@ func TestMemoryEmptyDirIsATmpfsUnmountedByGC(t *testing.T) {
 	}
 
 	m.KillPod(context.Background(), pod, nil, nil)
-	if err := m.GarbageCollect(context.Background(), PodStateFunc(func(string) bool { return true })); err != nil {
+	if err := m.GarbageCollect(context.Background(), kubecontainer.PodStateFunc(func(string) bool { return true })); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(m.podDataDir("uid1")); !os.IsNotExist(err) {

@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/reconcile/containerlogs"
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -37,7 +38,7 @@ import (
 // until a later collection.
 //
 // pods says which pods are gone. Errors are collected; GC goes on past them.
-func (m *Manager) GarbageCollect(ctx context.Context, pods PodStateProvider) error {
+func (m *Manager) GarbageCollect(ctx context.Context, pods kubecontainer.PodStateProvider) error {
 	return m.collect(ctx, "", pods)
 }
 
@@ -45,13 +46,13 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods PodStateProvider) err
 // delete of the pod leaves, collected without listing the node's other pods
 // (a collection of all of them after each delete of a node's 1,000 would be
 // a million objects looked at).
-func (m *Manager) GarbageCollectPod(ctx context.Context, uid string, pods PodStateProvider) error {
+func (m *Manager) GarbageCollectPod(ctx context.Context, uid string, pods kubecontainer.PodStateProvider) error {
 	return m.collect(ctx, uid, pods)
 }
 
 // collect collects the content of the pod only, or of every pod when only is
 // empty.
-func (m *Manager) collect(ctx context.Context, only string, pods PodStateProvider) error {
+func (m *Manager) collect(ctx context.Context, only string, pods kubecontainer.PodStateProvider) error {
 	var errs []error
 	now := m.cfg.Clock.Now()
 	var sf *runtimeapi.PodSandboxFilter
@@ -118,16 +119,16 @@ func (m *Manager) collect(ctx context.Context, only string, pods PodStateProvide
 	}
 
 	// The facts of what goes must be stored first.
-	touched := map[string]podRef{}
+	touched := map[string]kubecontainer.PodRef{}
 	for _, c := range doomed {
-		touched[c.Labels[LabelPodUID]] = podRef{c.Labels[LabelPodUID], c.Labels[LabelPodNamespace], c.Labels[LabelPodName]}
+		touched[c.Labels[LabelPodUID]] = kubecontainer.PodRef{UID: c.Labels[LabelPodUID], Namespace: c.Labels[LabelPodNamespace], Name: c.Labels[LabelPodName]}
 	}
 	for uid, ss := range byPod {
 		slices.SortStableFunc(ss, newestSandboxFirst)
 		for i, s := range ss {
 			if sandboxRemovable(uid, i, s) {
 				md := s.GetMetadata()
-				touched[uid] = podRef{uid, md.GetNamespace(), md.GetName()}
+				touched[uid] = kubecontainer.PodRef{UID: uid, Namespace: md.GetNamespace(), Name: md.GetName()}
 			}
 		}
 	}
@@ -154,8 +155,8 @@ func (m *Manager) collect(ctx context.Context, only string, pods PodStateProvide
 		ns, podName := c.Labels[LabelPodNamespace], c.Labels[LabelPodName]
 		_ = containerlogs.Remove(filepath.Join(podLogsDir(m.cfg.LogDir, ns, podName, uid), containerLogPath(name, rc)))
 		_ = os.Remove(m.terminationMessageFile(uid, name, rc))
-		in := instance{container: name, id: c.Id, sandboxID: c.PodSandboxId, attempt: c.GetMetadata().GetAttempt()}
-		m.containerEvent(ctx, podRef{uid, ns, podName}, in, schemas.EventContainerRemoved, "", "garbage collected")
+		in := kubecontainer.Instance{Container: name, ID: c.Id, SandboxID: c.PodSandboxId, Attempt: c.GetMetadata().GetAttempt()}
+		m.containerEvent(ctx, kubecontainer.PodRef{UID: uid, Namespace: ns, Name: podName}, in, schemas.EventContainerRemoved, "", "garbage collected")
 	}
 
 	// 2. Sandboxes, newest first per pod.
@@ -171,7 +172,7 @@ func (m *Manager) collect(ctx context.Context, only string, pods PodStateProvide
 				continue
 			}
 			md := s.GetMetadata()
-			m.sandboxEvent(ctx, podRef{uid, md.GetNamespace(), md.GetName()}, schemas.EventSandboxRemoved, s.Id, md.GetAttempt(), "garbage collected")
+			m.sandboxEvent(ctx, kubecontainer.PodRef{UID: uid, Namespace: md.GetNamespace(), Name: md.GetName()}, schemas.EventSandboxRemoved, s.Id, md.GetAttempt(), "garbage collected")
 		}
 	}
 
@@ -221,7 +222,7 @@ const factsFlushTimeout = 30 * time.Second
 
 // storeFacts emits every fact of the pods and waits until they are stored. It
 // returns the pods whose facts are not known to be stored.
-func (m *Manager) storeFacts(ctx context.Context, pods map[string]podRef) (unrecorded map[string]bool, err error) {
+func (m *Manager) storeFacts(ctx context.Context, pods map[string]kubecontainer.PodRef) (unrecorded map[string]bool, err error) {
 	unrecorded = map[string]bool{}
 	if len(pods) == 0 {
 		return unrecorded, nil
@@ -234,11 +235,11 @@ func (m *Manager) storeFacts(ctx context.Context, pods map[string]podRef) (unrec
 			errs = append(errs, fmt.Errorf("gc: status of pod %s, whose facts go before its content: %w", uid, err))
 			continue
 		}
-		for _, ev := range PodFacts(m.cfg.NodeName, st) {
+		for _, ev := range kubecontainer.PodFacts(m.cfg.NodeName, st) {
 			m.emit.Emit(ctx, ev)
 		}
 	}
-	if f, ok := m.emit.(Flusher); ok {
+	if f, ok := m.emit.(kubecontainer.Flusher); ok {
 		flushCtx, cancel := context.WithTimeout(ctx, factsFlushTimeout)
 		defer cancel()
 		if err := f.Flush(flushCtx); err != nil {

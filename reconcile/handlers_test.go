@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"net/http"
 	"reflect"
 	"testing"
@@ -30,7 +31,7 @@ func TestResolveHTTPGet(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			u, h, err := ResolveHTTPGet(&tc.action, c, "10.0.0.5")
+			u, h, err := kubecontainer.ResolveHTTPGet(&tc.action, c, "10.0.0.5")
 			if tc.err {
 				if err == nil {
 					t.Fatalf("got %v, want an error", u)
@@ -49,20 +50,20 @@ func TestResolveHTTPGet(t *testing.T) {
 
 func TestResolveTCPSocketAndGRPC(t *testing.T) {
 	c := &corev1.Container{Name: "app", Ports: []corev1.ContainerPort{{Name: "db", ContainerPort: 5432}}}
-	if got, err := ResolveTCPSocket(&corev1.TCPSocketAction{Port: intstr.FromString("db")}, c, "fd00::1"); err != nil || got != "[fd00::1]:5432" {
+	if got, err := kubecontainer.ResolveTCPSocket(&corev1.TCPSocketAction{Port: intstr.FromString("db")}, c, "fd00::1"); err != nil || got != "[fd00::1]:5432" {
 		t.Fatalf("tcp by name on IPv6: %q %v", got, err)
 	}
-	if got, err := ResolveTCPSocket(&corev1.TCPSocketAction{Host: "h", Port: intstr.FromInt32(22)}, c, "10.0.0.5"); err != nil || got != "h:22" {
+	if got, err := kubecontainer.ResolveTCPSocket(&corev1.TCPSocketAction{Host: "h", Port: intstr.FromInt32(22)}, c, "10.0.0.5"); err != nil || got != "h:22" {
 		t.Fatalf("tcp with host: %q %v", got, err)
 	}
-	if _, err := ResolveTCPSocket(&corev1.TCPSocketAction{Port: intstr.FromString("web")}, c, "10.0.0.5"); err == nil {
+	if _, err := kubecontainer.ResolveTCPSocket(&corev1.TCPSocketAction{Port: intstr.FromString("web")}, c, "10.0.0.5"); err == nil {
 		t.Fatal("tcp with an unknown port name resolved")
 	}
 	svc := "db"
-	if hp, s := ResolveGRPC(&corev1.GRPCAction{Port: 50051, Service: &svc}, "10.0.0.5"); hp != "10.0.0.5:50051" || s != "db" {
+	if hp, s := kubecontainer.ResolveGRPC(&corev1.GRPCAction{Port: 50051, Service: &svc}, "10.0.0.5"); hp != "10.0.0.5:50051" || s != "db" {
 		t.Fatalf("grpc: %q %q", hp, s)
 	}
-	if _, s := ResolveGRPC(&corev1.GRPCAction{Port: 50051}, "10.0.0.5"); s != "" {
+	if _, s := kubecontainer.ResolveGRPC(&corev1.GRPCAction{Port: 50051}, "10.0.0.5"); s != "" {
 		t.Fatalf("grpc without a service: %q", s)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -39,7 +40,7 @@ func (s *podSync) runHook(ctx context.Context, id string, c *corev1.Container, h
 		}
 		return fmt.Sprintf("Exec lifecycle hook (%v) for Container %q in Pod %q failed - error: %v, message: %q", h.Exec.Command, c.Name, s.podName(), err, out.Message)
 	case h.HTTPGet != nil:
-		u, header, err := ResolveHTTPGet(h.HTTPGet, c, s.hookHost())
+		u, header, err := kubecontainer.ResolveHTTPGet(h.HTTPGet, c, s.hookHost())
 		if err != nil {
 			return fmt.Sprintf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v", h.HTTPGet.Path, c.Name, s.podName(), err)
 		}
@@ -83,7 +84,7 @@ func (s *podSync) hookHost() string {
 // runPostStart runs c's postStart hook after the instance started; on failure
 // it emits FailedPostStartHook, kills the instance (reason
 // FailedPostStartHook) and returns the message, as kubelet's startContainer.
-func (s *podSync) runPostStart(ctx context.Context, cs *ContainerStatus, c *corev1.Container) string {
+func (s *podSync) runPostStart(ctx context.Context, cs *kubecontainer.ContainerStatus, c *corev1.Container) string {
 	if c.Lifecycle == nil || c.Lifecycle.PostStart == nil {
 		return ""
 	}
@@ -91,7 +92,7 @@ func (s *podSync) runPostStart(ctx context.Context, cs *ContainerStatus, c *core
 	if msg == "" {
 		return ""
 	}
-	s.m.containerEvent(ctx, s.ref, instanceOf(cs), schemas.EventFailedPostStartHook, schemas.ReasonFailedPostStartHook, msg)
+	s.m.containerEvent(ctx, s.ref, kubecontainer.InstanceOf(cs), schemas.EventFailedPostStartHook, schemas.ReasonFailedPostStartHook, msg)
 	if err := s.killContainer(ctx, cs, c, killing{reason: schemas.ReasonFailedPostStartHook, message: msg}); err != nil {
 		s.m.log.Warn().Err(err).Str("container", cs.ID).Msg("kill container whose postStart hook failed")
 	}
@@ -102,7 +103,7 @@ func (s *podSync) runPostStart(ctx context.Context, cs *ContainerStatus, c *core
 // recorded on the instance) within grace seconds and returns how many whole
 // seconds it took, as kubelet's executePreStopHook. A failure emits
 // FailedPreStopHook; the kill goes on either way.
-func (s *podSync) runPreStop(ctx context.Context, cs *ContainerStatus, spec *corev1.Container, grace int64) int64 {
+func (s *podSync) runPreStop(ctx context.Context, cs *kubecontainer.ContainerStatus, spec *corev1.Container, grace int64) int64 {
 	h := cs.PreStop
 	c := &corev1.Container{Name: cs.Name}
 	if spec != nil {
@@ -118,7 +119,7 @@ func (s *podSync) runPreStop(ctx context.Context, cs *ContainerStatus, spec *cor
 	hookCtx, cancel := context.WithTimeout(ctx, time.Duration(grace)*time.Second)
 	defer cancel()
 	if msg := s.runHook(hookCtx, cs.ID, c, h); msg != "" {
-		s.m.containerEvent(ctx, s.ref, instanceOf(cs), schemas.EventFailedPreStopHook, "", msg)
+		s.m.containerEvent(ctx, s.ref, kubecontainer.InstanceOf(cs), schemas.EventFailedPreStopHook, "", msg)
 	}
 	return int64(s.m.cfg.Clock.Now().Sub(start) / time.Second)
 }

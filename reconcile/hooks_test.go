@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/fakecri"
 )
@@ -31,33 +32,33 @@ type hookRunner struct {
 	ran []string
 }
 
-func (h *hookRunner) Exec(ctx context.Context, id string, cmd []string, _ time.Duration) (HandlerOutcome, error) {
+func (h *hookRunner) Exec(ctx context.Context, id string, cmd []string, _ time.Duration) (kubecontainer.HandlerOutcome, error) {
 	resp, err := h.rt.ContainerStatus(ctx, id, false)
 	running := err == nil && resp.GetStatus().GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.ran = append(h.ran, cmd[0]+" running="+map[bool]string{true: "true", false: "false"}[running])
 	if h.ok {
-		return HandlerOutcome{OK: true}, nil
+		return kubecontainer.HandlerOutcome{OK: true}, nil
 	}
-	return HandlerOutcome{Message: "hook said no"}, nil
+	return kubecontainer.HandlerOutcome{Message: "hook said no"}, nil
 }
 
-func (h *hookRunner) HTTPGet(_ context.Context, u *url.URL, _ http.Header, _ time.Duration) (HandlerOutcome, error) {
+func (h *hookRunner) HTTPGet(_ context.Context, u *url.URL, _ http.Header, _ time.Duration) (kubecontainer.HandlerOutcome, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.ran = append(h.ran, "GET "+u.String())
 	if h.ok {
-		return HandlerOutcome{OK: true}, nil
+		return kubecontainer.HandlerOutcome{OK: true}, nil
 	}
-	return HandlerOutcome{Message: "HTTP probe failed with statuscode: 500"}, nil
+	return kubecontainer.HandlerOutcome{Message: "HTTP probe failed with statuscode: 500"}, nil
 }
 
-func (h *hookRunner) TCPSocket(context.Context, string, time.Duration) (HandlerOutcome, error) {
+func (h *hookRunner) TCPSocket(context.Context, string, time.Duration) (kubecontainer.HandlerOutcome, error) {
 	panic("not used")
 }
 
-func (h *hookRunner) GRPC(context.Context, string, string, time.Duration) (HandlerOutcome, error) {
+func (h *hookRunner) GRPC(context.Context, string, string, time.Duration) (kubecontainer.HandlerOutcome, error) {
 	panic("not used")
 }
 
@@ -83,7 +84,7 @@ func (r *stopRecorder) StopContainer(ctx context.Context, id string, timeout int
 	return r.Runtime.StopContainer(ctx, id, timeout)
 }
 
-func newHookManager(t *testing.T, rt Runtime, runner HandlerRunner) (*Manager, *eventLog) {
+func newHookManager(t *testing.T, rt Runtime, runner kubecontainer.HandlerRunner) (*Manager, *eventLog) {
 	t.Helper()
 	events := &eventLog{}
 	m, err := New(rt, events, Config{NodeName: "n1", DataDir: t.TempDir(), Handlers: runner})
@@ -108,8 +109,8 @@ func TestPostStartHookFailureKillsTheContainer(t *testing.T) {
 
 	res := syncOnce(t, m, pod)
 	sr := startResult(res)
-	if sr.Error != ErrPostStartHook.Error() {
-		t.Fatalf("start result %+v, want error %s", sr, ErrPostStartHook)
+	if sr.Error != kubecontainer.ErrPostStartHook.Error() {
+		t.Fatalf("start result %+v, want error %s", sr, kubecontainer.ErrPostStartHook)
 	}
 	failed := events.of(schemas.EventFailedPostStartHook)
 	if len(failed) != 1 || failed[0].Container != "app" || !strings.Contains(failed[0].Message, "hook said no") {
@@ -123,12 +124,12 @@ func TestPostStartHookFailureKillsTheContainer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cs := st.FindContainerStatusByName("app"); cs == nil || cs.State != ContainerExited {
+	if cs := st.FindContainerStatusByName("app"); cs == nil || cs.State != kubecontainer.ContainerExited {
 		t.Fatalf("container %+v, want exited", cs)
 	}
 	api := m.ToAPIStatus(pod, st)
-	if c := api.Containers[0]; c.State != schemas.ContainerWaiting || c.Reason != ErrPostStartHook.Error() {
-		t.Fatalf("api status %+v, want waiting with %s", c, ErrPostStartHook)
+	if c := api.Containers[0]; c.State != schemas.ContainerWaiting || c.Reason != kubecontainer.ErrPostStartHook.Error() {
+		t.Fatalf("api status %+v, want waiting with %s", c, kubecontainer.ErrPostStartHook)
 	}
 	// The next sync restarts it at once (the first restart has no delay)...
 	runner.ok = true
@@ -298,8 +299,8 @@ func TestPostStartHTTPGetHook(t *testing.T) {
 		Lifecycle: &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
 			Path: "/warm", Port: intstr.FromString("admin"),
 		}}}})
-	if sr := startResult(syncOnce(t, m, pod)); sr.Error != ErrPostStartHook.Error() {
-		t.Fatalf("start result %+v, want error %s", sr, ErrPostStartHook)
+	if sr := startResult(syncOnce(t, m, pod)); sr.Error != kubecontainer.ErrPostStartHook.Error() {
+		t.Fatalf("start result %+v, want error %s", sr, kubecontainer.ErrPostStartHook)
 	}
 	st, err := m.GetPodStatus(context.Background(), "uid1", "p", "ns")
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -60,7 +61,7 @@ func (s *podSync) ensureImageExists(ctx context.Context, c *corev1.Container) (s
 	spec := &runtimeapi.ImageSpec{Image: image}
 	resp, err := m.rt.ImageStatus(ctx, spec, false)
 	if err != nil && !isNotFound(err) {
-		return "", fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err), ErrImageInspect
+		return "", fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err), kubecontainer.ErrImageInspect
 	}
 	img := resp.GetImage() // nil when absent
 	present := img != nil
@@ -70,28 +71,28 @@ func (s *podSync) ensureImageExists(ctx context.Context, c *corev1.Container) (s
 		if present {
 			return imageRef(img, image), "", nil
 		}
-		return "", fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image), ErrImageNeverPull
+		return "", fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image), kubecontainer.ErrImageNeverPull
 	}
 
 	key := string(pod.UID) + "_" + image
 	now := m.cfg.Clock.Now()
 	if m.imageBackOff.IsInBackOffSinceUpdate(key, now) {
-		return "", fmt.Sprintf("Back-off pulling image %q", c.Image), ErrImagePullBackOff
+		return "", fmt.Sprintf("Back-off pulling image %q", c.Image), kubecontainer.ErrImagePullBackOff
 	}
 	ref, err := m.pullImage(ctx, spec, s.sandboxCfg)
-	ev := newEvent(m.cfg.NodeName, s.ref, schemas.EventImagePulled, "", m.cfg.Clock.Now())
+	ev := kubecontainer.NewEvent(m.cfg.NodeName, s.ref, schemas.EventImagePulled, "", m.cfg.Clock.Now())
 	ev.Container = c.Name
 	if err != nil {
 		m.imageBackOff.Next(key, m.cfg.Clock.Now())
 		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
-		s.result.fail(schemas.ActionPullImage, c.Name, ErrImagePull, msg)
+		s.result.Fail(schemas.ActionPullImage, c.Name, kubecontainer.ErrImagePull, msg)
 		ev.Type = schemas.EventImagePullFailed
 		ev.ID = hashID(string(pod.UID), c.Name, image, strconv.FormatInt(now.UnixNano(), 10)) + "." + string(ev.Type)
-		ev.Reason, ev.Message = ErrImagePull.Error(), msg
+		ev.Reason, ev.Message = kubecontainer.ErrImagePull.Error(), msg
 		m.emit.Emit(ctx, ev)
-		return "", msg, ErrImagePull
+		return "", msg, kubecontainer.ErrImagePull
 	}
-	s.result.add(schemas.ActionPullImage, c.Name, image)
+	s.result.Add(schemas.ActionPullImage, c.Name, image)
 	m.imageBackOff.GC()
 	ev.ID = hashID(string(pod.UID), c.Name, image, ref) + "." + string(ev.Type)
 	ev.Message = fmt.Sprintf("Successfully pulled image %q", c.Image)
@@ -158,6 +159,6 @@ func imageRef(img *runtimeapi.Image, fallback string) string {
 	return fallback
 }
 
-func podRefOf(pod *corev1.Pod) podRef {
-	return podRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name}
+func podRefOf(pod *corev1.Pod) kubecontainer.PodRef {
+	return kubecontainer.PodRef{UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name}
 }

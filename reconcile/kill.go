@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -18,12 +19,12 @@ import (
 // than 2 s), then every sandbox of the pod. pod may carry metadata only. If
 // status is nil, KillPod reads it from the runtime. ContainerKilled events
 // carry reason PodDeleted.
-func (m *Manager) KillPod(ctx context.Context, pod *corev1.Pod, status *PodStatus, gracePeriodOverride *int64) PodSyncResult {
+func (m *Manager) KillPod(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, gracePeriodOverride *int64) kubecontainer.PodSyncResult {
 	if status == nil {
 		var err error
 		status, err = m.GetPodStatus(ctx, string(pod.UID), pod.Name, pod.Namespace)
 		if err != nil {
-			return PodSyncResult{SyncError: err}
+			return kubecontainer.PodSyncResult{SyncError: err}
 		}
 	}
 	s := m.newPodSync(pod, status)
@@ -33,7 +34,7 @@ func (m *Manager) KillPod(ctx context.Context, pod *corev1.Pod, status *PodStatu
 
 // KillOrphan is KillPod for a pod the node has no intent for: its
 // ContainerKilled events carry reason Orphaned.
-func (m *Manager) KillOrphan(ctx context.Context, pod *corev1.Pod, status *PodStatus, gracePeriodOverride *int64) PodSyncResult {
+func (m *Manager) KillOrphan(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, gracePeriodOverride *int64) kubecontainer.PodSyncResult {
 	s := m.newPodSync(pod, status)
 	s.killPod(ctx, killing{reason: schemas.ReasonOrphaned, message: "Stopping container: pod orphaned (no intent wants it)", gracePeriodOverride: gracePeriodOverride})
 	return s.result
@@ -42,7 +43,7 @@ func (m *Manager) KillOrphan(ctx context.Context, pod *corev1.Pod, status *PodSt
 // KillPastDeadline is KillPod for a pod that ran past its
 // activeDeadlineSeconds: its ContainerKilled events carry reason
 // DeadlineExceeded.
-func (m *Manager) KillPastDeadline(ctx context.Context, pod *corev1.Pod, status *PodStatus) PodSyncResult {
+func (m *Manager) KillPastDeadline(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus) kubecontainer.PodSyncResult {
 	s := m.newPodSync(pod, status)
 	s.killPod(ctx, killing{reason: schemas.ReasonDeadlineExceeded, message: "Pod was active on the node longer than the specified deadline"})
 	return s.result
@@ -79,10 +80,10 @@ func (s *podSync) killPod(ctx context.Context, k killing) (stopped bool) {
 	stopped = true
 	for i, cs := range running {
 		if errs[i] != nil {
-			s.result.fail(schemas.ActionKillContainer, cs.Name, ErrKillContainer, errs[i].Error())
+			s.result.Fail(schemas.ActionKillContainer, cs.Name, kubecontainer.ErrKillContainer, errs[i].Error())
 			stopped = false
 		} else {
-			s.result.add(schemas.ActionKillContainer, cs.Name, "")
+			s.result.Add(schemas.ActionKillContainer, cs.Name, "")
 		}
 	}
 
@@ -99,10 +100,10 @@ func (s *podSync) killPod(ctx context.Context, k killing) (stopped bool) {
 	}
 	switch {
 	case stopErr != nil:
-		s.result.fail(schemas.ActionKillPodSandbox, s.ref.UID, ErrKillPodSandbox, stopErr.Error())
+		s.result.Fail(schemas.ActionKillPodSandbox, s.ref.UID, kubecontainer.ErrKillPodSandbox, stopErr.Error())
 		stopped = false
 	case len(s.status.SandboxStatuses) > 0:
-		s.result.add(schemas.ActionKillPodSandbox, s.ref.UID, "")
+		s.result.Add(schemas.ActionKillPodSandbox, s.ref.UID, "")
 	}
 	return stopped
 }
@@ -126,7 +127,7 @@ func specOf(pod *corev1.Pod, name string) *corev1.Container {
 }
 
 // gracePeriod for killing one container, after kubelet's killContainer.
-func gracePeriod(pod *corev1.Pod, cs *ContainerStatus, spec *corev1.Container, k killing) int64 {
+func gracePeriod(pod *corev1.Pod, cs *kubecontainer.ContainerStatus, spec *corev1.Container, k killing) int64 {
 	var g int64 = defaultTerminationGracePeriod
 	switch {
 	case pod != nil && pod.DeletionGracePeriodSeconds != nil:
@@ -158,7 +159,7 @@ func gracePeriod(pod *corev1.Pod, cs *ContainerStatus, spec *corev1.Container, k
 // killContainer stops one instance (spec: its container's, if the pod has
 // it) with its grace period and emits ContainerKilled. Stopping an absent
 // container is success.
-func (s *podSync) killContainer(ctx context.Context, cs *ContainerStatus, spec *corev1.Container, k killing) error {
+func (s *podSync) killContainer(ctx context.Context, cs *kubecontainer.ContainerStatus, spec *corev1.Container, k killing) error {
 	g := gracePeriod(s.pod, cs, spec, k)
 	// The preStop hook and the wait for the containers a sidecar serves run
 	// inside the grace period; the stop gets what is left, never less than
@@ -174,7 +175,7 @@ func (s *podSync) killContainer(ctx context.Context, cs *ContainerStatus, spec *
 	if err := s.m.rt.StopContainer(ctx, cs.ID, g); err != nil && !isNotFound(err) && !s.m.exited(ctx, cs.ID) {
 		return fmt.Errorf("stop container %s (%s): %w", cs.Name, cs.ID, err)
 	}
-	s.m.containerEvent(ctx, s.ref, instanceOf(cs), schemas.EventContainerKilled, k.reason, k.message)
+	s.m.containerEvent(ctx, s.ref, kubecontainer.InstanceOf(cs), schemas.EventContainerKilled, k.reason, k.message)
 	return nil
 }
 
@@ -202,7 +203,7 @@ type terminationOrdering struct {
 }
 
 // newTerminationOrdering returns nil for a pod without sidecars.
-func newTerminationOrdering(pod *corev1.Pod, running []*ContainerStatus) *terminationOrdering {
+func newTerminationOrdering(pod *corev1.Pod, running []*kubecontainer.ContainerStatus) *terminationOrdering {
 	if pod == nil || !hasSidecar(pod) {
 		return nil
 	}
@@ -227,7 +228,7 @@ func newTerminationOrdering(pod *corev1.Pod, running []*ContainerStatus) *termin
 	for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
 		c := &pod.Spec.InitContainers[i]
 		ch := add(c.Name)
-		if !IsSidecar(c) {
+		if !kubecontainer.IsSidecar(c) {
 			continue
 		}
 		o.prereqs[c.Name] = append(o.prereqs[c.Name], apps...)

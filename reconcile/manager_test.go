@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/fakecri"
 )
@@ -72,7 +73,7 @@ func testPod(containers ...corev1.Container) *corev1.Pod {
 	}
 }
 
-func syncOnce(t *testing.T, m *Manager, pod *corev1.Pod) PodSyncResult {
+func syncOnce(t *testing.T, m *Manager, pod *corev1.Pod) kubecontainer.PodSyncResult {
 	t.Helper()
 	ctx := context.Background()
 	st, err := m.GetPodStatus(ctx, string(pod.UID), pod.Name, pod.Namespace)
@@ -82,7 +83,7 @@ func syncOnce(t *testing.T, m *Manager, pod *corev1.Pod) PodSyncResult {
 	return m.SyncPod(ctx, pod, st)
 }
 
-func startResult(r PodSyncResult) schemas.ActionResult {
+func startResult(r kubecontainer.PodSyncResult) schemas.ActionResult {
 	for _, a := range r.ActionResults() {
 		if a.Action == schemas.ActionStartContainer {
 			return a
@@ -115,7 +116,7 @@ func TestRestartBackOffTimeline(t *testing.T) {
 				if sr.Error == "" && sr.Action != "" {
 					return time.Since(start)
 				}
-				if sr.Error != ErrCrashLoopBackOff.Error() {
+				if sr.Error != kubecontainer.ErrCrashLoopBackOff.Error() {
 					t.Fatalf("unexpected result %+v", r.Actions)
 				}
 				time.Sleep(time.Second)
@@ -253,7 +254,7 @@ func TestGarbageCollectKeepsNewestDeadInstance(t *testing.T) {
 		t.Fatalf("want 4 instances, got %d", len(st.ContainerStatuses))
 	}
 	newest := st.ContainerStatuses[0]
-	if err := m.GarbageCollect(context.Background(), PodStateFunc(func(string) bool { return false })); err != nil {
+	if err := m.GarbageCollect(context.Background(), kubecontainer.PodStateFunc(func(string) bool { return false })); err != nil {
 		t.Fatal(err)
 	}
 	st, _ = m.GetPodStatus(context.Background(), "uid1", "p", "ns")
@@ -265,7 +266,7 @@ func TestGarbageCollectKeepsNewestDeadInstance(t *testing.T) {
 	}
 	// The pod is gone: everything goes.
 	m.KillPod(context.Background(), pod, nil, nil)
-	if err := m.GarbageCollect(context.Background(), PodStateFunc(func(string) bool { return true })); err != nil {
+	if err := m.GarbageCollect(context.Background(), kubecontainer.PodStateFunc(func(string) bool { return true })); err != nil {
 		t.Fatal(err)
 	}
 	st, _ = m.GetPodStatus(context.Background(), "uid1", "p", "ns")
@@ -286,7 +287,7 @@ func TestGarbageCollectPodTakesThatPodOnly(t *testing.T) {
 		syncOnce(t, m, pods[i])
 		m.KillPod(context.Background(), pods[i], nil, nil)
 	}
-	gone := PodStateFunc(func(string) bool { return true })
+	gone := kubecontainer.PodStateFunc(func(string) bool { return true })
 	if err := m.GarbageCollectPod(context.Background(), "uid1", gone); err != nil {
 		t.Fatal(err)
 	}
@@ -503,7 +504,7 @@ type removalWitness struct {
 func (w *removalWitness) RemoveContainer(ctx context.Context, id string) error {
 	w.log.mu.Lock()
 	for _, typ := range []schemas.EventType{schemas.EventContainerCreated, schemas.EventContainerStarted, schemas.EventContainerDied} {
-		if !w.log.stored[EventID(id, typ)] {
+		if !w.log.stored[kubecontainer.EventID(id, typ)] {
 			w.problems = append(w.problems, "container "+id+" removed before its "+string(typ)+" was stored")
 		}
 	}
@@ -513,7 +514,7 @@ func (w *removalWitness) RemoveContainer(ctx context.Context, id string) error {
 
 func (w *removalWitness) RemovePodSandbox(ctx context.Context, id string) error {
 	w.log.mu.Lock()
-	if !w.log.stored[EventID(id, schemas.EventSandboxCreated)] {
+	if !w.log.stored[kubecontainer.EventID(id, schemas.EventSandboxCreated)] {
 		w.problems = append(w.problems, "sandbox "+id+" removed before its SandboxCreated was stored")
 	}
 	w.log.mu.Unlock()
@@ -534,7 +535,7 @@ func TestGarbageCollectStoresTheFactsOfWhatItRemovesFirst(t *testing.T) {
 	syncOnce(t, m, pod)
 	rt.Exit("app", 3)
 	m.KillPod(context.Background(), pod, nil, nil)
-	gone := PodStateFunc(func(string) bool { return true })
+	gone := kubecontainer.PodStateFunc(func(string) bool { return true })
 
 	log.failing = true
 	if err := m.GarbageCollect(context.Background(), gone); err == nil {
@@ -584,7 +585,7 @@ func TestAStopThatFailsBecauseTheContainerExitedKills(t *testing.T) {
 		if exits && err != nil {
 			t.Errorf("stop failed but the container exited: %v, want the kill done", err)
 		}
-		if !exits && !errors.Is(err, ErrKillContainer) {
+		if !exits && !errors.Is(err, kubecontainer.ErrKillContainer) {
 			t.Errorf("stop failed and the container runs: %v, want ErrKillContainer", err)
 		}
 	}

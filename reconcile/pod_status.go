@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 )
 
 // statusCache keeps the CRI status of sandboxes and container instances
@@ -28,7 +30,7 @@ type statusCache struct {
 // once stored (the sandbox statuses are handed out as they are).
 type podCache struct {
 	sandboxes  map[string]*runtimeapi.PodSandboxStatus
-	containers map[string]*ContainerStatus
+	containers map[string]*kubecontainer.ContainerStatus
 }
 
 func newStatusCache() *statusCache { return &statusCache{pods: map[string]*podCache{}} }
@@ -44,7 +46,7 @@ func (c *statusCache) sandbox(uid, id string, state runtimeapi.PodSandboxState) 
 	return nil
 }
 
-func (c *statusCache) container(uid, id string, state ContainerState) *ContainerStatus {
+func (c *statusCache) container(uid, id string, state kubecontainer.ContainerState) *kubecontainer.ContainerStatus {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if p := c.pods[uid]; p != nil {
@@ -56,13 +58,13 @@ func (c *statusCache) container(uid, id string, state ContainerState) *Container
 }
 
 // replace stores what one GetPodStatus saw, dropping what it did not.
-func (c *statusCache) replace(uid string, sandboxes []*runtimeapi.PodSandboxStatus, containers []*ContainerStatus) {
-	p := &podCache{sandboxes: make(map[string]*runtimeapi.PodSandboxStatus, len(sandboxes)), containers: make(map[string]*ContainerStatus, len(containers))}
+func (c *statusCache) replace(uid string, sandboxes []*runtimeapi.PodSandboxStatus, containers []*kubecontainer.ContainerStatus) {
+	p := &podCache{sandboxes: make(map[string]*runtimeapi.PodSandboxStatus, len(sandboxes)), containers: make(map[string]*kubecontainer.ContainerStatus, len(containers))}
 	for _, s := range sandboxes {
 		p.sandboxes[s.Id] = s
 	}
 	for _, cs := range containers {
-		if cs.State == ContainerRunning || cs.State == ContainerExited {
+		if cs.State == kubecontainer.ContainerRunning || cs.State == kubecontainer.ContainerExited {
 			p.containers[cs.ID] = cs
 		}
 	}
@@ -85,7 +87,7 @@ func (c *statusCache) forget(uid string) {
 // and container instances, newest first. It asks the runtime alone, so a
 // restarted jetlet sees exactly what runs; restart counts come from the
 // instances' annotations.
-func (m *Manager) GetPodStatus(ctx context.Context, uid, name, namespace string) (*PodStatus, error) {
+func (m *Manager) GetPodStatus(ctx context.Context, uid, name, namespace string) (*kubecontainer.PodStatus, error) {
 	selector := map[string]string{LabelPodUID: uid}
 	sandboxes, err := m.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: selector})
 	if err != nil {
@@ -93,7 +95,7 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid, name, namespace string)
 	}
 	slices.SortStableFunc(sandboxes, newestSandboxFirst)
 
-	status := &PodStatus{UID: uid, Name: name, Namespace: namespace}
+	status := &kubecontainer.PodStatus{UID: uid, Name: name, Namespace: namespace}
 	for _, sb := range sandboxes {
 		s := m.cache.sandbox(uid, sb.Id, sb.State)
 		if s == nil {
@@ -134,13 +136,13 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid, name, namespace string)
 				return nil, fmt.Errorf("status of container %s of pod %s: the runtime returned none", c.Id, uid)
 			}
 			cs = toContainerStatus(resp.GetStatus(), c.PodSandboxId)
-			if cs.State == ContainerExited {
+			if cs.State == kubecontainer.ContainerExited {
 				m.addTerminationMessage(cs, resp.GetStatus())
 			}
 		}
 		status.ContainerStatuses = append(status.ContainerStatuses, cs)
 	}
-	slices.SortStableFunc(status.ContainerStatuses, func(a, b *ContainerStatus) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	slices.SortStableFunc(status.ContainerStatuses, func(a, b *kubecontainer.ContainerStatus) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	m.cache.replace(uid, status.SandboxStatuses, status.ContainerStatuses)
 	if status.Name == "" && len(status.SandboxStatuses) > 0 {
 		status.Name = status.SandboxStatuses[0].GetMetadata().GetName()
@@ -156,16 +158,16 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid, name, namespace string)
 
 // toContainerStatus reads the CRI status and what jetlet keeps in labels and
 // annotations, as kubelet's toKubeContainerStatus.
-func toContainerStatus(s *runtimeapi.ContainerStatus, sandboxID string) *ContainerStatus {
+func toContainerStatus(s *runtimeapi.ContainerStatus, sandboxID string) *kubecontainer.ContainerStatus {
 	annotations := s.GetAnnotations()
-	cs := &ContainerStatus{
+	cs := &kubecontainer.ContainerStatus{
 		ID:         s.GetId(),
 		Name:       s.GetLabels()[LabelContainerName],
 		SandboxID:  sandboxID,
 		State:      toContainerState(s.GetState()),
-		CreatedAt:  fromNanos(s.GetCreatedAt()),
-		StartedAt:  fromNanos(s.GetStartedAt()),
-		FinishedAt: fromNanos(s.GetFinishedAt()),
+		CreatedAt:  kubecontainer.FromNanos(s.GetCreatedAt()),
+		StartedAt:  kubecontainer.FromNanos(s.GetStartedAt()),
+		FinishedAt: kubecontainer.FromNanos(s.GetFinishedAt()),
 		ExitCode:   s.GetExitCode(),
 		Image:      s.GetImage().GetImage(),
 		ImageRef:   s.GetImageRef(),
@@ -191,7 +193,7 @@ func toContainerStatus(s *runtimeapi.ContainerStatus, sandboxID string) *Contain
 // GetPods returns what the runtime holds grouped by pod (the uid label):
 // with all, every sandbox and container; else only ready sandboxes and
 // running containers.
-func (m *Manager) GetPods(ctx context.Context, all bool) ([]*RuntimePod, error) {
+func (m *Manager) GetPods(ctx context.Context, all bool) ([]*kubecontainer.RuntimePod, error) {
 	var sf *runtimeapi.PodSandboxFilter
 	var cf *runtimeapi.ContainerFilter
 	if !all {
@@ -211,14 +213,14 @@ func (m *Manager) GetPods(ctx context.Context, all bool) ([]*RuntimePod, error) 
 
 // groupPods groups by pod uid; sandboxes and containers newest first, pods
 // ordered by namespace, name, uid. It sorts its arguments.
-func groupPods(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container) []*RuntimePod {
+func groupPods(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container) []*kubecontainer.RuntimePod {
 	slices.SortStableFunc(sandboxes, newestSandboxFirst)
 	slices.SortStableFunc(containers, newestContainerFirst)
-	pods := map[string]*RuntimePod{}
-	get := func(uid, name, ns string) *RuntimePod {
+	pods := map[string]*kubecontainer.RuntimePod{}
+	get := func(uid, name, ns string) *kubecontainer.RuntimePod {
 		p := pods[uid]
 		if p == nil {
-			p = &RuntimePod{UID: uid, Name: name, Namespace: ns}
+			p = &kubecontainer.RuntimePod{UID: uid, Name: name, Namespace: ns}
 			pods[uid] = p
 		}
 		return p
@@ -229,7 +231,7 @@ func groupPods(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Cont
 			continue // not a pod of ours
 		}
 		p := get(uid, s.GetMetadata().GetName(), s.GetMetadata().GetNamespace())
-		p.Sandboxes = append(p.Sandboxes, &Container{ID: s.Id, State: sandboxToContainerState(s.State)})
+		p.Sandboxes = append(p.Sandboxes, &kubecontainer.Container{ID: s.Id, State: sandboxToContainerState(s.State)})
 	}
 	for _, c := range containers {
 		uid := c.Labels[LabelPodUID]
@@ -237,13 +239,13 @@ func groupPods(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Cont
 			continue
 		}
 		p := get(uid, c.Labels[LabelPodName], c.Labels[LabelPodNamespace])
-		p.Containers = append(p.Containers, &Container{ID: c.Id, State: toContainerState(c.State)})
+		p.Containers = append(p.Containers, &kubecontainer.Container{ID: c.Id, State: toContainerState(c.State)})
 	}
-	out := make([]*RuntimePod, 0, len(pods))
+	out := make([]*kubecontainer.RuntimePod, 0, len(pods))
 	for _, p := range pods {
 		out = append(out, p)
 	}
-	slices.SortFunc(out, func(a, b *RuntimePod) int {
+	slices.SortFunc(out, func(a, b *kubecontainer.RuntimePod) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.UID, b.UID))
 	})
 	return out

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/fakecri"
 )
@@ -20,16 +21,22 @@ func TestProbeKillTakesTheProbesGracePeriod(t *testing.T) {
 	cases := []struct {
 		name      string
 		container corev1.Container
-		probes    func(id string) (liveness, startup ProbeResults)
+		probes    func(id string) (liveness, startup kubecontainer.ProbeResults)
 		reason    string
 		want      int64
 	}{
 		{"liveness with its own grace", corev1.Container{LivenessProbe: probe(&probeGrace)},
-			func(id string) (ProbeResults, ProbeResults) { return fakeProbes{id: ProbeFailure}, nil }, schemas.ReasonLivenessProbe, probeGrace},
+			func(id string) (kubecontainer.ProbeResults, kubecontainer.ProbeResults) {
+				return fakeProbes{id: kubecontainer.ProbeFailure}, nil
+			}, schemas.ReasonLivenessProbe, probeGrace},
 		{"startup with its own grace", corev1.Container{StartupProbe: probe(&probeGrace)},
-			func(id string) (ProbeResults, ProbeResults) { return nil, fakeProbes{id: ProbeFailure} }, schemas.ReasonStartupProbe, probeGrace},
+			func(id string) (kubecontainer.ProbeResults, kubecontainer.ProbeResults) {
+				return nil, fakeProbes{id: kubecontainer.ProbeFailure}
+			}, schemas.ReasonStartupProbe, probeGrace},
 		{"liveness without: the pod's", corev1.Container{LivenessProbe: probe(nil)},
-			func(id string) (ProbeResults, ProbeResults) { return fakeProbes{id: ProbeFailure}, nil }, schemas.ReasonLivenessProbe, podGrace},
+			func(id string) (kubecontainer.ProbeResults, kubecontainer.ProbeResults) {
+				return fakeProbes{id: kubecontainer.ProbeFailure}, nil
+			}, schemas.ReasonLivenessProbe, podGrace},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

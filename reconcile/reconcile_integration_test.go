@@ -16,6 +16,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/reconcile"
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/embedded"
 	"github.com/jetlet/jetlet/schemas"
@@ -170,7 +171,7 @@ func ctx(t *testing.T) context.Context {
 	return c
 }
 
-func (e *env) status(pod *corev1.Pod) *reconcile.PodStatus {
+func (e *env) status(pod *corev1.Pod) *kubecontainer.PodStatus {
 	e.t.Helper()
 	s, err := e.mgr.GetPodStatus(ctx(e.t), string(pod.UID), pod.Name, pod.Namespace)
 	if err != nil {
@@ -179,13 +180,13 @@ func (e *env) status(pod *corev1.Pod) *reconcile.PodStatus {
 	return s
 }
 
-func (e *env) sync(pod *corev1.Pod) reconcile.PodSyncResult {
+func (e *env) sync(pod *corev1.Pod) kubecontainer.PodSyncResult {
 	e.t.Helper()
 	return e.mgr.SyncPod(ctx(e.t), pod, e.status(pod))
 }
 
 // waitFor polls the pod's status until cond holds, or fails at the deadline.
-func (e *env) waitFor(pod *corev1.Pod, what string, cond func(*reconcile.PodStatus) bool) *reconcile.PodStatus {
+func (e *env) waitFor(pod *corev1.Pod, what string, cond func(*kubecontainer.PodStatus) bool) *kubecontainer.PodStatus {
 	e.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -200,7 +201,7 @@ func (e *env) waitFor(pod *corev1.Pod, what string, cond func(*reconcile.PodStat
 	}
 }
 
-func describe(s *reconcile.PodStatus) string {
+func describe(s *kubecontainer.PodStatus) string {
 	var b strings.Builder
 	for _, sb := range s.SandboxStatuses {
 		b.WriteString("sandbox " + sb.Id[:8] + " " + sb.State.String() + "; ")
@@ -211,8 +212,8 @@ func describe(s *reconcile.PodStatus) string {
 	return b.String()
 }
 
-func newestState(name string, state reconcile.ContainerState) func(*reconcile.PodStatus) bool {
-	return func(s *reconcile.PodStatus) bool {
+func newestState(name string, state kubecontainer.ContainerState) func(*kubecontainer.PodStatus) bool {
+	return func(s *kubecontainer.PodStatus) bool {
 		c := s.FindContainerStatusByName(name)
 		return c != nil && c.State == state
 	}
@@ -249,7 +250,7 @@ func shell(name, script string) corev1.Container {
 	return corev1.Container{Name: name, Image: "busybox:1.36", Command: []string{"sh", "-c", script}}
 }
 
-func actionsOf(r reconcile.PodSyncResult, action string) []schemas.ActionResult {
+func actionsOf(r kubecontainer.PodSyncResult, action string) []schemas.ActionResult {
 	var out []schemas.ActionResult
 	for _, a := range r.ActionResults() {
 		if a.Action == action {
@@ -259,7 +260,7 @@ func actionsOf(r reconcile.PodSyncResult, action string) []schemas.ActionResult 
 	return out
 }
 
-func mustSucceed(t *testing.T, r reconcile.PodSyncResult) {
+func mustSucceed(t *testing.T, r kubecontainer.PodSyncResult) {
 	t.Helper()
 	if err := r.Error(); err != nil {
 		t.Fatalf("sync failed: %v\nactions: %+v", err, r.Actions)
@@ -288,7 +289,7 @@ func TestSyncPodStartsNewPod(t *testing.T) {
 			t.Errorf("want one %s action, got %+v", want, r.Actions)
 		}
 	}
-	s := e.waitFor(pod, "app running", newestState("app", reconcile.ContainerRunning))
+	s := e.waitFor(pod, "app running", newestState("app", kubecontainer.ContainerRunning))
 	api := e.mgr.ToAPIStatus(pod, s)
 	if api.Phase != schemas.PhaseRunning || !api.Containers[0].Ready || api.Sandbox == nil || api.Sandbox.State != schemas.SandboxReady {
 		t.Errorf("status = %+v", api)
@@ -329,10 +330,10 @@ func TestCrashingContainerBacksOff(t *testing.T) {
 	pod := makePod("crash", corev1.RestartPolicyAlways, shell("app", "exit 1"))
 
 	mustSucceed(t, e.sync(pod))
-	exitedWithCount := func(n int) func(*reconcile.PodStatus) bool {
-		return func(s *reconcile.PodStatus) bool {
+	exitedWithCount := func(n int) func(*kubecontainer.PodStatus) bool {
+		return func(s *kubecontainer.PodStatus) bool {
 			c := s.FindContainerStatusByName("app")
-			return c != nil && c.State == reconcile.ContainerExited && c.RestartCount == n
+			return c != nil && c.State == kubecontainer.ContainerExited && c.RestartCount == n
 		}
 	}
 	e.waitFor(pod, "first exit", exitedWithCount(0))
@@ -381,7 +382,7 @@ func TestOnFailureExitZeroIsNotRestarted(t *testing.T) {
 	e := newEnv(t)
 	pod := makePod("job", corev1.RestartPolicyOnFailure, shell("app", "exit 0"))
 	mustSucceed(t, e.sync(pod))
-	s := e.waitFor(pod, "exit", newestState("app", reconcile.ContainerExited))
+	s := e.waitFor(pod, "exit", newestState("app", kubecontainer.ContainerExited))
 	first := s.ContainerStatuses[0].ID
 
 	r := e.sync(pod)
@@ -418,14 +419,14 @@ func TestInitContainersRunInOrder(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		s := e.status(pod)
-		if c := s.FindContainerStatusByName("app"); c != nil && c.State == reconcile.ContainerRunning {
+		if c := s.FindContainerStatusByName("app"); c != nil && c.State == kubecontainer.ContainerRunning {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("app never ran; started %v; status %s", started, describe(s))
 		}
 		for _, c := range s.ContainerStatuses {
-			if c.Init && c.State == reconcile.ContainerRunning && len(started) > 0 && started[len(started)-1] != c.Name {
+			if c.Init && c.State == kubecontainer.ContainerRunning && len(started) > 0 && started[len(started)-1] != c.Name {
 				t.Fatalf("init container %s runs while %s was started", c.Name, started[len(started)-1])
 			}
 		}
@@ -460,8 +461,8 @@ func TestSpecChangeRestartsOnlyThatContainer(t *testing.T) {
 	e := newEnv(t)
 	pod := makePod("two", corev1.RestartPolicyNever, shell("a", "exec sleep 1000"), shell("b", "exec sleep 1000"))
 	mustSucceed(t, e.sync(pod))
-	s := e.waitFor(pod, "both running", func(s *reconcile.PodStatus) bool {
-		return newestState("a", reconcile.ContainerRunning)(s) && newestState("b", reconcile.ContainerRunning)(s)
+	s := e.waitFor(pod, "both running", func(s *kubecontainer.PodStatus) bool {
+		return newestState("a", kubecontainer.ContainerRunning)(s) && newestState("b", kubecontainer.ContainerRunning)(s)
 	})
 	a0, b0 := s.FindContainerStatusByName("a").ID, s.FindContainerStatusByName("b").ID
 
@@ -472,11 +473,11 @@ func TestSpecChangeRestartsOnlyThatContainer(t *testing.T) {
 	if len(kills) != 1 || kills[0].Target != "b" {
 		t.Fatalf("want b killed, got %+v", r.Actions)
 	}
-	s = e.waitFor(pod, "new b running", func(s *reconcile.PodStatus) bool {
+	s = e.waitFor(pod, "new b running", func(s *kubecontainer.PodStatus) bool {
 		b := s.FindContainerStatusByName("b")
-		return b.ID != b0 && b.State == reconcile.ContainerRunning
+		return b.ID != b0 && b.State == kubecontainer.ContainerRunning
 	})
-	if a := s.FindContainerStatusByName("a"); a.ID != a0 || a.State != reconcile.ContainerRunning {
+	if a := s.FindContainerStatusByName("a"); a.ID != a0 || a.State != kubecontainer.ContainerRunning {
 		t.Errorf("a was touched: %s", describe(s))
 	}
 	if b := s.FindContainerStatusByName("b"); b.RestartCount != 1 || b.Hash != reconcile.HashContainer(&pod.Spec.Containers[1]) {
@@ -496,7 +497,7 @@ func TestKillPodEscalatesAfterGracePeriod(t *testing.T) {
 	ready := filepath.Join(e.shared, "trapped")
 	pod := e.withShared(makePod("stubborn", corev1.RestartPolicyAlways, shell("app", `trap "" TERM; touch `+ready+`; while true; do sleep 1; done`)))
 	mustSucceed(t, e.sync(pod))
-	e.waitFor(pod, "running", newestState("app", reconcile.ContainerRunning))
+	e.waitFor(pod, "running", newestState("app", kubecontainer.ContainerRunning))
 	// SIGTERM must find the trap set.
 	deadline := time.Now().Add(30 * time.Second)
 	for _, err := os.Stat(ready); err != nil; _, err = os.Stat(ready) {
@@ -510,7 +511,7 @@ func TestKillPodEscalatesAfterGracePeriod(t *testing.T) {
 	mustSucceed(t, r)
 	s := e.status(pod)
 	c := s.FindContainerStatusByName("app")
-	if c.State != reconcile.ContainerExited || c.ExitCode != 128+9 {
+	if c.State != kubecontainer.ContainerExited || c.ExitCode != 128+9 {
 		t.Errorf("want the container SIGKILLed (exit 137) after the grace period, got %s exit %d", c.State, c.ExitCode)
 	}
 	if s.SandboxStatuses[0].State != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
@@ -523,13 +524,13 @@ func TestKillPodEscalatesAfterGracePeriod(t *testing.T) {
 	if len(e.events.ofType(schemas.EventSandboxStopped)) != 1 {
 		t.Errorf("want one SandboxStopped event")
 	}
-	died, ok := reconcile.ContainerDiedEvent("n1", s, c)
+	died, ok := kubecontainer.ContainerDiedEvent("n1", s, c)
 	if !ok || died.ID != c.ID+".ContainerDied" || *died.ExitCode != 137 || died.Reason != schemas.ReasonError {
 		t.Errorf("ContainerDied = %+v", died)
 	}
 
 	// Gone: garbage collection removes the sandbox, the containers and the dirs.
-	if err := e.mgr.GarbageCollect(ctx(t), reconcile.PodStateFunc(func(string) bool { return true })); err != nil {
+	if err := e.mgr.GarbageCollect(ctx(t), kubecontainer.PodStateFunc(func(string) bool { return true })); err != nil {
 		t.Fatal(err)
 	}
 	if s := e.status(pod); len(s.SandboxStatuses)+len(s.ContainerStatuses) != 0 {
@@ -544,11 +545,11 @@ func TestRestartCountsSurviveRestart(t *testing.T) {
 	e := newEnv(t)
 	pod := makePod("keep", corev1.RestartPolicyAlways, shell("app", "exec sleep 1000"), shell("crash", "exit 3"))
 	mustSucceed(t, e.sync(pod))
-	e.waitFor(pod, "crash exited", newestState("crash", reconcile.ContainerExited))
+	e.waitFor(pod, "crash exited", newestState("crash", kubecontainer.ContainerExited))
 	mustSucceed(t, e.sync(pod)) // first restart: immediate
-	s := e.waitFor(pod, "crash exited again", func(s *reconcile.PodStatus) bool {
+	s := e.waitFor(pod, "crash exited again", func(s *kubecontainer.PodStatus) bool {
 		c := s.FindContainerStatusByName("crash")
-		return c.RestartCount == 1 && c.State == reconcile.ContainerExited
+		return c.RestartCount == 1 && c.State == kubecontainer.ContainerExited
 	})
 	app := s.FindContainerStatusByName("app").ID
 
@@ -566,10 +567,10 @@ func TestRestartCountsSurviveRestart(t *testing.T) {
 	if kills := actionsOf(r, schemas.ActionKillContainer); len(kills) != 0 {
 		t.Errorf("a restarted jetlet killed %+v", kills)
 	}
-	s = e.waitFor(pod, "crash restarted", func(s *reconcile.PodStatus) bool {
+	s = e.waitFor(pod, "crash restarted", func(s *kubecontainer.PodStatus) bool {
 		return s.FindContainerStatusByName("crash").RestartCount == 2
 	})
-	if got := s.FindContainerStatusByName("app"); got.ID != app || got.State != reconcile.ContainerRunning {
+	if got := s.FindContainerStatusByName("app"); got.ID != app || got.State != kubecontainer.ContainerRunning {
 		t.Errorf("app was restarted: %s", describe(s))
 	}
 }

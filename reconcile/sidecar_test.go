@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/fakecri"
 )
@@ -43,7 +44,7 @@ func TestSidecarsStartFirstAndStopLast(t *testing.T) {
 	idOf := map[string]string{}
 	for _, name := range []string{"side1", "side2", "app"} {
 		cs := st.FindContainerStatusByName(name)
-		if cs == nil || cs.State != ContainerRunning {
+		if cs == nil || cs.State != kubecontainer.ContainerRunning {
 			t.Fatalf("%s: %+v, want running", name, cs)
 		}
 		idOf[cs.ID] = name

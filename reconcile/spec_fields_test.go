@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/test/fakecri"
 )
 
@@ -322,11 +323,11 @@ func TestEmptyDirModeAndFSGroup(t *testing.T) {
 func TestDeletionGracePeriodSecondsWinsForKills(t *testing.T) {
 	pod := testPod(corev1.Container{Name: "app", Image: "img:1"})
 	pod.Spec.TerminationGracePeriodSeconds = ptr(int64(30))
-	if g := gracePeriod(pod, &ContainerStatus{}, &pod.Spec.Containers[0], killing{}); g != 30 {
+	if g := gracePeriod(pod, &kubecontainer.ContainerStatus{}, &pod.Spec.Containers[0], killing{}); g != 30 {
 		t.Errorf("without a deletion grace period: %d, want 30", g)
 	}
 	pod.DeletionGracePeriodSeconds = ptr(int64(7))
-	if g := gracePeriod(pod, &ContainerStatus{}, &pod.Spec.Containers[0], killing{}); g != 7 {
+	if g := gracePeriod(pod, &kubecontainer.ContainerStatus{}, &pod.Spec.Containers[0], killing{}); g != 7 {
 		t.Errorf("with deletionGracePeriodSeconds 7: %d", g)
 	}
 }

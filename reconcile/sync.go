@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/reconcile/containerlogs"
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -22,25 +23,25 @@ type podSync struct {
 	m *Manager
 	// pod is the spec; KillPod's may carry metadata only.
 	pod    *corev1.Pod
-	ref    podRef
-	status *PodStatus // the plan's input, read only
+	ref    kubecontainer.PodRef
+	status *kubecontainer.PodStatus // the plan's input, read only
 	// Where containers start, set by SyncPod once the sandbox exists.
 	sandboxID  string
 	sandboxCfg *runtimeapi.PodSandboxConfig
 	net        podNetwork
-	result     PodSyncResult
+	result     kubecontainer.PodSyncResult
 }
 
-func (m *Manager) newPodSync(pod *corev1.Pod, status *PodStatus) *podSync {
+func (m *Manager) newPodSync(pod *corev1.Pod, status *kubecontainer.PodStatus) *podSync {
 	return &podSync{m: m, pod: pod, ref: podRefOf(pod), status: status}
 }
 
 // SyncPod brings the runtime's pod to the spec, in kubelet's steps, and
 // returns one result per action taken. status is what GetPodStatus returned
 // just before.
-func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus) PodSyncResult {
+func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus) kubecontainer.PodSyncResult {
 	if status == nil {
-		status = &PodStatus{UID: string(pod.UID), Name: pod.Name, Namespace: pod.Namespace}
+		status = &kubecontainer.PodStatus{UID: string(pod.UID), Name: pod.Name, Namespace: pod.Namespace}
 	}
 	s := m.newPodSync(pod, status)
 	s.sync(ctx)
@@ -74,10 +75,10 @@ func (s *podSync) sync(ctx context.Context) {
 		for _, k := range actions.ContainersToKill {
 			cs := s.status.FindContainerStatusByID(k.ID)
 			if err := s.killContainer(ctx, cs, k.Container, killing{reason: k.Reason, message: k.Message}); err != nil {
-				s.result.fail(schemas.ActionKillContainer, k.Name, ErrKillContainer, err.Error())
+				s.result.Fail(schemas.ActionKillContainer, k.Name, kubecontainer.ErrKillContainer, err.Error())
 				return
 			}
-			s.result.add(schemas.ActionKillContainer, k.Name, k.Message)
+			s.result.Add(schemas.ActionKillContainer, k.Name, k.Message)
 		}
 	}
 
@@ -91,20 +92,20 @@ func (s *podSync) sync(ctx context.Context) {
 	if actions.CreateSandbox {
 		cfg := m.generateSandboxConfig(pod, actions.Attempt)
 		if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
-			s.result.fail(schemas.ActionCreatePodSandbox, s.ref.UID, ErrCreatePodSandbox, fmt.Sprintf("create log directory: %v", err))
+			s.result.Fail(schemas.ActionCreatePodSandbox, s.ref.UID, kubecontainer.ErrCreatePodSandbox, fmt.Sprintf("create log directory: %v", err))
 			return
 		}
 		id, err := m.rt.RunPodSandbox(ctx, cfg, defaultRuntimeHandler)
 		if err != nil {
-			s.result.fail(schemas.ActionCreatePodSandbox, s.ref.UID, ErrCreatePodSandbox, fmt.Sprintf("Failed to create pod sandbox: %v", err))
+			s.result.Fail(schemas.ActionCreatePodSandbox, s.ref.UID, kubecontainer.ErrCreatePodSandbox, fmt.Sprintf("Failed to create pod sandbox: %v", err))
 			return
 		}
 		s.sandboxID = id
-		s.result.add(schemas.ActionCreatePodSandbox, s.ref.UID, id)
+		s.result.Add(schemas.ActionCreatePodSandbox, s.ref.UID, id)
 		m.sandboxEvent(ctx, s.ref, schemas.EventSandboxCreated, id, actions.Attempt, "")
 		resp, err := m.rt.PodSandboxStatus(ctx, id, false)
 		if err != nil {
-			s.result.SyncError = fmt.Errorf("%w: sandbox %s: %v", ErrPodSandboxStatus, id, err)
+			s.result.SyncError = fmt.Errorf("%w: sandbox %s: %v", kubecontainer.ErrPodSandboxStatus, id, err)
 			return
 		}
 		s.net.podIPs = podIPs(resp.GetStatus(), m.cfg.NodeIP)
@@ -124,7 +125,7 @@ func (s *podSync) sync(ctx context.Context) {
 	// others back; an init container that fails ends the sync.
 	for _, i := range actions.InitContainersToStart {
 		c := &pod.Spec.InitContainers[i]
-		if !s.start(ctx, c, true) && !IsSidecar(c) {
+		if !s.start(ctx, c, true) && !kubecontainer.IsSidecar(c) {
 			return
 		}
 	}
@@ -146,9 +147,9 @@ func backOffKey(pod *corev1.Pod, c *corev1.Container) string {
 // measured from the finish of its newest exited instance.
 func (s *podSync) doBackOff(ctx context.Context, c *corev1.Container) (bool, string) {
 	m, pod := s.m, s.pod
-	var dead *ContainerStatus
+	var dead *kubecontainer.ContainerStatus
 	for _, cs := range s.status.ContainerStatuses {
-		if cs.Name == c.Name && cs.State == ContainerExited {
+		if cs.Name == c.Name && cs.State == kubecontainer.ContainerExited {
 			dead = cs
 			break
 		}
@@ -161,8 +162,8 @@ func (s *podSync) doBackOff(ctx context.Context, c *corev1.Container) (bool, str
 		msg := fmt.Sprintf("back-off %s restarting failed container=%s pod=%s/%s", m.backOff.Get(key), c.Name, pod.Namespace, pod.Name)
 		// Every sync of the period says so again; the id (the instance and
 		// its restart count) makes it one stored BackOff per period.
-		ev := instanceEvent(m.cfg.NodeName, s.ref, instanceOf(dead), schemas.EventBackOff, m.cfg.Clock.Now())
-		ev.ID, ev.Reason, ev.Message = BackOffEventID(dead), ErrCrashLoopBackOff.Error(), msg
+		ev := kubecontainer.InstanceEvent(m.cfg.NodeName, s.ref, kubecontainer.InstanceOf(dead), schemas.EventBackOff, m.cfg.Clock.Now())
+		ev.ID, ev.Reason, ev.Message = kubecontainer.BackOffEventID(dead), kubecontainer.ErrCrashLoopBackOff.Error(), msg
 		m.emit.Emit(ctx, ev)
 		return true, msg
 	}
@@ -180,18 +181,18 @@ func (s *podSync) start(ctx context.Context, c *corev1.Container, isInit bool) b
 	}
 	uid := s.ref.UID
 	if backingOff, msg := s.doBackOff(ctx, c); backingOff {
-		s.result.fail(action, c.Name, ErrCrashLoopBackOff, msg)
-		s.m.reasons.set(uid, c.Name, ErrCrashLoopBackOff, msg)
+		s.result.Fail(action, c.Name, kubecontainer.ErrCrashLoopBackOff, msg)
+		s.m.reasons.set(uid, c.Name, kubecontainer.ErrCrashLoopBackOff, msg)
 		return false
 	}
 	id, msg, err := s.startContainer(ctx, c, isInit)
 	if err != nil {
-		s.result.fail(action, c.Name, err, msg)
+		s.result.Fail(action, c.Name, err, msg)
 		s.m.reasons.set(uid, c.Name, err, msg)
 		return false
 	}
 	s.m.reasons.remove(uid, c.Name)
-	s.result.add(action, c.Name, id)
+	s.result.Add(action, c.Name, id)
 	return true
 }
 
@@ -218,21 +219,21 @@ func (s *podSync) startContainer(ctx context.Context, c *corev1.Container, isIni
 
 	cfg, err := m.generateContainerConfig(ctx, pod, c, restartCount, imageRef, s.net, isInit)
 	if err != nil {
-		return "", err.Error(), ErrCreateContainerConfig
+		return "", err.Error(), kubecontainer.ErrCreateContainerConfig
 	}
 	id, err := m.rt.CreateContainer(ctx, s.sandboxID, cfg, s.sandboxCfg)
 	if err != nil {
-		return "", err.Error(), ErrCreateContainer
+		return "", err.Error(), kubecontainer.ErrCreateContainer
 	}
-	in := instance{container: c.Name, id: id, sandboxID: s.sandboxID, attempt: uint32(restartCount)}
+	in := kubecontainer.Instance{Container: c.Name, ID: id, SandboxID: s.sandboxID, Attempt: uint32(restartCount)}
 	m.containerEvent(ctx, s.ref, in, schemas.EventContainerCreated, "", "")
 	if err := m.rt.StartContainer(ctx, id); err != nil {
-		return "", err.Error(), ErrRunContainer
+		return "", err.Error(), kubecontainer.ErrRunContainer
 	}
 	m.containerEvent(ctx, s.ref, in, schemas.EventContainerStarted, "", "")
-	started := &ContainerStatus{ID: id, Name: c.Name, SandboxID: s.sandboxID, Attempt: in.attempt, RestartCount: restartCount}
+	started := &kubecontainer.ContainerStatus{ID: id, Name: c.Name, SandboxID: s.sandboxID, Attempt: in.Attempt, RestartCount: restartCount}
 	if msg := s.runPostStart(ctx, started, c); msg != "" {
-		return "", msg, ErrPostStartHook
+		return "", msg, kubecontainer.ErrPostStartHook
 	}
 	return id, "", nil
 }
@@ -263,7 +264,7 @@ func (s *podSync) pruneInitContainersBeforeStart(ctx context.Context) {
 		name := s.pod.Spec.InitContainers[i].Name
 		seen := 0
 		for _, cs := range s.status.ContainerStatuses {
-			if cs.Name != name || (cs.State != ContainerExited && cs.State != ContainerUnknown) {
+			if cs.Name != name || (cs.State != kubecontainer.ContainerExited && cs.State != kubecontainer.ContainerUnknown) {
 				continue
 			}
 			seen++
@@ -289,7 +290,7 @@ func (s *podSync) purgeInitContainers(ctx context.Context) {
 
 // removeContainer removes an instance and its log file. Errors are logged:
 // garbage collection retries.
-func (s *podSync) removeContainer(ctx context.Context, cs *ContainerStatus) {
+func (s *podSync) removeContainer(ctx context.Context, cs *kubecontainer.ContainerStatus) {
 	m := s.m
 	if err := m.rt.RemoveContainer(ctx, cs.ID); err != nil && !isNotFound(err) {
 		m.log.Warn().Err(err).Str("container", cs.ID).Msg("remove container")
@@ -298,5 +299,5 @@ func (s *podSync) removeContainer(ctx context.Context, cs *ContainerStatus) {
 	logFile := filepath.Join(podLogsDir(m.cfg.LogDir, s.ref.Namespace, s.ref.Name, s.ref.UID), containerLogPath(cs.Name, cs.RestartCount))
 	_ = containerlogs.Remove(logFile)
 	_ = os.Remove(m.terminationMessageFile(s.ref.UID, cs.Name, cs.RestartCount))
-	m.containerEvent(ctx, s.ref, instanceOf(cs), schemas.EventContainerRemoved, "", "")
+	m.containerEvent(ctx, s.ref, kubecontainer.InstanceOf(cs), schemas.EventContainerRemoved, "", "")
 }

@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 )
 
 // kubelet's bounds of a termination message: the file's last 4096 bytes; from
@@ -84,7 +86,7 @@ func terminationMessage(s *runtimeapi.ContainerStatus, logPath string) string {
 
 // addTerminationMessage appends the exited instance's termination message to
 // the runtime's message, as kubelet does.
-func (m *Manager) addTerminationMessage(cs *ContainerStatus, s *runtimeapi.ContainerStatus) {
+func (m *Manager) addTerminationMessage(cs *kubecontainer.ContainerStatus, s *runtimeapi.ContainerStatus) {
 	labels := s.GetLabels()
 	logPath := filepath.Join(podLogsDir(m.cfg.LogDir, labels[LabelPodNamespace], labels[LabelPodName], labels[LabelPodUID]), containerLogPath(cs.Name, cs.RestartCount))
 	msg := terminationMessage(s, logPath)

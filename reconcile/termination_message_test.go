@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/fakecri"
 )
@@ -131,7 +132,7 @@ func TestGarbageCollectRemovesTerminationMessageFiles(t *testing.T) {
 		}
 		rt.Exit("app", 1)
 	}
-	if err := m.GarbageCollect(context.Background(), PodStateFunc(func(string) bool { return false })); err != nil {
+	if err := m.GarbageCollect(context.Background(), kubecontainer.PodStateFunc(func(string) bool { return false })); err != nil {
 		t.Fatal(err)
 	}
 	for rc, want := range []bool{false, true} { // the newest dead instance is kept

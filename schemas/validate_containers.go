@@ -26,10 +26,10 @@ func validateContainer(e *errs, p string, c *corev1.Container, init bool, names,
 	validateResources(e, p+".resources", &c.Resources)
 	validateResizePolicy(e, p, c.ResizePolicy)
 
-	validateContainerSecurityContext(e, p+".securityContext", c.SecurityContext)
-	rejectEphemeralStorageLimit(e, p+".resources.limits", c.Resources.Limits)
+	validateContainerSecurityContext(e, p, c.SecurityContext)
+	rejectEphemeralStorageLimit(e, p, c.Resources.Limits)
 	privileged := isPrivileged(c.SecurityContext)
-	validatePrivileged(e, p+".securityContext", c.SecurityContext, allowPrivileged)
+	validatePrivileged(e, p, c.SecurityContext, allowPrivileged)
 
 	validateMounts(e, p, c.VolumeMounts, volumes, privileged)
 	if len(c.VolumeDevices) > 0 {
@@ -41,7 +41,7 @@ func validateContainer(e *errs, p string, c *corev1.Container, init bool, names,
 	}
 	validateProbes(e, p, c)
 	if c.Lifecycle != nil {
-		validateLifecycle(e, p+".lifecycle", c.Lifecycle)
+		validateLifecycle(e, p, c.Lifecycle)
 	}
 }
 

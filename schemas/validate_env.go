@@ -39,44 +39,44 @@ func validateEnv(e *errs, p string, c *corev1.Container, s *corev1.PodSpec) {
 		if v.Value != "" {
 			e.invalid(vp+".valueFrom", "may not be set when value is not empty")
 		}
-		validateEnvSource(e, vp+".valueFrom", v.ValueFrom, s)
+		validateEnvSource(e, vp, v.ValueFrom, s)
 	}
 }
 
-// validateEnvSource checks an env var's valueFrom: exactly one source, of
-// the downward API (a field or a resource of the pod).
+// validateEnvSource checks the valueFrom of the env var at p: exactly one
+// source, of the downward API (a field or a resource of the pod).
 func validateEnvSource(e *errs, p string, f *corev1.EnvVarSource, s *corev1.PodSpec) {
 	n := 0
 	if f.FieldRef != nil {
 		n++
 		switch {
 		case f.FieldRef.FieldPath == "":
-			e.invalid(p+".fieldRef.fieldPath", "required")
+			e.invalid(p+".valueFrom.fieldRef.fieldPath", "required")
 		case !matchFieldPath(f.FieldRef.FieldPath):
-			e.invalid(p+".fieldRef.fieldPath", "not a field this node can expose")
+			e.invalid(p+".valueFrom.fieldRef.fieldPath", "not a field this node can expose")
 		}
 		if f.FieldRef.APIVersion != "v1" {
-			e.invalid(p+".fieldRef.apiVersion", `must be "v1"`)
+			e.invalid(p+".valueFrom.fieldRef.apiVersion", `must be "v1"`)
 		}
 	}
 	if f.ResourceFieldRef != nil {
 		n++
-		validateResourceFieldRef(e, p+".resourceFieldRef", f.ResourceFieldRef, s)
+		validateResourceFieldRef(e, p+".valueFrom.resourceFieldRef", f.ResourceFieldRef, s)
 	}
 	if f.ConfigMapKeyRef != nil {
 		n++
-		e.unsupported(p+".configMapKeyRef", "this node cannot read ConfigMaps")
+		e.unsupported(p+".valueFrom.configMapKeyRef", "this node cannot read ConfigMaps")
 	}
 	if f.SecretKeyRef != nil {
 		n++
-		e.unsupported(p+".secretKeyRef", "this node cannot read Secrets")
+		e.unsupported(p+".valueFrom.secretKeyRef", "this node cannot read Secrets")
 	}
 	if f.FileKeyRef != nil {
 		n++
-		e.unsupported(p+".fileKeyRef", "environment from files in volumes is not supported by this node")
+		e.unsupported(p+".valueFrom.fileKeyRef", "environment from files in volumes is not supported by this node")
 	}
 	if n != 1 {
-		e.invalid(p, "must specify exactly one source")
+		e.invalid(p+".valueFrom", "must specify exactly one source")
 	}
 }
 

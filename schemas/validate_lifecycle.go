@@ -8,17 +8,17 @@ import (
 
 var stopSignalRE = regexp.MustCompile(stopSignalPattern)
 
-// validateLifecycle checks a container's lifecycle: its hooks and its stop
-// signal.
+// validateLifecycle checks the lifecycle of the container at p: its hooks
+// and its stop signal.
 func validateLifecycle(e *errs, p string, l *corev1.Lifecycle) {
 	if l.PostStart != nil {
-		validateLifecycleHandler(e, p+".postStart", l.PostStart)
+		validateLifecycleHandler(e, p+".lifecycle.postStart", l.PostStart)
 	}
 	if l.PreStop != nil {
-		validateLifecycleHandler(e, p+".preStop", l.PreStop)
+		validateLifecycleHandler(e, p+".lifecycle.preStop", l.PreStop)
 	}
 	if l.StopSignal != nil && !stopSignalRE.MatchString(string(*l.StopSignal)) {
-		e.invalid(p+".stopSignal", "must be a Linux signal name such as SIGTERM, SIGUSR1 or SIGRTMIN+1")
+		e.invalid(p+".lifecycle.stopSignal", "must be a Linux signal name such as SIGTERM, SIGUSR1 or SIGRTMIN+1")
 	}
 }
 

@@ -50,12 +50,12 @@ func validateResourceList(e *errs, p string, l corev1.ResourceList) {
 	}
 }
 
-// rejectEphemeralStorageLimit reports a container's ephemeral-storage
-// limit (limits is its resources.limits, at p): a request is the
+// rejectEphemeralStorageLimit reports the ephemeral-storage limit of the
+// container at p (limits is its resources.limits): a request is the
 // scheduler's, a limit would need the node to evict.
 func rejectEphemeralStorageLimit(e *errs, p string, limits corev1.ResourceList) {
 	if _, ok := limits[corev1.ResourceEphemeralStorage]; ok {
-		e.unsupported(p+"[ephemeral-storage]", "this node does not evict pods for local storage use")
+		e.unsupported(p+".resources.limits[ephemeral-storage]", "this node does not evict pods for local storage use")
 	}
 }
 

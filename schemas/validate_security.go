@@ -2,18 +2,18 @@ package schemas
 
 import corev1 "k8s.io/api/core/v1"
 
-// validateContainerSecurityContext checks a container's security context
-// (at p) but for privileged, which validatePrivileged checks.
+// validateContainerSecurityContext checks the security context of the
+// container at p but for privileged, which validatePrivileged checks.
 func validateContainerSecurityContext(e *errs, p string, sc *corev1.SecurityContext) {
 	if sc == nil {
 		return
 	}
-	validateProfiles(e, p, sc.SeccompProfile, sc.AppArmorProfile)
+	validateProfiles(e, p+".securityContext", sc.SeccompProfile, sc.AppArmorProfile)
 	if sc.WindowsOptions != nil {
-		e.unsupported(p+".windowsOptions", "this node runs linux pods only")
+		e.unsupported(p+".securityContext.windowsOptions", "this node runs linux pods only")
 	}
 	if sc.ProcMount != nil && *sc.ProcMount == corev1.UnmaskedProcMount {
-		e.unsupported(p+".procMount", `"Unmasked" needs a user namespace, which this node does not give pods`)
+		e.unsupported(p+".securityContext.procMount", `"Unmasked" needs a user namespace, which this node does not give pods`)
 	}
 }
 
@@ -21,18 +21,18 @@ func isPrivileged(sc *corev1.SecurityContext) bool {
 	return sc != nil && sc.Privileged != nil && *sc.Privileged
 }
 
-// validatePrivileged checks a privileged container (sc its security
-// context, at p): allowed only with jetlet run --allow-privileged, and then
-// never without privilege escalation.
+// validatePrivileged checks the container at p, sc its security context,
+// when it is privileged: allowed only with jetlet run --allow-privileged,
+// and never without privilege escalation.
 func validatePrivileged(e *errs, p string, sc *corev1.SecurityContext, allowed bool) {
 	if !isPrivileged(sc) {
 		return
 	}
 	if !allowed {
-		e.unsupported(p+".privileged", "privileged containers are not allowed on this node (jetlet run --allow-privileged)")
+		e.unsupported(p+".securityContext.privileged", "privileged containers are not allowed on this node (jetlet run --allow-privileged)")
 	}
 	if sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
-		e.invalid(p+".allowPrivilegeEscalation", "cannot be false for a privileged container")
+		e.invalid(p+".securityContext.allowPrivilegeEscalation", "cannot be false for a privileged container")
 	}
 }
 

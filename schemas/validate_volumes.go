@@ -39,18 +39,19 @@ func validateVolumeSource(e *errs, p string, v *corev1.VolumeSource, noMemory bo
 		e.unsupported(p+"."+other, "this node supports hostPath and emptyDir volumes only")
 	}
 	if v.HostPath != nil {
-		validateHostPath(e, p+".hostPath", v.HostPath)
+		validateHostPath(e, p, v.HostPath)
 	}
 	if v.EmptyDir != nil {
-		validateEmptyDir(e, p+".emptyDir", v.EmptyDir, noMemory)
+		validateEmptyDir(e, p, v.EmptyDir, noMemory)
 	}
 }
 
+// validateHostPath checks the hostPath of the volume at p.
 func validateHostPath(e *errs, p string, h *corev1.HostPathVolumeSource) {
 	if h.Path == "" {
-		e.invalid(p+".path", "required")
+		e.invalid(p+".hostPath.path", "required")
 	} else if !path.IsAbs(h.Path) {
-		e.invalid(p+".path", "must be an absolute path")
+		e.invalid(p+".hostPath.path", "must be an absolute path")
 	}
 	if h.Type != nil {
 		switch *h.Type {
@@ -58,31 +59,31 @@ func validateHostPath(e *errs, p string, h *corev1.HostPathVolumeSource) {
 			corev1.HostPathFileOrCreate, corev1.HostPathFile, corev1.HostPathSocket,
 			corev1.HostPathCharDev, corev1.HostPathBlockDev:
 		default:
-			e.invalid(p+".type", "not a known hostPath type")
+			e.invalid(p+".hostPath.type", "not a known hostPath type")
 		}
 	}
 }
 
-// validateEmptyDir checks an emptyDir; noMemory: the node cannot mount the
-// tmpfs of medium Memory.
+// validateEmptyDir checks the emptyDir of the volume at p; noMemory: the
+// node cannot mount the tmpfs of medium Memory.
 func validateEmptyDir(e *errs, p string, d *corev1.EmptyDirVolumeSource, noMemory bool) {
 	switch d.Medium {
 	case corev1.StorageMediumDefault:
 	case corev1.StorageMediumMemory:
 		if noMemory {
-			e.unsupported(p+".medium", `"Memory" needs a tmpfs, which this node cannot mount (jetlet does not run as root)`)
+			e.unsupported(p+".emptyDir.medium", `"Memory" needs a tmpfs, which this node cannot mount (jetlet does not run as root)`)
 		}
 	default:
-		e.unsupported(p+".medium", `this node supports the medium "" (disk) and "Memory" only`)
+		e.unsupported(p+".emptyDir.medium", `this node supports the medium "" (disk) and "Memory" only`)
 	}
 	switch {
 	case d.SizeLimit != nil && d.SizeLimit.Sign() < 0:
-		e.invalid(p+".sizeLimit", "must be >= 0")
+		e.invalid(p+".emptyDir.sizeLimit", "must be >= 0")
 	case d.SizeLimit != nil && d.Medium != corev1.StorageMediumMemory:
-		e.unsupported(p+".sizeLimit", `this node does not evict pods for local storage use; a sizeLimit is honoured for medium "Memory" (the tmpfs's size) only`)
+		e.unsupported(p+".emptyDir.sizeLimit", `this node does not evict pods for local storage use; a sizeLimit is honoured for medium "Memory" (the tmpfs's size) only`)
 	}
 	if d.Mode != nil && (*d.Mode < 0 || *d.Mode > 0o1777) {
-		e.invalid(p+".mode", "must be between 0 and 01777")
+		e.invalid(p+".emptyDir.mode", "must be between 0 and 01777")
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/jetlet/jetlet/reconcile"
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -20,14 +20,14 @@ type countingLister struct {
 	relists int
 }
 
-func (c *countingLister) GetPods(context.Context, bool) ([]*reconcile.RuntimePod, error) {
+func (c *countingLister) GetPods(context.Context, bool) ([]*kubecontainer.RuntimePod, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.relists++
 	return nil, nil
 }
 
-func (c *countingLister) GetPodStatus(context.Context, string, string, string) (*reconcile.PodStatus, error) {
+func (c *countingLister) GetPodStatus(context.Context, string, string, string) (*kubecontainer.PodStatus, error) {
 	return nil, nil
 }
 
@@ -66,7 +66,7 @@ func TestEventedRelistPeriodWhileTheStreamIsUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lister := &countingLister{}
 		stream := &eventStream{events: make(chan struct{}), end: make(chan error)}
-		r := New(lister, reconcile.EmitterFunc(func(context.Context, schemas.LifecycleEvent) {}), Config{
+		r := New(lister, kubecontainer.EmitterFunc(func(context.Context, schemas.LifecycleEvent) {}), Config{
 			Node: "n1", Period: time.Second, EventedPeriod: 300 * time.Second,
 			ContainerEvents: stream.follow, Logger: zerolog.Nop(),
 		})
@@ -115,7 +115,7 @@ func TestEventedRelistPeriodWhileTheStreamIsUp(t *testing.T) {
 func TestRelistEveryPeriodWithoutEvents(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lister := &countingLister{}
-		r := New(lister, reconcile.EmitterFunc(func(context.Context, schemas.LifecycleEvent) {}), Config{
+		r := New(lister, kubecontainer.EmitterFunc(func(context.Context, schemas.LifecycleEvent) {}), Config{
 			Node: "n1", Period: time.Second, EventedPeriod: 300 * time.Second,
 			ContainerEvents: func(_ context.Context, ready, _ func()) error {
 				ready()

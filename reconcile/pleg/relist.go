@@ -15,13 +15,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
-	"github.com/jetlet/jetlet/reconcile"
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 )
 
 // PodLister is what the relist needs of reconcile.Manager.
 type PodLister interface {
-	GetPods(ctx context.Context, all bool) ([]*reconcile.RuntimePod, error)
-	GetPodStatus(ctx context.Context, uid, name, namespace string) (*reconcile.PodStatus, error)
+	GetPods(ctx context.Context, all bool) ([]*kubecontainer.RuntimePod, error)
+	GetPodStatus(ctx context.Context, uid, name, namespace string) (*kubecontainer.PodStatus, error)
 }
 
 // ContainerEventsFunc subscribes to the runtime's container events (CRI
@@ -56,7 +56,7 @@ type Config struct {
 // runtime reports a container event, or a pod worker needs a fresher view) it
 // lists the runtime's sandboxes and containers, compares them with the last
 // listing, reads the full status of the pods that changed into the cache,
-// emits every fact their statuses imply (reconcile.PodFacts: sandboxes and
+// emits every fact their statuses imply (kubecontainer.PodFacts: sandboxes and
 // containers created, started, died; the event ledger stores each fact once,
 // so facts a killed jetlet never published are published now, and facts
 // already stored cost a lookup), and signals Changed for the pod workers to
@@ -68,7 +68,7 @@ type Config struct {
 // and every event received has been relisted.
 type Relister struct {
 	lister PodLister
-	emit   reconcile.Emitter
+	emit   kubecontainer.Emitter
 	cfg    Config
 	log    zerolog.Logger
 
@@ -79,16 +79,16 @@ type Relister struct {
 	mu         sync.Mutex
 	changed    *sync.Cond
 	cache      map[string]cacheEntry
-	validAsOf  time.Time                                      // every entry (and every absence) is true as of this
-	asked      bool                                           // a relist was asked for before the next period
-	live       bool                                           // the event stream is connected
-	unseen     int                                            // events received and not yet covered by a relist
-	seen       map[string]map[string]reconcile.ContainerState // uid → container id → state, last listing
-	unread     map[string]podFailure                          // pods changed whose status could not be read
-	stopped    bool                                           // Run has returned: no relist will come
-	failure    error                                          // why the last relist failed, when it did
-	failedAsOf time.Time                                      // when the failed relist started
-	dirty      map[string]struct{}                            // pods changed and not yet taken
+	validAsOf  time.Time                                          // every entry (and every absence) is true as of this
+	asked      bool                                               // a relist was asked for before the next period
+	live       bool                                               // the event stream is connected
+	unseen     int                                                // events received and not yet covered by a relist
+	seen       map[string]map[string]kubecontainer.ContainerState // uid → container id → state, last listing
+	unread     map[string]podFailure                              // pods changed whose status could not be read
+	stopped    bool                                               // Run has returned: no relist will come
+	failure    error                                              // why the last relist failed, when it did
+	failedAsOf time.Time                                          // when the failed relist started
+	dirty      map[string]struct{}                                // pods changed and not yet taken
 	kick       chan struct{}
 	notify     chan struct{} // signalled when dirty gains a pod
 }
@@ -99,12 +99,12 @@ type podFailure struct {
 }
 
 type cacheEntry struct {
-	status *reconcile.PodStatus
+	status *kubecontainer.PodStatus
 	at     time.Time // read from the runtime at or after this
 }
 
 // New returns a Relister; it does nothing before Run.
-func New(lister PodLister, emit reconcile.Emitter, cfg Config) *Relister {
+func New(lister PodLister, emit kubecontainer.Emitter, cfg Config) *Relister {
 	if cfg.Period <= 0 {
 		cfg.Period = time.Second
 	}
@@ -130,7 +130,7 @@ func New(lister PodLister, emit reconcile.Emitter, cfg Config) *Relister {
 			Help: "Container events received from the runtime's event stream; each triggers a relist.",
 		}),
 		cache:  map[string]cacheEntry{},
-		seen:   map[string]map[string]reconcile.ContainerState{},
+		seen:   map[string]map[string]kubecontainer.ContainerState{},
 		unread: map[string]podFailure{},
 		dirty:  map[string]struct{}{},
 		kick:   make(chan struct{}, 1),
@@ -205,16 +205,16 @@ func (r *Relister) relist(ctx context.Context) {
 		r.mu.Unlock()
 		return
 	}
-	now := map[string]map[string]reconcile.ContainerState{}
-	byUID := map[string]*reconcile.RuntimePod{}
+	now := map[string]map[string]kubecontainer.ContainerState{}
+	byUID := map[string]*kubecontainer.RuntimePod{}
 	for _, p := range pods {
-		states := map[string]reconcile.ContainerState{}
+		states := map[string]kubecontainer.ContainerState{}
 		for _, c := range p.Containers {
 			states[c.ID] = c.State
 		}
 		// A sandbox's state change is a change of the pod too.
 		for _, s := range p.Sandboxes {
-			states["sandbox/"+s.ID] = reconcile.ContainerState(s.State)
+			states["sandbox/"+s.ID] = kubecontainer.ContainerState(s.State)
 		}
 		now[p.UID] = states
 		byUID[p.UID] = p
@@ -289,11 +289,11 @@ func (r *Relister) relist(ctx context.Context) {
 }
 
 // Rederive emits again every fact of every pod the cache holds (see
-// reconcile.PodFacts), with their deterministic ids, after events may have
+// kubecontainer.PodFacts), with their deterministic ids, after events may have
 // been lost; the publisher stores only those not stored yet.
 func (r *Relister) Rederive(ctx context.Context) {
 	r.mu.Lock()
-	var statuses []*reconcile.PodStatus
+	var statuses []*kubecontainer.PodStatus
 	for _, e := range r.cache {
 		statuses = append(statuses, e.status)
 	}
@@ -304,33 +304,33 @@ func (r *Relister) Rederive(ctx context.Context) {
 }
 
 // emitFacts emits every fact the pod's status implies.
-func (r *Relister) emitFacts(ctx context.Context, st *reconcile.PodStatus) {
-	for _, ev := range reconcile.PodFacts(r.cfg.Node, st) {
+func (r *Relister) emitFacts(ctx context.Context, st *kubecontainer.PodStatus) {
+	for _, ev := range kubecontainer.PodFacts(r.cfg.Node, st) {
 		r.emit.Emit(ctx, ev)
 	}
 }
 
 // put caches st (nil: the runtime holds nothing of the pod) as read at or
 // after at, unless a newer entry is there.
-func (r *Relister) put(uid string, st *reconcile.PodStatus, at time.Time) {
+func (r *Relister) put(uid string, st *kubecontainer.PodStatus, at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if e, ok := r.cache[uid]; ok && e.at.After(at) {
 		return
 	}
 	if st == nil {
-		st = &reconcile.PodStatus{UID: uid}
+		st = &kubecontainer.PodStatus{UID: uid}
 	}
 	r.cache[uid] = cacheEntry{status: st, at: at}
 }
 
 // Store caches a status a pod worker read itself (after changing the pod).
-func (r *Relister) Store(uid string, st *reconcile.PodStatus, at time.Time) { r.put(uid, st, at) }
+func (r *Relister) Store(uid string, st *kubecontainer.PodStatus, at time.Time) { r.put(uid, st, at) }
 
 // Status returns the pod's status as of t or later: from the cache when it
 // is that fresh, else after a relist that starts after t (asked for at once).
 // It returns nil for a pod the runtime holds nothing of.
-func (r *Relister) Status(ctx context.Context, uid string, t time.Time) (*reconcile.PodStatus, error) {
+func (r *Relister) Status(ctx context.Context, uid string, t time.Time) (*kubecontainer.PodStatus, error) {
 	// A waiter must wake when its ctx ends, whoever else is waiting.
 	stop := context.AfterFunc(ctx, func() {
 		r.mu.Lock()

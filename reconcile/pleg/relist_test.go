@@ -10,7 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/jetlet/jetlet/reconcile"
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -18,12 +18,12 @@ import (
 type fakeLister struct {
 	mu   sync.Mutex
 	up   bool
-	pods []*reconcile.RuntimePod
+	pods []*kubecontainer.RuntimePod
 }
 
 var errRuntimeDown = errors.New("runtime unavailable")
 
-func (f *fakeLister) GetPods(context.Context, bool) ([]*reconcile.RuntimePod, error) {
+func (f *fakeLister) GetPods(context.Context, bool) ([]*kubecontainer.RuntimePod, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.up {
@@ -32,13 +32,13 @@ func (f *fakeLister) GetPods(context.Context, bool) ([]*reconcile.RuntimePod, er
 	return f.pods, nil
 }
 
-func (f *fakeLister) GetPodStatus(_ context.Context, uid, name, ns string) (*reconcile.PodStatus, error) {
-	return &reconcile.PodStatus{UID: uid, Name: name, Namespace: ns}, nil
+func (f *fakeLister) GetPodStatus(_ context.Context, uid, name, ns string) (*kubecontainer.PodStatus, error) {
+	return &kubecontainer.PodStatus{UID: uid, Name: name, Namespace: ns}, nil
 }
 
 func TestStatusFailsWhileTheRuntimeIsDownAndRecovers(t *testing.T) {
 	lister := &fakeLister{}
-	r := New(lister, reconcile.EmitterFunc(func(context.Context, schemas.LifecycleEvent) {}), Config{Node: "n1", Period: time.Hour, Logger: zerolog.Nop()})
+	r := New(lister, kubecontainer.EmitterFunc(func(context.Context, schemas.LifecycleEvent) {}), Config{Node: "n1", Period: time.Hour, Logger: zerolog.Nop()})
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	wg.Go(func() { r.Run(ctx) })
@@ -51,8 +51,8 @@ func TestStatusFailsWhileTheRuntimeIsDownAndRecovers(t *testing.T) {
 
 	lister.mu.Lock()
 	lister.up = true
-	lister.pods = []*reconcile.RuntimePod{{UID: "u1", Name: "web", Namespace: "default",
-		Containers: []*reconcile.Container{{ID: "c1", State: reconcile.ContainerRunning}}}}
+	lister.pods = []*kubecontainer.RuntimePod{{UID: "u1", Name: "web", Namespace: "default",
+		Containers: []*kubecontainer.Container{{ID: "c1", State: kubecontainer.ContainerRunning}}}}
 	lister.mu.Unlock()
 	st, err := r.Status(ctx, "u1", time.Now())
 	if err != nil || st == nil || st.UID != "u1" {
@@ -62,7 +62,7 @@ func TestStatusFailsWhileTheRuntimeIsDownAndRecovers(t *testing.T) {
 
 func TestStatusWaitersWakeWhenTheRelistStopsOrTheirContextEnds(t *testing.T) {
 	lister := &fakeLister{up: true}
-	r := New(lister, reconcile.EmitterFunc(func(context.Context, schemas.LifecycleEvent) {}), Config{Node: "n1", Period: time.Hour, Logger: zerolog.Nop()})
+	r := New(lister, kubecontainer.EmitterFunc(func(context.Context, schemas.LifecycleEvent) {}), Config{Node: "n1", Period: time.Hour, Logger: zerolog.Nop()})
 
 	// Nothing relists: a waiter returns when its own context ends.
 	waitCtx, cancelWait := context.WithCancel(t.Context())
@@ -88,25 +88,25 @@ func TestStatusWaitersWakeWhenTheRelistStopsOrTheirContextEnds(t *testing.T) {
 // podsLister holds pods and their statuses; reading a status of a uid in
 // failing fails.
 type podsLister struct {
-	pods     map[string]*reconcile.PodStatus
+	pods     map[string]*kubecontainer.PodStatus
 	failing  map[string]bool
 	emitted  []schemas.LifecycleEvent
 	relister *Relister
 }
 
-func (f *podsLister) GetPods(context.Context, bool) ([]*reconcile.RuntimePod, error) {
-	var out []*reconcile.RuntimePod
+func (f *podsLister) GetPods(context.Context, bool) ([]*kubecontainer.RuntimePod, error) {
+	var out []*kubecontainer.RuntimePod
 	for uid, st := range f.pods {
-		p := &reconcile.RuntimePod{UID: uid, Name: st.Name, Namespace: st.Namespace}
+		p := &kubecontainer.RuntimePod{UID: uid, Name: st.Name, Namespace: st.Namespace}
 		for _, cs := range st.ContainerStatuses {
-			p.Containers = append(p.Containers, &reconcile.Container{ID: cs.ID, State: cs.State})
+			p.Containers = append(p.Containers, &kubecontainer.Container{ID: cs.ID, State: cs.State})
 		}
 		out = append(out, p)
 	}
 	return out, nil
 }
 
-func (f *podsLister) GetPodStatus(_ context.Context, uid, _, _ string) (*reconcile.PodStatus, error) {
+func (f *podsLister) GetPodStatus(_ context.Context, uid, _, _ string) (*kubecontainer.PodStatus, error) {
 	if f.failing[uid] {
 		return nil, errRuntimeDown
 	}
@@ -126,17 +126,17 @@ func (f *podsLister) relist(t *testing.T) []string {
 
 func TestEveryChangedPodHasItsFactsDerived(t *testing.T) {
 	t0 := time.Now()
-	running := func(id string) *reconcile.ContainerStatus {
-		return &reconcile.ContainerStatus{ID: id, Name: "app", State: reconcile.ContainerRunning, CreatedAt: t0, StartedAt: t0}
+	running := func(id string) *kubecontainer.ContainerStatus {
+		return &kubecontainer.ContainerStatus{ID: id, Name: "app", State: kubecontainer.ContainerRunning, CreatedAt: t0, StartedAt: t0}
 	}
 	f := &podsLister{
-		pods: map[string]*reconcile.PodStatus{
-			"u1": {UID: "u1", ContainerStatuses: []*reconcile.ContainerStatus{running("c1")}},
-			"u2": {UID: "u2", ContainerStatuses: []*reconcile.ContainerStatus{running("c2")}},
+		pods: map[string]*kubecontainer.PodStatus{
+			"u1": {UID: "u1", ContainerStatuses: []*kubecontainer.ContainerStatus{running("c1")}},
+			"u2": {UID: "u2", ContainerStatuses: []*kubecontainer.ContainerStatus{running("c2")}},
 		},
 		failing: map[string]bool{"u2": true},
 	}
-	f.relister = New(f, reconcile.EmitterFunc(func(_ context.Context, ev schemas.LifecycleEvent) { f.emitted = append(f.emitted, ev) }),
+	f.relister = New(f, kubecontainer.EmitterFunc(func(_ context.Context, ev schemas.LifecycleEvent) { f.emitted = append(f.emitted, ev) }),
 		Config{Node: "n1", Logger: zerolog.Nop()})
 
 	if got := f.relist(t); !slices.Equal(got, []string{"c1.ContainerCreated", "c1.ContainerStarted"}) {
@@ -150,7 +150,7 @@ func TestEveryChangedPodHasItsFactsDerived(t *testing.T) {
 	// A change derives every fact of the pod again (the ledger stores only
 	// the new one): a restart of jetlet between a fact and its event, or an
 	// instance that started and died between two listings, leaves no gap.
-	f.pods["u1"].ContainerStatuses[0].State = reconcile.ContainerExited
+	f.pods["u1"].ContainerStatuses[0].State = kubecontainer.ContainerExited
 	f.pods["u1"].ContainerStatuses[0].FinishedAt = t0.Add(time.Second)
 	if got := f.relist(t); !slices.Equal(got, []string{"c1.ContainerCreated", "c1.ContainerStarted", "c1.ContainerDied"}) {
 		t.Errorf("after c1 exited the relist emitted %v, want all of c1's facts", got)

@@ -8,7 +8,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/jetlet/jetlet/reconcile"
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -85,7 +85,7 @@ func (s *podSync) statusOnly(ctx context.Context) *schemas.PodStatus {
 // kubelet's active deadline handler: whatever runs is killed (reason
 // DeadlineExceeded) and the pod is Failed with reason DeadlineExceeded for
 // good; nothing restarts.
-func (s *podSync) pastDeadline(ctx context.Context, status *reconcile.PodStatus) Report {
+func (s *podSync) pastDeadline(ctx context.Context, status *kubecontainer.PodStatus) Report {
 	mgr, pod := s.w.mgr, s.want.Intent.Pod
 	rep := Report{Actions: []schemas.ActionResult{}}
 	if sandboxReady(status) || len(status.RunningContainers()) > 0 {
@@ -105,9 +105,9 @@ func (s *podSync) pastDeadline(ctx context.Context, status *reconcile.PodStatus)
 
 // exitedBefore reports whether every container instance of the pod had
 // exited by t.
-func exitedBefore(status *reconcile.PodStatus, t time.Time) bool {
+func exitedBefore(status *kubecontainer.PodStatus, t time.Time) bool {
 	for _, cs := range status.ContainerStatuses {
-		if cs.State != reconcile.ContainerExited || !cs.FinishedAt.Before(t) {
+		if cs.State != kubecontainer.ContainerExited || !cs.FinishedAt.Before(t) {
 			return false
 		}
 	}
@@ -116,7 +116,7 @@ func exitedBefore(status *reconcile.PodStatus, t time.Time) bool {
 
 // startTime is when the pod started on the node: its oldest sandbox's
 // creation, else now (its first sync).
-func startTime(status *reconcile.PodStatus) time.Time {
+func startTime(status *kubecontainer.PodStatus) time.Time {
 	if n := len(status.SandboxStatuses); n > 0 {
 		if c := status.SandboxStatuses[n-1].GetCreatedAt(); c != 0 {
 			return time.Unix(0, c)
@@ -158,7 +158,7 @@ func (s *podSync) delete(ctx context.Context) Report {
 	if after, err := mgr.GetPodStatus(ctx, uid, pod.Name, pod.Namespace); err == nil {
 		status = after
 		for _, cs := range after.ContainerStatuses {
-			if ev, ok := reconcile.ContainerDiedEvent(s.w.cfg.Node, after, cs); ok {
+			if ev, ok := kubecontainer.ContainerDiedEvent(s.w.cfg.Node, after, cs); ok {
 				s.w.emit.Emit(ctx, ev)
 			}
 		}
@@ -208,14 +208,14 @@ func gracePeriodOverride(in *schemas.PodIntent) *int64 {
 }
 
 // status reads the pod's status at least as new as the intent.
-func (s *podSync) status(ctx context.Context) (*reconcile.PodStatus, error) {
+func (s *podSync) status(ctx context.Context) (*kubecontainer.PodStatus, error) {
 	st, err := s.w.cache.Status(ctx, s.want.UID, s.want.ReceivedAt)
 	if err != nil {
 		return nil, err
 	}
 	if st == nil {
 		pod := s.want.Intent.Pod
-		st = &reconcile.PodStatus{UID: s.want.UID, Name: pod.Name, Namespace: pod.Namespace}
+		st = &kubecontainer.PodStatus{UID: s.want.UID, Name: pod.Name, Namespace: pod.Namespace}
 	}
 	return st, nil
 }
@@ -229,15 +229,15 @@ func (s *podSync) decorate(st *schemas.PodStatus) *schemas.PodStatus {
 
 // showExits shows each container of a terminated pod as it ended (kubelet's
 // view of a running pod would show a container waiting to restart).
-func showExits(containers []schemas.ContainerStatus, status *reconcile.PodStatus) {
+func showExits(containers []schemas.ContainerStatus, status *kubecontainer.PodStatus) {
 	for i := range containers {
 		cs := status.FindContainerStatusByName(containers[i].Name)
-		if cs == nil || cs.State != reconcile.ContainerExited {
+		if cs == nil || cs.State != kubecontainer.ContainerExited {
 			continue
 		}
 		c := &containers[i]
 		c.ContainerID, c.State, c.ExitCode = cs.ID, schemas.ContainerExited, cs.ExitCode
-		c.Reason, c.Message, c.Ready = reconcile.DiedReason(cs), cs.Message, false
+		c.Reason, c.Message, c.Ready = kubecontainer.DiedReason(cs), cs.Message, false
 		c.StartedAt, c.FinishedAt = rfc3339(cs.StartedAt), rfc3339(cs.FinishedAt)
 	}
 }
@@ -252,22 +252,22 @@ func rfc3339(t time.Time) string {
 // podTerminatedID names the termination after the pod's newest sandbox, the
 // runtime object the deletion ended; a pod with no sandbox left is named by
 // its uid.
-func podTerminatedID(uid string, status *reconcile.PodStatus) string {
+func podTerminatedID(uid string, status *kubecontainer.PodStatus) string {
 	if len(status.SandboxStatuses) > 0 {
-		return reconcile.EventID(status.SandboxStatuses[0].Id, schemas.EventPodTerminated)
+		return kubecontainer.EventID(status.SandboxStatuses[0].Id, schemas.EventPodTerminated)
 	}
-	return reconcile.EventID(uid, schemas.EventPodTerminated)
+	return kubecontainer.EventID(uid, schemas.EventPodTerminated)
 }
 
 // isBackOff reports whether err is a start waiting out its back-off: the
 // sync changed nothing and the back-off runs out on its own.
 func isBackOff(err error) bool {
-	return errors.Is(err, reconcile.ErrCrashLoopBackOff) || errors.Is(err, reconcile.ErrImagePullBackOff)
+	return errors.Is(err, kubecontainer.ErrCrashLoopBackOff) || errors.Is(err, kubecontainer.ErrImagePullBackOff)
 }
 
 // onlyBackOff reports whether every error of a sync is a back-off.
 func onlyBackOff(err error) bool {
-	var errs reconcile.SyncErrors
+	var errs kubecontainer.SyncErrors
 	if !errors.As(err, &errs) {
 		return false
 	}
@@ -281,7 +281,7 @@ func onlyBackOff(err error) bool {
 
 // changedRuntime reports whether any action may have changed the runtime
 // (anything but waiting out a back-off).
-func changedRuntime(res reconcile.PodSyncResult) bool {
+func changedRuntime(res kubecontainer.PodSyncResult) bool {
 	for _, a := range res.Actions {
 		if !isBackOff(a.Err) {
 			return true
@@ -294,7 +294,7 @@ func isTerminal(p schemas.PodPhase) bool {
 	return p == schemas.PhaseSucceeded || p == schemas.PhaseFailed
 }
 
-func sandboxReady(st *reconcile.PodStatus) bool {
+func sandboxReady(st *kubecontainer.PodStatus) bool {
 	return len(st.SandboxStatuses) > 0 && st.SandboxStatuses[0].State == runtimeapi.PodSandboxState_SANDBOX_READY
 }
 

@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/jetlet/jetlet/reconcile"
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/reconcile/pleg"
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -65,7 +65,7 @@ func (m *scriptedManager) sandboxes(uid string) []*runtimeapi.PodSandboxStatus {
 	return out
 }
 
-func (m *scriptedManager) SyncPod(context.Context, *corev1.Pod, *reconcile.PodStatus) reconcile.PodSyncResult {
+func (m *scriptedManager) SyncPod(context.Context, *corev1.Pod, *kubecontainer.PodStatus) kubecontainer.PodSyncResult {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls = append(m.calls, time.Now())
@@ -73,12 +73,12 @@ func (m *scriptedManager) SyncPod(context.Context, *corev1.Pod, *reconcile.PodSt
 		if len(m.script) > 0 {
 			m.script = m.script[1:]
 		}
-		return reconcile.PodSyncResult{}
+		return kubecontainer.PodSyncResult{}
 	}
 	err := m.script[0]
 	m.script = m.script[1:]
-	return reconcile.PodSyncResult{
-		Actions: []reconcile.ActionResult{{Action: schemas.ActionStartContainer, Target: "app", Err: err}},
+	return kubecontainer.PodSyncResult{
+		Actions: []kubecontainer.ActionResult{{Action: schemas.ActionStartContainer, Target: "app", Err: err}},
 	}
 }
 
@@ -93,70 +93,70 @@ func (m *scriptedManager) intervals() []time.Duration {
 	return out
 }
 
-func (m *scriptedManager) GetPods(context.Context, bool) ([]*reconcile.RuntimePod, error) {
+func (m *scriptedManager) GetPods(context.Context, bool) ([]*kubecontainer.RuntimePod, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var pods []*reconcile.RuntimePod
+	var pods []*kubecontainer.RuntimePod
 	for uid := range m.running {
-		p := &reconcile.RuntimePod{UID: uid, Name: "p-" + uid, Namespace: "default"}
+		p := &kubecontainer.RuntimePod{UID: uid, Name: "p-" + uid, Namespace: "default"}
 		for _, sb := range m.sandboxes(uid) {
-			state := reconcile.ContainerExited
+			state := kubecontainer.ContainerExited
 			if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
-				state = reconcile.ContainerRunning
+				state = kubecontainer.ContainerRunning
 			}
-			p.Sandboxes = append(p.Sandboxes, &reconcile.Container{ID: sb.Id, State: state})
+			p.Sandboxes = append(p.Sandboxes, &kubecontainer.Container{ID: sb.Id, State: state})
 		}
 		if !m.exitedAt.IsZero() {
-			p.Containers = []*reconcile.Container{{ID: "c-" + uid, State: reconcile.ContainerExited}}
+			p.Containers = []*kubecontainer.Container{{ID: "c-" + uid, State: kubecontainer.ContainerExited}}
 		}
 		pods = append(pods, p)
 	}
 	return pods, nil
 }
 
-func (m *scriptedManager) GetPodStatus(_ context.Context, uid, name, ns string) (*reconcile.PodStatus, error) {
+func (m *scriptedManager) GetPodStatus(_ context.Context, uid, name, ns string) (*kubecontainer.PodStatus, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	st := &reconcile.PodStatus{UID: uid, Name: name, Namespace: ns}
+	st := &kubecontainer.PodStatus{UID: uid, Name: name, Namespace: ns}
 	st.SandboxStatuses = m.sandboxes(uid)
 	if !m.exitedAt.IsZero() {
-		st.ContainerStatuses = []*reconcile.ContainerStatus{{ID: "c-" + uid, Name: "app", State: reconcile.ContainerExited, FinishedAt: m.exitedAt}}
+		st.ContainerStatuses = []*kubecontainer.ContainerStatus{{ID: "c-" + uid, Name: "app", State: kubecontainer.ContainerExited, FinishedAt: m.exitedAt}}
 	}
 	return st, nil
 }
 
-func (m *scriptedManager) kill(how string, pod *corev1.Pod) reconcile.PodSyncResult {
+func (m *scriptedManager) kill(how string, pod *corev1.Pod) kubecontainer.PodSyncResult {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.killed = append(m.killed, how+" "+string(pod.UID))
 	delete(m.running, string(pod.UID))
-	return reconcile.PodSyncResult{Actions: []reconcile.ActionResult{{Action: schemas.ActionKillPodSandbox, Target: string(pod.UID)}}}
+	return kubecontainer.PodSyncResult{Actions: []kubecontainer.ActionResult{{Action: schemas.ActionKillPodSandbox, Target: string(pod.UID)}}}
 }
 
-func (m *scriptedManager) KillPod(_ context.Context, pod *corev1.Pod, _ *reconcile.PodStatus, _ *int64) reconcile.PodSyncResult {
+func (m *scriptedManager) KillPod(_ context.Context, pod *corev1.Pod, _ *kubecontainer.PodStatus, _ *int64) kubecontainer.PodSyncResult {
 	return m.kill("KillPod", pod)
 }
 
-func (m *scriptedManager) KillOrphan(_ context.Context, pod *corev1.Pod, _ *reconcile.PodStatus, _ *int64) reconcile.PodSyncResult {
+func (m *scriptedManager) KillOrphan(_ context.Context, pod *corev1.Pod, _ *kubecontainer.PodStatus, _ *int64) kubecontainer.PodSyncResult {
 	return m.kill("KillOrphan", pod)
 }
 
-func (m *scriptedManager) KillPastDeadline(_ context.Context, pod *corev1.Pod, _ *reconcile.PodStatus) reconcile.PodSyncResult {
+func (m *scriptedManager) KillPastDeadline(_ context.Context, pod *corev1.Pod, _ *kubecontainer.PodStatus) kubecontainer.PodSyncResult {
 	return m.kill("KillPastDeadline", pod)
 }
 
-func (m *scriptedManager) GarbageCollect(context.Context, reconcile.PodStateProvider) error {
+func (m *scriptedManager) GarbageCollect(context.Context, kubecontainer.PodStateProvider) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.gcs++
 	return nil
 }
 
-func (m *scriptedManager) GarbageCollectPod(ctx context.Context, _ string, pods reconcile.PodStateProvider) error {
+func (m *scriptedManager) GarbageCollectPod(ctx context.Context, _ string, pods kubecontainer.PodStateProvider) error {
 	return m.GarbageCollect(ctx, pods)
 }
 
-func (m *scriptedManager) ToAPIStatus(pod *corev1.Pod, st *reconcile.PodStatus) *schemas.PodStatus {
+func (m *scriptedManager) ToAPIStatus(pod *corev1.Pod, st *kubecontainer.PodStatus) *schemas.PodStatus {
 	if len(st.ContainerStatuses) > 0 {
 		return &schemas.PodStatus{UID: string(pod.UID), Phase: schemas.PhaseSucceeded}
 	}
@@ -194,7 +194,7 @@ func runScripted(t *testing.T, m *scriptedManager, d time.Duration, log zerolog.
 
 func TestAFailedSyncIsRetriedWithAGrowingDelayUntilItSucceeds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := &scriptedManager{script: []error{reconcile.ErrCreateContainer, reconcile.ErrCreateContainer, reconcile.ErrRunContainer, nil}}
+		m := &scriptedManager{script: []error{kubecontainer.ErrCreateContainer, kubecontainer.ErrCreateContainer, kubecontainer.ErrRunContainer, nil}}
 		runScripted(t, m, 10*time.Minute, zerolog.Nop())
 		want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}
 		if got := m.intervals(); len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
@@ -205,7 +205,7 @@ func TestAFailedSyncIsRetriedWithAGrowingDelayUntilItSucceeds(t *testing.T) {
 
 func TestAPodInBackOffIsLookedAtEverySecondWithoutGrowing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := &scriptedManager{script: []error{reconcile.ErrCrashLoopBackOff, reconcile.ErrImagePullBackOff, reconcile.ErrCrashLoopBackOff, nil}}
+		m := &scriptedManager{script: []error{kubecontainer.ErrCrashLoopBackOff, kubecontainer.ErrImagePullBackOff, kubecontainer.ErrCrashLoopBackOff, nil}}
 		runScripted(t, m, 10*time.Minute, zerolog.Nop())
 		want := []time.Duration{time.Second, time.Second, time.Second}
 		if got := m.intervals(); len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
@@ -219,8 +219,8 @@ func TestAPodInBackOffIsLookedAtEverySecondWithoutGrowing(t *testing.T) {
 // more often.
 func TestAFailingSyncIsLoggedAtWarnOnceAMinute(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		failures := slices.Repeat([]error{reconcile.ErrCreateContainer}, 8) // at 0, 1, 3, 7, 15, 31, 63 and 123 s
-		failures = append(failures, reconcile.ErrRunContainer, nil)         // a new error at 183 s, then success
+		failures := slices.Repeat([]error{kubecontainer.ErrCreateContainer}, 8) // at 0, 1, 3, 7, 15, 31, 63 and 123 s
+		failures = append(failures, kubecontainer.ErrRunContainer, nil)         // a new error at 183 s, then success
 		m := &scriptedManager{script: failures}
 		var logs bytes.Buffer
 		runScripted(t, m, 10*time.Minute, zerolog.New(&logs).Level(zerolog.WarnLevel))
@@ -237,7 +237,7 @@ func TestAFailingSyncIsLoggedAtWarnOnceAMinute(t *testing.T) {
 				got = append(got, entry.Error)
 			}
 		}
-		create, run := reconcile.ErrCreateContainer.Error(), reconcile.ErrRunContainer.Error()
+		create, run := kubecontainer.ErrCreateContainer.Error(), kubecontainer.ErrRunContainer.Error()
 		want := []string{create, create, create, run} // at 0, 63, 123 and 183 s
 		if len(got) != len(want) || !strings.Contains(got[0], want[0]) || !strings.Contains(got[2], want[2]) || !strings.Contains(got[3], want[3]) {
 			t.Errorf("warnings %q, want one per error per minute: %q", got, want)

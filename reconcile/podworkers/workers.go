@@ -29,7 +29,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/jetlet/jetlet/reconcile"
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/reconcile/pleg"
 	"github.com/jetlet/jetlet/reconcile/prober"
 	"github.com/jetlet/jetlet/schemas"
@@ -68,13 +68,13 @@ type StatusSink interface {
 // Manager is what the pod workers need of reconcile.Manager.
 type Manager interface {
 	pleg.PodLister
-	SyncPod(ctx context.Context, pod *corev1.Pod, status *reconcile.PodStatus) reconcile.PodSyncResult
-	KillPod(ctx context.Context, pod *corev1.Pod, status *reconcile.PodStatus, gracePeriodOverride *int64) reconcile.PodSyncResult
-	KillOrphan(ctx context.Context, pod *corev1.Pod, status *reconcile.PodStatus, gracePeriodOverride *int64) reconcile.PodSyncResult
-	KillPastDeadline(ctx context.Context, pod *corev1.Pod, status *reconcile.PodStatus) reconcile.PodSyncResult
-	GarbageCollect(ctx context.Context, pods reconcile.PodStateProvider) error
-	GarbageCollectPod(ctx context.Context, uid string, pods reconcile.PodStateProvider) error
-	ToAPIStatus(pod *corev1.Pod, status *reconcile.PodStatus) *schemas.PodStatus
+	SyncPod(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus) kubecontainer.PodSyncResult
+	KillPod(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, gracePeriodOverride *int64) kubecontainer.PodSyncResult
+	KillOrphan(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, gracePeriodOverride *int64) kubecontainer.PodSyncResult
+	KillPastDeadline(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus) kubecontainer.PodSyncResult
+	GarbageCollect(ctx context.Context, pods kubecontainer.PodStateProvider) error
+	GarbageCollectPod(ctx context.Context, uid string, pods kubecontainer.PodStateProvider) error
+	ToAPIStatus(pod *corev1.Pod, status *kubecontainer.PodStatus) *schemas.PodStatus
 }
 
 // Prober is what the pod workers need of the prober (*prober.Manager): they
@@ -82,7 +82,7 @@ type Manager interface {
 // sync (a liveness or startup failure) or only a new status (readiness or
 // startup changed).
 type Prober interface {
-	UpdatePod(pod *corev1.Pod, status *reconcile.PodStatus)
+	UpdatePod(pod *corev1.Pod, status *kubecontainer.PodStatus)
 	RemovePod(uid string)
 	Changed() <-chan struct{}
 	TakeChanged() map[string]prober.Change
@@ -91,10 +91,10 @@ type Prober interface {
 // noProber probes nothing.
 type noProber struct{}
 
-func (noProber) UpdatePod(*corev1.Pod, *reconcile.PodStatus) {}
-func (noProber) RemovePod(string)                            {}
-func (noProber) Changed() <-chan struct{}                    { return nil }
-func (noProber) TakeChanged() map[string]prober.Change       { return nil }
+func (noProber) UpdatePod(*corev1.Pod, *kubecontainer.PodStatus) {}
+func (noProber) RemovePod(string)                                {}
+func (noProber) Changed() <-chan struct{}                        { return nil }
+func (noProber) TakeChanged() map[string]prober.Change           { return nil }
 
 // Config configures Workers.
 type Config struct {
@@ -150,7 +150,7 @@ func (c *Config) Validate() error {
 type Workers struct {
 	mgr    Manager
 	cache  *pleg.Relister
-	emit   reconcile.Emitter
+	emit   kubecontainer.Emitter
 	status StatusSink
 	cfg    Config
 	log    zerolog.Logger
@@ -201,7 +201,7 @@ type pod struct {
 }
 
 // New returns Workers; it does no I/O before Start and Run.
-func New(mgr Manager, cache *pleg.Relister, emit reconcile.Emitter, status StatusSink, cfg Config) (*Workers, error) {
+func New(mgr Manager, cache *pleg.Relister, emit kubecontainer.Emitter, status StatusSink, cfg Config) (*Workers, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -578,7 +578,7 @@ func (w *Workers) collectGarbage(ctx context.Context) {
 func (w *Workers) gc(ctx context.Context, gone func(uid string) bool) error {
 	w.gcMu.Lock()
 	defer w.gcMu.Unlock()
-	return w.mgr.GarbageCollect(ctx, reconcile.PodStateFunc(gone))
+	return w.mgr.GarbageCollect(ctx, kubecontainer.PodStateFunc(gone))
 }
 
 // gcPod collects the content of the pod uid, deleted. Collections of
@@ -587,7 +587,7 @@ func (w *Workers) gc(ctx context.Context, gone func(uid string) bool) error {
 func (w *Workers) gcPod(ctx context.Context, uid string) error {
 	w.gcMu.RLock()
 	defer w.gcMu.RUnlock()
-	return w.mgr.GarbageCollectPod(ctx, uid, reconcile.PodStateFunc(func(string) bool { return true }))
+	return w.mgr.GarbageCollectPod(ctx, uid, kubecontainer.PodStateFunc(func(string) bool { return true }))
 }
 
 // PodCounts counts the pods with a desired state by the phase last stored.
@@ -615,10 +615,10 @@ func withIntent(ctx context.Context, want Desired) context.Context {
 
 // IntentEmitter adds the intent being synced (its sequence and revision) to
 // every event emitted from within a sync.
-// It flushes through to emit when emit is a reconcile.Flusher.
-func IntentEmitter(emit reconcile.Emitter) reconcile.Emitter { return intentEmitter{emit} }
+// It flushes through to emit when emit is a kubecontainer.Flusher.
+func IntentEmitter(emit kubecontainer.Emitter) kubecontainer.Emitter { return intentEmitter{emit} }
 
-type intentEmitter struct{ next reconcile.Emitter }
+type intentEmitter struct{ next kubecontainer.Emitter }
 
 func (e intentEmitter) Emit(ctx context.Context, ev schemas.LifecycleEvent) {
 	if d, ok := ctx.Value(intentKey{}).(Desired); ok && d.IntentSeq != 0 {
@@ -629,7 +629,7 @@ func (e intentEmitter) Emit(ctx context.Context, ev schemas.LifecycleEvent) {
 }
 
 func (e intentEmitter) Flush(ctx context.Context) error {
-	if f, ok := e.next.(reconcile.Flusher); ok {
+	if f, ok := e.next.(kubecontainer.Flusher); ok {
 		return f.Flush(ctx)
 	}
 	return nil

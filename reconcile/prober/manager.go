@@ -1,7 +1,7 @@
 // Package prober is kubelet's prober manager for jetlet: one worker
 // goroutine per (pod, container instance, probe kind), started when the
 // instance runs and stopped when it goes, probing outside the pod sync
-// through a reconcile.HandlerRunner. Its results caches are what
+// through a kubecontainer.HandlerRunner. Its results caches are what
 // reconcile.Config's Liveness, Readiness and Startup read; its changes tell
 // the pod workers which pods need a sync (a liveness or startup failure: the
 // sync kills the container) and which only a new status (readiness or
@@ -16,7 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/jetlet/jetlet/reconcile"
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -38,8 +38,8 @@ type Config struct {
 
 // Manager runs the probes of the node's running containers.
 type Manager struct {
-	runner reconcile.HandlerRunner
-	emit   reconcile.Emitter
+	runner kubecontainer.HandlerRunner
+	emit   kubecontainer.Emitter
 	cfg    Config
 	log    zerolog.Logger
 
@@ -70,12 +70,12 @@ type workerKey struct {
 type target struct {
 	probe     *corev1.Probe
 	container *corev1.Container
-	instance  *reconcile.ContainerStatus
+	instance  *kubecontainer.ContainerStatus
 }
 
 // New returns a Manager whose workers run handlers with runner and emit
 // Unhealthy events to emit. It does no I/O; workers start with UpdatePod.
-func New(runner reconcile.HandlerRunner, emit reconcile.Emitter, cfg Config) *Manager {
+func New(runner kubecontainer.HandlerRunner, emit kubecontainer.Emitter, cfg Config) *Manager {
 	base, cancel := context.WithCancel(context.Background())
 	return &Manager{
 		runner: runner, emit: emit, cfg: cfg,
@@ -93,9 +93,9 @@ func New(runner reconcile.HandlerRunner, emit reconcile.Emitter, cfg Config) *Ma
 }
 
 // Liveness, Readiness and Startup are the results caches, for reconcile.Config.
-func (m *Manager) Liveness() reconcile.ProbeResults  { return m.liveness }
-func (m *Manager) Readiness() reconcile.ProbeResults { return m.readiness }
-func (m *Manager) Startup() reconcile.ProbeResults   { return m.startup }
+func (m *Manager) Liveness() kubecontainer.ProbeResults  { return m.liveness }
+func (m *Manager) Readiness() kubecontainer.ProbeResults { return m.readiness }
+func (m *Manager) Startup() kubecontainer.ProbeResults   { return m.startup }
 
 func (m *Manager) results(kind schemas.ProbeKind) *Results {
 	switch kind {
@@ -135,7 +135,7 @@ func (m *Manager) notify(uid string, c Change) {
 // a container with probes gets its workers (a new instance replaces the old
 // one's), and the workers of instances that no longer run stop and drop their
 // results. Call it after every sync of the pod, with the status it saw.
-func (m *Manager) UpdatePod(pod *corev1.Pod, status *reconcile.PodStatus) {
+func (m *Manager) UpdatePod(pod *corev1.Pod, status *kubecontainer.PodStatus) {
 	uid := string(pod.UID)
 	var podIP string
 	if len(status.IPs) > 0 {
@@ -144,7 +144,7 @@ func (m *Manager) UpdatePod(pod *corev1.Pod, status *reconcile.PodStatus) {
 	want := map[workerKey]target{}
 	add := func(c *corev1.Container) {
 		cs := status.FindContainerStatusByName(c.Name)
-		if cs == nil || cs.State != reconcile.ContainerRunning {
+		if cs == nil || cs.State != kubecontainer.ContainerRunning {
 			return
 		}
 		for kind, p := range map[schemas.ProbeKind]*corev1.Probe{
@@ -158,7 +158,7 @@ func (m *Manager) UpdatePod(pod *corev1.Pod, status *reconcile.PodStatus) {
 	for i := range pod.Spec.InitContainers {
 		// Sidecars (restartable init containers) are probed like app
 		// containers; other init containers have no probes.
-		if c := &pod.Spec.InitContainers[i]; reconcile.IsSidecar(c) {
+		if c := &pod.Spec.InitContainers[i]; kubecontainer.IsSidecar(c) {
 			add(c)
 		}
 	}

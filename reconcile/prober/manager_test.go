@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/jetlet/jetlet/reconcile"
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -43,29 +43,29 @@ func (f *fakeRunner) probed(target string) []time.Time {
 	return append([]time.Time(nil), f.calls[target]...)
 }
 
-func (f *fakeRunner) answer(target string) (reconcile.HandlerOutcome, error) {
+func (f *fakeRunner) answer(target string) (kubecontainer.HandlerOutcome, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls[target] = append(f.calls[target], time.Now())
 	if f.healthy[target] {
-		return reconcile.HandlerOutcome{OK: true}, nil
+		return kubecontainer.HandlerOutcome{OK: true}, nil
 	}
-	return reconcile.HandlerOutcome{Message: target + " is unwell"}, nil
+	return kubecontainer.HandlerOutcome{Message: target + " is unwell"}, nil
 }
 
-func (f *fakeRunner) Exec(_ context.Context, id string, cmd []string, _ time.Duration) (reconcile.HandlerOutcome, error) {
+func (f *fakeRunner) Exec(_ context.Context, id string, cmd []string, _ time.Duration) (kubecontainer.HandlerOutcome, error) {
 	return f.answer(id + " " + cmd[0])
 }
 
-func (f *fakeRunner) HTTPGet(_ context.Context, u *url.URL, _ http.Header, _ time.Duration) (reconcile.HandlerOutcome, error) {
+func (f *fakeRunner) HTTPGet(_ context.Context, u *url.URL, _ http.Header, _ time.Duration) (kubecontainer.HandlerOutcome, error) {
 	return f.answer(u.String())
 }
 
-func (f *fakeRunner) TCPSocket(_ context.Context, hostPort string, _ time.Duration) (reconcile.HandlerOutcome, error) {
+func (f *fakeRunner) TCPSocket(_ context.Context, hostPort string, _ time.Duration) (kubecontainer.HandlerOutcome, error) {
 	return f.answer("tcp " + hostPort)
 }
 
-func (f *fakeRunner) GRPC(_ context.Context, hostPort, service string, _ time.Duration) (reconcile.HandlerOutcome, error) {
+func (f *fakeRunner) GRPC(_ context.Context, hostPort, service string, _ time.Duration) (kubecontainer.HandlerOutcome, error) {
 	return f.answer("grpc " + hostPort + " " + service)
 }
 
@@ -102,12 +102,12 @@ func testPod(c corev1.Container) *corev1.Pod {
 
 // running is the pod's status with one running instance id of container c,
 // started now.
-func running(c, id string) *reconcile.PodStatus {
-	return &reconcile.PodStatus{UID: "u1", Name: "web", Namespace: "default", IPs: []string{"10.0.0.5"},
-		ContainerStatuses: []*reconcile.ContainerStatus{{ID: id, Name: c, SandboxID: "sb", State: reconcile.ContainerRunning, StartedAt: time.Now()}}}
+func running(c, id string) *kubecontainer.PodStatus {
+	return &kubecontainer.PodStatus{UID: "u1", Name: "web", Namespace: "default", IPs: []string{"10.0.0.5"},
+		ContainerStatuses: []*kubecontainer.ContainerStatus{{ID: id, Name: c, SandboxID: "sb", State: kubecontainer.ContainerRunning, StartedAt: time.Now()}}}
 }
 
-func get(r reconcile.ProbeResults, id string) reconcile.ProbeResult {
+func get(r kubecontainer.ProbeResults, id string) kubecontainer.ProbeResult {
 	res, _ := r.Get(id)
 	return res
 }
@@ -128,19 +128,19 @@ func TestLivenessFailureAfterThreshold(t *testing.T) {
 		runner.set("c1 check", true)
 		m.UpdatePod(testPod(corev1.Container{Name: "app", LivenessProbe: execProbe("check", 1, 3)}), running("app", "c1"))
 		synctest.Wait()
-		if got := get(m.Liveness(), "c1"); got != reconcile.ProbeSuccess {
+		if got := get(m.Liveness(), "c1"); got != kubecontainer.ProbeSuccess {
 			t.Fatalf("initial liveness %v, want success", got)
 		}
 		time.Sleep(2500 * time.Millisecond) // probes at 0, 1 s, 2 s: healthy
 		runner.set("c1 check", false)
 		time.Sleep(2 * time.Second) // failures at 3 s, 4 s: below the threshold
 		synctest.Wait()
-		if got := get(m.Liveness(), "c1"); got != reconcile.ProbeSuccess || len(rec.all()) != 0 {
+		if got := get(m.Liveness(), "c1"); got != kubecontainer.ProbeSuccess || len(rec.all()) != 0 {
 			t.Fatalf("after 2 failures: %v, events %v", got, rec.all())
 		}
 		time.Sleep(time.Second) // the third failure
 		synctest.Wait()
-		if got := get(m.Liveness(), "c1"); got != reconcile.ProbeFailure {
+		if got := get(m.Liveness(), "c1"); got != kubecontainer.ProbeFailure {
 			t.Fatalf("after 3 failures: %v, want failure", got)
 		}
 		if ch := m.TakeChanged(); ch["u1"] != (Change{Sync: true}) {
@@ -184,17 +184,17 @@ func TestReadinessFlipsAndEventsOncePerTransition(t *testing.T) {
 		runner.set(target, true)
 		m.UpdatePod(testPod(c), running("app", "c1"))
 		synctest.Wait()
-		if got := get(m.Readiness(), "c1"); got != reconcile.ProbeFailure {
+		if got := get(m.Readiness(), "c1"); got != kubecontainer.ProbeFailure {
 			t.Fatalf("initial readiness %v, want failure (not ready until probed)", got)
 		}
 		time.Sleep(time.Second) // one success, threshold two
 		synctest.Wait()
-		if got := get(m.Readiness(), "c1"); got != reconcile.ProbeFailure {
+		if got := get(m.Readiness(), "c1"); got != kubecontainer.ProbeFailure {
 			t.Fatalf("after one success %v", got)
 		}
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
-		if got := get(m.Readiness(), "c1"); got != reconcile.ProbeSuccess {
+		if got := get(m.Readiness(), "c1"); got != kubecontainer.ProbeSuccess {
 			t.Fatalf("after two successes %v", got)
 		}
 		if ch := m.TakeChanged(); ch["u1"] != (Change{Status: true}) {
@@ -203,7 +203,7 @@ func TestReadinessFlipsAndEventsOncePerTransition(t *testing.T) {
 		runner.set(target, false)
 		time.Sleep(10 * time.Second) // five failed periods: one transition
 		synctest.Wait()
-		if got := get(m.Readiness(), "c1"); got != reconcile.ProbeFailure {
+		if got := get(m.Readiness(), "c1"); got != kubecontainer.ProbeFailure {
 			t.Fatalf("after failures %v", got)
 		}
 		runner.set(target, true)
@@ -240,14 +240,14 @@ func TestStartupGatesLivenessAndReadiness(t *testing.T) {
 		if n, r := len(runner.probed("c1 alive")), len(runner.probed("c1 ready")); n != 0 || r != 0 {
 			t.Fatalf("liveness probed %d, readiness %d times before the start", n, r)
 		}
-		if _, ok := m.Startup().Get("c1"); !ok || get(m.Startup(), "c1") != reconcile.ProbeUnknown {
+		if _, ok := m.Startup().Get("c1"); !ok || get(m.Startup(), "c1") != kubecontainer.ProbeUnknown {
 			t.Fatalf("startup %v, want unknown", get(m.Startup(), "c1"))
 		}
 		runner.set("c1 alive", true)
 		runner.set("c1 started", true)
 		time.Sleep(time.Second)
 		synctest.Wait()
-		if got := get(m.Startup(), "c1"); got != reconcile.ProbeSuccess {
+		if got := get(m.Startup(), "c1"); got != kubecontainer.ProbeSuccess {
 			t.Fatalf("startup %v", got)
 		}
 		started := len(runner.probed("c1 started"))
@@ -256,7 +256,7 @@ func TestStartupGatesLivenessAndReadiness(t *testing.T) {
 		if len(runner.probed("c1 started")) != started {
 			t.Fatal("the startup probe runs on after it succeeded")
 		}
-		if len(runner.probed("c1 alive")) == 0 || get(m.Readiness(), "c1") != reconcile.ProbeSuccess {
+		if len(runner.probed("c1 alive")) == 0 || get(m.Readiness(), "c1") != kubecontainer.ProbeSuccess {
 			t.Fatalf("after the start: liveness probed %d times, readiness %v", len(runner.probed("c1 alive")), get(m.Readiness(), "c1"))
 		}
 	})
@@ -268,7 +268,7 @@ func TestStartupFailureAsksForASync(t *testing.T) {
 		m.UpdatePod(testPod(corev1.Container{Name: "app", StartupProbe: execProbe("started", 1, 2)}), running("app", "c1"))
 		time.Sleep(1500 * time.Millisecond)
 		synctest.Wait()
-		if got := get(m.Startup(), "c1"); got != reconcile.ProbeFailure {
+		if got := get(m.Startup(), "c1"); got != kubecontainer.ProbeFailure {
 			t.Fatalf("startup %v, want failure", got)
 		}
 		if ch := m.TakeChanged(); ch["u1"] != (Change{Sync: true, Status: true}) {
@@ -329,8 +329,8 @@ func TestWorkersFollowTheInstances(t *testing.T) {
 		pod.Spec.InitContainers = []corev1.Container{initC, sidecar}
 		st := running("app", "c1")
 		st.ContainerStatuses = append(st.ContainerStatuses,
-			&reconcile.ContainerStatus{ID: "s1", Name: "side", State: reconcile.ContainerRunning, StartedAt: time.Now()},
-			&reconcile.ContainerStatus{ID: "i1", Name: "init", State: reconcile.ContainerRunning, StartedAt: time.Now()})
+			&kubecontainer.ContainerStatus{ID: "s1", Name: "side", State: kubecontainer.ContainerRunning, StartedAt: time.Now()},
+			&kubecontainer.ContainerStatus{ID: "i1", Name: "init", State: kubecontainer.ContainerRunning, StartedAt: time.Now()})
 		m.UpdatePod(pod, st)
 		synctest.Wait()
 		if n := m.workers(); n != 3 {
@@ -342,7 +342,7 @@ func TestWorkersFollowTheInstances(t *testing.T) {
 		if n := len(runner.probed("c1 alive")); n != 2 {
 			t.Fatalf("liveness probed %d times in 1.5 s, want 2 (a worker was restarted)", n)
 		}
-		st.ContainerStatuses[0].State = reconcile.ContainerExited
+		st.ContainerStatuses[0].State = kubecontainer.ContainerExited
 		m.UpdatePod(pod, st)
 		synctest.Wait()
 		if n := m.workers(); n != 1 {
@@ -371,7 +371,7 @@ func TestHandlers(t *testing.T) {
 		m.UpdatePod(testPod(c), running("app", "c1"))
 		time.Sleep(500 * time.Millisecond)
 		synctest.Wait()
-		if len(runner.probed("tcp 10.0.0.5:5432")) != 1 || get(m.Readiness(), "c1") != reconcile.ProbeSuccess {
+		if len(runner.probed("tcp 10.0.0.5:5432")) != 1 || get(m.Readiness(), "c1") != kubecontainer.ProbeSuccess {
 			t.Fatalf("tcp probed %v, readiness %v", runner.probed("tcp 10.0.0.5:5432"), get(m.Readiness(), "c1"))
 		}
 	})

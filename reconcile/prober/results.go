@@ -3,11 +3,11 @@ package prober
 import (
 	"sync"
 
-	"github.com/jetlet/jetlet/reconcile"
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 )
 
 // Results is the latest result of one kind of probe per container instance,
-// after kubelet's prober/results manager. It implements reconcile.ProbeResults.
+// after kubelet's prober/results manager. It implements kubecontainer.ProbeResults.
 // Each entry belongs to the worker that claimed it last: a stopped worker
 // that is still finishing a probe cannot overwrite or remove the entry of
 // the worker that replaced it.
@@ -17,14 +17,14 @@ type Results struct {
 }
 
 type resultEntry struct {
-	result reconcile.ProbeResult
+	result kubecontainer.ProbeResult
 	owner  *worker
 }
 
 func newResults() *Results { return &Results{m: map[string]resultEntry{}} }
 
-// Get implements reconcile.ProbeResults.
-func (r *Results) Get(containerID string) (reconcile.ProbeResult, bool) {
+// Get implements kubecontainer.ProbeResults.
+func (r *Results) Get(containerID string) (kubecontainer.ProbeResult, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.m[containerID]
@@ -32,7 +32,7 @@ func (r *Results) Get(containerID string) (reconcile.ProbeResult, bool) {
 }
 
 // claim makes w the owner of its instance's entry, with result res.
-func (r *Results) claim(w *worker, res reconcile.ProbeResult) {
+func (r *Results) claim(w *worker, res kubecontainer.ProbeResult) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.m[w.containerID] = resultEntry{res, w}
@@ -40,7 +40,7 @@ func (r *Results) claim(w *worker, res reconcile.ProbeResult) {
 
 // set stores w's result and reports whether it changed; a worker that no
 // longer owns the entry changes nothing.
-func (r *Results) set(w *worker, res reconcile.ProbeResult) bool {
+func (r *Results) set(w *worker, res kubecontainer.ProbeResult) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.m[w.containerID]

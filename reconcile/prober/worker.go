@@ -8,7 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/jetlet/jetlet/reconcile"
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -32,8 +32,8 @@ type worker struct {
 	// Immutable after newWorker.
 	probe        *corev1.Probe
 	container    *corev1.Container
-	pod          *reconcile.PodStatus // uid, namespace and name, for events
-	instance     *reconcile.ContainerStatus
+	pod          *kubecontainer.PodStatus // uid, namespace and name, for events
+	instance     *kubecontainer.ContainerStatus
 	containerID  string
 	podIP        string
 	startedAt    time.Time
@@ -51,17 +51,17 @@ type worker struct {
 	cancel context.CancelFunc
 
 	// The run goroutine's.
-	last       reconcile.ProbeResult // the last probe's result
-	inARow     int                   // how many probes in a row gave last
-	verdict    reconcile.ProbeResult // the last result set in the cache by this worker
-	unhealthys int                   // transitions of verdict to failure, for the event id
+	last       kubecontainer.ProbeResult // the last probe's result
+	inARow     int                       // how many probes in a row gave last
+	verdict    kubecontainer.ProbeResult // the last result set in the cache by this worker
+	unhealthys int                       // transitions of verdict to failure, for the event id
 }
 
-func newWorker(m *Manager, kind schemas.ProbeKind, t target, pod *reconcile.PodStatus, podIP string) *worker {
+func newWorker(m *Manager, kind schemas.ProbeKind, t target, pod *kubecontainer.PodStatus, podIP string) *worker {
 	p, c, cs := t.probe, t.container, t.instance
 	w := &worker{
 		m: m, kind: kind, probe: p, container: c,
-		pod:          &reconcile.PodStatus{UID: pod.UID, Namespace: pod.Namespace, Name: pod.Name},
+		pod:          &kubecontainer.PodStatus{UID: pod.UID, Namespace: pod.Namespace, Name: pod.Name},
 		instance:     cs,
 		containerID:  cs.ID,
 		podIP:        podIP,
@@ -95,14 +95,14 @@ func threshold(v int32, def int) int {
 // initialResult is the result before any probe, kubelet's: a container is
 // not ready until its readiness probe succeeds, alive until its liveness
 // probe fails, and of unknown start until its startup probe answers.
-func (w *worker) initialResult() reconcile.ProbeResult {
+func (w *worker) initialResult() kubecontainer.ProbeResult {
 	switch w.kind {
 	case schemas.ProbeReadiness:
-		return reconcile.ProbeFailure
+		return kubecontainer.ProbeFailure
 	case schemas.ProbeLiveness:
-		return reconcile.ProbeSuccess
+		return kubecontainer.ProbeSuccess
 	}
-	return reconcile.ProbeUnknown
+	return kubecontainer.ProbeUnknown
 }
 
 // stop ends the worker; its goroutine then drops its result.
@@ -141,7 +141,7 @@ func (w *worker) run() {
 // probing of this instance.
 func (w *worker) probeOnce() bool {
 	if w.gated {
-		if r, ok := w.m.startup.Get(w.containerID); !ok || r != reconcile.ProbeSuccess {
+		if r, ok := w.m.startup.Get(w.containerID); !ok || r != kubecontainer.ProbeSuccess {
 			return true // not started yet: kubelet's startup gate
 		}
 	}
@@ -155,33 +155,33 @@ func (w *worker) probeOnce() bool {
 			Str("probe", string(w.kind)).Msg("probe not run")
 		return true
 	}
-	result := reconcile.ProbeFailure
+	result := kubecontainer.ProbeFailure
 	if out.OK {
-		result = reconcile.ProbeSuccess
+		result = kubecontainer.ProbeSuccess
 	}
 	if result == w.last {
 		w.inARow++
 	} else {
 		w.last, w.inARow = result, 1
 	}
-	if (result == reconcile.ProbeFailure && w.inARow < w.failures) || (result == reconcile.ProbeSuccess && w.inARow < w.successes) {
+	if (result == kubecontainer.ProbeFailure && w.inARow < w.failures) || (result == kubecontainer.ProbeSuccess && w.inARow < w.successes) {
 		return true
 	}
-	if result == reconcile.ProbeFailure && w.verdict != reconcile.ProbeFailure {
+	if result == kubecontainer.ProbeFailure && w.verdict != kubecontainer.ProbeFailure {
 		w.unhealthys++
-		w.m.emit.Emit(w.ctx, reconcile.UnhealthyEvent(w.m.cfg.Node, w.pod, w.instance, w.kind, w.unhealthys, out.Message, time.Now()))
+		w.m.emit.Emit(w.ctx, kubecontainer.UnhealthyEvent(w.m.cfg.Node, w.pod, w.instance, w.kind, w.unhealthys, out.Message, time.Now()))
 	}
 	w.verdict = result
 	if w.results.set(w, result) {
 		w.m.notify(w.pod.UID, Change{
-			Sync:   result == reconcile.ProbeFailure && w.kind != schemas.ProbeReadiness,
+			Sync:   result == kubecontainer.ProbeFailure && w.kind != schemas.ProbeReadiness,
 			Status: w.kind != schemas.ProbeLiveness,
 		})
 	}
 	switch {
-	case result == reconcile.ProbeFailure && w.kind != schemas.ProbeReadiness:
+	case result == kubecontainer.ProbeFailure && w.kind != schemas.ProbeReadiness:
 		return false // kubelet's onHold: the sync kills this instance
-	case result == reconcile.ProbeSuccess && w.kind == schemas.ProbeStartup:
+	case result == kubecontainer.ProbeSuccess && w.kind == schemas.ProbeStartup:
 		return false // started: the startup probe is done
 	}
 	return true
@@ -190,26 +190,26 @@ func (w *worker) probeOnce() bool {
 var errNoHandler = errors.New("the probe has no handler (exec, httpGet, tcpSocket or grpc)")
 
 // handle runs the probe's handler against the instance, within the timeout.
-func (w *worker) handle() (reconcile.HandlerOutcome, error) {
+func (w *worker) handle() (kubecontainer.HandlerOutcome, error) {
 	ctx, p, r := w.ctx, w.probe, w.m.runner
 	switch {
 	case p.Exec != nil:
 		return r.Exec(ctx, w.containerID, p.Exec.Command, w.timeout)
 	case p.HTTPGet != nil:
-		u, header, err := reconcile.ResolveHTTPGet(p.HTTPGet, w.container, w.podIP)
+		u, header, err := kubecontainer.ResolveHTTPGet(p.HTTPGet, w.container, w.podIP)
 		if err != nil {
-			return reconcile.HandlerOutcome{}, err
+			return kubecontainer.HandlerOutcome{}, err
 		}
 		return r.HTTPGet(ctx, u, header, w.timeout)
 	case p.TCPSocket != nil:
-		hostPort, err := reconcile.ResolveTCPSocket(p.TCPSocket, w.container, w.podIP)
+		hostPort, err := kubecontainer.ResolveTCPSocket(p.TCPSocket, w.container, w.podIP)
 		if err != nil {
-			return reconcile.HandlerOutcome{}, err
+			return kubecontainer.HandlerOutcome{}, err
 		}
 		return r.TCPSocket(ctx, hostPort, w.timeout)
 	case p.GRPC != nil:
-		hostPort, service := reconcile.ResolveGRPC(p.GRPC, w.podIP)
+		hostPort, service := kubecontainer.ResolveGRPC(p.GRPC, w.podIP)
 		return r.GRPC(ctx, hostPort, service, w.timeout)
 	}
-	return reconcile.HandlerOutcome{}, errNoHandler
+	return kubecontainer.HandlerOutcome{}, errNoHandler
 }

@@ -1,9 +1,9 @@
 // Package probe runs the handlers of probes and lifecycle hooks against a
 // running container, as kubelet's prober and lifecycle handler runner do:
 // exec through the CRI's ExecSync, httpGet, tcpSocket and the gRPC health
-// service. It implements reconcile.HandlerRunner without importing reconcile
-// (the dependency rule: nothing under runtime/ imports reconcile); the shared
-// result type is runtime/probe/outcome's.
+// service. It implements kubecontainer.HandlerRunner without importing
+// anything under reconcile (the dependency rule: nothing under runtime/
+// imports reconcile); the shared result type is runtime/probe/outcome's.
 package probe
 
 import (

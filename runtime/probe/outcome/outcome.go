@@ -1,7 +1,8 @@
 // Package outcome holds what running a probe's or a hook's handler found. It
-// imports nothing, so that reconcile (which names it reconcile.HandlerOutcome)
-// and runtime/probe (which produces it) share the type without either
-// importing the other, as runtime/crierr does for the CRI's errors.
+// imports nothing, so that reconcile (which names it
+// kubecontainer.HandlerOutcome) and runtime/probe (which produces it) share
+// the type without either importing the other, as runtime/crierr does for the
+// CRI's errors.
 package outcome
 
 // Outcome is what running one handler found.

@@ -1,4 +1,4 @@
-package reconcile
+package kubecontainer
 
 import (
 	"errors"
@@ -55,11 +55,11 @@ func (e *ActionError) Error() string {
 
 func (e *ActionError) Unwrap() error { return e.Err }
 
-func (r *PodSyncResult) add(action, target, message string) {
+func (r *PodSyncResult) Add(action, target, message string) {
 	r.Actions = append(r.Actions, ActionResult{Action: action, Target: target, Message: message})
 }
 
-func (r *PodSyncResult) fail(action, target string, err error, message string) {
+func (r *PodSyncResult) Fail(action, target string, err error, message string) {
 	r.Actions = append(r.Actions, ActionResult{Action: action, Target: target, Err: err, Message: message})
 }
 

@@ -1,4 +1,4 @@
-package reconcile
+package kubecontainer
 
 // ProbeResult is the latest result of one probe of one container instance,
 // after kubelet's prober/results.Result.

@@ -1,4 +1,4 @@
-package reconcile
+package kubecontainer
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 
 // HandlerOutcome is what running a probe's or a hook's handler found: OK and
 // a message (see outcome.Outcome). It is an alias so that runtime/probe can
-// implement HandlerRunner without importing reconcile.
+// implement HandlerRunner without importing anything under reconcile.
 type HandlerOutcome = outcome.Outcome
 
 // HandlerRunner runs the handlers of probes and lifecycle hooks against a

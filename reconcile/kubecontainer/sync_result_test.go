@@ -1,4 +1,4 @@
-package reconcile
+package kubecontainer
 
 import (
 	"encoding/json"
@@ -13,9 +13,9 @@ import (
 // error's name and the human text on the wire.
 func TestPodSyncResultEdge(t *testing.T) {
 	var r PodSyncResult
-	r.add(schemas.ActionCreatePodSandbox, "uid1", "sb1")
-	r.fail(schemas.ActionStartContainer, "app", ErrCrashLoopBackOff, "back-off 10s restarting failed container=app pod=ns/p")
-	r.fail(schemas.ActionPullImage, "side", ErrImagePull, `Failed to pull image "img:1": no such image`)
+	r.Add(schemas.ActionCreatePodSandbox, "uid1", "sb1")
+	r.Fail(schemas.ActionStartContainer, "app", ErrCrashLoopBackOff, "back-off 10s restarting failed container=app pod=ns/p")
+	r.Fail(schemas.ActionPullImage, "side", ErrImagePull, `Failed to pull image "img:1": no such image`)
 
 	want := []schemas.ActionResult{
 		{Action: schemas.ActionCreatePodSandbox, Target: "uid1", Message: "sb1"},
