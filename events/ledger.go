@@ -27,7 +27,7 @@ import (
 // few per container instance (a crash loop adds four per restart, at most
 // about 300 restarts a day with the 5-minute back-off).
 //
-// Only the publisher's event loop (runEvents) uses it, one batch at a time:
+// Only the publisher's event loop (Run) uses it, one batch at a time:
 // it needs no lock.
 type ledger struct {
 	pods map[string]map[string]struct{} // uid → ids of its stored events

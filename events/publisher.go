@@ -1,14 +1,13 @@
-// Package events publishes what jetlet tells the world: lifecycle events,
-// pod status and node heartbeats.
+// Package events publishes the lifecycle events of a node's pods and
+// containers, each stored once in JETLET_EVENTS however often its fact is
+// seen (the ledger).
 package events
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -24,13 +23,8 @@ type PublisherConfig struct {
 	SubjectPrefix string
 	// EventBuffer bounds the events waiting for NATS (default 65536).
 	EventBuffer int
-	// TerminatedStatusTTL is the per-message TTL of a Terminated status.
-	TerminatedStatusTTL time.Duration
-	// StatusRefreshWindow is how long a status queued by RefreshStatus may
-	// wait to be stored (default 1s); a refresh within it replaces it.
-	StatusRefreshWindow time.Duration
-	Logger              zerolog.Logger
-	Metrics             *Metrics
+	Logger      zerolog.Logger
+	Metrics     *Metrics
 	// Denials ends at once a read-back NATS denies; nil leaves it to its
 	// timeout.
 	Denials *bus.Denials
@@ -43,22 +37,15 @@ func (c *PublisherConfig) setDefaults() {
 	if c.EventBuffer == 0 {
 		c.EventBuffer = 1 << 16
 	}
-	if c.TerminatedStatusTTL == 0 {
-		c.TerminatedStatusTTL = time.Hour
-	}
-	if c.StatusRefreshWindow == 0 {
-		c.StatusRefreshWindow = time.Second
-	}
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics(nil)
 	}
 }
 
-// Publisher publishes lifecycle events and pod statuses for one node.
+// Publisher publishes the lifecycle events of one node.
 //
-// Events and statuses are queued and published in the background by Run,
-// retrying with back-off while NATS is unreachable, so a pod sync never
-// waits on them. An event whose id its pod's ledger holds is
+// Events are queued and published in the background by Run, retrying with
+// back-off while NATS is unreachable, so a pod sync never waits on them. An event whose id its pod's ledger holds is
 // not published again.
 type Publisher struct {
 	js   jetstream.JetStream
@@ -68,15 +55,10 @@ type Publisher struct {
 
 	events  chan queuedEvent
 	dropped atomic.Bool
-	ledger  ledger // owned by runEvents
-
-	statusMu      sync.Mutex
-	statusPending map[string]pendingStatus // key → newest status not yet stored
-	statusFlush   bool                     // Flush runs: every status is due now
-	statusWake    chan struct{}
+	ledger  ledger // owned by Run
 
 	send    *bus.Sender
-	backlog *bus.Backlog // the events and statuses not yet stored
+	backlog *bus.Backlog // the events not yet stored
 }
 
 // NewPublisher returns a Publisher; nothing is sent before Run.
@@ -84,16 +66,14 @@ func NewPublisher(js jetstream.JetStream, cfg PublisherConfig) *Publisher {
 	cfg.setDefaults()
 	log := cfg.Logger.With().Str("component", "publisher").Logger()
 	return &Publisher{
-		js:            js,
-		cfg:           cfg,
-		subj:          schemas.Subjects{Prefix: cfg.SubjectPrefix},
-		log:           log,
-		events:        make(chan queuedEvent, cfg.EventBuffer),
-		ledger:        ledger{pods: map[string]map[string]struct{}{}},
-		statusPending: map[string]pendingStatus{},
-		statusWake:    make(chan struct{}, 1),
-		send:          bus.NewSender(js, cfg.Metrics.PublishFailures, log),
-		backlog:       bus.NewBacklog(),
+		js:      js,
+		cfg:     cfg,
+		subj:    schemas.Subjects{Prefix: cfg.SubjectPrefix},
+		log:     log,
+		events:  make(chan queuedEvent, cfg.EventBuffer),
+		ledger:  ledger{pods: map[string]map[string]struct{}{}},
+		send:    bus.NewSender(js, cfg.Metrics.PublishFailures, log),
+		backlog: bus.NewBacklog(),
 	}
 }
 
@@ -135,88 +115,9 @@ func (p *Publisher) Emit(ctx context.Context, ev schemas.LifecycleEvent) {
 // TakeDropped reports whether an event was dropped since the last call.
 func (p *Publisher) TakeDropped() bool { return p.dropped.Swap(false) }
 
-// pendingStatus is a status waiting to be stored from due on.
-type pendingStatus struct {
-	msg *nats.Msg
-	due time.Time
-}
-
-// PutStatus queues the pod's status for the jetlet_status bucket, to be
-// stored at once. Only the newest status per pod is kept while one waits,
-// which is all the bucket keeps.
-func (p *Publisher) PutStatus(st *schemas.PodStatus) {
-	p.queueStatus(st, false)
-}
-
-// RefreshStatus queues a status that differs from the pod's last one only in
-// what readers do not act on (its revision and intent seq, which every
-// intent's result carries anyway): it is stored within StatusRefreshWindow,
-// with every other refresh of the pod in that window coalesced into it, or
-// at once with the pod's next PutStatus. A node answering a stream of no-op
-// intents so writes the bucket once a second per pod, not once an intent.
-func (p *Publisher) RefreshStatus(st *schemas.PodStatus) {
-	p.queueStatus(st, true)
-}
-
-func (p *Publisher) queueStatus(st *schemas.PodStatus, refresh bool) {
-	data, err := json.Marshal(st)
-	if err != nil {
-		p.log.Error().Err(err).Str("uid", st.UID).Msg("encode status")
-		return
-	}
-	key := schemas.StatusKey(p.cfg.Node, st.UID)
-	msg := nats.NewMsg("$KV." + schemas.BucketStatus + "." + key)
-	msg.Data = data
-	if st.Phase == schemas.PhaseTerminated {
-		// The bucket expires this one on its own.
-		msg.Header.Set(jetstream.MsgTTLHeader, p.cfg.TerminatedStatusTTL.String())
-	}
-	p.statusMu.Lock()
-	prev, waiting := p.statusPending[key]
-	if !waiting {
-		p.backlog.Add(1)
-	}
-	var due time.Time // now
-	if refresh {
-		due = time.Now().Add(p.cfg.StatusRefreshWindow)
-		if waiting {
-			due = prev.due // a refresh never delays what waits
-		}
-	}
-	p.statusPending[key] = pendingStatus{msg: msg, due: due}
-	p.statusMu.Unlock()
-	if due.IsZero() || !waiting {
-		p.wakeStatuses()
-	}
-}
-
-func (p *Publisher) wakeStatuses() {
-	select {
-	case p.statusWake <- struct{}{}:
-	default:
-	}
-}
-
-// Run publishes queued events and statuses until ctx is done.
-func (p *Publisher) Run(ctx context.Context) {
-	var wg sync.WaitGroup
-	wg.Go(func() { p.runEvents(ctx) })
-	wg.Go(func() { p.runStatuses(ctx) })
-	wg.Wait()
-}
-
-// Flush waits until everything queued so far is stored, or ctx is done.
+// Flush waits until every event queued so far is stored, or ctx is done.
 func (p *Publisher) Flush(ctx context.Context) error {
-	p.statusMu.Lock()
-	p.statusFlush = true
-	p.statusMu.Unlock()
-	p.wakeStatuses()
-	defer func() {
-		p.statusMu.Lock()
-		p.statusFlush = false
-		p.statusMu.Unlock()
-	}()
-	return p.backlog.Wait(ctx, "events and statuses")
+	return p.backlog.Wait(ctx, "events")
 }
 
 // eventBatch bounds the events in flight at once.
@@ -231,7 +132,8 @@ type queuedEvent struct {
 	msg      *nats.Msg
 }
 
-func (p *Publisher) runEvents(ctx context.Context) {
+// Run publishes queued events until ctx is done.
+func (p *Publisher) Run(ctx context.Context) {
 	batch := make([]queuedEvent, 0, eventBatch)
 	for {
 		select {
@@ -300,44 +202,4 @@ func (p *Publisher) publishEvents(ctx context.Context, batch []queuedEvent) erro
 		}
 		return nil
 	})
-}
-
-func (p *Publisher) runStatuses(ctx context.Context) {
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-p.statusWake:
-		case <-timer.C:
-		}
-		batch, next := p.dueStatuses(time.Now())
-		if !next.IsZero() {
-			timer.Reset(time.Until(next))
-		}
-		if len(batch) == 0 {
-			continue
-		}
-		if err := p.send.PublishAll(ctx, "status", batch); err != nil {
-			return
-		}
-		p.backlog.Add(-len(batch))
-	}
-}
-
-// dueStatuses takes the statuses due by now, and says when the next of
-// those left is due (zero if none is left).
-func (p *Publisher) dueStatuses(now time.Time) (batch []*nats.Msg, next time.Time) {
-	p.statusMu.Lock()
-	defer p.statusMu.Unlock()
-	for k, ps := range p.statusPending {
-		if p.statusFlush || !ps.due.After(now) {
-			batch = append(batch, ps.msg)
-			delete(p.statusPending, k)
-		} else if next.IsZero() || ps.due.Before(next) {
-			next = ps.due
-		}
-	}
-	return batch, next
 }

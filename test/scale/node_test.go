@@ -13,6 +13,7 @@ import (
 
 	"github.com/jetlet/jetlet/consumer"
 	"github.com/jetlet/jetlet/consumer/results"
+	"github.com/jetlet/jetlet/consumer/status"
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/reconcile"
 	"github.com/jetlet/jetlet/reconcile/pleg"
@@ -67,13 +68,17 @@ func startNode(b *testing.B, urls, user, password, name string) *simNode {
 		b.Fatal(err)
 	}
 	pub := events.NewPublisher(js, events.PublisherConfig{Node: name, Logger: log})
+	statuses, err := status.New(js, status.Config{Node: name, Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
 	emit := podworkers.IntentEmitter(pub)
 	mgr, err := reconcile.New(fakecri.New(), emit, reconcile.Config{NodeName: name, DataDir: b.TempDir(), Logger: log})
 	if err != nil {
 		b.Fatal(err)
 	}
 	relister := pleg.New(mgr, pub, pleg.Config{Node: name, Logger: log})
-	workers, err := podworkers.New(mgr, relister, emit, pub, podworkers.Config{Node: name, Logger: log})
+	workers, err := podworkers.New(mgr, relister, emit, statuses, podworkers.Config{Node: name, Logger: log})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -83,14 +88,15 @@ func startNode(b *testing.B, urls, user, password, name string) *simNode {
 	}
 
 	ctx, stop := context.WithCancel(context.Background())
-	// The publisher outlives the consumer and workers, so that their drain
+	// The publishers outlive the consumer and workers, so that their drain
 	// still publishes, as in servePipeline.
 	pubCtx, stopPub := context.WithCancel(context.Background())
 	var bg, syncing sync.WaitGroup
 	bg.Go(func() { pub.Run(pubCtx) })
+	bg.Go(func() { statuses.Run(pubCtx) })
 	bg.Go(func() { relister.Run(ctx) })
 	bg.Go(func() {
-		events.RunHeartbeat(ctx, js, events.HeartbeatPeriod, func() schemas.NodeRecord {
+		status.RunHeartbeat(ctx, js, status.HeartbeatPeriod, func() schemas.NodeRecord {
 			return schemas.NodeRecord{Node: name, RuntimeName: "fakecri", Pods: workers.PodCounts()}
 		}, log)
 	})

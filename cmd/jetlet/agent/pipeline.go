@@ -15,10 +15,10 @@ import (
 	"github.com/jetlet/jetlet/consumer"
 	"github.com/jetlet/jetlet/consumer/nodeservice"
 	"github.com/jetlet/jetlet/consumer/results"
+	"github.com/jetlet/jetlet/consumer/status"
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/reconcile"
 	"github.com/jetlet/jetlet/reconcile/containerlogs"
-	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/reconcile/pleg"
 	"github.com/jetlet/jetlet/reconcile/podworkers"
 	"github.com/jetlet/jetlet/reconcile/prober"
@@ -44,7 +44,7 @@ var _ reconcile.Runtime = (*runtime.Client)(nil)
 
 // runtime/probe runs reconcile's probe and hook handlers without importing
 // reconcile: the outcome type is shared through runtime/probe/outcome.
-var _ kubecontainer.HandlerRunner = (*probe.Runner)(nil)
+var _ reconcile.HandlerRunner = (*probe.Runner)(nil)
 
 // servePipeline runs the node's pipeline (publisher, relist, pod workers,
 // consumer, garbage collection, heartbeat, the logs and exec service) until ctx is done, then drains it:
@@ -64,14 +64,22 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 		return err
 	}
 	pub := events.NewPublisher(js, events.PublisherConfig{
+		Node:          a.cfg.node,
+		SubjectPrefix: a.cfg.streams.SubjectPrefix,
+		Logger:        log,
+		Metrics:       metrics,
+		Denials:       &a.denials,
+	})
+	statuses, err := status.New(js, status.Config{
 		Node:                a.cfg.node,
-		SubjectPrefix:       a.cfg.streams.SubjectPrefix,
 		TerminatedStatusTTL: a.cfg.streams.TerminatedStatusTTL,
 		Logger:              log,
-		Metrics:             metrics,
-		Denials:             &a.denials,
+		Failures:            metrics.PublishFailures,
 	})
-	emit := podworkers.IntentEmitter(pub)
+	if err != nil {
+		return err
+	}
+	emit := podworkers.IntentEmitter(eventsAndStatuses{pub, statuses})
 	allocatable, err := nodeAllocatable(a.cfg.dataDir)
 	if err != nil {
 		return err
@@ -109,7 +117,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 		Logger:          log,
 		Registerer:      reg,
 	})
-	workers, err := podworkers.New(mgr, relister, emit, pub, podworkers.Config{
+	workers, err := podworkers.New(mgr, relister, emit, statuses, podworkers.Config{
 		Node:         a.cfg.node,
 		Workers:      a.cfg.workers,
 		ResyncPeriod: a.cfg.resyncPeriod,
@@ -157,12 +165,13 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	a.attached.Store(cons)
 	startedAt := time.Now().UTC()
 
-	// The publisher and the relist outlive ctx: the drain still syncs
+	// The publishers and the relist outlive ctx: the drain still syncs
 	// (from the cache) and publishes.
 	pubCtx, stopPub := context.WithCancel(context.WithoutCancel(ctx))
 	relistCtx, stopRelist := context.WithCancel(context.WithoutCancel(ctx))
 	var bg, syncing sync.WaitGroup
 	bg.Go(func() { pub.Run(pubCtx) })
+	bg.Go(func() { statuses.Run(pubCtx) })
 	bg.Go(func() { relister.Run(relistCtx) })
 	// These end with the consumer, which can fail on its own (a consumer
 	// NATS does not allow).
@@ -170,7 +179,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	defer stopBG()
 	syncing.Go(func() { workers.Run(bgCtx, a.cfg.shutdownTimeout) })
 	bg.Go(func() {
-		events.RunHeartbeat(bgCtx, js, events.HeartbeatPeriod, func() schemas.NodeRecord {
+		status.RunHeartbeat(bgCtx, js, status.HeartbeatPeriod, func() schemas.NodeRecord {
 			v := client.RuntimeVersion()
 			return schemas.NodeRecord{
 				Node:              a.cfg.node,
@@ -200,7 +209,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	stopRelist()
 	flushCtx, cancel := context.WithTimeout(context.Background(), a.cfg.shutdownTimeout)
 	defer cancel()
-	if err := pub.Flush(flushCtx); err != nil {
+	if err := flushAll(flushCtx, pub, statuses); err != nil {
 		log.Warn().Err(err).Msg("not every event or status was published before shutdown; the next relist derives them again")
 	}
 	stopPub()
@@ -208,10 +217,35 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	// A denied delete fails at once rather than at the flush deadline.
 	removeCtx, stopWatch := a.denials.Watch(flushCtx, "$KV."+schemas.BucketNodes+"."+a.cfg.node)
 	defer stopWatch()
-	if err := events.RemoveHeartbeat(removeCtx, js, a.cfg.node); err != nil {
+	if err := status.RemoveHeartbeat(removeCtx, js, a.cfg.node); err != nil {
 		log.Warn().Err(err).Msg("node record not removed from " + schemas.BucketNodes + "; it expires with the bucket's TTL")
 	}
 	return runErr
+}
+
+// eventsAndStatuses is the events publisher as reconcile's Emitter. Its
+// Flush, which garbage collection calls before it removes what a pod's facts
+// are derived from, waits for the queued statuses as well as the events, as
+// it did when one publisher held both.
+type eventsAndStatuses struct {
+	*events.Publisher
+	statuses *status.StatusWriter
+}
+
+func (e eventsAndStatuses) Flush(ctx context.Context) error {
+	return flushAll(ctx, e.Publisher, e.statuses)
+}
+
+// flushAll waits until each of fs has stored what it holds, or ctx is done:
+// all at once, so that each has until ctx's deadline.
+func flushAll(ctx context.Context, fs ...interface{ Flush(context.Context) error }) error {
+	errs := make([]error, len(fs))
+	var wg sync.WaitGroup
+	for i, f := range fs {
+		wg.Go(func() { errs[i] = f.Flush(ctx) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // rederiveAfterDrops re-emits the facts the relist knows once NATS is back,

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/jetlet/jetlet/consumer/results"
+	"github.com/jetlet/jetlet/consumer/status"
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -20,11 +21,12 @@ import (
 // SyncResult, after publishing the pod's lifecycle events and status. It runs
 // no containers; the client commands cannot tell.
 type fakeNode struct {
-	c       *cluster
-	node    string
-	pub     *events.Publisher
-	answers *results.ResultPublisher
-	subj    schemas.Subjects
+	c        *cluster
+	node     string
+	pub      *events.Publisher
+	statuses *status.StatusWriter
+	answers  *results.ResultPublisher
+	subj     schemas.Subjects
 
 	// fail, when set, makes the apply of a pod it returns true for Failed, as
 	// a container that cannot start.
@@ -43,17 +45,23 @@ func (c *cluster) startNode(node string, fail func(*corev1.Pod) bool) *fakeNode 
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	statuses, err := status.New(c.js, status.Config{Node: node, Logger: zerolog.Nop()})
+	if err != nil {
+		c.t.Fatal(err)
+	}
 	n := &fakeNode{
 		c: c, node: node, fail: fail,
-		subj:    schemas.Subjects{Prefix: schemas.DefaultSubjectPrefix},
-		pub:     events.NewPublisher(c.js, events.PublisherConfig{Node: node, Logger: zerolog.Nop()}),
-		answers: answers,
-		pods:    map[string]*corev1.Pod{},
-		applied: map[string]int64{},
+		subj:     schemas.Subjects{Prefix: schemas.DefaultSubjectPrefix},
+		pub:      events.NewPublisher(c.js, events.PublisherConfig{Node: node, Logger: zerolog.Nop()}),
+		answers:  answers,
+		statuses: statuses,
+		pods:     map[string]*corev1.Pod{},
+		applied:  map[string]int64{},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { n.pub.Run(ctx) })
+	wg.Go(func() { n.statuses.Run(ctx) })
 	cons, err := c.js.CreateOrUpdateConsumer(c.t.Context(), schemas.StreamIntents, jetstream.ConsumerConfig{
 		Durable:       "fake-" + node,
 		FilterSubject: n.subj.NodeIntents(node),
@@ -116,9 +124,12 @@ func (n *fakeNode) handle(ctx context.Context, msg jetstream.Msg) error {
 	}
 	if st != nil {
 		res.Status = st
-		n.pub.PutStatus(st)
+		n.statuses.PutStatus(st)
 	}
 	if err := n.pub.Flush(ctx); err != nil {
+		return err
+	}
+	if err := n.statuses.Flush(ctx); err != nil {
 		return err
 	}
 	res.FinishedAt = time.Now().UTC()

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
-	"github.com/jetlet/jetlet/events"
+	"github.com/jetlet/jetlet/consumer/status"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -41,7 +41,7 @@ type nodeState struct {
 
 // live reports whether the node's heartbeat is fresh: within three beats.
 func (n *nodeState) live(now time.Time) bool {
-	return n.Record != nil && now.Sub(n.Record.HeartbeatAt) <= 3*events.HeartbeatPeriod
+	return n.Record != nil && now.Sub(n.Record.HeartbeatAt) <= 3*status.HeartbeatPeriod
 }
 
 func (n *nodeState) status(now time.Time) string {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jetlet/jetlet/events"
+	"github.com/jetlet/jetlet/consumer/status"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -24,7 +24,7 @@ func TestNodeLifecycle(t *testing.T) {
 	}
 	c.heartbeat("live")
 	late, _ := json.Marshal(schemas.NodeRecord{APIVersion: schemas.APIVersion, Kind: schemas.KindNode, Node: "late",
-		StartedAt: time.Now().Add(-time.Hour), HeartbeatAt: time.Now().Add(-5 * events.HeartbeatPeriod)})
+		StartedAt: time.Now().Add(-time.Hour), HeartbeatAt: time.Now().Add(-5 * status.HeartbeatPeriod)})
 	if _, err := kv.Put(t.Context(), "late", late); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package events
+package status
 
 import (
 	"context"
