@@ -19,6 +19,7 @@ import (
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/reconcile"
 	"github.com/jetlet/jetlet/reconcile/containerlogs"
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/reconcile/pleg"
 	"github.com/jetlet/jetlet/reconcile/podworkers"
 	"github.com/jetlet/jetlet/reconcile/prober"
@@ -44,7 +45,7 @@ var _ reconcile.Runtime = (*runtime.Client)(nil)
 
 // runtime/probe runs reconcile's probe and hook handlers without importing
 // reconcile: the outcome type is shared through runtime/probe/outcome.
-var _ reconcile.HandlerRunner = (*probe.Runner)(nil)
+var _ kubecontainer.HandlerRunner = (*probe.Runner)(nil)
 
 // servePipeline runs the node's pipeline (publisher, relist, pod workers,
 // consumer, garbage collection, heartbeat, the logs and exec service) until ctx is done, then drains it:
