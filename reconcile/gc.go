@@ -58,8 +58,8 @@ func (m *Manager) collect(ctx context.Context, only string, pods kubecontainer.P
 	var sf *runtimeapi.PodSandboxFilter
 	var cf *runtimeapi.ContainerFilter
 	if only != "" {
-		sf = &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{LabelPodUID: only}}
-		cf = &runtimeapi.ContainerFilter{LabelSelector: map[string]string{LabelPodUID: only}}
+		sf = &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{kubecontainer.LabelPodUID: only}}
+		cf = &runtimeapi.ContainerFilter{LabelSelector: map[string]string{kubecontainer.LabelPodUID: only}}
 	}
 	sandboxes, err := m.rt.ListPodSandbox(ctx, sf)
 	if err != nil {
@@ -75,11 +75,11 @@ func (m *Manager) collect(ctx context.Context, only string, pods kubecontainer.P
 	type key struct{ uid, name string }
 	groups := map[key][]*runtimeapi.Container{}
 	for _, c := range containers {
-		uid := c.Labels[LabelPodUID]
+		uid := c.Labels[kubecontainer.LabelPodUID]
 		if uid == "" {
 			continue
 		}
-		k := key{uid, c.Labels[LabelContainerName]}
+		k := key{uid, c.Labels[kubecontainer.LabelContainerName]}
 		groups[k] = append(groups[k], c)
 	}
 	remaining := map[string]int{} // containers left per sandbox
@@ -121,7 +121,7 @@ func (m *Manager) collect(ctx context.Context, only string, pods kubecontainer.P
 	// The facts of what goes must be stored first.
 	touched := map[string]kubecontainer.PodRef{}
 	for _, c := range doomed {
-		touched[c.Labels[LabelPodUID]] = kubecontainer.PodRef{UID: c.Labels[LabelPodUID], Namespace: c.Labels[LabelPodNamespace], Name: c.Labels[LabelPodName]}
+		touched[c.Labels[kubecontainer.LabelPodUID]] = kubecontainer.PodRef{UID: c.Labels[kubecontainer.LabelPodUID], Namespace: c.Labels[kubecontainer.LabelPodNamespace], Name: c.Labels[kubecontainer.LabelPodName]}
 	}
 	for uid, ss := range byPod {
 		slices.SortStableFunc(ss, newestSandboxFirst)
@@ -139,7 +139,7 @@ func (m *Manager) collect(ctx context.Context, only string, pods kubecontainer.P
 
 	// 1. Containers.
 	for _, c := range doomed {
-		uid, name := c.Labels[LabelPodUID], c.Labels[LabelContainerName]
+		uid, name := c.Labels[kubecontainer.LabelPodUID], c.Labels[kubecontainer.LabelContainerName]
 		if unrecorded[uid] {
 			remaining[c.PodSandboxId]++
 			left[uid] = true
@@ -151,8 +151,8 @@ func (m *Manager) collect(ctx context.Context, only string, pods kubecontainer.P
 			left[uid] = true
 			continue
 		}
-		rc, _ := strconv.Atoi(c.Annotations[AnnotationContainerRestartCount])
-		ns, podName := c.Labels[LabelPodNamespace], c.Labels[LabelPodName]
+		rc, _ := strconv.Atoi(c.Annotations[kubecontainer.AnnotationContainerRestartCount])
+		ns, podName := c.Labels[kubecontainer.LabelPodNamespace], c.Labels[kubecontainer.LabelPodName]
 		_ = containerlogs.Remove(filepath.Join(podLogsDir(m.cfg.LogDir, ns, podName, uid), containerLogPath(name, rc)))
 		_ = os.Remove(m.terminationMessageFile(uid, name, rc))
 		in := kubecontainer.Instance{Container: name, ID: c.Id, SandboxID: c.PodSandboxId, Attempt: c.GetMetadata().GetAttempt()}

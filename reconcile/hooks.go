@@ -141,7 +141,7 @@ func preStopAnnotation(c *corev1.Container) (string, bool) {
 
 // preStopFromAnnotations reads the handler preStopAnnotation recorded.
 func preStopFromAnnotations(ann map[string]string) *corev1.LifecycleHandler {
-	v, ok := ann[AnnotationContainerPreStopHandler]
+	v, ok := ann[kubecontainer.AnnotationContainerPreStopHandler]
 	if !ok {
 		return nil
 	}

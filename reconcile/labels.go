@@ -5,27 +5,8 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-)
 
-// Label and annotation keys, the same as kubelet's, so that tools that know a
-// kubelet's containers (crictl, log collectors) know jetlet's.
-const (
-	LabelPodName       = "io.kubernetes.pod.name"
-	LabelPodNamespace  = "io.kubernetes.pod.namespace"
-	LabelPodUID        = "io.kubernetes.pod.uid"
-	LabelContainerName = "io.kubernetes.container.name"
-
-	AnnotationContainerHash                     = "io.kubernetes.container.hash"
-	AnnotationContainerRestartCount             = "io.kubernetes.container.restartCount"
-	AnnotationContainerTerminationMessagePath   = "io.kubernetes.container.terminationMessagePath"
-	AnnotationContainerTerminationMessagePolicy = "io.kubernetes.container.terminationMessagePolicy"
-	AnnotationContainerPorts                    = "io.kubernetes.container.ports"
-	AnnotationPodDeletionGracePeriod            = "io.kubernetes.pod.deletionGracePeriod"
-	AnnotationPodTerminationGracePeriod         = "io.kubernetes.pod.terminationGracePeriod"
-	AnnotationContainerPreStopHandler           = "io.kubernetes.container.preStopHandler"
-	// AnnotationContainerInit marks init containers (jetlet's own; kubelet
-	// tells them apart by the pod spec, which a restarted jetlet may lack).
-	AnnotationContainerInit = "jetlet.dev/init-container"
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 )
 
 // newSandboxLabels: the pod's labels plus kubelet's identity labels.
@@ -34,9 +15,9 @@ func newSandboxLabels(pod *corev1.Pod) map[string]string {
 	for k, v := range pod.Labels {
 		labels[k] = v
 	}
-	labels[LabelPodName] = pod.Name
-	labels[LabelPodNamespace] = pod.Namespace
-	labels[LabelPodUID] = string(pod.UID)
+	labels[kubecontainer.LabelPodName] = pod.Name
+	labels[kubecontainer.LabelPodNamespace] = pod.Namespace
+	labels[kubecontainer.LabelPodUID] = string(pod.UID)
 	return labels
 }
 
@@ -52,10 +33,10 @@ func newSandboxAnnotations(pod *corev1.Pod) map[string]string {
 // the sandbox).
 func newContainerLabels(pod *corev1.Pod, c *corev1.Container) map[string]string {
 	return map[string]string{
-		LabelPodName:       pod.Name,
-		LabelPodNamespace:  pod.Namespace,
-		LabelPodUID:        string(pod.UID),
-		LabelContainerName: c.Name,
+		kubecontainer.LabelPodName:       pod.Name,
+		kubecontainer.LabelPodNamespace:  pod.Namespace,
+		kubecontainer.LabelPodUID:        string(pod.UID),
+		kubecontainer.LabelContainerName: c.Name,
 	}
 }
 
@@ -64,24 +45,24 @@ func newContainerAnnotations(pod *corev1.Pod, c *corev1.Container, restartCount 
 	for k, v := range pod.Annotations {
 		ann[k] = v
 	}
-	ann[AnnotationContainerHash] = HashContainer(c)
-	ann[AnnotationContainerRestartCount] = strconv.Itoa(restartCount)
-	ann[AnnotationContainerTerminationMessagePath] = c.TerminationMessagePath
-	ann[AnnotationContainerTerminationMessagePolicy] = string(c.TerminationMessagePolicy)
+	ann[kubecontainer.AnnotationContainerHash] = HashContainer(c)
+	ann[kubecontainer.AnnotationContainerRestartCount] = strconv.Itoa(restartCount)
+	ann[kubecontainer.AnnotationContainerTerminationMessagePath] = c.TerminationMessagePath
+	ann[kubecontainer.AnnotationContainerTerminationMessagePolicy] = string(c.TerminationMessagePolicy)
 	if pod.DeletionGracePeriodSeconds != nil {
-		ann[AnnotationPodDeletionGracePeriod] = strconv.FormatInt(*pod.DeletionGracePeriodSeconds, 10)
+		ann[kubecontainer.AnnotationPodDeletionGracePeriod] = strconv.FormatInt(*pod.DeletionGracePeriodSeconds, 10)
 	}
-	ann[AnnotationPodTerminationGracePeriod] = strconv.FormatInt(podGracePeriod(pod), 10)
+	ann[kubecontainer.AnnotationPodTerminationGracePeriod] = strconv.FormatInt(podGracePeriod(pod), 10)
 	if len(c.Ports) > 0 {
 		if b, err := json.Marshal(c.Ports); err == nil {
-			ann[AnnotationContainerPorts] = string(b)
+			ann[kubecontainer.AnnotationContainerPorts] = string(b)
 		}
 	}
 	if h, ok := preStopAnnotation(c); ok {
-		ann[AnnotationContainerPreStopHandler] = h
+		ann[kubecontainer.AnnotationContainerPreStopHandler] = h
 	}
 	if isInit {
-		ann[AnnotationContainerInit] = "true"
+		ann[kubecontainer.AnnotationContainerInit] = "true"
 	}
 	return ann
 }

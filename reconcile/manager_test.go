@@ -333,14 +333,14 @@ func TestContainerConfig(t *testing.T) {
 		t.Errorf("log path %s attempt %d", cfg.LogPath, cfg.Metadata.Attempt)
 	}
 	for k, want := range map[string]string{
-		AnnotationContainerRestartCount: "3", AnnotationPodTerminationGracePeriod: "45",
-		AnnotationContainerHash: HashContainer(&pod.Spec.Containers[0]), AnnotationContainerPorts: `[{"containerPort":8080}]`,
+		kubecontainer.AnnotationContainerRestartCount: "3", kubecontainer.AnnotationPodTerminationGracePeriod: "45",
+		kubecontainer.AnnotationContainerHash: HashContainer(&pod.Spec.Containers[0]), kubecontainer.AnnotationContainerPorts: `[{"containerPort":8080}]`,
 	} {
 		if cfg.Annotations[k] != want {
 			t.Errorf("annotation %s = %q, want %q", k, cfg.Annotations[k], want)
 		}
 	}
-	if cfg.Labels[LabelPodUID] != "uid1" || cfg.Labels[LabelContainerName] != "app" {
+	if cfg.Labels[kubecontainer.LabelPodUID] != "uid1" || cfg.Labels[kubecontainer.LabelContainerName] != "app" {
 		t.Errorf("labels %v", cfg.Labels)
 	}
 	if len(cfg.Mounts) != 1 || cfg.Mounts[0].HostPath != m.emptyDirPath("uid1", "scratch") {

@@ -88,7 +88,7 @@ func (c *statusCache) forget(uid string) {
 // restarted jetlet sees exactly what runs; restart counts come from the
 // instances' annotations.
 func (m *Manager) GetPodStatus(ctx context.Context, uid, name, namespace string) (*kubecontainer.PodStatus, error) {
-	selector := map[string]string{LabelPodUID: uid}
+	selector := map[string]string{kubecontainer.LabelPodUID: uid}
 	sandboxes, err := m.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: selector})
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes of pod %s: %w", uid, err)
@@ -162,7 +162,7 @@ func toContainerStatus(s *runtimeapi.ContainerStatus, sandboxID string) *kubecon
 	annotations := s.GetAnnotations()
 	cs := &kubecontainer.ContainerStatus{
 		ID:         s.GetId(),
-		Name:       s.GetLabels()[LabelContainerName],
+		Name:       s.GetLabels()[kubecontainer.LabelContainerName],
 		SandboxID:  sandboxID,
 		State:      toContainerState(s.GetState()),
 		CreatedAt:  kubecontainer.FromNanos(s.GetCreatedAt()),
@@ -173,18 +173,18 @@ func toContainerStatus(s *runtimeapi.ContainerStatus, sandboxID string) *kubecon
 		ImageRef:   s.GetImageRef(),
 		Reason:     s.GetReason(),
 		Message:    s.GetMessage(),
-		Hash:       annotations[AnnotationContainerHash],
+		Hash:       annotations[kubecontainer.AnnotationContainerHash],
 		Attempt:    s.GetMetadata().GetAttempt(),
-		Init:       annotations[AnnotationContainerInit] == "true",
+		Init:       annotations[kubecontainer.AnnotationContainerInit] == "true",
 		PreStop:    preStopFromAnnotations(annotations),
 	}
 	if cs.Name == "" {
 		cs.Name = s.GetMetadata().GetName()
 	}
-	if n, err := strconv.Atoi(annotations[AnnotationContainerRestartCount]); err == nil {
+	if n, err := strconv.Atoi(annotations[kubecontainer.AnnotationContainerRestartCount]); err == nil {
 		cs.RestartCount = n
 	}
-	if g, ok := annotationInt(annotations, AnnotationPodTerminationGracePeriod); ok {
+	if g, ok := annotationInt(annotations, kubecontainer.AnnotationPodTerminationGracePeriod); ok {
 		cs.TerminationGracePeriod = g
 	}
 	return cs
@@ -234,11 +234,11 @@ func groupPods(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Cont
 		p.Sandboxes = append(p.Sandboxes, &kubecontainer.Container{ID: s.Id, State: sandboxToContainerState(s.State)})
 	}
 	for _, c := range containers {
-		uid := c.Labels[LabelPodUID]
+		uid := c.Labels[kubecontainer.LabelPodUID]
 		if uid == "" {
 			continue
 		}
-		p := get(uid, c.Labels[LabelPodName], c.Labels[LabelPodNamespace])
+		p := get(uid, c.Labels[kubecontainer.LabelPodName], c.Labels[kubecontainer.LabelPodNamespace])
 		p.Containers = append(p.Containers, &kubecontainer.Container{ID: c.Id, State: toContainerState(c.State)})
 	}
 	out := make([]*kubecontainer.RuntimePod, 0, len(pods))
@@ -257,7 +257,7 @@ func sandboxPodUID(s *runtimeapi.PodSandbox) string {
 	if uid := s.GetMetadata().GetUid(); uid != "" {
 		return uid
 	}
-	return s.Labels[LabelPodUID]
+	return s.Labels[kubecontainer.LabelPodUID]
 }
 
 // newestSandboxFirst and newestContainerFirst order listed items by creation, newest first.

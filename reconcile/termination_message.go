@@ -59,10 +59,10 @@ func (m *Manager) terminationMessageMount(pod *corev1.Pod, c *corev1.Container, 
 // end of its log. logPath is the instance's CRI log.
 func terminationMessage(s *runtimeapi.ContainerStatus, logPath string) string {
 	ann := s.GetAnnotations()
-	fallback := ann[AnnotationContainerTerminationMessagePolicy] == string(corev1.TerminationMessageFallbackToLogsOnError) &&
+	fallback := ann[kubecontainer.AnnotationContainerTerminationMessagePolicy] == string(corev1.TerminationMessageFallbackToLogsOnError) &&
 		s.GetExitCode() != 0 && s.GetReason() != "ContainerCannotRun"
 	msg, checkLogs := "", fallback
-	if path := ann[AnnotationContainerTerminationMessagePath]; path != "" {
+	if path := ann[kubecontainer.AnnotationContainerTerminationMessagePath]; path != "" {
 		for _, mount := range s.GetMounts() {
 			if mount.GetContainerPath() != path {
 				continue
@@ -88,7 +88,7 @@ func terminationMessage(s *runtimeapi.ContainerStatus, logPath string) string {
 // the runtime's message, as kubelet does.
 func (m *Manager) addTerminationMessage(cs *kubecontainer.ContainerStatus, s *runtimeapi.ContainerStatus) {
 	labels := s.GetLabels()
-	logPath := filepath.Join(podLogsDir(m.cfg.LogDir, labels[LabelPodNamespace], labels[LabelPodName], labels[LabelPodUID]), containerLogPath(cs.Name, cs.RestartCount))
+	logPath := filepath.Join(podLogsDir(m.cfg.LogDir, labels[kubecontainer.LabelPodNamespace], labels[kubecontainer.LabelPodName], labels[kubecontainer.LabelPodUID]), containerLogPath(cs.Name, cs.RestartCount))
 	msg := terminationMessage(s, logPath)
 	if msg == "" {
 		return
