@@ -31,7 +31,7 @@ type apiContainer struct {
 // PodStatus: phase as kubelet's getPhase, one status per container of the
 // spec (init containers first), the newest sandbox. Revision and IntentSeq
 // are left for the caller.
-func (m *Manager) ToAPIStatus(pod *corev1.Pod, status *kubecontainer.PodStatus) *schemas.PodStatus {
+func (m *Kuberuntime) ToAPIStatus(pod *corev1.Pod, status *kubecontainer.PodStatus) *schemas.PodStatus {
 	if status == nil {
 		status = &kubecontainer.PodStatus{}
 	}
@@ -84,7 +84,7 @@ func formatTime(t time.Time) string {
 }
 
 // apiContainerStatus is kubelet's convertToAPIContainerStatuses for one container.
-func (m *Manager) apiContainerStatus(pod *corev1.Pod, status *kubecontainer.PodStatus, c *corev1.Container, waitingReason string) apiContainer {
+func (m *Kuberuntime) apiContainerStatus(pod *corev1.Pod, status *kubecontainer.PodStatus, c *corev1.Container, waitingReason string) apiContainer {
 	out := apiContainer{ContainerStatus: schemas.ContainerStatus{
 		Name: c.Name, Image: c.Image, State: schemas.ContainerWaiting, Reason: waitingReason,
 	}}
@@ -157,7 +157,7 @@ func lastState(cs *kubecontainer.ContainerStatus) *schemas.LastState {
 }
 
 // started: the running instance's startup probe (if any) succeeded.
-func (m *Manager) started(c *corev1.Container, cs *kubecontainer.ContainerStatus) bool {
+func (m *Kuberuntime) started(c *corev1.Container, cs *kubecontainer.ContainerStatus) bool {
 	if c.StartupProbe == nil {
 		return true
 	}
@@ -166,7 +166,7 @@ func (m *Manager) started(c *corev1.Container, cs *kubecontainer.ContainerStatus
 }
 
 // ready: the running instance's readiness probe (if any) succeeded.
-func (m *Manager) ready(c *corev1.Container, cs *kubecontainer.ContainerStatus) bool {
+func (m *Kuberuntime) ready(c *corev1.Container, cs *kubecontainer.ContainerStatus) bool {
 	if c.ReadinessProbe == nil {
 		return true
 	}

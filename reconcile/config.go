@@ -40,7 +40,7 @@ type GCPolicy struct {
 	MaxPerPodContainer int
 }
 
-// Config configures a Manager. NodeName and DataDir are required.
+// Config configures a Kuberuntime. NodeName and DataDir are required.
 type Config struct {
 	// NodeName is this node's name: events carry it, and the downward API's
 	// spec.nodeName reads it when the pod does not name a node.

@@ -23,7 +23,7 @@ func containerLogPath(name string, restartCount int) string {
 // generateContainerConfig builds the CRI config of one container instance, as
 // kubelet's generateContainerConfig. It creates the container's log directory
 // and the directories of its emptyDir and *OrCreate hostPath volumes.
-func (m *Manager) generateContainerConfig(ctx context.Context, pod *corev1.Pod, c *corev1.Container, restartCount int, imageRef string, net podNetwork, isInit bool) (*runtimeapi.ContainerConfig, error) {
+func (m *Kuberuntime) generateContainerConfig(ctx context.Context, pod *corev1.Pod, c *corev1.Container, restartCount int, imageRef string, net podNetwork, isInit bool) (*runtimeapi.ContainerConfig, error) {
 	if err := m.verifyRunAsNonRoot(ctx, pod, c, imageRef); err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (m *Manager) generateContainerConfig(ctx context.Context, pod *corev1.Pod, 
 
 // containerSecurityContext merges the pod's and the container's security
 // contexts (the container's wins), as kubelet's determineEffectiveSecurityContext.
-func (m *Manager) containerSecurityContext(pod *corev1.Pod, c *corev1.Container) (*runtimeapi.LinuxContainerSecurityContext, error) {
+func (m *Kuberuntime) containerSecurityContext(pod *corev1.Pod, c *corev1.Container) (*runtimeapi.LinuxContainerSecurityContext, error) {
 	psc := pod.Spec.SecurityContext
 	if psc == nil {
 		psc = &corev1.PodSecurityContext{}
@@ -131,7 +131,7 @@ func (m *Manager) containerSecurityContext(pod *corev1.Pod, c *corev1.Container)
 }
 
 // emptyDirPath is <DataDir>/pods/<uid>/volumes/kubernetes.io~empty-dir/<volume>.
-func (m *Manager) emptyDirPath(uid, volume string) string {
+func (m *Kuberuntime) emptyDirPath(uid, volume string) string {
 	return filepath.Join(m.podDataDir(uid), "volumes", emptyDirPluginDir, volume)
 }
 
@@ -139,7 +139,7 @@ func (m *Manager) emptyDirPath(uid, volume string) string {
 // when its type says so), emptyDir under the data dir (a tmpfs for medium
 // Memory). Other volume types are an error.
 // mapping (the container's environment) expands subPathExpr.
-func (m *Manager) makeMounts(pod *corev1.Pod, c *corev1.Container, mapping func(string) (string, bool)) ([]*runtimeapi.Mount, error) {
+func (m *Kuberuntime) makeMounts(pod *corev1.Pod, c *corev1.Container, mapping func(string) (string, bool)) ([]*runtimeapi.Mount, error) {
 	if len(c.VolumeDevices) > 0 {
 		return nil, fmt.Errorf("container %q: volumeDevices are not supported", c.Name)
 	}

@@ -15,7 +15,7 @@ import (
 // the divisor (1 when zero) and rounded up; a cpu, memory or
 // ephemeral-storage limit that is not set reads the node's allocatable
 // (kubelet's defaultPodLimitsForDownwardAPI).
-func (m *Manager) resourceFieldValue(pod *corev1.Pod, c *corev1.Container, ref *corev1.ResourceFieldSelector) (string, error) {
+func (m *Kuberuntime) resourceFieldValue(pod *corev1.Pod, c *corev1.Container, ref *corev1.ResourceFieldSelector) (string, error) {
 	target := c
 	if ref.ContainerName != "" && ref.ContainerName != c.Name {
 		target = podContainer(pod, ref.ContainerName)
@@ -53,7 +53,7 @@ func (m *Manager) resourceFieldValue(pod *corev1.Pod, c *corev1.Container, ref *
 // limitOrAllocatable is the container's limit of res; for cpu, memory and
 // ephemeral-storage without one (or a zero one), the node's allocatable.
 // Huge pages are never overcommitted: their limit is what is set.
-func (m *Manager) limitOrAllocatable(c *corev1.Container, res corev1.ResourceName) (resource.Quantity, error) {
+func (m *Kuberuntime) limitOrAllocatable(c *corev1.Container, res corev1.ResourceName) (resource.Quantity, error) {
 	if q, ok := c.Resources.Limits[res]; ok && !q.IsZero() {
 		return q, nil
 	}

@@ -17,7 +17,7 @@ import (
 // that group, group-writable and setgid (kubelet's SetVolumeOwnership on a
 // new volume: nothing inside it to change yet, whatever the
 // fsGroupChangePolicy).
-func (m *Manager) setUpEmptyDir(dir string, pod *corev1.Pod, d *corev1.EmptyDirVolumeSource) error {
+func (m *Kuberuntime) setUpEmptyDir(dir string, pod *corev1.Pod, d *corev1.EmptyDirVolumeSource) error {
 	// Its parents are closed to the node's other users (podDirMode): the
 	// volume itself is the containers'.
 	if _, err := m.makePodDataDir(string(pod.UID), "volumes", emptyDirPluginDir); err != nil {
@@ -56,7 +56,7 @@ func (m *Manager) setUpEmptyDir(dir string, pod *corev1.Pod, d *corev1.EmptyDirV
 // calculateEmptyDirMemorySize: the node's allocatable memory, or less the
 // pod's memory limit, or less the volume's sizeLimit. 0 (nothing known):
 // tmpfs's default, half of RAM.
-func (m *Manager) memoryEmptyDirSize(pod *corev1.Pod, d *corev1.EmptyDirVolumeSource) int64 {
+func (m *Kuberuntime) memoryEmptyDirSize(pod *corev1.Pod, d *corev1.EmptyDirVolumeSource) int64 {
 	size := int64(0)
 	if q, ok := m.cfg.NodeAllocatable[corev1.ResourceMemory]; ok {
 		size = q.Value()
@@ -139,7 +139,7 @@ func isMountPoint(dir string) (bool, error) {
 // tearDownEmptyDirs unmounts the tmpfs of every emptyDir of a pod, before
 // its data directory is removed (a removal through a mount would empty the
 // tmpfs and then fail on the busy mount point).
-func (m *Manager) tearDownEmptyDirs(uid string) error {
+func (m *Kuberuntime) tearDownEmptyDirs(uid string) error {
 	root := filepath.Join(m.podDataDir(uid), "volumes", emptyDirPluginDir)
 	entries, err := os.ReadDir(root)
 	if errors.Is(err, os.ErrNotExist) {

@@ -18,7 +18,7 @@ type podNetwork struct {
 // in order, each value expanded with the variables defined before it, and
 // fieldRefs and resourceFieldRefs resolved from the pod (the downward API).
 // Sources jetlet cannot honour (ConfigMaps, Secrets) are an error.
-func (m *Manager) makeEnvironmentVariables(pod *corev1.Pod, c *corev1.Container, net podNetwork) ([]*runtimeapi.KeyValue, error) {
+func (m *Kuberuntime) makeEnvironmentVariables(pod *corev1.Pod, c *corev1.Container, net podNetwork) ([]*runtimeapi.KeyValue, error) {
 	if len(c.EnvFrom) > 0 {
 		return nil, fmt.Errorf("container %q: envFrom is not supported", c.Name)
 	}
@@ -61,7 +61,7 @@ func (m *Manager) makeEnvironmentVariables(pod *corev1.Pod, c *corev1.Container,
 }
 
 // podFieldValue resolves a downward API field path.
-func (m *Manager) podFieldValue(pod *corev1.Pod, path string, net podNetwork) (string, error) {
+func (m *Kuberuntime) podFieldValue(pod *corev1.Pod, path string, net podNetwork) (string, error) {
 	switch path {
 	case "metadata.name":
 		return pod.Name, nil

@@ -16,14 +16,14 @@ func hashID(parts ...string) string {
 }
 
 // containerEvent emits a fact, now, about one container instance.
-func (m *Manager) containerEvent(ctx context.Context, pod kubecontainer.PodRef, in kubecontainer.Instance, typ schemas.EventType, reason, message string) {
+func (m *Kuberuntime) containerEvent(ctx context.Context, pod kubecontainer.PodRef, in kubecontainer.Instance, typ schemas.EventType, reason, message string) {
 	ev := kubecontainer.InstanceEvent(m.cfg.NodeName, pod, in, typ, m.cfg.Clock.Now())
 	ev.Reason, ev.Message = reason, message
 	m.emit.Emit(ctx, ev)
 }
 
 // sandboxEvent emits a fact about one sandbox.
-func (m *Manager) sandboxEvent(ctx context.Context, pod kubecontainer.PodRef, typ schemas.EventType, sandboxID string, attempt uint32, message string) {
+func (m *Kuberuntime) sandboxEvent(ctx context.Context, pod kubecontainer.PodRef, typ schemas.EventType, sandboxID string, attempt uint32, message string) {
 	ev := kubecontainer.NewEvent(m.cfg.NodeName, pod, typ, kubecontainer.EventID(sandboxID, typ), m.cfg.Clock.Now())
 	ev.SandboxID, ev.Attempt, ev.Message = sandboxID, attempt, message
 	m.emit.Emit(ctx, ev)

@@ -38,7 +38,7 @@ import (
 // until a later collection.
 //
 // pods says which pods are gone. Errors are collected; GC goes on past them.
-func (m *Manager) GarbageCollect(ctx context.Context, pods kubecontainer.PodStateProvider) error {
+func (m *Kuberuntime) GarbageCollect(ctx context.Context, pods kubecontainer.PodStateProvider) error {
 	return m.collect(ctx, "", pods)
 }
 
@@ -46,13 +46,13 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods kubecontainer.PodStat
 // delete of the pod leaves, collected without listing the node's other pods
 // (a collection of all of them after each delete of a node's 1,000 would be
 // a million objects looked at).
-func (m *Manager) GarbageCollectPod(ctx context.Context, uid string, pods kubecontainer.PodStateProvider) error {
+func (m *Kuberuntime) GarbageCollectPod(ctx context.Context, uid string, pods kubecontainer.PodStateProvider) error {
 	return m.collect(ctx, uid, pods)
 }
 
 // collect collects the content of the pod only, or of every pod when only is
 // empty.
-func (m *Manager) collect(ctx context.Context, only string, pods kubecontainer.PodStateProvider) error {
+func (m *Kuberuntime) collect(ctx context.Context, only string, pods kubecontainer.PodStateProvider) error {
 	var errs []error
 	now := m.cfg.Clock.Now()
 	var sf *runtimeapi.PodSandboxFilter
@@ -222,7 +222,7 @@ const factsFlushTimeout = 30 * time.Second
 
 // storeFacts emits every fact of the pods and waits until they are stored. It
 // returns the pods whose facts are not known to be stored.
-func (m *Manager) storeFacts(ctx context.Context, pods map[string]kubecontainer.PodRef) (unrecorded map[string]bool, err error) {
+func (m *Kuberuntime) storeFacts(ctx context.Context, pods map[string]kubecontainer.PodRef) (unrecorded map[string]bool, err error) {
 	unrecorded = map[string]bool{}
 	if len(pods) == 0 {
 		return unrecorded, nil

@@ -84,7 +84,7 @@ func (r *stopRecorder) StopContainer(ctx context.Context, id string, timeout int
 	return r.Runtime.StopContainer(ctx, id, timeout)
 }
 
-func newHookManager(t *testing.T, rt Runtime, runner kubecontainer.HandlerRunner) (*Manager, *eventLog) {
+func newHookManager(t *testing.T, rt Runtime, runner kubecontainer.HandlerRunner) (*Kuberuntime, *eventLog) {
 	t.Helper()
 	events := &eventLog{}
 	m, err := New(rt, events, Config{NodeName: "n1", DataDir: t.TempDir(), Handlers: runner})

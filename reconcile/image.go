@@ -119,7 +119,7 @@ func (NoCredentials) Lookup(string) []*runtimeapi.AuthConfig { return nil }
 // kubelet's PullImage; without any, it pulls anonymously. The errors joined
 // are the runtime's, which never quote the AuthConfig sent, and nothing here
 // logs one.
-func (m *Manager) pullImage(ctx context.Context, spec *runtimeapi.ImageSpec, sandboxCfg *runtimeapi.PodSandboxConfig) (string, error) {
+func (m *Kuberuntime) pullImage(ctx context.Context, spec *runtimeapi.ImageSpec, sandboxCfg *runtimeapi.PodSandboxConfig) (string, error) {
 	creds := m.cfg.Credentials.Lookup(spec.Image)
 	if len(creds) == 0 {
 		return m.rt.PullImage(ctx, spec, nil, sandboxCfg)

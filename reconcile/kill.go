@@ -19,7 +19,7 @@ import (
 // than 2 s), then every sandbox of the pod. pod may carry metadata only. If
 // status is nil, KillPod reads it from the runtime. ContainerKilled events
 // carry reason PodDeleted.
-func (m *Manager) KillPod(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, gracePeriodOverride *int64) kubecontainer.PodSyncResult {
+func (m *Kuberuntime) KillPod(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, gracePeriodOverride *int64) kubecontainer.PodSyncResult {
 	if status == nil {
 		var err error
 		status, err = m.GetPodStatus(ctx, string(pod.UID), pod.Name, pod.Namespace)
@@ -34,7 +34,7 @@ func (m *Manager) KillPod(ctx context.Context, pod *corev1.Pod, status *kubecont
 
 // KillOrphan is KillPod for a pod the node has no intent for: its
 // ContainerKilled events carry reason Orphaned.
-func (m *Manager) KillOrphan(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, gracePeriodOverride *int64) kubecontainer.PodSyncResult {
+func (m *Kuberuntime) KillOrphan(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, gracePeriodOverride *int64) kubecontainer.PodSyncResult {
 	s := m.newPodSync(pod, status)
 	s.killPod(ctx, killing{reason: schemas.ReasonOrphaned, message: "Stopping container: pod orphaned (no intent wants it)", gracePeriodOverride: gracePeriodOverride})
 	return s.result
@@ -43,7 +43,7 @@ func (m *Manager) KillOrphan(ctx context.Context, pod *corev1.Pod, status *kubec
 // KillPastDeadline is KillPod for a pod that ran past its
 // activeDeadlineSeconds: its ContainerKilled events carry reason
 // DeadlineExceeded.
-func (m *Manager) KillPastDeadline(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus) kubecontainer.PodSyncResult {
+func (m *Kuberuntime) KillPastDeadline(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus) kubecontainer.PodSyncResult {
 	s := m.newPodSync(pod, status)
 	s.killPod(ctx, killing{reason: schemas.ReasonDeadlineExceeded, message: "Pod was active on the node longer than the specified deadline"})
 	return s.result
@@ -182,7 +182,7 @@ func (s *podSync) killContainer(ctx context.Context, cs *kubecontainer.Container
 // exited reports whether the container has exited (or is gone): a stop that
 // failed because the container exited on its own meanwhile (containerd's
 // "ttrpc: closed" when the task ends under the stop) has done its work.
-func (m *Manager) exited(ctx context.Context, id string) bool {
+func (m *Kuberuntime) exited(ctx context.Context, id string) bool {
 	resp, err := m.rt.ContainerStatus(ctx, id, false)
 	if err != nil {
 		return isNotFound(err)

@@ -56,7 +56,7 @@ func (l *eventLog) of(typ schemas.EventType) []schemas.LifecycleEvent {
 	return out
 }
 
-func newTestManager(t testing.TB, rt Runtime) (*Manager, *eventLog) {
+func newTestManager(t testing.TB, rt Runtime) (*Kuberuntime, *eventLog) {
 	t.Helper()
 	events := &eventLog{}
 	m, err := New(rt, events, Config{NodeName: "n1", DataDir: t.TempDir()})
@@ -73,7 +73,7 @@ func testPod(containers ...corev1.Container) *corev1.Pod {
 	}
 }
 
-func syncOnce(t *testing.T, m *Manager, pod *corev1.Pod) kubecontainer.PodSyncResult {
+func syncOnce(t *testing.T, m *Kuberuntime, pod *corev1.Pod) kubecontainer.PodSyncResult {
 	t.Helper()
 	ctx := context.Background()
 	st, err := m.GetPodStatus(ctx, string(pod.UID), pod.Name, pod.Namespace)

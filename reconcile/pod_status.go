@@ -87,7 +87,7 @@ func (c *statusCache) forget(uid string) {
 // and container instances, newest first. It asks the runtime alone, so a
 // restarted jetlet sees exactly what runs; restart counts come from the
 // instances' annotations.
-func (m *Manager) GetPodStatus(ctx context.Context, uid, name, namespace string) (*kubecontainer.PodStatus, error) {
+func (m *Kuberuntime) GetPodStatus(ctx context.Context, uid, name, namespace string) (*kubecontainer.PodStatus, error) {
 	selector := map[string]string{kubecontainer.LabelPodUID: uid}
 	sandboxes, err := m.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: selector})
 	if err != nil {
@@ -193,7 +193,7 @@ func toContainerStatus(s *runtimeapi.ContainerStatus, sandboxID string) *kubecon
 // GetPods returns what the runtime holds grouped by pod (the uid label):
 // with all, every sandbox and container; else only ready sandboxes and
 // running containers.
-func (m *Manager) GetPods(ctx context.Context, all bool) ([]*kubecontainer.RuntimePod, error) {
+func (m *Kuberuntime) GetPods(ctx context.Context, all bool) ([]*kubecontainer.RuntimePod, error) {
 	var sf *runtimeapi.PodSandboxFilter
 	var cf *runtimeapi.ContainerFilter
 	if !all {

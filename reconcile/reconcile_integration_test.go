@@ -75,7 +75,7 @@ func (r *recorder) ofType(typ schemas.EventType) []schemas.LifecycleEvent {
 	return out
 }
 
-// env is a process runtime on a unix socket, a CRI client, and a Manager.
+// env is a process runtime on a unix socket, a CRI client, and a Kuberuntime.
 type env struct {
 	t   *testing.T
 	dir string
@@ -85,7 +85,7 @@ type env struct {
 	sock   string
 	rt     *embedded.Runtime
 	client *runtime.Client
-	mgr    *reconcile.Manager
+	mgr    *reconcile.Kuberuntime
 	clock  *offsetClock
 	events *recorder
 }

@@ -38,7 +38,7 @@ func milliCPUToQuota(milliCPU, period int64) int64 {
 // linuxResources maps requests and limits as kubelet does: shares from the
 // CPU request (or the limit when no request is given), a CFS quota from the
 // CPU limit, the memory limit as is.
-func (m *Manager) linuxResources(c *corev1.Container) *runtimeapi.LinuxContainerResources {
+func (m *Kuberuntime) linuxResources(c *corev1.Container) *runtimeapi.LinuxContainerResources {
 	r := &runtimeapi.LinuxContainerResources{}
 	cpuLimit := c.Resources.Limits.Cpu()
 	if req, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {

@@ -16,7 +16,7 @@ func podLogsDir(root, namespace, name, uid string) string {
 }
 
 // podDataDir is <DataDir>/pods/<uid>.
-func (m *Manager) podDataDir(uid string) string {
+func (m *Kuberuntime) podDataDir(uid string) string {
 	return filepath.Join(m.cfg.DataDir, "pods", uid)
 }
 
@@ -31,7 +31,7 @@ const podDirMode = 0o750
 // its path. It makes <DataDir>/pods 0750 first, whoever created it and with
 // whatever mode (a data dir of an older jetlet had it 0755): this package
 // does not count on `jetlet run` for it.
-func (m *Manager) makePodDataDir(uid string, elem ...string) (string, error) {
+func (m *Kuberuntime) makePodDataDir(uid string, elem ...string) (string, error) {
 	root := filepath.Join(m.cfg.DataDir, "pods")
 	fi, err := os.Stat(root)
 	if os.IsNotExist(err) {
@@ -118,7 +118,7 @@ func optionalInt64(p *int64) *runtimeapi.Int64Value {
 
 // generateSandboxConfig builds the sandbox of the pod, as kubelet's
 // generatePodSandboxConfig.
-func (m *Manager) generateSandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
+func (m *Kuberuntime) generateSandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
 			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt,

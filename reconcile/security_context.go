@@ -15,7 +15,7 @@ const seccompProfileDir = "seccomp"
 
 // seccompProfile is the CRI profile of the container's seccompProfile, else
 // the pod's; nil (the runtime's unconfined default) when neither sets one.
-func (m *Manager) seccompProfile(pod, c *corev1.SeccompProfile) *runtimeapi.SecurityProfile {
+func (m *Kuberuntime) seccompProfile(pod, c *corev1.SeccompProfile) *runtimeapi.SecurityProfile {
 	p := pod
 	if c != nil {
 		p = c
@@ -95,7 +95,7 @@ func supplementalGroups(psc *corev1.PodSecurityContext) []int64 {
 // verifyRunAsNonRoot refuses a container that must not run as root but
 // would, as kubelet's verifyRunAsNonRoot: by its effective runAsUser, else by
 // the image's user (asked of the runtime only then).
-func (m *Manager) verifyRunAsNonRoot(ctx context.Context, pod *corev1.Pod, c *corev1.Container, imageRef string) error {
+func (m *Kuberuntime) verifyRunAsNonRoot(ctx context.Context, pod *corev1.Pod, c *corev1.Container, imageRef string) error {
 	var nonRoot *bool
 	var user *int64
 	if psc := pod.Spec.SecurityContext; psc != nil {

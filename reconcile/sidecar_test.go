@@ -14,7 +14,7 @@ import (
 
 // startSidecarPod syncs a pod of two sidecars (side1, side2) and an app
 // container over rt until all three run.
-func startSidecarPod(t *testing.T, rt Runtime) (*Manager, *eventLog, *corev1.Pod) {
+func startSidecarPod(t *testing.T, rt Runtime) (*Kuberuntime, *eventLog, *corev1.Pod) {
 	t.Helper()
 	m, events := newTestManager(t, rt)
 	always := corev1.ContainerRestartPolicyAlways

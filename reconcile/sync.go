@@ -20,7 +20,7 @@ import (
 // once, and the result they record into. Only the sync's goroutine uses it
 // (killPod's parallel container kills read a copy).
 type podSync struct {
-	m *Manager
+	m *Kuberuntime
 	// pod is the spec; KillPod's may carry metadata only.
 	pod    *corev1.Pod
 	ref    kubecontainer.PodRef
@@ -32,14 +32,14 @@ type podSync struct {
 	result     kubecontainer.PodSyncResult
 }
 
-func (m *Manager) newPodSync(pod *corev1.Pod, status *kubecontainer.PodStatus) *podSync {
+func (m *Kuberuntime) newPodSync(pod *corev1.Pod, status *kubecontainer.PodStatus) *podSync {
 	return &podSync{m: m, pod: pod, ref: podRefOf(pod), status: status}
 }
 
 // SyncPod brings the runtime's pod to the spec, in kubelet's steps, and
 // returns one result per action taken. status is what GetPodStatus returned
 // just before.
-func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus) kubecontainer.PodSyncResult {
+func (m *Kuberuntime) SyncPod(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus) kubecontainer.PodSyncResult {
 	if status == nil {
 		status = &kubecontainer.PodStatus{UID: string(pod.UID), Name: pod.Name, Namespace: pod.Namespace}
 	}

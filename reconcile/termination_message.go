@@ -28,14 +28,14 @@ const (
 // terminationMessageFile is the host file of one instance's termination
 // message: <DataDir>/pods/<uid>/containers/<name>/<restartCount>, removed
 // with the instance (and with the pod's data dir).
-func (m *Manager) terminationMessageFile(uid, container string, restartCount int) string {
+func (m *Kuberuntime) terminationMessageFile(uid, container string, restartCount int) string {
 	return filepath.Join(m.podDataDir(uid), "containers", container, strconv.Itoa(restartCount))
 }
 
 // terminationMessageMount creates the instance's empty termination message
 // file (world-writable, as kubelet's: the container may run as any user) and
 // returns its mount at the container's terminationMessagePath.
-func (m *Manager) terminationMessageMount(pod *corev1.Pod, c *corev1.Container, restartCount int) (*runtimeapi.Mount, error) {
+func (m *Kuberuntime) terminationMessageMount(pod *corev1.Pod, c *corev1.Container, restartCount int) (*runtimeapi.Mount, error) {
 	path := m.terminationMessageFile(string(pod.UID), c.Name, restartCount)
 	// The file is world-writable, its parents closed to the node's other
 	// users (podDirMode).
@@ -86,7 +86,7 @@ func terminationMessage(s *runtimeapi.ContainerStatus, logPath string) string {
 
 // addTerminationMessage appends the exited instance's termination message to
 // the runtime's message, as kubelet does.
-func (m *Manager) addTerminationMessage(cs *kubecontainer.ContainerStatus, s *runtimeapi.ContainerStatus) {
+func (m *Kuberuntime) addTerminationMessage(cs *kubecontainer.ContainerStatus, s *runtimeapi.ContainerStatus) {
 	labels := s.GetLabels()
 	logPath := filepath.Join(podLogsDir(m.cfg.LogDir, labels[kubecontainer.LabelPodNamespace], labels[kubecontainer.LabelPodName], labels[kubecontainer.LabelPodUID]), containerLogPath(cs.Name, cs.RestartCount))
 	msg := terminationMessage(s, logPath)

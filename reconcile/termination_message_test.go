@@ -17,7 +17,7 @@ import (
 
 // writeTerminationMessage writes what the running instance of the named
 // container says into the file mounted at its terminationMessagePath.
-func writeTerminationMessage(t *testing.T, m *Manager, name, msg string) {
+func writeTerminationMessage(t *testing.T, m *Kuberuntime, name, msg string) {
 	t.Helper()
 	st, err := m.GetPodStatus(context.Background(), "uid1", "p", "ns")
 	if err != nil {
@@ -30,7 +30,7 @@ func writeTerminationMessage(t *testing.T, m *Manager, name, msg string) {
 	}
 }
 
-func apiStatusOf(t *testing.T, m *Manager, pod *corev1.Pod) schemas.ContainerStatus {
+func apiStatusOf(t *testing.T, m *Kuberuntime, pod *corev1.Pod) schemas.ContainerStatus {
 	t.Helper()
 	st, err := m.GetPodStatus(context.Background(), "uid1", "p", "ns")
 	if err != nil {

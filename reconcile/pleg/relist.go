@@ -18,7 +18,7 @@ import (
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 )
 
-// PodLister is what the relist needs of reconcile.Manager.
+// PodLister is what the relist needs of reconcile.Kuberuntime.
 type PodLister interface {
 	GetPods(ctx context.Context, all bool) ([]*kubecontainer.RuntimePod, error)
 	GetPodStatus(ctx context.Context, uid, name, namespace string) (*kubecontainer.PodStatus, error)

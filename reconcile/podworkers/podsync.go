@@ -13,7 +13,7 @@ import (
 )
 
 // podSync is one sync of one pod to its desired state: kubelet's syncPod
-// over reconcile.Manager, reading the pod's status from the relist's cache
+// over reconcile.Kuberuntime, reading the pod's status from the relist's cache
 // so that a sync of a converged pod asks the runtime nothing.
 type podSync struct {
 	w      *Workers

@@ -65,7 +65,7 @@ type StatusSink interface {
 	RefreshStatus(st *schemas.PodStatus)
 }
 
-// Manager is what the pod workers need of reconcile.Manager.
+// Manager is what the pod workers need of reconcile.Kuberuntime.
 type Manager interface {
 	pleg.PodLister
 	SyncPod(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus) kubecontainer.PodSyncResult

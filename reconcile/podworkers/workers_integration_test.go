@@ -79,7 +79,7 @@ type node struct {
 	t      *testing.T
 	dir    string
 	client *runtime.Client
-	mgr    *reconcile.Manager
+	mgr    *reconcile.Kuberuntime
 	sink   *sink
 	w      *podworkers.Workers
 	reg    *prometheus.Registry // the pod workers' metrics

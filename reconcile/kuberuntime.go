@@ -8,10 +8,12 @@ import (
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 )
 
-// Manager is jetlet's kuberuntime manager: it syncs pods to a Runtime. It is
-// safe for concurrent use by several pod workers as long as each pod is synced
-// by one worker at a time (as kubelet's pod workers guarantee).
-type Manager struct {
+// Kuberuntime is jetlet's kuberuntime manager (kubelet's
+// kubeGenericRuntimeManager): it syncs pods to a Runtime, kills them, reads
+// their status from it and collects their garbage. It is safe for concurrent
+// use by several pod workers as long as each pod is synced by one worker at a
+// time (as kubelet's pod workers guarantee).
+type Kuberuntime struct {
 	rt           Runtime
 	emit         kubecontainer.Emitter
 	cfg          Config
@@ -22,8 +24,8 @@ type Manager struct {
 	cache        *statusCache
 }
 
-// New returns a Manager. It does no I/O.
-func New(rt Runtime, emit kubecontainer.Emitter, cfg Config) (*Manager, error) {
+// New returns a Kuberuntime. It does no I/O.
+func New(rt Runtime, emit kubecontainer.Emitter, cfg Config) (*Kuberuntime, error) {
 	if rt == nil {
 		return nil, fmt.Errorf("%w: nil Runtime", ErrInvalidConfig)
 	}
@@ -34,7 +36,7 @@ func New(rt Runtime, emit kubecontainer.Emitter, cfg Config) (*Manager, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Manager{
+	return &Kuberuntime{
 		rt:           rt,
 		emit:         emit,
 		cfg:          cfg,
@@ -46,5 +48,5 @@ func New(rt Runtime, emit kubecontainer.Emitter, cfg Config) (*Manager, error) {
 	}, nil
 }
 
-// Config returns the manager's defaulted config.
-func (m *Manager) Config() Config { return m.cfg }
+// Config returns the Kuberuntime's defaulted config.
+func (m *Kuberuntime) Config() Config { return m.cfg }
