@@ -65,8 +65,11 @@ type StatusSink interface {
 	RefreshStatus(st *schemas.PodStatus)
 }
 
-// Manager is what the pod workers need of reconcile.Kuberuntime.
-type Manager interface {
+// PodSyncer is what the pod workers need of reconcile.Kuberuntime, after
+// kubelet's podSyncer: list the runtime's pods and read one's status, sync a
+// pod to its spec, kill it (deleted, orphaned, past its deadline), collect
+// the garbage, and say the pod's status in the contract's terms.
+type PodSyncer interface {
 	pleg.PodLister
 	SyncPod(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus) kubecontainer.PodSyncResult
 	KillPod(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, gracePeriodOverride *int64) kubecontainer.PodSyncResult
@@ -77,11 +80,11 @@ type Manager interface {
 	ToAPIStatus(pod *corev1.Pod, status *kubecontainer.PodStatus) *schemas.PodStatus
 }
 
-// Prober is what the pod workers need of the prober (*prober.Manager): they
+// PodProber is what the pod workers need of the prober (*prober.Manager): they
 // tell it what runs after every sync, and it tells them which pods need a
 // sync (a liveness or startup failure) or only a new status (readiness or
 // startup changed).
-type Prober interface {
+type PodProber interface {
 	UpdatePod(pod *corev1.Pod, status *kubecontainer.PodStatus)
 	RemovePod(uid string)
 	Changed() <-chan struct{}
@@ -108,7 +111,7 @@ type Config struct {
 	// kubelet's container GC period (default 1m).
 	GCPeriod time.Duration
 	// Prober runs the pods' probes; default none.
-	Prober     Prober
+	Prober     PodProber
 	Logger     zerolog.Logger
 	Registerer prometheus.Registerer
 }
@@ -148,7 +151,7 @@ func (c *Config) Validate() error {
 
 // Workers drives every pod of the node to its desired state.
 type Workers struct {
-	mgr    Manager
+	mgr    PodSyncer
 	cache  *pleg.Relister
 	emit   kubecontainer.Emitter
 	status StatusSink
@@ -201,7 +204,7 @@ type pod struct {
 }
 
 // New returns Workers; it does no I/O before Start and Run.
-func New(mgr Manager, cache *pleg.Relister, emit kubecontainer.Emitter, status StatusSink, cfg Config) (*Workers, error) {
+func New(mgr PodSyncer, cache *pleg.Relister, emit kubecontainer.Emitter, status StatusSink, cfg Config) (*Workers, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
