@@ -80,7 +80,7 @@ type PodSyncer interface {
 	ToAPIStatus(pod *corev1.Pod, status *kubecontainer.PodStatus) *schemas.PodStatus
 }
 
-// PodProber is what the pod workers need of the prober (*prober.Manager): they
+// PodProber is what the pod workers need of the prober (*prober.Prober): they
 // tell it what runs after every sync, and it tells them which pods need a
 // sync (a liveness or startup failure) or only a new status (readiness or
 // startup changed).

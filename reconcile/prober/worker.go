@@ -27,7 +27,7 @@ const (
 // failures in a row into a result. Its fields are set before run and read
 // only, except those marked as the run goroutine's.
 type worker struct {
-	m    *Manager
+	m    *Prober
 	kind schemas.ProbeKind
 	// Immutable after newWorker.
 	probe        *corev1.Probe
@@ -57,7 +57,7 @@ type worker struct {
 	unhealthys int                       // transitions of verdict to failure, for the event id
 }
 
-func newWorker(m *Manager, kind schemas.ProbeKind, t target, pod *kubecontainer.PodStatus, podIP string) *worker {
+func newWorker(m *Prober, kind schemas.ProbeKind, t target, pod *kubecontainer.PodStatus, podIP string) *worker {
 	p, c, cs := t.probe, t.container, t.instance
 	w := &worker{
 		m: m, kind: kind, probe: p, container: c,

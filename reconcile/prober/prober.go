@@ -1,4 +1,4 @@
-// Package prober is kubelet's prober manager for jetlet: one worker
+// Package prober is kubelet's prober manager for jetlet, Prober: one worker
 // goroutine per (pod, container instance, probe kind), started when the
 // instance runs and stopped when it goes, probing outside the pod sync
 // through a kubecontainer.HandlerRunner. Its results caches are what
@@ -29,15 +29,15 @@ type Change struct {
 	Status bool
 }
 
-// Config configures a Manager.
+// Config configures a Prober.
 type Config struct {
 	// Node names the node in Unhealthy events.
 	Node   string
 	Logger zerolog.Logger
 }
 
-// Manager runs the probes of the node's running containers.
-type Manager struct {
+// Prober runs the probes of the node's running containers.
+type Prober struct {
 	runner kubecontainer.HandlerRunner
 	emit   kubecontainer.Emitter
 	cfg    Config
@@ -73,11 +73,11 @@ type target struct {
 	instance  *kubecontainer.ContainerStatus
 }
 
-// New returns a Manager whose workers run handlers with runner and emit
+// New returns a Prober whose workers run handlers with runner and emit
 // Unhealthy events to emit. It does no I/O; workers start with UpdatePod.
-func New(runner kubecontainer.HandlerRunner, emit kubecontainer.Emitter, cfg Config) *Manager {
+func New(runner kubecontainer.HandlerRunner, emit kubecontainer.Emitter, cfg Config) *Prober {
 	base, cancel := context.WithCancel(context.Background())
-	return &Manager{
+	return &Prober{
 		runner: runner, emit: emit, cfg: cfg,
 		log:       cfg.Logger.With().Str("component", "prober").Logger(),
 		liveness:  newResults(),
@@ -93,11 +93,11 @@ func New(runner kubecontainer.HandlerRunner, emit kubecontainer.Emitter, cfg Con
 }
 
 // Liveness, Readiness and Startup are the results caches, for reconcile.Config.
-func (m *Manager) Liveness() kubecontainer.ProbeResults  { return m.liveness }
-func (m *Manager) Readiness() kubecontainer.ProbeResults { return m.readiness }
-func (m *Manager) Startup() kubecontainer.ProbeResults   { return m.startup }
+func (m *Prober) Liveness() kubecontainer.ProbeResults  { return m.liveness }
+func (m *Prober) Readiness() kubecontainer.ProbeResults { return m.readiness }
+func (m *Prober) Startup() kubecontainer.ProbeResults   { return m.startup }
 
-func (m *Manager) results(kind schemas.ProbeKind) *Results {
+func (m *Prober) results(kind schemas.ProbeKind) *Results {
 	switch kind {
 	case schemas.ProbeLiveness:
 		return m.liveness
@@ -108,11 +108,11 @@ func (m *Manager) results(kind schemas.ProbeKind) *Results {
 }
 
 // Changed is signalled when some pod's results changed; TakeChanged says which.
-func (m *Manager) Changed() <-chan struct{} { return m.signal }
+func (m *Prober) Changed() <-chan struct{} { return m.signal }
 
 // TakeChanged returns the pods whose results changed since the last call,
 // with what each needs.
-func (m *Manager) TakeChanged() map[string]Change {
+func (m *Prober) TakeChanged() map[string]Change {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	taken := m.changes
@@ -120,7 +120,7 @@ func (m *Manager) TakeChanged() map[string]Change {
 	return taken
 }
 
-func (m *Manager) notify(uid string, c Change) {
+func (m *Prober) notify(uid string, c Change) {
 	m.mu.Lock()
 	old := m.changes[uid]
 	m.changes[uid] = Change{Sync: old.Sync || c.Sync, Status: old.Status || c.Status}
@@ -131,11 +131,11 @@ func (m *Manager) notify(uid string, c Change) {
 	}
 }
 
-// UpdatePod tells the manager what runs of the pod: each running instance of
+// UpdatePod tells the prober what runs of the pod: each running instance of
 // a container with probes gets its workers (a new instance replaces the old
 // one's), and the workers of instances that no longer run stop and drop their
 // results. Call it after every sync of the pod, with the status it saw.
-func (m *Manager) UpdatePod(pod *corev1.Pod, status *kubecontainer.PodStatus) {
+func (m *Prober) UpdatePod(pod *corev1.Pod, status *kubecontainer.PodStatus) {
 	uid := string(pod.UID)
 	var podIP string
 	if len(status.IPs) > 0 {
@@ -200,7 +200,7 @@ func (m *Manager) UpdatePod(pod *corev1.Pod, status *kubecontainer.PodStatus) {
 }
 
 // RemovePod stops every worker of the pod (it is being deleted or is gone).
-func (m *Manager) RemovePod(uid string) {
+func (m *Prober) RemovePod(uid string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, w := range m.pods[uid] {
@@ -211,7 +211,7 @@ func (m *Manager) RemovePod(uid string) {
 }
 
 // Stop stops every worker and waits until they have ended.
-func (m *Manager) Stop() {
+func (m *Prober) Stop() {
 	m.mu.Lock()
 	m.cancel()
 	m.pods = map[string]map[workerKey]*worker{}
@@ -220,7 +220,7 @@ func (m *Manager) Stop() {
 }
 
 // workers counts the running workers (tests).
-func (m *Manager) workers() int {
+func (m *Prober) workers() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0

@@ -112,8 +112,8 @@ func get(r kubecontainer.ProbeResults, id string) kubecontainer.ProbeResult {
 	return res
 }
 
-// harness builds a manager in a synctest bubble, past the start-up jitter.
-func harness(t *testing.T) (*Manager, *fakeRunner, *recorder) {
+// harness builds a Prober in a synctest bubble, past the start-up jitter.
+func harness(t *testing.T) (*Prober, *fakeRunner, *recorder) {
 	t.Helper()
 	runner, rec := newFakeRunner(), &recorder{}
 	m := New(runner, rec, Config{Node: "n1"})
