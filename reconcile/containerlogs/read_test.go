@@ -100,7 +100,7 @@ func (*syncBuffer) Flush() error { return nil }
 func TestReadFollowsAcrossRotationUntilExit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "0.log")
 	rt := &fileRuntime{path: path}
-	m := newTestManager(t, rt, 1, 5)
+	m := newTestRotator(t, rt, 1, 5)
 	writeFile(t, path, "2026-11-30T10:00:00Z stdout F before")
 	exited := make(chan struct{})
 	var out syncBuffer

@@ -1,7 +1,7 @@
-// Package containerlogs is kubelet's container log manager: it rotates the
-// CRI log file of every running container that outgrows a size, through the
-// runtime's ReopenContainerLog, keeps a bounded number of rotated files
-// (all but the newest compressed) and removes the oldest. Files lists a
+// Package containerlogs is kubelet's container log manager: its Rotator
+// rotates the CRI log file of every running container that outgrows a size,
+// through the runtime's ReopenContainerLog, keeps a bounded number of rotated
+// files (all but the newest compressed) and removes the oldest. Files lists a
 // container's log files in order, for readers that follow a log across its
 // rotations.
 package containerlogs
@@ -23,7 +23,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// Runtime is the part of the CRI the log manager uses, with the signatures
+// Runtime is the part of the CRI the Rotator uses, with the signatures
 // of *runtime.Client.
 type Runtime interface {
 	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
@@ -49,7 +49,7 @@ const (
 	timeFormat = "20060102-150405.000000000"
 )
 
-// Config configures a Manager.
+// Config configures a Rotator.
 type Config struct {
 	// MaxSize is the size in bytes past which a log is rotated.
 	MaxSize int64
@@ -64,8 +64,8 @@ type Config struct {
 // ErrInvalidConfig wraps every configuration error.
 var ErrInvalidConfig = errors.New("invalid container log config")
 
-// Manager rotates the logs of the runtime's running containers.
-type Manager struct {
+// Rotator rotates the logs of the runtime's running containers.
+type Rotator struct {
 	rt  Runtime
 	cfg Config
 	log zerolog.Logger
@@ -80,8 +80,8 @@ type Manager struct {
 	logPaths map[string]string
 }
 
-// New returns a Manager; it does nothing before Run.
-func New(rt Runtime, cfg Config) (*Manager, error) {
+// New returns a Rotator; it does nothing before Run.
+func New(rt Runtime, cfg Config) (*Rotator, error) {
 	if cfg.Interval == 0 {
 		cfg.Interval = DefaultInterval
 	}
@@ -93,12 +93,12 @@ func New(rt Runtime, cfg Config) (*Manager, error) {
 	case cfg.Interval < 0:
 		return nil, fmt.Errorf("%w: interval %s", ErrInvalidConfig, cfg.Interval)
 	}
-	return &Manager{rt: rt, cfg: cfg, log: cfg.Logger.With().Str("component", "containerlogs").Logger(), now: time.Now,
+	return &Rotator{rt: rt, cfg: cfg, log: cfg.Logger.With().Str("component", "containerlogs").Logger(), now: time.Now,
 		logPaths: map[string]string{}}, nil
 }
 
 // Run rotates every interval until ctx is done.
-func (m *Manager) Run(ctx context.Context) {
+func (m *Rotator) Run(ctx context.Context) {
 	t := time.NewTicker(m.cfg.Interval)
 	defer t.Stop()
 	for {
@@ -115,7 +115,7 @@ func (m *Manager) Run(ctx context.Context) {
 
 // RotateAll rotates the log of each running container that has outgrown
 // MaxSize; one container's failure does not stop the others.
-func (m *Manager) RotateAll(ctx context.Context) error {
+func (m *Rotator) RotateAll(ctx context.Context) error {
 	running, err := m.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{
 		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
 	})
@@ -154,7 +154,7 @@ func (m *Manager) RotateAll(ctx context.Context) error {
 // rotate moves the current log aside and has the runtime reopen it, at
 // once (the container keeps writing meanwhile), then removes the oldest
 // rotated files beyond MaxFiles and compresses all but the newest.
-func (m *Manager) rotate(ctx context.Context, id, path string) error {
+func (m *Rotator) rotate(ctx context.Context, id, path string) error {
 	aside := path + "." + m.now().UTC().Format(timeFormat)
 	if err := os.Rename(path, aside); err != nil {
 		return fmt.Errorf("move the log aside: %w", err)

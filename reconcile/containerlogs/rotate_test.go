@@ -56,7 +56,7 @@ func (r *fileRuntime) write(t *testing.T, line string, n int) {
 	}
 }
 
-func newTestManager(t *testing.T, rt Runtime, maxSize int64, maxFiles int) *Manager {
+func newTestRotator(t *testing.T, rt Runtime, maxSize int64, maxFiles int) *Rotator {
 	t.Helper()
 	m, err := New(rt, Config{MaxSize: maxSize, MaxFiles: maxFiles, Logger: zerolog.Nop()})
 	if err != nil {
@@ -69,7 +69,7 @@ func newTestManager(t *testing.T, rt Runtime, maxSize int64, maxFiles int) *Mana
 
 func TestALogIsRotatedOnlyOnceItOutgrowsMaxSize(t *testing.T) {
 	rt := &fileRuntime{path: filepath.Join(t.TempDir(), "0.log")}
-	m := newTestManager(t, rt, 1000, 5)
+	m := newTestRotator(t, rt, 1000, 5)
 	rt.write(t, "x\n", 998)
 	if err := m.RotateAll(t.Context()); err != nil {
 		t.Fatal(err)
@@ -91,7 +91,7 @@ func TestALogIsRotatedOnlyOnceItOutgrowsMaxSize(t *testing.T) {
 // node's containers asks only for those it has not seen running before.
 func TestARoundAsksOnlyNewContainersForTheirLogPath(t *testing.T) {
 	rt := &fileRuntime{path: filepath.Join(t.TempDir(), "0.log")}
-	m := newTestManager(t, rt, 1000, 5)
+	m := newTestRotator(t, rt, 1000, 5)
 	for round := range 3 {
 		if round == 2 {
 			rt.id = "c2" // c1 is gone, c2 runs
@@ -111,7 +111,7 @@ func TestARoundAsksOnlyNewContainersForTheirLogPath(t *testing.T) {
 // left reads back in order.
 func TestRotationsKeepMaxFilesAndCompressAllButTheNewest(t *testing.T) {
 	rt := &fileRuntime{path: filepath.Join(t.TempDir(), "0.log")}
-	m := newTestManager(t, rt, 100, 4)
+	m := newTestRotator(t, rt, 100, 4)
 	for i := range 10 {
 		rt.write(t, string(rune('a'+i))+"\n", 100)
 		if err := m.RotateAll(t.Context()); err != nil {
@@ -145,7 +145,7 @@ func TestRotationsKeepMaxFilesAndCompressAllButTheNewest(t *testing.T) {
 // goes back where it was, and nothing is lost.
 func TestAFailedReopenPutsTheLogBack(t *testing.T) {
 	rt := &fileRuntime{path: filepath.Join(t.TempDir(), "0.log"), reopenErr: errors.New("reopen refused")}
-	m := newTestManager(t, rt, 10, 5)
+	m := newTestRotator(t, rt, 10, 5)
 	rt.write(t, "x\n", 20)
 	if err := m.RotateAll(t.Context()); err == nil || !strings.Contains(err.Error(), "reopen refused") {
 		t.Fatalf("RotateAll = %v, want the reopen error", err)
@@ -160,7 +160,7 @@ func TestAFailedReopenPutsTheLogBack(t *testing.T) {
 func TestAnInterruptedCompressionIsCleanedUp(t *testing.T) {
 	dir := t.TempDir()
 	rt := &fileRuntime{path: filepath.Join(dir, "0.log")}
-	m := newTestManager(t, rt, 10, 5)
+	m := newTestRotator(t, rt, 10, 5)
 	for _, f := range []string{"0.log.20250101-000000.000000000.gz.tmp", "0.log.20250101-000001.000000000", "0.log.20250101-000001.000000000.gz"} {
 		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o640); err != nil {
 			t.Fatal(err)
@@ -182,7 +182,7 @@ func TestAnInterruptedCompressionIsCleanedUp(t *testing.T) {
 func TestRemoveTakesTheRotatedFilesToo(t *testing.T) {
 	dir := t.TempDir()
 	rt := &fileRuntime{path: filepath.Join(dir, "0.log")}
-	m := newTestManager(t, rt, 10, 5)
+	m := newTestRotator(t, rt, 10, 5)
 	for range 3 {
 		rt.write(t, "x\n", 20)
 		if err := m.RotateAll(t.Context()); err != nil {
