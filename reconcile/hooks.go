@@ -24,7 +24,7 @@ var errNoHandlerRunner = errors.New("this node has no lifecycle handler runner (
 // httpGet through the handler runner, sleep here. It returns the failure's
 // message, or "" when the handler succeeded. ctx bounds it (a preStop's grace
 // period); no handler has a timeout of its own, as kubelet's.
-func (s *podSync) runHook(ctx context.Context, id string, c *corev1.Container, h *corev1.LifecycleHandler) string {
+func (s *podOperation) runHook(ctx context.Context, id string, c *corev1.Container, h *corev1.LifecycleHandler) string {
 	m := s.m
 	if m.cfg.Handlers == nil && (h.Exec != nil || h.HTTPGet != nil) {
 		return fmt.Sprintf("lifecycle hook for Container %q in Pod %q failed - error: %v", c.Name, s.podName(), errNoHandlerRunner)
@@ -65,11 +65,11 @@ func (s *podSync) runHook(ctx context.Context, id string, c *corev1.Container, h
 	return fmt.Sprintf("lifecycle hook for Container %q in Pod %q: no handler this node can run", c.Name, s.podName())
 }
 
-func (s *podSync) podName() string { return s.ref.Namespace + "/" + s.ref.Name }
+func (s *podOperation) podName() string { return s.ref.Namespace + "/" + s.ref.Name }
 
 // hookHost is where an httpGet hook without a host goes: the pod's IP, else
 // (a host-network pod) the node's, else localhost, which is the node then.
-func (s *podSync) hookHost() string {
+func (s *podOperation) hookHost() string {
 	switch {
 	case s.net.podIP != "":
 		return s.net.podIP
@@ -84,7 +84,7 @@ func (s *podSync) hookHost() string {
 // runPostStart runs c's postStart hook after the instance started; on failure
 // it emits FailedPostStartHook, kills the instance (reason
 // FailedPostStartHook) and returns the message, as kubelet's startContainer.
-func (s *podSync) runPostStart(ctx context.Context, cs *kubecontainer.ContainerStatus, c *corev1.Container) string {
+func (s *podOperation) runPostStart(ctx context.Context, cs *kubecontainer.ContainerStatus, c *corev1.Container) string {
 	if c.Lifecycle == nil || c.Lifecycle.PostStart == nil {
 		return ""
 	}
@@ -103,7 +103,7 @@ func (s *podSync) runPostStart(ctx context.Context, cs *kubecontainer.ContainerS
 // recorded on the instance) within grace seconds and returns how many whole
 // seconds it took, as kubelet's executePreStopHook. A failure emits
 // FailedPreStopHook; the kill goes on either way.
-func (s *podSync) runPreStop(ctx context.Context, cs *kubecontainer.ContainerStatus, spec *corev1.Container, grace int64) int64 {
+func (s *podOperation) runPreStop(ctx context.Context, cs *kubecontainer.ContainerStatus, spec *corev1.Container, grace int64) int64 {
 	h := cs.PreStop
 	c := &corev1.Container{Name: cs.Name}
 	if spec != nil {

@@ -55,7 +55,7 @@ func imageTag(image string) string {
 // ensureImageExists makes the container's image present per its pull policy,
 // after kubelet's image manager: ImageStatus first; pull when the policy says
 // so; failed pulls back off per pod and image.
-func (s *podSync) ensureImageExists(ctx context.Context, c *corev1.Container) (string, string, error) {
+func (s *podOperation) ensureImageExists(ctx context.Context, c *corev1.Container) (string, string, error) {
 	m, pod := s.m, s.pod
 	image := applyDefaultImageTag(c.Image)
 	spec := &runtimeapi.ImageSpec{Image: image}

@@ -27,7 +27,7 @@ func (m *Kuberuntime) KillPod(ctx context.Context, pod *corev1.Pod, status *kube
 			return kubecontainer.PodSyncResult{SyncError: err}
 		}
 	}
-	s := m.newPodSync(pod, status)
+	s := m.newPodOperation(pod, status)
 	s.killPod(ctx, killing{reason: schemas.ReasonPodDeleted, message: "Stopping container: pod deleted", gracePeriodOverride: gracePeriodOverride})
 	return s.result
 }
@@ -35,7 +35,7 @@ func (m *Kuberuntime) KillPod(ctx context.Context, pod *corev1.Pod, status *kube
 // KillOrphan is KillPod for a pod the node has no intent for: its
 // ContainerKilled events carry reason Orphaned.
 func (m *Kuberuntime) KillOrphan(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, gracePeriodOverride *int64) kubecontainer.PodSyncResult {
-	s := m.newPodSync(pod, status)
+	s := m.newPodOperation(pod, status)
 	s.killPod(ctx, killing{reason: schemas.ReasonOrphaned, message: "Stopping container: pod orphaned (no intent wants it)", gracePeriodOverride: gracePeriodOverride})
 	return s.result
 }
@@ -44,7 +44,7 @@ func (m *Kuberuntime) KillOrphan(ctx context.Context, pod *corev1.Pod, status *k
 // activeDeadlineSeconds: its ContainerKilled events carry reason
 // DeadlineExceeded.
 func (m *Kuberuntime) KillPastDeadline(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus) kubecontainer.PodSyncResult {
-	s := m.newPodSync(pod, status)
+	s := m.newPodOperation(pod, status)
 	s.killPod(ctx, killing{reason: schemas.ReasonDeadlineExceeded, message: "Pod was active on the node longer than the specified deadline"})
 	return s.result
 }
@@ -63,12 +63,12 @@ type killing struct {
 // killPod stops the running containers in parallel (sidecars after the app
 // containers and after the sidecars that follow them), then every sandbox,
 // and records each; it reports whether all of them stopped.
-func (s *podSync) killPod(ctx context.Context, k killing) (stopped bool) {
+func (s *podOperation) killPod(ctx context.Context, k killing) (stopped bool) {
 	running := s.status.RunningContainers()
 	k.order = newTerminationOrdering(s.pod, running)
 	errs := make([]error, len(running))
 	// The kills read a copy of s: goroutines capturing s itself would put
-	// every sync's podSync on the heap, the no-op ones too.
+	// every sync's podOperation on the heap, the no-op ones too.
 	kills := *s
 	var wg sync.WaitGroup
 	for i, cs := range running {
@@ -159,7 +159,7 @@ func gracePeriod(pod *corev1.Pod, cs *kubecontainer.ContainerStatus, spec *corev
 // killContainer stops one instance (spec: its container's, if the pod has
 // it) with its grace period and emits ContainerKilled. Stopping an absent
 // container is success.
-func (s *podSync) killContainer(ctx context.Context, cs *kubecontainer.ContainerStatus, spec *corev1.Container, k killing) error {
+func (s *podOperation) killContainer(ctx context.Context, cs *kubecontainer.ContainerStatus, spec *corev1.Container, k killing) error {
 	g := gracePeriod(s.pod, cs, spec, k)
 	// The preStop hook and the wait for the containers a sidecar serves run
 	// inside the grace period; the stop gets what is left, never less than

@@ -16,10 +16,10 @@ import (
 	"github.com/jetlet/jetlet/schemas"
 )
 
-// podSync is one SyncPod or KillPod of one pod: what its steps share, set
+// podOperation is one SyncPod or KillPod of one pod: what its steps share, set
 // once, and the result they record into. Only the sync's goroutine uses it
 // (killPod's parallel container kills read a copy).
-type podSync struct {
+type podOperation struct {
 	m *Kuberuntime
 	// pod is the spec; KillPod's may carry metadata only.
 	pod    *corev1.Pod
@@ -32,8 +32,8 @@ type podSync struct {
 	result     kubecontainer.PodSyncResult
 }
 
-func (m *Kuberuntime) newPodSync(pod *corev1.Pod, status *kubecontainer.PodStatus) *podSync {
-	return &podSync{m: m, pod: pod, ref: podRefOf(pod), status: status}
+func (m *Kuberuntime) newPodOperation(pod *corev1.Pod, status *kubecontainer.PodStatus) *podOperation {
+	return &podOperation{m: m, pod: pod, ref: podRefOf(pod), status: status}
 }
 
 // SyncPod brings the runtime's pod to the spec, in kubelet's steps, and
@@ -43,12 +43,12 @@ func (m *Kuberuntime) SyncPod(ctx context.Context, pod *corev1.Pod, status *kube
 	if status == nil {
 		status = &kubecontainer.PodStatus{UID: string(pod.UID), Name: pod.Name, Namespace: pod.Namespace}
 	}
-	s := m.newPodSync(pod, status)
+	s := m.newPodOperation(pod, status)
 	s.sync(ctx)
 	return s.result
 }
 
-func (s *podSync) sync(ctx context.Context) {
+func (s *podOperation) sync(ctx context.Context) {
 	m, pod := s.m, s.pod
 
 	// Step 1: compute the plan.
@@ -145,7 +145,7 @@ func backOffKey(pod *corev1.Pod, c *corev1.Container) string {
 
 // doBackOff says whether the container must wait before its next restart:
 // measured from the finish of its newest exited instance.
-func (s *podSync) doBackOff(ctx context.Context, c *corev1.Container) (bool, string) {
+func (s *podOperation) doBackOff(ctx context.Context, c *corev1.Container) (bool, string) {
 	m, pod := s.m, s.pod
 	var dead *kubecontainer.ContainerStatus
 	for _, cs := range s.status.ContainerStatuses {
@@ -174,7 +174,7 @@ func (s *podSync) doBackOff(ctx context.Context, c *corev1.Container) (bool, str
 // start is SyncPod's start helper: back-off, then startContainer; it records
 // the container's result and the reason of a failure for the status, and
 // reports whether the container started.
-func (s *podSync) start(ctx context.Context, c *corev1.Container, isInit bool) bool {
+func (s *podOperation) start(ctx context.Context, c *corev1.Container, isInit bool) bool {
 	action := schemas.ActionStartContainer
 	if isInit {
 		action = schemas.ActionInitContainer
@@ -199,7 +199,7 @@ func (s *podSync) start(ctx context.Context, c *corev1.Container, isInit bool) b
 // startContainer pulls the image, creates and starts one instance, as
 // kubelet's startContainer. It returns the container id, or a message and
 // one of the named errors.
-func (s *podSync) startContainer(ctx context.Context, c *corev1.Container, isInit bool) (string, string, error) {
+func (s *podOperation) startContainer(ctx context.Context, c *corev1.Container, isInit bool) (string, string, error) {
 	m, pod := s.m, s.pod
 	imageRef, msg, err := s.ensureImageExists(ctx, c)
 	if err != nil {
@@ -259,7 +259,7 @@ func restartCountFromLogDir(dir string) int {
 
 // pruneInitContainersBeforeStart removes every exited (or unknown) instance
 // of each init container but the newest.
-func (s *podSync) pruneInitContainersBeforeStart(ctx context.Context) {
+func (s *podOperation) pruneInitContainersBeforeStart(ctx context.Context) {
 	for i := range s.pod.Spec.InitContainers {
 		name := s.pod.Spec.InitContainers[i].Name
 		seen := 0
@@ -278,7 +278,7 @@ func (s *podSync) pruneInitContainersBeforeStart(ctx context.Context) {
 
 // purgeInitContainers removes every instance of every init container: a new
 // sandbox runs initialisation again.
-func (s *podSync) purgeInitContainers(ctx context.Context) {
+func (s *podOperation) purgeInitContainers(ctx context.Context) {
 	for i := range s.pod.Spec.InitContainers {
 		for _, cs := range s.status.ContainerStatuses {
 			if cs.Name == s.pod.Spec.InitContainers[i].Name {
@@ -290,7 +290,7 @@ func (s *podSync) purgeInitContainers(ctx context.Context) {
 
 // removeContainer removes an instance and its log file. Errors are logged:
 // garbage collection retries.
-func (s *podSync) removeContainer(ctx context.Context, cs *kubecontainer.ContainerStatus) {
+func (s *podOperation) removeContainer(ctx context.Context, cs *kubecontainer.ContainerStatus) {
 	m := s.m
 	if err := m.rt.RemoveContainer(ctx, cs.ID); err != nil && !isNotFound(err) {
 		m.log.Warn().Err(err).Str("container", cs.ID).Msg("remove container")
