@@ -66,7 +66,7 @@ func TestEventedRelistPeriodWhileTheStreamIsUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lister := &countingLister{}
 		stream := &eventStream{events: make(chan struct{}), end: make(chan error)}
-		r := New(lister, kubecontainer.EmitterFunc(func(context.Context, schemas.LifecycleEvent) {}), Config{
+		r := newRelister(t, lister, kubecontainer.EmitterFunc(func(context.Context, schemas.LifecycleEvent) {}), Config{
 			Node: "n1", Period: time.Second, EventedPeriod: 300 * time.Second,
 			ContainerEvents: stream.follow, Logger: zerolog.Nop(),
 		})
@@ -115,7 +115,7 @@ func TestEventedRelistPeriodWhileTheStreamIsUp(t *testing.T) {
 func TestRelistEveryPeriodWithoutEvents(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lister := &countingLister{}
-		r := New(lister, kubecontainer.EmitterFunc(func(context.Context, schemas.LifecycleEvent) {}), Config{
+		r := newRelister(t, lister, kubecontainer.EmitterFunc(func(context.Context, schemas.LifecycleEvent) {}), Config{
 			Node: "n1", Period: time.Second, EventedPeriod: 300 * time.Second,
 			ContainerEvents: func(_ context.Context, ready, _ func()) error {
 				ready()

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
+	"github.com/jetlet/jetlet/schemas"
 )
 
 // PodLister is what the relist needs of reconcile.Kuberuntime.
@@ -38,6 +39,7 @@ var ErrEventsUnsupported = errors.New("container events not supported by the run
 
 // Config configures a Relister.
 type Config struct {
+	// Node names the node in the events the relist derives.
 	Node string
 	// Period between relists (default 1s), kubelet's PLEG relist period.
 	Period time.Duration
@@ -50,6 +52,31 @@ type Config struct {
 	ContainerEvents ContainerEventsFunc
 	Logger          zerolog.Logger
 	Registerer      prometheus.Registerer
+}
+
+// ErrInvalidConfig wraps every configuration error.
+var ErrInvalidConfig = errors.New("invalid relist config")
+
+func (c *Config) setDefaults() {
+	if c.Period == 0 {
+		c.Period = time.Second
+	}
+	if c.EventedPeriod == 0 {
+		c.EventedPeriod = c.Period
+	}
+}
+
+// Validate reports the first setting of a defaulted config that cannot work.
+func (c *Config) Validate() error {
+	switch {
+	case !schemas.ValidNodeName(c.Node):
+		return fmt.Errorf("%w: node %q is not a DNS-1123 label", ErrInvalidConfig, c.Node)
+	case c.Period < 0:
+		return fmt.Errorf("%w: period %s is negative", ErrInvalidConfig, c.Period)
+	case c.EventedPeriod < 0:
+		return fmt.Errorf("%w: evented period %s is negative", ErrInvalidConfig, c.EventedPeriod)
+	}
+	return nil
 }
 
 // Relister is jetlet's PLEG and pod cache. Every period (and at once when the
@@ -103,13 +130,18 @@ type cacheEntry struct {
 	at     time.Time // read from the runtime at or after this
 }
 
-// New returns a Relister; it does nothing before Run.
-func New(lister PodLister, emit kubecontainer.Emitter, cfg Config) *Relister {
-	if cfg.Period <= 0 {
-		cfg.Period = time.Second
+// New returns a Relister; it does nothing before Run. It refuses a nil
+// lister or emitter and a config that cannot work (ErrInvalidConfig).
+func New(lister PodLister, emit kubecontainer.Emitter, cfg Config) (*Relister, error) {
+	if lister == nil {
+		return nil, fmt.Errorf("%w: nil PodLister", ErrInvalidConfig)
 	}
-	if cfg.EventedPeriod <= 0 {
-		cfg.EventedPeriod = cfg.Period
+	if emit == nil {
+		return nil, fmt.Errorf("%w: nil Emitter", ErrInvalidConfig)
+	}
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	r := &Relister{
 		lister: lister,
@@ -140,7 +172,7 @@ func New(lister PodLister, emit kubecontainer.Emitter, cfg Config) *Relister {
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(r.relistDuration, r.streamUp, r.eventsReceived)
 	}
-	return r
+	return r, nil
 }
 
 // Changed is signalled when a relist found pods changed; TakeChanged

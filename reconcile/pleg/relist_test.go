@@ -36,9 +36,47 @@ func (f *fakeLister) GetPodStatus(_ context.Context, uid, name, ns string) (*kub
 	return &kubecontainer.PodStatus{UID: uid, Name: name, Namespace: ns}, nil
 }
 
+// newRelister is New, failing the test on a refusal.
+func newRelister(t *testing.T, lister PodLister, emit kubecontainer.Emitter, cfg Config) *Relister {
+	t.Helper()
+	r, err := New(lister, emit, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestNewRefusesWhatCannotWork(t *testing.T) {
+	discard := kubecontainer.EmitterFunc(func(context.Context, schemas.LifecycleEvent) {})
+	for _, tc := range []struct {
+		name   string
+		lister PodLister
+		emit   kubecontainer.Emitter
+		cfg    Config
+	}{
+		{"no lister", nil, discard, Config{Node: "n1"}},
+		{"no emitter", &fakeLister{}, nil, Config{Node: "n1"}},
+		{"no node", &fakeLister{}, discard, Config{}},
+		{"node not a DNS-1123 label", &fakeLister{}, discard, Config{Node: "N_1"}},
+		{"negative period", &fakeLister{}, discard, Config{Node: "n1", Period: -time.Second}},
+		{"negative evented period", &fakeLister{}, discard, Config{Node: "n1", EventedPeriod: -time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if r, err := New(tc.lister, tc.emit, tc.cfg); !errors.Is(err, ErrInvalidConfig) || r != nil {
+				t.Errorf("New = %v, %v; want nil, ErrInvalidConfig", r, err)
+			}
+		})
+	}
+	// Zero periods are the defaults: 1s, and Period while the stream is up.
+	r := newRelister(t, &fakeLister{}, discard, Config{Node: "n1"})
+	if r.cfg.Period != time.Second || r.cfg.EventedPeriod != time.Second {
+		t.Errorf("periods %s, %s; want 1s, 1s", r.cfg.Period, r.cfg.EventedPeriod)
+	}
+}
+
 func TestStatusFailsWhileTheRuntimeIsDownAndRecovers(t *testing.T) {
 	lister := &fakeLister{}
-	r := New(lister, kubecontainer.EmitterFunc(func(context.Context, schemas.LifecycleEvent) {}), Config{Node: "n1", Period: time.Hour, Logger: zerolog.Nop()})
+	r := newRelister(t, lister, kubecontainer.EmitterFunc(func(context.Context, schemas.LifecycleEvent) {}), Config{Node: "n1", Period: time.Hour, Logger: zerolog.Nop()})
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	wg.Go(func() { r.Run(ctx) })
@@ -62,7 +100,7 @@ func TestStatusFailsWhileTheRuntimeIsDownAndRecovers(t *testing.T) {
 
 func TestStatusWaitersWakeWhenTheRelistStopsOrTheirContextEnds(t *testing.T) {
 	lister := &fakeLister{up: true}
-	r := New(lister, kubecontainer.EmitterFunc(func(context.Context, schemas.LifecycleEvent) {}), Config{Node: "n1", Period: time.Hour, Logger: zerolog.Nop()})
+	r := newRelister(t, lister, kubecontainer.EmitterFunc(func(context.Context, schemas.LifecycleEvent) {}), Config{Node: "n1", Period: time.Hour, Logger: zerolog.Nop()})
 
 	// Nothing relists: a waiter returns when its own context ends.
 	waitCtx, cancelWait := context.WithCancel(t.Context())
@@ -136,7 +174,7 @@ func TestEveryChangedPodHasItsFactsDerived(t *testing.T) {
 		},
 		failing: map[string]bool{"u2": true},
 	}
-	f.relister = New(f, kubecontainer.EmitterFunc(func(_ context.Context, ev schemas.LifecycleEvent) { f.emitted = append(f.emitted, ev) }),
+	f.relister = newRelister(t, f, kubecontainer.EmitterFunc(func(_ context.Context, ev schemas.LifecycleEvent) { f.emitted = append(f.emitted, ev) }),
 		Config{Node: "n1", Logger: zerolog.Nop()})
 
 	if got := f.relist(t); !slices.Equal(got, []string{"c1.ContainerCreated", "c1.ContainerStarted"}) {

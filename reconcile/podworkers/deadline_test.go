@@ -41,7 +41,10 @@ func (l *statusLog) RefreshStatus(st *schemas.PodStatus) { l.PutStatus(st) }
 // start and the statuses stored.
 func runDeadlinePod(t *testing.T, m *scriptedManager, during func()) (time.Time, *statusLog) {
 	statuses := &statusLog{}
-	relister := pleg.New(m, discard{}, pleg.Config{Node: "n1", Period: time.Second, Logger: zerolog.Nop()})
+	relister, err := pleg.New(m, discard{}, pleg.Config{Node: "n1", Period: time.Second, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	w, err := New(m, relister, discard{}, statuses, Config{Node: "n1", ResyncPeriod: time.Hour, GCPeriod: time.Hour, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)

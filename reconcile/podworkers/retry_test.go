@@ -172,7 +172,10 @@ func (discard) RefreshStatus(*schemas.PodStatus)             {}
 // runScripted syncs one pod once through Workers over m, then lets the
 // background syncs run for d of the bubble's time. The workers log to log.
 func runScripted(t *testing.T, m *scriptedManager, d time.Duration, log zerolog.Logger) {
-	relister := pleg.New(m, discard{}, pleg.Config{Node: "n1", Period: time.Second, Logger: zerolog.Nop()})
+	relister, err := pleg.New(m, discard{}, pleg.Config{Node: "n1", Period: time.Second, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	w, err := New(m, relister, discard{}, discard{}, Config{Node: "n1", ResyncPeriod: time.Hour, GCPeriod: time.Hour, Logger: log})
 	if err != nil {
 		t.Fatal(err)
@@ -250,7 +253,10 @@ func TestAFailingSyncIsLoggedAtWarnOnceAMinute(t *testing.T) {
 func TestNothingIsSyncedOrCollectedBeforeStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := &scriptedManager{running: map[string]bool{"wanted": true, "orphan": true}}
-		relister := pleg.New(m, discard{}, pleg.Config{Node: "n1", Period: time.Second, Logger: zerolog.Nop()})
+		relister, err := pleg.New(m, discard{}, pleg.Config{Node: "n1", Period: time.Second, Logger: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
 		w, err := New(m, relister, discard{}, discard{}, Config{Node: "n1", ResyncPeriod: time.Minute, GCPeriod: time.Minute, Logger: zerolog.Nop()})
 		if err != nil {
 			t.Fatal(err)

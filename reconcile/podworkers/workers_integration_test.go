@@ -152,7 +152,10 @@ func (n *node) run(desired ...podworkers.Desired) {
 		n.t.Fatal(err)
 	}
 	n.reg = prometheus.NewRegistry()
-	relister := pleg.New(mgr, n.sink, pleg.Config{Node: "n1", Period: 50 * time.Millisecond, Logger: zerolog.Nop(), Registerer: n.reg})
+	relister, err := pleg.New(mgr, n.sink, pleg.Config{Node: "n1", Period: 50 * time.Millisecond, Logger: zerolog.Nop(), Registerer: n.reg})
+	if err != nil {
+		n.t.Fatal(err)
+	}
 	w, err := podworkers.New(mgr, relister, emit, n.sink, podworkers.Config{Node: "n1", GCPeriod: time.Hour, Prober: probes,
 		Logger: zerolog.Nop(), Registerer: n.reg})
 	if err != nil {

@@ -77,7 +77,10 @@ func startNode(b *testing.B, urls, user, password, name string) *simNode {
 	if err != nil {
 		b.Fatal(err)
 	}
-	relister := pleg.New(mgr, pub, pleg.Config{Node: name, Logger: log})
+	relister, err := pleg.New(mgr, pub, pleg.Config{Node: name, Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
 	workers, err := podworkers.New(mgr, relister, emit, statuses, podworkers.Config{Node: name, Logger: log})
 	if err != nil {
 		b.Fatal(err)

@@ -110,7 +110,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	if err != nil {
 		return err
 	}
-	relister := pleg.New(mgr, pub, pleg.Config{
+	relister, err := pleg.New(mgr, pub, pleg.Config{
 		Node:            a.cfg.node,
 		Period:          a.cfg.relistPeriod,
 		EventedPeriod:   a.cfg.eventedRelistPeriod,
@@ -118,6 +118,9 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 		Logger:          log,
 		Registerer:      reg,
 	})
+	if err != nil {
+		return err
+	}
 	workers, err := podworkers.New(mgr, relister, emit, statuses, podworkers.Config{
 		Node:         a.cfg.node,
 		Workers:      a.cfg.workers,
