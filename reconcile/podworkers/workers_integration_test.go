@@ -145,7 +145,10 @@ func (n *node) run(desired ...podworkers.Desired) {
 	}
 	n.sink = &sink{ids: map[string]bool{}, statuses: map[string][]*schemas.PodStatus{}}
 	emit := podworkers.IntentEmitter(n.sink)
-	probes := prober.New(probe.New(n.client, probe.Config{}), emit, prober.Config{Node: "n1"})
+	probes, err := prober.New(probe.New(n.client, probe.Config{}), emit, prober.Config{Node: "n1"})
+	if err != nil {
+		n.t.Fatal(err)
+	}
 	mgr, err := reconcile.New(n.client, emit, reconcile.Config{NodeName: "n1", DataDir: filepath.Join(n.dir, "data"),
 		Liveness: probes.Liveness(), Readiness: probes.Readiness(), Startup: probes.Startup()})
 	if err != nil {

@@ -10,6 +10,8 @@ package prober
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -34,6 +36,18 @@ type Config struct {
 	// Node names the node in Unhealthy events.
 	Node   string
 	Logger zerolog.Logger
+}
+
+// ErrInvalidConfig wraps every configuration error.
+var ErrInvalidConfig = errors.New("invalid prober config")
+
+// Validate reports the first setting that cannot work. (Nothing has a
+// default: the zero Logger logs nothing.)
+func (c *Config) Validate() error {
+	if !schemas.ValidNodeName(c.Node) {
+		return fmt.Errorf("%w: node %q is not a DNS-1123 label", ErrInvalidConfig, c.Node)
+	}
+	return nil
 }
 
 // Prober runs the probes of the node's running containers.
@@ -74,8 +88,19 @@ type target struct {
 }
 
 // New returns a Prober whose workers run handlers with runner and emit
-// Unhealthy events to emit. It does no I/O; workers start with UpdatePod.
-func New(runner kubecontainer.HandlerRunner, emit kubecontainer.Emitter, cfg Config) *Prober {
+// Unhealthy events to emit. It does no I/O; workers start with UpdatePod. It
+// refuses a nil runner or emitter and a config that cannot work
+// (ErrInvalidConfig).
+func New(runner kubecontainer.HandlerRunner, emit kubecontainer.Emitter, cfg Config) (*Prober, error) {
+	if runner == nil {
+		return nil, fmt.Errorf("%w: nil HandlerRunner", ErrInvalidConfig)
+	}
+	if emit == nil {
+		return nil, fmt.Errorf("%w: nil Emitter", ErrInvalidConfig)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	base, cancel := context.WithCancel(context.Background())
 	return &Prober{
 		runner: runner, emit: emit, cfg: cfg,
@@ -89,7 +114,7 @@ func New(runner kubecontainer.HandlerRunner, emit kubecontainer.Emitter, cfg Con
 		signal:    make(chan struct{}, 1),
 		pods:      map[string]map[workerKey]*worker{},
 		changes:   map[string]Change{},
-	}
+	}, nil
 }
 
 // Liveness, Readiness and Startup are the results caches, for reconcile.Config.

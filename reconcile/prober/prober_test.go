@@ -2,6 +2,7 @@ package prober
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"sync"
@@ -112,11 +113,41 @@ func get(r kubecontainer.ProbeResults, id string) kubecontainer.ProbeResult {
 	return res
 }
 
+// newProber is New, failing the test on a refusal.
+func newProber(t *testing.T, runner kubecontainer.HandlerRunner, emit kubecontainer.Emitter, cfg Config) *Prober {
+	t.Helper()
+	p, err := New(runner, emit, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestNewRefusesWhatCannotWork(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		runner kubecontainer.HandlerRunner
+		emit   kubecontainer.Emitter
+		cfg    Config
+	}{
+		{"no runner", nil, &recorder{}, Config{Node: "n1"}},
+		{"no emitter", newFakeRunner(), nil, Config{Node: "n1"}},
+		{"no node", newFakeRunner(), &recorder{}, Config{}},
+		{"node not a DNS-1123 label", newFakeRunner(), &recorder{}, Config{Node: "node.example"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if p, err := New(tc.runner, tc.emit, tc.cfg); !errors.Is(err, ErrInvalidConfig) || p != nil {
+				t.Errorf("New = %v, %v; want nil, ErrInvalidConfig", p, err)
+			}
+		})
+	}
+}
+
 // harness builds a Prober in a synctest bubble, past the start-up jitter.
 func harness(t *testing.T) (*Prober, *fakeRunner, *recorder) {
 	t.Helper()
 	runner, rec := newFakeRunner(), &recorder{}
-	m := New(runner, rec, Config{Node: "n1"})
+	m := newProber(t, runner, rec, Config{Node: "n1"})
 	t.Cleanup(m.Stop)
 	time.Sleep(time.Hour) // long after jetlet started: no jitter
 	return m, runner, rec
@@ -306,7 +337,7 @@ func TestInitialDelayFromTheInstanceStart(t *testing.T) {
 func TestJitterAfterARestartOfJetlet(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		runner := newFakeRunner()
-		m := New(runner, &recorder{}, Config{Node: "n1"})
+		m := newProber(t, runner, &recorder{}, Config{Node: "n1"})
 		defer m.Stop()
 		start := time.Now()
 		m.UpdatePod(testPod(corev1.Container{Name: "app", LivenessProbe: execProbe("alive", 10, 3)}), running("app", "c1"))

@@ -87,10 +87,13 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	}
 	// One handler runner for the probes and the lifecycle hooks.
 	handlers := probe.New(client, probe.Config{Version: cli.Version()})
-	probes := prober.New(handlers, emit, prober.Config{
+	probes, err := prober.New(handlers, emit, prober.Config{
 		Node:   a.cfg.node,
 		Logger: log,
 	})
+	if err != nil {
+		return err
+	}
 	hostIP := nodeIP()
 	log.Info().Str("node_ip", hostIP).Msg("node address: the IP of hostNetwork pods and the downward API's status.hostIP")
 	mgr, err := reconcile.New(client, emit, reconcile.Config{
