@@ -203,8 +203,19 @@ type pod struct {
 	lastWarnAt time.Time
 }
 
-// New returns Workers; it does no I/O before Start and Run.
+// New returns Workers; it does no I/O before Start and Run. It refuses a nil
+// dependency and a config that cannot work (ErrInvalidConfig).
 func New(mgr PodSyncer, cache *pleg.Relister, emit kubecontainer.Emitter, status StatusSink, cfg Config) (*Workers, error) {
+	switch {
+	case mgr == nil:
+		return nil, fmt.Errorf("%w: nil PodSyncer", ErrInvalidConfig)
+	case cache == nil:
+		return nil, fmt.Errorf("%w: nil relister (the pod cache)", ErrInvalidConfig)
+	case emit == nil:
+		return nil, fmt.Errorf("%w: nil Emitter", ErrInvalidConfig)
+	case status == nil:
+		return nil, fmt.Errorf("%w: nil StatusSink", ErrInvalidConfig)
+	}
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
