@@ -357,11 +357,23 @@ func TestConfigValidate(t *testing.T) {
 	for _, c := range []Config{
 		{NodeName: "Bad_Name", DataDir: "/d"},
 		{NodeName: "n1", DataDir: "relative"},
+		{NodeName: "n1", DataDir: "/d", LogDir: "relative"},
 		{NodeName: "n1", DataDir: "/d", BackOffInitial: time.Minute, BackOffMax: time.Second},
+		{NodeName: "n1", DataDir: "/d", BackOffInitial: -time.Second},
+		{NodeName: "n1", DataDir: "/d", BackOffReset: -time.Second},
+		{NodeName: "n1", DataDir: "/d", ImageBackOffInitial: time.Minute, ImageBackOffMax: time.Second},
+		{NodeName: "n1", DataDir: "/d", GC: GCPolicy{MinAge: -time.Second}},
 	} {
 		if _, err := New(fakecri.New(), &eventLog{}, c); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("%+v: err %v", c, err)
 		}
+	}
+	valid := Config{NodeName: "n1", DataDir: "/d"}
+	if _, err := New(nil, &eventLog{}, valid); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("nil Runtime: err %v", err)
+	}
+	if _, err := New(fakecri.New(), nil, valid); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("nil Emitter: err %v", err)
 	}
 }
 
