@@ -102,7 +102,10 @@ func (h *harness) start(cfg consumer.Config, wrap ...func(*results.ResultPublish
 	for _, w := range wrap {
 		store = w(res)
 	}
-	pub := events.NewPublisher(h.js, events.PublisherConfig{Node: "n1"})
+	pub, err := events.New(h.js, events.Config{Node: "n1"})
+	if err != nil {
+		h.t.Fatal(err)
+	}
 	c, err := consumer.New(h.js, store, pub, h.sync, cfg)
 	if err != nil {
 		h.t.Fatal(err)

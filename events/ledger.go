@@ -60,7 +60,7 @@ const readBackParallel = bus.EventsReadBackSlots
 
 // loadLedgers reads back every pod of events whose ledger is not loaded. The
 // pods read keep their ledger even when others failed.
-func (p *Publisher) loadLedgers(ctx context.Context, events []queuedEvent) error {
+func (p *EventPublisher) loadLedgers(ctx context.Context, events []queuedEvent) error {
 	var uids []string
 	seen := map[string]bool{}
 	for _, e := range events {
@@ -96,7 +96,7 @@ func (p *Publisher) loadLedgers(ctx context.Context, events []queuedEvent) error
 		p.ledger.pods[uid] = sets[i]
 	}
 	if failed > 0 {
-		p.cfg.Metrics.PublishFailures.WithLabelValues("ledger").Add(float64(failed))
+		p.cfg.Failures.WithLabelValues("ledger").Add(float64(failed))
 		return fmt.Errorf("read back the stored events of %d of %d pods: %w", failed, len(uids), firstErr)
 	}
 	return nil
@@ -113,7 +113,7 @@ const (
 // readBack returns the ids of every event of the pod the stream holds: the
 // node's read-back consumer number slot, filtered on the pod's events,
 // delivers their headers until none is pending.
-func (p *Publisher) readBack(ctx context.Context, uid string, slot int) (map[string]struct{}, error) {
+func (p *EventPublisher) readBack(ctx context.Context, uid string, slot int) (map[string]struct{}, error) {
 	name := bus.EventsReadBackName(p.cfg.Node, slot)
 	cons, err := bus.CreateReadBack(ctx, p.js, p.cfg.Denials, schemas.StreamEvents, jetstream.ConsumerConfig{
 		Name:          name,

@@ -26,11 +26,7 @@ const window = time.Second
 
 func provisionShortWindow(t *testing.T, js jetstream.JetStream) {
 	t.Helper()
-	cfg := defaultStreams(t)
-	cfg.DuplicateWindow = window
-	if err := bus.Provision(t.Context(), js, cfg, zerolog.Nop()); err != nil {
-		t.Fatal(err)
-	}
+	jetlettest.Provision(t, js, func(c *bus.StreamsConfig) { c.DuplicateWindow = window })
 }
 
 func waitWindowExpired(t *testing.T, js jetstream.JetStream) {
@@ -38,13 +34,13 @@ func waitWindowExpired(t *testing.T, js jetstream.JetStream) {
 	jetlettest.WaitDuplicateWindow(t, js, "jetlet.event.n1.probe.BackOff", 30*time.Second)
 }
 
-func emitN(p *events.Publisher, uid string, from, to int) {
+func emitN(p *events.EventPublisher, uid string, from, to int) {
 	for i := from; i < to; i++ {
 		p.Emit(context.Background(), schemas.LifecycleEvent{ID: fmt.Sprintf("%s-c%d.ContainerStarted", uid, i), Type: schemas.EventContainerStarted, UID: uid})
 	}
 }
 
-func flush(t *testing.T, p *events.Publisher) {
+func flush(t *testing.T, p *events.EventPublisher) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -77,7 +73,7 @@ func TestLedgerStoresEachEventOnceAcrossARestartBeyondTheWindow(t *testing.T) {
 
 	// The first publisher stops (as at a crash) somewhere in the middle.
 	const n = 1500 // more than one fetch of read-back
-	first, stop := runPublisher(t, js, events.PublisherConfig{})
+	first, stop := runPublisher(t, js, events.Config{})
 	emitN(first, "u1", 0, n)
 	poll.Until(t, 30*time.Second, poll.Msg("some events stored"), func() bool {
 		info, err := js.Stream(t.Context(), schemas.StreamEvents)
@@ -88,7 +84,7 @@ func TestLedgerStoresEachEventOnceAcrossARestartBeyondTheWindow(t *testing.T) {
 
 	// The next one is told every fact again, and some new ones.
 	m := events.NewMetrics(nil)
-	second, _ := runPublisher(t, js, events.PublisherConfig{Metrics: m})
+	second, _ := runPublisher(t, js, events.Config{Metrics: m})
 	emitN(second, "u1", 0, n+5)
 	emitN(second, "u2", 0, 3)
 	flush(t, second)
@@ -106,7 +102,7 @@ func TestLedgerStoresEachEventOnceAcrossARestartBeyondTheWindow(t *testing.T) {
 func TestLedgerReadsATerminatedPodBackBeforeItsNextEvent(t *testing.T) {
 	_, js := natstest.Connect(t, natstest.RunServer(t))
 	provisionShortWindow(t, js)
-	p, _ := runPublisher(t, js, events.PublisherConfig{})
+	p, _ := runPublisher(t, js, events.Config{})
 	emitN(p, "u1", 0, 2)
 	p.Emit(context.Background(), schemas.LifecycleEvent{ID: "s1.PodTerminated", Type: schemas.EventPodTerminated, UID: "u1"})
 	flush(t, p)
@@ -132,7 +128,7 @@ func TestLedgerHoldsEventsBackUntilItCanReadTheStream(t *testing.T) {
 	// Requests fail fast while the server is away.
 	js, _ := jetstream.New(nc, jetstream.WithDefaultTimeout(200*time.Millisecond))
 	provisionShortWindow(t, js)
-	first, stop := runPublisher(t, js, events.PublisherConfig{})
+	first, stop := runPublisher(t, js, events.Config{})
 	emitN(first, "u1", 0, 5)
 	flush(t, first)
 	stop()
@@ -140,11 +136,11 @@ func TestLedgerHoldsEventsBackUntilItCanReadTheStream(t *testing.T) {
 
 	srv.Shutdown()
 	srv.WaitForShutdown()
-	m := events.NewMetrics(nil)
-	second, _ := runPublisher(t, js, events.PublisherConfig{Metrics: m})
+	failures := bus.NewPublishFailures(nil)
+	second, _ := runPublisher(t, js, events.Config{Failures: failures})
 	emitN(second, "u1", 0, 10)
 	poll.Until(t, 30*time.Second, poll.Msg("a failed read-back"), func() bool {
-		return testutil.ToFloat64(m.PublishFailures.WithLabelValues("ledger")) > 0
+		return testutil.ToFloat64(failures.WithLabelValues("ledger")) > 0
 	})
 	natstest.Start(t, opts)
 
@@ -171,7 +167,10 @@ func BenchmarkEvents(b *testing.B) {
 			if err := bus.Provision(b.Context(), js, cfg, zerolog.Nop()); err != nil {
 				b.Fatal(err)
 			}
-			p := events.NewPublisher(js, events.PublisherConfig{Node: "n1"})
+			p, err := events.New(js, events.Config{Node: "n1"})
+			if err != nil {
+				b.Fatal(err)
+			}
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
 			go func() { p.Run(ctx); close(done) }()

@@ -1,26 +1,22 @@
 package events
 
-import (
-	"github.com/prometheus/client_golang/prometheus"
+import "github.com/prometheus/client_golang/prometheus"
 
-	"github.com/jetlet/jetlet/schemas/bus"
-)
-
-// Metrics counts what the publishers could not do at once.
+// Metrics counts the events the publisher could not publish at once, and
+// those it did not publish again. (Its publish failures are counted with the
+// results' and statuses' in bus.NewPublishFailures.)
 type Metrics struct {
-	PublishFailures *prometheus.CounterVec
-	EventsDropped   prometheus.Counter
-	EventsBuffered  prometheus.Gauge
+	EventsDropped  prometheus.Counter
+	EventsBuffered prometheus.Gauge
 	// EventsStored counts the events not published because their pod's
 	// ledger says the stream holds them: the same fact seen again.
 	EventsStored prometheus.Counter
 }
 
-// NewMetrics creates the publishers' metrics and registers them with reg
+// NewMetrics creates the event publisher's metrics and registers them with reg
 // (nil: not registered, for tests).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		PublishFailures: bus.NewPublishFailures(nil),
 		EventsDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "jetlet_events_dropped_total",
 			Help: "Lifecycle events dropped because the buffer was full; the next relist re-derives them.",
@@ -35,7 +31,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.PublishFailures, m.EventsDropped, m.EventsBuffered, m.EventsStored)
+		reg.MustRegister(m.EventsDropped, m.EventsBuffered, m.EventsStored)
 	}
 	return m
 }

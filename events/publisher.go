@@ -4,6 +4,7 @@
 package events
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,26 +12,36 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/schemas/bus"
 )
 
-// PublisherConfig configures a Publisher.
-type PublisherConfig struct {
+// Config configures an EventPublisher.
+type Config struct {
+	// Node is the node whose events these are; an event's subject is
+	// <prefix>.event.<node>.<uid>.<type>.
 	Node          string
 	SubjectPrefix string
 	// EventBuffer bounds the events waiting for NATS (default 65536).
 	EventBuffer int
 	Logger      zerolog.Logger
-	Metrics     *Metrics
+	// Metrics counts what is dropped, waits and was stored already
+	// (default: registered nowhere).
+	Metrics *Metrics
+	// Failures counts the events not stored at once, under kind "event",
+	// and the ledgers not read back, under "ledger" (bus.NewPublishFailures;
+	// default: registered nowhere).
+	Failures *prometheus.CounterVec
 	// Denials ends at once a read-back NATS denies; nil leaves it to its
 	// timeout.
 	Denials *bus.Denials
 }
 
-func (c *PublisherConfig) setDefaults() {
+// SetDefaults fills what is unset.
+func (c *Config) SetDefaults() {
 	if c.SubjectPrefix == "" {
 		c.SubjectPrefix = schemas.DefaultSubjectPrefix
 	}
@@ -40,56 +51,66 @@ func (c *PublisherConfig) setDefaults() {
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics(nil)
 	}
+	if c.Failures == nil {
+		c.Failures = bus.NewPublishFailures(nil)
+	}
 }
 
-// Publisher publishes the lifecycle events of one node.
+// ErrInvalidConfig wraps every configuration error.
+var ErrInvalidConfig = bus.ErrInvalidConfig
+
+// Validate reports the first setting that cannot work.
+func (c *Config) Validate() error {
+	if c.EventBuffer < 1 {
+		return fmt.Errorf("%w: event buffer %d < 1", ErrInvalidConfig, c.EventBuffer)
+	}
+	return cmp.Or(bus.CheckNode(c.Node), bus.CheckSubjectPrefix(c.SubjectPrefix))
+}
+
+// EventPublisher publishes the lifecycle events of one node.
 //
 // Events are queued and published in the background by Run, retrying with
-// back-off while NATS is unreachable, so a pod sync never waits on them. An event whose id its pod's ledger holds is
-// not published again.
-type Publisher struct {
+// back-off while NATS is unreachable, so a pod sync never waits on them. An
+// event whose id its pod's ledger holds is not published again.
+type EventPublisher struct {
 	js   jetstream.JetStream
-	cfg  PublisherConfig
+	cfg  Config
 	subj schemas.Subjects
-	log  zerolog.Logger
+	out  *bus.Outbox // counts the events not yet stored
 
 	events  chan queuedEvent
 	dropped atomic.Bool
 	ledger  ledger // owned by Run
-
-	send    *bus.Sender
-	backlog *bus.Backlog // the events not yet stored
 }
 
-// NewPublisher returns a Publisher; nothing is sent before Run.
-func NewPublisher(js jetstream.JetStream, cfg PublisherConfig) *Publisher {
-	cfg.setDefaults()
-	log := cfg.Logger.With().Str("component", "publisher").Logger()
-	return &Publisher{
-		js:      js,
-		cfg:     cfg,
-		subj:    schemas.Subjects{Prefix: cfg.SubjectPrefix},
-		log:     log,
-		events:  make(chan queuedEvent, cfg.EventBuffer),
-		ledger:  ledger{pods: map[string]map[string]struct{}{}},
-		send:    bus.NewSender(js, cfg.Metrics.PublishFailures, log),
-		backlog: bus.NewBacklog(),
+// New returns an EventPublisher; nothing is sent before Run.
+func New(js jetstream.JetStream, cfg Config) (*EventPublisher, error) {
+	if err := bus.Prepare(js, &cfg); err != nil {
+		return nil, err
 	}
+	return &EventPublisher{
+		js:     js,
+		cfg:    cfg,
+		subj:   schemas.Subjects{Prefix: cfg.SubjectPrefix},
+		out:    bus.NewOutbox(js, cfg.Failures, cfg.Logger),
+		events: make(chan queuedEvent, cfg.EventBuffer),
+		ledger: ledger{pods: map[string]map[string]struct{}{}},
+	}, nil
 }
 
 // Emit queues a lifecycle event. It never blocks: when the buffer is full the
 // event is dropped, counted and logged, and TakeDropped reports it so that the
 // relist can derive the facts again (with the same ids).
-func (p *Publisher) Emit(ctx context.Context, ev schemas.LifecycleEvent) {
+func (p *EventPublisher) Emit(ctx context.Context, ev schemas.LifecycleEvent) {
 	ev.APIVersion, ev.Kind, ev.Node = schemas.APIVersion, schemas.KindLifecycleEvent, p.cfg.Node
 	if !schemas.ValidUID(ev.UID) {
 		// No subject and no ledger for it: it would hold back every other.
-		p.log.Error().Str("event", ev.ID).Str("uid", ev.UID).Msg("event without a valid pod uid dropped")
+		p.out.Log().Error().Str("event", ev.ID).Str("uid", ev.UID).Msg("event without a valid pod uid dropped")
 		return
 	}
 	data, err := json.Marshal(ev)
 	if err != nil {
-		p.log.Error().Err(err).Str("event", ev.ID).Msg("encode event")
+		p.out.Log().Error().Err(err).Str("event", ev.ID).Msg("encode event")
 		return
 	}
 	msg := nats.NewMsg(p.subj.Event(p.cfg.Node, ev.UID, ev.Type))
@@ -98,26 +119,26 @@ func (p *Publisher) Emit(ctx context.Context, ev schemas.LifecycleEvent) {
 	// everything else.
 	msg.Header.Set(jetstream.MsgIDHeader, ev.ID)
 	bus.InjectTrace(ctx, msg.Header)
-	p.backlog.Add(1)
+	p.out.Add(1)
 	select {
 	case p.events <- queuedEvent{uid: ev.UID, id: ev.ID, terminal: ev.Type == schemas.EventPodTerminated, msg: msg}:
 		p.cfg.Metrics.EventsBuffered.Inc()
 	default:
-		p.backlog.Add(-1)
+		p.out.Add(-1)
 		p.cfg.Metrics.EventsDropped.Inc()
 		if !p.dropped.Swap(true) {
-			p.log.Error().Int("buffer", cap(p.events)).Str("event", ev.ID).
+			p.out.Log().Error().Int("buffer", cap(p.events)).Str("event", ev.ID).
 				Msg("event buffer full; dropping events until NATS catches up (the relist will derive them again)")
 		}
 	}
 }
 
 // TakeDropped reports whether an event was dropped since the last call.
-func (p *Publisher) TakeDropped() bool { return p.dropped.Swap(false) }
+func (p *EventPublisher) TakeDropped() bool { return p.dropped.Swap(false) }
 
 // Flush waits until every event queued so far is stored, or ctx is done.
-func (p *Publisher) Flush(ctx context.Context) error {
-	return p.backlog.Wait(ctx, "events")
+func (p *EventPublisher) Flush(ctx context.Context) error {
+	return p.out.Wait(ctx, "events")
 }
 
 // eventBatch bounds the events in flight at once.
@@ -133,7 +154,7 @@ type queuedEvent struct {
 }
 
 // Run publishes queued events until ctx is done.
-func (p *Publisher) Run(ctx context.Context) {
+func (p *EventPublisher) Run(ctx context.Context) {
 	batch := make([]queuedEvent, 0, eventBatch)
 	for {
 		select {
@@ -155,7 +176,7 @@ func (p *Publisher) Run(ctx context.Context) {
 		if err := p.publishEvents(ctx, batch); err != nil {
 			return // ctx done
 		}
-		p.backlog.Add(-len(batch))
+		p.out.Add(-len(batch))
 	}
 }
 
@@ -163,9 +184,9 @@ func (p *Publisher) Run(ctx context.Context) {
 // hold, in order, retrying with back-off until each is stored or ctx is done.
 // A ledger that cannot be read back (NATS away) holds its pod's events back:
 // none is published blind.
-func (p *Publisher) publishEvents(ctx context.Context, batch []queuedEvent) error {
+func (p *EventPublisher) publishEvents(ctx context.Context, batch []queuedEvent) error {
 	pending := batch
-	return p.send.Retry(ctx, func() error {
+	return p.out.Retry(ctx, func() error {
 		if err := p.loadLedgers(ctx, pending); err != nil {
 			return err
 		}
@@ -182,7 +203,7 @@ func (p *Publisher) publishEvents(ctx context.Context, batch []queuedEvent) erro
 			fresh = append(fresh, e)
 			msgs = append(msgs, e.msg)
 		}
-		stored, err := p.send.PublishOnce(ctx, "event", msgs)
+		stored, err := p.out.PublishOnce(ctx, "event", msgs)
 		var failed []queuedEvent
 		for i, e := range fresh {
 			if stored[i] {

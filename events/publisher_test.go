@@ -3,6 +3,7 @@ package events_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -12,43 +13,32 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/natstest"
 )
 
 // startPublisher provisions the streams on js and runs a publisher for node n1
 // until the test ends.
-func startPublisher(t *testing.T, js jetstream.JetStream, cfg events.PublisherConfig) *events.Publisher {
+func startPublisher(t *testing.T, js jetstream.JetStream, cfg events.Config) *events.EventPublisher {
 	t.Helper()
-	if err := bus.Provision(t.Context(), js, defaultStreams(t), zerolog.Nop()); err != nil {
-		t.Fatal(err)
-	}
+	jetlettest.Provision(t, js)
 	p, _ := runPublisher(t, js, cfg)
 	return p
 }
 
-// defaultStreams is the contract's default streams and buckets.
-func defaultStreams(t *testing.T) bus.StreamsConfig {
-	t.Helper()
-	var cfg bus.StreamsConfig
-	cfg.SetDefaults()
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
-
 // runPublisher runs a publisher for node n1 until stop is called or the test
 // ends.
-func runPublisher(t *testing.T, js jetstream.JetStream, cfg events.PublisherConfig) (p *events.Publisher, stop func()) {
+func runPublisher(t *testing.T, js jetstream.JetStream, cfg events.Config) (p *events.EventPublisher, stop func()) {
 	t.Helper()
 	cfg.Node = "n1"
-	p = events.NewPublisher(js, cfg)
+	p, err := events.New(js, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { p.Run(ctx) })
@@ -65,9 +55,21 @@ func tracedContext(t *testing.T) (context.Context, string) {
 	return trace.ContextWithSpanContext(context.Background(), sc), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 }
 
+// New checks the node, prefix and JetStream with bus.Prepare (whose test
+// has the cases), and its own buffer.
+func TestNewRefusesNoBuffer(t *testing.T) {
+	js := struct{ jetstream.JetStream }{}
+	if _, err := events.New(js, events.Config{Node: "n1", EventBuffer: -1}); !errors.Is(err, events.ErrInvalidConfig) {
+		t.Errorf("New with a negative buffer: %v, want ErrInvalidConfig", err)
+	}
+	if _, err := events.New(nil, events.Config{Node: "n1"}); !errors.Is(err, events.ErrInvalidConfig) {
+		t.Errorf("New without JetStream: %v, want ErrInvalidConfig", err)
+	}
+}
+
 func TestEmitStoresEventsOnceByIDInOrder(t *testing.T) {
 	_, js := natstest.Connect(t, natstest.RunServer(t))
-	p := startPublisher(t, js, events.PublisherConfig{})
+	p := startPublisher(t, js, events.Config{})
 	ctx, traceparent := tracedContext(t)
 	// An event naming no pod has no subject: dropped, it holds nothing back.
 	p.Emit(ctx, schemas.LifecycleEvent{ID: "x.started", Type: schemas.EventContainerStarted})
@@ -103,7 +105,10 @@ func TestEmitDropsWhenFullAndSaysSo(t *testing.T) {
 	// No Run: nothing drains the buffer.
 	_, js := natstest.Connect(t, natstest.RunServer(t))
 	m := events.NewMetrics(nil)
-	p := events.NewPublisher(js, events.PublisherConfig{Node: "n1", EventBuffer: 2, Metrics: m})
+	p, err := events.New(js, events.Config{Node: "n1", EventBuffer: 2, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range 5 {
 		p.Emit(context.Background(), schemas.LifecycleEvent{ID: fmt.Sprint(i), UID: "u1", Type: schemas.EventBackOff})
 	}
@@ -129,7 +134,7 @@ func TestEventsSurviveANATSRestart(t *testing.T) {
 	}
 	t.Cleanup(nc.Close)
 	js, _ := jetstream.New(nc)
-	p := startPublisher(t, js, events.PublisherConfig{})
+	p := startPublisher(t, js, events.Config{})
 
 	srv.Shutdown()
 	srv.WaitForShutdown()

@@ -4,9 +4,9 @@
 package results
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -34,7 +34,8 @@ type Config struct {
 	Denials *bus.Denials
 }
 
-func (c *Config) setDefaults() {
+// SetDefaults fills what is unset.
+func (c *Config) SetDefaults() {
 	if c.SubjectPrefix == "" {
 		c.SubjectPrefix = schemas.DefaultSubjectPrefix
 	}
@@ -44,17 +45,11 @@ func (c *Config) setDefaults() {
 }
 
 // ErrInvalidConfig wraps every configuration error.
-var ErrInvalidConfig = errors.New("invalid results publisher config")
+var ErrInvalidConfig = bus.ErrInvalidConfig
 
 // Validate reports the first setting that cannot work.
 func (c *Config) Validate() error {
-	switch {
-	case !schemas.ValidNodeName(c.Node):
-		return fmt.Errorf("%w: node %q is not a DNS-1123 label", ErrInvalidConfig, c.Node)
-	case !schemas.ValidSubjectPrefix(c.SubjectPrefix):
-		return fmt.Errorf("%w: subject prefix %q is not one subject token", ErrInvalidConfig, c.SubjectPrefix)
-	}
-	return nil
+	return cmp.Or(bus.CheckNode(c.Node), bus.CheckSubjectPrefix(c.SubjectPrefix))
 }
 
 // ResultPublisher stores the results of one node's intents and reads back
@@ -72,11 +67,7 @@ type ResultPublisher struct {
 
 // New returns a ResultPublisher; it does no I/O.
 func New(js jetstream.JetStream, cfg Config) (*ResultPublisher, error) {
-	if js == nil {
-		return nil, fmt.Errorf("%w: no JetStream", ErrInvalidConfig)
-	}
-	cfg.setDefaults()
-	if err := cfg.Validate(); err != nil {
+	if err := bus.Prepare(js, &cfg); err != nil {
 		return nil, err
 	}
 	return &ResultPublisher{js: js, cfg: cfg, subj: schemas.Subjects{Prefix: cfg.SubjectPrefix}}, nil

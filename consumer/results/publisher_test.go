@@ -10,51 +10,28 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 
 	"github.com/jetlet/jetlet/consumer/results"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/natstest"
 )
 
-// provision creates the contract's streams and buckets on js.
-func provision(t *testing.T, js jetstream.JetStream) {
-	t.Helper()
-	var cfg bus.StreamsConfig
-	cfg.SetDefaults()
-	if err := bus.Provision(t.Context(), js, cfg, zerolog.Nop()); err != nil {
-		t.Fatal(err)
+// New checks its config with bus.Prepare (whose test has the cases).
+func TestNewRefusesNoJetStreamAndABadPrefix(t *testing.T) {
+	if _, err := results.New(nil, results.Config{Node: "n1"}); !errors.Is(err, results.ErrInvalidConfig) {
+		t.Errorf("New without JetStream: %v, want ErrInvalidConfig", err)
 	}
-}
-
-func TestNewRefusesAConfigThatCannotWork(t *testing.T) {
-	_, js := natstest.Connect(t, natstest.RunServer(t))
-	for _, tc := range []struct {
-		name string
-		js   jetstream.JetStream
-		cfg  results.Config
-	}{
-		{"no JetStream", nil, results.Config{Node: "n1"}},
-		{"no node", js, results.Config{}},
-		{"node not a DNS label", js, results.Config{Node: "N_1"}},
-		{"prefix of two tokens", js, results.Config{Node: "n1", SubjectPrefix: "a.b"}},
-		{"wildcard prefix", js, results.Config{Node: "n1", SubjectPrefix: "*"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if _, err := results.New(tc.js, tc.cfg); !errors.Is(err, results.ErrInvalidConfig) {
-				t.Errorf("New: %v, want ErrInvalidConfig", err)
-			}
-		})
-	}
-	if _, err := results.New(js, results.Config{Node: "n1"}); err != nil {
-		t.Errorf("New with the defaults: %v", err)
+	js := struct{ jetstream.JetStream }{}
+	if _, err := results.New(js, results.Config{Node: "n1", SubjectPrefix: "a.b"}); !errors.Is(err, results.ErrInvalidConfig) {
+		t.Errorf("New with a prefix of two tokens: %v, want ErrInvalidConfig", err)
 	}
 }
 
 func TestPublishResultIsStoredOncePerIntent(t *testing.T) {
 	_, js := natstest.Connect(t, natstest.RunServer(t))
-	provision(t, js)
+	jetlettest.Provision(t, js)
 	p, err := results.New(js, results.Config{Node: "n1"})
 	if err != nil {
 		t.Fatal(err)

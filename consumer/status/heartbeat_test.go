@@ -11,12 +11,13 @@ import (
 
 	"github.com/jetlet/jetlet/consumer/status"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/natstest"
 )
 
 func TestHeartbeatWritesTheNodeRecord(t *testing.T) {
 	_, js := natstest.Connect(t, natstest.RunServer(t))
-	provision(t, js)
+	jetlettest.Provision(t, js)
 	kv, _ := js.KeyValue(t.Context(), schemas.BucketNodes)
 	w, err := kv.Watch(t.Context(), "n1")
 	if err != nil {

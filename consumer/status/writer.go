@@ -6,7 +6,6 @@ package status
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -37,7 +36,8 @@ type Config struct {
 	Failures *prometheus.CounterVec
 }
 
-func (c *Config) setDefaults() {
+// SetDefaults fills what is unset.
+func (c *Config) SetDefaults() {
 	if c.TerminatedStatusTTL == 0 {
 		c.TerminatedStatusTTL = time.Hour
 	}
@@ -50,19 +50,17 @@ func (c *Config) setDefaults() {
 }
 
 // ErrInvalidConfig wraps every configuration error.
-var ErrInvalidConfig = errors.New("invalid status writer config")
+var ErrInvalidConfig = bus.ErrInvalidConfig
 
 // Validate reports the first setting that cannot work.
 func (c *Config) Validate() error {
 	switch {
-	case !schemas.ValidNodeName(c.Node):
-		return fmt.Errorf("%w: node %q is not a DNS-1123 label", ErrInvalidConfig, c.Node)
 	case c.TerminatedStatusTTL < time.Second:
 		return fmt.Errorf("%w: terminated status TTL %s < 1s", ErrInvalidConfig, c.TerminatedStatusTTL)
 	case c.RefreshWindow < 0:
 		return fmt.Errorf("%w: refresh window %s is negative", ErrInvalidConfig, c.RefreshWindow)
 	}
-	return nil
+	return bus.CheckNode(c.Node)
 }
 
 // StatusWriter stores the pod statuses of one node in jetlet_status. They
@@ -71,34 +69,24 @@ func (c *Config) Validate() error {
 // newest status of a pod waits, which is all the bucket keeps.
 type StatusWriter struct {
 	cfg Config
-	log zerolog.Logger
+	out *bus.Outbox // counts the statuses not yet stored
 
 	mu       sync.Mutex
 	pending  map[string]pendingStatus // key → newest status not yet stored
 	flushing bool                     // Flush runs: every status is due now
 	wake     chan struct{}
-
-	send    *bus.Sender
-	backlog *bus.Backlog // the statuses not yet stored
 }
 
 // New returns a StatusWriter; nothing is written before Run.
 func New(js jetstream.JetStream, cfg Config) (*StatusWriter, error) {
-	if js == nil {
-		return nil, fmt.Errorf("%w: no JetStream", ErrInvalidConfig)
-	}
-	cfg.setDefaults()
-	if err := cfg.Validate(); err != nil {
+	if err := bus.Prepare(js, &cfg); err != nil {
 		return nil, err
 	}
-	log := cfg.Logger.With().Str("component", "publisher").Logger()
 	return &StatusWriter{
 		cfg:     cfg,
-		log:     log,
+		out:     bus.NewOutbox(js, cfg.Failures, cfg.Logger),
 		pending: map[string]pendingStatus{},
 		wake:    make(chan struct{}, 1),
-		send:    bus.NewSender(js, cfg.Failures, log),
-		backlog: bus.NewBacklog(),
 	}, nil
 }
 
@@ -128,7 +116,7 @@ func (w *StatusWriter) RefreshStatus(st *schemas.PodStatus) {
 func (w *StatusWriter) queue(st *schemas.PodStatus, refresh bool) {
 	data, err := json.Marshal(st)
 	if err != nil {
-		w.log.Error().Err(err).Str("uid", st.UID).Msg("encode status")
+		w.out.Log().Error().Err(err).Str("uid", st.UID).Msg("encode status")
 		return
 	}
 	key := schemas.StatusKey(w.cfg.Node, st.UID)
@@ -141,7 +129,7 @@ func (w *StatusWriter) queue(st *schemas.PodStatus, refresh bool) {
 	w.mu.Lock()
 	prev, waiting := w.pending[key]
 	if !waiting {
-		w.backlog.Add(1)
+		w.out.Add(1)
 	}
 	var due time.Time // now
 	if refresh {
@@ -182,10 +170,10 @@ func (w *StatusWriter) Run(ctx context.Context) {
 		if len(batch) == 0 {
 			continue
 		}
-		if err := w.send.PublishAll(ctx, "status", batch); err != nil {
+		if err := w.out.PublishAll(ctx, "status", batch); err != nil {
 			return
 		}
-		w.backlog.Add(-len(batch))
+		w.out.Add(-len(batch))
 	}
 }
 
@@ -217,5 +205,5 @@ func (w *StatusWriter) Flush(ctx context.Context) error {
 		w.flushing = false
 		w.mu.Unlock()
 	}()
-	return w.backlog.Wait(ctx, "statuses")
+	return w.out.Wait(ctx, "statuses")
 }

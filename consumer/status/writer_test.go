@@ -12,30 +12,19 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 
 	"github.com/jetlet/jetlet/consumer/status"
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/natstest"
 	"github.com/jetlet/jetlet/test/poll"
 )
-
-// provision creates the contract's streams and buckets on js.
-func provision(t *testing.T, js jetstream.JetStream) {
-	t.Helper()
-	var cfg bus.StreamsConfig
-	cfg.SetDefaults()
-	if err := bus.Provision(t.Context(), js, cfg, zerolog.Nop()); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // startWriter provisions the buckets on js and runs a status writer for
 // node n1 until the test ends.
 func startWriter(t *testing.T, js jetstream.JetStream, cfg status.Config) *status.StatusWriter {
 	t.Helper()
-	provision(t, js)
+	jetlettest.Provision(t, js)
 	cfg.Node = "n1"
 	w, err := status.New(js, cfg)
 	if err != nil {
@@ -48,24 +37,18 @@ func startWriter(t *testing.T, js jetstream.JetStream, cfg status.Config) *statu
 	return w
 }
 
-func TestNewRefusesAConfigThatCannotWork(t *testing.T) {
-	_, js := natstest.Connect(t, natstest.RunServer(t))
-	for _, tc := range []struct {
-		name string
-		js   jetstream.JetStream
-		cfg  status.Config
-	}{
-		{"no JetStream", nil, status.Config{Node: "n1"}},
-		{"no node", js, status.Config{}},
-		{"node not a DNS label", js, status.Config{Node: "n1.x"}},
-		{"TTL under a second", js, status.Config{Node: "n1", TerminatedStatusTTL: time.Millisecond}},
-		{"negative refresh window", js, status.Config{Node: "n1", RefreshWindow: -time.Second}},
+// New checks the node and JetStream with bus.Prepare (whose test has the
+// cases), and its own durations.
+func TestNewRefusesDurationsThatCannotWork(t *testing.T) {
+	js := struct{ jetstream.JetStream }{}
+	for name, cfg := range map[string]status.Config{
+		"no node":                 {},
+		"TTL under a second":      {Node: "n1", TerminatedStatusTTL: time.Millisecond},
+		"negative refresh window": {Node: "n1", RefreshWindow: -time.Second},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if _, err := status.New(tc.js, tc.cfg); !errors.Is(err, status.ErrInvalidConfig) {
-				t.Errorf("New: %v, want ErrInvalidConfig", err)
-			}
-		})
+		if _, err := status.New(js, cfg); !errors.Is(err, status.ErrInvalidConfig) {
+			t.Errorf("%s: New: %v, want ErrInvalidConfig", name, err)
+		}
 	}
 	if _, err := status.New(js, status.Config{Node: "n1"}); err != nil {
 		t.Errorf("New with the defaults: %v", err)

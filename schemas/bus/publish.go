@@ -42,41 +42,51 @@ func NewPublishFailures(reg prometheus.Registerer) *prometheus.CounterVec {
 // AckTimeout bounds the wait for JetStream's acknowledgement of a batch.
 const AckTimeout = 10 * time.Second
 
-// Sender publishes batches of messages to JetStream for the background
-// publishers (events, statuses): a batch at once, each message acknowledged
-// or retried with back-off until stored. Each message carries its own
-// Nats-Msg-Id (or key), so that a message published again after a lost
-// acknowledgement is stored once.
-type Sender struct {
+// Outbox is what a background publisher (of events, of statuses) has queued
+// and how it stores it: batches of messages published to JetStream at once,
+// each acknowledged or retried with back-off until stored, and a count of
+// those queued and not yet stored, for a Flush to wait on. Each message
+// carries its own Nats-Msg-Id (or key), so that a message published again
+// after a lost acknowledgement is stored once.
+type Outbox struct {
 	js       jetstream.JetStream
 	failures *prometheus.CounterVec
 	log      zerolog.Logger
+
+	mu      sync.Mutex
+	queued  int // guarded by mu
+	drained *sync.Cond
 }
 
-// NewSender returns a Sender publishing through js, counting failures in
-// failures (NewPublishFailures) and logging retries to log.
-func NewSender(js jetstream.JetStream, failures *prometheus.CounterVec, log zerolog.Logger) *Sender {
-	return &Sender{js: js, failures: failures, log: log}
+// NewOutbox returns an Outbox publishing through js, counting failures in
+// failures (NewPublishFailures) and logging to log as the publisher.
+func NewOutbox(js jetstream.JetStream, failures *prometheus.CounterVec, log zerolog.Logger) *Outbox {
+	o := &Outbox{js: js, failures: failures, log: log.With().Str("component", "publisher").Logger()}
+	o.drained = sync.NewCond(&o.mu)
+	return o
 }
+
+// Log is the publisher's logger.
+func (o *Outbox) Log() *zerolog.Logger { return &o.log }
 
 // Retry runs op until it succeeds or ctx is done, with back-off between
 // tries. op ends the retries with backoff.Permanent.
-func (s *Sender) Retry(ctx context.Context, op func() error) error {
+func (o *Outbox) Retry(ctx context.Context, op func() error) error {
 	b := backoff.WithContext(backoff.NewExponentialBackOff(
 		backoff.WithInitialInterval(50*time.Millisecond),
 		backoff.WithMaxInterval(5*time.Second),
 		backoff.WithMaxElapsedTime(0)), ctx)
 	return backoff.RetryNotify(op, b, func(err error, next time.Duration) {
-		s.log.Warn().Err(err).Dur("retry_in_ms", next).Msg("publish failed; retrying")
+		o.log.Warn().Err(err).Dur("retry_in_ms", next).Msg("publish failed; retrying")
 	})
 }
 
 // PublishAll stores every message, in order, retrying the ones that failed
 // with back-off until they are stored or ctx is done.
-func (s *Sender) PublishAll(ctx context.Context, kind string, msgs []*nats.Msg) error {
+func (o *Outbox) PublishAll(ctx context.Context, kind string, msgs []*nats.Msg) error {
 	pending := msgs
-	return s.Retry(ctx, func() error {
-		stored, err := s.PublishOnce(ctx, kind, pending)
+	return o.Retry(ctx, func() error {
+		stored, err := o.PublishOnce(ctx, kind, pending)
 		var failed []*nats.Msg
 		for i, m := range pending {
 			if !stored[i] {
@@ -94,11 +104,11 @@ func (s *Sender) PublishAll(ctx context.Context, kind string, msgs []*nats.Msg) 
 // PublishOnce publishes msgs at once and waits for their acknowledgements;
 // stored[i] says whether msgs[i] was. The error is the first failure, or a
 // permanent one when ctx is done. Failures are counted under kind.
-func (s *Sender) PublishOnce(ctx context.Context, kind string, msgs []*nats.Msg) (stored []bool, err error) {
+func (o *Outbox) PublishOnce(ctx context.Context, kind string, msgs []*nats.Msg) (stored []bool, err error) {
 	stored = make([]bool, len(msgs))
 	futures := make([]jetstream.PubAckFuture, len(msgs))
 	for i, m := range msgs {
-		f, e := s.js.PublishMsgAsync(m)
+		f, e := o.js.PublishMsgAsync(m)
 		if e != nil {
 			err = cmp.Or(err, e)
 			continue
@@ -131,53 +141,39 @@ func (s *Sender) PublishOnce(ctx context.Context, kind string, msgs []*nats.Msg)
 		}
 	}
 	if failed > 0 {
-		s.failures.WithLabelValues(kind).Add(float64(failed))
+		o.failures.WithLabelValues(kind).Add(float64(failed))
 	}
 	return stored, err
 }
 
-// Backlog counts the messages a publisher has queued and not yet stored, so
-// that its Flush can wait until none is left (a WaitGroup cannot be added to
-// while waited on).
-type Backlog struct {
-	mu      sync.Mutex
-	n       int
-	drained *sync.Cond
-}
-
-// NewBacklog returns an empty Backlog.
-func NewBacklog() *Backlog {
-	b := &Backlog{}
-	b.drained = sync.NewCond(&b.mu)
-	return b
-}
-
-// Add adds n (negative once stored) to the messages not yet stored.
-func (b *Backlog) Add(n int) {
-	b.mu.Lock()
-	b.n += n
-	if b.n == 0 {
-		b.drained.Broadcast()
+// Add adds n (negative once stored) to the messages queued and not yet
+// stored.
+func (o *Outbox) Add(n int) {
+	o.mu.Lock()
+	o.queued += n
+	if o.queued == 0 {
+		o.drained.Broadcast()
 	}
-	b.mu.Unlock()
+	o.mu.Unlock()
 }
 
-// Wait waits until no message is left, or ctx is done; what names the
-// messages in its error.
-func (b *Backlog) Wait(ctx context.Context, what string) error {
+// Wait waits until no message queued is left to store, or ctx is done; what
+// names the messages in its error. (A WaitGroup cannot be added to while
+// waited on.)
+func (o *Outbox) Wait(ctx context.Context, what string) error {
 	stop := context.AfterFunc(ctx, func() {
-		b.mu.Lock()
-		b.drained.Broadcast()
-		b.mu.Unlock()
+		o.mu.Lock()
+		o.drained.Broadcast()
+		o.mu.Unlock()
 	})
 	defer stop()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for b.n > 0 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for o.queued > 0 {
 		if ctx.Err() != nil {
-			return fmt.Errorf("flush: %d %s not yet stored: %w", b.n, what, ctx.Err())
+			return fmt.Errorf("flush: %d %s not yet stored: %w", o.queued, what, ctx.Err())
 		}
-		b.drained.Wait()
+		o.drained.Wait()
 	}
 	return nil
 }

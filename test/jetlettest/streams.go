@@ -9,9 +9,28 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
+	"github.com/jetlet/jetlet/schemas/bus"
 	"github.com/jetlet/jetlet/test/poll"
 )
+
+// Provision creates the contract's streams and buckets on js, with their
+// defaults changed by each of mods, failing the test if it cannot.
+func Provision(t testing.TB, js jetstream.JetStream, mods ...func(*bus.StreamsConfig)) {
+	t.Helper()
+	var cfg bus.StreamsConfig
+	cfg.SetDefaults()
+	for _, mod := range mods {
+		mod(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.Provision(t.Context(), js, cfg, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // readers keeps one ordered consumer per connection, stream and filter, so
 // that a test polling a stream reads only what is new each time.

@@ -67,7 +67,10 @@ func startNode(b *testing.B, urls, user, password, name string) *simNode {
 	if err != nil {
 		b.Fatal(err)
 	}
-	pub := events.NewPublisher(js, events.PublisherConfig{Node: name, Logger: log})
+	pub, err := events.New(js, events.Config{Node: name, Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
 	statuses, err := status.New(js, status.Config{Node: name, Logger: log})
 	if err != nil {
 		b.Fatal(err)

@@ -26,6 +26,7 @@ import (
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/probe"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/schemas/bus"
 )
 
 // gcPeriod is how often dead containers and gone pods are collected, as
@@ -47,35 +48,41 @@ var _ reconcile.Runtime = (*runtime.Client)(nil)
 // reconcile: the outcome type is shared through runtime/probe/outcome.
 var _ kubecontainer.HandlerRunner = (*probe.Runner)(nil)
 
-// servePipeline runs the node's pipeline (publisher, relist, pod workers,
+// servePipeline runs the node's pipeline (publishers, relist, pod workers,
 // consumer, garbage collection, heartbeat, the logs and exec service) until ctx is done, then drains it:
 // in-flight syncs finish (up to the shutdown timeout), unanswered intents go
 // back to JetStream, queued events and statuses are flushed, and the node's
 // heartbeat record is removed.
 func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, client *runtime.Client, reg prometheus.Registerer) error {
 	log := logger.With().Str("node", a.cfg.node).Logger()
-	metrics := events.NewMetrics(reg)
+	// The three publishers: results (synchronous), events and statuses (in
+	// the background); they count their failures together.
+	failures := bus.NewPublishFailures(reg)
 	answers, err := results.New(js, results.Config{
 		Node:          a.cfg.node,
 		SubjectPrefix: a.cfg.streams.SubjectPrefix,
-		Failures:      metrics.PublishFailures,
+		Failures:      failures,
 		Denials:       &a.denials,
 	})
 	if err != nil {
 		return err
 	}
-	pub := events.NewPublisher(js, events.PublisherConfig{
+	pub, err := events.New(js, events.Config{
 		Node:          a.cfg.node,
 		SubjectPrefix: a.cfg.streams.SubjectPrefix,
 		Logger:        log,
-		Metrics:       metrics,
+		Metrics:       events.NewMetrics(reg),
+		Failures:      failures,
 		Denials:       &a.denials,
 	})
+	if err != nil {
+		return err
+	}
 	statuses, err := status.New(js, status.Config{
 		Node:                a.cfg.node,
 		TerminatedStatusTTL: a.cfg.streams.TerminatedStatusTTL,
 		Logger:              log,
-		Failures:            metrics.PublishFailures,
+		Failures:            failures,
 	})
 	if err != nil {
 		return err
@@ -235,12 +242,12 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 // are derived from, waits for the queued statuses as well as the events, as
 // it did when one publisher held both.
 type eventsAndStatuses struct {
-	*events.Publisher
+	*events.EventPublisher
 	statuses *status.StatusWriter
 }
 
 func (e eventsAndStatuses) Flush(ctx context.Context) error {
-	return flushAll(ctx, e.Publisher, e.statuses)
+	return flushAll(ctx, e.EventPublisher, e.statuses)
 }
 
 // flushAll waits until each of fs has stored what it holds, or ctx is done:
@@ -257,7 +264,7 @@ func flushAll(ctx context.Context, fs ...interface{ Flush(context.Context) error
 
 // rederiveAfterDrops re-emits the facts the relist knows once NATS is back,
 // when events had to be dropped while it was away.
-func rederiveAfterDrops(ctx context.Context, pub *events.Publisher, relister *pleg.Relister, a *agent) {
+func rederiveAfterDrops(ctx context.Context, pub *events.EventPublisher, relister *pleg.Relister, a *agent) {
 	t := time.NewTicker(rederiveCheck)
 	defer t.Stop()
 	pending := false

@@ -23,7 +23,7 @@ import (
 type fakeNode struct {
 	c        *cluster
 	node     string
-	pub      *events.Publisher
+	pub      *events.EventPublisher
 	statuses *status.StatusWriter
 	answers  *results.ResultPublisher
 	subj     schemas.Subjects
@@ -49,10 +49,14 @@ func (c *cluster) startNode(node string, fail func(*corev1.Pod) bool) *fakeNode 
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	pub, err := events.New(c.js, events.Config{Node: node, Logger: zerolog.Nop()})
+	if err != nil {
+		c.t.Fatal(err)
+	}
 	n := &fakeNode{
 		c: c, node: node, fail: fail,
 		subj:     schemas.Subjects{Prefix: schemas.DefaultSubjectPrefix},
-		pub:      events.NewPublisher(c.js, events.PublisherConfig{Node: node, Logger: zerolog.Nop()}),
+		pub:      pub,
 		answers:  answers,
 		statuses: statuses,
 		pods:     map[string]*corev1.Pod{},

@@ -298,7 +298,10 @@ func TestNATSConfigRoles(t *testing.T) {
 			t.Errorf("results read-back as n1: %v, %v", answered, err)
 		}
 		// A pod new to the publisher is read back before its event is stored.
-		pub := events.NewPublisher(n1c.js, events.PublisherConfig{Node: "n1", Logger: zerolog.Nop(), Denials: &n1c.denials})
+		pub, err := events.New(n1c.js, events.Config{Node: "n1", Logger: zerolog.Nop(), Denials: &n1c.denials})
+		if err != nil {
+			t.Fatal(err)
+		}
 		ctx, cancel := context.WithCancel(t.Context())
 		var wg sync.WaitGroup
 		wg.Go(func() { pub.Run(ctx) })
