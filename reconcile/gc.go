@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -51,10 +51,33 @@ func (m *Kuberuntime) GarbageCollectPod(ctx context.Context, uid string, pods ku
 }
 
 // collect collects the content of the pod only, or of every pod when only is
-// empty.
+// empty: it lists, plans (planGC), stores the facts of what goes, and acts.
 func (m *Kuberuntime) collect(ctx context.Context, only string, pods kubecontainer.PodStateProvider) error {
-	var errs []error
 	now := m.cfg.Clock.Now()
+	sandboxes, containers, err := m.listForGC(ctx, only)
+	if err != nil {
+		return err
+	}
+	gone := func(uid string) bool { return (only == "" || uid == only) && pods.ShouldPodContentBeRemoved(uid) }
+	plan := planGC(sandboxes, containers, gone, m.cfg.GC, now)
+
+	// The facts of what goes must be stored first.
+	var errs []error
+	unrecorded, err := m.storeFacts(ctx, plan.facts)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	left, removeErrs := m.removeDead(ctx, plan, unrecorded)
+	errs = append(errs, removeErrs...)
+	errs = append(errs, m.removePodDirs(gone, left)...)
+	m.backOff.GC()
+	m.imageBackOff.GC()
+	return errors.Join(errs...)
+}
+
+// listForGC lists the sandboxes and containers of the pod only, or of every
+// pod when only is empty.
+func (m *Kuberuntime) listForGC(ctx context.Context, only string) ([]*runtimeapi.PodSandbox, []*runtimeapi.Container, error) {
 	var sf *runtimeapi.PodSandboxFilter
 	var cf *runtimeapi.ContainerFilter
 	if only != "" {
@@ -63,129 +86,65 @@ func (m *Kuberuntime) collect(ctx context.Context, only string, pods kubecontain
 	}
 	sandboxes, err := m.rt.ListPodSandbox(ctx, sf)
 	if err != nil {
-		return fmt.Errorf("gc: list sandboxes: %w", err)
+		return nil, nil, fmt.Errorf("gc: list sandboxes: %w", err)
 	}
 	containers, err := m.rt.ListContainers(ctx, cf)
 	if err != nil {
-		return fmt.Errorf("gc: list containers: %w", err)
+		return nil, nil, fmt.Errorf("gc: list containers: %w", err)
 	}
-	gone := func(uid string) bool { return (only == "" || uid == only) && pods.ShouldPodContentBeRemoved(uid) }
+	return sandboxes, containers, nil
+}
 
-	// 1. Containers, grouped by pod and container name, newest first.
-	type key struct{ uid, name string }
-	groups := map[key][]*runtimeapi.Container{}
-	for _, c := range containers {
-		uid := c.Labels[kubecontainer.LabelPodUID]
-		if uid == "" {
-			continue
-		}
-		k := key{uid, c.Labels[kubecontainer.LabelContainerName]}
-		groups[k] = append(groups[k], c)
-	}
-	remaining := map[string]int{} // containers left per sandbox
-	left := map[string]bool{}     // pods with a container or a sandbox left
-	var doomed []*runtimeapi.Container
-	for k, g := range groups {
-		slices.SortStableFunc(g, newestContainerFirst)
-		podGone := gone(k.uid)
-		keepDead := m.cfg.GC.MaxPerPodContainer
-		deadKept := 0
-		for i, c := range g {
-			evictable := c.State != runtimeapi.ContainerState_CONTAINER_RUNNING && now.Sub(time.Unix(0, c.CreatedAt)) >= m.cfg.GC.MinAge
-			keep := !evictable
-			if evictable && !podGone {
-				protected := i == 0 // the newest instance, and it does not run
-				if protected || keepDead < 0 || deadKept < keepDead {
-					keep = true
-					deadKept++
-				}
-			}
-			if keep {
-				remaining[c.PodSandboxId]++
-				left[k.uid] = true
-				continue
-			}
-			doomed = append(doomed, c)
-		}
-	}
-	byPod := map[string][]*runtimeapi.PodSandbox{}
-	for _, s := range sandboxes {
-		if uid := sandboxPodUID(s); uid != "" {
-			byPod[uid] = append(byPod[uid], s)
-		}
-	}
-	sandboxRemovable := func(uid string, i int, s *runtimeapi.PodSandbox) bool {
-		return s.State != runtimeapi.PodSandboxState_SANDBOX_READY && remaining[s.Id] == 0 && (gone(uid) || i > 0)
-	}
-
-	// The facts of what goes must be stored first.
-	touched := map[string]kubecontainer.PodRef{}
-	for _, c := range doomed {
-		touched[c.Labels[kubecontainer.LabelPodUID]] = kubecontainer.PodRef{UID: c.Labels[kubecontainer.LabelPodUID], Namespace: c.Labels[kubecontainer.LabelPodNamespace], Name: c.Labels[kubecontainer.LabelPodName]}
-	}
-	for uid, ss := range byPod {
-		slices.SortStableFunc(ss, newestSandboxFirst)
-		for i, s := range ss {
-			if sandboxRemovable(uid, i, s) {
-				md := s.GetMetadata()
-				touched[uid] = kubecontainer.PodRef{UID: uid, Namespace: md.GetNamespace(), Name: md.GetName()}
-			}
-		}
-	}
-	unrecorded, err := m.storeFacts(ctx, touched)
-	if err != nil {
-		errs = append(errs, err)
-	}
-
-	// 1. Containers.
-	for _, c := range doomed {
+// removeDead removes what plan says, containers first (each with its log and
+// termination message files), then sandboxes; nothing of a pod whose facts
+// are unrecorded, and no sandbox that keeps a container. It returns the pods
+// that keep a container or a sandbox.
+func (m *Kuberuntime) removeDead(ctx context.Context, plan gcPlan, unrecorded map[string]bool) (left map[string]bool, errs []error) {
+	left = maps.Clone(plan.left)
+	kept := map[string]bool{} // sandboxes with a container left
+	for _, c := range plan.containers {
 		uid, name := c.Labels[kubecontainer.LabelPodUID], c.Labels[kubecontainer.LabelContainerName]
-		if unrecorded[uid] {
-			remaining[c.PodSandboxId]++
-			left[uid] = true
-			continue
-		}
-		if err := m.rt.RemoveContainer(ctx, c.Id); err != nil && !isNotFound(err) {
+		if !unrecorded[uid] {
+			err := m.rt.RemoveContainer(ctx, c.Id)
+			if err == nil || isNotFound(err) {
+				rc, _ := strconv.Atoi(c.Annotations[kubecontainer.AnnotationContainerRestartCount])
+				ref := kubecontainer.PodRef{UID: uid, Namespace: c.Labels[kubecontainer.LabelPodNamespace], Name: c.Labels[kubecontainer.LabelPodName]}
+				_ = containerlogs.Remove(filepath.Join(podLogsDir(m.cfg.LogDir, ref.Namespace, ref.Name, uid), containerLogPath(name, rc)))
+				_ = os.Remove(m.terminationMessageFile(uid, name, rc))
+				in := kubecontainer.Instance{Container: name, ID: c.Id, SandboxID: c.PodSandboxId, Attempt: c.GetMetadata().GetAttempt()}
+				m.containerEvent(ctx, ref, in, schemas.EventContainerRemoved, "", "garbage collected")
+				continue
+			}
 			errs = append(errs, fmt.Errorf("remove container %s: %w", c.Id, err))
-			remaining[c.PodSandboxId]++
+		}
+		kept[c.PodSandboxId] = true
+		left[uid] = true
+	}
+	for _, s := range plan.sandboxes {
+		uid := sandboxPodUID(s)
+		if unrecorded[uid] || kept[s.Id] {
 			left[uid] = true
 			continue
 		}
-		rc, _ := strconv.Atoi(c.Annotations[kubecontainer.AnnotationContainerRestartCount])
-		ns, podName := c.Labels[kubecontainer.LabelPodNamespace], c.Labels[kubecontainer.LabelPodName]
-		_ = containerlogs.Remove(filepath.Join(podLogsDir(m.cfg.LogDir, ns, podName, uid), containerLogPath(name, rc)))
-		_ = os.Remove(m.terminationMessageFile(uid, name, rc))
-		in := kubecontainer.Instance{Container: name, ID: c.Id, SandboxID: c.PodSandboxId, Attempt: c.GetMetadata().GetAttempt()}
-		m.containerEvent(ctx, kubecontainer.PodRef{UID: uid, Namespace: ns, Name: podName}, in, schemas.EventContainerRemoved, "", "garbage collected")
-	}
-
-	// 2. Sandboxes, newest first per pod.
-	for uid, ss := range byPod {
-		for i, s := range ss {
-			if unrecorded[uid] || !sandboxRemovable(uid, i, s) {
-				left[uid] = true
-				continue
-			}
-			if err := m.rt.RemovePodSandbox(ctx, s.Id); err != nil && !isNotFound(err) {
-				errs = append(errs, fmt.Errorf("remove sandbox %s: %w", s.Id, err))
-				left[uid] = true
-				continue
-			}
-			md := s.GetMetadata()
-			m.sandboxEvent(ctx, kubecontainer.PodRef{UID: uid, Namespace: md.GetNamespace(), Name: md.GetName()}, schemas.EventSandboxRemoved, s.Id, md.GetAttempt(), "garbage collected")
+		if err := m.rt.RemovePodSandbox(ctx, s.Id); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", s.Id, err))
+			left[uid] = true
+			continue
 		}
+		md := s.GetMetadata()
+		m.sandboxEvent(ctx, kubecontainer.PodRef{UID: uid, Namespace: md.GetNamespace(), Name: md.GetName()}, schemas.EventSandboxRemoved, s.Id, md.GetAttempt(), "garbage collected")
 	}
+	return left, errs
+}
 
-	// 3. Directories of gone pods with nothing left: logs, then data (emptyDirs,
-	// their tmpfs unmounted first).
+// removePodDirs removes the directories of gone pods with nothing left:
+// logs, then data (emptyDirs, their tmpfs unmounted first), and forgets
+// the pods.
+func (m *Kuberuntime) removePodDirs(gone func(uid string) bool, left map[string]bool) (errs []error) {
 	if entries, err := os.ReadDir(m.cfg.LogDir); err == nil {
 		for _, e := range entries {
 			parts := strings.Split(e.Name(), "_")
-			if !e.IsDir() || len(parts) != 3 {
-				continue
-			}
-			uid := parts[2]
-			if left[uid] || !gone(uid) {
+			if !e.IsDir() || len(parts) != 3 || left[parts[2]] || !gone(parts[2]) {
 				continue
 			}
 			if err := os.RemoveAll(filepath.Join(m.cfg.LogDir, e.Name())); err != nil {
@@ -211,9 +170,7 @@ func (m *Kuberuntime) collect(ctx context.Context, only string, pods kubecontain
 			m.reasons.forgetPod(uid)
 		}
 	}
-	m.backOff.GC()
-	m.imageBackOff.GC()
-	return errors.Join(errs...)
+	return errs
 }
 
 // factsFlushTimeout bounds the wait for the facts of what GC removes to be
