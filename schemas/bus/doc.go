@@ -2,9 +2,10 @@
 // writer of it shares: the streams and buckets (their names and configs,
 // provisioning), the fixed names of the consumers a node creates, the
 // read-back consumers through which it reads what it stored, NATS
-// permission errors, the trace context carried in message headers, and the
-// publishing the writers of results, events and statuses share (Sender,
-// Backlog, jetlet_publish_failures_total).
+// permission errors, the trace context carried in message headers, and what
+// the publishers of results, events and statuses share: the checks of their
+// configs (Prepare), the Outbox the background ones publish through, and
+// jetlet_publish_failures_total.
 //
 // Its parent, schemas, holds the wire types and subject names and imports
 // no NATS; this package is where NATS comes in.
