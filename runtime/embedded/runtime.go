@@ -112,7 +112,7 @@ type Runtime struct {
 	log zerolog.Logger
 	// cgroups makes the pods' and containers' cgroups; set by Start before it
 	// serves, read-only after.
-	cgroups *cgroups.Manager
+	cgroups *cgroups.Hierarchy
 	// net is the CNI network of pods, loaded by Start; nil without
 	// Config.CNIConfDir. Read-only once serving.
 	net *network.Network

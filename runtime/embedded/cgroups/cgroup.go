@@ -24,7 +24,7 @@ var ErrUnsupported = errors.New("cgroups: unsupported")
 // Cgroup is one pod's or container's cgroup. It holds no open files: every
 // call reads or writes the cgroup's files.
 type Cgroup struct {
-	m     *Manager
+	m     *Hierarchy
 	paths Paths
 }
 
@@ -33,7 +33,7 @@ type Cgroup struct {
 // devices, when not nil, are the only devices the cgroup's processes may
 // create, read or write (DefaultDevices and a container's own); nil leaves
 // the parent's rules (a pod, a privileged container).
-func (m *Manager) Create(paths Paths, res *runtimeapi.LinuxContainerResources, pidsLimit int64, devices []DeviceRule) (*Cgroup, error) {
+func (m *Hierarchy) Create(paths Paths, res *runtimeapi.LinuxContainerResources, pidsLimit int64, devices []DeviceRule) (*Cgroup, error) {
 	if m.mode == Off {
 		return nil, fmt.Errorf("%w: cgroups are off: %s", ErrUnsupported, m.reason)
 	}
@@ -62,7 +62,7 @@ func (m *Manager) Create(paths Paths, res *runtimeapi.LinuxContainerResources, p
 
 // Load is the cgroup at paths, as recorded; nil when cgroups are off or paths
 // is empty. It does no I/O.
-func (m *Manager) Load(paths Paths) *Cgroup {
+func (m *Hierarchy) Load(paths Paths) *Cgroup {
 	if m.mode == Off || len(paths) == 0 {
 		return nil
 	}
@@ -86,7 +86,7 @@ func (c *Cgroup) String() string {
 }
 
 // spec translates CRI resources into the OCI resources the library applies.
-func (m *Manager) spec(res *runtimeapi.LinuxContainerResources, pidsLimit int64) (*specs.LinuxResources, error) {
+func (m *Hierarchy) spec(res *runtimeapi.LinuxContainerResources, pidsLimit int64) (*specs.LinuxResources, error) {
 	out := &specs.LinuxResources{}
 	if pidsLimit > 0 {
 		out.Pids = &specs.LinuxPids{Limit: &pidsLimit}
@@ -134,7 +134,7 @@ func (m *Manager) spec(res *runtimeapi.LinuxContainerResources, pidsLimit int64)
 }
 
 // memoryDir is the v1 memory hierarchy's directory of the cgroup at paths.
-func (m *Manager) memoryDir(paths Paths) string {
+func (m *Hierarchy) memoryDir(paths Paths) string {
 	for _, s := range m.v1 {
 		if s.Name() == cgroup1.Memory {
 			return hierarchyDir(s, paths[string(cgroup1.Memory)])
@@ -143,7 +143,7 @@ func (m *Manager) memoryDir(paths Paths) string {
 	return ""
 }
 
-func (m *Manager) hasHugetlb() bool {
+func (m *Hierarchy) hasHugetlb() bool {
 	if m.mode == V2 {
 		return true
 	}

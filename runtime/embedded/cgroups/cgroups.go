@@ -81,9 +81,11 @@ func ptr[T any](v T) *T { return &v }
 // key "". Paths are what a runtime records to find its cgroups again.
 type Paths map[string]string
 
-// Manager makes the cgroups of one runtime. It is read-only after Setup and
-// safe for concurrent use.
-type Manager struct {
+// Hierarchy is the part of the host's cgroup hierarchy (each of them, under
+// v1) that one runtime owns: the version in use, the runtime's parent cgroup,
+// and below it the cgroups it makes (Create, Load). It is read-only after
+// Setup and safe for concurrent use.
+type Hierarchy struct {
 	mode   Mode
 	reason string              // why mode is Off
 	parent Paths               // the runtime's parent cgroup
@@ -95,9 +97,9 @@ type Manager struct {
 
 // Setup detects the cgroup mode and creates the runtime's parent cgroup,
 // <its own cgroup>/<name> in each hierarchy, so that the runtime stays inside
-// whatever subtree it was delegated. When that fails, the Manager is Off and
+// whatever subtree it was delegated. When that fails, the Hierarchy is Off and
 // Enabled says why; nothing else changes.
-func Setup(name string) *Manager {
+func Setup(name string) *Hierarchy {
 	if os.Geteuid() != 0 {
 		return off("not running as root")
 	}
@@ -111,21 +113,21 @@ func Setup(name string) *Manager {
 	}
 }
 
-func off(reason string) *Manager { return &Manager{mode: Off, reason: reason} }
+func off(reason string) *Hierarchy { return &Hierarchy{mode: Off, reason: reason} }
 
 // Enabled reports whether cgroups are made and, when not, why.
-func (m *Manager) Enabled() (bool, string) { return m.mode != Off, m.reason }
+func (m *Hierarchy) Enabled() (bool, string) { return m.mode != Off, m.reason }
 
 // Mode is the cgroup version in use.
-func (m *Manager) Mode() Mode { return m.mode }
+func (m *Hierarchy) Mode() Mode { return m.mode }
 
-func setupV1(name string) *Manager {
+func setupV1(name string) *Hierarchy {
 	all, err := cgroup1.Default()
 	if err != nil {
 		return off(fmt.Sprintf("list cgroup v1 hierarchies: %v", err))
 	}
 	own := cgroup1.NestedPath(name)
-	m := &Manager{mode: V1, parent: Paths{}}
+	m := &Hierarchy{mode: V1, parent: Paths{}}
 	for _, s := range all {
 		if !v1Controllers[s.Name()] {
 			continue
@@ -158,7 +160,7 @@ func hierarchyDir(s cgroup1.Subsystem, path string) string {
 	return s.(interface{ Path(string) string }).Path(path)
 }
 
-func (m *Manager) v1Opts() []cgroup1.InitOpts {
+func (m *Hierarchy) v1Opts() []cgroup1.InitOpts {
 	subs := m.v1
 	return []cgroup1.InitOpts{
 		cgroup1.WithHierarchy(func() ([]cgroup1.Subsystem, error) { return subs, nil }),
@@ -167,7 +169,7 @@ func (m *Manager) v1Opts() []cgroup1.InitOpts {
 }
 
 // v1Path is the library's view of paths.
-func (m *Manager) v1Path(paths Paths) cgroup1.Path {
+func (m *Hierarchy) v1Path(paths Paths) cgroup1.Path {
 	return func(n cgroup1.Name) (string, error) {
 		p, ok := paths[string(n)]
 		if !ok {
@@ -180,7 +182,7 @@ func (m *Manager) v1Path(paths Paths) cgroup1.Path {
 // v2Controllers are enabled for the runtime's subtree.
 var v2Controllers = []string{"cpu", "cpuset", "memory", "pids", "hugetlb"}
 
-func setupV2(name string) *Manager {
+func setupV2(name string) *Hierarchy {
 	own, err := cgroup2.NestedGroupPath("")
 	if err != nil {
 		return off(fmt.Sprintf("read own cgroup: %v", err))
@@ -201,7 +203,7 @@ func setupV2(name string) *Manager {
 	if err := enableV2(own, want); err != nil {
 		return off(err.Error())
 	}
-	m := &Manager{mode: V2, parent: Paths{"": filepath.Join(own, name)}, unified: unifiedRoot}
+	m := &Hierarchy{mode: V2, parent: Paths{"": filepath.Join(own, name)}, unified: unifiedRoot}
 	if _, err := cgroup2.NewManager(m.unified, m.parent[""], &cgroup2.Resources{}); err != nil {
 		return off(fmt.Sprintf("create cgroup %s: %v", m.parent[""], err))
 	}
@@ -255,7 +257,7 @@ func readControllers(path string) (map[string]bool, error) {
 // PodPaths are where the cgroup of pod uid goes: under parent (a path below
 // the controllers' roots, the sandbox's cgroup_parent) when set, else under
 // the runtime's parent. Neither can name a place outside the roots.
-func (m *Manager) PodPaths(parent, uid string) Paths {
+func (m *Hierarchy) PodPaths(parent, uid string) Paths {
 	out := Paths{}
 	name := "pod" + strings.ReplaceAll(uid, "/", "_")
 	for k, p := range m.parent {

@@ -20,8 +20,8 @@ import (
 	"github.com/jetlet/jetlet/test/poll"
 )
 
-// setup is a Manager whose parent is unique to the test, removed after it.
-func setup(t *testing.T) *Manager {
+// setup is a Hierarchy whose parent is unique to the test, removed after it.
+func setup(t *testing.T) *Hierarchy {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: cgroups are made only by root")
@@ -188,7 +188,7 @@ func TestContainerCgroupLifecycle(t *testing.T) {
 	}
 }
 
-func (m *Manager) hasPids() bool {
+func (m *Hierarchy) hasPids() bool {
 	_, ok := m.parent[string(cgroup1.Pids)]
 	return ok || m.mode == V2
 }
@@ -312,7 +312,7 @@ func TestV2Tree(t *testing.T) {
 	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	m := &Manager{mode: V2, unified: hybridUnified, parent: Paths{"": "/jetlet-test-" + hex.EncodeToString(b[:])}}
+	m := &Hierarchy{mode: V2, unified: hybridUnified, parent: Paths{"": "/jetlet-test-" + hex.EncodeToString(b[:])}}
 	pod, err := m.Create(m.PodPaths("", "v2"), nil, 0, nil)
 	if err != nil {
 		t.Fatal(err)
