@@ -15,6 +15,7 @@ import (
 
 	"github.com/jetlet/jetlet/reconcile/containerlogs"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
+	"github.com/jetlet/jetlet/runtime/crilabels"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -81,8 +82,8 @@ func (m *Kuberuntime) listForGC(ctx context.Context, only string) ([]*runtimeapi
 	var sf *runtimeapi.PodSandboxFilter
 	var cf *runtimeapi.ContainerFilter
 	if only != "" {
-		sf = &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{kubecontainer.LabelPodUID: only}}
-		cf = &runtimeapi.ContainerFilter{LabelSelector: map[string]string{kubecontainer.LabelPodUID: only}}
+		sf = &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{crilabels.LabelPodUID: only}}
+		cf = &runtimeapi.ContainerFilter{LabelSelector: map[string]string{crilabels.LabelPodUID: only}}
 	}
 	sandboxes, err := m.rt.ListPodSandbox(ctx, sf)
 	if err != nil {
@@ -103,12 +104,12 @@ func (m *Kuberuntime) removeDead(ctx context.Context, plan gcPlan, unrecorded ma
 	left = maps.Clone(plan.left)
 	kept := map[string]bool{} // sandboxes with a container left
 	for _, c := range plan.containers {
-		uid, name := c.Labels[kubecontainer.LabelPodUID], c.Labels[kubecontainer.LabelContainerName]
+		uid, name := c.Labels[crilabels.LabelPodUID], c.Labels[crilabels.LabelContainerName]
 		if !unrecorded[uid] {
 			err := m.rt.RemoveContainer(ctx, c.Id)
 			if err == nil || isNotFound(err) {
-				rc, _ := strconv.Atoi(c.Annotations[kubecontainer.AnnotationContainerRestartCount])
-				ref := kubecontainer.PodRef{UID: uid, Namespace: c.Labels[kubecontainer.LabelPodNamespace], Name: c.Labels[kubecontainer.LabelPodName]}
+				rc, _ := strconv.Atoi(c.Annotations[crilabels.AnnotationContainerRestartCount])
+				ref := kubecontainer.PodRef{UID: uid, Namespace: c.Labels[crilabels.LabelPodNamespace], Name: c.Labels[crilabels.LabelPodName]}
 				_ = containerlogs.Remove(filepath.Join(podLogsDir(m.cfg.LogDir, ref.Namespace, ref.Name, uid), containerLogPath(name, rc)))
 				_ = os.Remove(m.terminationMessageFile(uid, name, rc))
 				in := kubecontainer.Instance{Container: name, ID: c.Id, SandboxID: c.PodSandboxId, Attempt: c.GetMetadata().GetAttempt()}

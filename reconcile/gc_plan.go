@@ -8,6 +8,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
+	"github.com/jetlet/jetlet/runtime/crilabels"
 )
 
 // gcPlan is what one collection removes, decided from what was listed and
@@ -35,7 +36,7 @@ func planGC(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Contain
 	plan := gcPlan{facts: map[string]kubecontainer.PodRef{}, left: map[string]bool{}}
 	remaining := map[string]int{} // containers kept per sandbox
 	for _, g := range groupContainers(containers) {
-		uid := g[0].Labels[kubecontainer.LabelPodUID]
+		uid := g[0].Labels[crilabels.LabelPodUID]
 		podGone := gone(uid)
 		deadKept := 0
 		for i, c := range g {
@@ -54,7 +55,7 @@ func planGC(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Contain
 				continue
 			}
 			plan.containers = append(plan.containers, c)
-			plan.facts[uid] = kubecontainer.PodRef{UID: uid, Namespace: c.Labels[kubecontainer.LabelPodNamespace], Name: c.Labels[kubecontainer.LabelPodName]}
+			plan.facts[uid] = kubecontainer.PodRef{UID: uid, Namespace: c.Labels[crilabels.LabelPodNamespace], Name: c.Labels[crilabels.LabelPodName]}
 		}
 	}
 	for _, ss := range groupSandboxes(sandboxes) {
@@ -78,8 +79,8 @@ func groupContainers(containers []*runtimeapi.Container) [][]*runtimeapi.Contain
 	type key struct{ uid, name string }
 	groups := map[key][]*runtimeapi.Container{}
 	for _, c := range containers {
-		if uid := c.Labels[kubecontainer.LabelPodUID]; uid != "" {
-			k := key{uid, c.Labels[kubecontainer.LabelContainerName]}
+		if uid := c.Labels[crilabels.LabelPodUID]; uid != "" {
+			k := key{uid, c.Labels[crilabels.LabelContainerName]}
 			groups[k] = append(groups[k], c)
 		}
 	}

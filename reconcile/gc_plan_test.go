@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
+	"github.com/jetlet/jetlet/runtime/crilabels"
 )
 
 // TestPlanGC: what a collection removes of what was listed, kubelet's
@@ -25,8 +26,8 @@ func TestPlanGC(t *testing.T) {
 	)
 	ctr := func(id, uid, name, sandbox string, state runtimeapi.ContainerState, created int) *runtimeapi.Container {
 		return &runtimeapi.Container{Id: id, PodSandboxId: sandbox, State: state, CreatedAt: at(created), Labels: map[string]string{
-			kubecontainer.LabelPodUID: uid, kubecontainer.LabelPodName: "p-" + uid, kubecontainer.LabelPodNamespace: "ns",
-			kubecontainer.LabelContainerName: name,
+			crilabels.LabelPodUID: uid, crilabels.LabelPodName: "p-" + uid, crilabels.LabelPodNamespace: "ns",
+			crilabels.LabelContainerName: name,
 		}}
 	}
 	sb := func(id, uid string, state runtimeapi.PodSandboxState, created int) *runtimeapi.PodSandbox {
@@ -138,7 +139,7 @@ func TestPlanGC(t *testing.T) {
 			name:      "what has no pod uid is not jetlet's and stays",
 			sandboxes: []*runtimeapi.PodSandbox{{Id: "x", State: notReady, Metadata: &runtimeapi.PodSandboxMetadata{Name: "other"}}},
 			containers: []*runtimeapi.Container{{Id: "y", PodSandboxId: "x", State: exited, Labels: map[string]string{
-				kubecontainer.LabelContainerName: "other",
+				crilabels.LabelContainerName: "other",
 			}}},
 			gone:   []string{""},
 			policy: GCPolicy{MaxPerPodContainer: 1},

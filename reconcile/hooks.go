@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
+	"github.com/jetlet/jetlet/runtime/crilabels"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -141,7 +142,7 @@ func preStopAnnotation(c *corev1.Container) (string, bool) {
 
 // preStopFromAnnotations reads the handler preStopAnnotation recorded.
 func preStopFromAnnotations(ann map[string]string) *corev1.LifecycleHandler {
-	v, ok := ann[kubecontainer.AnnotationContainerPreStopHandler]
+	v, ok := ann[crilabels.AnnotationContainerPreStopHandler]
 	if !ok {
 		return nil
 	}

@@ -6,7 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/jetlet/jetlet/reconcile/kubecontainer"
+	"github.com/jetlet/jetlet/runtime/crilabels"
 )
 
 // newSandboxLabels: the pod's labels plus kubelet's identity labels.
@@ -15,9 +15,9 @@ func newSandboxLabels(pod *corev1.Pod) map[string]string {
 	for k, v := range pod.Labels {
 		labels[k] = v
 	}
-	labels[kubecontainer.LabelPodName] = pod.Name
-	labels[kubecontainer.LabelPodNamespace] = pod.Namespace
-	labels[kubecontainer.LabelPodUID] = string(pod.UID)
+	labels[crilabels.LabelPodName] = pod.Name
+	labels[crilabels.LabelPodNamespace] = pod.Namespace
+	labels[crilabels.LabelPodUID] = string(pod.UID)
 	return labels
 }
 
@@ -33,10 +33,10 @@ func newSandboxAnnotations(pod *corev1.Pod) map[string]string {
 // the sandbox).
 func newContainerLabels(pod *corev1.Pod, c *corev1.Container) map[string]string {
 	return map[string]string{
-		kubecontainer.LabelPodName:       pod.Name,
-		kubecontainer.LabelPodNamespace:  pod.Namespace,
-		kubecontainer.LabelPodUID:        string(pod.UID),
-		kubecontainer.LabelContainerName: c.Name,
+		crilabels.LabelPodName:       pod.Name,
+		crilabels.LabelPodNamespace:  pod.Namespace,
+		crilabels.LabelPodUID:        string(pod.UID),
+		crilabels.LabelContainerName: c.Name,
 	}
 }
 
@@ -45,24 +45,24 @@ func newContainerAnnotations(pod *corev1.Pod, c *corev1.Container, restartCount 
 	for k, v := range pod.Annotations {
 		ann[k] = v
 	}
-	ann[kubecontainer.AnnotationContainerHash] = HashContainer(c)
-	ann[kubecontainer.AnnotationContainerRestartCount] = strconv.Itoa(restartCount)
-	ann[kubecontainer.AnnotationContainerTerminationMessagePath] = c.TerminationMessagePath
-	ann[kubecontainer.AnnotationContainerTerminationMessagePolicy] = string(c.TerminationMessagePolicy)
+	ann[crilabels.AnnotationContainerHash] = HashContainer(c)
+	ann[crilabels.AnnotationContainerRestartCount] = strconv.Itoa(restartCount)
+	ann[crilabels.AnnotationContainerTerminationMessagePath] = c.TerminationMessagePath
+	ann[crilabels.AnnotationContainerTerminationMessagePolicy] = string(c.TerminationMessagePolicy)
 	if pod.DeletionGracePeriodSeconds != nil {
-		ann[kubecontainer.AnnotationPodDeletionGracePeriod] = strconv.FormatInt(*pod.DeletionGracePeriodSeconds, 10)
+		ann[crilabels.AnnotationPodDeletionGracePeriod] = strconv.FormatInt(*pod.DeletionGracePeriodSeconds, 10)
 	}
-	ann[kubecontainer.AnnotationPodTerminationGracePeriod] = strconv.FormatInt(podGracePeriod(pod), 10)
+	ann[crilabels.AnnotationPodTerminationGracePeriod] = strconv.FormatInt(podGracePeriod(pod), 10)
 	if len(c.Ports) > 0 {
 		if b, err := json.Marshal(c.Ports); err == nil {
-			ann[kubecontainer.AnnotationContainerPorts] = string(b)
+			ann[crilabels.AnnotationContainerPorts] = string(b)
 		}
 	}
 	if h, ok := preStopAnnotation(c); ok {
-		ann[kubecontainer.AnnotationContainerPreStopHandler] = h
+		ann[crilabels.AnnotationContainerPreStopHandler] = h
 	}
 	if isInit {
-		ann[kubecontainer.AnnotationContainerInit] = "true"
+		ann[crilabels.AnnotationContainerInit] = "true"
 	}
 	return ann
 }

@@ -17,6 +17,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
+	"github.com/jetlet/jetlet/runtime/crilabels"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/fakecri"
 )
@@ -333,14 +334,14 @@ func TestContainerConfig(t *testing.T) {
 		t.Errorf("log path %s attempt %d", cfg.LogPath, cfg.Metadata.Attempt)
 	}
 	for k, want := range map[string]string{
-		kubecontainer.AnnotationContainerRestartCount: "3", kubecontainer.AnnotationPodTerminationGracePeriod: "45",
-		kubecontainer.AnnotationContainerHash: HashContainer(&pod.Spec.Containers[0]), kubecontainer.AnnotationContainerPorts: `[{"containerPort":8080}]`,
+		crilabels.AnnotationContainerRestartCount: "3", crilabels.AnnotationPodTerminationGracePeriod: "45",
+		crilabels.AnnotationContainerHash: HashContainer(&pod.Spec.Containers[0]), crilabels.AnnotationContainerPorts: `[{"containerPort":8080}]`,
 	} {
 		if cfg.Annotations[k] != want {
 			t.Errorf("annotation %s = %q, want %q", k, cfg.Annotations[k], want)
 		}
 	}
-	if cfg.Labels[kubecontainer.LabelPodUID] != "uid1" || cfg.Labels[kubecontainer.LabelContainerName] != "app" {
+	if cfg.Labels[crilabels.LabelPodUID] != "uid1" || cfg.Labels[crilabels.LabelContainerName] != "app" {
 		t.Errorf("labels %v", cfg.Labels)
 	}
 	if len(cfg.Mounts) != 1 || cfg.Mounts[0].HostPath != m.emptyDirPath("uid1", "scratch") {

@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
+	"github.com/jetlet/jetlet/runtime/crilabels"
 )
 
 // statusCache keeps the CRI status of sandboxes and container instances
@@ -88,7 +89,7 @@ func (c *statusCache) forget(uid string) {
 // restarted jetlet sees exactly what runs; restart counts come from the
 // instances' annotations.
 func (m *Kuberuntime) GetPodStatus(ctx context.Context, uid, name, namespace string) (*kubecontainer.PodStatus, error) {
-	selector := map[string]string{kubecontainer.LabelPodUID: uid}
+	selector := map[string]string{crilabels.LabelPodUID: uid}
 	sandboxes, err := m.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: selector})
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes of pod %s: %w", uid, err)
@@ -162,7 +163,7 @@ func toContainerStatus(s *runtimeapi.ContainerStatus, sandboxID string) *kubecon
 	annotations := s.GetAnnotations()
 	cs := &kubecontainer.ContainerStatus{
 		ID:         s.GetId(),
-		Name:       s.GetLabels()[kubecontainer.LabelContainerName],
+		Name:       s.GetLabels()[crilabels.LabelContainerName],
 		SandboxID:  sandboxID,
 		State:      toContainerState(s.GetState()),
 		CreatedAt:  kubecontainer.FromNanos(s.GetCreatedAt()),
@@ -173,18 +174,18 @@ func toContainerStatus(s *runtimeapi.ContainerStatus, sandboxID string) *kubecon
 		ImageRef:   s.GetImageRef(),
 		Reason:     s.GetReason(),
 		Message:    s.GetMessage(),
-		Hash:       annotations[kubecontainer.AnnotationContainerHash],
+		Hash:       annotations[crilabels.AnnotationContainerHash],
 		Attempt:    s.GetMetadata().GetAttempt(),
-		Init:       annotations[kubecontainer.AnnotationContainerInit] == "true",
+		Init:       annotations[crilabels.AnnotationContainerInit] == "true",
 		PreStop:    preStopFromAnnotations(annotations),
 	}
 	if cs.Name == "" {
 		cs.Name = s.GetMetadata().GetName()
 	}
-	if n, err := strconv.Atoi(annotations[kubecontainer.AnnotationContainerRestartCount]); err == nil {
+	if n, err := strconv.Atoi(annotations[crilabels.AnnotationContainerRestartCount]); err == nil {
 		cs.RestartCount = n
 	}
-	if g, ok := annotationInt(annotations, kubecontainer.AnnotationPodTerminationGracePeriod); ok {
+	if g, ok := annotationInt(annotations, crilabels.AnnotationPodTerminationGracePeriod); ok {
 		cs.TerminationGracePeriod = g
 	}
 	return cs
@@ -234,11 +235,11 @@ func groupPods(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Cont
 		p.Sandboxes = append(p.Sandboxes, &kubecontainer.Container{ID: s.Id, State: sandboxToContainerState(s.State)})
 	}
 	for _, c := range containers {
-		uid := c.Labels[kubecontainer.LabelPodUID]
+		uid := c.Labels[crilabels.LabelPodUID]
 		if uid == "" {
 			continue
 		}
-		p := get(uid, c.Labels[kubecontainer.LabelPodName], c.Labels[kubecontainer.LabelPodNamespace])
+		p := get(uid, c.Labels[crilabels.LabelPodName], c.Labels[crilabels.LabelPodNamespace])
 		p.Containers = append(p.Containers, &kubecontainer.Container{ID: c.Id, State: toContainerState(c.State)})
 	}
 	out := make([]*kubecontainer.RuntimePod, 0, len(pods))
@@ -257,7 +258,7 @@ func sandboxPodUID(s *runtimeapi.PodSandbox) string {
 	if uid := s.GetMetadata().GetUid(); uid != "" {
 		return uid
 	}
-	return s.Labels[kubecontainer.LabelPodUID]
+	return s.Labels[crilabels.LabelPodUID]
 }
 
 // newestSandboxFirst and newestContainerFirst order listed items by creation, newest first.

@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
+	"github.com/jetlet/jetlet/runtime/crilabels"
 	"github.com/jetlet/jetlet/test/fakecri"
 )
 
@@ -186,7 +187,7 @@ func TestSandboxConfigHonoursSpecFields(t *testing.T) {
 	switch {
 	case cfg.Metadata.Name != "p" || cfg.Metadata.Namespace != "ns" || cfg.Metadata.Uid != "uid1":
 		t.Errorf("metadata %v", cfg.Metadata)
-	case cfg.Labels["app"] != "web" || cfg.Labels[kubecontainer.LabelPodUID] != "uid1" || cfg.Annotations["team"] != "x":
+	case cfg.Labels["app"] != "web" || cfg.Labels[crilabels.LabelPodUID] != "uid1" || cfg.Annotations["team"] != "x":
 		t.Errorf("labels %v annotations %v", cfg.Labels, cfg.Annotations)
 	case cfg.Hostname != "override":
 		t.Errorf("hostname %q, want the override", cfg.Hostname)

@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
+	"github.com/jetlet/jetlet/runtime/crilabels"
 )
 
 // kubelet's bounds of a termination message: the file's last 4096 bytes; from
@@ -59,10 +60,10 @@ func (m *Kuberuntime) terminationMessageMount(pod *corev1.Pod, c *corev1.Contain
 // end of its log. logPath is the instance's CRI log.
 func terminationMessage(s *runtimeapi.ContainerStatus, logPath string) string {
 	ann := s.GetAnnotations()
-	fallback := ann[kubecontainer.AnnotationContainerTerminationMessagePolicy] == string(corev1.TerminationMessageFallbackToLogsOnError) &&
+	fallback := ann[crilabels.AnnotationContainerTerminationMessagePolicy] == string(corev1.TerminationMessageFallbackToLogsOnError) &&
 		s.GetExitCode() != 0 && s.GetReason() != "ContainerCannotRun"
 	msg, checkLogs := "", fallback
-	if path := ann[kubecontainer.AnnotationContainerTerminationMessagePath]; path != "" {
+	if path := ann[crilabels.AnnotationContainerTerminationMessagePath]; path != "" {
 		for _, mount := range s.GetMounts() {
 			if mount.GetContainerPath() != path {
 				continue
@@ -88,7 +89,7 @@ func terminationMessage(s *runtimeapi.ContainerStatus, logPath string) string {
 // the runtime's message, as kubelet does.
 func (m *Kuberuntime) addTerminationMessage(cs *kubecontainer.ContainerStatus, s *runtimeapi.ContainerStatus) {
 	labels := s.GetLabels()
-	logPath := filepath.Join(podLogsDir(m.cfg.LogDir, labels[kubecontainer.LabelPodNamespace], labels[kubecontainer.LabelPodName], labels[kubecontainer.LabelPodUID]), containerLogPath(cs.Name, cs.RestartCount))
+	logPath := filepath.Join(podLogsDir(m.cfg.LogDir, labels[crilabels.LabelPodNamespace], labels[crilabels.LabelPodName], labels[crilabels.LabelPodUID]), containerLogPath(cs.Name, cs.RestartCount))
 	msg := terminationMessage(s, logPath)
 	if msg == "" {
 		return

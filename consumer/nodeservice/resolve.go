@@ -9,8 +9,8 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/runtime/crierr"
+	"github.com/jetlet/jetlet/runtime/crilabels"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -26,9 +26,9 @@ type instance struct {
 // that container's instances the newest, or with previous the one before.
 func (s *Service) resolve(ctx context.Context, ref schemas.PodRef, previous bool) (instance, error) {
 	pod := ref.Namespace + "/" + ref.Name
-	labels := map[string]string{kubecontainer.LabelPodNamespace: ref.Namespace, kubecontainer.LabelPodName: ref.Name}
+	labels := map[string]string{crilabels.LabelPodNamespace: ref.Namespace, crilabels.LabelPodName: ref.Name}
 	if ref.UID != "" {
-		labels[kubecontainer.LabelPodUID] = ref.UID
+		labels[crilabels.LabelPodUID] = ref.UID
 	}
 	cs, err := s.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: labels})
 	if err != nil {
@@ -42,13 +42,13 @@ func (s *Service) resolve(ctx context.Context, ref schemas.PodRef, previous bool
 	slices.SortFunc(cs, func(a, b *runtimeapi.Container) int {
 		return cmp.Or(cmp.Compare(b.CreatedAt, a.CreatedAt), cmp.Compare(b.GetMetadata().GetAttempt(), a.GetMetadata().GetAttempt()))
 	})
-	uid := cs[0].Labels[kubecontainer.LabelPodUID]
-	cs = slices.DeleteFunc(cs, func(c *runtimeapi.Container) bool { return c.Labels[kubecontainer.LabelPodUID] != uid })
+	uid := cs[0].Labels[crilabels.LabelPodUID]
+	cs = slices.DeleteFunc(cs, func(c *runtimeapi.Container) bool { return c.Labels[crilabels.LabelPodUID] != uid })
 	name := ref.Container
 	if name == "" {
 		var names []string
 		for _, c := range cs {
-			if n := c.Labels[kubecontainer.LabelContainerName]; !slices.Contains(names, n) {
+			if n := c.Labels[crilabels.LabelContainerName]; !slices.Contains(names, n) {
 				names = append(names, n)
 			}
 		}
@@ -58,7 +58,7 @@ func (s *Service) resolve(ctx context.Context, ref schemas.PodRef, previous bool
 		}
 		name = names[0]
 	}
-	cs = slices.DeleteFunc(cs, func(c *runtimeapi.Container) bool { return c.Labels[kubecontainer.LabelContainerName] != name })
+	cs = slices.DeleteFunc(cs, func(c *runtimeapi.Container) bool { return c.Labels[crilabels.LabelContainerName] != name })
 	i := 0
 	if previous {
 		i = 1

@@ -12,8 +12,8 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/runtime"
+	"github.com/jetlet/jetlet/runtime/crilabels"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/poll"
 )
@@ -215,7 +215,7 @@ func ledgerProblems(evs []schemas.LifecycleEvent, pods []*burstPod, held []*runt
 	}
 	for _, c := range held {
 		if c.State != runtimeapi.ContainerState_CONTAINER_CREATED && instances[c.Id] == nil {
-			report("pod %s container %s (%s, %s) ran but has no ContainerStarted", c.Labels[kubecontainer.LabelPodUID], c.GetMetadata().GetName(), c.Id, c.State)
+			report("pod %s container %s (%s, %s) ran but has no ContainerStarted", c.Labels[crilabels.LabelPodUID], c.GetMetadata().GetName(), c.Id, c.State)
 		}
 	}
 	slices.Sort(problems)

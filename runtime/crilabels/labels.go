@@ -1,9 +1,10 @@
-package kubecontainer
+// Package crilabels holds the label and annotation keys jetlet puts on the
+// CRI sandboxes and containers it creates: kubelet's, so that tools that know
+// a kubelet's containers (crictl, log collectors) know jetlet's. reconcile
+// writes them; the node service finds a pod's containers by them.
+package crilabels
 
-// Label and annotation keys, the same as kubelet's, so that tools that know a
-// kubelet's containers (crictl, log collectors) know jetlet's. reconcile puts
-// them on every sandbox and container it creates; the node service finds a
-// pod's containers by them.
+// The keys, kubelet's but for AnnotationContainerInit.
 const (
 	LabelPodName       = "io.kubernetes.pod.name"
 	LabelPodNamespace  = "io.kubernetes.pod.namespace"
