@@ -13,8 +13,8 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/jetlet/jetlet/reconcile/containerlogs"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
+	"github.com/jetlet/jetlet/runtime/containerlogs"
 	"github.com/jetlet/jetlet/runtime/crilabels"
 	"github.com/jetlet/jetlet/schemas"
 )

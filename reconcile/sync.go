@@ -11,8 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/jetlet/jetlet/reconcile/containerlogs"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
+	"github.com/jetlet/jetlet/runtime/containerlogs"
 	"github.com/jetlet/jetlet/schemas"
 )
 

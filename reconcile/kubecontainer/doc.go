@@ -4,9 +4,8 @@
 // it implies and their deterministic ids (PodFacts, EventID, the Emitter they
 // go to), the result of a sync (PodSyncResult and kubelet's errors), probe
 // results, the HandlerRunner role and how a handler's address is resolved,
-// what garbage collection asks of the pod workers (PodStateProvider), and
-// kubelet's label and annotation keys, which consumer/nodeservice also finds
-// containers by.
+// and what garbage collection asks of the pod workers (PodStateProvider).
+// (kubelet's label and annotation keys are runtime/crilabels'.)
 //
 // It is a leaf: it imports schemas and the Kubernetes and CRI types, nothing
 // of reconcile. reconcile and its children import it; no child of reconcile

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jetlet/jetlet/reconcile/containerlogs"
+	"github.com/jetlet/jetlet/runtime/containerlogs"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/poll"

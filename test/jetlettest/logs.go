@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/jetlet/jetlet/reconcile/containerlogs"
+	"github.com/jetlet/jetlet/runtime/containerlogs"
 )
 
 // RotatedLogSettled returns the files of the container log at path once

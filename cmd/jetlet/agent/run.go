@@ -22,7 +22,7 @@ import (
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/consumer"
 	"github.com/jetlet/jetlet/reconcile"
-	"github.com/jetlet/jetlet/reconcile/containerlogs"
+	"github.com/jetlet/jetlet/runtime/containerlogs"
 	"github.com/jetlet/jetlet/runtime/embedded"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/schemas/bus"

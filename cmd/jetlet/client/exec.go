@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
-	"github.com/jetlet/jetlet/consumer/nodeservice/nodeclient"
+	"github.com/jetlet/jetlet/runtime/nodeservice/nodeclient"
 	"github.com/jetlet/jetlet/schemas"
 )
 

@@ -18,9 +18,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/jetlet/jetlet/consumer/nodeservice/nodeclient"
 	"github.com/jetlet/jetlet/consumer/results"
 	"github.com/jetlet/jetlet/events"
+	"github.com/jetlet/jetlet/runtime/nodeservice/nodeclient"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/schemas/bus"
 	"github.com/jetlet/jetlet/test/jetlettest"

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jetlet/jetlet/reconcile/containerlogs"
+	"github.com/jetlet/jetlet/runtime/containerlogs"
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/poll"
 )

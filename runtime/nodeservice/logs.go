@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nuid"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/jetlet/jetlet/reconcile/containerlogs"
+	"github.com/jetlet/jetlet/runtime/containerlogs"
 	"github.com/jetlet/jetlet/runtime/crierr"
 	"github.com/jetlet/jetlet/schemas"
 )

@@ -17,9 +17,9 @@ import (
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/jetlet/jetlet/consumer/nodeservice"
-	"github.com/jetlet/jetlet/consumer/nodeservice/nodeclient"
 	"github.com/jetlet/jetlet/runtime/crierr"
+	"github.com/jetlet/jetlet/runtime/nodeservice"
+	"github.com/jetlet/jetlet/runtime/nodeservice/nodeclient"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/natstest"
 	"github.com/jetlet/jetlet/test/poll"

@@ -1,6 +1,6 @@
 // Package nodeclient asks a node's service for container logs and exec
 // (docs/wire-protocol.md section 12): the client half of the protocol
-// consumer/nodeservice serves, with nothing of the node in it.
+// runtime/nodeservice serves, with nothing of the node in it.
 package nodeclient
 
 import (
