@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
@@ -49,61 +50,91 @@ var _ reconcile.Runtime = (*runtime.Client)(nil)
 var _ kubecontainer.HandlerRunner = (*probe.Runner)(nil)
 
 // servePipeline runs the node's pipeline (publishers, relist, pod workers,
-// consumer, garbage collection, heartbeat, the logs and exec service) until ctx is done, then drains it:
-// in-flight syncs finish (up to the shutdown timeout), unanswered intents go
-// back to JetStream, queued events and statuses are flushed, and the node's
-// heartbeat record is removed.
+// consumer, garbage collection, heartbeat, the logs and exec service) until
+// ctx is done, then drains it (see drain).
 func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, client *runtime.Client, reg prometheus.Registerer) error {
-	log := logger.With().Str("node", a.cfg.node).Logger()
-	// The three publishers: results (synchronous), events and statuses (in
-	// the background); they count their failures together.
+	p := &pipeline{log: logger.With().Str("node", a.cfg.node).Logger(), startedAt: time.Now().UTC()}
+	if err := a.buildPublishers(p, js, reg); err != nil {
+		return err
+	}
+	if err := a.buildPodSync(p, client, reg); err != nil {
+		return err
+	}
+	if err := a.buildServices(p, js, client, reg); err != nil {
+		return err
+	}
+	a.attached.Store(p.consumer)
+	return a.runPipeline(ctx, p, js, client)
+}
+
+// pipeline is the node's parts, in the order they are built.
+type pipeline struct {
+	log       zerolog.Logger
+	startedAt time.Time
+
+	answers  *results.ResultPublisher
+	events   *events.EventPublisher
+	statuses *status.StatusWriter
+	emit     kubecontainer.Emitter // events and statuses, as reconcile emits them
+
+	probes   *prober.Prober
+	relister *pleg.Relister
+	workers  *podworkers.Workers
+
+	rotation *containerlogs.Rotator
+	consumer *consumer.Consumer
+	nodeSvc  *nodeservice.Service
+}
+
+// buildPublishers makes the three publishers: results (synchronous), events
+// and statuses (in the background); they count their failures together.
+func (a *agent) buildPublishers(p *pipeline, js jetstream.JetStream, reg prometheus.Registerer) (err error) {
 	failures := bus.NewPublishFailures(reg)
-	answers, err := results.New(js, results.Config{
+	if p.answers, err = results.New(js, results.Config{
 		Node:          a.cfg.node,
 		SubjectPrefix: a.cfg.streams.SubjectPrefix,
 		Failures:      failures,
 		Denials:       &a.denials,
-	})
-	if err != nil {
+	}); err != nil {
 		return err
 	}
-	pub, err := events.New(js, events.Config{
+	if p.events, err = events.New(js, events.Config{
 		Node:          a.cfg.node,
 		SubjectPrefix: a.cfg.streams.SubjectPrefix,
-		Logger:        log,
+		Logger:        p.log,
 		Metrics:       events.NewMetrics(reg),
 		Failures:      failures,
 		Denials:       &a.denials,
-	})
-	if err != nil {
+	}); err != nil {
 		return err
 	}
-	statuses, err := status.New(js, status.Config{
+	if p.statuses, err = status.New(js, status.Config{
 		Node:                a.cfg.node,
 		TerminatedStatusTTL: a.cfg.streams.TerminatedStatusTTL,
-		Logger:              log,
+		Logger:              p.log,
 		Failures:            failures,
-	})
-	if err != nil {
+	}); err != nil {
 		return err
 	}
-	emit := podworkers.IntentEmitter(eventsAndStatuses{pub, statuses})
+	p.emit = podworkers.IntentEmitter(eventsAndStatuses{p.events, p.statuses})
+	return nil
+}
+
+// buildPodSync makes kubelet's half: the prober, the runtime manager, the
+// relist and the pod workers.
+func (a *agent) buildPodSync(p *pipeline, client *runtime.Client, reg prometheus.Registerer) (err error) {
 	allocatable, err := nodeAllocatable(a.cfg.dataDir)
 	if err != nil {
 		return err
 	}
 	// One handler runner for the probes and the lifecycle hooks.
 	handlers := probe.New(client, probe.Config{Version: cli.Version()})
-	probes, err := prober.New(handlers, emit, prober.Config{
-		Node:   a.cfg.node,
-		Logger: log,
-	})
-	if err != nil {
+	if p.probes, err = prober.New(handlers, p.emit, prober.Config{Node: a.cfg.node, Logger: p.log}); err != nil {
 		return err
 	}
 	hostIP := nodeIP()
-	log.Info().Str("node_ip", hostIP).Msg("node address: the IP of hostNetwork pods and the downward API's status.hostIP")
-	mgr, err := reconcile.New(client, emit, reconcile.Config{
+	p.log.Info().Str("node_ip", hostIP).Msg("node address: the IP of hostNetwork pods and the downward API's status.hostIP")
+	kuberuntime, err := reconcile.New(client, p.emit, reconcile.Config{
 		NodeName:        a.cfg.node,
 		NodeIP:          hostIP,
 		NodeAllocatable: allocatable,
@@ -111,130 +142,140 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 		AllowPrivileged: a.cfg.allowPrivileged,
 		Credentials:     a.credentials,
 		GC:              reconcile.GCPolicy{MaxPerPodContainer: a.cfg.maxDeadPerContainer},
-		Liveness:        probes.Liveness(),
-		Readiness:       probes.Readiness(),
-		Startup:         probes.Startup(),
+		Liveness:        p.probes.Liveness(),
+		Readiness:       p.probes.Readiness(),
+		Startup:         p.probes.Startup(),
 		Handlers:        handlers,
-		Logger:          log,
+		Logger:          p.log,
 	})
 	if err != nil {
 		return err
 	}
-	relister, err := pleg.New(mgr, pub, pleg.Config{
+	if p.relister, err = pleg.New(kuberuntime, p.events, pleg.Config{
 		Node:            a.cfg.node,
 		Period:          a.cfg.relistPeriod,
 		EventedPeriod:   a.cfg.eventedRelistPeriod,
 		ContainerEvents: containerEvents(client),
-		Logger:          log,
+		Logger:          p.log,
 		Registerer:      reg,
-	})
-	if err != nil {
+	}); err != nil {
 		return err
 	}
-	workers, err := podworkers.New(mgr, relister, emit, statuses, podworkers.Config{
+	p.workers, err = podworkers.New(kuberuntime, p.relister, p.emit, p.statuses, podworkers.Config{
 		Node:         a.cfg.node,
 		Workers:      a.cfg.workers,
 		ResyncPeriod: a.cfg.resyncPeriod,
 		GCPeriod:     gcPeriod,
-		Prober:       probes,
-		Logger:       log,
+		Prober:       p.probes,
+		Logger:       p.log,
 		Registerer:   reg,
 	})
-	if err != nil {
-		return err
-	}
+	return err
+}
+
+// buildServices makes what serves the node: log rotation, the intent
+// consumer, the logs and exec service.
+func (a *agent) buildServices(p *pipeline, js jetstream.JetStream, client *runtime.Client, reg prometheus.Registerer) (err error) {
 	logCfg := a.cfg.containerLogs
-	logCfg.Logger = log
-	rotation, err := containerlogs.New(client, logCfg)
-	if err != nil {
+	logCfg.Logger = p.log
+	if p.rotation, err = containerlogs.New(client, logCfg); err != nil {
 		return err
 	}
 	// Only root mounts the tmpfs of an emptyDir of medium Memory; checked once.
 	noTmpfs := os.Geteuid() != 0
 	if noTmpfs {
-		log.Info().Msg("not running as root: pods with an emptyDir of medium Memory are rejected")
+		p.log.Info().Msg("not running as root: pods with an emptyDir of medium Memory are rejected")
 	}
-	cons, err := consumer.New(js, answers, pub, workers, consumer.Config{
+	if p.consumer, err = consumer.New(js, p.answers, p.events, p.workers, consumer.Config{
 		Node:             a.cfg.node,
 		SubjectPrefix:    a.cfg.streams.SubjectPrefix,
 		Workers:          a.cfg.workers,
 		AllowPrivileged:  a.cfg.allowPrivileged,
 		NoMemoryEmptyDir: noTmpfs,
-		Logger:           log,
+		Logger:           p.log,
 		Denials:          &a.denials,
 		Registerer:       reg,
-	})
-	if err != nil {
+	}); err != nil {
 		return err
 	}
-	nodeSvc, err := nodeservice.New(client, nodeservice.Config{
+	p.nodeSvc, err = nodeservice.New(client, nodeservice.Config{
 		Node:          a.cfg.node,
 		SubjectPrefix: a.cfg.streams.SubjectPrefix,
-		Logger:        log,
+		Logger:        p.log,
 		Registerer:    reg,
 	})
-	if err != nil {
-		return err
-	}
-	a.attached.Store(cons)
-	startedAt := time.Now().UTC()
+	return err
+}
 
+// runPipeline starts the background parts, runs the consumer until ctx is
+// done or it fails, then drains.
+func (a *agent) runPipeline(ctx context.Context, p *pipeline, js jetstream.JetStream, client *runtime.Client) error {
 	// The publishers and the relist outlive ctx: the drain still syncs
 	// (from the cache) and publishes.
 	pubCtx, stopPub := context.WithCancel(context.WithoutCancel(ctx))
 	relistCtx, stopRelist := context.WithCancel(context.WithoutCancel(ctx))
 	var bg, syncing sync.WaitGroup
-	bg.Go(func() { pub.Run(pubCtx) })
-	bg.Go(func() { statuses.Run(pubCtx) })
-	bg.Go(func() { relister.Run(relistCtx) })
+	bg.Go(func() { p.events.Run(pubCtx) })
+	bg.Go(func() { p.statuses.Run(pubCtx) })
+	bg.Go(func() { p.relister.Run(relistCtx) })
 	// These end with the consumer, which can fail on its own (a consumer
 	// NATS does not allow).
 	bgCtx, stopBG := context.WithCancel(ctx)
 	defer stopBG()
-	syncing.Go(func() { workers.Run(bgCtx, a.cfg.shutdownTimeout) })
+	syncing.Go(func() { p.workers.Run(bgCtx, a.cfg.shutdownTimeout) })
 	bg.Go(func() {
-		status.RunHeartbeat(bgCtx, js, status.HeartbeatPeriod, func() schemas.NodeRecord {
-			v := client.RuntimeVersion()
-			return schemas.NodeRecord{
-				Node:              a.cfg.node,
-				JetletVersion:     cli.Version(),
-				RuntimeName:       v.GetRuntimeName(),
-				RuntimeVersion:    v.GetRuntimeVersion(),
-				RuntimeAPIVersion: v.GetRuntimeApiVersion(),
-				RuntimeEndpoint:   client.Endpoint(),
-				Isolation:         a.isolation,
-				Pods:              workers.PodCounts(),
-				StartedAt:         startedAt,
-			}
-		}, log)
+		status.RunHeartbeat(bgCtx, js, status.HeartbeatPeriod, func() schemas.NodeRecord { return a.nodeRecord(p, client) }, p.log)
 	})
-	bg.Go(func() { rederiveAfterDrops(bgCtx, pub, relister, a) })
-	bg.Go(func() { rotation.Run(bgCtx) })
+	bg.Go(func() { rederiveAfterDrops(bgCtx, p.events, p.relister, a) })
+	bg.Go(func() { p.rotation.Run(bgCtx) })
 	bg.Go(func() {
-		if err := nodeSvc.Run(bgCtx, js.Conn()); err != nil {
-			log.Warn().Err(err).Msg("node service (logs, exec) not served")
+		if err := p.nodeSvc.Run(bgCtx, js.Conn()); err != nil {
+			p.log.Warn().Err(err).Msg("node service (logs, exec) not served")
 		}
 	})
 
-	runErr := cons.Run(ctx, a.cfg.shutdownTimeout)
+	runErr := p.consumer.Run(ctx, a.cfg.shutdownTimeout)
 	stopBG()
 	syncing.Wait() // the background syncs drain beside the consumer's
-	probes.Stop()  // no sync starts probes any more; the last events are flushed below
+	a.drain(p, js, stopRelist, func() { stopPub(); bg.Wait() })
+	return runErr
+}
+
+// drain ends the pipeline once the consumer and the syncs have: probes stop
+// (no sync starts them any more), the relist stops, queued events and
+// statuses are flushed (up to the shutdown timeout), the publishers stop,
+// and the node's heartbeat record is removed.
+func (a *agent) drain(p *pipeline, js jetstream.JetStream, stopRelist func(), stopPublishers func()) {
+	p.probes.Stop()
 	stopRelist()
 	flushCtx, cancel := context.WithTimeout(context.Background(), a.cfg.shutdownTimeout)
 	defer cancel()
-	if err := flushAll(flushCtx, pub, statuses); err != nil {
-		log.Warn().Err(err).Msg("not every event or status was published before shutdown; the next relist derives them again")
+	if err := flushAll(flushCtx, p.events, p.statuses); err != nil {
+		p.log.Warn().Err(err).Msg("not every event or status was published before shutdown; the next relist derives them again")
 	}
-	stopPub()
-	bg.Wait()
+	stopPublishers()
 	// A denied delete fails at once rather than at the flush deadline.
 	removeCtx, stopWatch := a.denials.Watch(flushCtx, "$KV."+schemas.BucketNodes+"."+a.cfg.node)
 	defer stopWatch()
 	if err := status.RemoveHeartbeat(removeCtx, js, a.cfg.node); err != nil {
-		log.Warn().Err(err).Msg("node record not removed from " + schemas.BucketNodes + "; it expires with the bucket's TTL")
+		p.log.Warn().Err(err).Msg("node record not removed from " + schemas.BucketNodes + "; it expires with the bucket's TTL")
 	}
-	return runErr
+}
+
+// nodeRecord is what the heartbeat stores in jetlet_nodes.
+func (a *agent) nodeRecord(p *pipeline, client *runtime.Client) schemas.NodeRecord {
+	v := client.RuntimeVersion()
+	return schemas.NodeRecord{
+		Node:              a.cfg.node,
+		JetletVersion:     cli.Version(),
+		RuntimeName:       v.GetRuntimeName(),
+		RuntimeVersion:    v.GetRuntimeVersion(),
+		RuntimeAPIVersion: v.GetRuntimeApiVersion(),
+		RuntimeEndpoint:   client.Endpoint(),
+		Isolation:         a.isolation,
+		Pods:              p.workers.PodCounts(),
+		StartedAt:         p.startedAt,
+	}
 }
 
 // eventsAndStatuses is the events publisher as reconcile's Emitter. Its
