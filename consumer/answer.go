@@ -1,0 +1,206 @@
+package consumer
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/jetlet/jetlet/reconcile/podworkers"
+	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/schemas/bus"
+)
+
+// handleIntents answers a batch of intents for one pod in stream order: the
+// applied one after its sync, every other one at once.
+func (c *Consumer) handleIntents(ctx context.Context, p *pod, batch []*delivery) {
+	batch, ok := c.dropAnswered(ctx, p, batch)
+	if !ok {
+		return
+	}
+	// One trace per intent, under the scheduler's traceparent: the intent's
+	// span, then decode, sync (a span per CRI call under it) and the
+	// result's publish.
+	cands := make([]candidate, len(batch))
+	ctxs := make([]context.Context, len(batch))
+	for i, d := range batch {
+		var span trace.Span
+		ctxs[i], span = c.startSpan(ctx, d, p.uid)
+		defer span.End()
+		cands[i] = c.decode(ctxs[i], p.uid, d)
+	}
+	verdicts, apply := decide(cands, p.done)
+	verdictOf := make(map[uint64]verdict, len(verdicts))
+	for _, v := range verdicts {
+		verdictOf[v.seq] = v
+	}
+	for i, d := range batch {
+		var ok bool
+		if i == apply {
+			ok = c.apply(ctxs[i], p, d, cands[i].intent)
+		} else {
+			ok = c.answer(ctxs[i], p, d, cands[i], verdictOf[d.seq])
+		}
+		if !ok {
+			c.nakFrom(ctx, p, batch, i)
+			return
+		}
+	}
+}
+
+// clockSkew is how much earlier than its intent a result may be stamped:
+// the intents and results streams may have their leaders on different
+// servers, whose clocks differ.
+const clockSkew = time.Minute
+
+// dropAnswered acks, without a new result, the redelivered intents whose
+// result is stored (jetlet stored it and then lost the ack, or stopped
+// before acking). It reports false when it could not tell, having handed
+// the batch back.
+func (c *Consumer) dropAnswered(ctx context.Context, p *pod, batch []*delivery) ([]*delivery, bool) {
+	var since time.Time
+	check := false
+	c.mu.Lock()
+	for _, d := range batch {
+		if d.delivered > 1 && !d.verified {
+			if !check || d.storedAt.Before(since) {
+				since = d.storedAt
+			}
+			check = true
+		}
+	}
+	c.mu.Unlock()
+	if !check {
+		return batch, true
+	}
+	stored, err := c.results.ResultsStored(ctx, p.uid, since.Add(-clockSkew))
+	if err != nil {
+		c.log.Warn().Err(err).Str("uid", p.uid).Msg("cannot tell whether redelivered intents have their results; handing them back")
+		c.nakFrom(ctx, p, batch, 0)
+		return nil, false
+	}
+	kept := batch[:0]
+	for _, d := range batch {
+		if stored[d.seq] {
+			c.settle(d, func(m jetstream.Msg) error { return m.Ack() })
+			continue
+		}
+		kept = append(kept, d)
+	}
+	return kept, true
+}
+
+// decode decodes and validates an intent, in a span of its own.
+func (c *Consumer) decode(ctx context.Context, uid string, d *delivery) candidate {
+	_, span := tracer.Start(ctx, "decode")
+	defer span.End()
+	in, err := schemas.DecodeIntent(d.data, schemas.IntentTarget{
+		Node: c.cfg.Node, UID: uid, MaxBodyBytes: c.cfg.MaxIntentBytes, AllowPrivileged: c.cfg.AllowPrivileged,
+		NoMemoryEmptyDir: c.cfg.NoMemoryEmptyDir,
+	})
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	return candidate{seq: d.seq, intent: in, err: err}
+}
+
+// answer stores the result of an intent that is not applied and acks it.
+func (c *Consumer) answer(ctx context.Context, p *pod, d *delivery, cand candidate, v verdict) bool {
+	r := c.newResult(p.uid, d, cand.intent)
+	r.Outcome, r.Error = v.outcome, v.reason
+	if v.outcome == schemas.OutcomeRejected {
+		c.emitRejected(ctx, p.uid, d, r)
+	}
+	return c.finish(ctx, d, r, trace.SpanContextFromContext(ctx))
+}
+
+// apply syncs the pod to an accepted intent, stores the result and acks it.
+func (c *Consumer) apply(ctx context.Context, p *pod, d *delivery, in *schemas.PodIntent) bool {
+	p.done = applied{seq: d.seq, revision: max(p.done.revision, in.Revision)}
+	c.mu.Lock()
+	p.deletedAt = deletedAt(in)
+	c.mu.Unlock()
+
+	syncCtx, span := tracer.Start(ctx, "sync")
+	rep := c.sync.Sync(syncCtx, podworkers.Desired{UID: p.uid, Intent: in, IntentSeq: d.seq, ReceivedAt: d.receivedAt})
+	if rep.Err != nil {
+		span.SetStatus(codes.Error, rep.Err.Error())
+	}
+	span.End()
+	r := c.newResult(p.uid, d, in)
+	r.Actions, r.Status = rep.Actions, rep.Status
+	r.Outcome = schemas.OutcomeSynced
+	if rep.Err != nil {
+		r.Outcome, r.Error = schemas.OutcomeFailed, rep.Err.Error()
+	}
+	return c.finish(ctx, d, r, span.SpanContext())
+}
+
+// deletedAt is now for a delete, zero for an apply.
+func deletedAt(in *schemas.PodIntent) time.Time {
+	if in.Op == schemas.OpDelete {
+		return time.Now()
+	}
+	return time.Time{}
+}
+
+func (c *Consumer) newResult(uid string, d *delivery, in *schemas.PodIntent) *schemas.SyncResult {
+	r := &schemas.SyncResult{
+		Node:       c.cfg.Node,
+		UID:        uid,
+		IntentSeq:  d.seq,
+		Op:         schemas.OpApply,
+		Actions:    []schemas.ActionResult{},
+		ReceivedAt: d.receivedAt.UTC(),
+	}
+	if in != nil {
+		r.Op, r.Revision = in.Op, in.Revision
+		if in.Pod != nil {
+			r.Namespace, r.Name = in.Pod.Namespace, in.Pod.Name
+		}
+	} else if env := schemas.PeekEnvelope(d.data); env.UID == uid {
+		// Refused: say what can be read of it, unless it names another pod.
+		r.Op, r.Revision, r.Namespace, r.Name = env.Op, env.Revision, env.Namespace, env.Name
+	}
+	return r
+}
+
+// finish stores the result, whose traceparent is from (the sync's span, or
+// the intent's when there was no sync), and acks the intent; a failed store
+// hands the intent back for redelivery with a growing delay.
+func (c *Consumer) finish(ctx context.Context, d *delivery, r *schemas.SyncResult, from trace.SpanContext) bool {
+	r.FinishedAt = time.Now().UTC()
+	ctx, span := tracer.Start(ctx, "publish result")
+	defer span.End()
+	if err := c.results.PublishResult(trace.ContextWithSpanContext(ctx, from), r); err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		c.log.Warn().Err(err).Uint64("seq", d.seq).Msg("result not stored; the intent will be redelivered")
+		return false
+	}
+	c.m.intents.WithLabelValues(string(r.Outcome)).Inc()
+	c.settle(d, func(m jetstream.Msg) error { return m.Ack() })
+	return true
+}
+
+func (c *Consumer) emitRejected(ctx context.Context, uid string, d *delivery, r *schemas.SyncResult) {
+	c.emit.Emit(ctx, schemas.LifecycleEvent{
+		ID:        "intent." + c.cfg.Node + "." + strconv.FormatUint(d.seq, 10) + ".rejected",
+		Type:      schemas.EventIntentRejected,
+		UID:       uid,
+		Namespace: r.Namespace,
+		Pod:       r.Name,
+		Reason:    "Rejected",
+		Message:   r.Error,
+		Time:      time.Now().UTC(),
+		IntentSeq: d.seq,
+		Revision:  r.Revision,
+	})
+}
+
+func (c *Consumer) startSpan(ctx context.Context, d *delivery, uid string) (context.Context, trace.Span) {
+	ctx = bus.ExtractTrace(ctx, d.header)
+	return tracer.Start(ctx, "jetlet.intent "+uid, trace.WithSpanKind(trace.SpanKindConsumer))
+}

@@ -1,0 +1,185 @@
+package consumer
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// pod is one pod's intake state.
+type pod struct {
+	uid string
+
+	// mu
+	pending []*delivery // intents waiting, in stream order
+	busy    bool        // in the queue or being worked on
+	// blockedAt is the oldest intent handed back to JetStream after a failure:
+	// newer intents of the pod wait for its redelivery, so that results stay
+	// in intent order.
+	blockedAt    uint64
+	blockedSince time.Time
+	// deletedAt is when the last intent applied became a delete: the record
+	// is then a tombstone, swept tombstoneTTL later.
+	deletedAt time.Time
+
+	done applied // the worker that set busy
+}
+
+// delivery is one intent, as delivered by the durable consumer or, for one
+// recovered from the stream at start-up, as read back from it.
+type delivery struct {
+	data       []byte
+	header     nats.Header
+	seq        uint64
+	storedAt   time.Time // when the stream stored it: no result predates it
+	receivedAt time.Time
+	// verified: its result was looked for and not found (at recovery).
+	verified bool
+
+	// mu: the handle to settle it with and its delivery count, replaced when
+	// the durable consumer delivers it again while held. msg is nil for a
+	// recovered intent not delivered yet.
+	msg       jetstream.Msg
+	delivered uint64
+}
+
+func newDelivery(msg jetstream.Msg, meta *jetstream.MsgMetadata) *delivery {
+	return &delivery{
+		msg: msg, data: msg.Data(), header: msg.Headers(),
+		seq: meta.Sequence.Stream, delivered: meta.NumDelivered, storedAt: meta.Timestamp, receivedAt: time.Now(),
+	}
+}
+
+// receive dispatches one delivered intent to its pod's worker. It runs on the
+// consume goroutine and never blocks on a sync.
+func (c *Consumer) receive(msg jetstream.Msg) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		c.log.Error().Err(err).Str("subject", msg.Subject()).Msg("intent without JetStream metadata")
+		return
+	}
+	d := newDelivery(msg, meta)
+	uid, ok := c.subj.IntentUID(msg.Subject(), c.cfg.Node)
+	if !ok {
+		c.deadLetter(d, fmt.Sprintf("subject %q has no valid pod uid token (want %s)", msg.Subject(), c.subj.Intent(c.cfg.Node, "<uid>")))
+		return
+	}
+	switch c.take(uid, d) {
+	case handBack:
+		_ = msg.Nak()
+	case answeredBefore:
+		_ = msg.Ack()
+	}
+}
+
+type taken int
+
+const (
+	queued         taken = iota // pending for its pod's worker, or already held
+	handBack                    // draining: for the next jetlet
+	answeredBefore              // found answered at recovery
+)
+
+func (c *Consumer) take(uid string, d *delivery) taken {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.draining {
+		return handBack
+	}
+	if held, dup := c.held[d.seq]; dup {
+		// A redelivery of an intent already taken (waiting, being synced, or
+		// recovered at start-up): settle it through the newest handle.
+		held.msg, held.delivered = d.msg, d.delivered
+		return queued
+	}
+	if c.answered[d.seq] {
+		delete(c.answered, d.seq)
+		return answeredBefore
+	}
+	c.held[d.seq] = d
+	p := c.podLocked(uid)
+	p.pending = insertBySeq(p.pending, d)
+	c.scheduleLocked(p)
+	return queued
+}
+
+// insertBySeq keeps a pod's waiting intents in stream order: a redelivered
+// intent can arrive after newer ones.
+func insertBySeq(pending []*delivery, d *delivery) []*delivery {
+	i := len(pending)
+	for i > 0 && pending[i-1].seq > d.seq {
+		i--
+	}
+	return slices.Insert(pending, i, d)
+}
+
+func (c *Consumer) podLocked(uid string) *pod {
+	p, ok := c.pods[uid]
+	if !ok {
+		p = &pod{uid: uid}
+		c.pods[uid] = p
+	}
+	return p
+}
+
+// scheduleLocked queues p for a worker unless it is already queued or busy.
+func (c *Consumer) scheduleLocked(p *pod) {
+	if p.busy {
+		return
+	}
+	p.busy = true
+	c.queue = append(c.queue, p)
+	c.queued.Signal()
+}
+
+func hasSeq(batch []*delivery, seq uint64) bool {
+	for _, d := range batch {
+		if d.seq == seq {
+			return true
+		}
+	}
+	return false
+}
+
+// tombstoneTTL is how long a deleted pod's last applied intent is
+// remembered, so that a late intent for it is still answered Superseded or
+// Stale rather than bringing it back.
+const tombstoneTTL = time.Hour
+
+// sweepPeriod is how often tombstones older than tombstoneTTL are swept.
+const sweepPeriod = time.Minute
+
+// sweepTombstones forgets the pods deleted more than tombstoneTTL ago.
+func (c *Consumer) sweepTombstones() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for uid, p := range c.pods {
+		if !p.busy && len(p.pending) == 0 && p.blockedAt == 0 && !p.deletedAt.IsZero() && time.Since(p.deletedAt) > tombstoneTTL {
+			delete(c.pods, uid)
+		}
+	}
+}
+
+// blockTimeout bounds how long a pod waits for an intent handed back to
+// JetStream: one the stream discarded meanwhile (its per-pod history is
+// bounded) is never redelivered.
+func (c *Consumer) blockTimeout() time.Duration { return c.cfg.AckWait + 15*time.Second }
+
+// unblockLost releases the pods whose handed-back intent did not come back.
+func (c *Consumer) unblockLost() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.pods {
+		if p.blockedAt != 0 && time.Since(p.blockedSince) > c.blockTimeout() {
+			c.log.Warn().Str("uid", p.uid).Uint64("seq", p.blockedAt).
+				Msg("a handed-back intent was not redelivered (discarded by the stream's history limit?); going on without it")
+			p.blockedAt = 0
+			if len(p.pending) > 0 {
+				c.scheduleLocked(p)
+			}
+		}
+	}
+}
