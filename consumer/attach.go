@@ -67,3 +67,17 @@ func (c *Consumer) createDurable(ctx context.Context, create string, cfg jetstre
 	})
 	return cons, err
 }
+
+// consume starts delivering the durable consumer's intents to receive,
+// pulling with heartbeats.
+func (c *Consumer) consume(ctx context.Context, cons jetstream.Consumer) (jetstream.ConsumeContext, error) {
+	cc, err := cons.Consume(c.receive, jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		if !errors.Is(err, jetstream.ErrNoHeartbeat) && ctx.Err() == nil {
+			c.log.Warn().Err(err).Msg("consume")
+		}
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("consume intents: %w", err)
+	}
+	return cc, nil
+}

@@ -2,8 +2,6 @@ package consumer
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -126,68 +124,40 @@ func (c *Consumer) Run(ctx context.Context, drain time.Duration) error {
 		}
 		return err
 	}
-
-	// Syncs outlive ctx by up to drain, so that SIGTERM lets them finish.
-	syncCtx, cancelSyncs := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelSyncs()
-	var workers sync.WaitGroup
-	for range c.cfg.Workers {
-		workers.Go(func() { c.work(syncCtx) })
-	}
-	stopWorkers := func() {
-		c.mu.Lock()
-		c.draining = true
-		c.queued.Broadcast()
-		c.mu.Unlock()
-		done := make(chan struct{})
-		go func() { workers.Wait(); close(done) }()
-		// Syncs still running keep their intents alive while they drain.
-		keepAlive := time.NewTicker(c.cfg.AckWait / 3)
-		defer keepAlive.Stop()
-		deadline := time.NewTimer(drain)
-		defer deadline.Stop()
-		for finished := false; !finished; {
-			select {
-			case <-done:
-				finished = true
-			case <-keepAlive.C:
-				c.keepAlive()
-			case <-deadline.C:
-				c.log.Warn().Dur("drain_ms", drain).Msg("in-flight syncs did not finish in time; cancelling them")
-				cancelSyncs()
-			}
-		}
-		c.handBack()
-	}
+	workers := c.startWorkers(ctx)
+	defer c.stopWorkers(workers, drain)
 
 	cons, err := c.attach(ctx)
 	if err != nil {
-		stopWorkers()
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
-	cc, err := cons.Consume(c.receive, jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		if !errors.Is(err, jetstream.ErrNoHeartbeat) && ctx.Err() == nil {
-			c.log.Warn().Err(err).Msg("consume")
-		}
-	}))
+	cc, err := c.consume(ctx, cons)
 	if err != nil {
-		stopWorkers()
-		return fmt.Errorf("consume intents: %w", err)
+		return err
 	}
 	c.attached.Store(true)
 	c.log.Info().Str("durable", bus.DurableName(c.cfg.Node)).Msg("consuming intents")
+	c.tend(ctx)
+	c.attached.Store(false)
+	cc.Stop()
+	<-cc.Closed()
+	return nil
+}
 
+// tend keeps every intent held alive, releases the pods whose handed-back
+// intent did not come back and sweeps the old tombstones, until ctx is done.
+func (c *Consumer) tend(ctx context.Context) {
 	keepAlive := time.NewTicker(c.cfg.AckWait / 3)
 	defer keepAlive.Stop()
 	sweep := time.NewTicker(sweepPeriod)
 	defer sweep.Stop()
-	for done := false; !done; {
+	for {
 		select {
 		case <-ctx.Done():
-			done = true
+			return
 		case <-keepAlive.C:
 			c.keepAlive()
 			c.unblockLost()
@@ -195,11 +165,51 @@ func (c *Consumer) Run(ctx context.Context, drain time.Duration) error {
 			c.sweepTombstones()
 		}
 	}
-	c.attached.Store(false)
-	cc.Stop()
-	<-cc.Closed()
-	stopWorkers()
-	return nil
+}
+
+// workerPool is Run's workers (Config.Workers of them, each taking pods off
+// the queue) and the cancel of the context their syncs run in.
+type workerPool struct {
+	running     sync.WaitGroup
+	cancelSyncs context.CancelFunc
+}
+
+// startWorkers starts the workers. Their syncs outlive ctx by up to the
+// drain stopWorkers is given, so that SIGTERM lets them finish.
+func (c *Consumer) startWorkers(ctx context.Context) *workerPool {
+	syncCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	w := &workerPool{cancelSyncs: cancel}
+	for range c.cfg.Workers {
+		w.running.Go(func() { c.work(syncCtx) })
+	}
+	return w
+}
+
+// stopWorkers closes the intake, gives the syncs running drain to finish
+// (their intents kept alive meanwhile), cancels what is left, and hands
+// every intent not answered back to JetStream.
+func (c *Consumer) stopWorkers(w *workerPool, drain time.Duration) {
+	defer w.cancelSyncs()
+	c.closeIntake()
+	done := make(chan struct{})
+	go func() { w.running.Wait(); close(done) }()
+	// Syncs still running keep their intents alive while they drain.
+	keepAlive := time.NewTicker(c.cfg.AckWait / 3)
+	defer keepAlive.Stop()
+	deadline := time.NewTimer(drain)
+	defer deadline.Stop()
+	for finished := false; !finished; {
+		select {
+		case <-done:
+			finished = true
+		case <-keepAlive.C:
+			c.keepAlive()
+		case <-deadline.C:
+			c.log.Warn().Dur("drain_ms", drain).Msg("in-flight syncs did not finish in time; cancelling them")
+			w.cancelSyncs()
+		}
+	}
+	c.handBack()
 }
 
 // recoverWithRetry recovers, retrying with back-off while NATS or the
@@ -211,45 +221,17 @@ func (c *Consumer) recoverWithRetry(ctx context.Context) error {
 	})
 }
 
-// work is one worker: it takes pods off the queue until draining.
+// work is one worker: it takes pods off the queue, answers the intents
+// each one has waiting and hands it back, until the intake is closed.
 func (c *Consumer) work(ctx context.Context) {
 	for {
-		c.mu.Lock()
-		for len(c.queue) == 0 && !c.draining {
-			c.queued.Wait()
-		}
-		if c.draining {
-			c.mu.Unlock()
+		p, batch, ok := c.next()
+		if !ok {
 			return
 		}
-		p := c.queue[0]
-		c.queue[0] = nil
-		c.queue = c.queue[1:]
-		batch := p.pending
-		p.pending = nil
-		if p.blockedAt != 0 {
-			if !hasSeq(batch, p.blockedAt) {
-				// Still waiting for the handed-back intent: keep these.
-				p.pending, batch = batch, nil // already in order
-			} else {
-				p.blockedAt = 0
-			}
-		}
-		c.mu.Unlock()
-
 		if len(batch) > 0 {
 			c.handleIntents(ctx, p, batch)
 		}
-
-		c.mu.Lock()
-		p.busy = false
-		if len(p.pending) > 0 && (p.blockedAt == 0 || hasSeq(p.pending, p.blockedAt)) {
-			c.scheduleLocked(p)
-		} else if p.done.seq == 0 && len(p.pending) == 0 && p.blockedAt == 0 {
-			// Never applied anything: nothing to remember (a redelivery of its
-			// answered intents finds their results in the stream).
-			delete(c.pods, p.uid)
-		}
-		c.mu.Unlock()
+		c.release(p)
 	}
 }

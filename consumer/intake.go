@@ -135,6 +135,59 @@ func (c *Consumer) scheduleLocked(p *pod) {
 	c.queued.Signal()
 }
 
+// next waits for a pod with work and takes its batch: every intent it has
+// pending, unless it still waits for its handed-back intent. It reports
+// false once the intake is closed.
+func (c *Consumer) next() (*pod, []*delivery, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(c.queue) == 0 && !c.draining {
+		c.queued.Wait()
+	}
+	if c.draining {
+		return nil, nil, false
+	}
+	p := c.queue[0]
+	c.queue[0] = nil
+	c.queue = c.queue[1:]
+	batch := p.pending
+	p.pending = nil
+	if p.blockedAt != 0 {
+		if !hasSeq(batch, p.blockedAt) {
+			// Still waiting for the handed-back intent: keep these.
+			p.pending, batch = batch, nil // already in order
+		} else {
+			p.blockedAt = 0
+		}
+	}
+	return p, batch, true
+}
+
+// release ends a worker's turn with p: it queues p again if intents came
+// meanwhile (and it is not waiting for a handed-back one), or forgets a pod
+// that has nothing to remember.
+func (c *Consumer) release(p *pod) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p.busy = false
+	if len(p.pending) > 0 && (p.blockedAt == 0 || hasSeq(p.pending, p.blockedAt)) {
+		c.scheduleLocked(p)
+	} else if p.done.seq == 0 && len(p.pending) == 0 && p.blockedAt == 0 {
+		// Never applied anything: nothing to remember (a redelivery of its
+		// answered intents finds their results in the stream).
+		delete(c.pods, p.uid)
+	}
+}
+
+// closeIntake makes every intent delivered from now on be handed back, and
+// each worker stop once it has released the pod it holds.
+func (c *Consumer) closeIntake() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.draining = true
+	c.queued.Broadcast()
+}
+
 func hasSeq(batch []*delivery, seq uint64) bool {
 	for _, d := range batch {
 		if d.seq == seq {

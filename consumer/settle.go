@@ -113,6 +113,21 @@ func (c *Consumer) handBack() {
 // subject and terminates it. d has just been delivered: only the consume
 // goroutine knows it.
 func (c *Consumer) deadLetter(d *delivery, reason string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.js.PublishMsg(ctx, c.deadLetterMsg(d, reason)); err != nil {
+		c.log.Warn().Err(err).Uint64("seq", d.seq).Msg("dead letter not stored; the intent will be redelivered")
+		_ = d.msg.NakWithDelay(redeliveryDelay(d.delivered))
+		return
+	}
+	c.m.deadLetters.Inc()
+	c.log.Warn().Str("subject", d.msg.Subject()).Uint64("seq", d.seq).Str("reason", reason).Msg("intent dead-lettered")
+	_ = d.msg.TermWithReason(reason)
+}
+
+// deadLetterMsg is d's copy for the dead-letter subject: its body and
+// headers, why and from where, and a message id that stores it once.
+func (c *Consumer) deadLetterMsg(d *delivery, reason string) *nats.Msg {
 	out := nats.NewMsg(c.subj.Dead(c.cfg.Node))
 	out.Data = d.data
 	for k, v := range d.header {
@@ -126,14 +141,5 @@ func (c *Consumer) deadLetter(d *delivery, reason string) {
 	out.Header.Set("Jetlet-Subject", d.msg.Subject())
 	out.Header.Set(schemas.HeaderIntentSeq, strconv.FormatUint(d.seq, 10))
 	out.Header.Set(jetstream.MsgIDHeader, "dead."+c.cfg.Node+"."+strconv.FormatUint(d.seq, 10))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := c.js.PublishMsg(ctx, out); err != nil {
-		c.log.Warn().Err(err).Uint64("seq", d.seq).Msg("dead letter not stored; the intent will be redelivered")
-		_ = d.msg.NakWithDelay(redeliveryDelay(d.delivered))
-		return
-	}
-	c.m.deadLetters.Inc()
-	c.log.Warn().Str("subject", d.msg.Subject()).Uint64("seq", d.seq).Str("reason", reason).Msg("intent dead-lettered")
-	_ = d.msg.TermWithReason(reason)
+	return out
 }
