@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/jetlet/jetlet/internal/periodic"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -42,16 +43,7 @@ func RunHeartbeat(ctx context.Context, js jetstream.JetStream, period time.Durat
 		}
 	}
 	beat()
-	t := time.NewTicker(period)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			beat()
-		}
-	}
+	periodic.Every(ctx, period, beat)
 }
 
 // RemoveHeartbeat deletes node's record from jetlet_nodes, so that a node that

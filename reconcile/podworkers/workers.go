@@ -29,6 +29,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/jetlet/jetlet/internal/periodic"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/reconcile/pleg"
 	"github.com/jetlet/jetlet/reconcile/prober"
@@ -573,18 +574,11 @@ func (w *Workers) wanted(uid string) bool {
 // collectGarbage removes what pods no longer wanted left behind, and dead
 // container instances beyond the policy, every period until ctx is done.
 func (w *Workers) collectGarbage(ctx context.Context) {
-	t := time.NewTicker(w.cfg.GCPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := w.gc(ctx, func(uid string) bool { return !w.wanted(uid) }); err != nil && ctx.Err() == nil {
-				w.log.Warn().Err(err).Msg("garbage collection")
-			}
+	periodic.Every(ctx, w.cfg.GCPeriod, func() {
+		if err := w.gc(ctx, func(uid string) bool { return !w.wanted(uid) }); err != nil && ctx.Err() == nil {
+			w.log.Warn().Err(err).Msg("garbage collection")
 		}
-	}
+	})
 }
 
 // gc runs one garbage collection of the node, while no other collection

@@ -21,6 +21,8 @@ import (
 
 	"github.com/rs/zerolog"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/internal/periodic"
 )
 
 // Runtime is the part of the CRI the Rotator uses, with the signatures
@@ -99,18 +101,11 @@ func New(rt Runtime, cfg Config) (*Rotator, error) {
 
 // Run rotates every interval until ctx is done.
 func (m *Rotator) Run(ctx context.Context) {
-	t := time.NewTicker(m.cfg.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := m.RotateAll(ctx); err != nil && ctx.Err() == nil {
-				m.log.Warn().Err(err).Msg("container log rotation")
-			}
+	periodic.Every(ctx, m.cfg.Interval, func() {
+		if err := m.RotateAll(ctx); err != nil && ctx.Err() == nil {
+			m.log.Warn().Err(err).Msg("container log rotation")
 		}
-	}
+	})
 }
 
 // RotateAll rotates the log of each running container that has outgrown

@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/nats-io/nuid"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/jetlet/jetlet/internal/periodic"
 	"github.com/jetlet/jetlet/runtime/containerlogs"
 	"github.com/jetlet/jetlet/runtime/crierr"
 	"github.com/jetlet/jetlet/schemas"
@@ -117,20 +117,15 @@ func (s *Service) stream(ctx context.Context, nc *nats.Conn, reply string, req s
 
 // watchExit closes exited once container id is no longer running.
 func (s *Service) watchExit(ctx context.Context, id string, exited chan<- struct{}) {
-	t := time.NewTicker(s.cfg.ExitPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	periodic.Every(ctx, s.cfg.ExitPoll, func() {
 		st, err := s.rt.ContainerStatus(ctx, id, false)
 		if errors.Is(err, crierr.ErrNotFound) || (err == nil && st.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING) {
 			close(exited)
-			return
+			stop()
 		}
-	}
+	})
 }
 
 // chunkWriter publishes what is written to it as numbered chunks of at

@@ -17,6 +17,7 @@ import (
 	"github.com/jetlet/jetlet/consumer/results"
 	"github.com/jetlet/jetlet/consumer/status"
 	"github.com/jetlet/jetlet/events"
+	"github.com/jetlet/jetlet/internal/periodic"
 	"github.com/jetlet/jetlet/reconcile"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/reconcile/pleg"
@@ -306,21 +307,14 @@ func flushAll(ctx context.Context, fs ...interface{ Flush(context.Context) error
 // rederiveAfterDrops re-emits the facts the relist knows once NATS is back,
 // when events had to be dropped while it was away.
 func rederiveAfterDrops(ctx context.Context, pub *events.EventPublisher, relister *pleg.Relister, a *agent) {
-	t := time.NewTicker(rederiveCheck)
-	defer t.Stop()
 	pending := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	periodic.Every(ctx, rederiveCheck, func() {
 		pending = pub.TakeDropped() || pending
 		if nc := a.nc.Load(); pending && nc != nil && nc.IsConnected() {
 			relister.Rederive(ctx)
 			pending = false
 		}
-	}
+	})
 }
 
 // containerEvents turns the CRI event stream into the relist's trigger.

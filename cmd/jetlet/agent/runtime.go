@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/jetlet/jetlet/internal/periodic"
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/crierr"
 	"github.com/jetlet/jetlet/runtime/embedded"
@@ -153,14 +154,5 @@ func watchRuntime(ctx context.Context, client *runtime.Client, healthy *atomic.P
 		healthy.Store(&result)
 	}
 	check()
-	t := time.NewTicker(runtimeStatusPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			check()
-		}
-	}
+	periodic.Every(ctx, runtimeStatusPeriod, check)
 }
