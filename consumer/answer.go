@@ -16,7 +16,7 @@ import (
 
 // handleIntents answers a batch of intents for one pod in stream order: the
 // applied one after its sync, every other one at once.
-func (c *Consumer) handleIntents(ctx context.Context, p *pod, batch []*delivery) {
+func (c *Consumer) handleIntents(ctx context.Context, p *podQueue, batch []*delivery) {
 	batch, ok := c.dropAnswered(ctx, p, batch)
 	if !ok {
 		return
@@ -60,7 +60,7 @@ const clockSkew = time.Minute
 // result is stored (jetlet stored it and then lost the ack, or stopped
 // before acking). It reports false when it could not tell, having handed
 // the batch back.
-func (c *Consumer) dropAnswered(ctx context.Context, p *pod, batch []*delivery) ([]*delivery, bool) {
+func (c *Consumer) dropAnswered(ctx context.Context, p *podQueue, batch []*delivery) ([]*delivery, bool) {
 	var since time.Time
 	check := false
 	c.mu.Lock()
@@ -108,7 +108,7 @@ func (c *Consumer) decode(ctx context.Context, uid string, d *delivery) candidat
 }
 
 // answer stores the result of an intent that is not applied and acks it.
-func (c *Consumer) answer(ctx context.Context, p *pod, d *delivery, cand candidate, v verdict) bool {
+func (c *Consumer) answer(ctx context.Context, p *podQueue, d *delivery, cand candidate, v verdict) bool {
 	r := c.newResult(p.uid, d, cand.intent)
 	r.Outcome, r.Error = v.outcome, v.reason
 	if v.outcome == schemas.OutcomeRejected {
@@ -118,7 +118,7 @@ func (c *Consumer) answer(ctx context.Context, p *pod, d *delivery, cand candida
 }
 
 // apply syncs the pod to an accepted intent, stores the result and acks it.
-func (c *Consumer) apply(ctx context.Context, p *pod, d *delivery, in *schemas.PodIntent) bool {
+func (c *Consumer) apply(ctx context.Context, p *podQueue, d *delivery, in *schemas.PodIntent) bool {
 	p.done = applied{seq: d.seq, revision: max(p.done.revision, in.Revision)}
 	c.mu.Lock()
 	p.deletedAt = deletedAt(in)

@@ -23,10 +23,10 @@ var tracer = otel.Tracer("github.com/jetlet/jetlet/consumer")
 //
 // The consume callback (receive), the workers, the keep-alive ticker and
 // recovery share the fields marked "mu"; each one is read and written with
-// Consumer.mu held. A pod's decision state (pod.done) belongs to the worker
-// that set pod.busy, and to recovery before any worker starts; busy is set
-// and cleared under mu, which orders one owner after the next. Workers start
-// only once recovery has finished.
+// Consumer.mu held. A pod's decision state (podQueue.done) belongs to the
+// worker that set podQueue.busy, and to recovery before any worker starts;
+// busy is set and cleared under mu, which orders one owner after the next.
+// Workers start only once recovery has finished.
 //
 // # An intent's life
 //
@@ -40,7 +40,7 @@ var tracer = otel.Tracer("github.com/jetlet/jetlet/consumer")
 //	        ├──────────────▶ acked, no new result            │
 //	        ▼                                                ▼
 //	     pending ◀────────────────────────────────────────────┘
-//	        │  held, in pod.pending in stream order
+//	        │  held, in podQueue.pending in stream order
 //	        │  (stays while the pod is blocked on an older intent)
 //	        ▼  a worker takes the pod's batch
 //	     in sync ── redelivered and its result found stored ──▶ answered
@@ -59,8 +59,8 @@ var tracer = otel.Tracer("github.com/jetlet/jetlet/consumer")
 // is read from the results stream, never inferred from the order of
 // sequences.
 //
-// A pod's record (what it applied, for Superseded and Stale) lives while it
-// has intents or has applied one. Once its last applied intent is a delete
+// A pod's queue (with what it applied, for Superseded and Stale) lives
+// while it has intents or has applied one. Once its last applied intent is a delete
 // it is tombstoned, and forgotten tombstoneTTL later; a newer apply brings
 // it back.
 type Consumer struct {
@@ -73,12 +73,15 @@ type Consumer struct {
 	log     zerolog.Logger
 	m       *metrics
 
-	mu       sync.Mutex
-	pods     map[string]*pod      // mu
-	held     map[uint64]*delivery // mu: every intent taken and not yet settled, by stream sequence
-	queue    []*pod               // mu: pods with work, each at most once
-	queued   *sync.Cond
-	draining bool // mu
+	mu     sync.Mutex
+	queues map[string]*podQueue // mu: each pod's, by uid
+	held   map[uint64]*delivery // mu: every intent taken and not yet settled, by stream sequence
+	ready  []*podQueue          // mu: the queues with work for a worker, each at most once
+	// readyCond is signalled when ready grows or the intake closes.
+	readyCond *sync.Cond
+	// intakeClosed: Run is stopping; intents delivered now are handed back
+	// and the workers stop; mu.
+	intakeClosed bool
 	// answered holds the intents found answered at recovery that the
 	// durable consumer may still deliver (above its ack floor); mu.
 	answered map[uint64]bool
@@ -102,11 +105,11 @@ func New(js jetstream.JetStream, results ResultStore, emit EventEmitter, syncer 
 		subj:     schemas.Subjects{Prefix: cfg.SubjectPrefix},
 		log:      cfg.Logger.With().Str("component", "consumer").Logger(),
 		m:        newMetrics(cfg.Registerer),
-		pods:     map[string]*pod{},
+		queues:   map[string]*podQueue{},
 		held:     map[uint64]*delivery{},
 		answered: map[uint64]bool{},
 	}
-	c.queued = sync.NewCond(&c.mu)
+	c.readyCond = sync.NewCond(&c.mu)
 	return c, nil
 }
 
@@ -116,8 +119,8 @@ func (c *Consumer) Attached() bool { return c.attached.Load() }
 // Run recovers the desired state from the stream and hands it to the
 // Syncer, then starts the workers and consumes intents until ctx is done.
 // On return every intent it held is settled or handed back; in-flight syncs
-// get drain to finish.
-func (c *Consumer) Run(ctx context.Context, drain time.Duration) error {
+// get grace to finish.
+func (c *Consumer) Run(ctx context.Context, grace time.Duration) error {
 	if err := c.recoverWithRetry(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil // SIGTERM before recovery finished: a clean stop
@@ -125,7 +128,7 @@ func (c *Consumer) Run(ctx context.Context, drain time.Duration) error {
 		return err
 	}
 	workers := c.startWorkers(ctx)
-	defer c.stopWorkers(workers, drain)
+	defer c.stopWorkers(workers, grace)
 
 	cons, err := c.attach(ctx)
 	if err != nil {
@@ -167,15 +170,15 @@ func (c *Consumer) tend(ctx context.Context) {
 	}
 }
 
-// workerPool is Run's workers (Config.Workers of them, each taking pods off
-// the queue) and the cancel of the context their syncs run in.
+// workerPool is Run's workers (Config.Workers of them, each taking pod
+// queues off ready) and the cancel of the context their syncs run in.
 type workerPool struct {
 	running     sync.WaitGroup
 	cancelSyncs context.CancelFunc
 }
 
 // startWorkers starts the workers. Their syncs outlive ctx by up to the
-// drain stopWorkers is given, so that SIGTERM lets them finish.
+// grace stopWorkers is given, so that SIGTERM lets them finish.
 func (c *Consumer) startWorkers(ctx context.Context) *workerPool {
 	syncCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	w := &workerPool{cancelSyncs: cancel}
@@ -185,18 +188,18 @@ func (c *Consumer) startWorkers(ctx context.Context) *workerPool {
 	return w
 }
 
-// stopWorkers closes the intake, gives the syncs running drain to finish
+// stopWorkers closes the intake, gives the syncs running grace to finish
 // (their intents kept alive meanwhile), cancels what is left, and hands
 // every intent not answered back to JetStream.
-func (c *Consumer) stopWorkers(w *workerPool, drain time.Duration) {
+func (c *Consumer) stopWorkers(w *workerPool, grace time.Duration) {
 	defer w.cancelSyncs()
 	c.closeIntake()
 	done := make(chan struct{})
 	go func() { w.running.Wait(); close(done) }()
-	// Syncs still running keep their intents alive while they drain.
+	// Syncs still running keep their intents alive while they finish.
 	keepAlive := time.NewTicker(c.cfg.AckWait / 3)
 	defer keepAlive.Stop()
-	deadline := time.NewTimer(drain)
+	deadline := time.NewTimer(grace)
 	defer deadline.Stop()
 	for finished := false; !finished; {
 		select {
@@ -205,7 +208,7 @@ func (c *Consumer) stopWorkers(w *workerPool, drain time.Duration) {
 		case <-keepAlive.C:
 			c.keepAlive()
 		case <-deadline.C:
-			c.log.Warn().Dur("drain_ms", drain).Msg("in-flight syncs did not finish in time; cancelling them")
+			c.log.Warn().Dur("drain_ms", grace).Msg("in-flight syncs did not finish in time; cancelling them")
 			w.cancelSyncs()
 		}
 	}
@@ -221,8 +224,8 @@ func (c *Consumer) recoverWithRetry(ctx context.Context) error {
 	})
 }
 
-// work is one worker: it takes pods off the queue, answers the intents
-// each one has waiting and hands it back, until the intake is closed.
+// work is one worker: it takes pod queues off ready, answers the intents
+// each one has waiting and releases it, until the intake is closed.
 func (c *Consumer) work(ctx context.Context) {
 	for {
 		p, batch, ok := c.next()

@@ -9,13 +9,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// pod is one pod's intake state.
-type pod struct {
+// podQueue is one pod's intake: the intents waiting for its worker, and
+// what it applied (the record Superseded and Stale are decided from).
+type podQueue struct {
 	uid string
 
 	// mu
 	pending []*delivery // intents waiting, in stream order
-	busy    bool        // in the queue or being worked on
+	busy    bool        // in ready or being worked on
 	// blockedAt is the oldest intent handed back to JetStream after a failure:
 	// newer intents of the pod wait for its redelivery, so that results stay
 	// in intent order.
@@ -79,14 +80,14 @@ type taken int
 
 const (
 	queued         taken = iota // pending for its pod's worker, or already held
-	handBack                    // draining: for the next jetlet
+	handBack                    // intake closed: for the next jetlet
 	answeredBefore              // found answered at recovery
 )
 
 func (c *Consumer) take(uid string, d *delivery) taken {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.draining {
+	if c.intakeClosed {
 		return handBack
 	}
 	if held, dup := c.held[d.seq]; dup {
@@ -100,7 +101,7 @@ func (c *Consumer) take(uid string, d *delivery) taken {
 		return answeredBefore
 	}
 	c.held[d.seq] = d
-	p := c.podLocked(uid)
+	p := c.podQueueLocked(uid)
 	p.pending = insertBySeq(p.pending, d)
 	c.scheduleLocked(p)
 	return queued
@@ -116,40 +117,42 @@ func insertBySeq(pending []*delivery, d *delivery) []*delivery {
 	return slices.Insert(pending, i, d)
 }
 
-func (c *Consumer) podLocked(uid string) *pod {
-	p, ok := c.pods[uid]
+// podQueueLocked returns the queue of pod uid, making it if it has none.
+func (c *Consumer) podQueueLocked(uid string) *podQueue {
+	p, ok := c.queues[uid]
 	if !ok {
-		p = &pod{uid: uid}
-		c.pods[uid] = p
+		p = &podQueue{uid: uid}
+		c.queues[uid] = p
 	}
 	return p
 }
 
-// scheduleLocked queues p for a worker unless it is already queued or busy.
-func (c *Consumer) scheduleLocked(p *pod) {
+// scheduleLocked puts p in ready for a worker unless it is there already or
+// being worked on.
+func (c *Consumer) scheduleLocked(p *podQueue) {
 	if p.busy {
 		return
 	}
 	p.busy = true
-	c.queue = append(c.queue, p)
-	c.queued.Signal()
+	c.ready = append(c.ready, p)
+	c.readyCond.Signal()
 }
 
-// next waits for a pod with work and takes its batch: every intent it has
-// pending, unless it still waits for its handed-back intent. It reports
+// next waits for a pod queue in ready and takes its batch: every intent it
+// has pending, unless it still waits for its handed-back intent. It reports
 // false once the intake is closed.
-func (c *Consumer) next() (*pod, []*delivery, bool) {
+func (c *Consumer) next() (*podQueue, []*delivery, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for len(c.queue) == 0 && !c.draining {
-		c.queued.Wait()
+	for len(c.ready) == 0 && !c.intakeClosed {
+		c.readyCond.Wait()
 	}
-	if c.draining {
+	if c.intakeClosed {
 		return nil, nil, false
 	}
-	p := c.queue[0]
-	c.queue[0] = nil
-	c.queue = c.queue[1:]
+	p := c.ready[0]
+	c.ready[0] = nil
+	c.ready = c.ready[1:]
 	batch := p.pending
 	p.pending = nil
 	if p.blockedAt != 0 {
@@ -163,10 +166,10 @@ func (c *Consumer) next() (*pod, []*delivery, bool) {
 	return p, batch, true
 }
 
-// release ends a worker's turn with p: it queues p again if intents came
-// meanwhile (and it is not waiting for a handed-back one), or forgets a pod
-// that has nothing to remember.
-func (c *Consumer) release(p *pod) {
+// release ends a worker's turn with p: it puts p in ready again if intents
+// came meanwhile (and it is not waiting for a handed-back one), or forgets a
+// queue that has nothing to remember.
+func (c *Consumer) release(p *podQueue) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p.busy = false
@@ -175,17 +178,17 @@ func (c *Consumer) release(p *pod) {
 	} else if p.done.seq == 0 && len(p.pending) == 0 && p.blockedAt == 0 {
 		// Never applied anything: nothing to remember (a redelivery of its
 		// answered intents finds their results in the stream).
-		delete(c.pods, p.uid)
+		delete(c.queues, p.uid)
 	}
 }
 
 // closeIntake makes every intent delivered from now on be handed back, and
-// each worker stop once it has released the pod it holds.
+// each worker stop once it has released the queue it holds.
 func (c *Consumer) closeIntake() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.draining = true
-	c.queued.Broadcast()
+	c.intakeClosed = true
+	c.readyCond.Broadcast()
 }
 
 func hasSeq(batch []*delivery, seq uint64) bool {
@@ -209,9 +212,9 @@ const sweepPeriod = time.Minute
 func (c *Consumer) sweepTombstones() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for uid, p := range c.pods {
+	for uid, p := range c.queues {
 		if !p.busy && len(p.pending) == 0 && p.blockedAt == 0 && !p.deletedAt.IsZero() && time.Since(p.deletedAt) > tombstoneTTL {
-			delete(c.pods, uid)
+			delete(c.queues, uid)
 		}
 	}
 }
@@ -225,7 +228,7 @@ func (c *Consumer) blockTimeout() time.Duration { return c.cfg.AckWait + 15*time
 func (c *Consumer) unblockLost() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, p := range c.pods {
+	for _, p := range c.queues {
 		if p.blockedAt != 0 && time.Since(p.blockedSince) > c.blockTimeout() {
 			c.log.Warn().Str("uid", p.uid).Uint64("seq", p.blockedAt).
 				Msg("a handed-back intent was not redelivered (discarded by the stream's history limit?); going on without it")

@@ -64,7 +64,7 @@ func (c *Consumer) recover(ctx context.Context) error {
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.pods = rec.pods
+	c.queues = rec.queues
 	unanswered := 0
 	for uid, ds := range rec.kept {
 		for _, d := range ds {
@@ -75,7 +75,7 @@ func (c *Consumer) recover(ctx context.Context) error {
 			default:
 				d.receivedAt, d.verified = start, true
 				c.held[d.seq] = d
-				p := c.podLocked(uid)
+				p := c.podQueueLocked(uid)
 				p.pending = append(p.pending, d)
 				c.scheduleLocked(p)
 				unanswered++
@@ -89,7 +89,7 @@ func (c *Consumer) recover(ctx context.Context) error {
 
 // recovered is what replaying the stream found.
 type recovered struct {
-	pods      map[string]*pod                // what each pod applied
+	queues    map[string]*podQueue           // what each pod applied
 	desiredOf map[string]*podworkers.Desired // each pod's last applied intent
 	kept      map[string][]*delivery         // every intent kept, per pod, in stream order
 }
@@ -126,7 +126,7 @@ func (c *Consumer) ackFloor(ctx context.Context) (uint64, error) {
 // replay reads every intent kept for this node, oldest first, and decides
 // as the workers would. It returns what it found and how many it read.
 func (c *Consumer) replay(ctx context.Context) (*recovered, int, error) {
-	rec := &recovered{pods: map[string]*pod{}, desiredOf: map[string]*podworkers.Desired{}, kept: map[string][]*delivery{}}
+	rec := &recovered{queues: map[string]*podQueue{}, desiredOf: map[string]*podworkers.Desired{}, kept: map[string][]*delivery{}}
 	stream, err := c.js.Stream(ctx, schemas.StreamIntents)
 	if err != nil {
 		return nil, 0, err
@@ -191,14 +191,14 @@ func (c *Consumer) replayOne(rec *recovered, uid string, d *delivery) {
 		Node: c.cfg.Node, UID: uid, MaxBodyBytes: c.cfg.MaxIntentBytes, AllowPrivileged: c.cfg.AllowPrivileged,
 		NoMemoryEmptyDir: c.cfg.NoMemoryEmptyDir,
 	})
-	p, ok := rec.pods[uid]
+	p, ok := rec.queues[uid]
 	if !ok {
-		p = &pod{uid: uid}
+		p = &podQueue{uid: uid}
 	}
 	if _, apply := decide([]candidate{{seq: d.seq, intent: in, err: err}}, p.done); apply < 0 {
 		return
 	}
-	rec.pods[uid] = p
+	rec.queues[uid] = p
 	p.done = applied{seq: d.seq, revision: max(p.done.revision, in.Revision)}
 	p.deletedAt = deletedAt(in)
 	rec.desiredOf[uid] = &podworkers.Desired{UID: uid, Intent: in, IntentSeq: d.seq, ReceivedAt: d.receivedAt}

@@ -20,7 +20,7 @@ import (
 // then answers them all in stream order. (Handing those back too would let
 // them come back in any order, and an older one be answered after a newer.)
 // Called by the pod's worker.
-func (c *Consumer) nakFrom(ctx context.Context, p *pod, batch []*delivery, i int) {
+func (c *Consumer) nakFrom(ctx context.Context, p *podQueue, batch []*delivery, i int) {
 	c.mu.Lock()
 	p.blockedAt, p.blockedSince = batch[i].seq, time.Now()
 	delay := redeliveryDelay(batch[i].delivered)
