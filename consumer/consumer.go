@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel"
 
+	"github.com/jetlet/jetlet/internal/periodic"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/schemas/bus"
 )
@@ -21,12 +22,13 @@ var tracer = otel.Tracer("github.com/jetlet/jetlet/consumer")
 //
 // # Threading
 //
-// The consume callback (receive), the workers, the keep-alive ticker and
-// recovery share the fields marked "mu"; each one is read and written with
-// Consumer.mu held. A pod's decision state (podQueue.done) belongs to the
-// worker that set podQueue.busy, and to recovery before any worker starts;
-// busy is set and cleared under mu, which orders one owner after the next.
-// Workers start only once recovery has finished.
+// The consume callback (receive), the workers, the keep-alive and
+// tombstone sweep loops (tend) and recovery share the fields marked "mu";
+// each one is read and written with Consumer.mu held. A pod's decision
+// state (podQueue.done) belongs to the worker that set podQueue.busy, and
+// to recovery before any worker starts; busy is set and cleared under mu,
+// which orders one owner after the next. Workers start only once recovery
+// has finished.
 //
 // # An intent's life
 //
@@ -153,21 +155,13 @@ func (c *Consumer) Run(ctx context.Context, grace time.Duration) error {
 // tend keeps every intent held alive, releases the pods whose handed-back
 // intent did not come back and sweeps the old tombstones, until ctx is done.
 func (c *Consumer) tend(ctx context.Context) {
-	keepAlive := time.NewTicker(c.cfg.AckWait / 3)
-	defer keepAlive.Stop()
-	sweep := time.NewTicker(sweepPeriod)
-	defer sweep.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-keepAlive.C:
-			c.keepAlive()
-			c.unblockLost()
-		case <-sweep.C:
-			c.sweepTombstones()
-		}
-	}
+	var sweeping sync.WaitGroup
+	sweeping.Go(func() { periodic.Every(ctx, sweepPeriod, c.sweepTombstones) })
+	periodic.Every(ctx, c.cfg.AckWait/3, func() {
+		c.keepAlive()
+		c.unblockLost()
+	})
+	sweeping.Wait()
 }
 
 // workerPool is Run's workers (Config.Workers of them, each taking pod
