@@ -26,7 +26,7 @@ import (
 	"github.com/jetlet/jetlet/test/poll"
 )
 
-// sink keeps every event and status, as events.Publisher stores them: an
+// sink keeps every event and status, as events.EventPublisher and status.StatusWriter store them: an
 // event once per id.
 type sink struct {
 	mu       sync.Mutex
