@@ -198,7 +198,7 @@ func (c *runConfig) validate() error {
 	if c.shutdownTimeout <= 0 {
 		return fmt.Errorf("--shutdown-timeout %s: must be positive", c.shutdownTimeout)
 	}
-	if strings.ContainsAny(c.streams.SubjectPrefix, ".*> \t") || c.streams.SubjectPrefix == "" {
+	if !schemas.ValidSubjectPrefix(c.streams.SubjectPrefix) {
 		return fmt.Errorf("--subject-prefix %q: must be one subject token", c.streams.SubjectPrefix)
 	}
 	if _, err := c.nats.Options(); err != nil {
