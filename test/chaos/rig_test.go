@@ -156,11 +156,16 @@ func podJSON(uid string, rev int64) string {
 // is Running.
 func (r *rig) waitConverged(timeout time.Duration) {
 	r.t.Helper()
-	kv, err := r.js.KeyValue(r.t.Context(), schemas.BucketStatus)
-	if err != nil {
-		r.t.Fatal(err)
-	}
+	var kv jetstream.KeyValue
 	pending := func() []string {
+		if kv == nil {
+			// Looked up in the poll: just after a fault the cluster may
+			// not answer the first API call within its timeout.
+			var err error
+			if kv, err = r.js.KeyValue(r.t.Context(), schemas.BucketStatus); err != nil {
+				return []string{fmt.Sprintf("bucket %s: %v", schemas.BucketStatus, err)}
+			}
+		}
 		var out []string
 		for key, rev := range r.revision {
 			e, err := kv.Get(r.t.Context(), key.node+"."+key.uid)
