@@ -65,7 +65,13 @@ func TestAChattyContainersLogIsRotated(t *testing.T) {
 	if plain > 24<<20 {
 		t.Errorf("%d bytes uncompressed on disk, want about 20 MiB at most", plain)
 	}
-	if lines < 40*1024 || lines > 60*1024 {
-		t.Errorf("%d lines kept, want 40 to 60 MiB of the newest of 70", lines)
+	// Each of the 4 rotated files passed 10 MiB before it was rotated, and a
+	// line of a file is the 1,023 bytes written, a newline and the CRI
+	// prefix (a timestamp of at most 30 bytes and " stdout F "): 1,064
+	// bytes at most. So at least 40 MiB / 1,064 lines are kept (the current
+	// file adds what came after), at most the 60 of 70 MiB written.
+	const lineBytes = 1023 + 1 + 30 + len(" stdout F ")
+	if min, max := 4*(10<<20)/lineBytes, 60*1024; lines < min || lines > max {
+		t.Errorf("%d lines kept, want %d to %d: the 4 rotated files of 10 MiB and the current one, of the newest of 70 MiB", lines, min, max)
 	}
 }
