@@ -41,7 +41,7 @@ func (c *client) readStream(ctx context.Context, stream string, cfg jetstream.Or
 	if err != nil {
 		// A create cancelled in flight (a follow stopped at once) may still
 		// be made on the server: the ordered consumer's first is <prefix>_1.
-		c.deleteConsumer(stream, cfg.NamePrefix+"_1")
+		c.deleteLateConsumer(stream, cfg.NamePrefix+"_1")
 		return fail(err)
 	}
 	it, err := cons.Messages()
@@ -99,6 +99,26 @@ func (c *client) deleteConsumer(stream, name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = c.js.DeleteConsumer(ctx, stream, name)
+}
+
+// lateCreateWindow is how long a create cancelled in flight is looked for:
+// the server may make the consumer after a delete meant to undo it (CI saw
+// one left).
+const lateCreateWindow = 2 * time.Second
+
+// deleteLateConsumer deletes a consumer of stream whose create was cancelled
+// in flight, trying again until it is deleted or lateCreateWindow passed.
+func (c *client) deleteLateConsumer(stream, name string) {
+	deadline := time.Now().Add(lateCreateWindow)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := c.js.DeleteConsumer(ctx, stream, name)
+		cancel()
+		if err == nil || !errors.Is(err, jetstream.ErrConsumerNotFound) || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // kvValues returns every value of bucket whose key matches pattern (a
