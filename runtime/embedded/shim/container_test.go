@@ -666,6 +666,31 @@ func TestShimHostSocketsAndHiddenPaths(t *testing.T) {
 	}
 }
 
+// A read-only root whose hidden path covers a host file system (a /run with
+// mounts under it) starts, and is read-only.
+func TestShimReadonlyRootfsWithAHiddenHostMount(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("namespaces and mounts need root")
+	}
+	base, err := os.MkdirTemp("/var/tmp", "jetlet-shim-ro-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	covered := filepath.Join(base, "covered")
+	if err := os.Mkdir(covered, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", covered, "tmpfs", 0, "mode=755"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(covered, unix.MNT_DETACH) })
+	iso := &Isolation{Capabilities: capsOf(defaultCapabilities), ReadonlyRootfs: true, HiddenPaths: []string{base}}
+	dir := newContainer(t, iso, nil, sh("ls -A "+base+"; touch /etc/x; echo done")...)
+	res := runTestPod(t, podStep{Dir: dir})[0]
+	wantRun(t, res, "touch: cannot touch '/etc/x': Read-only file system", "done")
+}
+
 // /dev holds the default devices and those asked for, nothing else.
 func TestShimDev(t *testing.T) {
 	if _, err := os.Stat("/dev/fuse"); err != nil {

@@ -81,7 +81,11 @@ func setUpMountNamespace(dir string, iso *Isolation) error {
 	if iso.ReadonlyRootfs {
 		// Last: mount points above were made in these layers.
 		for _, l := range layers {
-			if err := remountReadOnly(l); err != nil {
+			err := remountReadOnly(l)
+			if errors.Is(err, unix.ENOENT) {
+				continue // a host file system under a hidden path: covered, out of sight
+			}
+			if err != nil {
 				return fmt.Errorf("read-only root: %w", err)
 			}
 		}
