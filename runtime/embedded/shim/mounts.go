@@ -142,6 +142,9 @@ func overlayHostTree(base string, hostMounts []string, skipDir string) (root str
 // lower's mode and owner, which the overlay's root shows; the mount keeps
 // lower's nosuid and noexec, and is always nodev.
 func mountOverlay(base string, n int, lower, dst string) error {
+	if _, err := os.Stat(dst); err != nil {
+		return err
+	}
 	var st unix.Stat_t
 	if err := unix.Stat(lower, &st); err != nil {
 		return err
@@ -159,7 +162,7 @@ func mountOverlay(base string, n int, lower, dst string) error {
 			return err
 		}
 	}
-	if err := os.Chmod(upper, os.FileMode(st.Mode&0o777)|unixModeBits(st.Mode)); err != nil {
+	if err := unix.Chmod(upper, st.Mode&0o7777); err != nil { // setuid, setgid and sticky bits too
 		return err
 	}
 	if err := os.Lchown(upper, int(st.Uid), int(st.Gid)); err != nil {
@@ -172,26 +175,7 @@ func mountOverlay(base string, n int, lower, dst string) error {
 	if fs.Flags&unix.ST_NOEXEC != 0 {
 		flags |= unix.MS_NOEXEC
 	}
-	if _, err := os.Stat(dst); err != nil {
-		return err
-	}
 	return unix.Mount("overlay", dst, "overlay", flags, "lowerdir="+lower+",upperdir="+upper+",workdir="+work)
-}
-
-// unixModeBits are the setuid, setgid and sticky bits of a stat mode as an
-// os.FileMode.
-func unixModeBits(mode uint32) os.FileMode {
-	var m os.FileMode
-	if mode&unix.S_ISUID != 0 {
-		m |= os.ModeSetuid
-	}
-	if mode&unix.S_ISGID != 0 {
-		m |= os.ModeSetgid
-	}
-	if mode&unix.S_ISVTX != 0 {
-		m |= os.ModeSticky
-	}
-	return m
 }
 
 // hidePaths empties each path of the host that exists in root: a directory
