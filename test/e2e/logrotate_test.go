@@ -1,16 +1,12 @@
 package e2e_test
 
 import (
-	"bytes"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jetlet/jetlet/runtime/containerlogs"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/poll"
@@ -37,47 +33,5 @@ func TestAChattyContainersLogIsRotated(t *testing.T) {
 		files = jetlettest.RotatedLogSettled(log, 10<<20, 5, " stdout F done\n")
 		return files != nil
 	})
-	var plain, compressed int64
-	var lines int
-	for i, f := range files {
-		data := readLogFile(t, f)
-		lines += bytes.Count(data, []byte("\n"))
-		info, err := os.Stat(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.HasSuffix(f, ".gz") {
-			compressed += info.Size()
-			if i >= len(files)-2 {
-				t.Errorf("%s is compressed; the newest rotated file and the current one are not", f)
-			}
-		} else {
-			plain += info.Size()
-		}
-	}
-	t.Logf("%d files, %d lines: %.1f MiB uncompressed, %.1f MiB compressed", len(files), lines, float64(plain)/(1<<20), float64(compressed)/(1<<20))
-	// The current file and the newest rotated one, each about 10 MiB (a
-	// rotation happens within the monitor interval of passing it).
-	if plain > 24<<20 {
-		t.Errorf("%d bytes uncompressed on disk, want about 20 MiB at most", plain)
-	}
-	// The oldest lines went with the oldest files: what is kept is 4
-	// rotated files of about 10 MiB and the current one.
-	if lines < 40*1024 || lines > 60*1024 {
-		t.Errorf("%d lines kept, want 40 to 60 MiB of the newest of 70", lines)
-	}
-}
-
-func readLogFile(t *testing.T, f string) []byte {
-	t.Helper()
-	r, err := containerlogs.Open(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	data, err := io.ReadAll(r)
-	if err != nil {
-		t.Fatalf("%s: %v", f, err)
-	}
-	return data
+	jetlettest.CheckChattyLogRotation(t, files)
 }

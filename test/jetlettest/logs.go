@@ -2,9 +2,11 @@ package jetlettest
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 
 	"github.com/jetlet/jetlet/runtime/containerlogs"
 )
@@ -35,4 +37,53 @@ func RotatedLogSettled(path string, maxSize int64, maxFiles int, last string) []
 		return nil
 	}
 	return files
+}
+
+// CheckChattyLogRotation checks the settled files of a container that wrote
+// 70 MiB of 1,023-byte lines under --container-log-max-size 10Mi and
+// --container-log-max-files 5: only the newest rotated file and the current
+// one are left uncompressed (about 20 MiB), and the lines kept are those of
+// the 4 rotated files and the current one.
+func CheckChattyLogRotation(t testing.TB, files []string) {
+	t.Helper()
+	var plain, compressed int64
+	lines := 0
+	for i, f := range files {
+		info, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(f, ".gz") {
+			compressed += info.Size()
+			if i >= len(files)-2 {
+				t.Errorf("%s is compressed; the newest rotated file and the current one are not", f)
+			}
+		} else {
+			plain += info.Size()
+		}
+		r, err := containerlogs.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(r)
+		r.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		lines += bytes.Count(data, []byte("\n"))
+	}
+	t.Logf("%d files, %d lines: %.1f MiB uncompressed, %.1f MiB compressed", len(files), lines, float64(plain)/(1<<20), float64(compressed)/(1<<20))
+	// A rotation happens within the monitor interval of passing 10 MiB.
+	if plain > 24<<20 {
+		t.Errorf("%d bytes uncompressed on disk, want about 20 MiB at most", plain)
+	}
+	// Each of the 4 rotated files passed 10 MiB before it was rotated, and a
+	// line of a file is the 1,023 bytes written, a newline and the CRI
+	// prefix (a timestamp of at most 30 bytes and " stdout F "): 1,064
+	// bytes at most. So at least 40 MiB / 1,064 lines are kept (the current
+	// file adds what came after), at most the 60 of 70 MiB written.
+	const lineBytes = 1023 + 1 + 30 + len(" stdout F ")
+	if min, max := 4*(10<<20)/lineBytes, 60*1024; lines < min || lines > max {
+		t.Errorf("%d lines kept, want %d to %d: the 4 rotated files of 10 MiB and the current one, of the newest of 70 MiB", lines, min, max)
+	}
 }
