@@ -15,12 +15,14 @@ import (
 // setUpMountNamespace builds the container's root in this process's new mount
 // namespace and makes it the root:
 //
-//   - the host tree, each of its file systems under an overlay whose upper
-//     layer is a tmpfs living in this namespace only (writes vanish with the
-//     container; a unix socket of the host is a file there, not the socket);
-//   - iso.HiddenPaths emptied;
+//   - its image (iso.Rootfs) under an overlay whose upper layer is the
+//     container's own; or, for a runtime of host programs, the host tree,
+//     each of its file systems under an overlay whose upper layer is a tmpfs
+//     living in this namespace only (writes vanish with the container; a unix
+//     socket of the host is a file there, not the socket), iso.HiddenPaths
+//     emptied and a private /tmp;
 //   - the pod's /proc, a read-only /sys, a /dev of the default devices and
-//     iso.Devices, a private /tmp;
+//     iso.Devices;
 //   - iso.Mounts, then the masked and read-only paths.
 func setUpMountNamespace(dir string, iso *Isolation) error {
 	clones, err := cloneSharedVolumes(iso.Mounts)
@@ -36,30 +38,44 @@ func setUpMountNamespace(dir string, iso *Isolation) error {
 	if err != nil {
 		return err
 	}
-	root, layers, err := overlayHostTree(filepath.Join(dir, "rootfs"), hostMounts, dir)
-	if err != nil {
-		return err
+	var root string
+	var layers []string // the root's writable mounts, made read-only last for a read-only root
+	if iso.Rootfs != nil {
+		root = filepath.Join(dir, "rootfs")
+		if err := mountImageRoot(root, iso.Rootfs, iso.DeviceNodes); err != nil {
+			return err
+		}
+		layers = []string{root}
+	} else {
+		if root, layers, err = overlayHostTree(filepath.Join(dir, "rootfs"), hostMounts, dir); err != nil {
+			return err
+		}
+		hidden, err := hidePaths(root, iso.HiddenPaths)
+		if err != nil {
+			return err
+		}
+		layers = append(layers, hidden...)
+		var tmpFlags uintptr = unix.MS_NOSUID | unix.MS_NODEV
+		if iso.ReadonlyRootfs {
+			tmpFlags |= unix.MS_RDONLY
+		}
+		if err := unix.Mount("tmpfs", filepath.Join(root, "tmp"), "tmpfs", tmpFlags, "mode=1777"); err != nil {
+			return fmt.Errorf("mount /tmp: %w", err)
+		}
 	}
-	hidden, err := hidePaths(root, iso.HiddenPaths)
-	if err != nil {
-		return err
-	}
-	layers = append(layers, hidden...)
 	if err := mountKernelFS(root, hostMounts, iso.WritableSysfs); err != nil {
 		return err
 	}
 	if err := mountDev(root, iso.Devices, iso.DeviceNodes); err != nil {
 		return err
 	}
-	var tmpFlags uintptr = unix.MS_NOSUID | unix.MS_NODEV
-	if iso.ReadonlyRootfs {
-		tmpFlags |= unix.MS_RDONLY
-	}
-	if err := unix.Mount("tmpfs", filepath.Join(root, "tmp"), "tmpfs", tmpFlags, "mode=1777"); err != nil {
-		return fmt.Errorf("mount /tmp: %w", err)
-	}
 	for i, m := range iso.Mounts {
-		if err := mountVolume(root, m, clones[i]); err != nil {
+		if m.Type == "image" {
+			err = mountImageVolume(root, m, filepath.Join(dir, "image-volumes", strconv.Itoa(i)))
+		} else {
+			err = mountVolume(root, m, clones[i])
+		}
+		if err != nil {
 			return fmt.Errorf("mount %s: %w", m.Destination, err)
 		}
 	}
@@ -135,6 +151,59 @@ func overlayHostTree(base string, hostMounts []string, skipDir string) (root str
 		layers = append(layers, dst)
 	}
 	return root, layers, nil
+}
+
+// mountImageRoot mounts on root the image's layers under an overlay whose
+// upper and work dirs are the container's (rootfs.Upper, rootfs.Work). It is
+// nodev unless devNodes: a device node made in it does not open.
+func mountImageRoot(root string, rootfs *Rootfs, devNodes bool) error {
+	if len(rootfs.Layers) == 0 {
+		return errors.New("the image has no layers")
+	}
+	for _, d := range []string{root, rootfs.Upper, rootfs.Work} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+	}
+	var flags uintptr
+	if !devNodes {
+		flags |= unix.MS_NODEV
+	}
+	opts := ",upperdir=" + rootfs.Upper + ",workdir=" + rootfs.Work
+	if err := mountLayers(rootfs.Layers, opts, root, flags); err != nil {
+		return fmt.Errorf("mount the image's root: %w", err)
+	}
+	return nil
+}
+
+// mountLayers mounts on dst an overlay of layers (top first) with the
+// further options opts. The layers are named relative to their common
+// parent, made the working directory for the mount: mount options are
+// limited to a page, and an image of many layers would pass it with
+// absolute paths.
+func mountLayers(layers []string, opts, dst string, flags uintptr) error {
+	parent := filepath.Dir(layers[0])
+	names := make([]string, len(layers))
+	for i, l := range layers {
+		if filepath.Dir(l) != parent {
+			parent = ""
+			break
+		}
+		names[i] = filepath.Base(l)
+	}
+	if parent == "" {
+		copy(names, layers)
+	} else {
+		cwd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		if err := unix.Chdir(parent); err != nil {
+			return err
+		}
+		defer unix.Chdir(cwd) //nolint:errcheck // back where it was; the root changes next anyway
+	}
+	return unix.Mount("overlay", dst, "overlay", flags, "lowerdir="+strings.Join(names, ":")+opts)
 }
 
 // mountOverlay mounts on dst an overlay of the host directory lower with an
@@ -215,6 +284,11 @@ func hidePaths(root string, paths []string) (tmpfs []string, err error) {
 // mountKernelFS mounts the pod's /proc and binds the host's /sys tree,
 // read-only unless writableSys.
 func mountKernelFS(root string, hostMounts []string, writableSys bool) error {
+	for _, d := range []string{"proc", "sys"} { // an image need not have them
+		if err := os.MkdirAll(filepath.Join(root, d), 0o555); err != nil {
+			return err
+		}
+	}
 	if err := unix.Mount("proc", filepath.Join(root, "proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
 	}
@@ -241,6 +315,9 @@ var defaultDevices = []string{"null", "zero", "full", "random", "urandom", "tty"
 // mounts of their own).
 func mountDev(root string, devices []Device, nodes bool) error {
 	dev := filepath.Join(root, "dev")
+	if err := os.MkdirAll(dev, 0o755); err != nil {
+		return err
+	}
 	flags := uintptr(unix.MS_NOSUID | unix.MS_STRICTATIME)
 	if !nodes {
 		flags |= unix.MS_NODEV
@@ -372,6 +449,50 @@ func mountVolume(root string, m Mount, clone *os.File) error {
 		return fmt.Errorf("unknown propagation %q", m.Propagation)
 	}
 	return unix.Mount("", dst, "", propagation|unix.MS_REC, "")
+}
+
+// mountImageVolume mounts m's image read-only in root: its layers stacked
+// on stack, a dir outside the root (one layer is bound as it is: an overlay
+// without an upper dir needs two), then m.SubPath of it bound on
+// m.Destination. Neither is ever writable, and neither holds device nodes
+// that open or setuid programs.
+func mountImageVolume(root string, m Mount, stack string) error {
+	if len(m.Layers) == 0 {
+		return errors.New("the image has no layers")
+	}
+	dst, err := resolveIn(root, m.Destination)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(stack, 0o700); err != nil {
+		return err
+	}
+	flags := uintptr(unix.MS_RDONLY | unix.MS_NODEV | unix.MS_NOSUID)
+	if len(m.Layers) == 1 {
+		if err = unix.Mount(m.Layers[0], stack, "", unix.MS_BIND, ""); err == nil {
+			err = unix.Mount("", stack, "", unix.MS_BIND|unix.MS_REMOUNT|flags, "")
+		}
+	} else {
+		err = mountLayers(m.Layers, "", stack, flags)
+	}
+	if err != nil {
+		return fmt.Errorf("stack the image's layers: %w", err)
+	}
+	src, err := resolveIn(stack, m.SubPath)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Stat(src)
+	if err != nil {
+		return fmt.Errorf("sub path %q of the image: %w", m.SubPath, err)
+	}
+	if err := makeMountPoint(dst, fi.IsDir()); err != nil {
+		return err
+	}
+	if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
+		return err
+	}
+	return remountReadOnly(dst)
 }
 
 // makeMountPoint creates dst as a directory or an empty file.

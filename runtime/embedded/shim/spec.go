@@ -58,6 +58,9 @@ type User struct {
 // Isolation is what a container's init applies in the container's own mount
 // namespace before it runs the command.
 type Isolation struct {
+	// Rootfs is the container's root: its image. Nil makes the root the
+	// host's tree (a runtime that runs host programs, see HiddenPaths).
+	Rootfs *Rootfs `json:"rootfs,omitempty"`
 	// Mounts are applied in order after the root is set up.
 	Mounts []Mount `json:"mounts,omitempty"`
 	// ReadonlyRootfs makes the root and every host tree under it read-only.
@@ -97,6 +100,18 @@ type Isolation struct {
 	Devices []Device `json:"devices,omitempty"`
 }
 
+// Rootfs is a root file system made of an image: its unpacked layers
+// stacked under an overlay whose upper and work dirs are the container's own.
+type Rootfs struct {
+	// Layers are the image's unpacked layer dirs, top layer first (the
+	// overlay's lowerdir order).
+	Layers []string `json:"layers"`
+	// Upper and Work are the overlay's upper and work dirs, on one file
+	// system, empty dirs at the container's first start.
+	Upper string `json:"upper"`
+	Work  string `json:"work"`
+}
+
 // Device is a host device node bound into the container.
 type Device struct {
 	HostPath      string `json:"host_path"`
@@ -107,8 +122,15 @@ type Device struct {
 type Mount struct {
 	Source      string `json:"source"`
 	Destination string `json:"destination"`
-	// Type is "bind" (the default) or "tmpfs" (Source ignored).
-	Type     string `json:"type,omitempty"`
+	// Type is "bind" (the default), "tmpfs" (Source ignored) or "image"
+	// (an image volume: Layers stacked read-only, Source ignored, SubPath
+	// of it mounted).
+	Type string `json:"type,omitempty"`
+	// Layers are an image volume's unpacked layer dirs, top first.
+	Layers []string `json:"layers,omitempty"`
+	// SubPath is the path inside an image volume that is mounted; empty:
+	// the image's root.
+	SubPath  string `json:"sub_path,omitempty"`
 	ReadOnly bool   `json:"read_only,omitempty"`
 	// Propagation is "rprivate" (the default), "rslave" (host to container)
 	// or "rshared" (bidirectional), as the CRI's MountPropagation asks.
