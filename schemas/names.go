@@ -16,6 +16,9 @@ const (
 	StreamDead    = "JETLET_DEAD"
 	BucketStatus  = "jetlet_status"
 	BucketNodes   = "jetlet_nodes"
+	// ObjectStoreImages holds images pushed over the bus (CONTRACT.md
+	// section 13; the object names: docs/wire-protocol.md section 13).
+	ObjectStoreImages = "jetlet_images"
 )
 
 // Headers jetlet reads or writes besides the NATS ones.

@@ -133,6 +133,21 @@ func (c StreamsConfig) BucketConfigs() []jetstream.KeyValueConfig {
 	}
 }
 
+// ObjectStoreConfigs returns the object stores as jetlet wants them: the
+// images pushed over the bus (CONTRACT.md section 13), kept until replaced or
+// deleted, on the storage and with the replicas of the streams.
+func (c StreamsConfig) ObjectStoreConfigs() []jetstream.ObjectStoreConfig {
+	return []jetstream.ObjectStoreConfig{{
+		Bucket:      schemas.ObjectStoreImages,
+		Description: "jetlet: images pushed with jetlet image push, served by each node's loopback registry",
+		Storage:     c.Storage,
+		Replicas:    c.Replicas,
+	}}
+}
+
+// ObjectStoreStream is the stream that holds object store bucket.
+func ObjectStoreStream(bucket string) string { return "OBJ_" + bucket }
+
 // ErrReplicasUnavailable is wrapped by Provision's error when a stream cannot
 // have the replicas asked for: a configuration error that retrying does not mend.
 var ErrReplicasUnavailable = errors.New("replicas unavailable")
@@ -141,7 +156,7 @@ var ErrReplicasUnavailable = errors.New("replicas unavailable")
 // server that is not part of a cluster.
 const jsErrReplicasNotSupported jetstream.ErrorCode = 10074
 
-// Provision creates the streams and buckets that are absent and updates the ones
+// Provision creates the streams, buckets and object stores that are absent and updates the ones
 // whose config differs. Several jetlet processes may run it at once against one
 // NATS: creation races settle on whichever config landed first, and a config
 // that cannot be updated in place (storage type, for one) is kept and logged,
@@ -155,6 +170,11 @@ func Provision(ctx context.Context, js jetstream.JetStream, cfg StreamsConfig, l
 	}
 	for _, kc := range cfg.BucketConfigs() {
 		if err := ensureBucket(ctx, js, kc, log); err != nil {
+			return err
+		}
+	}
+	for _, oc := range cfg.ObjectStoreConfigs() {
+		if err := ensureObjectStore(ctx, js, oc, log); err != nil {
 			return err
 		}
 	}
@@ -182,6 +202,17 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, want jetstream.Ke
 		}
 	}
 	return settle(ctx, js, "KV_"+want.Bucket, want.Replicas, err, log)
+}
+
+func ensureObjectStore(ctx context.Context, js jetstream.JetStream, want jetstream.ObjectStoreConfig, log zerolog.Logger) error {
+	var err error
+	for range 2 {
+		if _, err = js.CreateOrUpdateObjectStore(ctx, want); err == nil ||
+			!errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) && !errors.Is(err, jetstream.ErrBucketExists) {
+			break
+		}
+	}
+	return settle(ctx, js, ObjectStoreStream(want.Bucket), want.Replicas, err, log)
 }
 
 // settle checks what a create-or-update left behind. No stream at all is
@@ -235,6 +266,11 @@ func Missing(ctx context.Context, js jetstream.JetStream, cfg StreamsConfig) ([]
 	}
 	for _, kc := range cfg.BucketConfigs() {
 		if err := check("bucket "+kc.Bucket, "KV_"+kc.Bucket); err != nil {
+			return nil, err
+		}
+	}
+	for _, oc := range cfg.ObjectStoreConfigs() {
+		if err := check("object store "+oc.Bucket, ObjectStoreStream(oc.Bucket)); err != nil {
 			return nil, err
 		}
 	}

@@ -198,3 +198,43 @@ func TestProvisionRefusesReplicasASingleServerCannotHave(t *testing.T) {
 		t.Errorf("replicas = %d, want the existing 1", got)
 	}
 }
+
+func TestProvisionCreatesTheImagesObjectStore(t *testing.T) {
+	_, js := natstest.Connect(t, natstest.RunServer(t))
+	ctx := t.Context()
+	cfg := defaultStreams(t)
+	missing, err := bus.Missing(ctx, js, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(missing) == 0 || missing[len(missing)-1] != "object store "+schemas.ObjectStoreImages {
+		t.Errorf("missing before provisioning = %v, want it to end with the images object store", missing)
+	}
+	if err := bus.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	obs, err := js.ObjectStore(ctx, schemas.ObjectStoreImages)
+	if err != nil {
+		t.Fatalf("object store %s: %v", schemas.ObjectStoreImages, err)
+	}
+	st, err := obs.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Replicas() != 1 || st.Storage() != jetstream.FileStorage || st.TTL() != 0 {
+		t.Errorf("images: replicas %d, storage %v, ttl %s; want 1, file, none", st.Replicas(), st.Storage(), st.TTL())
+	}
+	if missing, err := bus.Missing(ctx, js, cfg); err != nil || len(missing) != 0 {
+		t.Errorf("missing after provisioning = %v, %v", missing, err)
+	}
+	// A second provision leaves what it holds.
+	if _, err := obs.PutString(ctx, "probe", "kept"); err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := obs.GetString(ctx, "probe"); err != nil || got != "kept" {
+		t.Errorf("after a second provision: %q, %v", got, err)
+	}
+}

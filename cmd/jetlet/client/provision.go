@@ -22,8 +22,8 @@ func newProvisionCommand() *cobra.Command {
 	var o provisionOptions
 	cmd := &cobra.Command{
 		Use:   "provision",
-		Short: "Create or update jetlet's streams and buckets (with operator credentials)",
-		Long: `Create the streams and buckets of CONTRACT.md section 2, or update the
+		Short: "Create or update jetlet's streams, buckets and object store (with operator credentials)",
+		Long: `Create the streams, buckets and object store of CONTRACT.md section 2, or update the
 ones whose settings differ, as ` + "`jetlet run`" + ` does at start. Where the nodes'
 NATS credentials may not create streams (the permissions of jetlet
 nats-config), run it once with the operator's, with the same settings as the
@@ -67,6 +67,9 @@ func (o *provisionOptions) run(cmd *cobra.Command) error {
 	}
 	for _, kc := range o.streams.BucketConfigs() {
 		names = append(names, kc.Bucket)
+	}
+	for _, oc := range o.streams.ObjectStoreConfigs() {
+		names = append(names, oc.Bucket)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "provisioned at %s: %s\n", c.url, strings.Join(names, ", "))
 	return nil
