@@ -287,5 +287,5 @@ func (c *client) jsError(what string, err error) error {
 // Commands are the client commands of the jetlet binary.
 func Commands() []*cobra.Command {
 	return []*cobra.Command{newApplyCommand(), newDeleteCommand(), newGetCommand(), newEventsCommand(), newHistoryCommand(),
-		newDescribeCommand(), newLogsCommand(), newExecCommand(), newProvisionCommand(), newNATSConfigCommand(), newNodeCommand()}
+		newDescribeCommand(), newLogsCommand(), newExecCommand(), newProvisionCommand(), newNATSConfigCommand(), newNodeCommand(), newImageCommand()}
 }
