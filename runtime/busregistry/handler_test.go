@@ -160,7 +160,7 @@ func TestHeadAnswersTheSizeDigestAndType(t *testing.T) {
 	}
 }
 
-func (r *registry) get(t *testing.T, method, path string) *http.Response {
+func (r *registry) get(t testing.TB, method, path string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, "http://"+r.addr+path, nil)
 	if err != nil {
@@ -173,7 +173,7 @@ func (r *registry) get(t *testing.T, method, path string) *http.Response {
 	return resp
 }
 
-func readAll(t *testing.T, resp *http.Response) []byte {
+func readAll(t testing.TB, resp *http.Response) []byte {
 	t.Helper()
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
@@ -199,4 +199,3 @@ func wantCode(t *testing.T, err error, status int, code string) {
 		t.Errorf("%v: want %d %s", err, status, code)
 	}
 }
-

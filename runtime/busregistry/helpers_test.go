@@ -37,7 +37,7 @@ type registry struct {
 }
 
 // startRegistry provisions the store on storage and serves it.
-func startRegistry(t *testing.T, storage jetstream.StorageType) *registry {
+func startRegistry(t testing.TB, storage jetstream.StorageType) *registry {
 	t.Helper()
 	_, js := natstest.Connect(t, natstest.RunServer(t))
 	cfg := bus.StreamsConfig{Storage: storage}
@@ -65,7 +65,7 @@ func startRegistry(t *testing.T, storage jetstream.StorageType) *registry {
 }
 
 // push stores img under ref and fails the test if it cannot.
-func (r *registry) push(t *testing.T, ref string, img v1.Image) busregistry.PushResult {
+func (r *registry) push(t testing.TB, ref string, img v1.Image) busregistry.PushResult {
 	t.Helper()
 	res, err := busregistry.Push(t.Context(), r.store, ref, img)
 	if err != nil {
@@ -76,7 +76,7 @@ func (r *registry) push(t *testing.T, ref string, img v1.Image) busregistry.Push
 
 // pull reads ref (a reference at the registry, "library/busybox:1.36")
 // with ggcr's client over plain HTTP, through transport if not nil.
-func (r *registry) pull(t *testing.T, ref string, transport http.RoundTripper) (v1.Image, error) {
+func (r *registry) pull(t testing.TB, ref string, transport http.RoundTripper) (v1.Image, error) {
 	t.Helper()
 	parsed, err := name.ParseReference(r.addr+"/"+ref, name.Insecure)
 	if err != nil {
@@ -91,7 +91,7 @@ func (r *registry) pull(t *testing.T, ref string, transport http.RoundTripper) (
 
 // lastSeq is the last sequence of the store's stream: what a push wrote
 // moves it.
-func (r *registry) lastSeq(t *testing.T) uint64 {
+func (r *registry) lastSeq(t testing.TB) uint64 {
 	t.Helper()
 	st, err := r.store.Status(t.Context())
 	if err != nil {
@@ -101,7 +101,7 @@ func (r *registry) lastSeq(t *testing.T) uint64 {
 }
 
 // randomImage is an image of layers random layers of size bytes each.
-func randomImage(t *testing.T, size, layers int64, seed uint64) v1.Image {
+func randomImage(t testing.TB, size, layers int64, seed uint64) v1.Image {
 	t.Helper()
 	img, err := random.Image(size, layers, random.WithSource(mathrand.NewSource(int64(seed))))
 	if err != nil {
@@ -119,7 +119,7 @@ type streamedLayer struct {
 	digest v1.Hash
 }
 
-func newStreamedLayer(t *testing.T, size int64, seed uint64) v1.Layer {
+func newStreamedLayer(t testing.TB, size int64, seed uint64) v1.Layer {
 	t.Helper()
 	l := &streamedLayer{seed: seed, size: size}
 	h := sha256.New()
@@ -148,7 +148,7 @@ func (l *streamedLayer) DiffID() (v1.Hash, error)             { return l.digest,
 func (l *streamedLayer) Uncompressed() (io.ReadCloser, error) { return l.Compressed() }
 
 // imageOf is an OCI image of layers.
-func imageOf(t *testing.T, layers ...v1.Layer) v1.Image {
+func imageOf(t testing.TB, layers ...v1.Layer) v1.Image {
 	t.Helper()
 	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layers...)
 	if err != nil {
@@ -157,7 +157,7 @@ func imageOf(t *testing.T, layers ...v1.Layer) v1.Image {
 	return mutate.ConfigMediaType(img, types.OCIConfigJSON)
 }
 
-func digestOf(t *testing.T, img v1.Image) string {
+func digestOf(t testing.TB, img v1.Image) string {
 	t.Helper()
 	d, err := img.Digest()
 	if err != nil {
@@ -180,7 +180,7 @@ func (n nsTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // checkBlobs reads every blob of a pulled image (ggcr's client checks each
 // against its digest as it reads it) and checks the config's digest.
-func checkBlobs(t *testing.T, img v1.Image) {
+func checkBlobs(t testing.TB, img v1.Image) {
 	t.Helper()
 	layers, err := img.Layers()
 	if err != nil {
