@@ -28,6 +28,8 @@ type containerRecord struct {
 	Resources json.RawMessage `json:"resources,omitempty"`
 	Cgroup    cgroups.Paths   `json:"cgroup,omitempty"`
 	Seccomp   *shim.Seccomp   `json:"seccomp,omitempty"`
+	// Images: what the container takes from images; nil for host programs.
+	Images *containerImages `json:"images,omitempty"`
 }
 
 const (
@@ -45,8 +47,9 @@ type container struct {
 	createdAt int64
 	logPath   string
 	dir       string
-	cgroup    *cgroups.Cgroup // nil: none (cgroups off)
-	seccomp   *shim.Seccomp   // compiled at create, never changed; nil: no filter
+	cgroup    *cgroups.Cgroup  // nil: none (cgroups off)
+	seccomp   *shim.Seccomp    // compiled at create, never changed; nil: no filter
+	images    *containerImages // held at create, never changed; nil: host programs
 
 	// opMu serialises Start, Stop and Remove of this container.
 	opMu sync.Mutex
@@ -86,6 +89,7 @@ func (r *Runtime) saveContainer(c *container) error {
 	rec := containerRecord{
 		ID: c.id, SandboxID: c.sandboxID, Config: cfg, ImageID: c.imageID,
 		CreatedAt: c.createdAt, LogPath: c.logPath, Cgroup: c.cgroup.Paths(), Seccomp: c.seccomp,
+		Images: c.images,
 	}
 	r.mu.RLock()
 	res := c.resources
@@ -113,7 +117,7 @@ func (r *Runtime) loadContainer(dir string) (*container, error) {
 	c := &container{
 		id: rec.ID, sandboxID: rec.SandboxID, config: cfg, imageID: rec.ImageID,
 		createdAt: rec.CreatedAt, logPath: rec.LogPath, dir: dir,
-		cgroup: r.cgroups.Load(rec.Cgroup), seccomp: rec.Seccomp,
+		cgroup: r.cgroups.Load(rec.Cgroup), seccomp: rec.Seccomp, images: rec.Images,
 	}
 	if len(rec.Resources) > 0 {
 		res := &runtimeapi.LinuxContainerResources{}

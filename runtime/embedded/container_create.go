@@ -12,17 +12,18 @@ import (
 	"github.com/jetlet/jetlet/runtime/embedded/shim"
 )
 
-// CreateContainer records the container's config in its directory. The config
-// must carry a command: an image's entrypoint cannot be known without
-// unpacking the image, which jetlet-proc never does. The image must have been
-// pulled (as with containerd).
+// CreateContainer records the container's config in its directory, with
+// what it takes from its image (and its image volumes' images), which stay
+// held until it is removed. The image must have been pulled (as with
+// containerd). A runtime of host programs needs a command: it has no image
+// whose entrypoint it could run.
 func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateContainerRequest) (*runtimeapi.CreateContainerResponse, error) {
 	cfg := req.GetConfig()
 	md := cfg.GetMetadata()
 	if md == nil || md.GetName() == "" {
 		return nil, status.Error(codes.InvalidArgument, "container config must have metadata with a name")
 	}
-	if len(cfg.GetCommand()) == 0 {
+	if r.store == nil && len(cfg.GetCommand()) == 0 {
 		return nil, status.Errorf(codes.InvalidArgument,
 			"container %q has no command: jetlet-proc runs host processes and cannot know the entrypoint of image %q; set command (and args)",
 			md.GetName(), cfg.GetImage().GetImage())
@@ -33,19 +34,33 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 	}
 	r.mu.RLock()
 	ready := s.ready
-	im := r.lookupImage(cfg.GetImage().GetImage())
 	r.mu.RUnlock()
 	if !ready {
 		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %s is not ready", s.id)
 	}
-	if im == nil {
-		return nil, status.Errorf(codes.NotFound, "image %q not found: pull it first", cfg.GetImage().GetImage())
+	id := newID()
+	var held *containerImages
+	var imageID string
+	if r.store != nil {
+		if held, err = r.holdImages(id, cfg); err != nil {
+			return nil, status.Errorf(codes.NotFound, "container %q: %v", md.GetName(), err)
+		}
+		imageID = held.Root.ID
+	} else {
+		r.mu.RLock()
+		im := r.lookupImage(cfg.GetImage().GetImage())
+		r.mu.RUnlock()
+		if im == nil {
+			return nil, status.Errorf(codes.NotFound, "image %q not found: pull it first", cfg.GetImage().GetImage())
+		}
+		imageID = im.ID
 	}
 	// A config the start would refuse is refused now, as containerd builds its
 	// spec at create.
-	iso, _, err := containerIsolation(cfg, s.config, s.dir)
+	iso, err := r.validateContainer(cfg, s, held)
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "container %q: %v", cfg.GetMetadata().GetName(), err)
+		r.releaseImages(id, held)
+		return nil, status.Errorf(codes.InvalidArgument, "container %q: %v", md.GetName(), err)
 	}
 	// The seccomp profile is read and compiled now, as containerd reads it
 	// into the spec at create; the start installs what was compiled.
@@ -58,15 +73,17 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 		err = checkAppArmor(cfg.GetLinux().GetSecurityContext())
 	}
 	if err != nil {
+		r.releaseImages(id, held)
 		return nil, status.Errorf(codes.InvalidArgument, "container %q: %v", cfg.GetMetadata().GetName(), err)
 	}
 
 	c := &container{
-		id:        newID(),
+		id:        id,
 		sandboxID: s.id,
 		name:      containerName(s.config.GetMetadata(), md),
 		config:    cfg,
-		imageID:   im.ID,
+		imageID:   imageID,
+		images:    held,
 		createdAt: nowNano(),
 		resources: cfg.GetLinux().GetResources(),
 		seccomp:   filter,
@@ -80,9 +97,11 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 	err = r.reserveName(c.name, c.id)
 	r.mu.Unlock()
 	if err != nil {
+		r.releaseImages(id, held)
 		return nil, err
 	}
 	fail := func(err error) (*runtimeapi.CreateContainerResponse, error) {
+		r.releaseImages(id, held)
 		r.mu.Lock()
 		delete(r.names, c.name)
 		r.mu.Unlock()
@@ -90,7 +109,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 		_ = os.RemoveAll(c.dir)
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(c.dir, "rootfs"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(c.dir, "rootfs"), 0o700); err != nil {
 		return fail(status.Errorf(codes.Internal, "create container dir: %v", err))
 	}
 	if err := r.createContainerCgroup(c, s); err != nil {
@@ -109,4 +128,26 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 	r.mu.Unlock()
 	r.log.Info().Str("container", c.id).Str("name", c.name).Str("sandbox", s.id).Msg("container created")
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.id}, nil
+}
+
+// validateContainer checks what the start would do with cfg: its process
+// (an image's entrypoint and cmd), user and isolation. It returns the
+// isolation.
+func (r *Runtime) validateContainer(cfg *runtimeapi.ContainerConfig, s *sandbox, ci *containerImages) (*shim.Isolation, error) {
+	if ci != nil {
+		if _, err := processArgs(cfg, ci.Root.Config); err != nil {
+			return nil, err
+		}
+	}
+	iso, _, _, err := r.isolationOf(cfg, s, ci)
+	return iso, err
+}
+
+// isolationOf is containerIsolation for a container of this runtime: users
+// and image volumes from its images, or the host's users for host programs.
+func (r *Runtime) isolationOf(cfg *runtimeapi.ContainerConfig, s *sandbox, ci *containerImages) (*shim.Isolation, *shim.User, string, error) {
+	if ci == nil {
+		return containerIsolation(cfg, s.config, s.dir, hostUsers(hostEtc), "", nil)
+	}
+	return containerIsolation(cfg, s.config, s.dir, r.imageUsers(ci.Root), ci.Root.Config.User, r.imageVolumeLayers(ci))
 }

@@ -2,7 +2,7 @@ package embedded
 
 import (
 	"bufio"
-	"errors"
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,8 +17,8 @@ import (
 	"github.com/jetlet/jetlet/runtime/embedded/shim"
 )
 
-// hostEtc holds the user database users and groups are looked up in: the
-// container's root is the host's tree.
+// hostEtc holds the user database of containers that run host programs:
+// their root is the host's tree.
 const hostEtc = "/etc"
 
 // defaultMaskedPaths and defaultReadonlyPaths are containerd's, for a
@@ -35,19 +35,17 @@ var (
 )
 
 // containerIsolation translates a container's CRI config into what its init
-// applies in its own mount namespace, and the user it runs as. sandboxDir
-// holds the pod's shm, resolv.conf and hostname, bound in when present.
-func containerIsolation(cfg *runtimeapi.ContainerConfig, sb *runtimeapi.PodSandboxConfig, sandboxDir string) (*shim.Isolation, *shim.User, error) {
-	return translateIsolation(cfg, sb, sandboxDir, hostEtc)
-}
-
-// translateIsolation is containerIsolation with users and groups looked up in
-// etc.
-func translateIsolation(cfg *runtimeapi.ContainerConfig, sb *runtimeapi.PodSandboxConfig, sandboxDir, etc string) (*shim.Isolation, *shim.User, error) {
+// applies in its own mount namespace, and the user it runs as with that
+// user's home. sandboxDir holds the pod's shm, resolv.conf, hostname and
+// hosts, bound in when present. users is the container's user database,
+// imageUser its image's USER ("" for host programs), volumeLayers the layer
+// dirs of its image volumes by container path (nil: it has none).
+func containerIsolation(cfg *runtimeapi.ContainerConfig, sb *runtimeapi.PodSandboxConfig, sandboxDir string,
+	users userDB, imageUser string, volumeLayers func(path string) ([]string, error)) (*shim.Isolation, *shim.User, string, error) {
 	sc := cfg.GetLinux().GetSecurityContext()
-	usr, err := containerUser(sc, etc)
+	usr, home, err := containerUser(sc, imageUser, users)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	iso := &shim.Isolation{
 		ReadonlyRootfs: sc.GetReadonlyRootfs(),
@@ -59,7 +57,7 @@ func translateIsolation(cfg *runtimeapi.ContainerConfig, sb *runtimeapi.PodSandb
 		iso.WritableSysfs, iso.DeviceNodes = true, true
 	} else {
 		if iso.Capabilities, err = containerCapabilities(sc.GetCapabilities()); err != nil {
-			return nil, nil, err
+			return nil, nil, "", err
 		}
 		iso.MaskedPaths, iso.ReadonlyPaths = defaultMaskedPaths, defaultReadonlyPaths
 		if p := sc.GetMaskedPaths(); len(p) > 0 {
@@ -69,13 +67,13 @@ func translateIsolation(cfg *runtimeapi.ContainerConfig, sb *runtimeapi.PodSandb
 			iso.ReadonlyPaths = p
 		}
 	}
-	if iso.Mounts, err = containerMounts(cfg, sb, sandboxDir); err != nil {
-		return nil, nil, err
+	if iso.Mounts, err = containerMounts(cfg, sb, sandboxDir, volumeLayers); err != nil {
+		return nil, nil, "", err
 	}
 	if iso.Devices, _, err = containerDevices(cfg); err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
-	return iso, usr, nil
+	return iso, usr, home, nil
 }
 
 // containerDevices are the host devices the CRI config asks for (fuse, a
@@ -116,50 +114,74 @@ func containerDevices(cfg *runtimeapi.ContainerConfig) ([]shim.Device, []cgroups
 	return devices, rules, nil
 }
 
+// userDB reads a container's "passwd" or "group" file: the host's for host
+// programs, its image's otherwise. A missing file is nil data, no error.
+type userDB func(name string) ([]byte, error)
+
 // containerUser is who the container runs as, as containerd decides it:
-// run_as_user or run_as_username (looked up in etc/passwd), else root; the
-// group is run_as_group, else the user's own (0 for a uid not in passwd);
-// the groups are that group, those etc/group lists the user in (unless the
-// policy is Strict) and supplemental_groups.
-func containerUser(sc *runtimeapi.LinuxContainerSecurityContext, etc string) (*shim.User, error) {
+// run_as_user or run_as_username, else the image's USER ("name", "uid",
+// "name:group", "uid:gid"), else root, names looked up in users; the group
+// is run_as_group, else the USER's group, else the user's own (0 for a uid
+// not in passwd); the groups are that group, those the group file lists the
+// user in (unless the policy is Strict) and supplemental_groups. It returns
+// the user's home too ("/" when passwd has none).
+func containerUser(sc *runtimeapi.LinuxContainerSecurityContext, imageUser string, users userDB) (*shim.User, string, error) {
 	if sc.GetRunAsGroup() != nil && sc.GetRunAsUser() == nil && sc.GetRunAsUsername() == "" {
 		// containerd's refusal, word for word.
-		return nil, fmt.Errorf("user group %q is specified without user", strconv.FormatInt(sc.GetRunAsGroup().GetValue(), 10))
+		return nil, "", fmt.Errorf("user group %q is specified without user", strconv.FormatInt(sc.GetRunAsGroup().GetValue(), 10))
+	}
+	passwd, err := users("passwd")
+	if err != nil {
+		return nil, "", err
+	}
+	group, err := users("group")
+	if err != nil {
+		return nil, "", err
 	}
 	usr := &shim.User{}
 	name := sc.GetRunAsUsername()
-	switch {
-	case name != "":
-		e, err := lookupPasswd(etc, func(e passwdEntry) bool { return e.name == name })
-		if err != nil {
-			return nil, err
+	uidSet := sc.GetRunAsUser() != nil
+	if uidSet {
+		usr.UID = uint32(sc.GetRunAsUser().GetValue())
+	}
+	var imageGroup *uint32
+	if name == "" && !uidSet && imageUser != "" {
+		u, g, hasGroup := strings.Cut(imageUser, ":")
+		if uid, err := strconv.ParseUint(u, 10, 32); err == nil {
+			usr.UID, uidSet = uint32(uid), true
+		} else {
+			name = u
 		}
+		if hasGroup {
+			gid, err := groupID(group, g)
+			if err != nil {
+				return nil, "", fmt.Errorf("the image's user %q: %w", imageUser, err)
+			}
+			imageGroup = &gid
+		}
+	}
+	home := "/"
+	if name != "" {
+		e := lookupPasswd(passwd, func(e passwdEntry) bool { return e.name == name })
 		if e == nil {
-			return nil, fmt.Errorf("no user %q in %s", name, filepath.Join(etc, "passwd"))
+			return nil, "", fmt.Errorf("no user %q in /etc/passwd", name)
 		}
-		usr.UID, usr.GID = e.uid, e.gid
-	default:
-		if u := sc.GetRunAsUser(); u != nil {
-			usr.UID = uint32(u.GetValue())
-		}
-		e, err := lookupPasswd(etc, func(e passwdEntry) bool { return e.uid == usr.UID })
-		if err != nil {
-			return nil, err
-		}
-		if e != nil {
-			name, usr.GID = e.name, e.gid
-		}
+		usr.UID, usr.GID, home = e.uid, e.gid, e.home
+	} else if e := lookupPasswd(passwd, func(e passwdEntry) bool { return e.uid == usr.UID }); e != nil {
+		name, usr.GID, home = e.name, e.gid, e.home
+	}
+	if home == "" {
+		home = "/"
+	}
+	if imageGroup != nil {
+		usr.GID = *imageGroup
 	}
 	if g := sc.GetRunAsGroup(); g != nil {
 		usr.GID = uint32(g.GetValue())
 	}
 	groups := []uint32{usr.GID}
 	if name != "" && sc.GetSupplementalGroupsPolicy() != runtimeapi.SupplementalGroupsPolicy_Strict {
-		member, err := memberGroups(etc, name)
-		if err != nil {
-			return nil, err
-		}
-		groups = append(groups, member...)
+		groups = append(groups, memberGroups(group, name)...)
 	}
 	for _, g := range sc.GetSupplementalGroups() {
 		groups = append(groups, uint32(g))
@@ -169,19 +191,20 @@ func containerUser(sc *runtimeapi.LinuxContainerSecurityContext, etc string) (*s
 			usr.Groups = append(usr.Groups, g)
 		}
 	}
-	return usr, nil
+	return usr, home, nil
 }
 
 type passwdEntry struct {
 	name     string
 	uid, gid uint32
+	home     string
 }
 
-// lookupPasswd returns the first entry of etc/passwd that match accepts, or
-// nil. A missing file holds no one.
-func lookupPasswd(etc string, match func(passwdEntry) bool) (*passwdEntry, error) {
+// lookupPasswd returns the first entry of the passwd file that match
+// accepts, or nil.
+func lookupPasswd(passwd []byte, match func(passwdEntry) bool) *passwdEntry {
 	var found *passwdEntry
-	err := scanColonFile(filepath.Join(etc, "passwd"), func(f []string) bool {
+	scanColonFile(passwd, func(f []string) bool {
 		if len(f) < 4 {
 			return true
 		}
@@ -191,19 +214,45 @@ func lookupPasswd(etc string, match func(passwdEntry) bool) (*passwdEntry, error
 			return true
 		}
 		e := passwdEntry{name: f[0], uid: uint32(uid), gid: uint32(gid)}
+		if len(f) > 5 {
+			e.home = f[5]
+		}
 		if match(e) {
 			found = &e
 			return false
 		}
 		return true
 	})
-	return found, err
+	return found
 }
 
-// memberGroups returns the groups etc/group lists user as a member of.
-func memberGroups(etc, user string) ([]uint32, error) {
+// groupID is the gid a group names: a number, or a name in the group file.
+func groupID(group []byte, g string) (uint32, error) {
+	if gid, err := strconv.ParseUint(g, 10, 32); err == nil {
+		return uint32(gid), nil
+	}
+	var gid *uint32
+	scanColonFile(group, func(f []string) bool {
+		if len(f) < 3 || f[0] != g {
+			return true
+		}
+		if v, err := strconv.ParseUint(f[2], 10, 32); err == nil {
+			id := uint32(v)
+			gid = &id
+			return false
+		}
+		return true
+	})
+	if gid == nil {
+		return 0, fmt.Errorf("no group %q in /etc/group", g)
+	}
+	return *gid, nil
+}
+
+// memberGroups returns the groups the group file lists user as a member of.
+func memberGroups(group []byte, user string) []uint32 {
 	var gids []uint32
-	err := scanColonFile(filepath.Join(etc, "group"), func(f []string) bool {
+	scanColonFile(group, func(f []string) bool {
 		if len(f) < 4 || !slices.Contains(strings.Split(f[3], ","), user) {
 			return true
 		}
@@ -212,31 +261,22 @@ func memberGroups(etc, user string) ([]uint32, error) {
 		}
 		return true
 	})
-	return gids, err
+	return gids
 }
 
 // scanColonFile calls line with the fields of each entry of a passwd-style
-// file until it returns false. A missing file has no entries.
-func scanColonFile(path string, line func([]string) bool) error {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+// file until it returns false.
+func scanColonFile(data []byte, line func([]string) bool) {
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		l := strings.TrimSpace(sc.Text())
 		if l == "" || strings.HasPrefix(l, "#") {
 			continue
 		}
 		if !line(strings.Split(l, ":")) {
-			return nil
+			return
 		}
 	}
-	return sc.Err()
 }
 
 // containerCapabilities applies the CRI's add and drop lists to containerd's
@@ -299,13 +339,27 @@ func containsFold(list []string, s string) bool {
 	return slices.ContainsFunc(list, func(v string) bool { return strings.EqualFold(v, s) })
 }
 
-// containerMounts are the CRI's mounts and the pod's /dev/shm, resolv.conf and
-// hostname where the CRI mounts nothing there, parents before children.
-func containerMounts(cfg *runtimeapi.ContainerConfig, sb *runtimeapi.PodSandboxConfig, sandboxDir string) ([]shim.Mount, error) {
+// containerMounts are the CRI's mounts (an image volume's layers from
+// volumeLayers) and the pod's /dev/shm, resolv.conf, hostname and hosts
+// where the CRI mounts nothing there, parents before children.
+func containerMounts(cfg *runtimeapi.ContainerConfig, sb *runtimeapi.PodSandboxConfig, sandboxDir string,
+	volumeLayers func(path string) ([]string, error)) ([]shim.Mount, error) {
 	var mounts []shim.Mount
 	for _, m := range cfg.GetMounts() {
 		if !filepath.IsAbs(m.GetContainerPath()) {
 			return nil, fmt.Errorf("mount container path %q is not absolute", m.GetContainerPath())
+		}
+		if m.GetImage().GetImage() != "" {
+			if volumeLayers == nil {
+				return nil, fmt.Errorf("mount %s is an image volume: a runtime of host programs has no images to mount", m.GetContainerPath())
+			}
+			dst := filepath.Clean(m.GetContainerPath())
+			layers, err := volumeLayers(dst)
+			if err != nil {
+				return nil, err
+			}
+			mounts = append(mounts, shim.Mount{Type: "image", Layers: layers, SubPath: m.GetImageSubPath(), Destination: dst, ReadOnly: true})
+			continue
 		}
 		if m.GetHostPath() == "" {
 			return nil, fmt.Errorf("mount %s has no host path", m.GetContainerPath())
@@ -334,7 +388,7 @@ func containerMounts(cfg *runtimeapi.ContainerConfig, sb *runtimeapi.PodSandboxC
 		}
 		pod = append(pod, shim.Mount{Source: shm, Destination: "/dev/shm"})
 	}
-	for _, f := range []string{"resolv.conf", "hostname"} {
+	for _, f := range []string{"resolv.conf", "hostname", "hosts"} {
 		dst := "/etc/" + f
 		src := filepath.Join(sandboxDir, f)
 		if _, err := os.Stat(src); err != nil || mounted(dst) {

@@ -174,7 +174,7 @@ func TestContainerIsolation(t *testing.T) {
 			config: func(c *runtimeapi.ContainerConfig, _ *runtimeapi.PodSandboxConfig) {
 				c.Linux.SecurityContext.RunAsUsername = "nobody-here"
 			},
-			wantErr: `no user "nobody-here" in testdata/etc/passwd`,
+			wantErr: `no user "nobody-here" in /etc/passwd`,
 		},
 		{
 			name: "mounts and propagation, parents first",
@@ -254,7 +254,7 @@ func TestContainerIsolation(t *testing.T) {
 			if tc.config != nil {
 				tc.config(cfg, sb)
 			}
-			iso, usr, err := translateIsolation(cfg, sb, sandboxDir, "testdata/etc")
+			iso, usr, _, err := containerIsolation(cfg, sb, sandboxDir, hostUsers("testdata/etc"), "", nil)
 			if tc.wantErr != "" {
 				if err == nil || err.Error() != tc.wantErr {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)

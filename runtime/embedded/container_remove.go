@@ -52,6 +52,7 @@ func (r *Runtime) removeContainer(ctx context.Context, c *container) error {
 	if err := removeDirAtomic(c.dir); err != nil {
 		return status.Errorf(codes.Internal, "remove container dir: %v", err)
 	}
+	r.releaseImages(c.id, c.images)
 	r.mu.Lock()
 	delete(r.containers, c.id)
 	if r.names[c.name] == c.id {

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/jetlet/jetlet/internal/atomicfile"
@@ -95,9 +93,9 @@ func (r *Runtime) recordStartFailure(c *container, cause error) {
 
 // buildSpec turns c's config into what the shim runs: argv, environment,
 // working dir, log path, user, cgroups and, when the runtime is root, the
-// container's own mount namespace (see containerIsolation). Without root the
-// command runs as jetlet's user in the host's view, its volumes linked under a
-// directory of its own ($JETLET_ROOTFS).
+// container's own mount namespace (see containerIsolation) whose root is its
+// image. Without root the command runs as jetlet's user in the host's view,
+// its volumes linked under a directory of its own ($JETLET_ROOTFS).
 func (r *Runtime) buildSpec(c *container, s *sandbox) (*shim.ContainerSpec, error) {
 	cfg := c.config
 	spec := &shim.ContainerSpec{
@@ -113,19 +111,40 @@ func (r *Runtime) buildSpec(c *container, s *sandbox) (*shim.ContainerSpec, erro
 	if hostname == "" {
 		hostname, _ = os.Hostname()
 	}
-	env := []string{"PATH=" + defaultPath, "HOSTNAME=" + hostname}
+	var imageEnv []string
+	spec.WorkDir = cfg.GetWorkingDir()
+	if c.images != nil {
+		im := c.images.Root.Config
+		var err error
+		if spec.Args, err = processArgs(cfg, im); err != nil {
+			return nil, err
+		}
+		imageEnv = im.Env
+		if spec.WorkDir == "" {
+			spec.WorkDir = im.WorkingDir
+		}
+	}
+	env := []string{"HOSTNAME=" + hostname}
+	if !hasEnv(imageEnv, "PATH") {
+		env = append(env, "PATH="+defaultPath)
+	}
 
 	if r.isolated() {
-		iso, usr, err := containerIsolation(cfg, s.config, s.dir)
+		iso, usr, home, err := r.isolationOf(cfg, s, c.images)
 		if err != nil {
 			return nil, err
 		}
 		iso.OwnPIDs = s.config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid() == runtimeapi.NamespaceMode_CONTAINER
 		iso.Nsenter = r.iso.nsenter
-		iso.HiddenPaths = r.hidden
+		if c.images != nil {
+			iso.Rootfs = r.imageRootfs(c)
+		} else {
+			iso.HiddenPaths = r.hidden
+		}
 		spec.Isolation, spec.User = iso, usr
-		env = append(env, "HOME="+homeOf(usr.UID))
-		spec.WorkDir = cfg.GetWorkingDir()
+		if !hasEnv(imageEnv, "HOME") {
+			env = append(env, "HOME="+home)
+		}
 		if spec.WorkDir == "" {
 			spec.WorkDir = "/"
 		}
@@ -135,31 +154,22 @@ func (r *Runtime) buildSpec(c *container, s *sandbox) (*shim.ContainerSpec, erro
 		if err := r.linkMounts(c, rootfs); err != nil {
 			return nil, err
 		}
-		switch wd := cfg.GetWorkingDir(); {
+		switch wd := spec.WorkDir; {
 		case wd == "":
 			spec.WorkDir = rootfs
 		case dirExists(wd):
-			spec.WorkDir = wd
 		case dirExists(filepath.Join(rootfs, wd)):
 			spec.WorkDir = filepath.Join(rootfs, wd)
 		default:
 			return nil, fmt.Errorf("working dir %q does not exist on this host", wd)
 		}
 	}
+	var own []string
 	for _, kv := range cfg.GetEnvs() {
-		env = append(env, kv.GetKey()+"="+string(kv.GetValue()))
+		own = append(own, kv.GetKey()+"="+string(kv.GetValue()))
 	}
-	spec.Env = dedupEnv(env)
+	spec.Env = mergeEnv(env, imageEnv, own)
 	return spec, nil
-}
-
-// homeOf is uid's home directory in the host's passwd (the containers' root),
-// "/" when it has none, as containerd sets HOME from the image's passwd.
-func homeOf(uid uint32) string {
-	if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil && u.HomeDir != "" {
-		return u.HomeDir
-	}
-	return "/"
 }
 
 // linkMounts makes each mount's host_path visible at rootfs/container_path (a

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -45,7 +46,7 @@ func (r *Runtime) stopContainer(ctx context.Context, c *container, timeout int64
 		return nil
 	}
 	if timeout > 0 {
-		sig := stopSignal(c.config.GetStopSignal())
+		sig := stopSignal(c.config.GetStopSignal(), c.images)
 		r.log.Debug().Str("container", c.id).Stringer("signal", sig).Int64("timeout", timeout).Msg("stopping container")
 		if err := signalGroup(st.PID, sig); err != nil {
 			return status.Errorf(codes.Internal, "signal container %s: %v", c.id, err)
@@ -78,13 +79,26 @@ func waitExited(ctx context.Context, exited <-chan struct{}, d time.Duration) (b
 	}
 }
 
-// stopSignal maps the config's stop signal to a signal; SIGTERM by default.
-func stopSignal(s runtimeapi.Signal) syscall.Signal {
-	if s == runtimeapi.Signal_SIGNAL_RUNTIME_DEFAULT {
-		return syscall.SIGTERM
+// stopSignal is the signal that stops a container: its config's, else its
+// image's StopSignal ("SIGQUIT", "QUIT" or "3"), else SIGTERM.
+func stopSignal(s runtimeapi.Signal, ci *containerImages) syscall.Signal {
+	if s != runtimeapi.Signal_SIGNAL_RUNTIME_DEFAULT {
+		if sig := unix.SignalNum(strings.TrimPrefix(s.String(), "SIGNAL_")); sig != 0 {
+			return sig
+		}
 	}
-	if sig := unix.SignalNum(strings.TrimPrefix(s.String(), "SIGNAL_")); sig != 0 {
-		return sig
+	if ci != nil {
+		if name := strings.ToUpper(ci.Root.Config.StopSignal); name != "" {
+			if n, err := strconv.Atoi(name); err == nil && n > 0 {
+				return syscall.Signal(n)
+			}
+			if !strings.HasPrefix(name, "SIG") {
+				name = "SIG" + name
+			}
+			if sig := unix.SignalNum(name); sig != 0 {
+				return sig
+			}
+		}
 	}
 	return syscall.SIGTERM
 }

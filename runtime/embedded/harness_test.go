@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/jetlet/jetlet/test/gobuild"
 	"github.com/jetlet/jetlet/test/leftovers"
+	"github.com/jetlet/jetlet/test/testimages"
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -37,6 +39,9 @@ type harness struct {
 	conn   *grpc.ClientConn
 	rs     runtimeapi.RuntimeServiceClient
 	is     runtimeapi.ImageServiceClient
+	// registry serves the images the tests pull (testRegistry), the
+	// runtime's mirror.
+	registry string
 	// configure, when set, adjusts the Config of every start.
 	configure func(*Config)
 }
@@ -50,7 +55,7 @@ func newHarnessWith(t testing.TB, configure func(*Config)) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, dir: dir, sock: filepath.Join(dir, "cri.sock"), logs: filepath.Join(dir, "logs"),
-		shared: filepath.Join(dir, "shared"), configure: configure}
+		shared: filepath.Join(dir, "shared"), configure: configure, registry: testRegistry(t)}
 	if err := os.Mkdir(h.shared, 0o777); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +69,8 @@ func newHarnessWith(t testing.TB, configure func(*Config)) *harness {
 
 func (h *harness) start() {
 	h.t.Helper()
-	cfg := Config{Dir: filepath.Join(h.dir, "state"), ShimPath: gobuild.Shim.Path(h.t), Logger: zerolog.New(zerolog.NewTestWriter(h.t)).Level(zerolog.InfoLevel)}
+	cfg := Config{Dir: filepath.Join(h.dir, "state"), ShimPath: gobuild.Shim.Path(h.t), Logger: zerolog.New(zerolog.NewTestWriter(h.t)).Level(zerolog.InfoLevel),
+		ImageMirror: h.registry}
 	if h.configure != nil {
 		h.configure(&cfg)
 	}
@@ -82,6 +88,16 @@ func (h *harness) start() {
 	h.rt, h.conn = rt, conn
 	h.rs = runtimeapi.NewRuntimeServiceClient(conn)
 	h.is = runtimeapi.NewImageServiceClient(conn)
+}
+
+// testRegistry serves the busybox image (test/testimages) as docker.io's
+// busybox:latest and busybox:1.36, for the harness's runtime to pull through
+// as its mirror (Config.ImageMirror): the tests' pulls of "busybox" are real
+// pulls, from this registry.
+func testRegistry(t testing.TB) string {
+	t.Helper()
+	bb := testimages.Must(t, testimages.Busybox)
+	return testimages.Serve(t, map[string]v1.Image{"library/busybox:latest": bb, "library/busybox:1.36": bb})
 }
 
 func (h *harness) stop() {

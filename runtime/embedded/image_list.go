@@ -26,6 +26,9 @@ func (r *Runtime) StreamImages(req *runtimeapi.StreamImagesRequest, stream grpc.
 }
 
 func (r *Runtime) listImages(filter *runtimeapi.ImageFilter) []*runtimeapi.Image {
+	if r.store != nil {
+		return r.storeListImages(filter)
+	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var out []*runtimeapi.Image

@@ -8,11 +8,15 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// PullImage records the reference as one of its image's (see image). There
-// is no registry: nothing is downloaded and credentials are ignored. A pull
+// PullImage pulls the image into the store (image_store.go). A runtime
+// without root records the reference as one of its image's (see image):
+// there is no registry, nothing is downloaded and credentials are ignored. A pull
 // whose context has ended records nothing and fails with DeadlineExceeded or
 // Canceled, as containerd's does.
 func (r *Runtime) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
+	if r.store != nil {
+		return r.storePull(ctx, req)
+	}
 	ref := normalizeRef(req.GetImage().GetImage())
 	if ref == "" {
 		return nil, status.Error(codes.InvalidArgument, "image reference is empty")

@@ -10,6 +10,12 @@ import (
 
 // RemoveImage forgets an image. Removing an unknown image succeeds.
 func (r *Runtime) RemoveImage(ctx context.Context, req *runtimeapi.RemoveImageRequest) (*runtimeapi.RemoveImageResponse, error) {
+	if r.store != nil {
+		if err := r.storeRemoveImage(req); err != nil {
+			return nil, err
+		}
+		return &runtimeapi.RemoveImageResponse{}, nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	im := r.lookupImage(req.GetImage().GetImage())

@@ -10,6 +10,9 @@ import (
 // ImageStatus returns the image, or a nil image (and no error) when it is not
 // known, as the CRI requires.
 func (r *Runtime) ImageStatus(ctx context.Context, req *runtimeapi.ImageStatusRequest) (*runtimeapi.ImageStatusResponse, error) {
+	if r.store != nil {
+		return r.storeImageStatus(req), nil
+	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	im := r.lookupImage(req.GetImage().GetImage())

@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/runtime/embedded/cgroups"
+	"github.com/jetlet/jetlet/runtime/embedded/images"
 	"github.com/jetlet/jetlet/runtime/embedded/network"
 )
 
@@ -73,6 +74,14 @@ type Config struct {
 	// host's tree): jetlet's data dir, binary and credentials. Dir, ShimPath
 	// and the host's private paths are hidden anyway (see hiddenHostPaths).
 	HiddenPaths []string
+	// InsecureRegistries are registry hosts ("host" or "host:port") pulled
+	// from over plain HTTP; localhost and 127.0.0.0/8 always are, as Docker
+	// does.
+	InsecureRegistries []string
+	// ImageMirror, when set, is a registry ("host:port", plain HTTP on a
+	// loopback address) every pull tries first, as a containerd mirror of
+	// every registry: jetlet's own, serving the images stored over NATS.
+	ImageMirror string
 }
 
 // DefaultCNIBinDirs is where Debian's containernetworking-plugins and the
@@ -135,6 +144,11 @@ type Runtime struct {
 
 	// iso is found by Start before serving, then read-only.
 	iso isolation
+	// store holds the images containers run, under Dir/images; opened by
+	// Start before serving, then read-only (it has its own locks). Nil when
+	// the runtime cannot isolate a container's root (not root): containers
+	// are then host programs (image.go).
+	store *images.Store
 	// hidden are the host paths containers do not see; found by Start
 	// before serving, then read-only.
 	hidden []string
@@ -214,6 +228,17 @@ func (r *Runtime) Start(ctx context.Context, socketPath string) error {
 	}
 	r.setupCgroups()
 	r.hidden = hiddenHostPaths(r.cfg, hostConfigDir)
+	if r.isolated() {
+		r.store, err = images.Open(images.Options{
+			Dir:      filepath.Join(r.cfg.Dir, "images"),
+			Logger:   r.log,
+			Insecure: r.cfg.InsecureRegistries,
+			Mirror:   r.cfg.ImageMirror,
+		})
+		if err != nil {
+			return fmt.Errorf("proc: image store: %w", err)
+		}
+	}
 	if r.locks, err = newLockWatch(); err != nil {
 		r.log.Warn().Err(err).Msg("each container's exit is waited for by a thread of its own")
 	}

@@ -87,22 +87,39 @@ func podScopesSysctl(name string, ownIPC, ownUTS, ownNet bool) error {
 	return fmt.Errorf("sysctl %q is not allowed: it is not namespaced, so it would change the host", name)
 }
 
-// writePodFiles writes what the pod's containers get bound over /etc: its
-// hostname (when it has its own UTS namespace) and, when the CRI gives a DNS
-// config, its resolv.conf (otherwise they read the host's, as containerd
-// copies it). It also makes the dir the shim mounts the pod's /dev/shm on.
+// writePodFiles writes what the pod's containers get bound over /etc, as
+// containerd writes them: its hostname (the host's when it shares the
+// host's UTS namespace); its resolv.conf from the CRI's DNS config, else a
+// copy of the host's; its hosts, a copy of the host's on the host's network,
+// else localhost's names. It also makes the dir the shim mounts the pod's
+// /dev/shm on.
 func writePodFiles(s *sandbox, spec *shim.PodSpec) error {
 	if err := os.MkdirAll(filepath.Join(s.dir, "shm"), 0o700); err != nil {
 		return err
 	}
-	if spec.Hostname != "" {
-		if err := atomicfile.Write(filepath.Join(s.dir, "hostname"), []byte(spec.Hostname+"\n"), 0o644); err != nil {
-			return err
+	hostname := spec.Hostname
+	if hostname == "" {
+		hostname, _ = os.Hostname()
+	}
+	if err := atomicfile.Write(filepath.Join(s.dir, "hostname"), []byte(hostname+"\n"), 0o644); err != nil {
+		return err
+	}
+	hosts := []byte(defaultHosts)
+	if s.config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE {
+		if data, err := os.ReadFile("/etc/hosts"); err == nil {
+			hosts = data
 		}
+	}
+	if err := atomicfile.Write(filepath.Join(s.dir, "hosts"), hosts, 0o644); err != nil {
+		return err
 	}
 	dns := s.config.GetDnsConfig()
 	if len(dns.GetServers())+len(dns.GetSearches())+len(dns.GetOptions()) == 0 {
-		return nil
+		data, err := os.ReadFile("/etc/resolv.conf")
+		if err != nil {
+			return nil // a host without one: the image's, if any
+		}
+		return atomicfile.Write(filepath.Join(s.dir, "resolv.conf"), data, 0o644)
 	}
 	var b strings.Builder
 	for _, srv := range dns.GetServers() {
@@ -116,6 +133,16 @@ func writePodFiles(s *sandbox, spec *shim.PodSpec) error {
 	}
 	return atomicfile.Write(filepath.Join(s.dir, "resolv.conf"), []byte(b.String()), 0o644)
 }
+
+// defaultHosts is the hosts file of a pod with a network of its own
+// (containerd's).
+const defaultHosts = `127.0.0.1	localhost
+::1	localhost ip6-localhost ip6-loopback
+fe00::0	ip6-localnet
+fe00::0	ip6-mcastprefix
+fe00::1	ip6-allnodes
+fe00::2	ip6-allrouters
+`
 
 // mountPodShm mounts the pod's /dev/shm, a tmpfs its containers bind, as
 // containerd mounts a sandbox's on the host.

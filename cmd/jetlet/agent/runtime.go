@@ -79,12 +79,18 @@ func (a *agent) startEmbeddedRuntime(ctx context.Context) (*embedded.Runtime, st
 		CNIConfDir:   a.cfg.cniConfDir,
 		CNIBinDirs:   a.cfg.cniBinDirs,
 		HiddenPaths:  a.hostSecrets(),
+
+		InsecureRegistries: a.cfg.insecureRegistries,
 	})
 	if err != nil {
 		return nil, "", err
 	}
 	if err := rt.Start(ctx, sock); err != nil {
 		return nil, "", fmt.Errorf("embedded runtime: %w", err)
+	}
+	if err := a.serveImageImport(ctx, rt); err != nil {
+		rt.Stop()
+		return nil, "", err
 	}
 	endpoint := "unix://" + sock
 	a.log.Info().Str("endpoint", endpoint).Msg("embedded process runtime listening (crictl --runtime-endpoint " + endpoint + ")")

@@ -88,8 +88,8 @@ type hold struct {
 
 // records is images.json.
 type records struct {
-	Images []*Image          `json:"images"`
-	Holds  map[string]*hold  `json:"holds,omitempty"`
+	Images []*Image         `json:"images"`
+	Holds  map[string]*hold `json:"holds,omitempty"`
 }
 
 const recordsFile = "images.json"
