@@ -11,6 +11,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlet/jetlet/runtime/embedded/images"
 	"github.com/rs/zerolog"
 )
 
@@ -97,7 +99,7 @@ func (h *handler) manifest(w http.ResponseWriter, r *http.Request, name, referen
 			writeError(w, http.StatusBadRequest, codeDigestInvalid, err.Error())
 			return
 		}
-		if _, err := NormalizeRef(name + "@" + digest.String()); err != nil {
+		if _, err := images.Normalize(name + "@" + digest.String()); err != nil {
 			writeError(w, http.StatusBadRequest, codeNameInvalid, err.Error())
 			return
 		}
@@ -113,7 +115,7 @@ func (h *handler) manifest(w http.ResponseWriter, r *http.Request, name, referen
 		h.send(w, r, info, digest, mediaType)
 		return
 	}
-	ref, err := NormalizeRef(name + ":" + reference)
+	ref, err := images.Normalize(name + ":" + reference)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, codeNameInvalid, err.Error())
 		return
@@ -161,7 +163,7 @@ func (h *handler) blob(w http.ResponseWriter, r *http.Request, name, ref string)
 		writeError(w, http.StatusBadRequest, codeDigestInvalid, err.Error())
 		return
 	}
-	if _, err := NormalizeRef(name + "@" + digest.String()); err != nil {
+	if _, err := images.Normalize(name + "@" + digest.String()); err != nil {
 		writeError(w, http.StatusBadRequest, codeNameInvalid, err.Error())
 		return
 	}

@@ -14,6 +14,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlet/jetlet/runtime/embedded/images"
 )
 
 // PushResult is what Push stored.
@@ -30,14 +32,14 @@ type PushResult struct {
 	RefStored bool
 }
 
-// Push stores img in the object store under ref (normalised as
-// NormalizeRef): each blob as an object named by its digest, unless an
+// Push stores img in the object store under ref (normalised as containerd
+// does, images.Normalize): each blob as an object named by its digest, unless an
 // object of that digest and size is there already, then the repository and
 // the reference. A reader never sees a reference before its blobs. Each blob
 // is checked against its digest as it is stored: content that does not
 // match is not stored. A reference with a digest must name img's manifest.
 func Push(ctx context.Context, store jetstream.ObjectStore, ref string, img v1.Image) (PushResult, error) {
-	normalized, err := NormalizeRef(ref)
+	normalized, err := images.Normalize(ref)
 	if err != nil {
 		return PushResult{}, fmt.Errorf("reference %q: %w", ref, err)
 	}
