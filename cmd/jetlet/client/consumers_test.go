@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -10,8 +11,12 @@ import (
 	"testing"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/schemas/bus"
 	"github.com/jetlet/jetlet/test/poll"
+	"github.com/jetlet/jetlet/test/testimages"
 )
 
 // TestClientCommandsLeaveNoConsumers: every read a client command makes
@@ -42,7 +47,14 @@ func TestClientCommandsLeaveNoConsumers(t *testing.T) {
 		{"apply", "-f", examples + "web.yaml"},
 		{"delete", "default/web"},
 		{"get", "nodes", "-o", "json"},
+		{"image", "ls"},
+		{"image", "ls", "-o", "json"},
 	}
+	var archive bytes.Buffer
+	if err := testimages.WriteOCILayout(&archive, map[string]v1.Image{"app:1": randomImage(t, 1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, c.runIn(archive.String(), "image", "push", "app:1", "-"), 0)
 	for _, args := range commands {
 		wantCode(t, c.run(args...), 0)
 	}
@@ -69,7 +81,7 @@ func (c *cluster) consumers() []string {
 	var out []string
 	for _, stream := range []string{
 		schemas.StreamIntents, schemas.StreamResults, schemas.StreamEvents, schemas.StreamDead,
-		"KV_" + schemas.BucketStatus, "KV_" + schemas.BucketNodes,
+		"KV_" + schemas.BucketStatus, "KV_" + schemas.BucketNodes, bus.ObjectStoreStream(schemas.ObjectStoreImages),
 	} {
 		s, err := c.js.Stream(c.t.Context(), stream)
 		if err != nil {

@@ -9,6 +9,6 @@ func newImageCommand() *cobra.Command {
 		Use:   "image",
 		Short: "Images: import into a node, push to and list the fleet's object store",
 	}
-	cmd.AddCommand(newImageImportCommand())
+	cmd.AddCommand(newImageImportCommand(), newImagePushCommand(), newImageListCommand())
 	return cmd
 }
