@@ -79,6 +79,8 @@ type archivedImage struct {
 	// digest is the manifest's (or the named index's) digest when the
 	// archive records it (an OCI layout); zero for `docker save`.
 	digest v1.Hash
+	// size is the image's config and layers as the archive holds them.
+	size uint64
 }
 
 func (a *archive) Close() error { return a.f.Close() }
@@ -208,11 +210,11 @@ func (a *archive) readOCI() error {
 		if md == nil {
 			continue // not an image (an attestation, an artifact)
 		}
-		img, err := a.ociImage(*md)
+		img, m, err := a.ociImage(*md)
 		if err != nil {
 			return err
 		}
-		a.images = append(a.images, archivedImage{Archived: Archived{Refs: refs, Image: img}, digest: d.Digest})
+		a.images = append(a.images, archivedImage{Archived: Archived{Refs: refs, Image: img}, digest: d.Digest, size: manifestSize(m)})
 	}
 	if len(a.images) == 0 {
 		return errors.New("index.json lists no image")
@@ -269,24 +271,25 @@ func (a *archive) resolveIndex(d v1.Descriptor, depth int) (*v1.Descriptor, erro
 }
 
 // ociImage is the image of the manifest descriptor d.
-func (a *archive) ociImage(d v1.Descriptor) (v1.Image, error) {
+func (a *archive) ociImage(d v1.Descriptor) (v1.Image, *v1.Manifest, error) {
 	raw, err := a.blob(d)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m, err := v1.ParseManifest(bytes.NewReader(raw))
 	if err != nil {
-		return nil, fmt.Errorf("manifest %s: %w", d.Digest, err)
+		return nil, nil, fmt.Errorf("manifest %s: %w", d.Digest, err)
 	}
 	config, err := a.blob(m.Config)
 	if err != nil {
-		return nil, fmt.Errorf("manifest %s: config: %w", d.Digest, err)
+		return nil, nil, fmt.Errorf("manifest %s: config: %w", d.Digest, err)
 	}
 	mt := m.MediaType
 	if mt == "" {
 		mt = d.MediaType
 	}
-	return partial.CompressedToImage(&layoutImage{a: a, raw: raw, manifest: m, mediaType: mt, config: config})
+	img, err := partial.CompressedToImage(&layoutImage{a: a, raw: raw, manifest: m, mediaType: mt, config: config})
+	return img, m, err
 }
 
 // layoutImage is an image of an OCI layout in the archive.
@@ -389,7 +392,15 @@ func (a *archive) readDocker() error {
 			return fmt.Errorf("config %s: %d diff ids for %d layers", d.Config, len(cf.RootFS.DiffIDs), len(d.Layers))
 		}
 		img := &dockerImage{config: config, layers: make(map[v1.Hash]*dockerLayer)}
+		// As containerd records a docker archive: its layer files as
+		// they are.
+		size := uint64(len(config))
 		for i, l := range d.Layers {
+			sr, err := a.open(l)
+			if err != nil {
+				return fmt.Errorf("manifest.json: layer: %w", err)
+			}
+			size += uint64(sr.Size())
 			img.layers[cf.RootFS.DiffIDs[i]] = &dockerLayer{a: a, file: l, diffID: cf.RootFS.DiffIDs[i]}
 		}
 		var refs []string
@@ -404,7 +415,7 @@ func (a *archive) readDocker() error {
 		if err != nil {
 			return err
 		}
-		a.images = append(a.images, archivedImage{Archived: Archived{Refs: refs, Image: vimg}})
+		a.images = append(a.images, archivedImage{Archived: Archived{Refs: refs, Image: vimg}, size: size})
 	}
 	return nil
 }

@@ -12,8 +12,9 @@ import (
 
 var (
 	// ErrNotFound is wrapped by a pull whose registry has no such image or
-	// tag (HTTP 404, MANIFEST_UNKNOWN, NAME_UNKNOWN), and by Remove, Hold and
-	// ReadFile when the store holds no such image or file.
+	// tag (HTTP 404, MANIFEST_UNKNOWN, NAME_UNKNOWN), and by Remove and Hold
+	// when the store holds no such image. (ReadFile's missing file wraps
+	// fs.ErrNotExist.)
 	ErrNotFound = errors.New("not found")
 	// ErrUnauthorized is wrapped by a pull the registry refused (HTTP 401 or
 	// 403, UNAUTHORIZED, DENIED): credentials missing or wrong.

@@ -33,7 +33,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader) ([]*Image, error) {
 				}
 			}
 		}
-		im, err := s.store(ctx, ai.Image, names)
+		im, err := s.store(ctx, ai.Image, ai.size, names)
 		if err != nil {
 			what := "an unnamed image"
 			if len(ai.Refs) > 0 {

@@ -82,6 +82,15 @@ func TestImportOfADockerSaveArchive(t *testing.T) {
 		if !slices.Equal(im.RepoTags, []string{ref}) || len(im.RepoDigests) != 0 {
 			t.Errorf("%s: tags %v digests %v", ref, im.RepoTags, im.RepoDigests)
 		}
+		// ggcr's tarball.Write stores the layers gzipped, as a registry
+		// holds them.
+		m, err := want.Manifest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if im.Size != manifestSize(m) {
+			t.Errorf("%s: size %d, want %d", ref, im.Size, manifestSize(m))
+		}
 		if b, err := s.ReadFile(im, "/etc/passwd"); err != nil || len(b) == 0 {
 			t.Errorf("ReadFile of %s: %q, %v", ref, b, err)
 		}

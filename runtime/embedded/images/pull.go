@@ -1,6 +1,7 @@
 package images
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -157,20 +158,23 @@ func (s *Store) pullFrom(ctx context.Context, r imageRef, host string, auth *Aut
 	if err != nil {
 		return nil, err
 	}
+	m, err := img.Manifest()
+	if err != nil {
+		return nil, err
+	}
 	names := []string{r.String()}
 	if r.tag != "" {
 		names = append(names, r.repo()+"@"+desc.Digest.String())
 	}
-	return s.store(ctx, img, names)
+	return s.store(ctx, img, manifestSize(m), names)
 }
 
-// store unpacks the layers of img (a pulled or imported image) that the
-// store lacks and records it under names.
-func (s *Store) store(ctx context.Context, img v1.Image, names []string) (*Image, error) {
-	m, err := img.Manifest()
-	if err != nil {
-		return nil, fmt.Errorf("manifest: %w", err)
-	}
+// store unpacks the layers of img (a pulled or imported image of size
+// bytes, config and layers as stored where it came from) that the store
+// lacks, and records it under names. Only the config and the layers are
+// read from img: an image of a `docker save` archive makes its manifest
+// only by compressing every layer.
+func (s *Store) store(ctx context.Context, img v1.Image, size uint64, names []string) (*Image, error) {
 	configName, err := img.ConfigName()
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
@@ -179,11 +183,6 @@ func (s *Store) store(ctx context.Context, img v1.Image, names []string) (*Image
 	if !validID(id) {
 		return nil, fmt.Errorf("config digest %s: not sha256", id)
 	}
-	size := uint64(m.Config.Size)
-	for _, l := range m.Layers {
-		size += uint64(l.Size)
-	}
-
 	im := s.Lookup(id)
 	if im == nil {
 		raw, err := img.RawConfigFile()
@@ -193,7 +192,7 @@ func (s *Store) store(ctx context.Context, img v1.Image, names []string) (*Image
 		if got := sha256.Sum256(raw); hex.EncodeToString(got[:]) != configName.Hex {
 			return nil, fmt.Errorf("config %s: content does not match its digest", id)
 		}
-		cf, err := v1.ParseConfigFile(strings.NewReader(string(raw)))
+		cf, err := v1.ParseConfigFile(bytes.NewReader(raw))
 		if err != nil {
 			return nil, fmt.Errorf("config %s: %w", id, err)
 		}
@@ -204,9 +203,6 @@ func (s *Store) store(ctx context.Context, img v1.Image, names []string) (*Image
 			}
 			im.Layers = append(im.Layers, d.String())
 		}
-	}
-	if len(im.Layers) != len(m.Layers) {
-		return nil, fmt.Errorf("image %s: the manifest has %d layers, the config %d", id, len(m.Layers), len(im.Layers))
 	}
 	layers, err := img.Layers()
 	if err != nil {
@@ -224,6 +220,16 @@ func (s *Store) store(ctx context.Context, img v1.Image, names []string) (*Image
 		return nil, err
 	}
 	return s.record(im, names)
+}
+
+// manifestSize is the compressed size of the config and layers, as
+// containerd reports an image's.
+func manifestSize(m *v1.Manifest) uint64 {
+	size := uint64(max(m.Config.Size, 0))
+	for _, l := range m.Layers {
+		size += uint64(max(l.Size, 0))
+	}
+	return size
 }
 
 // record adds im (its record when new) with names, taking each name from
