@@ -9,7 +9,6 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -367,5 +366,3 @@ func typeName(mode uint32) string {
 	}
 	return "other"
 }
-
-var _ = url.Values{}

@@ -3,6 +3,7 @@ package images
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -177,7 +178,14 @@ func TestPullFromAPrivateRegistry(t *testing.T) {
 		t.Error("the logs hold the password")
 	}
 	a := Auth{Username: user, Password: pass}
-	for _, out := range []string{fmt.Sprint(a), fmt.Sprintf("%+v", a), fmt.Sprintf("%#v", a), fmt.Sprint(&a)} {
+	js, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var zl syncBuffer
+	zlog := zerolog.New(&zl)
+	zlog.Info().Object("auth", &a).Msg("")
+	for _, out := range []string{fmt.Sprint(a), fmt.Sprintf("%+v", a), fmt.Sprintf("%#v", a), fmt.Sprint(&a), string(js), zl.String()} {
 		if strings.Contains(out, pass) {
 			t.Errorf("Auth prints its password: %s", out)
 		}

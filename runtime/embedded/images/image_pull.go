@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -38,6 +39,11 @@ func (a *Auth) MarshalZerologObject(e *zerolog.Event) {
 
 // String hides the secrets.
 func (a Auth) String() string { return fmt.Sprintf("{Username:%s <credentials>}", a.Username) }
+
+// MarshalJSON hides the secrets.
+func (a Auth) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]string{"username": a.Username, "credentials": "<redacted>"})
+}
 
 // GoString hides the secrets.
 func (a Auth) GoString() string { return a.String() }
