@@ -23,7 +23,7 @@ func TestBusyboxHoldsWhatItsDocSays(t *testing.T) {
 		t.Fatalf("%d layers, want 1", len(layers))
 	}
 	files, order := layerFiles(t, img, 0)
-	if !slices.IsSorted(order) {
+	if !slices.IsSorted(order) { // (no hard links)
 		t.Errorf("entries not sorted: %v", order)
 	}
 	program, err := os.ReadFile(BusyboxPath)

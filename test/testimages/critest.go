@@ -155,11 +155,13 @@ exec httpd -f -p 80 -h /usr/local/apache2/htdocs
 # root, and /etc/busybox.conf lets its whoami keep that privilege. Without
 # no_new_privs, whoami runs as root; with no_new_privs the kernel ignores the
 # setuid bit, busybox cannot take the privilege /etc/busybox.conf names, and
-# whoami fails: the effective uid is the caller's own.
+# whoami fails: the effective uid is the caller's own. (/usr/bin/id by its path:
+# with /etc/busybox.conf, Debian's busybox-static crashes running an applet
+# inside the shell for a user other than root.)
 if name=$(/usr/local/bin/busybox-suid whoami 2>/dev/null); then
-	echo "Effective uid: $(id -u "$name")"
+	echo "Effective uid: $(/usr/bin/id -u "$name")"
 else
-	echo "Effective uid: $(id -u)"
+	echo "Effective uid: $(/usr/bin/id -u)"
 fi
 `
 	critestBusyboxConf = "[SUID]\nwhoami = ssx root.root\n"

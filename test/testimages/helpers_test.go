@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -248,4 +249,54 @@ func httpGet(t *testing.T, url string) string {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// readAllLayers reads every layer of img to its end, as a puller does
+// (ggcr checks each one's digest as it reads).
+func readAllLayers(img v1.Image) error {
+	layers, err := img.Layers()
+	if err != nil {
+		return err
+	}
+	for _, l := range layers {
+		rc, err := l.Compressed()
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(io.Discard, rc)
+		if cerr := rc.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inImage is a command that runs args in a chroot of root (unpack's), as a
+// runtime would: in a mount namespace of its own with the host's /dev and a
+// /proc; with pid, in a pid namespace of its own too (args' process is pid
+// 1), with net a network namespace (loopback down), with ipc an IPC one;
+// as user ("uid:gid") when given.
+func inImage(root string, ns []string, user string, args ...string) *exec.Cmd {
+	chroot := []string{"chroot"}
+	if user != "" {
+		chroot = append(chroot, "--userspec="+user)
+	}
+	unshare := append([]string{"unshare", "--mount", "--propagation", "private"}, ns...)
+	if slices.Contains(ns, "--pid") {
+		unshare = append(unshare, "--fork")
+	}
+	script := `mount --rbind /dev "$0/dev" && mount -t proc proc "$0/proc" && exec ` + strings.Join(chroot, " ") + ` "$0" "$@"`
+	all := append(append(unshare, "/bin/sh", "-c", script, root), args...)
+	return exec.Command(all[0], all[1:]...)
+}
+
+// runInImage runs inImage's command with env and returns its stdout; a
+// failure fails t with stderr.
+func runInImage(t *testing.T, root string, ns []string, user string, env []string, args ...string) string {
+	t.Helper()
+	cmd := inImage(root, ns, user, args...)
+	return run(t, env, cmd.Args...)
 }

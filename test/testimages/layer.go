@@ -50,12 +50,23 @@ func hardlink(p, target string) entry {
 func (e entry) owned(uid, gid int) entry { e.UID, e.GID = uid, gid; return e }
 
 // layerTar writes entries as a tar, sorted by path (so parents come before
-// their children), every time Epoch, owner names empty: the same entries
-// make the same bytes. Each entry's parent directories must be among the
+// their children) but hard links last (each after its file), every time
+// Epoch, owner names empty: the same entries make the same bytes. Each
+// entry's parent directories, and each hard link's file, must be among the
 // entries, and no path may appear twice.
 func layerTar(entries []entry) ([]byte, error) {
 	entries = slices.Clone(entries)
-	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.Path, b.Path) })
+	// By path, so that parents come before their children; hard links
+	// last, each after the file it names.
+	slices.SortFunc(entries, func(a, b entry) int {
+		if al, bl := a.Type == tar.TypeLink, b.Type == tar.TypeLink; al != bl {
+			if al {
+				return 1
+			}
+			return -1
+		}
+		return strings.Compare(a.Path, b.Path)
+	})
 	seen := make(map[string]bool, len(entries))
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -68,6 +79,9 @@ func layerTar(entries []entry) ([]byte, error) {
 		}
 		if parent := path.Dir(e.Path); parent != "." && !seen[parent] {
 			return nil, fmt.Errorf("layer entry %q: its directory %q is not in the layer", e.Path, parent)
+		}
+		if e.Type == tar.TypeLink && !seen[e.Linkname] {
+			return nil, fmt.Errorf("layer entry %q: a hard link to %q, which is not in the layer", e.Path, e.Linkname)
 		}
 		seen[e.Path] = true
 		h := &tar.Header{
