@@ -331,3 +331,32 @@ func TestEntryPath(t *testing.T) {
 		}
 	}
 }
+
+// TestALayerTwiceInAnImageMountsOnce: overlayfs refuses a lowerdir given
+// twice, so LayerDirs lists it once, where it is topmost, and the merged
+// tree is the image's.
+func TestALayerTwiceInAnImageMountsOnce(t *testing.T) {
+	reg := newTestRegistry(t, nil)
+	a := layer(t, file("a", "a", 0o644))
+	b := layer(t, whiteout("a"), file("b", "b", 0o644))
+	ref := reg.pushImage(t, "twice:1", testImage(t, "twice", a, b, a))
+	s := openStore(t, Options{})
+	im, err := s.Pull(t.Context(), ref, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(im.Layers) != 3 {
+		t.Fatalf("Layers = %v, want 3", im.Layers)
+	}
+	dirs := s.LayerDirs(im)
+	if want := []string{s.layerDir(im.Layers[2]), s.layerDir(im.Layers[1])}; !slices.Equal(dirs, want) {
+		t.Fatalf("LayerDirs = %v, want %v", dirs, want)
+	}
+	want := []string{`. dir 0755 0:0`, `a file 0644 0:0 "a"`, `b file 0644 0:0 "b"`}
+	if got := describeTree(t, mountOverlay(t, dirs)); !slices.Equal(got, want) {
+		t.Errorf("merged tree %q, want %q", got, want)
+	}
+	if b, err := s.ReadFile(im, "/a"); err != nil || string(b) != "a" {
+		t.Errorf("ReadFile(/a) = %q, %v", b, err)
+	}
+}

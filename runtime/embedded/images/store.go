@@ -156,6 +156,13 @@ func Open(opts Options) (*Store, error) {
 			s.holds[holder] = h
 		}
 	}
+	// An import's spool file is unlinked as soon as it is made; a crash
+	// right between leaves it.
+	if spools, err := filepath.Glob(filepath.Join(dir, ".import-*")); err == nil {
+		for _, p := range spools {
+			os.Remove(p)
+		}
+	}
 	if err := s.cleanLayers(); err != nil {
 		return nil, fmt.Errorf("open image store %s: %w", dir, err)
 	}
@@ -355,11 +362,18 @@ func (s *Store) Release(holder string) error {
 }
 
 // LayerDirs returns the absolute unpacked layer directories of im, top
-// layer first (overlayfs lowerdir order).
+// layer first (overlayfs lowerdir order). A layer the image has twice is
+// listed once, where it is topmost: overlayfs refuses a lowerdir given
+// twice (ELOOP), and the merged tree is the same, since every path of the
+// lower copy is also in the upper one, which wins.
 func (s *Store) LayerDirs(im *Image) []string {
 	dirs := make([]string, 0, len(im.Layers))
+	seen := make(map[string]bool, len(im.Layers))
 	for i := len(im.Layers) - 1; i >= 0; i-- {
-		dirs = append(dirs, s.layerDir(im.Layers[i]))
+		if d := im.Layers[i]; !seen[d] {
+			seen[d] = true
+			dirs = append(dirs, s.layerDir(d))
+		}
 	}
 	return dirs
 }
