@@ -131,7 +131,7 @@ func (x *extractor) entry(hdr *tar.Header, r io.Reader) error {
 	switch hdr.Typeflag {
 	case tar.TypeChar, tar.TypeBlock, tar.TypeXGlobalHeader:
 		return nil
-	case tar.TypeDir, tar.TypeReg, tar.TypeSymlink, tar.TypeLink, tar.TypeFifo, tar.TypeCont:
+	case tar.TypeDir, tar.TypeReg, tar.TypeSymlink, tar.TypeLink, tar.TypeFifo, tar.TypeCont, tar.TypeGNUSparse:
 	default:
 		return fmt.Errorf("unsupported tar entry type %q", hdr.Typeflag)
 	}
@@ -147,7 +147,7 @@ func (x *extractor) entry(hdr *tar.Header, r io.Reader) error {
 	switch hdr.Typeflag {
 	case tar.TypeDir:
 		return x.mkdir(pfd, p, base, hdr)
-	case tar.TypeReg, tar.TypeCont:
+	case tar.TypeReg, tar.TypeCont, tar.TypeGNUSparse: // the reader expands a sparse file
 		if err := removeAt(pfd, base); err != nil {
 			return err
 		}

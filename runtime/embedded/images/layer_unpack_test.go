@@ -18,8 +18,8 @@ import (
 // directory whited out and made again in one layer, hard links, symlinks,
 // a setuid file, sticky and setgid directories, non-root owners, an xattr,
 // a fifo, a device node (skipped), an absolute name.
-func treeLayers(t *testing.T) []tentry3 {
-	return []tentry3{
+func treeLayers() [][]tentry {
+	return [][]tentry{
 		{
 			dir("etc", 0o755),
 			file("etc/passwd", "root:x:0:0:root:/root:/bin/sh\n", 0o644),
@@ -67,8 +67,6 @@ func treeLayers(t *testing.T) []tentry3 {
 	}
 }
 
-type tentry3 = []tentry
-
 // wantTree is the merged tree of treeLayers.
 var wantTree = []string{
 	`. dir 0755 0:0`,
@@ -102,7 +100,7 @@ var wantTree = []string{
 
 func TestPulledLayersMergeWithOverlayfsIntoTheImageTree(t *testing.T) {
 	reg := newTestRegistry(t, nil)
-	var layers []tentry3 = treeLayers(t)
+	layers := treeLayers()
 	img := testImage(t, "tree", layer(t, layers[0]...), layer(t, layers[1]...), layer(t, layers[2]...))
 	ref := reg.pushImage(t, "tree:1", img)
 	s := openStore(t, Options{})
