@@ -122,7 +122,7 @@ func TestAttachToATTYContainer(t *testing.T) {
 	// The command waits for the size the client sets, turns the terminal's
 	// echo off, shows that its stdin is its controlling terminal, then
 	// copies its input.
-	script := `until [ "$(stty size)" = "50 132" ]; do :; done
+	script := `until [ "$(stty size 2>/dev/null)" = "50 132" ]; do :; done
 stty -echo
 read -r pid comm state ppid pgrp session tty rest < /proc/self/stat
 [ -t 0 ] && [ "$tty" != 0 ] && echo has-a-controlling-terminal

@@ -13,8 +13,10 @@ func TestCreateContainerErrors(t *testing.T) {
 	h := newHarness(t)
 	ctx := ctxT(t)
 	sb, sbCfg := h.pod("p", nil)
-	if _, err := h.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: testImage}}); err != nil {
-		t.Fatal(err)
+	for _, ref := range []string{testImage, noCommandImage} {
+		if _, err := h.is.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	tests := []struct {
 		name    string
@@ -23,7 +25,11 @@ func TestCreateContainerErrors(t *testing.T) {
 		code    codes.Code
 		msg     string
 	}{
-		{"no command", sb, containerConfig("c", nil), codes.InvalidArgument, "no command"},
+		{"no command, none in the image", sb, func() *runtimeapi.ContainerConfig {
+			c := containerConfig("c", nil)
+			c.Image.Image = noCommandImage
+			return c
+		}(), codes.InvalidArgument, "no command"},
 		{"no metadata", sb, &runtimeapi.ContainerConfig{Command: []string{"true"}}, codes.InvalidArgument, "metadata"},
 		{"unknown sandbox", "nope", containerConfig("c", nil, "true"), codes.NotFound, "sandbox"},
 		{"image not pulled", sb, func() *runtimeapi.ContainerConfig {
@@ -79,5 +85,20 @@ func TestContainerStatusFields(t *testing.T) {
 	}
 	if st.GetMetadata().GetName() != "c" {
 		t.Fatalf("metadata %v", st.GetMetadata())
+	}
+}
+
+// A runtime of host programs has no entrypoint to run: a container needs a
+// command.
+func TestCreateContainerOfHostProgramsNeedsACommand(t *testing.T) {
+	h := newHostProgramsHarness(t)
+	sb, sbCfg := h.pod("p", nil)
+	if _, err := h.is.PullImage(ctxT(t), &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: testImage}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.rs.CreateContainer(ctxT(t), &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: containerConfig("c", nil), SandboxConfig: sbCfg})
+	wantCode(t, err, codes.InvalidArgument)
+	if !strings.Contains(status.Convert(err).Message(), "no command") {
+		t.Fatalf("message %q does not say there is no command", status.Convert(err).Message())
 	}
 }

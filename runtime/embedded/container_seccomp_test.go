@@ -43,7 +43,7 @@ func TestSeccompRuntimeDefault(t *testing.T) {
 		t.Fatalf("without a profile:\n%s\nwant:\n%s", got, want)
 	}
 	got := h.outputWith(sb, sbCfg, "default", script, withSeccomp(runtimeDefault, false))
-	if want := "Seccomp:\t2\nunshare: unshare failed: Operation not permitted"; got != want {
+	if want := "Seccomp:\t2\nunshare: unshare(0x10000000): Operation not permitted"; got != want {
 		t.Fatalf("RuntimeDefault:\n%s\nwant:\n%s", got, want)
 	}
 
@@ -70,7 +70,7 @@ func TestSeccompLocalhostProfile(t *testing.T) {
 	noMkdir := localhostProfile(t, `{"defaultAction": "SCMP_ACT_ALLOW",
 		"syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO"}]}`)
 	got := h.outputWith(sb, sbCfg, "nomkdir", "mkdir /tmp/d 2>&1; touch /tmp/f && echo touched", withSeccomp(noMkdir, false))
-	if want := "mkdir: cannot create directory '/tmp/d': Operation not permitted\ntouched"; got != want {
+	if want := "mkdir: can't create directory '/tmp/d': Operation not permitted\ntouched"; got != want {
 		t.Fatalf("a profile denying mkdir:\n%s\nwant:\n%s", got, want)
 	}
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/jetlet/jetlet/test/gobuild"
 	"github.com/jetlet/jetlet/test/leftovers"
 	"github.com/jetlet/jetlet/test/testimages"
@@ -47,6 +48,12 @@ type harness struct {
 }
 
 func newHarness(t testing.TB) *harness { return newHarnessWith(t, nil) }
+
+// newHostProgramsHarness is a harness whose runtime runs host programs
+// (Config.HostPrograms), as one that is not root does.
+func newHostProgramsHarness(t testing.TB) *harness {
+	return newHarnessWith(t, func(c *Config) { c.HostPrograms = true })
+}
 
 func newHarnessWith(t testing.TB, configure func(*Config)) *harness {
 	t.Helper()
@@ -97,8 +104,19 @@ func (h *harness) start() {
 func testRegistry(t testing.TB) string {
 	t.Helper()
 	bb := testimages.Must(t, testimages.Busybox)
-	return testimages.Serve(t, map[string]v1.Image{"library/busybox:latest": bb, "library/busybox:1.36": bb})
+	noCommand, err := mutate.Config(bb, v1.Config{Env: []string{testimages.Path}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testimages.Serve(t, map[string]v1.Image{
+		"library/busybox:latest": bb, "library/busybox:1.36": bb, "library/no-command:1": noCommand,
+		"library/layered:1": testimages.Must(t, testimages.Layered),
+		"library/nonroot:1": testimages.Must(t, testimages.NonRoot),
+	})
 }
+
+// noCommandImage is busybox without a Cmd or an Entrypoint (testRegistry).
+const noCommandImage = "no-command:1"
 
 func (h *harness) stop() {
 	if h.conn != nil {
@@ -294,4 +312,17 @@ func processAlive(pid int) bool {
 	}
 	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
 	return len(fields) > 0 && fields[0] != "Z"
+}
+
+// hostLibraries are read-only volumes of the host's shared libraries at
+// /lib and /lib64, for a container of the busybox image that runs the test
+// binary, a dynamically linked host program.
+func hostLibraries() []*runtimeapi.Mount {
+	var mounts []*runtimeapi.Mount
+	for _, dir := range []string{"/lib", "/lib64"} {
+		if host, err := filepath.EvalSymlinks(dir); err == nil {
+			mounts = append(mounts, &runtimeapi.Mount{ContainerPath: dir, HostPath: host, Readonly: true})
+		}
+	}
+	return mounts
 }

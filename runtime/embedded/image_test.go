@@ -38,7 +38,7 @@ func TestNormalizeRef(t *testing.T) {
 }
 
 func TestImages(t *testing.T) {
-	h := newHarness(t)
+	h := newHostProgramsHarness(t)
 	ctx := ctxT(t)
 	spec := &runtimeapi.ImageSpec{Image: "busybox:1.36"}
 
@@ -101,7 +101,7 @@ func hostExecutable(t *testing.T) (name string, size uint64) {
 // kind of reference: a sha256 id, a size k8s.io/cri-client accepts (it
 // refuses 0), and repoTags/repoDigests as containerd reports them.
 func TestImageRecords(t *testing.T) {
-	h := newHarness(t)
+	h := newHostProgramsHarness(t)
 	ctx := ctxT(t)
 	const digest = "sha256:9700f9a2f5bf2c45f2f605a0bd3bce7cf37420ec9d3ed50ac2758413308766bf"
 	exe, exeSize := hostExecutable(t)
@@ -162,7 +162,7 @@ func TestImageRecords(t *testing.T) {
 // "exactly 3 repoTags", "removing image by one tag should remove all tags",
 // "from other registries"); other repositories are other images.
 func TestReferencesToOneProgramAreOneImage(t *testing.T) {
-	h := newHarness(t)
+	h := newHostProgramsHarness(t)
 	ctx := ctxT(t)
 	pull := func(ref string) string {
 		t.Helper()
@@ -204,7 +204,7 @@ func TestReferencesToOneProgramAreOneImage(t *testing.T) {
 // id per reference) still answers by its tag, and a pull of that tag moves
 // it to the program's image, dropping the record left with no reference.
 func TestAnEarlierRecordsTagMovesToItsImage(t *testing.T) {
-	h := newHarness(t)
+	h := newHostProgramsHarness(t)
 	ctx := ctxT(t)
 	const ref = "docker.io/library/busybox:1.36"
 	h.rt.mu.Lock()

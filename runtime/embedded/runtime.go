@@ -74,6 +74,12 @@ type Config struct {
 	// host's tree): jetlet's data dir, binary and credentials. Dir, ShimPath
 	// and the host's private paths are hidden anyway (see hiddenHostPaths).
 	HiddenPaths []string
+	// HostPrograms makes images the host's programs, as before the runtime
+	// ran images: a container's root is the host's tree (its secrets hidden,
+	// see HiddenPaths) and an image is the program its reference names. Off
+	// by default; a runtime with it reports isolation partial. A runtime
+	// that is not root always runs host programs (isolation none).
+	HostPrograms bool
 	// InsecureRegistries are registry hosts ("host" or "host:port") pulled
 	// from over plain HTTP; localhost and 127.0.0.0/8 always are, as Docker
 	// does.
@@ -222,13 +228,17 @@ func (r *Runtime) Start(ctx context.Context, socketPath string) error {
 		return err
 	}
 	r.iso = detectIsolation(r.cfg.ShimPath)
+	if r.cfg.HostPrograms && r.iso.level == IsolationFull {
+		r.iso.level = IsolationPartial
+		r.iso.missing = append(r.iso.missing, "containers run host programs: their root is the host's tree (HostPrograms)")
+	}
 	if r.iso.level != IsolationFull {
 		r.log.Warn().Str("isolation", r.iso.level).Strs("missing", r.iso.missing).
 			Msg("pods are not fully isolated from this host")
 	}
 	r.setupCgroups()
 	r.hidden = hiddenHostPaths(r.cfg, hostConfigDir)
-	if r.isolated() {
+	if r.isolated() && !r.cfg.HostPrograms {
 		r.store, err = images.Open(images.Options{
 			Dir:      filepath.Join(r.cfg.Dir, "images"),
 			Logger:   r.log,

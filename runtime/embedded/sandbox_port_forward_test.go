@@ -78,6 +78,7 @@ func (h *harness) runEchoServer(sb string, sbCfg *runtimeapi.PodSandboxConfig) i
 	portFile := filepath.Join(h.shared, "echo-port")
 	cfg := containerConfig("echo", nil, bin, "-test.run=^TestPortForwardEchoServer$")
 	cfg.Envs = []*runtimeapi.KeyValue{{Key: echoServerEnv, Value: []byte(portFile)}}
+	cfg.Mounts = append(cfg.Mounts, hostLibraries()...)
 	h.startC(h.create(sb, sbCfg, cfg))
 	var port int
 	eventually(h.t, "the echo server's port", func() bool {
