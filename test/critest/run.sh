@@ -13,6 +13,7 @@
 # hand. Environment:
 #   JETLET_CRITEST_CACHE   where critest binaries are kept (/var/cache/jetlet-ci)
 #   JETLET_CRITEST_JETLET  a jetlet binary to test instead of building this tree
+#                          (with the jetlet-shim beside it, if there is one)
 #   JETLET_CRITEST_RUN_ARGS more flags for `jetlet run`
 #   JETLET_CRITEST_ALL=1   skip nothing; a listed spec that passes fails the stage
 #   JETLET_CRITEST_FOCUS   a -ginkgo.focus expression (a partial run)
@@ -74,9 +75,15 @@ if [ ! -x "$critest" ]; then
 fi
 cp "$critest" "$WORK/bin/critest"
 
-# 2. jetlet (and jetlet-shim once there is one), and the skip-file checker.
+# 2. jetlet (and jetlet-shim once there is one), the skip-file checker, and
+# the test images' registry (test/testimages: every image critest pulls,
+# built from the host's busybox-static).
 if [ -n "${JETLET_CRITEST_JETLET:-}" ]; then
 	cp "$JETLET_CRITEST_JETLET" "$WORK/bin/jetlet"
+	shim=$(dirname "$JETLET_CRITEST_JETLET")/jetlet-shim
+	if [ -x "$shim" ]; then
+		cp "$shim" "$WORK/bin/jetlet-shim"
+	fi
 else
 	go build -o "$WORK/bin/jetlet" ./cmd/jetlet
 	if [ -d cmd/jetlet-shim ]; then
@@ -84,6 +91,7 @@ else
 	fi
 fi
 go build -o "$WORK/bin/skipcheck" ./test/critest/skipcheck
+go build -o "$WORK/bin/testimages" ./test/testimages/cmd/testimages
 echo "== critest stage: binaries ready in $((SECONDS - t))s"
 
 # 3. Which specs to skip: the skip file resolved against every spec of

@@ -4,10 +4,11 @@
 # namespaces). It makes the "host" the embedded runtime sees: an overlay of
 # the real root (writes land in a tmpfs and vanish with the namespace), its
 # own /proc and /dev/shm, WORK bound from the real host (binaries, data
-# dir, reports). It records that host's state, runs `jetlet run` and
-# critest against its embedded runtime, stops jetlet, records the state
-# again in WORK/out/{before,after} for run.sh to compare, and exits: every
-# process left in the pid namespace dies with it.
+# dir, reports). It starts the registry of critest's images, records that
+# host's state, runs `jetlet run` and critest against its embedded runtime,
+# stops jetlet and the registry, records the state again in
+# WORK/out/{before,after} for run.sh to compare, and exits: every process
+# left in the pid namespace dies with it.
 set -euo pipefail
 WORK=$1
 SKIP=$2
@@ -43,6 +44,42 @@ ip link set lo up
 for applet in top brctl touch ping; do
 	ln -sf "$(command -v busybox)" "/usr/local/bin/$applet"
 done
+
+# The test images' registry (test/testimages/cmd/testimages): an image for
+# every reference critest pulls, built from the host's busybox-static, in
+# memory, in this run's network namespace. critest's test-images file moves
+# only its default image and its web server image; it names the rest
+# (registry.k8s.io/..., gcr.io/k8s-staging-cri-tools/..., k8s.gcr.io/...)
+# in its source. So the registry is served twice: over plain HTTP on
+# 127.0.0.1:5000, where the test-images file points those two (a loopback
+# registry, which the runtime pulls from without TLS), and over TLS on
+# 127.0.0.1:443 for those three names, which this run's /etc/hosts resolves
+# to 127.0.0.1, with a certificate of a CA made for the run and added to the
+# test host's CA bundle (the overlay's: the real one is untouched). The
+# images are described in test/testimages/critest.go.
+registry_dir=$WORK/registry
+mkdir -p "$registry_dir"
+critest_hosts="registry.k8s.io gcr.io k8s.gcr.io"
+"$WORK/bin/testimages" -set critest -serve 127.0.0.1:5000 -serve-tls 127.0.0.1:443 \
+	-tls-names "$(echo "$critest_hosts" | tr ' ' ,)" -ca-out "$registry_dir/ca.pem" >"$out/registry.log" 2>&1 &
+registry=$!
+for _ in $(seq 600); do
+	grep -q '^testimages: ready$' "$out/registry.log" && break
+	kill -0 "$registry" 2>/dev/null || break
+	sleep 0.1
+done
+if ! grep -q '^testimages: ready$' "$out/registry.log"; then
+	echo "== FAIL: the test images' registry did not start; its log:"
+	tail -n 30 "$out/registry.log"
+	exit 1
+fi
+echo "127.0.0.1 $critest_hosts" >>/etc/hosts
+mkdir -p /etc/ssl/certs
+cat "$registry_dir/ca.pem" >>/etc/ssl/certs/ca-certificates.crt
+cat >"$registry_dir/test-images.yaml" <<IMAGES
+defaultTestContainerImage: 127.0.0.1:5000/e2e-test-images/busybox:1.29-2
+webServerTestImage: 127.0.0.1:5000/e2e-test-images/nginx:1.14-2
+IMAGES
 
 # state DIR records what the run must leave as it found it.
 state() {
@@ -107,7 +144,7 @@ chmod +x "$WORK/critest-path/ipcmk"
 echo "== critest against unix://$sock (log: $out/critest.log)"
 rc=0
 (cd "$out" && PATH=$WORK/critest-path:$PATH "$WORK/bin/critest" -runtime-endpoint "unix://$sock" -image-endpoint "unix://$sock" \
-	-ginkgo.no-color -ginkgo.skip "$SKIP" -ginkgo.json-report "$out/report.json" "$@") >"$out/critest.log" 2>&1 || rc=$?
+	-test-images-file "$registry_dir/test-images.yaml" -ginkgo.no-color -ginkgo.skip "$SKIP" -ginkgo.json-report "$out/report.json" "$@") >"$out/critest.log" 2>&1 || rc=$?
 echo "== critest exited $rc"
 tail -n 6 "$out/critest.log"
 
@@ -123,5 +160,7 @@ if [ -s "$out/critest-ipcmk-ids" ]; then
 	echo "== removing the SysV segments critest made itself (ipcmk): $(tr '\n' ' ' <"$out/critest-ipcmk-ids")"
 	while read -r id; do ipcrm -m "$id" || true; done <"$out/critest-ipcmk-ids"
 fi
+kill -TERM "$registry" 2>/dev/null || true
+wait "$registry" 2>/dev/null || true
 state "$out/after"
 ps -e -o pid=,args= | grep -vE "^ *(1|$$) |ps -e|grep -vE" >"$out/leftover-processes" || true
