@@ -63,7 +63,9 @@ func ReadArchive(r io.Reader) ([]Archived, error) {
 	return out, nil
 }
 
-// archive is a tar's regular files, spooled into f, by clean name.
+// archive is a tar's regular files, spooled into f, by clean name. It is
+// not changed once readArchive returns: its images read it from any
+// goroutine (f only through ReadAt).
 type archive struct {
 	f       *os.File
 	files   map[string]fileSpan

@@ -38,8 +38,8 @@ type testRegistry struct {
 	push string // 127.0.0.1:port of the push server
 
 	mu       sync.Mutex
-	gets     map[string]int // GETs by path; guarded by mu
-	requests []*http.Request
+	gets     map[string]int  // GETs by path; guarded by mu
+	requests []*http.Request // every request; guarded by mu
 }
 
 func newTestRegistry(t *testing.T, wrap func(http.Handler) http.Handler) *testRegistry {

@@ -145,14 +145,16 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open image store: %w", err)
 	}
 	for _, im := range rec.Images {
-		if im == nil || !validID(im.ID) {
+		// Layer ids become paths: a record naming anything else is not
+		// trusted.
+		if im == nil || !validID(im.ID) || slices.ContainsFunc(im.Layers, invalidID) {
 			continue
 		}
 		im.Pinned = s.isPinned(im)
 		s.images[im.ID] = im
 	}
 	for holder, h := range rec.Holds {
-		if h != nil {
+		if h != nil && !slices.ContainsFunc(h.Layers, invalidID) {
 			s.holds[holder] = h
 		}
 	}
@@ -466,6 +468,8 @@ func validID(id string) bool {
 	hex, ok := strings.CutPrefix(id, "sha256:")
 	return ok && validHex(hex)
 }
+
+func invalidID(id string) bool { return !validID(id) }
 
 func validHex(s string) bool {
 	if len(s) != 64 {
