@@ -49,9 +49,13 @@ nogroup:x:65534:
 // unless said, every time Epoch:
 //
 //	/bin/busybox                  the host's, 0755
-//	<applet paths>                a symlink to /bin/busybox for each path
+//	<applet paths>                a hard link to /bin/busybox for each path
 //	                              `busybox --list-full` prints (/bin/sh,
-//	                              /bin/ls, /usr/sbin/httpd, /linuxrc, ...)
+//	                              /bin/ls, /usr/sbin/httpd, /linuxrc, ...),
+//	                              as in docker's busybox image: masking one
+//	                              (a bind mount over /bin/ls) leaves the
+//	                              others, where over a symlink it would mask
+//	                              /bin/busybox itself
 //	/etc/passwd, /etc/group       BusyboxPasswd and BusyboxGroup, 0644: root
 //	                              (0), daemon (1), jetlet (1000:1000, also in
 //	                              users, 100), nobody (65534, group nogroup)
@@ -95,7 +99,7 @@ var (
 			return nil, err
 		}
 		return build(v1.Config{Env: []string{Path}, Cmd: []string{"sh"}},
-			addendum(l, "busybox-static: /bin/busybox, its applets as symlinks, /etc/passwd, /etc/group"))
+			addendum(l, "busybox-static: /bin/busybox, its applets as hard links, /etc/passwd, /etc/group"))
 	})
 	httpd = sync.OnceValues(func() (v1.Image, error) {
 		return derive(busybox, func(c *v1.Config) {
@@ -151,7 +155,7 @@ func newBusyboxLayer() (v1.Layer, error) {
 			entries = append(entries, dir(d, 0o755))
 			dirs[d] = true
 		}
-		entries = append(entries, symlink(p, "/bin/busybox"))
+		entries = append(entries, hardlink(p, "bin/busybox"))
 		dirs[p] = true
 	}
 	return newLayer(entries)

@@ -24,9 +24,9 @@ const (
 //
 //	/var/www/.wh.index.html       a whiteout: /var/www/index.html of the
 //	                              first layer is gone; /var/www stays, empty
-//	/usr/sbin/.wh..wh..opq        an opaque dir: every applet link the first
-//	                              layer had in /usr/sbin (httpd, chroot, ...)
-//	                              is gone
+//	/usr/sbin/.wh..wh..opq        an opaque dir: every applet the first layer
+//	                              had in /usr/sbin (hard links: httpd,
+//	                              chroot, ...) is gone
 //	/usr/sbin/README              LayeredReadme, 0644: all /usr/sbin holds
 //	/opt/layered/hello.txt        LayeredHello, 0644
 //	/opt/layered/hardlink.txt     a hard link to hello.txt (one inode)
