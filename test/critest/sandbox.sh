@@ -99,7 +99,8 @@ state "$out/before"
 # 2. jetlet run: embedded NATS and runtime, ports picked free, a pod network
 # (each pod that does not ask for the host's network gets a namespace of its
 # own on a bridge, in this run's network namespace, through Debian's CNI
-# plugins), and the flags in JETLET_CRITEST_RUN_ARGS.
+# plugins; portmap forwards the host ports pods ask for, as containerd's
+# default network does), and the flags in JETLET_CRITEST_RUN_ARGS.
 data=$WORK/data
 sock=$data/cri.sock
 mkdir -p "$WORK/cni"
@@ -110,6 +111,8 @@ cat >"$WORK/cni/10-critest.conflist" <<CONF
   "plugins": [{
     "type": "bridge", "bridge": "critest0", "isGateway": true,
     "ipam": {"type": "host-local", "dataDir": "$WORK/cni/ipam", "ranges": [[{"subnet": "10.88.0.0/16"}]]}
+  }, {
+    "type": "portmap", "capabilities": {"portMappings": true}
   }]
 }
 CONF
