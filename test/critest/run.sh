@@ -2,7 +2,9 @@
 # run.sh: the critest stage. Runs the upstream CRI validation suite (critest
 # from sigs.k8s.io/cri-tools, built as a test binary and cached) against the
 # embedded runtime of `jetlet run`, inside namespaces of their own
-# (sandbox.sh), and fails when
+# (sandbox.sh), with every image critest pulls built from the host's
+# busybox-static and served by a registry the stage starts there
+# (test/testimages; nothing is pulled from outside), and fails when
 #   - a spec that test/critest/skips.txt does not list fails or skips itself,
 #     or an entry of skips.txt names no spec (test/critest/skipcheck);
 #   - the run changed the host it ran on: host name, mode of /, SysV IPC,
@@ -34,9 +36,9 @@ if [ "$(id -u)" != 0 ]; then
 	exit 1
 fi
 stage_start=$SECONDS
-# busybox-static: sandbox.sh gives the test host some of busybox's applets;
-# the CNI plugins give its pods a network.
-if ! command -v busybox >/dev/null || [ ! -x /usr/lib/cni/bridge ]; then
+# busybox-static: every image critest pulls is built from it
+# (test/testimages); the CNI plugins give its pods a network.
+if [ ! -x /bin/busybox ] || [ ! -x /usr/lib/cni/bridge ]; then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get -qq -o DPkg::Lock::Timeout=300 update
 	apt-get -qq -y -o DPkg::Lock::Timeout=300 --no-install-recommends install busybox-static containernetworking-plugins >/dev/null

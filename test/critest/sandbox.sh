@@ -35,15 +35,6 @@ umount -l /.oldroot
 rmdir /.oldroot
 cd /
 ip link set lo up
-# critest's containers run commands of its busybox test images, and some
-# specs compare their messages or behaviour: top needs a terminal on Debian
-# (busybox's does not), brctl is missing, coreutils' touch and iputils' ping
-# (which needs no NET_RAW) word or do things differently. The test host gets
-# busybox's, first in the default PATH of a container (in this run's overlay
-# root, never on the real one).
-for applet in top brctl touch ping; do
-	ln -sf "$(command -v busybox)" "/usr/local/bin/$applet"
-done
 
 # The test images' registry (test/testimages/cmd/testimages): an image for
 # every reference critest pulls, built from the host's busybox-static, in
@@ -64,11 +55,11 @@ critest_hosts="registry.k8s.io gcr.io k8s.gcr.io"
 	-tls-names "$(echo "$critest_hosts" | tr ' ' ,)" -ca-out "$registry_dir/ca.pem" >"$out/registry.log" 2>&1 &
 registry=$!
 for _ in $(seq 600); do
-	grep -q '^testimages: ready$' "$out/registry.log" && break
+	grep -qs '^testimages: ready$' "$out/registry.log" && break
 	kill -0 "$registry" 2>/dev/null || break
 	sleep 0.1
 done
-if ! grep -q '^testimages: ready$' "$out/registry.log"; then
+if ! grep -qs '^testimages: ready$' "$out/registry.log"; then
 	echo "== FAIL: the test images' registry did not start; its log:"
 	tail -n 30 "$out/registry.log"
 	exit 1
