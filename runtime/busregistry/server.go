@@ -107,6 +107,10 @@ func Listen(cfg Config) (*Server, error) {
 // Addr is the address served, host:port.
 func (s *Server) Addr() string { return s.lis.Addr().String() }
 
+// Close releases the address of a server that will not be served; Serve
+// releases it when it returns.
+func (s *Server) Close() error { return s.lis.Close() }
+
 // Serve serves the registry from js's object store until ctx is done, then
 // closes the listener; requests in flight are cut. It fails at once if the
 // object store is not there.

@@ -229,6 +229,7 @@ func (a *agent) runPipeline(ctx context.Context, p *pipeline, js jetstream.JetSt
 	})
 	bg.Go(func() { rederiveAfterDrops(bgCtx, p.events, p.relister, a) })
 	bg.Go(func() { p.rotation.Run(bgCtx) })
+	bg.Go(func() { a.serveImageRegistry(bgCtx, js) })
 	bg.Go(func() {
 		if err := p.nodeSvc.Run(bgCtx, js.Conn()); err != nil {
 			p.log.Warn().Err(err).Msg("node service (logs, exec) not served")

@@ -22,6 +22,7 @@ import (
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/consumer"
 	"github.com/jetlet/jetlet/reconcile"
+	"github.com/jetlet/jetlet/runtime/busregistry"
 	"github.com/jetlet/jetlet/runtime/containerlogs"
 	"github.com/jetlet/jetlet/runtime/embedded"
 	"github.com/jetlet/jetlet/schemas"
@@ -61,6 +62,12 @@ type runConfig struct {
 	profiling                   bool
 	streams                     bus.StreamsConfig
 
+	// imageRegistryListen is the loopback address of the registry serving
+	// jetlet_images ("" for none); imageRegistryListenSet: it was given,
+	// so it must be served.
+	imageRegistryListen    string
+	imageRegistryListenSet bool
+
 	// The embedded runtime's CNI network (empty: pods on the host's network).
 	cniConfDir string
 	cniBinDirs []string
@@ -88,6 +95,7 @@ admits anyone. Without
 			if err := setupLogging(cfg.logLevel, os.Stderr); err != nil {
 				return err
 			}
+			cfg.imageRegistryListenSet = cmd.Flags().Changed("image-registry-listen")
 			if err := cfg.validate(); err != nil {
 				return err
 			}
@@ -113,6 +121,7 @@ admits anyone. Without
 	fs.Int64Var(&cfg.podMaxPids, "pod-max-pids", -1, "most processes a pod of the embedded runtime may run, through its pids cgroup (kubelet's --pod-max-pids); -1: no limit")
 	fs.StringSliceVar(&cfg.insecureRegistries, "insecure-registry", nil, "registry hosts (host or host:port, comma-separated) the embedded runtime pulls from over plain HTTP; localhost and 127.0.0.0/8 always are")
 	fs.StringVar(&cfg.imageCredentials, "image-credentials", "", "registry credentials of image pulls, in Docker's config.json format (default: <data-dir>/"+defaultCredentialsFile+" when present); re-read when it changes")
+	fs.StringVar(&cfg.imageRegistryListen, "image-registry-listen", busregistry.DefaultListen, "loopback address of the read-only registry serving the images of jetlet_images (jetlet image push), which containerd's hosts.toml names (docs/containerd.md); empty: not served")
 	fs.BoolVar(&cfg.renameNode, "rename-node", false, "let --node differ from the node name the data dir recorded, and record it")
 	fs.BoolVar(&cfg.profiling, "profiling", false, "serve Go's /debug/pprof/ on --http-listen")
 	fs.StringVar(&cfg.logLevel, "log-level", "info", "trace, debug, info, warn or error")
@@ -199,6 +208,11 @@ func (c *runConfig) validate() error {
 	if c.containerLogMonitorInterval <= 0 {
 		return fmt.Errorf("--container-log-monitor-interval %s: must be positive", c.containerLogMonitorInterval)
 	}
+	if c.imageRegistryListen != "" {
+		if err := busregistry.CheckLoopback(c.imageRegistryListen); err != nil {
+			return fmt.Errorf("--image-registry-listen %w", err)
+		}
+	}
 	if c.shutdownTimeout <= 0 {
 		return fmt.Errorf("--shutdown-timeout %s: must be positive", c.shutdownTimeout)
 	}
@@ -242,6 +256,10 @@ type agent struct {
 	// isolation is the embedded runtime's isolation level, for the node
 	// record; set before serving, empty with another runtime.
 	isolation schemas.IsolationLevel
+	// imageRegistry serves jetlet_images on loopback: bound before the
+	// runtime starts, served by the pipeline; nil when not served. Set once
+	// before either reads it.
+	imageRegistry *busregistry.Server
 	// credentials are the registry credentials, loaded before anything
 	// starts.
 	credentials reconcile.Credentials
@@ -328,6 +346,14 @@ func (a *agent) run(ctx context.Context) error {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err
+	}
+
+	// Bound before the runtime starts: the embedded runtime pulls through it.
+	if a.imageRegistry, err = a.listenImageRegistry(); err != nil {
+		return err
+	}
+	if a.imageRegistry != nil {
+		defer a.imageRegistry.Close()
 	}
 
 	var embeddedRuntime *embedded.Runtime

@@ -38,6 +38,7 @@ func TestRunFlagDefaultsAreTheDocumentedOnes(t *testing.T) {
 		{"runtime-shim", "", "running.md Pod sync: jetlet-shim beside jetlet"},
 		{"pod-max-pids", "-1", "running.md Pod sync (kubelet's --pod-max-pids): no limit"},
 		{"image-credentials", "", "running.md Pod sync: <data-dir>/config.json when present"},
+		{"image-registry-listen", "127.0.0.1:5050", "CONTRACT 13, running.md Images over the bus, containerd.md's hosts.toml"},
 		{"shutdown-timeout", "30s", "running.md Pod sync, Shutdown"},
 		// docs/running.md, Streams and buckets.
 		{"subject-prefix", "jetlet", "running.md Streams and buckets"},

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 )
 
@@ -36,5 +38,17 @@ func TestEventedRelistPeriodShorterThanRelistPeriodIsRefused(t *testing.T) {
 	want := "--evented-relist-period 1s: must be 0 or at least --relist-period (2s)"
 	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("--evented-relist-period below --relist-period: %v, want %q", err, want)
+	}
+}
+
+func TestImageRegistryListenIsLoopbackOnly(t *testing.T) {
+	t.Setenv("JETLET_IMAGE_REGISTRY_LISTEN", "0.0.0.0:5050")
+	cmd := NewRunCommand()
+	cmd.SetArgs([]string{"--node", "n", "--data-dir", t.TempDir()})
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error { return cli.BindEnv(cmd) }
+	want := `--image-registry-listen "0.0.0.0:5050": not a loopback address`
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("JETLET_IMAGE_REGISTRY_LISTEN=0.0.0.0:5050: %v, want %q", err, want)
 	}
 }
