@@ -72,7 +72,9 @@ func (o *imagePushOptions) run(cmd *cobra.Command, ref, file string) error {
 	defer c.close()
 	ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
 	defer cancel()
-	store, err := c.imageStore(ctx)
+	lookupCtx, cancelLookup := context.WithTimeout(ctx, o.client.connectWait)
+	store, err := c.imageStore(lookupCtx)
+	cancelLookup()
 	if err != nil {
 		return err
 	}

@@ -83,6 +83,20 @@ func streamReader(stream string) []string {
 	}
 }
 
+// imagesStream is the stream of the object store jetlet_images.
+var imagesStream = bus.ObjectStoreStream(schemas.ObjectStoreImages)
+
+// imagesReader is what a node's registry (runtime/busregistry) reads the
+// store with: each object's info, its last meta message, and its chunks,
+// in batches of direct gets; no consumer.
+var imagesReader = []string{"$JS.API.DIRECT.GET." + imagesStream, "$JS.API.DIRECT.GET." + imagesStream + ".>"}
+
+// imagesPusher is what `jetlet image push` writes the store with: chunks
+// and meta messages, and the purge of the chunks of an object it replaced
+// (a purge request names its subject in its body, so the right is the whole
+// stream's).
+var imagesPusher = []string{"$O." + schemas.ObjectStoreImages + ".>", "$JS.API.STREAM.PURGE." + imagesStream}
+
 // lookups are the account-wide reads: JetStream's presence and every stream's
 // info (which tells its subjects and counts, never a message).
 var lookups = []string{"$JS.API.INFO", "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST"}
@@ -120,16 +134,17 @@ func (nc nodeConsumer) othersAPI() []string {
 	}, nc.ackSubjects()...)
 }
 
-// schedulerPermissions: publish intents for any node, read logs and exec in
-// any node's containers; read everything, but
+// schedulerPermissions: publish intents for any node, push images, read logs
+// and exec in any node's containers; read everything, but
 // not through the nodes' own consumers, which it may neither read from nor
 // change nor delete.
 func schedulerPermissions(prefix string, nodes []string) permissions {
 	pub := append([]string{prefix + ".intent.*.*"}, lookups...)
 	pub = append(pub, nodeServiceClient(prefix, true)...)
-	for _, s := range []string{schemas.StreamIntents, schemas.StreamResults, schemas.StreamEvents, "KV_" + schemas.BucketStatus, "KV_" + schemas.BucketNodes} {
+	for _, s := range []string{schemas.StreamIntents, schemas.StreamResults, schemas.StreamEvents, "KV_" + schemas.BucketStatus, "KV_" + schemas.BucketNodes, imagesStream} {
 		pub = append(pub, streamReader(s)...)
 	}
+	pub = append(pub, imagesPusher...)
 	return permissions{publish: pub, subscribe: []string{"_INBOX.>"}, denyPublish: nodesConsumersAPI(prefix, nodes)}
 }
 
@@ -158,7 +173,8 @@ func nodesConsumersAPI(prefix string, nodes []string) []string {
 
 // nodePermissions: consume its own intents through its own consumers; store
 // its own results, events, dead letters, statuses and heartbeat; read back
-// its own results, events and statuses; serve its own logs and exec.
+// its own results, events and statuses; read the images of jetlet_images
+// (never write them); serve its own logs and exec.
 func nodePermissions(prefix, node string) permissions {
 	subj := schemas.Subjects{Prefix: prefix}
 	pub := []string{
@@ -172,6 +188,7 @@ func nodePermissions(prefix, node string) permissions {
 		// Its own status keys.
 		"$JS.API.DIRECT.GET.KV_" + schemas.BucketStatus + ".$KV." + schemas.BucketStatus + "." + node + ".>",
 	}
+	pub = append(pub, imagesReader...)
 	for _, nc := range nodeConsumers(prefix, node) {
 		pub = append(pub, nc.api()...)
 	}
@@ -199,7 +216,7 @@ func natsUsers(prefix string, nodes []string) []natsUser {
 	sched, audit := schedulerPermissions(prefix, nodes), auditorPermissions(prefix, nodes)
 	users := []natsUser{
 		{name: "operator", role: "operator: provisions streams and buckets, removes nodes (all rights)"},
-		{name: "scheduler", role: "scheduler: publishes intents for any node, reads everything", perms: &sched},
+		{name: "scheduler", role: "scheduler: publishes intents for any node, pushes images, reads everything", perms: &sched},
 		{name: "auditor", role: "auditor: reads events, results, statuses and node records (--nats-inbox-prefix " + cli.InboxPrefix("auditor") + ")", perms: &audit},
 	}
 	for _, n := range nodes {

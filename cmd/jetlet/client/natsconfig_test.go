@@ -23,9 +23,16 @@ func TestNodePermissionsNameOnlyTheNode(t *testing.T) {
 		"$JS.API.CONSUMER.CREATE.JETLET_EVENTS.jetlet-n1-events-0.jetlet.event.n1.>",
 		"$JS.API.CONSUMER.CREATE.JETLET_EVENTS.jetlet-n1-events-7.jetlet.event.n1.>",
 		"$JS.API.DIRECT.GET.KV_jetlet_status.$KV.jetlet_status.n1.>",
+		// The images: read, never written.
+		"$JS.API.DIRECT.GET.OBJ_jetlet_images", "$JS.API.DIRECT.GET.OBJ_jetlet_images.>",
 	} {
 		if !slices.Contains(p.publish, want) {
 			t.Errorf("n1 may not publish %s", want)
+		}
+	}
+	for _, s := range p.publish {
+		if strings.HasPrefix(s, "$O.") || strings.Contains(s, "PURGE") || strings.Contains(s, "CONSUMER.CREATE.OBJ_") {
+			t.Errorf("n1 may publish %s", s)
 		}
 	}
 	if !slices.Equal(p.subscribe, []string{"_INBOX_n1.>", "jetlet.node.n1.logs", "jetlet.node.n1.exec", "jetlet.node.n1.credit.*",

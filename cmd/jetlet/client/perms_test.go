@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -26,6 +30,7 @@ import (
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/natstest"
 	"github.com/jetlet/jetlet/test/poll"
+	"github.com/jetlet/jetlet/test/testimages"
 )
 
 // permServer is a real nats-server started from the output of `jetlet
@@ -153,10 +158,51 @@ func TestNATSConfigRoles(t *testing.T) {
 
 	dataDir := t.TempDir()
 	jetlettest.RemovePodsOnCleanup(t, dataDir)
+	registry := "127.0.0.1:" + itoa(freePort(t))
 	n1Args := []string{"run", "--node", "n1", "--data-dir", dataDir, "--http-listen", "127.0.0.1:0",
-		"--nats-url", s.url, "--nats-nkey", s.seed("node-n1")}
+		"--nats-url", s.url, "--nats-nkey", s.seed("node-n1"), "--image-registry-listen", registry}
 	n1 := jetlettest.Start(t, n1Args...)
 	n1.WaitReady(60 * time.Second)
+
+	t.Run("the scheduler pushes images, n1 serves them and may not push", func(t *testing.T) {
+		busybox := testimages.Must(t, testimages.Busybox)
+		archive := filepath.Join(t.TempDir(), "busybox.tar")
+		writeArchive(t, archive, map[string]v1.Image{"busybox:1.36": busybox})
+		if res := s.as(t, "scheduler", "image", "push", "busybox:1.36", archive); res.code != 0 {
+			t.Fatalf("image push as the scheduler: exit %d", res.code)
+		}
+		if res := s.as(t, "scheduler", "image", "ls"); res.code != 0 || !strings.Contains(res.stdout, "docker.io/library/busybox:1.36") {
+			t.Errorf("image ls as the scheduler: exit %d\n%s", res.code, res.stdout)
+		}
+		ref, err := name.ParseReference(registry+"/library/busybox:1.36", name.Insecure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pulled, err := remote.Image(ref, remote.WithContext(t.Context()))
+		if err != nil {
+			t.Fatalf("pull through n1's registry: %v", err)
+		}
+		if got, want := mustDigest(t, pulled), mustDigest(t, busybox); got != want {
+			t.Errorf("n1's registry served %s, the scheduler pushed %s", got, want)
+		}
+		layers, err := pulled.Layers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := layers[0].Compressed() // checked against its digest as it is read
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rc.Close()
+		if _, err := io.Copy(io.Discard, rc); err != nil {
+			t.Errorf("a layer through n1's registry: %v", err)
+		}
+
+		other := filepath.Join(t.TempDir(), "other.tar")
+		writeArchive(t, other, map[string]v1.Image{"busybox:1.37": testimages.Must(t, testimages.NonRoot)})
+		res := s.as(t, "node-n1", "image", "push", "busybox:1.37", other, "--nats-inbox-prefix", "_INBOX_n1")
+		wantRefused(t, res, "denied these credentials $O.jetlet_images.C.", "the scheduler's or the operator's")
+	})
 
 	t.Run("the scheduler applies a pod and n1 syncs it", func(t *testing.T) {
 		res := s.as(t, "scheduler", "apply", "-f", mustAbs(t, webYAML), "--node", "n1", "--wait")
@@ -451,4 +497,27 @@ func wantContains(t *testing.T, what, got string, wants ...string) {
 			t.Errorf("%s do not contain %q", what, w)
 		}
 	}
+}
+
+// writeArchive writes refs as an OCI image layout tar, as ctr images export
+// does.
+func writeArchive(t *testing.T, file string, refs map[string]v1.Image) {
+	t.Helper()
+	f, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := testimages.WriteOCILayout(f, refs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustDigest(t *testing.T, img v1.Image) string {
+	t.Helper()
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.String()
 }
