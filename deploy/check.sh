@@ -8,7 +8,9 @@
 #     routes from routes.conf.example and jetlet's authorization block
 #     (`jetlet nats-config`). The chaos tests (test/chaos) start their
 #     cluster from the same file;
-#   - containerd accepts config.toml; the CNI conflist is JSON.
+#   - containerd accepts config.toml, whose registry config_path names
+#     certs.d, whose _default/hosts.toml sends pulls to jetlet run's
+#     loopback registry first; the CNI conflist is JSON.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
@@ -64,5 +66,15 @@ fi
 log "containerd config dump"
 containerd --config deploy/containerd/config.toml config dump >/dev/null
 python3 -m json.tool deploy/containerd/10-jetlet.conflist >/dev/null
+log "hosts.toml: pulls try the loopback registry of jetlet run first"
+"$work/bin/jetlet" run --help | grep -q -- '--image-registry-listen string.*(default "127.0.0.1:5050")' ||
+	die "jetlet run has no --image-registry-listen defaulting to 127.0.0.1:5050"
+python3 - deploy/containerd/certs.d/_default/hosts.toml <<'PY' || die "certs.d/_default/hosts.toml"
+import sys, tomllib
+hosts = tomllib.load(open(sys.argv[1], "rb"))["host"]
+assert hosts["http://127.0.0.1:5050"]["capabilities"] == ["pull", "resolve"], hosts
+PY
+containerd --config deploy/containerd/config.toml config dump | grep -q 'config_path = "/etc/containerd/certs.d"' ||
+	die "config.toml: the CRI registry's config_path is not /etc/containerd/certs.d"
 
 log "ok"
