@@ -78,12 +78,7 @@ func (o *imagePushOptions) run(cmd *cobra.Command, ref, file string) error {
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "jetlet-image-push-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	archived, err := readImageArchive(in, dir)
+	archived, err := images.ReadArchive(in)
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
@@ -110,7 +105,7 @@ func (o *imagePushOptions) run(cmd *cobra.Command, ref, file string) error {
 }
 
 // pickImage is the image of archived that ref names, or the only one.
-func pickImage(archived []archivedImage, ref string) (archivedImage, error) {
+func pickImage(archived []images.Archived, ref string) (images.Archived, error) {
 	for _, a := range archived {
 		if slices.Contains(a.Refs, ref) {
 			return a, nil
@@ -123,7 +118,7 @@ func pickImage(archived []archivedImage, ref string) (archivedImage, error) {
 	}
 	switch len(archived) {
 	case 0:
-		return archivedImage{}, errors.New("the archive holds no image")
+		return images.Archived{}, errors.New("the archive holds no image")
 	case 1:
 		return archived[0], nil
 	}
@@ -131,7 +126,7 @@ func pickImage(archived []archivedImage, ref string) (archivedImage, error) {
 	for _, a := range archived {
 		refs = append(refs, a.Refs...)
 	}
-	return archivedImage{}, fmt.Errorf("the archive holds %d images (%s) and none is %s", len(archived), strings.Join(refs, ", "), ref)
+	return images.Archived{}, fmt.Errorf("the archive holds %d images (%s) and none is %s", len(archived), strings.Join(refs, ", "), ref)
 }
 
 // imageStore opens jetlet_images, explaining its absence.
