@@ -36,6 +36,8 @@ const (
 // looked up is <ns>/<name>:<tag>, normalised; without ns it is <name>:<tag>,
 // normalised ("library/busybox" is docker.io's). Blobs and manifests by
 // digest are one content-addressed namespace, served under any name.
+// Its fields are set before it serves and never changed: the requests'
+// goroutines share them read only.
 type handler struct {
 	store   jetstream.ObjectStore
 	chunks  chunkReader
@@ -103,7 +105,7 @@ func (h *handler) manifest(w http.ResponseWriter, r *http.Request, name, referen
 			writeError(w, http.StatusBadRequest, codeNameInvalid, err.Error())
 			return
 		}
-		info, found := h.lookupBlob(w, r.Context(), digest, codeManifestUnknown)
+		info, found := h.lookupBlob(r.Context(), w, digest, codeManifestUnknown)
 		if !found {
 			return
 		}
@@ -126,7 +128,7 @@ func (h *handler) manifest(w http.ResponseWriter, r *http.Request, name, referen
 		return
 	}
 	if !found {
-		h.unknownRef(w, r.Context(), ref)
+		h.unknownRef(r.Context(), w, ref)
 		return
 	}
 	im, ok := ImageFromObject(info)
@@ -136,7 +138,7 @@ func (h *handler) manifest(w http.ResponseWriter, r *http.Request, name, referen
 		return
 	}
 	digest, _ := v1.NewHash(im.Digest) // ImageFromObject checked it
-	blob, found := h.lookupBlob(w, r.Context(), digest, codeManifestUnknown)
+	blob, found := h.lookupBlob(r.Context(), w, digest, codeManifestUnknown)
 	if found {
 		h.send(w, r, blob, digest, im.MediaType)
 	}
@@ -144,7 +146,7 @@ func (h *handler) manifest(w http.ResponseWriter, r *http.Request, name, referen
 
 // unknownRef answers a reference the store does not hold: MANIFEST_UNKNOWN
 // in a repository it holds other references of, NAME_UNKNOWN otherwise.
-func (h *handler) unknownRef(w http.ResponseWriter, ctx context.Context, ref string) {
+func (h *handler) unknownRef(ctx context.Context, w http.ResponseWriter, ref string) {
 	repo := repositoryOf(ref)
 	_, known, err := h.lookup(ctx, RepositoryObject(repo))
 	switch {
@@ -167,14 +169,14 @@ func (h *handler) blob(w http.ResponseWriter, r *http.Request, name, ref string)
 		writeError(w, http.StatusBadRequest, codeNameInvalid, err.Error())
 		return
 	}
-	if info, found := h.lookupBlob(w, r.Context(), digest, codeBlobUnknown); found {
+	if info, found := h.lookupBlob(r.Context(), w, digest, codeBlobUnknown); found {
 		h.send(w, r, info, digest, "application/octet-stream")
 	}
 }
 
 // lookupBlob finds the object of digest, or answers the request (404 with
 // code, or 503) and returns false.
-func (h *handler) lookupBlob(w http.ResponseWriter, ctx context.Context, digest v1.Hash, code string) (*jetstream.ObjectInfo, bool) {
+func (h *handler) lookupBlob(ctx context.Context, w http.ResponseWriter, digest v1.Hash, code string) (*jetstream.ObjectInfo, bool) {
 	info, found, err := h.lookup(ctx, BlobObject(digest))
 	if err != nil {
 		h.unavailable(w, digest.String(), err)

@@ -199,3 +199,19 @@ func wantCode(t *testing.T, err error, status int, code string) {
 		t.Errorf("%v: want %d %s", err, status, code)
 	}
 }
+
+// TestABlobStoredWithOtherContentIsNotServed: an object under a blob's name
+// whose content is not of that digest (written by hand, not by Push) is
+// answered as missing, never served.
+func TestABlobStoredWithOtherContentIsNotServed(t *testing.T) {
+	r := startRegistry(t, jetstream.FileStorage)
+	claimed := sha256Digest([]byte("what the name says"))
+	if _, err := r.store.PutBytes(t.Context(), "blobs/"+claimed, []byte("something else")); err != nil {
+		t.Fatal(err)
+	}
+	resp := r.get(t, http.MethodGet, "/v2/library/busybox/blobs/"+claimed)
+	body := readAll(t, resp)
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "BLOB_UNKNOWN") {
+		t.Errorf("GET a blob stored with other content: %d %s, want 404 BLOB_UNKNOWN", resp.StatusCode, body)
+	}
+}

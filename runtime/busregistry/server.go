@@ -80,7 +80,9 @@ func CheckLoopback(addr string) error {
 	return nil
 }
 
-// Server is a node's read-only registry backed by the object store.
+// Server is a node's read-only registry backed by the object store. Its
+// fields are set by Listen and never changed: Addr may be called from any
+// goroutine, Serve once.
 type Server struct {
 	cfg Config
 	lis net.Listener
