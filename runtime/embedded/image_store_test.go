@@ -98,16 +98,16 @@ func TestAContainerRunsAsItsImagesUser(t *testing.T) {
 	h := newHarness(t)
 	requireImages(t, h)
 	sb, sbCfg := h.pod("p", nil)
-	script := []string{"sh", "-c", `echo "$(id -u):$(id -g) $HOME $(pwd)"`}
+	script := []string{"sh", "-c", `echo "$(id -u):$(id -g) $HOME $(pwd) $(stat -c %a /)"`}
 	got := h.runImage(sb, sbCfg, "image-user", "nonroot:1", func(c *runtimeapi.ContainerConfig) { c.Command = script })
-	if want := "1000:1000 /home/jetlet /home/jetlet\n"; got != want {
+	if want := "1000:1000 /home/jetlet /home/jetlet 755\n"; got != want {
 		t.Errorf("as the image's user: %q, want %q", got, want)
 	}
 	got = h.runImage(sb, sbCfg, "run-as", "nonroot:1", func(c *runtimeapi.ContainerConfig) {
 		c.Command = script
 		c.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{RunAsUser: &runtimeapi.Int64Value{Value: 65534}}}
 	})
-	if want := "65534:65534 /home /home/jetlet\n"; got != want {
+	if want := "65534:65534 /home /home/jetlet 755\n"; got != want {
 		t.Errorf("run_as_user 65534: %q, want %q", got, want)
 	}
 	st, err := h.is.ImageStatus(ctxT(t), &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: "nonroot:1"}})

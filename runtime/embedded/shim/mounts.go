@@ -160,10 +160,27 @@ func mountImageRoot(root string, rootfs *Rootfs, devNodes bool) error {
 	if len(rootfs.Layers) == 0 {
 		return errors.New("the image has no layers")
 	}
-	for _, d := range []string{root, rootfs.Upper, rootfs.Work} {
+	for _, d := range []string{root, filepath.Dir(rootfs.Upper), rootfs.Work} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return err
 		}
+	}
+	// The root directory the container sees is its upper dir's: made at the
+	// first start with the image's mode and owner (a user other than root
+	// must be able to enter /), kept as the container changed it after.
+	if err := os.Mkdir(rootfs.Upper, 0o700); err == nil {
+		var st unix.Stat_t
+		if err := unix.Stat(rootfs.Layers[0], &st); err != nil {
+			return err
+		}
+		if err := unix.Chmod(rootfs.Upper, st.Mode&0o7777); err != nil {
+			return err
+		}
+		if err := os.Lchown(rootfs.Upper, int(st.Uid), int(st.Gid)); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, os.ErrExist) {
+		return err
 	}
 	var flags uintptr
 	if !devNodes {
