@@ -23,7 +23,7 @@ import (
 // probeServer serves HTTP (/ready while a file exists) and the gRPC health
 // service from a container: the embedded runtime runs host binaries, which
 // a container sees when their directory is mounted (see sharing).
-var probeServer = &gobuild.Command{Pkg: "github.com/jetlet/jetlet/test/e2e/probeserver", Name: "probeserver"}
+var probeServer = &gobuild.Command{Pkg: "github.com/jetlet/jetlet/test/e2e/probeserver", Name: "probeserver", Static: true}
 
 // probePodJSON is an apply intent for a pod of containers under Always.
 func probePodJSON(t testing.TB, uid string, rev int64, containers ...corev1.Container) string {

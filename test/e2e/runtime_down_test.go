@@ -26,6 +26,7 @@ func startRuntime(t *testing.T, dir, sock string) func() {
 	if err := rt.Start(context.Background(), sock); err != nil {
 		t.Fatal(err)
 	}
+	jetlettest.ImportTestImagesInto(t, rt)
 	return rt.Stop
 }
 

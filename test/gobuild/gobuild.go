@@ -21,6 +21,9 @@ type Command struct {
 	// directory, each named after its last path element: the helper binaries
 	// a command finds next to itself.
 	Beside []string
+	// Static builds it with cgo off: a binary that runs in an image without
+	// a C library (a container's, mounted as a volume).
+	Static bool
 
 	once sync.Once
 	path string
@@ -39,7 +42,11 @@ func (c *Command) Path(t testing.TB) string {
 		}
 		c.path = filepath.Join(dir, c.Name)
 		args := append(append([]string{"build", "-o", c.path}, c.Flags...), c.Pkg)
-		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		build := exec.Command("go", args...)
+		if c.Static {
+			build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		}
+		if out, err := build.CombinedOutput(); err != nil {
 			c.err = fmt.Errorf("go build %s: %v\n%s", c.Pkg, err, out)
 			return
 		}
