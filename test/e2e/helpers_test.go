@@ -57,9 +57,6 @@ func (n *node) start() {
 	}
 	n.proc = jetlettest.StartEnv(n.t, n.env, append(args, n.extra...)...)
 	n.proc.WaitReady(60 * time.Second)
-	if !slices.Contains(n.extra, "--runtime-endpoint") {
-		jetlettest.ImportTestImages(n.t, n.dataDir)
-	}
 	url := n.url
 	opts := []nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}
 	if url == "" {

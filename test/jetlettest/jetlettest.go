@@ -169,7 +169,9 @@ func (p *Process) NATSAuth() nats.Option {
 	return opt
 }
 
-// WaitReady polls /readyz until it answers 200.
+// WaitReady polls /readyz until it answers 200. A `jetlet run` of the
+// embedded runtime then gets the test images (ImportTestImages): the tests'
+// pods run busybox.
 func (p *Process) WaitReady(timeout time.Duration) {
 	p.t.Helper()
 	url := p.HTTPAddr() + "/readyz"
@@ -180,6 +182,9 @@ func (p *Process) WaitReady(timeout time.Duration) {
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
+				if dataDir, ok := p.embeddedDataDir(); ok {
+					ImportTestImages(p.t, dataDir)
+				}
 				return
 			}
 			if !time.Now().Before(deadline) {
@@ -228,4 +233,27 @@ func (p *Process) Exited() bool {
 	default:
 		return false
 	}
+}
+
+// embeddedDataDir is the data dir of a `jetlet run` that serves the
+// embedded runtime (no --runtime-endpoint); false for any other command.
+func (p *Process) embeddedDataDir() (string, bool) {
+	args := p.cmd.Args[1:]
+	if len(args) == 0 || args[0] != "run" {
+		return "", false
+	}
+	dataDir := "./jetlet-data"
+	for i, a := range args {
+		name, value, hasValue := strings.Cut(a, "=")
+		if !hasValue && i+1 < len(args) {
+			value = args[i+1]
+		}
+		switch name {
+		case "--runtime-endpoint":
+			return "", false
+		case "--data-dir":
+			dataDir = value
+		}
+	}
+	return dataDir, true
 }
