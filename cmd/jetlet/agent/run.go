@@ -74,6 +74,9 @@ type runConfig struct {
 	// insecureRegistries are pulled from over plain HTTP by the embedded
 	// runtime (localhost and 127.0.0.0/8 always are).
 	insecureRegistries []string
+	// hostPrograms makes the embedded runtime run host programs instead of
+	// images (embedded.Config.HostPrograms).
+	hostPrograms bool
 }
 
 func NewRunCommand() *cobra.Command {
@@ -119,6 +122,7 @@ admits anyone. Without
 	fs.BoolVar(&cfg.allowPrivileged, "allow-privileged", false, "accept privileged containers")
 	fs.StringVar(&cfg.runtimeShim, "runtime-shim", "", "the embedded runtime's per-pod shim binary; empty: jetlet-shim beside jetlet, else built on first use for a development build, else jetlet itself")
 	fs.Int64Var(&cfg.podMaxPids, "pod-max-pids", -1, "most processes a pod of the embedded runtime may run, through its pids cgroup (kubelet's --pod-max-pids); -1: no limit")
+	fs.BoolVar(&cfg.hostPrograms, "host-programs", false, "the embedded runtime runs the host's programs instead of images (the program an image's reference names, in the host's tree with its secrets hidden); isolation partial")
 	fs.StringSliceVar(&cfg.insecureRegistries, "insecure-registry", nil, "registry hosts (host or host:port, comma-separated) the embedded runtime pulls from over plain HTTP; localhost and 127.0.0.0/8 always are")
 	fs.StringVar(&cfg.imageCredentials, "image-credentials", "", "registry credentials of image pulls, in Docker's config.json format (default: <data-dir>/"+defaultCredentialsFile+" when present); re-read when it changes")
 	fs.StringVar(&cfg.imageRegistryListen, "image-registry-listen", busregistry.DefaultListen, "loopback address of the read-only registry serving the images of jetlet_images (jetlet image push), which containerd's hosts.toml names (docs/containerd.md); empty: not served")

@@ -80,7 +80,9 @@ func (a *agent) startEmbeddedRuntime(ctx context.Context) (*embedded.Runtime, st
 		CNIBinDirs:   a.cfg.cniBinDirs,
 		HiddenPaths:  a.hostSecrets(),
 
+		HostPrograms:       a.cfg.hostPrograms,
 		InsecureRegistries: a.cfg.insecureRegistries,
+		ImageMirror:        a.imageMirror(),
 	})
 	if err != nil {
 		return nil, "", err
