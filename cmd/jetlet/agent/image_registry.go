@@ -11,9 +11,12 @@ import (
 
 // listenImageRegistry binds --image-registry-listen, before the runtime
 // starts, so that the embedded runtime can be told the address (imageMirror).
-// nil when it is empty. The default address taken by another process (a
-// second jetlet on the host) is logged and not served; an address given
-// explicitly must be served.
+// nil when it is empty. The default address taken by another process (most
+// often another jetlet on the host, which serves the same store when it
+// shares the NATS) is logged at info and not served: several nodes on one
+// host is a set-up of tests and development. An address given explicitly
+// (the flag, JETLET_IMAGE_REGISTRY_LISTEN, as deploy/systemd/jetlet.env
+// does) must be served: a node that cannot is not started.
 func (a *agent) listenImageRegistry() (*busregistry.Server, error) {
 	if a.cfg.imageRegistryListen == "" {
 		return nil, nil
@@ -23,8 +26,8 @@ func (a *agent) listenImageRegistry() (*busregistry.Server, error) {
 		Logger: logger.With().Str("component", "image-registry").Str("node", a.cfg.node).Logger(),
 	})
 	if err != nil && !a.cfg.imageRegistryListenSet {
-		a.log.Error().Err(err).Str("listen", a.cfg.imageRegistryListen).
-			Msg("the images of the bus are not served on the default --image-registry-listen; give the node an address of its own")
+		a.log.Info().Err(err).Str("listen", a.cfg.imageRegistryListen).
+			Msg("the default --image-registry-listen is taken (another jetlet on this host?): this node does not serve the images of the bus; give it an address of its own to")
 		return nil, nil
 	}
 	if err != nil {
