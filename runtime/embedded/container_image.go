@@ -67,7 +67,7 @@ func (r *Runtime) holdImages(containerID string, cfg *runtimeapi.ContainerConfig
 			continue
 		}
 		path := filepath.Clean(m.GetContainerPath())
-		im, err := hold(containerID+":"+path, ref)
+		im, err := r.holdImageVolume(hold, containerID, path, m)
 		if err != nil {
 			release()
 			return nil, fmt.Errorf("image volume %s: %w", path, err)
@@ -78,6 +78,29 @@ func (r *Runtime) holdImages(containerID string, cfg *runtimeapi.ContainerConfig
 		ci.Volumes[path] = im
 	}
 	return ci, nil
+}
+
+// holdImageVolume holds the image of an image volume, which must be read
+// only (it is mounted so; a read-write one is refused, as kubelet and
+// containerd refuse it) and have the sub path it names.
+func (r *Runtime) holdImageVolume(hold func(holder, ref string) (*images.Image, error), containerID, path string, m *runtimeapi.Mount) (*images.Image, error) {
+	if !m.GetReadonly() {
+		return nil, errors.New("an image volume must be read only")
+	}
+	im, err := hold(containerID+":"+path, m.GetImage().GetImage())
+	if err != nil {
+		return nil, err
+	}
+	if sub := m.GetImageSubPath(); sub != "" {
+		ok, err := r.store.Exists(im, "/"+sub)
+		if err == nil && !ok {
+			err = fmt.Errorf("sub path %q does not exist in image %s", sub, m.GetImage().GetImage())
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return im, nil
 }
 
 // releaseImages lets go of what holdImages held for the container.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/jetlet/jetlet/runtime/embedded/shim"
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -43,7 +44,7 @@ func (c *container) statusLocked() *runtimeapi.ContainerStatus {
 		ImageId:     c.imageID,
 		Labels:      c.config.GetLabels(),
 		Annotations: c.config.GetAnnotations(),
-		Mounts:      c.config.GetMounts(),
+		Mounts:      c.mounts(),
 		LogPath:     c.logPath,
 		StopSignal:  c.config.GetStopSignal(),
 	}
@@ -52,9 +53,11 @@ func (c *container) statusLocked() *runtimeapi.ContainerStatus {
 	}
 	if st != nil {
 		cs.StartedAt = st.StartedAt
-		cs.User = &runtimeapi.ContainerUser{Linux: &runtimeapi.LinuxContainerUser{
-			Uid: int64(st.UID), Gid: int64(st.GID),
-		}}
+		linux := &runtimeapi.LinuxContainerUser{Uid: int64(st.UID), Gid: int64(st.GID)}
+		for _, g := range st.Groups {
+			linux.SupplementalGroups = append(linux.SupplementalGroups, int64(g))
+		}
+		cs.User = &runtimeapi.ContainerUser{Linux: linux}
 	}
 	if ex != nil {
 		cs.FinishedAt = ex.FinishedAt
@@ -84,4 +87,25 @@ func (r *Runtime) containerInfo(c *container, st *shim.State) string {
 	}
 	out, _ := json.Marshal(info)
 	return string(out)
+}
+
+// mounts are the config's mounts, an image volume's with the id of the image
+// it mounts (image_ref), as containerd reports them.
+func (c *container) mounts() []*runtimeapi.Mount {
+	mounts := c.config.GetMounts()
+	if c.images == nil || len(c.images.Volumes) == 0 {
+		return mounts
+	}
+	out := make([]*runtimeapi.Mount, len(mounts))
+	for i, m := range mounts {
+		im := c.images.Volumes[filepath.Clean(m.GetContainerPath())]
+		if m.GetImage().GetImage() == "" || im == nil {
+			out[i] = m
+			continue
+		}
+		m = proto.Clone(m).(*runtimeapi.Mount)
+		m.Image.ImageRef = im.ID
+		out[i] = m
+	}
+	return out
 }

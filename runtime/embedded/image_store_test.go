@@ -247,3 +247,39 @@ func TestImportImages(t *testing.T) {
 		t.Errorf("ImageFsInfo %v, %v: want the store's bytes and inodes", fs, err)
 	}
 }
+
+// An image volume that is not read only, or whose sub path the image lacks,
+// is refused at create; ContainerStatus names the image a volume mounts.
+func TestImageVolumeRefusalsAndStatus(t *testing.T) {
+	h := newHarness(t)
+	requireImages(t, h)
+	sb, sbCfg := h.pod("p", nil)
+	id, err := h.pull("layered:1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	volume := func(name string, m *runtimeapi.Mount) *runtimeapi.ContainerConfig {
+		c := containerConfig(name, nil, "true")
+		m.ContainerPath, m.Image = "/image", &runtimeapi.ImageSpec{Image: "layered:1"}
+		c.Mounts = []*runtimeapi.Mount{m}
+		return c
+	}
+	for name, m := range map[string]*runtimeapi.Mount{
+		"read-write":       {},
+		"missing-sub-path": {Readonly: true, ImageSubPath: "no/such/dir"},
+	} {
+		if _, err := h.tryCreate(sb, sbCfg, volume(name, m)); status.Code(err) == codes.OK {
+			t.Errorf("an image volume %s was created", name)
+		}
+	}
+	c := h.create(sb, sbCfg, volume("ok", &runtimeapi.Mount{Readonly: true, ImageSubPath: "opt/layered"}))
+	var ref string
+	for _, m := range h.status(c).GetMounts() {
+		if m.GetContainerPath() == "/image" {
+			ref = m.GetImage().GetImageRef()
+		}
+	}
+	if ref != id {
+		t.Errorf("the image volume's image_ref is %q, want %s", ref, id)
+	}
+}

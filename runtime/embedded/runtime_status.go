@@ -19,7 +19,9 @@ func (r *Runtime) Status(ctx context.Context, req *runtimeapi.StatusRequest) (*r
 			Name:     "",
 			Features: &runtimeapi.RuntimeHandlerFeatures{},
 		}},
-		Features: &runtimeapi.RuntimeFeatures{},
+		// Users, groups and their policy are honoured in a container's own
+		// mount namespace (as root), and ContainerStatus reports them.
+		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: r.isolated()},
 	}
 	if req.GetVerbose() {
 		cgroups, why := r.cgroupsEnabled()

@@ -62,6 +62,23 @@ func (s *Store) ReadFile(im *Image, name string) ([]byte, error) {
 	return b, nil
 }
 
+// Exists reports whether name (absolute in the image, symlinks followed
+// inside it) is in im's merged tree, file or directory.
+func (s *Store) Exists(im *Image, name string) (bool, error) {
+	m := mergedTree{layers: s.LayerDirs(im)}
+	p, err := m.resolve(name)
+	if err == nil {
+		_, err = m.lookup(p)
+	}
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("look %s up in image %s: %w", name, im.ID, err)
+	}
+	return true, nil
+}
+
 // mergedTree looks paths up in layer directories (top first) as overlayfs
 // merges them.
 type mergedTree struct {

@@ -337,7 +337,7 @@ func (p *podShim) startLocked(dir string, lock *os.File) (*State, error) {
 	st := &State{ShimPID: p.hostPID, PID: started.HostPID, StartedAt: time.Now().UnixNano()}
 	st.UID, st.GID = uint32(os.Getuid()), uint32(os.Getgid())
 	if spec.User != nil {
-		st.UID, st.GID = spec.User.UID, spec.User.GID
+		st.UID, st.GID, st.Groups = spec.User.UID, spec.User.GID, spec.User.Groups
 	}
 	run := &running{spec: &spec, hostPID: started.HostPID, log: logw, output: &fanout{}, stdin: own.stdin, terminal: own.terminal}
 	if err := atomicfile.WriteJSON(filepath.Join(dir, "shim.json"), st); err != nil {

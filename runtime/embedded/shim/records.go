@@ -8,6 +8,9 @@ type State struct {
 	StartedAt int64  `json:"started_at"`
 	UID       uint32 `json:"uid"`
 	GID       uint32 `json:"gid"`
+	// Groups are the command's supplementary groups (ContainerStatus's
+	// user).
+	Groups []uint32 `json:"groups,omitempty"`
 }
 
 // Exit is a container directory's exit.json, written by the pod shim when the
