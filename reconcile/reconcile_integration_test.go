@@ -21,6 +21,7 @@ import (
 	"github.com/jetlet/jetlet/runtime/embedded"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/gobuild"
+	"github.com/jetlet/jetlet/test/testimages"
 )
 
 // offsetClock is the wall clock plus an offset the test advances: runtime
@@ -111,7 +112,7 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) startRuntime() {
 	e.t.Helper()
-	rt, err := embedded.New(embedded.Config{Dir: filepath.Join(e.dir, "proc"), ShimPath: gobuild.Shim.Path(e.t)})
+	rt, err := embedded.New(embedded.Config{Dir: filepath.Join(e.dir, "proc"), ShimPath: gobuild.Shim.Path(e.t), ImageMirror: testimages.ServeLibrary(e.t)})
 	if err != nil {
 		e.t.Fatal(err)
 	}

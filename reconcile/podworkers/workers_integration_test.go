@@ -24,6 +24,7 @@ import (
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/gobuild"
 	"github.com/jetlet/jetlet/test/poll"
+	"github.com/jetlet/jetlet/test/testimages"
 )
 
 // sink keeps every event and status, as events.EventPublisher and status.StatusWriter store them: an
@@ -93,7 +94,7 @@ func newNode(t *testing.T) *node {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(dir, "cri.sock")
-	rt, err := embedded.New(embedded.Config{Dir: filepath.Join(dir, "proc"), ShimPath: gobuild.Shim.Path(t), Logger: zerolog.Nop()})
+	rt, err := embedded.New(embedded.Config{Dir: filepath.Join(dir, "proc"), ShimPath: gobuild.Shim.Path(t), Logger: zerolog.Nop(), ImageMirror: testimages.ServeLibrary(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/jetlet/jetlet/runtime/embedded"
 	"github.com/jetlet/jetlet/runtime/probe"
 	"github.com/jetlet/jetlet/test/gobuild"
+	"github.com/jetlet/jetlet/test/testimages"
 )
 
 // runningContainer starts the embedded runtime on a unix socket, connects the
@@ -29,7 +30,8 @@ func runningContainer(t *testing.T) (*runtime.Client, string) {
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
-	rt, err := embedded.New(embedded.Config{Dir: filepath.Join(dir, "state"), ShimPath: gobuild.Shim.Path(t), Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
+	rt, err := embedded.New(embedded.Config{Dir: filepath.Join(dir, "state"), ShimPath: gobuild.Shim.Path(t), Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
+		ImageMirror: testimages.ServeLibrary(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

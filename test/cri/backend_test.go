@@ -15,6 +15,7 @@ import (
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/embedded"
 	"github.com/jetlet/jetlet/test/gobuild"
+	"github.com/jetlet/jetlet/test/testimages"
 )
 
 // Features says what a backend supports or needs, so one suite runs against
@@ -103,7 +104,8 @@ func embeddedBackend(t testing.TB) *backend {
 	var rt *embedded.Runtime
 	start := func(t testing.TB) {
 		t.Helper()
-		r, err := embedded.New(embedded.Config{Dir: stateDir, ShimPath: shimPath, Logger: testLogger().With().Str("backend", "embedded").Logger()})
+		r, err := embedded.New(embedded.Config{Dir: stateDir, ShimPath: shimPath, Logger: testLogger().With().Str("backend", "embedded").Logger(),
+			ImageMirror: testimages.ServeLibrary(t)})
 		if err != nil {
 			t.Fatal(err)
 		}

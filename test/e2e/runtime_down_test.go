@@ -13,20 +13,20 @@ import (
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/gobuild"
 	"github.com/jetlet/jetlet/test/jetlettest"
+	"github.com/jetlet/jetlet/test/testimages"
 )
 
 // startRuntime serves the embedded process runtime from the test process on
 // sock, over dir; the returned function stops serving (containers live on).
 func startRuntime(t *testing.T, dir, sock string) func() {
 	t.Helper()
-	rt, err := embedded.New(embedded.Config{Dir: dir, ShimPath: gobuild.Shim.Path(t), Logger: zerolog.Nop()})
+	rt, err := embedded.New(embedded.Config{Dir: dir, ShimPath: gobuild.Shim.Path(t), Logger: zerolog.Nop(), ImageMirror: testimages.ServeLibrary(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := rt.Start(context.Background(), sock); err != nil {
 		t.Fatal(err)
 	}
-	jetlettest.ImportTestImagesInto(t, rt)
 	return rt.Stop
 }
 

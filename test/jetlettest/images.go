@@ -2,8 +2,6 @@ package jetlettest
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"sync"
@@ -11,7 +9,6 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/jetlet/jetlet/runtime/embedded"
 	"github.com/jetlet/jetlet/test/testimages"
 )
 
@@ -53,19 +50,5 @@ func ImportTestImages(t testing.TB, dataDir string) {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("jetlet image import: %v\n%s", err, out)
-	}
-}
-
-// ImportTestImagesInto loads busybox under TestImageRefs into a runtime the
-// test serves itself. A runtime of host programs has no store: it is left as
-// it is.
-func ImportTestImagesInto(t testing.TB, rt *embedded.Runtime) {
-	t.Helper()
-	archive, err := testImageArchive()
-	if err != nil {
-		t.Fatalf("test images: %v", err)
-	}
-	if _, err := rt.ImportImages(context.Background(), bytes.NewReader(archive)); err != nil && !errors.Is(err, embedded.ErrNoImageStore) {
-		t.Fatalf("import the test images: %v", err)
 	}
 }

@@ -126,3 +126,13 @@ func Serve(t testing.TB, images map[string]v1.Image, opts ...RegistryOption) str
 	}
 	return host
 }
+
+// ServeLibrary serves Busybox as Docker Hub's busybox:latest and
+// busybox:1.36 (library/busybox), for a runtime to pull "busybox" through as
+// its mirror (embedded.Config.ImageMirror), and returns the registry's
+// host:port.
+func ServeLibrary(t testing.TB) string {
+	t.Helper()
+	bb := Must(t, Busybox)
+	return Serve(t, map[string]v1.Image{"library/busybox:latest": bb, "library/busybox:1.36": bb})
+}

@@ -39,6 +39,8 @@ func TestRunFlagDefaultsAreTheDocumentedOnes(t *testing.T) {
 		{"pod-max-pids", "-1", "running.md Pod sync (kubelet's --pod-max-pids): no limit"},
 		{"image-credentials", "", "running.md Pod sync: <data-dir>/config.json when present"},
 		{"image-registry-listen", "127.0.0.1:5050", "CONTRACT 13, running.md Images over the bus, containerd.md's hosts.toml"},
+		{"insecure-registry", "", "running.md Pod sync: none (loopback registries are plain HTTP anyway)"},
+		{"host-programs", "false", "running.md Pod sync: off (images)"},
 		{"shutdown-timeout", "30s", "running.md Pod sync, Shutdown"},
 		// docs/running.md, Streams and buckets.
 		{"subject-prefix", "jetlet", "running.md Streams and buckets"},

@@ -28,7 +28,7 @@ spec:
   terminationGracePeriodSeconds: 1
   containers:
     - name: app
-      image: busybox
+      image: busybox:1.36
       command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1 & wait $!; done"]
 `
 
