@@ -137,7 +137,7 @@ func TestLogsAndExecAgainstJetletRun(t *testing.T) {
 
 	t.Run("a large log streams completely and in order", func(t *testing.T) {
 		const lines = 300_000 // 100 bytes a line: about 29 MiB
-		wantCode(t, c.runIn(commandPod("big", fmt.Sprintf("seq -f '%%08g %s' 1 %d", strings.Repeat("x", 90), lines)), "apply", "-f", "-", "--wait"), 0)
+		wantCode(t, c.runIn(commandPod("big", fmt.Sprintf("seq 1 %d | awk -v x=%s '{printf \"%%08d %%s\\n\", $1, x}'", lines, strings.Repeat("x", 90))), "apply", "-f", "-", "--wait"), 0)
 		poll.Until(t, 60*time.Second, poll.Msg("big to complete"), func() bool {
 			return regexp.MustCompile(`(?m)^default\s+big\s+0/1\s+Completed\s`).MatchString(runCLI(t.Context(), "", "get", "pods", "--nats-url", c.url).stdout)
 		})
