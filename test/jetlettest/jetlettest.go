@@ -55,7 +55,10 @@ func StartEnv(t testing.TB, env []string, args ...string) *Process {
 	p := &Process{t: t, done: make(chan struct{})}
 	p.cond = sync.NewCond(&p.mu)
 	p.cmd = exec.Command(Binary(t), args...)
-	p.cmd.Env = append(os.Environ(), env...)
+	// Nodes of parallel tests would race for the default port of the
+	// registry of the bus (127.0.0.1:5050): each gets a free one unless the
+	// test says otherwise (a flag wins over the environment).
+	p.cmd.Env = append(append(os.Environ(), "JETLET_IMAGE_REGISTRY_LISTEN=127.0.0.1:0"), env...)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
