@@ -57,6 +57,11 @@ func runningContainer(t *testing.T) (*runtime.Client, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { // its shim and containers go with it, whatever failed
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = client.RemovePodSandbox(ctx, sb)
+	})
 	image := &runtimeapi.ImageSpec{Image: "busybox"}
 	if _, err := client.PullImage(ctx, image, nil, sbCfg); err != nil {
 		t.Fatal(err)
@@ -73,12 +78,6 @@ func runningContainer(t *testing.T) (*runtime.Client, string) {
 	if err := client.StartContainer(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = client.RemoveContainer(ctx, id)
-		_ = client.RemovePodSandbox(ctx, sb)
-	})
 	return client, id
 }
 
