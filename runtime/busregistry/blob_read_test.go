@@ -10,7 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/jetlet/jetlet/runtime/embedded/images"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 )
 
 // TestA50MiBLayerStreams: a layer is served from the store a window at a
@@ -96,4 +100,37 @@ func BenchmarkPushAndPull50MiB(b *testing.B) {
 	b.ReportMetric(float64(perOp(pulling).Milliseconds()), "pull-ms/op")
 	b.ReportMetric(size/perOp(pushing).Seconds()/1e6, "push-MB/s")
 	b.ReportMetric(size/perOp(pulling).Seconds()/1e6, "pull-MB/s")
+}
+
+// BenchmarkPullAndUnpackFromTheObjectStore50MiB is what a node does with an
+// image pushed over NATS: the embedded runtime's store pulls an image of one
+// 50 MiB layer through the node's registry of the bus (its mirror) and
+// unpacks it, each iteration into a store of its own.
+//
+//	go test -run '^$' -bench PullAndUnpackFromTheObjectStore -benchtime 5x ./runtime/busregistry/
+func BenchmarkPullAndUnpackFromTheObjectStore50MiB(b *testing.B) {
+	r := startRegistry(b, jetstream.FileStorage)
+	const size = 50 << 20
+	layer, err := random.Layer(size, types.DockerLayer) // a tar: the store unpacks it
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.push(b, "docker.io/library/big:1", imageOf(b, layer))
+	b.SetBytes(size)
+	b.ResetTimer()
+	var pulling time.Duration
+	for range b.N {
+		b.StopTimer()
+		s, err := images.Open(images.Options{Dir: b.TempDir(), Logger: zerolog.Nop(), Mirror: r.addr})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		if _, err := s.Pull(b.Context(), "big:1", nil); err != nil {
+			b.Fatal(err)
+		}
+		pulling += time.Since(start)
+	}
+	b.ReportMetric(float64(pulling.Milliseconds())/float64(b.N), "ms/pull")
 }
