@@ -2,7 +2,9 @@ package e2e_test
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"golang.org/x/sys/unix"
 
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/jetlettest"
@@ -94,6 +97,42 @@ func benchPodStart(b *testing.B, extra []string) {
 	rss, pss := shimMemory(b, n.dataDir)
 	b.ReportMetric(float64(rss)/float64(b.N)/(1<<20), "shim-rss-MiB/pod")
 	b.ReportMetric(float64(pss)/float64(b.N)/(1<<20), "shim-pss-MiB/pod")
+	// Disk: the image's layers once, each container's writes in its upper
+	// dir (empty for these pods, which write nothing).
+	runtimeDir := filepath.Join(n.dataDir, "runtime")
+	b.ReportMetric(float64(diskUsage(b, filepath.Join(runtimeDir, "images")))/(1<<20), "image-store-MiB")
+	uppers, _ := filepath.Glob(filepath.Join(runtimeDir, "containers", "*", "upper"))
+	var upper int64
+	for _, u := range uppers {
+		upper += diskUsage(b, u)
+	}
+	b.ReportMetric(float64(upper)/float64(b.N)/(1<<10), "upper-KiB/pod")
+}
+
+// diskUsage is what the files under dir take on disk (allocated blocks),
+// each inode once, as du counts.
+func diskUsage(b *testing.B, dir string) int64 {
+	b.Helper()
+	seen := map[uint64]bool{}
+	var total int64
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(path, &st); err != nil {
+			return err
+		}
+		if !seen[st.Ino] {
+			seen[st.Ino] = true
+			total += st.Blocks * 512
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return total
 }
 
 // shimMemory sums the RSS and PSS of the pod shims of the embedded runtime
