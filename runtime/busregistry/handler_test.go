@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/jetlet/jetlet/test/testimages"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -43,7 +44,7 @@ func TestTheRegistryIsAMirrorOfEveryRegistry(t *testing.T) {
 	img := randomImage(t, 4<<10, 1, 2)
 	res := r.push(t, "ghcr.io/o/app:v1", img)
 
-	pulled, err := r.pull(t, "o/app:v1", nsTransport{"ghcr.io"})
+	pulled, err := r.pull(t, "o/app:v1", testimages.MirrorTransport{NS: "ghcr.io"})
 	if err != nil {
 		t.Fatalf("pull with ns=ghcr.io: %v", err)
 	}

@@ -166,18 +166,6 @@ func digestOf(t testing.TB, img v1.Image) string {
 	return d.String()
 }
 
-// nsTransport adds containerd's ns parameter to every request, as
-// containerd asks a mirror.
-type nsTransport struct{ ns string }
-
-func (n nsTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
-	q := req.URL.Query()
-	q.Set("ns", n.ns)
-	req.URL.RawQuery = q.Encode()
-	return http.DefaultTransport.RoundTrip(req)
-}
-
 // checkBlobs reads every blob of a pulled image (ggcr's client checks each
 // against its digest as it reads it) and checks the config's digest.
 func checkBlobs(t testing.TB, img v1.Image) {

@@ -136,3 +136,16 @@ func ServeLibrary(t testing.TB) string {
 	bb := Must(t, Busybox)
 	return Serve(t, map[string]v1.Image{"library/busybox:latest": bb, "library/busybox:1.36": bb})
 }
+
+// MirrorTransport adds containerd's ns parameter to every request, as
+// containerd asks a mirror of the registry NS: a ggcr client pulls through a
+// mirror with it.
+type MirrorTransport struct{ NS string }
+
+func (m MirrorTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	q := req.URL.Query()
+	q.Set("ns", m.NS)
+	req.URL.RawQuery = q.Encode()
+	return http.DefaultTransport.RoundTrip(req)
+}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"math/rand"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -88,7 +87,7 @@ func TestImagePushAndList(t *testing.T) {
 		addr := serveRegistry(t, c)
 		for ref, want := range map[string]string{"o/app:v1?ghcr.io": digest(t, app), "library/busybox:1.36?docker.io": digest(t, savedImage)} {
 			path, ns, _ := strings.Cut(ref, "?")
-			img, err := remote.Image(mustRef(t, addr+"/"+path), remote.WithContext(t.Context()), remote.WithTransport(nsTransport{ns}))
+			img, err := remote.Image(mustRef(t, addr+"/"+path), remote.WithContext(t.Context()), remote.WithTransport(testimages.MirrorTransport{NS: ns}))
 			if err != nil {
 				t.Fatalf("pull %s: %v", ref, err)
 			}
@@ -211,16 +210,4 @@ func mustRef(t *testing.T, s string) name.Reference {
 		t.Fatal(err)
 	}
 	return ref
-}
-
-// nsTransport adds containerd's ns parameter to every request, as
-// containerd asks a mirror.
-type nsTransport struct{ ns string }
-
-func (n nsTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
-	q := req.URL.Query()
-	q.Set("ns", n.ns)
-	req.URL.RawQuery = q.Encode()
-	return http.DefaultTransport.RoundTrip(req)
 }
