@@ -19,6 +19,14 @@
 #	JETLET_CRI_IMAGE=localhost/jetlet/busybox:e2e
 #	JETLET_CRI_PAUSE_IMAGE=localhost/jetlet/pause:e2e
 #	JETLET_CONTAINERD_FLAVOUR=debian or v2
+#	JETLET_CONTAINERD_BUS_REGISTRY=127.0.0.1:5051
+#
+# containerd reads hosts.toml from $JETLET_CONTAINERD_DIR/certs.d (the CRI
+# registry config_path), where _default/hosts.toml makes
+# http://$JETLET_CONTAINERD_BUS_REGISTRY the first host of every pull: the
+# address a test's jetlet serves the images of the bus on
+# (--image-registry-listen), as deploy/containerd/certs.d does for a node's
+# 127.0.0.1:5050.
 #
 # Idempotent: a containerd this script started before is torn down first
 # (teardown.sh), then everything is started afresh; packages, crictl and the
@@ -34,6 +42,12 @@ SOCK=$WORK/containerd.sock
 BUSYBOX_IMAGE=localhost/jetlet/busybox:e2e
 PAUSE_IMAGE=localhost/jetlet/pause:e2e
 CRICTL_VERSION=v1.37.0
+# The loopback registry of the bus that certs.d/_default/hosts.toml names. A
+# fixed port of its own: below the kernel's ephemeral range (32768-60999),
+# so no listener on port 0 takes it, and not jetlet's default 5050, which a
+# jetlet running on the machine may hold; nothing else in the stage listens
+# on a fixed port.
+BUS_REGISTRY=127.0.0.1:5051
 FLAVOUR=${JETLET_CONTAINERD_FLAVOUR:-debian}
 # The newest v2 release that builds with this Go (1.26) when it was chosen.
 CONTAINERD_V2_VERSION=v2.4.2
@@ -177,6 +191,17 @@ cat >"$WORK/cni/net.d/10-jetlet-e2e.conflist" <<CNI
 }
 CNI
 
+# Every pull asks the loopback registry of the bus first, then the image's
+# own registry (on 404 or no answer); as deploy/containerd/certs.d, with the
+# stage's port. A loopback registry with no hosts.toml of its own (the
+# credentials test's) is still pulled from over plain HTTP.
+mkdir -p "$WORK/certs.d/_default"
+cat >"$WORK/certs.d/_default/hosts.toml" <<TOML
+# Written by test/e2e/containerd/setup.sh.
+[host."http://$BUS_REGISTRY"]
+  capabilities = ["pull", "resolve"]
+TOML
+
 # What both flavours' configs say alike: the sockets and dirs, all in $WORK.
 servers=$(cat <<TOML
 [grpc]
@@ -240,11 +265,13 @@ $servers
     conf_dir = "$WORK/cni/net.d"
     max_conf_num = 1
 
-  # No hosts.toml directory: the CRI plugin's built-in registry config, which
-  # pulls from loopback hosts (localhost, 127.0.0.1:PORT) over plain HTTP. The
-  # credentials test (pods/credentials_test.go) serves its registry there.
+  # hosts.toml: _default names the registry of the bus (above). A loopback
+  # host without a directory of its own (localhost, 127.0.0.1:PORT) is
+  # pulled from over plain HTTP: the credentials test
+  # (pods/credentials_test.go) serves its registry there;
+  # pods/pushed_image_test.go pulls through the registry of the bus.
   [plugins."io.containerd.grpc.v1.cri".registry]
-    config_path = ""
+    config_path = "$WORK/certs.d"
 TOML
 else
 # The same settings in containerd 2's layout (config version 3): the CRI
@@ -277,9 +304,9 @@ $servers
   [plugins."io.containerd.cri.v1.images".pinned_images]
     sandbox = "$PAUSE_IMAGE"
 
-  # The built-in registry config, as for 1.6 (pods/credentials_test.go).
+  # hosts.toml, as for 1.6 (pods/pushed_image_test.go, credentials_test.go).
   [plugins."io.containerd.cri.v1.images".registry]
-    config_path = ""
+    config_path = "$WORK/certs.d"
 
 [plugins."io.containerd.cri.v1.runtime"]
   # root here lacks CAP_SYS_RESOURCE (see the 1.6 config above).
@@ -351,6 +378,9 @@ export JETLET_CRI_IMAGE=$BUSYBOX_IMAGE
 export JETLET_CRI_PAUSE_IMAGE=$PAUSE_IMAGE
 export JETLET_CRI_NETWORK_READY=1
 export JETLET_CONTAINERD_FLAVOUR=$FLAVOUR
+# the address certs.d/_default/hosts.toml names: a test's jetlet serves the
+# images of the bus there (--image-registry-listen)
+export JETLET_CONTAINERD_BUS_REGISTRY=$BUS_REGISTRY
 # for ctr and crictl by hand
 export CONTAINERD_ADDRESS=$SOCK
 export CONTAINERD_NAMESPACE=k8s.io

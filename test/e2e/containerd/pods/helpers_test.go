@@ -270,12 +270,17 @@ func (s *suite) podJSON(uid string, rev int64, restartPolicy, script string) str
 
 // podJSONWithImage is podJSON with another image (pull policy IfNotPresent).
 func (s *suite) podJSONWithImage(uid string, rev int64, restartPolicy, image, script string) string {
+	return s.podJSONPulling(uid, rev, restartPolicy, image, "IfNotPresent", script)
+}
+
+// podJSONPulling is podJSONWithImage with the pull policy pull.
+func (s *suite) podJSONPulling(uid string, rev int64, restartPolicy, image, pull, script string) string {
 	cmd, _ := json.Marshal([]string{"/bin/sh", "-c", script})
 	return fmt.Sprintf(`{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","revision":%d,
 	  "pod":{"metadata":{"name":"p-%s","namespace":"default","uid":"%s","labels":{%q:%q}},
 	    "spec":{"restartPolicy":%q,"hostNetwork":true,"terminationGracePeriodSeconds":5,
-	      "containers":[{"name":"app","image":%q,"imagePullPolicy":"IfNotPresent","command":%s}]}}}`,
-		rev, uid, uid, runLabel, s.runID, restartPolicy, image, cmd)
+	      "containers":[{"name":"app","image":%q,"imagePullPolicy":%q,"command":%s}]}}}`,
+		rev, uid, uid, runLabel, s.runID, restartPolicy, image, pull, cmd)
 }
 
 func deleteJSON(uid string, rev int64, grace int) string {
