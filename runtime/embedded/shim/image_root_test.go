@@ -116,3 +116,25 @@ func TestShimImageVolume(t *testing.T) {
 		t.Errorf("want the merged image, its sub path and a one-layer image read only; got start error %q, output:\n%s", res[0].StartErr, res[0].Output)
 	}
 }
+
+// Where overlayfs cannot stack the layers, the root is a copy of the merged
+// image in the upper dir, made once: the same tree, whiteouts and opaque
+// dirs honoured, and a second start keeps what the first wrote.
+func TestShimImageRootCopy(t *testing.T) {
+	rootfs, _ := imageRoot(t, imageLayers(t))
+	rootfs.Copy = true
+	iso := &Isolation{Capabilities: capsOf(defaultCapabilities), Rootfs: rootfs}
+	first := newContainer(t, iso, nil, sh("cat /etc/a; echo; ls /etc; ls /opt/dir; cat /etc/new 2>&1; echo kept > /etc/new")...)
+	second := newContainer(t, iso, nil, sh("cat /etc/new")...)
+	res := runTestPod(t, podStep{Dir: first}, podStep{Dir: second})
+	wantRun(t, res[0], "top\na\nnew\n", "cat: can't open '/etc/new': No such file or directory")
+	wantRun(t, res[1], "kept\n")
+	for _, gone := range []string{"etc/gone", "opt/dir/old"} {
+		if _, err := os.Lstat(filepath.Join(rootfs.Upper, gone)); err == nil {
+			t.Errorf("the copy holds %s, which the top layer removes", gone)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(rootfs.Upper, "bin/busybox")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("the copy's /bin/busybox: %v, %v; want mode 755", fi, err)
+	}
+}

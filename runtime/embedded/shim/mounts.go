@@ -154,8 +154,9 @@ func overlayHostTree(base string, hostMounts []string, skipDir string) (root str
 }
 
 // mountImageRoot mounts on root the image's layers under an overlay whose
-// upper and work dirs are the container's (rootfs.Upper, rootfs.Work). It is
-// nodev unless devNodes: a device node made in it does not open.
+// upper and work dirs are the container's (rootfs.Upper, rootfs.Work), or,
+// with rootfs.Copy, a copy of them in the upper dir. It is nodev unless
+// devNodes: a device node made in it does not open.
 func mountImageRoot(root string, rootfs *Rootfs, devNodes bool) error {
 	if len(rootfs.Layers) == 0 {
 		return errors.New("the image has no layers")
@@ -185,6 +186,12 @@ func mountImageRoot(root string, rootfs *Rootfs, devNodes bool) error {
 	var flags uintptr
 	if !devNodes {
 		flags |= unix.MS_NODEV
+	}
+	if rootfs.Copy {
+		if err := copyImageRoot(root, rootfs, flags); err != nil {
+			return fmt.Errorf("copy the image's root: %w", err)
+		}
+		return nil
 	}
 	opts := ",upperdir=" + rootfs.Upper + ",workdir=" + rootfs.Work
 	if err := mountLayers(rootfs.Layers, opts, root, flags); err != nil {

@@ -110,6 +110,11 @@ type Rootfs struct {
 	// system, empty dirs at the container's first start.
 	Upper string `json:"upper"`
 	Work  string `json:"work"`
+	// Copy makes the root a copy of the image in Upper, made at the first
+	// start, instead of an overlay: where overlayfs cannot stack the layers
+	// (the kernel lacks it, or the state dir's file system cannot be an
+	// upper dir). It costs the image's size in each container.
+	Copy bool `json:"copy,omitempty"`
 }
 
 // Device is a host device node bound into the container.
