@@ -165,6 +165,7 @@ func (r *Runtime) imageRootfs(c *container) *shim.Rootfs {
 		Layers: r.store.LayerDirs(c.images.Root),
 		Upper:  filepath.Join(c.dir, "upper"),
 		Work:   filepath.Join(c.dir, "work"),
+		Copy:   r.copyRoots,
 	}
 }
 

@@ -283,3 +283,15 @@ func TestImageVolumeRefusalsAndStatus(t *testing.T) {
 		t.Errorf("the image volume's image_ref is %q, want %s", ref, id)
 	}
 }
+
+// Where overlayfs cannot stack images (copyRoots, found by Start), a
+// container's root is a copy of its image and runs as the image says.
+func TestAContainerRunsACopyOfItsImage(t *testing.T) {
+	h := newHarness(t)
+	requireImages(t, h)
+	h.rt.copyRoots = true // before any call: the calls' goroutines see it
+	sb, sbCfg := h.pod("p", nil)
+	if got := h.runImage(sb, sbCfg, "copied", "layered:1", nil); got != testimages.LayeredOutput {
+		t.Errorf("the copied image printed %q, want %q", got, testimages.LayeredOutput)
+	}
+}

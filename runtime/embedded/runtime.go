@@ -155,6 +155,9 @@ type Runtime struct {
 	// the runtime cannot isolate a container's root (not root): containers
 	// are then host programs (image.go).
 	store *images.Store
+	// copyRoots makes containers' roots copies of their images: overlayfs
+	// cannot stack them on this host (found by Start, then read-only).
+	copyRoots bool
 	// hidden are the host paths containers do not see; found by Start
 	// before serving, then read-only.
 	hidden []string
@@ -247,6 +250,11 @@ func (r *Runtime) Start(ctx context.Context, socketPath string) error {
 		})
 		if err != nil {
 			return fmt.Errorf("proc: image store: %w", err)
+		}
+		if ok, err := overlayUsable(r.cfg.Dir); !ok {
+			r.copyRoots = true
+			r.log.Warn().Err(err).Str("dir", r.cfg.Dir).
+				Msg("overlayfs cannot stack images here: each container's root is a copy of its image, made at its first start")
 		}
 	}
 	if r.locks, err = newLockWatch(); err != nil {
