@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -37,39 +38,24 @@ func (ci *containerImages) holders(containerID string) []string {
 // its own and those of its image volumes. On error nothing stays held.
 func (r *Runtime) holdImages(containerID string, cfg *runtimeapi.ContainerConfig) (*containerImages, error) {
 	ci := &containerImages{}
-	var held []string
-	hold := func(holder, ref string) (*images.Image, error) {
-		im := r.store.Lookup(ref)
-		if im == nil {
-			return nil, fmt.Errorf("image %q not found: pull it first", ref)
-		}
-		im, err := r.store.Hold(holder, im.ID)
-		if err != nil {
-			return nil, err
-		}
-		held = append(held, holder)
-		return im, nil
+	im, err := r.storedImage(cfg.GetImage().GetImage())
+	if err == nil {
+		ci.Root, err = r.store.Hold(containerID, im.ID)
 	}
-	release := func() {
-		for _, h := range held {
-			if err := r.store.Release(h); err != nil {
-				r.log.Warn().Err(err).Str("holder", h).Msg("release an image")
-			}
-		}
-	}
-	var err error
-	if ci.Root, err = hold(containerID, cfg.GetImage().GetImage()); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	for _, m := range cfg.GetMounts() {
-		ref := m.GetImage().GetImage()
-		if ref == "" {
+		if m.GetImage().GetImage() == "" {
 			continue
 		}
 		path := filepath.Clean(m.GetContainerPath())
-		im, err := r.holdImageVolume(hold, containerID, path, m)
+		im, err := r.imageVolume(m)
+		if err == nil {
+			im, err = r.store.Hold(containerID+":"+path, im.ID)
+		}
 		if err != nil {
-			release()
+			r.releaseImages(containerID, ci)
 			return nil, fmt.Errorf("image volume %s: %w", path, err)
 		}
 		if ci.Volumes == nil {
@@ -80,14 +66,23 @@ func (r *Runtime) holdImages(containerID string, cfg *runtimeapi.ContainerConfig
 	return ci, nil
 }
 
-// holdImageVolume holds the image of an image volume, which must be read
-// only (it is mounted so; a read-write one is refused, as kubelet and
-// containerd refuse it) and have the sub path it names.
-func (r *Runtime) holdImageVolume(hold func(holder, ref string) (*images.Image, error), containerID, path string, m *runtimeapi.Mount) (*images.Image, error) {
+// storedImage is the pulled image ref names.
+func (r *Runtime) storedImage(ref string) (*images.Image, error) {
+	im := r.store.Lookup(ref)
+	if im == nil {
+		return nil, fmt.Errorf("image %q not found: pull it first", ref)
+	}
+	return im, nil
+}
+
+// imageVolume is the image of an image volume, which must be read only (it
+// is mounted so; a read-write one is refused, as kubelet and containerd
+// refuse it) and have the sub path it names.
+func (r *Runtime) imageVolume(m *runtimeapi.Mount) (*images.Image, error) {
 	if !m.GetReadonly() {
 		return nil, errors.New("an image volume must be read only")
 	}
-	im, err := hold(containerID+":"+path, m.GetImage().GetImage())
+	im, err := r.storedImage(m.GetImage().GetImage())
 	if err != nil {
 		return nil, err
 	}
@@ -181,22 +176,7 @@ func (r *Runtime) imageVolumeLayers(ci *containerImages) func(path string) ([]st
 	}
 }
 
-// mergeEnv is the image's environment, then the runtime's, then the
-// container's, the last value of a variable winning in its first place.
-func mergeEnv(layers ...[]string) []string {
-	var all []string
-	for _, l := range layers {
-		all = append(all, l...)
-	}
-	return dedupEnv(all)
-}
-
 // hasEnv reports whether env sets name.
 func hasEnv(env []string, name string) bool {
-	for _, kv := range env {
-		if k, _, _ := strings.Cut(kv, "="); k == name {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/jetlet/jetlet/internal/atomicfile"
@@ -168,7 +169,7 @@ func (r *Runtime) buildSpec(c *container, s *sandbox) (*shim.ContainerSpec, erro
 	for _, kv := range cfg.GetEnvs() {
 		own = append(own, kv.GetKey()+"="+string(kv.GetValue()))
 	}
-	spec.Env = mergeEnv(env, imageEnv, own)
+	spec.Env = dedupEnv(slices.Concat(env, imageEnv, own)) // the last value of a variable wins
 	return spec, nil
 }
 

@@ -102,7 +102,7 @@ func criImage(im *images.Image) *runtimeapi.Image {
 		RepoTags:    append([]string(nil), im.RepoTags...),
 		RepoDigests: append([]string(nil), im.RepoDigests...),
 		Size:        im.Size,
-		Spec:        &runtimeapi.ImageSpec{Image: im.ID, Annotations: nil},
+		Spec:        &runtimeapi.ImageSpec{Image: im.ID},
 		Pinned:      im.Pinned,
 	}
 	userPart, _, _ := strings.Cut(im.Config.User, ":")
