@@ -29,6 +29,10 @@ var update = flag.Bool("update", false, "rewrite the generated *.schema.json fil
 
 type obj = map[string]any
 
+// nodeResourceNamePattern is resourceNamePattern with pods: a node's
+// capacity counts them.
+const nodeResourceNamePattern = `^(cpu|memory|pods|ephemeral-storage|hugepages-.+)$`
+
 func TestJSONSchemasUpToDate(t *testing.T) {
 	for _, name := range SchemaNames {
 		got := generateSchema(name)
@@ -549,6 +553,14 @@ func (g *schemaGen) output(t reflect.Type, kind string) obj {
 	if _, ok := g.defs["PodStatus"]; ok {
 		g.set("PodStatus", "node", obj{"pattern": nodeNamePattern, "maxLength": 63})
 		g.set("PodStatus", "uid", obj{"pattern": uidPattern})
+	}
+	if kind == KindNode {
+		// A node's resources count its pods too.
+		for _, prop := range []string{"capacity", "allocatable", "allocated"} {
+			g.set("", prop, obj{"propertyNames": obj{"pattern": nodeResourceNamePattern}})
+		}
+		g.set("NodeCondition", "type", enumOf(corev1.NodeReady, corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure))
+		g.set("NodeCondition", "status", enumOf(corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown))
 	}
 	if _, ok := g.defs["PodCounts"]; ok {
 		g.set("PodCounts", "byPhase", obj{"propertyNames": typeOverlays[reflect.TypeFor[PodPhase]()]})

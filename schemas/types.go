@@ -71,17 +71,20 @@ type ActionResult struct {
 
 // SyncResult answers exactly one intent.
 type SyncResult struct {
-	APIVersion string         `json:"apiVersion"`
-	Kind       string         `json:"kind"`
-	Node       string         `json:"node"`
-	UID        string         `json:"uid"`
-	Namespace  string         `json:"namespace"`
-	Name       string         `json:"name"`
-	IntentSeq  uint64         `json:"intentSeq"`
-	Revision   int64          `json:"revision"`
-	Op         Op             `json:"op"`
-	Outcome    Outcome        `json:"outcome"`
-	Error      string         `json:"error"`
+	APIVersion string  `json:"apiVersion"`
+	Kind       string  `json:"kind"`
+	Node       string  `json:"node"`
+	UID        string  `json:"uid"`
+	Namespace  string  `json:"namespace"`
+	Name       string  `json:"name"`
+	IntentSeq  uint64  `json:"intentSeq"`
+	Revision   int64   `json:"revision"`
+	Op         Op      `json:"op"`
+	Outcome    Outcome `json:"outcome"`
+	Error      string  `json:"error"`
+	// Reason is kubelet's word for why admission refused the pod
+	// (OutOfmemory, NodeAffinity, PodSecurity, ...), with outcome Rejected.
+	Reason     string         `json:"reason,omitempty"`
 	Actions    []ActionResult `json:"actions"`
 	Status     *PodStatus     `json:"status,omitempty"`
 	ReceivedAt time.Time      `json:"receivedAt"`
@@ -273,8 +276,10 @@ type PodStatus struct {
 	Revision  int64    `json:"revision"`
 	IntentSeq uint64   `json:"intentSeq"`
 	Phase     PodPhase `json:"phase"`
-	// Reason says why the phase is what it is (DeadlineExceeded with Failed).
+	// Reason says why the phase is what it is (DeadlineExceeded, Evicted or
+	// an admission refusal's reason with Failed); Message says more.
 	Reason         string            `json:"reason,omitempty"`
+	Message        string            `json:"message,omitempty"`
 	Conditions     []PodCondition    `json:"conditions,omitempty"`
 	Sandbox        *SandboxStatus    `json:"sandbox"`
 	InitContainers []ContainerStatus `json:"initContainers"`
@@ -309,9 +314,37 @@ type NodeRecord struct {
 	RuntimeEndpoint   string `json:"runtimeEndpoint"`
 	// Isolation is how far the embedded runtime isolates pods from the host;
 	// empty with another CRI runtime.
-	Isolation   IsolationLevel  `json:"isolation,omitempty"`
-	Pods        PodCounts       `json:"pods"`
+	Isolation IsolationLevel `json:"isolation,omitempty"`
+	Pods      PodCounts      `json:"pods"`
+
+	// The node's status in Kubernetes' Node shapes (CONTRACT section 12),
+	// what a scheduler places pods with.
+	Labels        map[string]string   `json:"labels,omitempty"`
+	Taints        []corev1.Taint      `json:"taints,omitempty"`
+	Unschedulable bool                `json:"unschedulable"`
+	Capacity      corev1.ResourceList `json:"capacity,omitempty"`
+	// Allocatable is Capacity less --kube-reserved, --system-reserved and
+	// the hard eviction thresholds, as kubelet computes it.
+	Allocatable corev1.ResourceList `json:"allocatable,omitempty"`
+	// Allocated is the sum of the requests of the admitted pods that are
+	// not terminal, and their count as pods.
+	Allocated  corev1.ResourceList     `json:"allocated,omitempty"`
+	Conditions []NodeCondition         `json:"conditions,omitempty"`
+	Addresses  []corev1.NodeAddress    `json:"addresses,omitempty"`
+	Images     []corev1.ContainerImage `json:"images,omitempty"`
+
 	StartedAt   time.Time       `json:"startedAt"`
 	HeartbeatAt time.Time       `json:"heartbeatAt"`
 	Extra       json.RawMessage `json:"extra,omitempty"`
+}
+
+// NodeCondition is one of the node's conditions (Ready, MemoryPressure,
+// DiskPressure, PIDPressure), as Kubernetes' NodeCondition without its
+// heartbeat time (the record's heartbeatAt says it).
+type NodeCondition struct {
+	Type               corev1.NodeConditionType `json:"type"`
+	Status             corev1.ConditionStatus   `json:"status"`
+	Reason             string                   `json:"reason,omitempty"`
+	Message            string                   `json:"message,omitempty"`
+	LastTransitionTime time.Time                `json:"lastTransitionTime"`
 }
