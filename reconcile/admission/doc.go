@@ -1,0 +1,24 @@
+// Package admission decides whether a new pod may start on this node, as
+// kubelet's pod admit handlers do (pkg/kubelet/lifecycle/predicate.go and the
+// eviction manager's Admit), with the Pod Security Standards checked at the
+// node as the API server checks them.
+//
+// Admit is a pure function of what the node is (Node), the pod, and the pods
+// already admitted and not terminal. It runs the checks of CONTRACT section 12
+// in order; the first that fails decides, with kubelet's reason and a message
+// that says what did not fit:
+//
+//  1. pod security at the node's level       PodSecurity
+//  2. spec.nodeName                          NodeName
+//  3. nodeSelector, required node affinity   NodeAffinity
+//  4. NoSchedule and NoExecute taints        TaintToleration
+//  5. host ports already in use              NodePorts
+//  6. requests against allocatable − allocated  OutOfcpu, OutOfmemory, OutOf<resource>
+//  7. pod count against allocatable pods     OutOfpods
+//  8. node pressure                          Evicted
+//  9. cordon                                 NodeUnschedulable
+//
+// The package does no I/O and keeps no state: the caller serialises
+// admissions (one lock over the decision and the record of the pod admitted),
+// so that two pods never both fit into the same room.
+package admission
