@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/schemas"
@@ -72,7 +73,8 @@ every node or on --node; NAME lists the pods of that name only.
 
 READY is ready/total app containers; STATUS is the phase, or what holds the
 pod up (Init:0/1, ContainerCreating, CrashLoopBackOff, Error, Completed), or
-Unknown for a pod not finished on a node that is not Ready (its heartbeat is
+a Failed pod's reason (OutOfmemory and the other admission refusals, Evicted,
+DeadlineExceeded), or Unknown for a pod not finished on a node that is not Ready (its heartbeat is
 late, expired or deleted: see get nodes);
 AGE counts from the pod's first intent still in JETLET_INTENTS, else from its
 earliest container start. A deleted pod (Terminated) is listed only with -a.
@@ -401,11 +403,16 @@ func podStart(p *schemas.PodStatus) time.Time {
 }
 
 // podStatusText is kubectl's STATUS column: the phase unless an init
-// container or a container says better what the pod is doing.
+// container or a container says better what the pod is doing; a Failed
+// pod's reason when it has one (OutOfmemory for a pod refused at admission,
+// Evicted, DeadlineExceeded).
 func podStatusText(p *schemas.PodStatus) string {
 	reason := string(p.Phase)
-	if p.Phase == schemas.PhaseTerminating || p.Phase == schemas.PhaseTerminated {
+	switch {
+	case p.Phase == schemas.PhaseTerminating || p.Phase == schemas.PhaseTerminated:
 		return reason
+	case p.Phase == schemas.PhaseFailed && p.Reason != "":
+		return p.Reason
 	}
 	for i, c := range p.InitContainers {
 		switch {
@@ -451,13 +458,20 @@ func newGetNodesCommand() *cobra.Command {
 		Use:     "nodes",
 		Aliases: []string{"node", "no"},
 		Short:   "List the nodes of jetlet_nodes, and the nodes with pods in jetlet_status",
-		Long: `List the nodes. STATUS is Ready while the node's heartbeat in jetlet_nodes
-is fresh (within three beats); NotReady when it is late, or expired (--node-ttl
-of jetlet run) while the node still has pods in jetlet_status: a lost node;
-Stopped when its jetlet stopped cleanly and deleted its record. The pods of a
-node that is not Ready show as Unknown in get pods. A node that will not come
-back is removed with jetlet node remove. -o json and -o yaml print the
-records as stored.`,
+		Long: `List the nodes, as kubectl get nodes, with what a scheduler places pods by.
+
+STATUS is Ready while the node's heartbeat in jetlet_nodes is fresh (within
+three beats) and its Ready condition is True; NotReady when the heartbeat is
+fresh but the node says it is not Ready; Unknown when the heartbeat is late,
+or expired (--node-ttl of jetlet run) while the node still has pods in
+jetlet_status: a lost node; Stopped when its jetlet stopped cleanly and
+deleted its record. ",SchedulingDisabled" follows when the node is cordoned.
+The pods of a node whose heartbeat is not fresh show as Unknown in get pods.
+
+CPU, MEMORY and PODS are what the node's admitted pods request out of its
+allocatable (250m/2, 512Mi/23Gi, 3/110); PRESSURE lists its pressure
+conditions that are True. A node that will not come back is removed with
+jetlet node remove. -o json and -o yaml print the records as stored.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -501,15 +515,30 @@ func (o *getNodesOptions) run(cmd *cobra.Command) error {
 	}
 	names := slices.Sorted(maps.Keys(states))
 	tw := newTable(w)
-	fmt.Fprintln(tw, "NAME\tSTATUS\tPODS\tRUNTIME\tVERSION\tAGE\tHEARTBEAT")
+	fmt.Fprintln(tw, "NAME\tSTATUS\tCPU\tMEMORY\tPODS\tPRESSURE\tRUNTIME\tAGE\tVERSION\tHEARTBEAT")
 	now := time.Now()
 	for _, name := range names {
-		n := states[name]
-		pods, runtime, version, age := strconv.Itoa(n.Pods), "", "", ""
-		if r := n.Record; r != nil {
-			pods, runtime, version, age = strconv.Itoa(r.Pods.Total), strings.TrimSpace(r.RuntimeName+" "+r.RuntimeVersion), r.JetletVersion, ageSince(r.StartedAt, now)
-		}
-		writeRow(tw, name, n.status(now), pods, runtime, version, age, n.heartbeat(now))
+		writeRow(tw, nodeRow(states[name], now)...)
 	}
 	return tw.Flush()
+}
+
+// nodeRow is a node's line of get nodes. A node without a record (lost, or
+// stopped) shows only what jetlet_status says of it: its pods.
+func nodeRow(n *nodeState, now time.Time) []string {
+	r := n.Record
+	if r == nil {
+		return []string{n.Name, n.status(now), "", "", strconv.Itoa(n.Pods), "", "", "", "", n.heartbeat(now)}
+	}
+	pods := allocatedOfAllocatable(r, corev1.ResourcePods)
+	if pods == "" { // a jetlet from before node status: its count
+		pods = strconv.Itoa(r.Pods.Total)
+	}
+	return []string{
+		n.Name, n.status(now),
+		allocatedOfAllocatable(r, corev1.ResourceCPU), allocatedOfAllocatable(r, corev1.ResourceMemory), pods,
+		strings.Join(nodePressures(r), ","),
+		strings.TrimSpace(r.RuntimeName + " " + r.RuntimeVersion), ageSince(r.StartedAt, now), r.JetletVersion,
+		n.heartbeat(now),
+	}
 }

@@ -64,7 +64,10 @@ func TestGetPodsAndNodes(t *testing.T) {
 
 	res = c.run("get", "nodes")
 	wantCode(t, res, 0)
-	for _, want := range []string{`NAME\s+STATUS\s+PODS\s+RUNTIME\s+VERSION\s+AGE\s+HEARTBEAT`, `n1\s+Ready\s+0\s+fake 0.1\s+test\s+60m\s+\d+s ago`, `n2\s+Ready`} {
+	for _, want := range []string{
+		`NAME\s+STATUS\s+CPU\s+MEMORY\s+PODS\s+PRESSURE\s+RUNTIME\s+AGE\s+VERSION\s+HEARTBEAT`,
+		`n1\s+Ready\s+<none>\s+<none>\s+0\s+<none>\s+fake 0.1\s+60m\s+test\s+\d+s ago`, `n2\s+Ready`,
+	} {
 		if !regexp.MustCompile(want).MatchString(res.stdout) {
 			t.Errorf("get nodes does not match %s:\n%s", want, res.stdout)
 		}
@@ -127,6 +130,14 @@ func TestPodStatusText(t *testing.T) {
 			p.InitContainers = []schemas.ContainerStatus{{State: schemas.ContainerExited, ExitCode: 1, Reason: "Error"}}
 		}, "Init:Error"},
 		{"terminating", func(p *schemas.PodStatus) { p.Phase = schemas.PhaseTerminating }, "Terminating"},
+		{"refused at admission", func(p *schemas.PodStatus) {
+			p.Phase, p.Reason, p.Containers = schemas.PhaseFailed, "OutOfmemory", nil
+		}, "OutOfmemory"},
+		{"evicted, its container killed", func(p *schemas.PodStatus) {
+			p.Phase, p.Reason = schemas.PhaseFailed, "Evicted"
+			p.Containers[0] = schemas.ContainerStatus{State: schemas.ContainerExited, ExitCode: 137, Reason: "Error"}
+		}, "Evicted"},
+		{"reason of a pod not failed", func(p *schemas.PodStatus) { p.Reason = "Something" }, "Running"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/consumer/status"
@@ -21,11 +22,18 @@ import (
 // jetlet_nodes and jetlet_status; nothing stored is rewritten.
 const (
 	nodeReady = "Ready"
-	// nodeNotReady: its heartbeat is late, or expired from jetlet_nodes
-	// while the node still has pods in jetlet_status (lost).
+	// nodeNotReady: its heartbeat is fresh, but its Ready condition is not
+	// True: the node itself says it cannot run pods.
 	nodeNotReady = "NotReady"
+	// nodeUnknown: its heartbeat is late, or expired from jetlet_nodes while
+	// the node still has pods in jetlet_status (lost): what it last said
+	// may no longer hold, as Kubernetes' Ready condition Unknown.
+	nodeUnknown = "Unknown"
 	// nodeStopped: its jetlet stopped cleanly and deleted its record.
 	nodeStopped = "Stopped"
+	// nodeCordoned is added to the status of an unschedulable node, as
+	// kubectl does.
+	nodeCordoned = ",SchedulingDisabled"
 )
 
 // nodeState is what the client knows of one node.
@@ -44,14 +52,36 @@ func (n *nodeState) live(now time.Time) bool {
 	return n.Record != nil && now.Sub(n.Record.HeartbeatAt) <= 3*status.HeartbeatPeriod
 }
 
+// status is the STATUS column: Ready, NotReady, Unknown or Stopped, with
+// ",SchedulingDisabled" when the node is cordoned.
 func (n *nodeState) status(now time.Time) string {
+	var s string
 	switch {
+	case n.live(now) && reportsReady(n.Record):
+		s = nodeReady
 	case n.live(now):
-		return nodeReady
+		s = nodeNotReady
 	case n.Record == nil && !n.StoppedAt.IsZero():
 		return nodeStopped
+	default:
+		s = nodeUnknown
 	}
-	return nodeNotReady
+	if n.Record != nil && n.Record.Unschedulable {
+		s += nodeCordoned
+	}
+	return s
+}
+
+// reportsReady says whether the node's Ready condition is True; a record
+// without one (a jetlet from before node conditions) is ready by its
+// heartbeat alone.
+func reportsReady(rec *schemas.NodeRecord) bool {
+	for _, c := range rec.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return true
 }
 
 // heartbeat is the HEARTBEAT column: how long ago, or what became of it.
