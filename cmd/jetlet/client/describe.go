@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -18,7 +19,8 @@ import (
 	"github.com/jetlet/jetlet/schemas"
 )
 
-// describeEvents is how many of a pod's newest events describe shows.
+// describeEvents is how many of the newest events of a pod, or of a node's
+// pods, describe shows.
 const describeEvents = 20
 
 type describeOptions struct {
@@ -28,11 +30,11 @@ type describeOptions struct {
 
 func newDescribeCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "describe pod NAMESPACE/NAME | --uid UID",
-		Short: "Show a pod in detail: conditions, containers, probes and recent events",
+		Use:   "describe pod NAMESPACE/NAME | --uid UID | node NAME",
+		Short: "Show a pod or a node in detail",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return fmt.Errorf("describe what? `jetlet describe pod NAMESPACE/NAME`")
+			return fmt.Errorf("describe what? `jetlet describe pod NAMESPACE/NAME` or `jetlet describe node NAME`")
 		},
 	}
 	var o describeOptions
@@ -40,7 +42,8 @@ func newDescribeCommand() *cobra.Command {
 		Use:     "pod NAMESPACE/NAME | --uid UID",
 		Aliases: []string{"pods", "po"},
 		Short:   "Show a pod in detail",
-		Long: `Show a pod as kubectl describe does: where it runs, its phase and
+		Long: `Show a pod as kubectl describe does: where it runs, its phase (with the
+reason and message of a Failed one: an admission refusal, an eviction) and
 conditions, each container's state, last termination, restart count and
 probes (from the spec of its newest apply intent), and its newest events
 (from JETLET_EVENTS). NAMESPACE/NAME describes every uid of that name still
@@ -53,7 +56,7 @@ known, oldest first.`,
 	o.client.register(fs)
 	fs.StringVar(&o.uid, "uid", "", "the pod's uid, instead of NAMESPACE/NAME")
 	cli.AnnotateEnv(fs)
-	cmd.AddCommand(pod)
+	cmd.AddCommand(pod, newDescribeNodeCommand())
 	return cmd
 }
 
@@ -73,7 +76,7 @@ func (o *describeOptions) run(cmd *cobra.Command, args []string) error {
 		if err != nil {
 			return err
 		}
-		events, err := c.newestEvents(ctx, p, describeEvents)
+		events, err := c.newestEvents(ctx, c.subj.PodEvents(p.Node, p.UID), false, describeEvents)
 		if err != nil {
 			return err
 		}
@@ -113,9 +116,13 @@ func (c *client) appliedSpec(ctx context.Context, p *podRecord) (*corev1.PodSpec
 	return nil, nil
 }
 
-// newestEvents returns the pod's newest n events, oldest first.
-func (c *client) newestEvents(ctx context.Context, p *podRecord, n int) ([]schemas.LifecycleEvent, error) {
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{c.subj.Event(p.Node, p.UID, "*")}, DeliverPolicy: jetstream.DeliverAllPolicy}
+// newestEvents returns the newest n events on filter, oldest first; with
+// lastPerSubject, of the newest event of each pod and type only.
+func (c *client) newestEvents(ctx context.Context, filter string, lastPerSubject bool, n int) ([]schemas.LifecycleEvent, error) {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverAllPolicy}
+	if lastPerSubject {
+		cfg.DeliverPolicy = jetstream.DeliverLastPerSubjectPolicy
+	}
 	var out []schemas.LifecycleEvent
 	err := c.readStream(ctx, schemas.StreamEvents, cfg, false, func(msg jetstream.Msg) error {
 		var ev schemas.LifecycleEvent
@@ -150,6 +157,9 @@ func describePod(w io.Writer, p *podRecord, spec *corev1.PodSpec, events []schem
 		if st.Reason != "" {
 			field(0, "Reason", st.Reason)
 		}
+		if st.Message != "" {
+			field(0, "Message", oneLine(st.Message))
+		}
 		ip := ""
 		if st.Sandbox != nil && len(st.Sandbox.IPs) > 0 {
 			ip = strings.Join(st.Sandbox.IPs, ", ")
@@ -178,16 +188,30 @@ func describePod(w io.Writer, p *podRecord, spec *corev1.PodSpec, events []schem
 		describeContainers(w, "Containers", st.Containers, specContainers(spec, false), now)
 	}
 
+	writeEventsSection(w, events, false, now)
+}
+
+// writeEventsSection writes describe's Events section, oldest first; withPod
+// adds the pod of each, for a node's.
+func writeEventsSection(w io.Writer, events []schemas.LifecycleEvent, withPod bool, now time.Time) {
 	fmt.Fprintln(w, "Events:")
 	if len(events) == 0 {
 		fmt.Fprintln(w, "  <none>")
 		return
 	}
 	et := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(et, "  AGE\tTYPE\tCONTAINER\tREASON/EXIT\tMESSAGE")
+	header := []string{"AGE", "TYPE", "CONTAINER", "REASON/EXIT", "MESSAGE"}
+	if withPod {
+		header = slices.Insert(header, 1, "POD")
+	}
+	fmt.Fprintln(et, "  "+strings.Join(header, "\t"))
 	for i := range events {
 		ev := &events[i]
-		fmt.Fprintf(et, "  %s\t%s\t%s\t%s\t%s\n", ageSince(ev.Time, now), ev.Type, orNone(ev.Container), orNone(eventReason(ev)), oneLine(ev.Message))
+		row := []string{ageSince(ev.Time, now), string(ev.Type), orNone(ev.Container), orNone(eventReason(ev)), oneLine(ev.Message)}
+		if withPod {
+			row = slices.Insert(row, 1, ev.Namespace+"/"+ev.Pod)
+		}
+		fmt.Fprintln(et, "  "+strings.Join(row, "\t"))
 	}
 	et.Flush()
 }
