@@ -70,9 +70,9 @@ func requiredAffinityMismatch(node *corev1.Node, selector *corev1.NodeSelector) 
 		terms = append(terms, fmt.Sprintf("term %d: %s", i, termMismatch(node, term)))
 	}
 	if len(terms) == 0 {
-		return "requiredDuringSchedulingIgnoredDuringExecution has no nodeSelectorTerms and matches no node"
+		return "the required node affinity has no terms and matches no node"
 	}
-	return "no nodeSelectorTerm of requiredDuringSchedulingIgnoredDuringExecution matched: " + strings.Join(terms, "; ")
+	return "no term of the required node affinity matched: " + strings.Join(terms, "; ")
 }
 
 func termMismatch(node *corev1.Node, term corev1.NodeSelectorTerm) string {

@@ -26,8 +26,11 @@ func Allocated(active []*corev1.Pod) corev1.ResourceList {
 	allocated := corev1.ResourceList{
 		corev1.ResourcePods: *resource.NewQuantity(int64(len(active)), resource.DecimalSI),
 	}
+	// One scratch list for every pod's requests, folded into the sum at once.
+	var scratch corev1.ResourceList
 	for _, pod := range active {
-		for name, q := range podRequests(pod) {
+		scratch = resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{Reuse: scratch})
+		for name, q := range scratch {
 			sum := allocated[name]
 			sum.Add(q)
 			allocated[name] = sum
