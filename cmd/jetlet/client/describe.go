@@ -194,26 +194,34 @@ func describePod(w io.Writer, p *podRecord, spec *corev1.PodSpec, events []schem
 // writeEventsSection writes describe's Events section, oldest first; withPod
 // adds the pod of each, for a node's.
 func writeEventsSection(w io.Writer, events []schemas.LifecycleEvent, withPod bool, now time.Time) {
-	fmt.Fprintln(w, "Events:")
-	if len(events) == 0 {
-		fmt.Fprintln(w, "  <none>")
-		return
-	}
-	et := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 	header := []string{"AGE", "TYPE", "CONTAINER", "REASON/EXIT", "MESSAGE"}
 	if withPod {
 		header = slices.Insert(header, 1, "POD")
 	}
-	fmt.Fprintln(et, "  "+strings.Join(header, "\t"))
+	rows := make([][]string, len(events))
 	for i := range events {
 		ev := &events[i]
-		row := []string{ageSince(ev.Time, now), string(ev.Type), orNone(ev.Container), orNone(eventReason(ev)), oneLine(ev.Message)}
+		rows[i] = []string{ageSince(ev.Time, now), string(ev.Type), orNone(ev.Container), orNone(eventReason(ev)), oneLine(ev.Message)}
 		if withPod {
-			row = slices.Insert(row, 1, ev.Namespace+"/"+ev.Pod)
+			rows[i] = slices.Insert(rows[i], 1, ev.Namespace+"/"+ev.Pod)
 		}
-		fmt.Fprintln(et, "  "+strings.Join(row, "\t"))
 	}
-	et.Flush()
+	writeTableSection(w, "Events", header, rows)
+}
+
+// writeTableSection writes a section of describe: its title, then the rows
+// under the header as an indented table, or "<none>" without rows.
+func writeTableSection(w io.Writer, title string, header []string, rows [][]string) {
+	fmt.Fprintf(w, "%s:\n", title)
+	if len(rows) == 0 {
+		fmt.Fprintln(w, "  <none>")
+		return
+	}
+	tw := newTable(w)
+	for _, row := range slices.Concat([][]string{header}, rows) {
+		fmt.Fprintln(tw, "  "+strings.Join(row, "\t"))
+	}
+	tw.Flush()
 }
 
 func specContainers(spec *corev1.PodSpec, init bool) map[string]*corev1.Container {

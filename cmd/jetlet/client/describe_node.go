@@ -44,24 +44,12 @@ publish no events of their own).`,
 }
 
 func (o *describeNodeOptions) run(cmd *cobra.Command, name string) error {
-	if !schemas.ValidNodeName(name) {
-		return fmt.Errorf("%q is not a node name (a DNS-1123 label)", name)
-	}
-	c, err := connectClient(cmd, &o.client)
+	c, node, statuses, err := namedNode(cmd, &o.client, name)
 	if err != nil {
 		return err
 	}
 	defer c.close()
 	ctx := cmd.Context()
-	statuses, err := c.statuses(ctx, name)
-	if err != nil {
-		return err
-	}
-	states, err := c.nodeStates(ctx, name, statuses)
-	if err != nil {
-		return err
-	}
-	node := states[name]
 	if node == nil {
 		return &notFoundError{fmt.Sprintf("node %s not found: no record in %s and no pods in %s", name, schemas.BucketNodes, schemas.BucketStatus)}
 	}
@@ -163,17 +151,11 @@ func describeNode(w io.Writer, n *nodeState, pods []podResources, events []schem
 	field("Started", formatTime(r.StartedAt))
 	tw.Flush()
 
-	fmt.Fprintln(w, "Conditions:")
-	if len(r.Conditions) == 0 {
-		fmt.Fprintln(w, "  <none>")
-	} else {
-		ct := newTable(w)
-		fmt.Fprintln(ct, "  TYPE\tSTATUS\tLAST TRANSITION\tREASON\tMESSAGE")
-		for _, c := range r.Conditions {
-			fmt.Fprintf(ct, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, orNone(formatTime(c.LastTransitionTime)), orNone(c.Reason), oneLine(c.Message))
-		}
-		ct.Flush()
+	var conditions [][]string
+	for _, c := range r.Conditions {
+		conditions = append(conditions, []string{string(c.Type), string(c.Status), orNone(formatTime(c.LastTransitionTime)), orNone(c.Reason), oneLine(c.Message)})
 	}
+	writeTableSection(w, "Conditions", []string{"TYPE", "STATUS", "LAST TRANSITION", "REASON", "MESSAGE"}, conditions)
 	section := func(title string, rows [][2]string) {
 		fmt.Fprintf(w, "%s:\n", title)
 		st := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
@@ -218,17 +200,11 @@ func describeNode(w io.Writer, n *nodeState, pods []podResources, events []schem
 	}
 	describeNodePods(w, pods, allocatable, now)
 
-	fmt.Fprintln(w, "Images:")
-	if len(r.Images) == 0 {
-		fmt.Fprintln(w, "  <none>")
-	} else {
-		it := newTable(w)
-		fmt.Fprintln(it, "  NAMES\tSIZE")
-		for _, im := range r.Images {
-			fmt.Fprintf(it, "  %s\t%s\n", strings.Join(im.Names, ", "), humanBytes(im.SizeBytes))
-		}
-		it.Flush()
+	var images [][]string
+	for _, im := range r.Images {
+		images = append(images, []string{strings.Join(im.Names, ", "), humanBytes(im.SizeBytes)})
 	}
+	writeTableSection(w, "Images", []string{"NAMES", "SIZE"}, images)
 	writeEventsSection(w, events, true, now)
 }
 

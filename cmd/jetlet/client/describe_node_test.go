@@ -1,12 +1,15 @@
 package client
 
 import (
+	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/poll"
 )
 
 // podWithResources is a pod whose containers request and limit CPU and
@@ -76,6 +79,7 @@ func TestDescribeNode(t *testing.T) {
 		c.putStatus(st)
 	}
 
+	consumersBefore := c.consumers()
 	res := c.run("describe", "node", "n1")
 	wantCode(t, res, 0)
 	for _, want := range []string{
@@ -130,6 +134,13 @@ func TestDescribeNode(t *testing.T) {
 	res = c.run("describe", "node", "nothere")
 	wantCode(t, res, 1)
 	wantContains(t, "stderr", res.stderr, "node nothere not found")
+
+	// Its reads of intents, events and buckets leave no consumer behind
+	// (the server's own clean-up after 10s idle is not waited for).
+	var after []string
+	poll.Until(t, 5*time.Second, func() string {
+		return fmt.Sprintf("after describe node the server has consumers %v; before it %v", after, consumersBefore)
+	}, func() bool { after = c.consumers(); return slices.Equal(after, consumersBefore) })
 }
 
 // get pods shows an admission refusal's reason as the pod's STATUS, and

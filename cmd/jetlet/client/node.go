@@ -214,26 +214,38 @@ fresh: stop its jetlet first. Needs the operator's NATS credentials.`,
 	return cmd
 }
 
-func (o *nodeRemoveOptions) run(cmd *cobra.Command, name string) error {
+// namedNode connects and returns what is known of the node called name:
+// its state (nil when neither jetlet_nodes nor jetlet_status knows it) and
+// its pods' statuses. The caller closes the client.
+func namedNode(cmd *cobra.Command, f *clientFlags, name string) (*client, *nodeState, []schemas.PodStatus, error) {
 	if !schemas.ValidNodeName(name) {
-		return fmt.Errorf("%q is not a node name (a DNS-1123 label)", name)
+		return nil, nil, nil, fmt.Errorf("%q is not a node name (a DNS-1123 label)", name)
 	}
-	c, err := connectClient(cmd, &o.client)
+	c, err := connectClient(cmd, f)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	statuses, err := c.statuses(cmd.Context(), name)
+	if err != nil {
+		c.close()
+		return nil, nil, nil, err
+	}
+	states, err := c.nodeStates(cmd.Context(), name, statuses)
+	if err != nil {
+		c.close()
+		return nil, nil, nil, err
+	}
+	return c, states[name], statuses, nil
+}
+
+func (o *nodeRemoveOptions) run(cmd *cobra.Command, name string) error {
+	c, st, _, err := namedNode(cmd, &o.client, name)
 	if err != nil {
 		return err
 	}
 	defer c.close()
 	ctx := cmd.Context()
-	statuses, err := c.statuses(ctx, name)
-	if err != nil {
-		return err
-	}
-	states, err := c.nodeStates(ctx, name, statuses)
-	if err != nil {
-		return err
-	}
 	now := time.Now()
-	st := states[name]
 	if st != nil && st.live(now) {
 		return fmt.Errorf("node %s is live (heartbeat %s): stop its jetlet first", name, st.heartbeat(now))
 	}
