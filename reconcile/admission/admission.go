@@ -2,6 +2,8 @@ package admission
 
 import (
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/jetlet/jetlet/reconcile/eviction"
 )
 
 // The reasons of a refusal, kubelet's words (a refusal for want of a
@@ -15,7 +17,7 @@ const (
 	ReasonNodePorts            = "NodePorts"
 	InsufficientResourcePrefix = "OutOf"
 	// ReasonEvicted is the eviction manager's: the node is under pressure.
-	ReasonEvicted           = "Evicted"
+	ReasonEvicted           = eviction.Reason
 	ReasonNodeUnschedulable = "NodeUnschedulable"
 )
 

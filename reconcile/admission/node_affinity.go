@@ -36,16 +36,24 @@ func checkNodeAffinity(node *Node, pod *corev1.Pod, _ []*corev1.Pod) Verdict {
 	if match, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(k8sNode); match {
 		return admitted
 	}
-	var why string
-	if mismatch := nodeSelectorMismatch(k8sNode, pod.Spec.NodeSelector); mismatch != "" {
-		why = mismatch
-	} else {
-		why = requiredAffinityMismatch(k8sNode, pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution)
+	message := "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"
+	if why := affinityMismatch(k8sNode, pod); why != "" {
+		message += ": " + why
 	}
-	return Verdict{
-		Reason:  ReasonNodeAffinity,
-		Message: "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector: " + why,
+	return Verdict{Reason: ReasonNodeAffinity, Message: message}
+}
+
+// affinityMismatch says what the node failed: the nodeSelector, which the
+// library checks first, else the required node affinity.
+func affinityMismatch(node *corev1.Node, pod *corev1.Pod) string {
+	if why := nodeSelectorMismatch(node, pod.Spec.NodeSelector); why != "" {
+		return why
 	}
+	if affinity := pod.Spec.Affinity; affinity != nil && affinity.NodeAffinity != nil &&
+		affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		return requiredAffinityMismatch(node, affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution)
+	}
+	return ""
 }
 
 // nodeSelectorMismatch names the nodeSelector's labels the node lacks or

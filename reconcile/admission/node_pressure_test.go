@@ -19,7 +19,7 @@ func TestNodePressure(t *testing.T) {
 		want       string
 	}{
 		{name: "no pressure, BestEffort", mutate: bestEffort},
-		{name: "memory pressure, BestEffort", conditions: memory, mutate: bestEffort, want: "The node had condition: [MemoryPressure]."},
+		{name: "memory pressure, BestEffort", conditions: memory, mutate: bestEffort, want: "The node had condition: [MemoryPressure]. "},
 		{name: "memory pressure, Burstable", conditions: memory, mutate: burstable},
 		{
 			name:       "memory pressure, Guaranteed",
@@ -41,20 +41,20 @@ func TestNodePressure(t *testing.T) {
 			conditions: memory,
 			mutate:     func(pod *corev1.Pod) { pod.Status.QOSClass = corev1.PodQOSBurstable },
 		},
-		{name: "disk pressure, Burstable", conditions: disk, mutate: burstable, want: "The node had condition: [DiskPressure]."},
+		{name: "disk pressure, Burstable", conditions: disk, mutate: burstable, want: "The node had condition: [DiskPressure]. "},
 		{
 			name:       "disk pressure, tolerating its taint",
 			conditions: disk,
 			mutate: func(pod *corev1.Pod) {
 				pod.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeDiskPressure, Operator: corev1.TolerationOpExists}}
 			},
-			want: "The node had condition: [DiskPressure].",
+			want: "The node had condition: [DiskPressure]. ",
 		},
 		{
 			name:       "memory and PID pressure, Burstable: every condition named",
 			conditions: []corev1.NodeConditionType{corev1.NodeMemoryPressure, corev1.NodePIDPressure},
 			mutate:     burstable,
-			want:       "The node had condition: [MemoryPressure PIDPressure].",
+			want:       "The node had condition: [MemoryPressure PIDPressure]. ",
 		},
 		{
 			name:       "disk pressure, a critical pod",
@@ -65,7 +65,7 @@ func TestNodePressure(t *testing.T) {
 			name:       "disk pressure, a priority just short of critical",
 			conditions: disk,
 			mutate:     func(pod *corev1.Pod) { pod.Spec.Priority = ptr.To(int32(1_999_999_999)) },
-			want:       "The node had condition: [DiskPressure].",
+			want:       "The node had condition: [DiskPressure]. ",
 		},
 	}
 	for _, tt := range tests {

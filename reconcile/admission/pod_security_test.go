@@ -196,6 +196,14 @@ func TestPodSecurity(t *testing.T) {
 			restricted: `violates PodSecurity "restricted:latest": runAsUser=0 (pod must not set runAsUser=0)`,
 		},
 		{
+			name: "runAsUser 0 in a user namespace, which both allow",
+			mutate: func(pod *corev1.Pod) {
+				pod.Spec.HostUsers = ptr.To(false)
+				pod.Spec.SecurityContext.RunAsNonRoot = nil
+				pod.Spec.SecurityContext.RunAsUser = ptr.To(int64(0))
+			},
+		},
+		{
 			name:       "seccomp profile unset",
 			mutate:     func(pod *corev1.Pod) { pod.Spec.SecurityContext.SeccompProfile = nil },
 			restricted: `violates PodSecurity "restricted:latest": seccompProfile (pod or container "c" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")`,
