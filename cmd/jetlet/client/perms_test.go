@@ -464,7 +464,7 @@ func TestNATSConfigRoles(t *testing.T) {
 			t.Fatalf("jetlet exited %d on SIGTERM", code)
 		}
 		res = s.as(t, "auditor", "get", "nodes")
-		if !regexp.MustCompile(`n1\s+Stopped\s+1\s`).MatchString(res.stdout) {
+		if !regexp.MustCompile(`n1\s+Stopped\s+<none>\s+<none>\s+1\s`).MatchString(res.stdout) {
 			t.Errorf("get nodes after a clean stop:\n%s", res.stdout)
 		}
 		res = s.as(t, "auditor", "get", "pods")
