@@ -99,7 +99,7 @@ func (c *Config) setDefaults() {
 func (c *Config) Validate() error {
 	switch {
 	case c.Period < 0:
-		return fmt.Errorf("%w: period %v must be positive", ErrInvalidConfig, c.Period)
+		return fmt.Errorf("%w: period %v must not be negative", ErrInvalidConfig, c.Period)
 	case c.PressureTransitionPeriod < 0:
 		return fmt.Errorf("%w: eviction pressure transition period %v must not be negative", ErrInvalidConfig, c.PressureTransitionPeriod)
 	case c.MaxPodGracePeriodSeconds < 0:

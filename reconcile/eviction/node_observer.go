@@ -211,16 +211,16 @@ func (o *NodeObserver) taskCount() (int64, error) {
 	return strconv.ParseInt(total, 10, 64)
 }
 
-// imageFsMountpoint is where the runtime says its images are.
+// imageFsMountpoint is where the runtime says its images are: the
+// mountpoint of its first image file system, as kubelet's CRI stats
+// provider reads it.
 func (o *NodeObserver) imageFsMountpoint(ctx context.Context) (string, error) {
 	info, err := o.runtime.ImageFsInfo(ctx)
 	if err != nil {
 		return "", err
 	}
-	for _, fs := range info.GetImageFilesystems() {
-		if mp := fs.GetFsId().GetMountpoint(); mp != "" {
-			return mp, nil
-		}
+	if fs := info.GetImageFilesystems(); len(fs) > 0 && fs[0].GetFsId().GetMountpoint() != "" {
+		return fs[0].GetFsId().GetMountpoint(), nil
 	}
 	return "", errors.New("the runtime names no image file system")
 }

@@ -2,6 +2,7 @@ package eviction
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -68,6 +69,37 @@ func checkRank(t *testing.T, pods []*corev1.Pod, signal Signal, usage map[string
 	}
 }
 
+// requestsOrder is how kubelet ranks the eight pods of its
+// TestOrderedByPriorityMemory and TestOrderedByPriorityDisk: those above
+// their requests first, then by priority, then by usage above requests.
+var requestsOrder = []string{
+	"above-requests-low-priority-high-usage", "above-requests-low-priority-low-usage",
+	"above-requests-high-priority-high-usage", "above-requests-high-priority-low-usage",
+	"below-requests-low-priority-high-usage", "below-requests-low-priority-low-usage",
+	"below-requests-high-priority-high-usage", "below-requests-high-priority-low-usage",
+}
+
+// requestsTestPods are those pods, last to evict first: a low-priority pod
+// above its requests requests nothing, a high-priority one 100Mi, a pod
+// below its requests 1Gi (of what request makes a list of).
+func requestsTestPods(request func(string) corev1.ResourceList) []*corev1.Pod {
+	var pods []*corev1.Pod
+	for _, name := range slices.Backward(requestsOrder) {
+		priority, amount := int32(highPriority), "1Gi"
+		if strings.Contains(name, "low-priority") {
+			priority = lowPriority
+		}
+		switch {
+		case strings.HasPrefix(name, "above-requests-low"):
+			amount = ""
+		case strings.HasPrefix(name, "above-requests-high"):
+			amount = "100Mi"
+		}
+		pods = append(pods, newPod(name, priority, request(amount)))
+	}
+	return pods
+}
+
 // kubelet's TestOrderedByExceedsRequestMemory and TestOrderedByPriorityMemory.
 func TestRankMemoryPressure(t *testing.T) {
 	t.Run("exceeding requests first", func(t *testing.T) {
@@ -77,16 +109,7 @@ func TestRankMemoryPressure(t *testing.T) {
 		checkRank(t, []*corev1.Pod{below, exceeds}, SignalMemoryAvailable, usage, false, []string{"exceeds-requests", "below-requests"})
 	})
 	t.Run("then priority, then usage above requests", func(t *testing.T) {
-		pods := []*corev1.Pod{
-			newPod("below-requests-high-priority-low-usage", highPriority, memoryRequest("1Gi")),
-			newPod("below-requests-high-priority-high-usage", highPriority, memoryRequest("1Gi")),
-			newPod("below-requests-low-priority-low-usage", lowPriority, memoryRequest("1Gi")),
-			newPod("below-requests-low-priority-high-usage", lowPriority, memoryRequest("1Gi")),
-			newPod("above-requests-high-priority-low-usage", highPriority, memoryRequest("100Mi")),
-			newPod("above-requests-high-priority-high-usage", highPriority, memoryRequest("100Mi")),
-			newPod("above-requests-low-priority-low-usage", lowPriority, nil),
-			newPod("above-requests-low-priority-high-usage", lowPriority, nil),
-		}
+		pods := requestsTestPods(memoryRequest)
 		usage := map[string]PodUsage{
 			"above-requests-low-priority-high-usage":  {MemoryWorkingSet: mi(500)}, // 500 above request
 			"above-requests-low-priority-low-usage":   {MemoryWorkingSet: mi(50)},  // 50
@@ -97,12 +120,7 @@ func TestRankMemoryPressure(t *testing.T) {
 			"below-requests-high-priority-high-usage": {MemoryWorkingSet: mi(800)}, // -200
 			"below-requests-high-priority-low-usage":  {MemoryWorkingSet: mi(200)}, // -800
 		}
-		checkRank(t, pods, SignalMemoryAvailable, usage, false, []string{
-			"above-requests-low-priority-high-usage", "above-requests-low-priority-low-usage",
-			"above-requests-high-priority-high-usage", "above-requests-high-priority-low-usage",
-			"below-requests-low-priority-high-usage", "below-requests-low-priority-low-usage",
-			"below-requests-high-priority-high-usage", "below-requests-high-priority-low-usage",
-		})
+		checkRank(t, pods, SignalMemoryAvailable, usage, false, requestsOrder)
 	})
 	t.Run("a pod the runtime did not report first", func(t *testing.T) {
 		measured := newPod("measured", lowPriority, nil)
@@ -120,18 +138,6 @@ func TestRankDiskPressure(t *testing.T) {
 		usage := map[string]PodUsage{"below-requests": diskUsed("below-requests", mi(100), mi(99), 0), "exceeds-requests": diskUsed("exceeds-requests", mi(90), mi(11), 0)}
 		checkRank(t, []*corev1.Pod{below, exceeds}, SignalNodeFsAvailable, usage, false, []string{"exceeds-requests", "below-requests"})
 	})
-	pods := func() []*corev1.Pod {
-		return []*corev1.Pod{
-			newPod("below-requests-high-priority-low-usage", highPriority, storageRequest("1Gi")),
-			newPod("below-requests-high-priority-high-usage", highPriority, storageRequest("1Gi")),
-			newPod("below-requests-low-priority-low-usage", lowPriority, storageRequest("1Gi")),
-			newPod("below-requests-low-priority-high-usage", lowPriority, storageRequest("1Gi")),
-			newPod("above-requests-high-priority-low-usage", highPriority, storageRequest("100Mi")),
-			newPod("above-requests-high-priority-high-usage", highPriority, storageRequest("100Mi")),
-			newPod("above-requests-low-priority-low-usage", lowPriority, nil),
-			newPod("above-requests-low-priority-high-usage", lowPriority, nil),
-		}
-	}
 	usage := map[string]PodUsage{
 		"above-requests-low-priority-high-usage":  diskUsed("above-requests-low-priority-high-usage", mi(200), mi(100), mi(200)),  // 500 above request
 		"above-requests-low-priority-low-usage":   diskUsed("above-requests-low-priority-low-usage", mi(10), mi(10), mi(30)),      // 50
@@ -142,15 +148,9 @@ func TestRankDiskPressure(t *testing.T) {
 		"below-requests-high-priority-high-usage": diskUsed("below-requests-high-priority-high-usage", mi(250), mi(500), mi(50)),  // -200
 		"below-requests-high-priority-low-usage":  diskUsed("below-requests-high-priority-low-usage", mi(100), mi(60), mi(40)),    // -800
 	}
-	want := []string{
-		"above-requests-low-priority-high-usage", "above-requests-low-priority-low-usage",
-		"above-requests-high-priority-high-usage", "above-requests-high-priority-low-usage",
-		"below-requests-low-priority-high-usage", "below-requests-low-priority-low-usage",
-		"below-requests-high-priority-high-usage", "below-requests-high-priority-low-usage",
-	}
 	for _, signal := range []Signal{SignalNodeFsAvailable, SignalImageFsAvailable} {
 		t.Run("one file system: "+string(signal)+" counts layers, logs and volumes", func(t *testing.T) {
-			checkRank(t, pods(), signal, usage, false, want)
+			checkRank(t, requestsTestPods(storageRequest), signal, usage, false, requestsOrder)
 		})
 	}
 	t.Run("inodes: nobody requests them, so priority, then inodes used", func(t *testing.T) {

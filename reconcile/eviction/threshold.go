@@ -150,41 +150,40 @@ func parseThresholdStatements(flag string) ([]Threshold, error) {
 	}
 	var thresholds []Threshold
 	for _, p := range pairs {
-		if strings.HasSuffix(p.value, "%") {
-			if p.value == "0%" || p.value == "100%" {
-				continue // turned off
-			}
-			percentage, err := parsePercentage(p.value)
-			if err != nil {
-				return nil, err
-			}
-			if percentage < 0 {
-				return nil, fmt.Errorf("eviction percentage threshold %v must be >= 0%%: %s", p.signal, p.value)
-			}
-			if percentage > 1 {
-				return nil, fmt.Errorf("eviction percentage threshold %v must be <= 100%%: %s", p.signal, p.value)
-			}
-			thresholds = append(thresholds, Threshold{Signal: p.signal, Value: ThresholdValue{Percentage: percentage}})
-			continue
+		if p.value == "0%" || p.value == "100%" {
+			continue // turned off
 		}
-		quantity, err := resource.ParseQuantity(p.value)
+		value, err := parseValue(p, "eviction threshold")
 		if err != nil {
-			return nil, fmt.Errorf("eviction threshold %v: %q: %w", p.signal, p.value, err)
+			return nil, err
 		}
-		if quantity.Sign() <= 0 {
-			return nil, fmt.Errorf("eviction threshold %v must be positive: %s", p.signal, &quantity)
+		switch {
+		case value.Quantity != nil && value.Quantity.Sign() <= 0:
+			return nil, fmt.Errorf("eviction threshold %v must be positive: %s", p.signal, value.Quantity)
+		case value.Quantity == nil && value.Percentage < 0:
+			return nil, fmt.Errorf("eviction percentage threshold %v must be >= 0%%: %s", p.signal, p.value)
+		case value.Quantity == nil && value.Percentage > 1:
+			return nil, fmt.Errorf("eviction percentage threshold %v must be <= 100%%: %s", p.signal, p.value)
 		}
-		thresholds = append(thresholds, Threshold{Signal: p.signal, Value: ThresholdValue{Quantity: &quantity}})
+		thresholds = append(thresholds, Threshold{Signal: p.signal, Value: value})
 	}
 	return thresholds, nil
 }
 
-func parsePercentage(s string) (float32, error) {
-	value, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 32)
-	if err != nil {
-		return 0, fmt.Errorf("eviction percentage %q: %w", s, err)
+// parseValue reads a pair's value: a percentage ("10%") or a quantity.
+func parseValue(p flagPair, what string) (ThresholdValue, error) {
+	if percent, ok := strings.CutSuffix(p.value, "%"); ok {
+		value, err := strconv.ParseFloat(percent, 32)
+		if err != nil {
+			return ThresholdValue{}, fmt.Errorf("%s of %v: %q: %w", what, p.signal, p.value, err)
+		}
+		return ThresholdValue{Percentage: float32(value) / 100}, nil
 	}
-	return float32(value) / 100, nil
+	quantity, err := resource.ParseQuantity(p.value)
+	if err != nil {
+		return ThresholdValue{}, fmt.Errorf("%s of %v: %q: %w", what, p.signal, p.value, err)
+	}
+	return ThresholdValue{Quantity: &quantity}, nil
 }
 
 func parseGracePeriods(flag string) (map[Signal]time.Duration, error) {
@@ -213,25 +212,17 @@ func parseMinimumReclaims(flag string) (map[Signal]ThresholdValue, error) {
 	}
 	reclaims := map[Signal]ThresholdValue{}
 	for _, p := range pairs {
-		if strings.HasSuffix(p.value, "%") {
-			percentage, err := parsePercentage(p.value)
-			if err != nil {
-				return nil, err
-			}
-			if percentage <= 0 {
-				return nil, fmt.Errorf("eviction percentage minimum reclaim %v must be positive: %s", p.signal, p.value)
-			}
-			reclaims[p.signal] = ThresholdValue{Percentage: percentage}
-			continue
-		}
-		quantity, err := resource.ParseQuantity(p.value)
+		value, err := parseValue(p, "eviction minimum reclaim")
 		if err != nil {
-			return nil, fmt.Errorf("eviction minimum reclaim of %v: %q: %w", p.signal, p.value, err)
+			return nil, err
 		}
-		if quantity.Sign() < 0 {
+		switch {
+		case value.Quantity != nil && value.Quantity.Sign() < 0:
 			return nil, fmt.Errorf("negative eviction minimum reclaim specified for %v", p.signal)
+		case value.Quantity == nil && value.Percentage <= 0:
+			return nil, fmt.Errorf("eviction percentage minimum reclaim %v must be positive: %s", p.signal, p.value)
 		}
-		reclaims[p.signal] = ThresholdValue{Quantity: &quantity}
+		reclaims[p.signal] = value
 	}
 	return reclaims, nil
 }
