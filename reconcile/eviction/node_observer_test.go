@@ -11,9 +11,13 @@ import (
 	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/crierr"
 	"github.com/jetlet/jetlet/runtime/crilabels"
 )
+
+// The observer's roles are the CRI client's calls as they are.
+var _ StatsRuntime = (*runtime.Client)(nil)
 
 // fakeStatsRuntime answers the observer's CRI calls with what it holds.
 type fakeStatsRuntime struct {
