@@ -90,19 +90,20 @@ func New(rt ImageGCRuntime, cfg Config) (*ImageGCManager, error) {
 // threshold 100, no maximum age) it only detects images, so that
 // DeleteUnusedImages knows their ages.
 func (m *ImageGCManager) Run(ctx context.Context) {
-	pass := m.collectAndLog()
-	if !m.policy.collects() {
+	pass := m.detectAndLog
+	if m.policy.collects() {
+		pass = m.collectAndLog()
+	} else {
 		m.log.Info().Msg("Image garbage collection is off (--image-gc-high-threshold 100, --image-maximum-gc-age 0): images are only tracked")
-		pass = m.detectAndLog
 	}
 	pass(ctx)
 	periodic.Every(ctx, ImageGCPeriod, func() { pass(ctx) })
 }
 
-// collectAndLog is one GarbageCollect logged as kubelet's loop logs it; the
-// function it returns remembers whether the last one failed.
+// collectAndLog returns Run's pass: one GarbageCollect, logged as kubelet's
+// loop logs it.
 func (m *ImageGCManager) collectAndLog() func(context.Context) {
-	failedBefore := false
+	failedBefore := false // whether the last pass failed; Run's goroutine alone uses it
 	return func(ctx context.Context) {
 		err := m.GarbageCollect(ctx)
 		switch {
@@ -119,6 +120,8 @@ func (m *ImageGCManager) collectAndLog() func(context.Context) {
 	}
 }
 
+// detectAndLog is one detection of the images, logged as kubelet's image
+// monitoring loop logs a failed one.
 func (m *ImageGCManager) detectAndLog(ctx context.Context) {
 	m.collecting.Lock()
 	defer m.collecting.Unlock()
