@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"strconv"
 	"time"
@@ -98,7 +99,7 @@ func (c *Consumer) decode(ctx context.Context, uid string, d *delivery) candidat
 	_, span := tracer.Start(ctx, "decode")
 	defer span.End()
 	in, err := schemas.DecodeIntent(d.data, schemas.IntentTarget{
-		Node: c.cfg.Node, UID: uid, MaxBodyBytes: c.cfg.MaxIntentBytes, AllowPrivileged: c.cfg.AllowPrivileged,
+		Node: c.cfg.Node, UID: uid, MaxBodyBytes: c.cfg.MaxIntentBytes,
 		NoMemoryEmptyDir: c.cfg.NoMemoryEmptyDir,
 	})
 	if err != nil {
@@ -132,9 +133,14 @@ func (c *Consumer) apply(ctx context.Context, p *podQueue, d *delivery, in *sche
 	span.End()
 	r := c.newResult(p.uid, d, in)
 	r.Actions, r.Status = rep.Actions, rep.Status
-	r.Outcome = schemas.OutcomeSynced
-	if rep.Err != nil {
+	switch {
+	case rep.Refused != nil:
+		r.Outcome, r.Reason, r.Error = schemas.OutcomeRejected, rep.Refused.Reason, rep.Refused.Message
+		c.emitRejected(ctx, p.uid, d, r)
+	case rep.Err != nil:
 		r.Outcome, r.Error = schemas.OutcomeFailed, rep.Err.Error()
+	default:
+		r.Outcome = schemas.OutcomeSynced
 	}
 	return c.finish(ctx, d, r, span.SpanContext())
 }
@@ -185,6 +191,8 @@ func (c *Consumer) finish(ctx context.Context, d *delivery, r *schemas.SyncResul
 	return true
 }
 
+// emitRejected says that an intent was refused: invalid (reason Rejected),
+// or its pod refused at admission (kubelet's reason).
 func (c *Consumer) emitRejected(ctx context.Context, uid string, d *delivery, r *schemas.SyncResult) {
 	c.emit.Emit(ctx, schemas.LifecycleEvent{
 		ID:        "intent." + c.cfg.Node + "." + strconv.FormatUint(d.seq, 10) + ".rejected",
@@ -192,7 +200,7 @@ func (c *Consumer) emitRejected(ctx context.Context, uid string, d *delivery, r 
 		UID:       uid,
 		Namespace: r.Namespace,
 		Pod:       r.Name,
-		Reason:    "Rejected",
+		Reason:    cmp.Or(r.Reason, "Rejected"),
 		Message:   r.Error,
 		Time:      time.Now().UTC(),
 		IntentSeq: d.seq,

@@ -34,8 +34,6 @@ type Config struct {
 	// MaxAckPending bounds the intents held at once: being synced or waiting
 	// behind their pod's sync (default 64 per worker, at least 1024).
 	MaxAckPending int
-	// AllowPrivileged accepts privileged containers.
-	AllowPrivileged bool
 	// NoMemoryEmptyDir rejects emptyDir medium Memory (the node cannot mount
 	// a tmpfs).
 	NoMemoryEmptyDir bool

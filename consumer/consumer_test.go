@@ -261,7 +261,7 @@ func TestBadIntentsAreRejectedOrDeadLetteredAndOthersCarryOn(t *testing.T) {
 	h.start(consumer.Config{})
 
 	privileged := `{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","revision":7,"pod":{"metadata":{"name":"p","namespace":"default","uid":"priv"},
-	  "spec":{"containers":[{"name":"app","image":"busybox","command":["true"],"securityContext":{"privileged":true}}]}}}`
+	  "spec":{"containers":[{"name":"app","image":"busybox","command":["true"],"securityContext":{"privileged":true,"allowPrivilegeEscalation":false}}]}}}`
 	pvc := `{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","pod":{"metadata":{"name":"p","namespace":"default","uid":"pvc"},
 	  "spec":{"volumes":[{"name":"data","persistentVolumeClaim":{"claimName":"c"}}],
 	  "containers":[{"name":"app","image":"busybox","command":["true"]}]}}}`
@@ -275,7 +275,7 @@ func TestBadIntentsAreRejectedOrDeadLetteredAndOthersCarryOn(t *testing.T) {
 		{"notjson", `{not json`, "malformed", "", "", 0},
 		{"wronguid", string(podIntent("other", 1)), "pod.metadata.uid", "", "", 0},
 		{"pvc", pvc, "persistentVolumeClaim", "default", "p", 0},
-		{"priv", privileged, "privileged", "default", "p", 7},
+		{"priv", privileged, "allowPrivilegeEscalation", "default", "p", 7},
 	}
 	for _, c := range cases {
 		h.publish("jetlet.intent.n1."+c.uid, []byte(c.body))

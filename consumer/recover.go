@@ -188,7 +188,7 @@ func (c *Consumer) replay(ctx context.Context) (*recovered, int, error) {
 
 func (c *Consumer) replayOne(rec *recovered, uid string, d *delivery) {
 	in, err := schemas.DecodeIntent(d.data, schemas.IntentTarget{
-		Node: c.cfg.Node, UID: uid, MaxBodyBytes: c.cfg.MaxIntentBytes, AllowPrivileged: c.cfg.AllowPrivileged,
+		Node: c.cfg.Node, UID: uid, MaxBodyBytes: c.cfg.MaxIntentBytes,
 		NoMemoryEmptyDir: c.cfg.NoMemoryEmptyDir,
 	})
 	p, ok := rec.queues[uid]

@@ -49,6 +49,15 @@ func (m *Kuberuntime) KillPastDeadline(ctx context.Context, pod *corev1.Pod, sta
 	return s.result
 }
 
+// KillEvicted is KillPod for a pod the eviction manager evicts to relieve
+// node pressure: its ContainerKilled events carry reason Evicted and the
+// eviction's message; grace replaces the pod's grace period.
+func (m *Kuberuntime) KillEvicted(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, message string, grace int64) kubecontainer.PodSyncResult {
+	s := m.newPodOperation(pod, status)
+	s.killPod(ctx, killing{reason: schemas.ReasonEvicted, message: message, gracePeriodOverride: &grace})
+	return s.result
+}
+
 // killing says why containers are stopped and how long they may take.
 type killing struct {
 	// reason and message of the ContainerKilled events.

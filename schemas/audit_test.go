@@ -74,11 +74,22 @@ const (
 	tKillGrace         = "reconcile.TestKillPodEscalatesAfterGracePeriod"
 	tImagePullBackOff  = "reconcile.TestImagePullBackOff"
 	tPullPolicy        = "reconcile.TestPullPolicyDefault"
-	tPrivileged        = "schemas.TestDecodeIntentAllowPrivileged"
+	tPrivileged        = "schemas.TestDecodeIntentPrivileged"
 	tE2EFields         = "test/e2e.TestResourceFieldRefAndMemoryEmptyDir"
 	tCtrdFields        = "test/e2e/containerd/pods.TestResourceFieldRefAndMemoryEmptyDirOnContainerd"
 	tCtrdStarts        = "test/e2e/containerd/pods.TestPodStartsAndRuns"
 	tCtrdGrace         = "test/e2e/containerd/pods.TestDeleteKillsProcessIgnoringSIGTERMAfterGrace"
+
+	// Admission's (the node issue's).
+	tPodSecurity    = "reconcile/admission.TestPodSecurity"
+	tE2EPodSecurity = "test/e2e.TestPodSecurityAtTheNode"
+	tNodeAffinity   = "reconcile/admission.TestNodeAffinity"
+	tTaints         = "reconcile/admission.TestTaints"
+	tHostPorts      = "reconcile/admission.TestHostPorts"
+	tResources      = "reconcile/admission.TestResources"
+	tNodePressure   = "reconcile/admission.TestNodePressure"
+	tE2EAdmission   = "test/e2e.TestAdmissionRefusesWhatDoesNotFit"
+	tAdmissionRace  = "reconcile/podworkers.TestAdmissionRaceForTheLastMemoryHasOneWinner"
 
 	// The hooks work's.
 	tPostStartFails        = "reconcile.TestPostStartHookFailureKillsTheContainer"
@@ -246,7 +257,7 @@ var fieldAnswers = []fieldAnswer{
 		container0(m)["envFrom"] = []any{map[string]any{"configMapRef": map[string]any{"name": "c"}}}
 	}},
 	{path: "spec.containers.ports.containerPort", tests: []string{tSandboxFields, tContainerConfig}},
-	{path: "spec.containers.ports.hostPort", tests: []string{tSandboxFields}},
+	{path: "spec.containers.ports.hostPort", tests: []string{tSandboxFields, tHostPorts, tPodSecurity}},
 	{path: "spec.containers.ports.hostIP", tests: []string{tSandboxFields}},
 	{path: "spec.containers.ports.protocol", tests: []string{tSandboxFields}},
 	{path: "spec.containers.resources.limits", tests: []string{tContainerConfig, tSpecFields, tResourceFieldRef},
@@ -254,7 +265,7 @@ var fieldAnswers = []fieldAnswer{
 		rejects: func(m map[string]any) {
 			container0(m)["resources"] = map[string]any{"limits": map[string]any{"ephemeral-storage": "1Gi"}}
 		}},
-	{path: "spec.containers.resources.requests", tests: []string{tContainerConfig, tResourceFieldRef},
+	{path: "spec.containers.resources.requests", tests: []string{tContainerConfig, tResourceFieldRef, tResources, tE2EAdmission, tAdmissionRace},
 		note: "cpu becomes CPU shares; memory and ephemeral-storage requests are the scheduler's (kubelet enforces none either)"},
 	{path: "spec.containers.resources.claims", subtree: true, rejects: func(m map[string]any) {
 		container0(m)["resources"] = map[string]any{"claims": []any{map[string]any{"name": "gpu"}}}
@@ -284,10 +295,8 @@ var fieldAnswers = []fieldAnswer{
 	{path: "spec.containers.lifecycle.preStop.tcpSocket", subtree: true, rejects: func(m map[string]any) {
 		container0(m)["lifecycle"] = map[string]any{"preStop": map[string]any{"tcpSocket": map[string]any{"port": 80}}}
 	}},
-	{path: "spec.containers.securityContext.privileged", tests: []string{tContainerConfig, tPrivileged},
-		rejects: func(m map[string]any) {
-			container0(m)["securityContext"] = map[string]any{"privileged": true}
-		}},
+	{path: "spec.containers.securityContext.privileged", tests: []string{tContainerConfig, tPrivileged, tPodSecurity},
+		note: "refused at admission (PodSecurity) below --pod-security privileged"},
 	{path: "spec.containers.securityContext.allowPrivilegeEscalation", tests: []string{tSpecFields}},
 	{path: "spec.containers.securityContext.capabilities.add", tests: []string{tSpecFields}},
 	{path: "spec.containers.securityContext.capabilities.drop", tests: []string{tSpecFields}},
@@ -320,7 +329,7 @@ var fieldAnswers = []fieldAnswer{
 	{path: "spec.hostnameOverride", tests: []string{tSandboxFields}},
 	{path: "spec.hostNetwork", tests: []string{tSandboxFields, tCtrdStarts, "test/e2e.TestCNIPodsGetTheirOwnIPsAndReachEachOther"},
 		note: "the pod's IPs are the node's when the runtime gives its sandbox none, as kubelet's (`reconcile.TestPodIPs`)"},
-	{path: "spec.hostPID", tests: []string{tSandboxFields}},
+	{path: "spec.hostPID", tests: []string{tSandboxFields, tPodSecurity, tE2EPodSecurity}},
 	{path: "spec.hostIPC", tests: []string{tSandboxFields}},
 	{path: "spec.shareProcessNamespace", tests: []string{tSandboxFields}},
 	{path: "spec.hostUsers", note: "true (the default) only", rejects: func(m map[string]any) { specOf(m)["hostUsers"] = false }},
@@ -382,9 +391,21 @@ var fieldAnswers = []fieldAnswer{
 	{path: "spec.automountServiceAccountToken", nothing: "the API server's ServiceAccount admission acts on it (the token volume it adds is a projected volume, rejected)"},
 	{path: "spec.enableServiceLinks", nothing: "service environment variables come from the API server's Services, of which this node has none"},
 	{path: "spec.evictionResponders", subtree: true, nothing: "the API server's Eviction API"},
-	{path: "spec.nodeSelector", nothing: scheduler("node selection")},
-	{path: "spec.affinity", subtree: true, nothing: scheduler("affinity")},
-	{path: "spec.tolerations", subtree: true, nothing: scheduler("tolerations")},
+	{path: "spec.nodeSelector", tests: []string{tNodeAffinity, tE2EAdmission}, note: "refused at admission (NodeAffinity) when the node's labels do not match"},
+	{path: "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.matchExpressions.key", tests: []string{tNodeAffinity}},
+	{path: "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.matchExpressions.operator", tests: []string{tNodeAffinity}},
+	{path: "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.matchExpressions.values", tests: []string{tNodeAffinity}},
+	{path: "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.matchFields.key", tests: []string{tNodeAffinity}},
+	{path: "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.matchFields.operator", tests: []string{tNodeAffinity}},
+	{path: "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.matchFields.values", tests: []string{tNodeAffinity}},
+	{path: "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution", subtree: true, nothing: scheduler("preferred node affinity")},
+	{path: "spec.affinity.podAffinity", subtree: true, nothing: scheduler("pod affinity")},
+	{path: "spec.affinity.podAntiAffinity", subtree: true, nothing: scheduler("pod anti-affinity")},
+	{path: "spec.tolerations.key", tests: []string{tTaints, tNodePressure}},
+	{path: "spec.tolerations.operator", tests: []string{tTaints}},
+	{path: "spec.tolerations.value", tests: []string{tTaints}},
+	{path: "spec.tolerations.effect", tests: []string{tTaints}},
+	{path: "spec.tolerations.tolerationSeconds", nothing: "the control plane's taint-based eviction; a node's own taints are fixed when it starts"},
 	{path: "spec.topologySpreadConstraints", subtree: true, nothing: scheduler("spreading")},
 	{path: "spec.schedulerName", nothing: scheduler("the scheduler's name")},
 	{path: "spec.schedulingGates", subtree: true, nothing: scheduler("scheduling gates")},
@@ -412,7 +433,7 @@ var fieldAnswers = []fieldAnswer{
 
 	// ---- Volumes (every source but hostPath and emptyDir: volumeSourceAnswers). ----
 	{path: "spec.volumes.name", tests: []string{tContainerConfig, tSpecFields}},
-	{path: "spec.volumes.hostPath.path", tests: []string{tSpecFields}},
+	{path: "spec.volumes.hostPath.path", tests: []string{tSpecFields, tPodSecurity, tE2EPodSecurity}},
 	{path: "spec.volumes.hostPath.type", tests: []string{tSpecFields}},
 	{path: "spec.volumes.emptyDir.medium", tests: []string{tMemoryEmptyDir, tE2EFields, tCtrdFields, "schemas.TestDecodeIntentErrors"},
 		note: "Memory: a tmpfs jetlet mounts; rejected when jetlet does not run as root"},

@@ -30,8 +30,6 @@ type IntentTarget struct {
 	UID string
 	// MaxBodyBytes bounds the body; 0 means DefaultMaxIntentBytes.
 	MaxBodyBytes int
-	// AllowPrivileged accepts privileged containers (jetlet run --allow-privileged).
-	AllowPrivileged bool
 	// NoMemoryEmptyDir rejects emptyDir volumes of medium Memory: the node
 	// cannot mount the tmpfs they need (jetlet does not run as root).
 	NoMemoryEmptyDir bool

@@ -359,17 +359,18 @@ func TestGracePeriod(t *testing.T) {
 	}
 }
 
-func TestDecodeIntentAllowPrivileged(t *testing.T) {
-	body := intentJSON(func(m map[string]any) {
-		container0(m)["securityContext"] = map[string]any{"privileged": true}
-	})
-	if _, err := DecodeIntent(body, target); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("privileged accepted without AllowPrivileged: %v", err)
+// A privileged container is valid; whether the node runs it is admission's
+// (its Pod Security level). Privileged without privilege escalation is not.
+func TestDecodeIntentPrivileged(t *testing.T) {
+	privileged := func(sc map[string]any) []byte {
+		return intentJSON(func(m map[string]any) { container0(m)["securityContext"] = sc })
 	}
-	allow := target
-	allow.AllowPrivileged = true
-	if _, err := DecodeIntent(body, allow); err != nil {
-		t.Errorf("privileged refused with AllowPrivileged: %v", err)
+	if _, err := DecodeIntent(privileged(map[string]any{"privileged": true}), target); err != nil {
+		t.Errorf("privileged refused: %v", err)
+	}
+	_, err := DecodeIntent(privileged(map[string]any{"privileged": true, "allowPrivilegeEscalation": false}), target)
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "allowPrivilegeEscalation") {
+		t.Errorf("privileged without privilege escalation: %v, want invalid allowPrivilegeEscalation", err)
 	}
 }
 

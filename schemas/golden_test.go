@@ -67,7 +67,6 @@ var invalidExamples = map[string]struct {
 	"mount-unknown-volume":          {"pod.spec.containers[0].volumeMounts[0].name", ErrInvalid, "", "a reference to another list"},
 	"mount-relative-path":           {"pod.spec.containers[0].volumeMounts[0].mountPath", ErrInvalid, "", ""},
 	"ephemeral-containers":          {"pod.spec.ephemeralContainers", ErrUnsupported, "", ""},
-	"privileged":                    {"pod.spec.containers[0].securityContext.privileged", ErrUnsupported, "", "node policy (--allow-privileged), not wire format"},
 	"volume-devices":                {"pod.spec.containers[0].volumeDevices", ErrUnsupported, "", ""},
 	"env-name":                      {"pod.spec.containers[0].env[0].name", ErrInvalid, "", ""},
 	"env-secret":                    {"pod.spec.containers[0].env[0].valueFrom.secretKeyRef", ErrUnsupported, "", ""},

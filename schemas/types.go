@@ -127,7 +127,10 @@ var EventTypes = []EventType{
 
 // Reasons carried by ContainerDied and ContainerKilled events.
 const (
-	ReasonCompleted     = "Completed"
+	ReasonCompleted = "Completed"
+	// ReasonEvicted: node-pressure eviction killed the pod, and its phase is
+	// Failed for good.
+	ReasonEvicted       = "Evicted"
 	ReasonError         = "Error"
 	ReasonOOMKilled     = "OOMKilled"
 	ReasonSpecChanged   = "SpecChanged"

@@ -11,7 +11,7 @@ import (
 // validateContainer checks one container of the pod's spec s, an init
 // container when init is true: names holds the container names seen before
 // it (it adds its own), volumes the pod's volume names.
-func validateContainer(e *errs, p string, c *corev1.Container, init bool, names, volumes map[string]bool, s *corev1.PodSpec, allowPrivileged bool) {
+func validateContainer(e *errs, p string, c *corev1.Container, init bool, names, volumes map[string]bool, s *corev1.PodSpec) {
 	validateContainerName(e, p, c.Name, names)
 	validateImage(e, p, c.Image, c.ImagePullPolicy)
 	switch c.TerminationMessagePolicy {
@@ -29,7 +29,7 @@ func validateContainer(e *errs, p string, c *corev1.Container, init bool, names,
 	validateContainerSecurityContext(e, p, c.SecurityContext)
 	rejectEphemeralStorageLimit(e, p, c.Resources.Limits)
 	privileged := isPrivileged(c.SecurityContext)
-	validatePrivileged(e, p, c.SecurityContext, allowPrivileged)
+	validatePrivileged(e, p, c.SecurityContext)
 
 	validateMounts(e, p, c.VolumeMounts, volumes, privileged)
 	if len(c.VolumeDevices) > 0 {

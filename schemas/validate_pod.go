@@ -15,10 +15,10 @@ func validatePodSpec(e *errs, s *corev1.PodSpec, want IntentTarget) {
 	}
 	names := map[string]bool{}
 	for i := range s.InitContainers {
-		validateContainer(e, idx("pod.spec.initContainers", i), &s.InitContainers[i], true, names, volumes, s, want.AllowPrivileged)
+		validateContainer(e, idx("pod.spec.initContainers", i), &s.InitContainers[i], true, names, volumes, s)
 	}
 	for i := range s.Containers {
-		validateContainer(e, idx("pod.spec.containers", i), &s.Containers[i], false, names, volumes, s, want.AllowPrivileged)
+		validateContainer(e, idx("pod.spec.containers", i), &s.Containers[i], false, names, volumes, s)
 	}
 }
 

@@ -22,14 +22,12 @@ func isPrivileged(sc *corev1.SecurityContext) bool {
 }
 
 // validatePrivileged checks the container at p, sc its security context,
-// when it is privileged: allowed only with jetlet run --allow-privileged,
-// and never without privilege escalation.
-func validatePrivileged(e *errs, p string, sc *corev1.SecurityContext, allowed bool) {
+// when it is privileged: never without privilege escalation. Whether the
+// node lets a pod be privileged at all is admission's (its Pod Security
+// level).
+func validatePrivileged(e *errs, p string, sc *corev1.SecurityContext) {
 	if !isPrivileged(sc) {
 		return
-	}
-	if !allowed {
-		e.unsupported(p+".securityContext.privileged", "privileged containers are not allowed on this node (jetlet run --allow-privileged)")
 	}
 	if sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation {
 		e.invalid(p+".securityContext.allowPrivilegeEscalation", "cannot be false for a privileged container")

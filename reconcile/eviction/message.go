@@ -6,10 +6,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/jetlet/jetlet/schemas"
 )
 
 // Reason is an evicted pod's status reason, kubelet's.
-const Reason = "Evicted"
+const Reason = schemas.ReasonEvicted
 
 // evictionMessage is kubelet's message of an eviction for want of resource,
 // to the letter (each sentence ends with a space, as kubelet's do): the

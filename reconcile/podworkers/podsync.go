@@ -35,9 +35,16 @@ func (s *podSync) run(ctx context.Context) Report {
 		s.p.startTime = startTime(status)
 	}
 	api := mgr.ToAPIStatus(pod, status)
+	if s.p.evicted != nil {
+		return s.endForGood(ctx, status, s.p.evicted.reason, s.p.evicted.message, func(status *kubecontainer.PodStatus) kubecontainer.PodSyncResult {
+			return mgr.KillEvicted(ctx, pod, status, s.p.evicted.message, s.p.evicted.grace)
+		})
+	}
 	if at, ok := s.p.activeDeadline(); ok && !time.Now().Before(at) && !(isTerminal(api.Phase) && exitedBefore(status, at)) {
 		// A pod that finished before its deadline keeps its phase.
-		return s.pastDeadline(ctx, status)
+		return s.endForGood(ctx, status, schemas.ReasonDeadlineExceeded, "", func(status *kubecontainer.PodStatus) kubecontainer.PodSyncResult {
+			return mgr.KillPastDeadline(ctx, pod, status)
+		})
 	}
 	if isTerminal(api.Phase) && !sandboxReady(status) {
 		// Finished for good, as kubelet's terminated pods: nothing restarts.
@@ -71,8 +78,8 @@ func (s *podSync) statusOnly(ctx context.Context) *schemas.PodStatus {
 	if s.want.Intent.Op == schemas.OpDelete {
 		return nil
 	}
-	if at, ok := s.p.activeDeadline(); ok && !time.Now().Before(at) {
-		return nil // past its deadline: the sync says Failed, DeadlineExceeded
+	if at, ok := s.p.activeDeadline(); s.p.evicted != nil || ok && !time.Now().Before(at) {
+		return nil // evicted or past its deadline: the sync says Failed and why
 	}
 	status, err := s.status(ctx)
 	if err != nil {
@@ -81,15 +88,14 @@ func (s *podSync) statusOnly(ctx context.Context) *schemas.PodStatus {
 	return s.decorate(s.w.mgr.ToAPIStatus(s.want.Intent.Pod, status))
 }
 
-// pastDeadline ends a pod that ran past its activeDeadlineSeconds, as
-// kubelet's active deadline handler: whatever runs is killed (reason
-// DeadlineExceeded) and the pod is Failed with reason DeadlineExceeded for
-// good; nothing restarts.
-func (s *podSync) pastDeadline(ctx context.Context, status *kubecontainer.PodStatus) Report {
+// endForGood ends a pod with kill, as kubelet's active deadline handler and
+// eviction manager do: whatever runs is killed, and the pod is Failed with
+// reason (and message) for good; nothing restarts.
+func (s *podSync) endForGood(ctx context.Context, status *kubecontainer.PodStatus, reason, message string, kill func(*kubecontainer.PodStatus) kubecontainer.PodSyncResult) Report {
 	mgr, pod := s.w.mgr, s.want.Intent.Pod
 	rep := Report{Actions: []schemas.ActionResult{}}
 	if sandboxReady(status) || len(status.RunningContainers()) > 0 {
-		killed := mgr.KillPastDeadline(ctx, pod, status)
+		killed := kill(status)
 		rep.Actions, rep.Err = killed.ActionResults(), killed.Error()
 		at := time.Now()
 		if fresh, err := mgr.GetPodStatus(ctx, s.want.UID, pod.Name, pod.Namespace); err == nil {
@@ -99,7 +105,7 @@ func (s *podSync) pastDeadline(ctx context.Context, status *kubecontainer.PodSta
 	}
 	s.w.cfg.Prober.UpdatePod(pod, status) // what was killed is probed no more
 	rep.Status = s.decorate(mgr.ToAPIStatus(pod, status))
-	rep.Status.Phase, rep.Status.Reason = schemas.PhaseFailed, schemas.ReasonDeadlineExceeded
+	rep.Status.Phase, rep.Status.Reason, rep.Status.Message = schemas.PhaseFailed, reason, message
 	return rep
 }
 

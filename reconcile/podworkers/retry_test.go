@@ -145,6 +145,10 @@ func (m *scriptedManager) KillPastDeadline(_ context.Context, pod *corev1.Pod, _
 	return m.kill("KillPastDeadline", pod)
 }
 
+func (m *scriptedManager) KillEvicted(_ context.Context, pod *corev1.Pod, _ *kubecontainer.PodStatus, _ string, _ int64) kubecontainer.PodSyncResult {
+	return m.kill("KillEvicted", pod)
+}
+
 func (m *scriptedManager) GarbageCollect(context.Context, kubecontainer.PodStateProvider) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jetlet/jetlet/internal/periodic"
+	"github.com/jetlet/jetlet/reconcile/admission"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/reconcile/pleg"
 	"github.com/jetlet/jetlet/reconcile/prober"
@@ -52,6 +53,8 @@ type Report struct {
 	// status): the pod is synced again with back-off.
 	Err    error
 	Status *schemas.PodStatus
+	// Refused is admission's verdict on a new pod it did not let start.
+	Refused *admission.Verdict
 	// gone: a delete has finished and nothing of the pod is left on the
 	// node; the pod's worker state is dropped.
 	gone bool
@@ -76,6 +79,7 @@ type PodSyncer interface {
 	KillPod(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, gracePeriodOverride *int64) kubecontainer.PodSyncResult
 	KillOrphan(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, gracePeriodOverride *int64) kubecontainer.PodSyncResult
 	KillPastDeadline(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus) kubecontainer.PodSyncResult
+	KillEvicted(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, message string, grace int64) kubecontainer.PodSyncResult
 	GarbageCollect(ctx context.Context, pods kubecontainer.PodStateProvider) error
 	GarbageCollectPod(ctx context.Context, uid string, pods kubecontainer.PodStateProvider) error
 	ToAPIStatus(pod *corev1.Pod, status *kubecontainer.PodStatus) *schemas.PodStatus
@@ -112,7 +116,11 @@ type Config struct {
 	// kubelet's container GC period (default 1m).
 	GCPeriod time.Duration
 	// Prober runs the pods' probes; default none.
-	Prober     PodProber
+	Prober PodProber
+	// Admission is the node as admission sees it now (admit.go); nil admits
+	// every pod. It is called with the workers' lock held and must not call
+	// them back.
+	Admission  func() admission.Node
 	Logger     zerolog.Logger
 	Registerer prometheus.Registerer
 }
@@ -185,6 +193,7 @@ type pod struct {
 	desired    *Desired
 	orphan     bool               // desired is a delete of a pod no intent wants
 	lastStatus *schemas.PodStatus // the last status stored, to skip storing it unchanged
+	admitted   bool               // admission let it start, or it ran when jetlet started
 
 	// Guarded by Workers.mu.
 	waking bool // a background sync is on its way
@@ -198,6 +207,9 @@ type pod struct {
 	// restart of jetlet), else the first sync; deadline wakes the pod then.
 	startTime time.Time
 	deadline  *time.Timer
+	// evicted: the eviction manager ended the pod (evict.go); cleared by
+	// the next intent for it.
+	evicted *eviction
 	// The last failure logged and when, to log a failing pod's error once
 	// a minute rather than at every retry.
 	lastWarn   string
@@ -248,10 +260,14 @@ func (w *Workers) Start(ctx context.Context, desired []Desired) error {
 		return fmt.Errorf("list the runtime's pods: %w", err)
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	for _, d := range desired {
 		w.podLocked(d.UID).desired = &d
 	}
+	runs := map[string]bool{}
+	for _, rp := range running {
+		runs[rp.UID] = true
+	}
+	refused := w.admitRecoveredLocked(runs)
 	for _, rp := range running {
 		if _, known := w.pods[rp.UID]; known {
 			continue
@@ -259,11 +275,18 @@ func (w *Workers) Start(ctx context.Context, desired []Desired) error {
 		w.log.Warn().Str("uid", rp.UID).Str("pod", rp.Namespace+"/"+rp.Name).
 			Msg("deleting an orphaned pod: the runtime runs it and no intent wants it")
 		p := w.podLocked(rp.UID)
-		p.orphan = true
+		p.orphan, p.admitted = true, true
 		p.desired = &Desired{UID: rp.UID, ReceivedAt: time.Now(), Intent: &schemas.PodIntent{
 			APIVersion: schemas.APIVersion, Kind: schemas.KindPodIntent, Op: schemas.OpDelete,
 			Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(rp.UID), Name: rp.Name, Namespace: rp.Namespace}},
 		}}
+	}
+	w.mu.Unlock()
+	// No sync of these pods runs before started is closed (and none after:
+	// they have no desired state), so their statuses are stored without
+	// their sync locks.
+	for _, r := range refused {
+		w.putStatus(r.p, r.status)
 	}
 	close(w.started)
 	return nil
@@ -422,11 +445,30 @@ func (w *Workers) Sync(ctx context.Context, want Desired) Report {
 	if want.Intent.Op == schemas.OpDelete && p.desired != nil && p.desired.Intent.Op == schemas.OpApply {
 		want.Intent = deleteOf(want.Intent, p.desired.Intent)
 	}
-	p.desired, p.orphan = &want, false
 	w.pods[want.UID] = p // again, if a background delete finished meanwhile
+	if want.Intent.Op == schemas.OpApply && !p.admitted {
+		if v := w.admitLocked(want.Intent.Pod); !v.Admit {
+			p.desired, p.orphan = nil, false
+			w.mu.Unlock()
+			return w.refuse(p, want, v)
+		}
+		p.admitted = true
+	}
+	p.desired, p.orphan = &want, false
 	w.mu.Unlock()
+	p.evicted = nil // a new intent is a new start, as a new pod replacing an evicted one
 	p.span = trace.SpanContextFromContext(ctx)
 	return w.syncLocked(ctx, p)
+}
+
+// refuse answers for a pod admission refused (whose sync lock the caller
+// holds): its status says Failed with kubelet's reason; nothing starts.
+func (w *Workers) refuse(p *pod, want Desired, v admission.Verdict) Report {
+	w.log.Info().Str("uid", want.UID).Str("pod", want.Intent.Pod.Namespace+"/"+want.Intent.Pod.Name).
+		Str("reason", v.Reason).Str("message", v.Message).Msg("pod refused at admission")
+	st := refusedStatus(w.cfg.Node, want, v)
+	w.putStatus(p, st)
+	return Report{Actions: []schemas.ActionResult{}, Status: st, Refused: &v}
 }
 
 // deleteOf is a delete intent to apply to a pod the node runs from applied:
@@ -575,7 +617,7 @@ func (w *Workers) wanted(uid string) bool {
 // container instances beyond the policy, every period until ctx is done.
 func (w *Workers) collectGarbage(ctx context.Context) {
 	periodic.Every(ctx, w.cfg.GCPeriod, func() {
-		if err := w.gc(ctx, func(uid string) bool { return !w.wanted(uid) }); err != nil && ctx.Err() == nil {
+		if err := w.DeleteAllUnusedContainers(ctx); err != nil && ctx.Err() == nil {
 			w.log.Warn().Err(err).Msg("garbage collection")
 		}
 	})

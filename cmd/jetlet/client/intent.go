@@ -19,7 +19,7 @@ import (
 // intent is valid). Privileged containers are let through: only the node
 // knows whether it runs with --allow-privileged.
 func validateIntent(body []byte, node, uid string) []string {
-	_, err := schemas.DecodeIntent(body, schemas.IntentTarget{Node: node, UID: uid, AllowPrivileged: true})
+	_, err := schemas.DecodeIntent(body, schemas.IntentTarget{Node: node, UID: uid})
 	if err == nil {
 		return nil
 	}

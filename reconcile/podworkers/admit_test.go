@@ -1,0 +1,194 @@
+package podworkers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/jetlet/jetlet/reconcile/admission"
+	"github.com/jetlet/jetlet/reconcile/pleg"
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// admittingWorkers are Workers over m admitting against a node of 1Gi of
+// memory and maxPods pods, with the relist their syncs read running until
+// the test ends; their statuses go to the log returned.
+func admittingWorkers(t *testing.T, m *scriptedManager, maxPods int64) (*Workers, *statusLog) {
+	t.Helper()
+	relister, err := pleg.New(m, discard{}, pleg.Config{Node: "n1", Period: time.Second, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := admission.Node{Name: "n1", PodSecurity: admission.LevelBaseline, Allocatable: corev1.ResourceList{
+		corev1.ResourceMemory: resource.MustParse("1Gi"),
+		corev1.ResourcePods:   *resource.NewQuantity(maxPods, resource.DecimalSI),
+	}}
+	ctx, cancel := context.WithCancel(t.Context())
+	var relisting sync.WaitGroup
+	relisting.Go(func() { relister.Run(ctx) })
+	t.Cleanup(func() { cancel(); relisting.Wait() })
+	statuses := &statusLog{}
+	w, err := New(m, relister, discard{}, statuses, Config{Node: "n1", ResyncPeriod: time.Hour, GCPeriod: time.Hour,
+		Admission: func() admission.Node { return node }, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, statuses
+}
+
+// applyOf is an apply intent (stream sequence seq) of a pod asking memory.
+func applyOf(uid string, seq uint64, memory string) Desired {
+	c := corev1.Container{Name: "app", Image: "busybox"}
+	if memory != "" {
+		c.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(memory)}
+	}
+	return Desired{UID: uid, IntentSeq: seq, ReceivedAt: time.Now(), Intent: &schemas.PodIntent{Op: schemas.OpApply,
+		Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-" + uid, Namespace: "default", UID: types.UID(uid)},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{c}}}}}
+}
+
+// Pods racing for the node's last memory, each asking more than half of it:
+// exactly one is admitted, whatever the interleaving.
+func TestAdmissionRaceForTheLastMemoryHasOneWinner(t *testing.T) {
+	m := &scriptedManager{running: map[string]bool{}}
+	w, _ := admittingWorkers(t, m, 110)
+	if err := w.Start(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	const racers = 8
+	reports := make([]Report, racers)
+	var wg sync.WaitGroup
+	for i := range racers {
+		wg.Go(func() { reports[i] = w.Sync(t.Context(), applyOf(fmt.Sprintf("racer-%d", i), uint64(i+1), "600Mi")) })
+	}
+	wg.Wait()
+	admitted := 0
+	for i, rep := range reports {
+		switch {
+		case rep.Refused == nil:
+			admitted++
+		case rep.Refused.Reason != "OutOfmemory":
+			t.Errorf("racer-%d refused for %s: %s", i, rep.Refused.Reason, rep.Refused.Message)
+		}
+	}
+	if admitted != 1 {
+		t.Fatalf("%d racers admitted, want 1", admitted)
+	}
+	if got := w.Allocated()[corev1.ResourceMemory]; got.Cmp(resource.MustParse("600Mi")) != 0 {
+		t.Errorf("allocated memory %s, want 600Mi", got.String())
+	}
+}
+
+// A refused pod is Failed with kubelet's reason and holds nothing; a pod
+// deleted, or finished, gives its room back, and the refused UID applied
+// again is admitted.
+func TestARefusedPodIsAdmittedOnceThereIsRoom(t *testing.T) {
+	m := &scriptedManager{running: map[string]bool{}}
+	w, statuses := admittingWorkers(t, m, 1)
+	if err := w.Start(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if rep := w.Sync(t.Context(), applyOf("a", 1, "")); rep.Refused != nil || rep.Err != nil {
+		t.Fatalf("a: %+v", rep)
+	}
+	m.mu.Lock()
+	m.running["a"] = true // its sandbox, as the sync made it
+	m.mu.Unlock()
+	rep := w.Sync(t.Context(), applyOf("b", 2, ""))
+	if rep.Refused == nil || rep.Refused.Reason != "OutOfpods" || len(rep.Actions) != 0 {
+		t.Fatalf("b: %+v, want refused OutOfpods without actions", rep)
+	}
+	last := statuses.statuses[len(statuses.statuses)-1]
+	if last.UID != "b" || last.Phase != schemas.PhaseFailed || last.Reason != "OutOfpods" || last.Message != rep.Refused.Message {
+		t.Errorf("b's status %+v: want Failed, OutOfpods, the refusal's message", last)
+	}
+	if got := w.Allocated()[corev1.ResourcePods]; got.Value() != 1 {
+		t.Errorf("allocated pods %s, want 1: a refused pod holds nothing", got.String())
+	}
+
+	del := applyOf("a", 3, "")
+	del.Intent.Op = schemas.OpDelete
+	if rep := w.Sync(t.Context(), del); rep.Err != nil {
+		t.Fatalf("delete a: %+v", rep)
+	}
+	if rep := w.Sync(t.Context(), applyOf("b", 4, "")); rep.Refused != nil {
+		t.Fatalf("b again, a deleted: refused %+v", rep.Refused)
+	}
+}
+
+// A pod that has finished (Succeeded) holds nothing, as kubelet counts
+// only the pods that are not terminal.
+func TestAFinishedPodHoldsNothing(t *testing.T) {
+	m := &scriptedManager{running: map[string]bool{"done": true}, exitedAt: time.Now()}
+	w, _ := admittingWorkers(t, m, 1)
+	if err := w.Start(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if rep := w.Sync(t.Context(), applyOf("done", 1, "")); rep.Status.Phase != schemas.PhaseSucceeded {
+		t.Fatalf("done: %+v", rep.Status)
+	}
+	if rep := w.Sync(t.Context(), applyOf("next", 2, "")); rep.Refused != nil {
+		t.Fatalf("next, beside a finished pod: refused %+v", rep.Refused)
+	}
+}
+
+// At Start, the pods the runtime runs are admitted as they are, even past
+// the node's room; the recovered ones it does not run yet are admitted
+// oldest intent first, and those that no longer fit are Failed.
+func TestStartAdmitsRecoveredPodsInIntentOrder(t *testing.T) {
+	m := &scriptedManager{running: map[string]bool{"running": true}}
+	w, statuses := admittingWorkers(t, m, 110)
+	recovered := []Desired{applyOf("later", 3, "600Mi"), applyOf("running", 1, "600Mi"), applyOf("earlier", 2, "300Mi")}
+	if err := w.Start(t.Context(), recovered); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.Allocated()[corev1.ResourceMemory]; got.Cmp(resource.MustParse("900Mi")) != 0 {
+		t.Errorf("allocated memory %s, want 900Mi (running and earlier)", got.String())
+	}
+	if len(statuses.statuses) != 1 || statuses.statuses[0].UID != "later" || statuses.statuses[0].Reason != "OutOfmemory" {
+		t.Fatalf("statuses stored at Start: %+v, want later's OutOfmemory", statuses.statuses)
+	}
+	if counts := w.PodCounts(); counts.Total != 0 {
+		t.Errorf("pod counts %+v: a refused pod is not the node's", counts)
+	}
+}
+
+// An evicted pod is killed with the eviction's grace and is Failed,
+// Evicted, with the eviction's message, for good: it holds nothing, and
+// only a new intent starts it again.
+func TestAnEvictedPodIsKilledAndStaysFailed(t *testing.T) {
+	m := &scriptedManager{running: map[string]bool{"hog": true}} // its sandbox ready
+	w, statuses := admittingWorkers(t, m, 110)
+	if err := w.Start(t.Context(), []Desired{applyOf("hog", 1, "100Mi")}); err != nil {
+		t.Fatal(err)
+	}
+	const message = "The node was low on resource: memory. "
+	if err := w.Evict(t.Context(), "hog", 0, "Evicted", message); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.killed) != 1 || m.killed[0] != "KillEvicted hog" {
+		t.Errorf("kills %v, want KillEvicted hog", m.killed)
+	}
+	last := statuses.statuses[len(statuses.statuses)-1]
+	if last.Phase != schemas.PhaseFailed || last.Reason != "Evicted" || last.Message != message {
+		t.Errorf("status %+v: want Failed, Evicted, the message", last)
+	}
+	if active := w.ActivePods(); len(active) != 0 {
+		t.Errorf("active pods %d, want none: an evicted pod holds nothing", len(active))
+	}
+	if err := w.Evict(t.Context(), "nobody", 0, "Evicted", message); err == nil {
+		t.Error("evicting a pod the node does not have: no error")
+	}
+	calls := len(m.calls)
+	if rep := w.Sync(t.Context(), applyOf("hog", 2, "100Mi")); rep.Err != nil || len(m.calls) != calls+1 {
+		t.Errorf("a new intent after the eviction: %+v, SyncPod calls %d → %d; want it synced", rep, calls, len(m.calls))
+	}
+}
