@@ -169,9 +169,12 @@ type Workers struct {
 	m      *metrics
 
 	started chan struct{} // closed by Start: the desired state is complete
-	sem     chan struct{} // one token per background sync running
-	gcMu    sync.RWMutex  // held to collect the node's garbage; read-held to collect one pod's
-	bg      sync.WaitGroup
+	// allocated says (without blocking, coalesced) that what the admitted
+	// pods hold has changed: one was admitted, finished or left.
+	allocated chan struct{}
+	sem       chan struct{} // one token per background sync running
+	gcMu      sync.RWMutex  // held to collect the node's garbage; read-held to collect one pod's
+	bg        sync.WaitGroup
 
 	mu   sync.Mutex
 	pods map[string]*pod // guarded by mu
@@ -235,11 +238,12 @@ func New(mgr PodSyncer, cache *pleg.Relister, emit kubecontainer.Emitter, status
 	}
 	w := &Workers{
 		mgr: mgr, cache: cache, emit: emit, status: status, cfg: cfg,
-		log:     cfg.Logger.With().Str("component", "podworkers").Logger(),
-		m:       newMetrics(cfg.Registerer),
-		started: make(chan struct{}),
-		sem:     make(chan struct{}, cfg.Workers),
-		pods:    map[string]*pod{},
+		log:       cfg.Logger.With().Str("component", "podworkers").Logger(),
+		m:         newMetrics(cfg.Registerer),
+		started:   make(chan struct{}),
+		allocated: make(chan struct{}, 1),
+		sem:       make(chan struct{}, cfg.Workers),
+		pods:      map[string]*pod{},
 	}
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(podsCollector{w.PodCounts})
@@ -453,6 +457,7 @@ func (w *Workers) Sync(ctx context.Context, want Desired) Report {
 			return w.refuse(p, want, v)
 		}
 		p.admitted = true
+		w.allocationChanged()
 	}
 	p.desired, p.orphan = &want, false
 	w.mu.Unlock()
@@ -522,6 +527,7 @@ func (w *Workers) syncLocked(ctx context.Context, p *pod) Report {
 			delete(w.pods, p.uid)
 		}
 		w.mu.Unlock()
+		w.allocationChanged()
 	}
 	return rep
 }
@@ -580,9 +586,24 @@ func (w *Workers) putStatus(p *pod, st *schemas.PodStatus) {
 	default:
 		w.status.PutStatus(st)
 	}
+	finished := isTerminal(st.Phase) && (p.lastStatus == nil || !isTerminal(p.lastStatus.Phase))
 	w.mu.Lock()
 	p.lastStatus = st
 	w.mu.Unlock()
+	if finished && p.admitted {
+		w.allocationChanged()
+	}
+}
+
+// AllocationChanged signals (coalesced) that what the admitted pods hold has
+// changed, for the node record.
+func (w *Workers) AllocationChanged() <-chan struct{} { return w.allocated }
+
+func (w *Workers) allocationChanged() {
+	select {
+	case w.allocated <- struct{}{}:
+	default:
+	}
 }
 
 // backOffPoll is how often a pod waiting out a back-off is looked at again;

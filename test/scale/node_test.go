@@ -104,7 +104,7 @@ func startNode(b *testing.B, urls, user, password, name string) *simNode {
 	bg.Go(func() {
 		status.RunHeartbeat(ctx, js, status.HeartbeatPeriod, func() schemas.NodeRecord {
 			return schemas.NodeRecord{Node: name, RuntimeName: "fakecri", Pods: workers.PodCounts()}
-		}, log)
+		}, nil, log)
 	})
 	syncing.Go(func() { workers.Run(ctx, drain) })
 	syncing.Go(func() {

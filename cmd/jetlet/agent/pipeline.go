@@ -19,6 +19,9 @@ import (
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/internal/periodic"
 	"github.com/jetlet/jetlet/reconcile"
+	"github.com/jetlet/jetlet/reconcile/admission"
+	"github.com/jetlet/jetlet/reconcile/eviction"
+	"github.com/jetlet/jetlet/reconcile/images"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/reconcile/pleg"
 	"github.com/jetlet/jetlet/reconcile/podworkers"
@@ -61,6 +64,9 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	if err := a.buildPodSync(p, client, reg); err != nil {
 		return err
 	}
+	if err := a.buildNodeManagers(p, client); err != nil {
+		return err
+	}
 	if err := a.buildServices(p, js, client, reg); err != nil {
 		return err
 	}
@@ -78,9 +84,12 @@ type pipeline struct {
 	statuses *status.StatusWriter
 	emit     kubecontainer.Emitter // events and statuses, as reconcile emits them
 
+	node     *nodeInfo
 	probes   *prober.Prober
 	relister *pleg.Relister
 	workers  *podworkers.Workers
+	imageGC  *images.ImageGCManager
+	eviction *eviction.Manager
 
 	rotation *containerlogs.Rotator
 	consumer *consumer.Consumer
@@ -124,8 +133,9 @@ func (a *agent) buildPublishers(p *pipeline, js jetstream.JetStream, reg prometh
 // buildPodSync makes kubelet's half: the prober, the runtime manager, the
 // relist and the pod workers.
 func (a *agent) buildPodSync(p *pipeline, client *runtime.Client, reg prometheus.Registerer) (err error) {
-	allocatable, err := nodeAllocatable(a.cfg.dataDir)
-	if err != nil {
+	hostIP := nodeIP()
+	p.log.Info().Str("node_ip", hostIP).Msg("node address: the IP of hostNetwork pods and the downward API's status.hostIP")
+	if p.node, err = newNode(a.cfg, hostIP); err != nil {
 		return err
 	}
 	// One handler runner for the probes and the lifecycle hooks.
@@ -133,14 +143,12 @@ func (a *agent) buildPodSync(p *pipeline, client *runtime.Client, reg prometheus
 	if p.probes, err = prober.New(handlers, p.emit, prober.Config{Node: a.cfg.node, Logger: p.log}); err != nil {
 		return err
 	}
-	hostIP := nodeIP()
-	p.log.Info().Str("node_ip", hostIP).Msg("node address: the IP of hostNetwork pods and the downward API's status.hostIP")
 	kuberuntime, err := reconcile.New(client, p.emit, reconcile.Config{
 		NodeName:        a.cfg.node,
 		NodeIP:          hostIP,
-		NodeAllocatable: allocatable,
+		NodeAllocatable: p.node.allocatable,
 		DataDir:         a.cfg.dataDir,
-		AllowPrivileged: a.cfg.allowPrivileged,
+		AllowPrivileged: p.node.level == admission.LevelPrivileged,
 		Credentials:     a.credentials,
 		GC:              reconcile.GCPolicy{MaxPerPodContainer: a.cfg.maxDeadPerContainer},
 		Liveness:        p.probes.Liveness(),
@@ -168,8 +176,35 @@ func (a *agent) buildPodSync(p *pipeline, client *runtime.Client, reg prometheus
 		ResyncPeriod: a.cfg.resyncPeriod,
 		GCPeriod:     gcPeriod,
 		Prober:       p.probes,
-		Logger:       p.log,
-		Registerer:   reg,
+		// The eviction manager is made below, before anything runs.
+		Admission:  func() admission.Node { return p.node.forAdmission(p.eviction.Pressure()) },
+		Logger:     p.log,
+		Registerer: reg,
+	})
+	return err
+}
+
+// buildNodeManagers makes what keeps the node healthy, as kubelet's image
+// manager and eviction manager: image garbage collection, and node-pressure
+// eviction, which reclaims unused images and dead containers first, then
+// evicts pods through the pod workers.
+func (a *agent) buildNodeManagers(p *pipeline, client *runtime.Client) (err error) {
+	if p.imageGC, err = images.New(client, images.Config{Policy: a.cfg.nodeStatus.imageGC, Logger: p.log}); err != nil {
+		return err
+	}
+	observer, err := eviction.NewNodeObserver(client, eviction.NodeObserverConfig{DataDir: a.cfg.dataDir, Logger: p.log})
+	if err != nil {
+		return err
+	}
+	reclaim := struct {
+		eviction.ImageGC
+		eviction.ContainerGC
+	}{p.imageGC, p.workers}
+	p.eviction, err = eviction.New(observer, reclaim, p.workers, p.workers, eviction.Config{
+		Thresholds:               a.cfg.nodeStatus.thresholds,
+		PressureTransitionPeriod: a.cfg.nodeStatus.evictionTransition,
+		MaxPodGracePeriodSeconds: a.cfg.nodeStatus.evictionMaxPodGrace,
+		Logger:                   p.log,
 	})
 	return err
 }
@@ -191,7 +226,6 @@ func (a *agent) buildServices(p *pipeline, js jetstream.JetStream, client *runti
 		Node:             a.cfg.node,
 		SubjectPrefix:    a.cfg.streams.SubjectPrefix,
 		Workers:          a.cfg.workers,
-		AllowPrivileged:  a.cfg.allowPrivileged,
 		NoMemoryEmptyDir: noTmpfs,
 		Logger:           p.log,
 		Denials:          &a.denials,
@@ -224,8 +258,12 @@ func (a *agent) runPipeline(ctx context.Context, p *pipeline, js jetstream.JetSt
 	bgCtx, stopBG := context.WithCancel(ctx)
 	defer stopBG()
 	syncing.Go(func() { p.workers.Run(bgCtx, a.cfg.shutdownTimeout) })
+	bg.Go(func() { p.imageGC.Run(bgCtx) })
+	bg.Go(func() { p.eviction.Run(bgCtx) })
+	changed := make(chan struct{}, 1)
+	bg.Go(func() { fanIn(bgCtx, changed, p.workers.AllocationChanged(), p.eviction.Changed()) })
 	bg.Go(func() {
-		status.RunHeartbeat(bgCtx, js, status.HeartbeatPeriod, func() schemas.NodeRecord { return a.nodeRecord(p, client) }, p.log)
+		status.RunHeartbeat(bgCtx, js, status.HeartbeatPeriod, func() schemas.NodeRecord { return a.nodeRecord(bgCtx, p, client) }, changed, p.log)
 	})
 	bg.Go(func() { rederiveAfterDrops(bgCtx, p.events, p.relister, a) })
 	bg.Go(func() { p.rotation.Run(bgCtx) })
@@ -264,10 +302,27 @@ func (a *agent) drain(p *pipeline, js jetstream.JetStream, stopRelist func(), st
 	}
 }
 
+// fanIn signals out (without blocking, coalesced) for each signal of a or b,
+// until ctx is done.
+func fanIn(ctx context.Context, out chan<- struct{}, a, b <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a:
+		case <-b:
+		}
+		select {
+		case out <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // nodeRecord is what the heartbeat stores in jetlet_nodes.
-func (a *agent) nodeRecord(p *pipeline, client *runtime.Client) schemas.NodeRecord {
+func (a *agent) nodeRecord(ctx context.Context, p *pipeline, client *runtime.Client) schemas.NodeRecord {
 	v := client.RuntimeVersion()
-	return schemas.NodeRecord{
+	rec := schemas.NodeRecord{
 		Node:              a.cfg.node,
 		JetletVersion:     cli.Version(),
 		RuntimeName:       v.GetRuntimeName(),
@@ -278,6 +333,9 @@ func (a *agent) nodeRecord(p *pipeline, client *runtime.Client) schemas.NodeReco
 		Pods:              p.workers.PodCounts(),
 		StartedAt:         p.startedAt,
 	}
+	p.node.record(&rec, p.workers.Allocated(), p.eviction.Conditions(), p.startedAt)
+	rec.Images = p.imageGC.NodeImages(ctx)
+	return rec
 }
 
 // eventsAndStatuses is the events publisher as reconcile's Emitter. Its

@@ -77,6 +77,8 @@ type runConfig struct {
 	// hostPrograms makes the embedded runtime run host programs instead of
 	// images (embedded.Config.HostPrograms).
 	hostPrograms bool
+	// nodeStatus: what the node is and what it admits (node_flags.go).
+	nodeStatus nodeFlags
 }
 
 func NewRunCommand() *cobra.Command {
@@ -102,6 +104,9 @@ admits anyone. Without
 			if err := cfg.validate(); err != nil {
 				return err
 			}
+			if err := cfg.nodeStatus.validate(cfg.allowPrivileged, cmd.Flags().Changed("pod-security")); err != nil {
+				return err
+			}
 			return newAgent(cfg).run(cmd.Context())
 		},
 	}
@@ -119,7 +124,8 @@ admits anyone. Without
 	fs.StringSliceVar(&cfg.cniBinDirs, "cni-bin-dir", embedded.DefaultCNIBinDirs, "directories searched for the CNI plugins, in order (comma-separated)")
 	fs.IntVar(&cfg.workers, "workers", 16, "pods synced concurrently")
 	fs.StringVar(&cfg.httpListen, "http-listen", "127.0.0.1:9464", "address of /healthz, /readyz and /metrics (port 0 picks a free port)")
-	fs.BoolVar(&cfg.allowPrivileged, "allow-privileged", false, "accept privileged containers")
+	fs.BoolVar(&cfg.allowPrivileged, "allow-privileged", false, "accept privileged containers: the same as --pod-security privileged")
+	cfg.nodeStatus.register(fs)
 	fs.StringVar(&cfg.runtimeShim, "runtime-shim", "", "the embedded runtime's per-pod shim binary; empty: jetlet-shim beside jetlet, else built on first use for a development build, else jetlet itself")
 	fs.Int64Var(&cfg.podMaxPids, "pod-max-pids", -1, "most processes a pod of the embedded runtime may run, through its pids cgroup (kubelet's --pod-max-pids); -1: no limit")
 	fs.BoolVar(&cfg.hostPrograms, "host-programs", false, "the embedded runtime runs the host's programs instead of images (the program an image's reference names, in the host's tree with its secrets hidden); isolation partial")

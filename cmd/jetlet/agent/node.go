@@ -1,0 +1,77 @@
+package agent
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/jetlet/jetlet/reconcile/admission"
+	"github.com/jetlet/jetlet/reconcile/eviction"
+	"github.com/jetlet/jetlet/reconcile/nodestatus"
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// nodeInfo is what the node is, for admission and for its record in
+// jetlet_nodes: fixed at start (capacity, allocatable, labels, taints,
+// addresses, the Pod Security level). Read only once built.
+type nodeInfo struct {
+	name        string
+	capacity    corev1.ResourceList
+	allocatable corev1.ResourceList
+	labels      map[string]string
+	taints      []corev1.Taint
+	addresses   []corev1.NodeAddress
+	level       admission.Level
+}
+
+// newNode reads the machine's capacity and makes the node the flags describe.
+func newNode(cfg runConfig, ip string) (*nodeInfo, error) {
+	capacity, err := nodestatus.ReadCapacity(cfg.dataDir, cfg.nodeStatus.maxPods)
+	if err != nil {
+		return nil, err
+	}
+	n := &nodeInfo{
+		name:     cfg.node,
+		capacity: capacity,
+		allocatable: nodestatus.Allocatable(capacity, append(cfg.nodeStatus.reserved,
+			eviction.HardEvictionReservation(cfg.nodeStatus.thresholds, capacity))...),
+		labels:    nodestatus.Labels(cfg.node, cfg.nodeStatus.labels),
+		taints:    cfg.nodeStatus.taintSet,
+		level:     cfg.nodeStatus.level,
+		addresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: cfg.node}},
+	}
+	if ip != "" {
+		n.addresses = append([]corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}, n.addresses...)
+	}
+	return n, nil
+}
+
+// forAdmission is the node as admission sees it, under pressure.
+func (n *nodeInfo) forAdmission(pressure []corev1.NodeConditionType) admission.Node {
+	return admission.Node{
+		Name:        n.name,
+		Labels:      n.labels,
+		Taints:      n.taints,
+		Allocatable: n.allocatable,
+		Conditions:  pressure,
+		PodSecurity: n.level,
+	}
+}
+
+// record fills in the node's status in its record: allocated is what the
+// admitted pods hold now, pressure the eviction manager's conditions,
+// readySince when jetlet started.
+func (n *nodeInfo) record(rec *schemas.NodeRecord, allocated corev1.ResourceList, pressure []schemas.NodeCondition, readySince time.Time) {
+	rec.Labels = maps.Clone(n.labels)
+	rec.Taints = slices.Clone(n.taints)
+	rec.Capacity = n.capacity.DeepCopy()
+	rec.Allocatable = n.allocatable.DeepCopy()
+	rec.Allocated = allocated
+	rec.Addresses = slices.Clone(n.addresses)
+	rec.Conditions = append([]schemas.NodeCondition{{
+		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+		Message: "jetlet is posting ready status", LastTransitionTime: readySince,
+	}}, pressure...)
+}
