@@ -184,8 +184,10 @@ func (s *suite) startNode(extra ...string) *node {
 
 func (n *node) start(extra ...string) {
 	n.t.Helper()
+	// The stage's containerd has no CNI network: its pods are on the host's
+	// network, which only the privileged Pod Security level admits.
 	args := []string{"run", "--node", n.name, "--data-dir", n.dataDir,
-		"--runtime-endpoint", n.s.env.endpoint,
+		"--runtime-endpoint", n.s.env.endpoint, "--pod-security", "privileged",
 		"--nats-listen", n.listen, "--http-listen", "127.0.0.1:0"}
 	n.proc = jetlettest.Start(n.t, append(args, extra...)...)
 	n.proc.WaitReady(60 * time.Second)
