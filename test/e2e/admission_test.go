@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/test/poll"
 )
 
 // editPod is body, an apply intent, with its pod changed by edit.
@@ -123,15 +122,7 @@ func TestAdmissionRaceForTheLastMemoryHasOneWinner(t *testing.T) {
 // the heartbeat has stored the record.
 func nodeAllocatable(t *testing.T, n *node, name corev1.ResourceName) resource.Quantity {
 	t.Helper()
-	kv, err := n.js.KeyValue(t.Context(), schemas.BucketNodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec schemas.NodeRecord
-	poll.Until(t, 30*time.Second, poll.Msg("the node record"), func() bool {
-		e, err := kv.Get(t.Context(), n.name)
-		return err == nil && json.Unmarshal(e.Value(), &rec) == nil
-	})
+	rec := n.waitRecord(t, 30*time.Second, func(schemas.NodeRecord) bool { return true })
 	q, ok := rec.Allocatable[name]
 	if !ok {
 		t.Fatalf("node record: no allocatable %s in %v", name, rec.Allocatable)

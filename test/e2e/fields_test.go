@@ -45,7 +45,7 @@ func TestResourceFieldRefAndMemoryEmptyDir(t *testing.T) {
 	// Registered before the node starts, so it runs after jetlet is gone: a
 	// test that fails before the delete below leaves no tmpfs mounted.
 	t.Cleanup(func() { unmountUnder(t, dataDir) })
-	n := startNode(t, dataDir, "")
+	n := startNode(t, dataDir, "", mountsTheHost...)
 	out := t.TempDir()
 	n.publish("fields", fieldsPodJSON("fields", out))
 	r := n.results("fields", 1)[0]

@@ -33,6 +33,11 @@ type node struct {
 
 // startNode runs `jetlet run` on the embedded defaults (or --nats-url when
 // url is set), waits for /readyz and connects to its NATS.
+// mountsTheHost are the flags of a node whose test pods mount host
+// directories (hostPath volumes: how these tests see what a pod did), which
+// only the privileged Pod Security level admits.
+var mountsTheHost = []string{"--pod-security", "privileged"}
+
 func startNode(t testing.TB, dataDir, url string, extra ...string) *node {
 	t.Helper()
 	return startNodeEnv(t, dataDir, url, nil, extra...)

@@ -101,7 +101,7 @@ func TestContainerCapabilitiesVolumesAndTmp(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "owned"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	n := startNode(t, shortDir(t), "")
+	n := startNode(t, shortDir(t), "", mountsTheHost...)
 	vol, mount := sharedVolume(dir)
 	roVol := `,{"name":"ro","hostPath":{"path":` + strconv.Quote(dir) + `,"type":"Directory"}}]`
 	vol = strings.TrimSuffix(vol, "]") + roVol
@@ -166,7 +166,7 @@ func TestAPodsLocalhostSeccompProfileDeniesMkdir(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(data, "seccomp", "deny-mkdir.json"), []byte(profile), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	n := startNode(t, data, "")
+	n := startNode(t, data, "", mountsTheHost...)
 	vol, mount := sharedVolume(dir)
 	n.publish("nomkdir", podWithSpec("nomkdir", vol+`,"restartPolicy":"Never",
 	  "securityContext":{"seccompProfile":{"type":"Localhost","localhostProfile":"deny-mkdir.json"}},
@@ -216,7 +216,7 @@ func TestAPodSeesNothingOfTheNode(t *testing.T) {
 	}
 	t.Cleanup(func() { l.Close() })
 
-	n := startNode(t, dataDir, "")
+	n := startNode(t, dataDir, "", mountsTheHost...)
 	seed := filepath.Join(dataDir, "nats-client.nk")
 	if _, err := os.Stat(seed); err != nil {
 		t.Fatalf("the node has no seed to hide: %v", err)

@@ -52,7 +52,7 @@ func settle(t *testing.T, n *node, uid string) string {
 func TestRestartBeyondTheDuplicateWindowStoresNoEventTwice(t *testing.T) {
 	// NATS outlives jetlet, so its own clock says when the window expired.
 	srv := natstest.RunServer(t)
-	n := startNode(t, shortDir(t), srv.ClientURL(), "--duplicate-window", "5s")
+	n := startNode(t, shortDir(t), srv.ClientURL(), append(mountsTheHost, "--duplicate-window", "5s")...)
 	// "later" waits for a go-ahead file, deletes it and exits 5: it exits
 	// while jetlet is away.
 	dir := shortDir(t)

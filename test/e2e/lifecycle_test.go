@@ -75,7 +75,7 @@ func TestActiveDeadlineEndsASleepingPod(t *testing.T) {
 // container runs, and is stopped after it: on the pod's delete its SIGTERM
 // handler runs after the app container's.
 func TestSidecarRunsBesideTheAppAndStopsAfterIt(t *testing.T) {
-	n := startNode(t, shortDir(t), "")
+	n := startNode(t, shortDir(t), "", mountsTheHost...)
 	dir := t.TempDir()
 	vol, mount := sharedVolume(dir)
 	// Each writes its name to order when SIGTERM comes; the app container
@@ -122,7 +122,7 @@ func TestAPodWhoseAppFinishedEndsWithItsSidecar(t *testing.T) {
 // The file at terminationMessagePath is the container's message; once it
 // restarted, its lastState keeps it.
 func TestTerminationMessageAndLastState(t *testing.T) {
-	n := startNode(t, shortDir(t), "")
+	n := startNode(t, shortDir(t), "", mountsTheHost...)
 	// The first instance writes its message and fails; the next one runs.
 	dir := t.TempDir()
 	vol, mount := sharedVolume(dir)
@@ -164,7 +164,7 @@ func TestTerminationMessageFallsBackToTheLog(t *testing.T) {
 // On delete with a grace period, the preStop hook runs before the
 // container's SIGTERM handler: both write to a shared file, in that order.
 func TestPreStopRunsBeforeTheSIGTERMHandler(t *testing.T) {
-	n := startNode(t, shortDir(t), "")
+	n := startNode(t, shortDir(t), "", mountsTheHost...)
 	dir := t.TempDir()
 	vol, mount := sharedVolume(dir)
 	app := `trap 'echo term >> $JETLET_ROOTFS/shared/order; exit 0' TERM; sleep 300 & wait`
@@ -203,7 +203,7 @@ func TestPostStartFailureKillsTheContainer(t *testing.T) {
 // lifecycle.stopSignal reaches the embedded runtime: a delete stops the
 // container with SIGUSR1, which its handler sees.
 func TestStopSignalStopsTheContainer(t *testing.T) {
-	n := startNode(t, shortDir(t), "")
+	n := startNode(t, shortDir(t), "", mountsTheHost...)
 	dir := t.TempDir()
 	vol, mount := sharedVolume(dir)
 	app := `trap 'echo usr1 >> $JETLET_ROOTFS/shared/signals; exit 0' USR1; trap 'echo term >> $JETLET_ROOTFS/shared/signals; exit 0' TERM; sleep 300 & wait`

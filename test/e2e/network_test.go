@@ -49,7 +49,7 @@ func sandboxIPs(st *schemas.PodStatus) []string {
 func TestCNIPodsGetTheirOwnIPsAndReachEachOther(t *testing.T) {
 	cnitest.Require(t)
 	cn := cnitest.Network(t)
-	n := startNode(t, shortDir(t), "", "--cni-conf-dir", cn.ConfDir, "--cni-bin-dir", cnitest.PluginDir)
+	n := startNode(t, shortDir(t), "", append(mountsTheHost, "--cni-conf-dir", cn.ConfDir, "--cni-bin-dir", cnitest.PluginDir)...)
 	server := probeServer.Path(t)
 
 	// The server's readiness probe goes from jetlet, on the host, to the

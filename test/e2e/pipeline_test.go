@@ -242,7 +242,7 @@ func TestNATSRestartUnderJetlet(t *testing.T) {
 	opts := natstest.Options(t.TempDir())
 	srv := natstest.Start(t, opts)
 	opts.Port = srv.Addr().(*net.TCPAddr).Port
-	n := startNode(t, shortDir(t), srv.ClientURL())
+	n := startNode(t, shortDir(t), srv.ClientURL(), mountsTheHost...)
 	// The container waits for a go-ahead file, deletes it and exits 5, so the
 	// test knows when it has exited without asking jetlet.
 	dir := shortDir(t)

@@ -71,7 +71,7 @@ func condition(st *schemas.PodStatus, typ schemas.PodConditionType) schemas.PodC
 }
 
 func TestLivenessExecFailureRestartsTheContainer(t *testing.T) {
-	n := startNode(t, shortDir(t), "")
+	n := startNode(t, shortDir(t), "", mountsTheHost...)
 	// The probe passes three times, then fails for ever (the count is kept
 	// outside the container, so the restarted instance fails at once).
 	dir := shortDir(t)
@@ -126,7 +126,7 @@ func TestLivenessExecFailureRestartsTheContainer(t *testing.T) {
 }
 
 func TestHTTPReadinessFlipsReadyBothWays(t *testing.T) {
-	n := startNode(t, shortDir(t), "")
+	n := startNode(t, shortDir(t), "", mountsTheHost...)
 	dir, bin := shortDir(t), probeServer.Path(t)
 	ready := filepath.Join(dir, "ready")
 	port := freePort(t)
@@ -190,7 +190,7 @@ func TestHTTPReadinessFlipsReadyBothWays(t *testing.T) {
 }
 
 func TestStartupProbeHoldsLivenessOff(t *testing.T) {
-	n := startNode(t, shortDir(t), "")
+	n := startNode(t, shortDir(t), "", mountsTheHost...)
 	dir := shortDir(t)
 	started, checks := filepath.Join(dir, "started"), filepath.Join(dir, "checks")
 	n.publish("slow", sharing(t, probePodJSON(t, "slow", 1, corev1.Container{
@@ -223,7 +223,7 @@ func TestStartupProbeHoldsLivenessOff(t *testing.T) {
 }
 
 func TestTCPSocketAndGRPCProbes(t *testing.T) {
-	n := startNode(t, shortDir(t), "")
+	n := startNode(t, shortDir(t), "", mountsTheHost...)
 	tcpPort, grpcPort := freePort(t), freePort(t)
 	bin := probeServer.Path(t)
 	n.publish("net", sharing(t, probePodJSON(t, "net", 1,

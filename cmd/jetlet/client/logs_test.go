@@ -21,14 +21,15 @@ import (
 )
 
 // commandPod is a pod of one container "app" that runs script with
-// restartPolicy Never. Each of dirs is a hostPath volume mounted at the same
-// path: how the test and the container exchange files, since a container's
-// root and /tmp are its own when jetlet runs as root.
+// restartPolicy Never. Each of dirs is an emptyDir volume mounted there: a
+// place the container keeps files across its restarts. The test reaches the
+// container's files with jetlet exec, as a user would: its pods mount
+// nothing of the host, which the node's default Pod Security level refuses.
 func commandPod(name, script string, dirs ...string) string {
 	var volumes, mounts strings.Builder
 	for i, dir := range dirs {
-		fmt.Fprintf(&volumes, "  - name: shared-%d\n    hostPath: {path: %q}\n", i, dir)
-		fmt.Fprintf(&mounts, "    - name: shared-%d\n      mountPath: %q\n", i, dir)
+		fmt.Fprintf(&volumes, "  - name: keep-%d\n    emptyDir: {}\n", i)
+		fmt.Fprintf(&mounts, "    - name: keep-%d\n      mountPath: %q\n", i, dir)
 	}
 	pod := fmt.Sprintf(`apiVersion: v1
 kind: Pod
@@ -65,25 +66,18 @@ func TestLogsAndExecAgainstJetletRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shared := filepath.Join(dir, "shared") // mounted into the pods that exchange files
-	if err := os.Mkdir(shared, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	wantCode(t, c.run("apply", "-f", filepath.Join(examples, "web.yaml"), "--wait"), 0)
 
 	t.Run("logs -f follows a container and ends when it exits", func(t *testing.T) {
 		// The container prints a line a second, then waits for the test
 		// to have seen them through the follow before it exits.
-		seen := filepath.Join(shared, "seen")
 		wantCode(t, c.runIn(commandPod("ticker", "for i in 1 2 3; do echo tick $i; sleep 1; done; echo waiting >&2; "+
-			"while [ ! -e "+seen+" ]; do sleep 0.1; done; echo bye", shared), "apply", "-f", "-", "--wait"), 0)
+			"while [ ! -e /tmp/seen ]; do sleep 0.1; done; echo bye"), "apply", "-f", "-", "--wait"), 0)
 		f := c.follow("logs", "default/ticker", "-f")
 		poll.Until(t, 30*time.Second, func() string { return "the follow to print the ticks; have " + f.stdout.String() }, func() bool {
 			return f.stdout.String() == "tick 1\ntick 2\ntick 3\nwaiting\n"
 		})
-		if err := os.WriteFile(seen, nil, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		wantCode(t, c.exec("default/ticker", "--", "touch", "/tmp/seen"), 0)
 		select {
 		case code := <-f.done:
 			if code != 0 || f.stdout.String() != "tick 1\ntick 2\ntick 3\nwaiting\nbye\n" {
@@ -102,9 +96,8 @@ func TestLogsAndExecAgainstJetletRun(t *testing.T) {
 	t.Run("logs --previous shows the crashed instance's output", func(t *testing.T) {
 		// It crashes once, then runs: its previous instance is the crashed
 		// one, which the container GC keeps (the newest dead instance).
-		marker := filepath.Join(shared, "crashed")
-		pod := strings.Replace(commandPod("crashonce", "if [ -e "+marker+" ]; then echo second; exec sleep 3600; fi; "+
-			"touch "+marker+"; echo first; echo crashing >&2; exit 7", shared), "restartPolicy: Never", "restartPolicy: Always", 1)
+		pod := strings.Replace(commandPod("crashonce", "if [ -e /keep/crashed ]; then echo second; exec sleep 3600; fi; "+
+			"touch /keep/crashed; echo first; echo crashing >&2; exit 7", "/keep"), "restartPolicy: Never", "restartPolicy: Always", 1)
 		wantCode(t, c.runIn(pod, "apply", "-f", "-", "--wait"), 0)
 		var res cliResult
 		poll.Until(t, 60*time.Second, func() string { return "the second instance of crashonce; last: " + res.stdout + res.stderr }, func() bool {
