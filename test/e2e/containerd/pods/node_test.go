@@ -1,0 +1,28 @@
+package containerd_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/jetlettest"
+	"github.com/jetlet/jetlet/test/poll"
+)
+
+// A `jetlet run` driving containerd says what its node is: the machine's
+// facts from the host, its images from containerd's CRI.
+func TestNodeRecordOnContainerd(t *testing.T) {
+	s := newSuite(t)
+	n := s.startNode()
+	kv, err := n.js.KeyValue(t.Context(), schemas.BucketNodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec schemas.NodeRecord
+	poll.Until(t, 60*time.Second, poll.Msg("a node record listing images"), func() bool {
+		e, err := kv.Get(t.Context(), n.name)
+		return err == nil && json.Unmarshal(e.Value(), &rec) == nil && len(rec.Images) > 0
+	})
+	jetlettest.CheckNodeRecord(t, rec, "busybox")
+}
