@@ -16,6 +16,11 @@ const (
 	StreamDead    = "JETLET_DEAD"
 	BucketStatus  = "jetlet_status"
 	BucketNodes   = "jetlet_nodes"
+	// BucketConfigMaps holds ConfigMaps, key <namespace>.<name>, and
+	// BucketSecrets Secrets sealed for one node, key
+	// <node>.<namespace>.<name> (CONTRACT.md section 11).
+	BucketConfigMaps = "jetlet_configmaps"
+	BucketSecrets    = "jetlet_secrets"
 	// ObjectStoreImages holds images pushed over the bus (CONTRACT.md
 	// section 13; the object names: docs/wire-protocol.md section 13).
 	ObjectStoreImages = "jetlet_images"

@@ -335,10 +335,32 @@ type NodeRecord struct {
 	Conditions []NodeCondition         `json:"conditions,omitempty"`
 	Addresses  []corev1.NodeAddress    `json:"addresses,omitempty"`
 	Images     []corev1.ContainerImage `json:"images,omitempty"`
+	// XKey is the node's curve public key, which Secrets are sealed for
+	// (CONTRACT section 11).
+	XKey string `json:"xkey,omitempty"`
 
 	StartedAt   time.Time       `json:"startedAt"`
 	HeartbeatAt time.Time       `json:"heartbeatAt"`
 	Extra       json.RawMessage `json:"extra,omitempty"`
+}
+
+// KindSealedSecret is the kind of a SealedSecret.
+const KindSealedSecret = "SealedSecret"
+
+// SealedSecret is a core/v1 Secret sealed for one node, the value of its key
+// <node>.<namespace>.<name> in jetlet_secrets (CONTRACT section 11): the
+// Secret's JSON sealed with nkeys' curve Seal for the node's xkey by the
+// sender's key; only the node's seed opens it.
+type SealedSecret struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Node       string `json:"node"`
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	// Sender is the curve public key (X...) the Secret was sealed with.
+	Sender string `json:"sender"`
+	// Sealed is the base64 of the sealed bytes.
+	Sealed string `json:"sealed"`
 }
 
 // NodeCondition is one of the node's conditions (Ready, MemoryPressure,
