@@ -1,10 +1,12 @@
 package agent
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"time"
 
+	"github.com/nats-io/nkeys"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/jetlet/jetlet/reconcile/admission"
@@ -24,13 +26,26 @@ type nodeInfo struct {
 	taints      []corev1.Taint
 	addresses   []corev1.NodeAddress
 	level       admission.Level
+	// xkey opens the Secrets sealed for this node; xkeyPub, its public
+	// key, is the record's xkey.
+	xkey    nkeys.KeyPair
+	xkeyPub string
 }
 
-// newNode reads the machine's capacity and makes the node the flags describe.
+// newNode reads the machine's capacity and the node's curve key (made on
+// first start) and makes the node the flags describe.
 func newNode(cfg runConfig, ip string) (*nodeInfo, error) {
 	capacity, err := nodestatus.ReadCapacity(cfg.dataDir, cfg.nodeStatus.maxPods)
 	if err != nil {
 		return nil, err
+	}
+	xkey, err := LoadOrCreateNodeKey(nodeKeyPath(cfg.dataDir))
+	if err != nil {
+		return nil, err
+	}
+	xkeyPub, err := xkey.PublicKey()
+	if err != nil {
+		return nil, fmt.Errorf("node xkey: %w", err)
 	}
 	n := &nodeInfo{
 		name:     cfg.node,
@@ -41,6 +56,8 @@ func newNode(cfg runConfig, ip string) (*nodeInfo, error) {
 		taints:    cfg.nodeStatus.taintSet,
 		level:     cfg.nodeStatus.level,
 		addresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: cfg.node}},
+		xkey:      xkey,
+		xkeyPub:   xkeyPub,
 	}
 	if ip != "" {
 		n.addresses = append([]corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}, n.addresses...)
@@ -70,6 +87,7 @@ func (n *nodeInfo) record(rec *schemas.NodeRecord, allocated corev1.ResourceList
 	rec.Allocatable = n.allocatable.DeepCopy()
 	rec.Allocated = allocated
 	rec.Addresses = slices.Clone(n.addresses)
+	rec.XKey = n.xkeyPub
 	rec.Conditions = append([]schemas.NodeCondition{{
 		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
 		Message: "jetlet is posting ready status", LastTransitionTime: readySince,
