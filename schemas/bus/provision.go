@@ -109,7 +109,7 @@ func (c StreamsConfig) StreamConfigs() []jetstream.StreamConfig {
 	return []jetstream.StreamConfig{intents, results, evs, dead}
 }
 
-// BucketConfigs returns the two KV buckets as jetlet wants them.
+// BucketConfigs returns the KV buckets as jetlet wants them.
 func (c StreamsConfig) BucketConfigs() []jetstream.KeyValueConfig {
 	return []jetstream.KeyValueConfig{
 		{
@@ -127,6 +127,22 @@ func (c StreamsConfig) BucketConfigs() []jetstream.KeyValueConfig {
 			Description: "jetlet: node heartbeats, key <node>",
 			History:     1,
 			TTL:         c.NodeTTL,
+			Storage:     c.Storage,
+			Replicas:    c.Replicas,
+		},
+		// CONTRACT.md section 11: the latest of each object is what a pod
+		// mounts; a KV watch brings its changes.
+		{
+			Bucket:      schemas.BucketConfigMaps,
+			Description: "jetlet: ConfigMaps, key <namespace>.<name>",
+			History:     1,
+			Storage:     c.Storage,
+			Replicas:    c.Replicas,
+		},
+		{
+			Bucket:      schemas.BucketSecrets,
+			Description: "jetlet: Secrets sealed for one node, key <node>.<namespace>.<name>",
+			History:     1,
 			Storage:     c.Storage,
 			Replicas:    c.Replicas,
 		},

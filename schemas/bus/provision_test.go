@@ -3,6 +3,7 @@ package bus_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -236,5 +237,50 @@ func TestProvisionCreatesTheImagesObjectStore(t *testing.T) {
 	}
 	if got, err := obs.GetString(ctx, "probe"); err != nil || got != "kept" {
 		t.Errorf("after a second provision: %q, %v", got, err)
+	}
+}
+
+func TestProvisionCreatesTheConfigBuckets(t *testing.T) {
+	_, js := natstest.Connect(t, natstest.RunServer(t))
+	ctx := t.Context()
+	cfg := defaultStreams(t)
+	missing, err := bus.Missing(ctx, js, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []string{schemas.BucketConfigMaps, schemas.BucketSecrets} {
+		if !slices.Contains(missing, "bucket "+b) {
+			t.Errorf("missing before provisioning = %v, want it to name bucket %s", missing, b)
+		}
+	}
+	if err := bus.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	// The contract's keys: a name after the namespace may hold dots.
+	keys := map[string]string{
+		schemas.BucketConfigMaps: "default.app.config",
+		schemas.BucketSecrets:    "n1.default.db.creds",
+	}
+	for bucket, key := range keys {
+		kv, err := js.KeyValue(ctx, bucket)
+		if err != nil {
+			t.Fatalf("bucket %s: %v", bucket, err)
+		}
+		st, err := kv.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.History() != 1 || st.TTL() != 0 {
+			t.Errorf("%s: history %d, ttl %s; want 1, none", bucket, st.History(), st.TTL())
+		}
+		if sc := st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config; sc.Replicas != 1 || sc.Storage != jetstream.FileStorage {
+			t.Errorf("%s: replicas %d, storage %v; want 1, file", bucket, sc.Replicas, sc.Storage)
+		}
+		if _, err := kv.PutString(ctx, key, "v"); err != nil {
+			t.Errorf("%s: put %s: %v", bucket, key, err)
+		}
+	}
+	if missing, err := bus.Missing(ctx, js, cfg); err != nil || len(missing) != 0 {
+		t.Errorf("missing after provisioning = %v, %v", missing, err)
 	}
 }
