@@ -26,6 +26,10 @@ const (
 	minimumGracePeriodInSeconds = 2
 	defaultCPUPeriod            = 100000 // µs, CFS quota period
 	emptyDirPluginDir           = "kubernetes.io~empty-dir"
+	configMapPluginDir          = "kubernetes.io~configmap"
+	secretPluginDir             = "kubernetes.io~secret"
+	downwardAPIPluginDir        = "kubernetes.io~downward-api"
+	projectedPluginDir          = "kubernetes.io~projected"
 )
 
 // GCPolicy says which dead containers garbage collection keeps, after
@@ -88,9 +92,14 @@ type Config struct {
 	Liveness  kubecontainer.ProbeResults
 	Startup   kubecontainer.ProbeResults
 	Readiness kubecontainer.ProbeResults
-	// Credentials gives the registry credentials of image pulls. Default:
-	// none (the runtime's own registry configuration applies).
+	// Credentials gives the node's registry credentials of image pulls,
+	// tried after the pod's imagePullSecrets. Default: none (the runtime's
+	// own registry configuration applies).
 	Credentials Credentials
+	// Objects gives the ConfigMaps and Secrets pods refer to (volumes, env,
+	// envFrom, imagePullSecrets). Nil: none; such references then fail (the
+	// decoder keeps such pods away) and pull secrets are skipped.
+	Objects kubecontainer.ObjectSource
 	// Handlers runs the exec and httpGet handlers of lifecycle hooks (the
 	// prober's runner). Without it such a hook fails with a message saying so.
 	Handlers kubecontainer.HandlerRunner

@@ -27,7 +27,7 @@ func (m *Kuberuntime) generateContainerConfig(ctx context.Context, pod *corev1.P
 	if err := m.verifyRunAsNonRoot(ctx, pod, c, imageRef); err != nil {
 		return nil, err
 	}
-	envs, err := m.makeEnvironmentVariables(pod, c, net)
+	envs, err := m.makeEnvironmentVariables(ctx, pod, c, net)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +137,10 @@ func (m *Kuberuntime) emptyDirPath(uid, volume string) string {
 
 // makeMounts turns volume mounts into CRI mounts: hostPath as is (created
 // when its type says so), emptyDir under the data dir (a tmpfs for medium
-// Memory). Other volume types are an error.
+// Memory), the volumes of API data where mountVolumes wrote them (a subPath
+// into one binds the file of the generation current at the container's
+// creation: it keeps that content, as kubelet's). Other volume types are an
+// error.
 // mapping (the container's environment) expands subPathExpr.
 func (m *Kuberuntime) makeMounts(pod *corev1.Pod, c *corev1.Container, mapping func(string) (string, bool)) ([]*runtimeapi.Mount, error) {
 	if len(c.VolumeDevices) > 0 {
@@ -156,6 +159,7 @@ func (m *Kuberuntime) makeMounts(pod *corev1.Pod, c *corev1.Container, mapping f
 			return nil, fmt.Errorf("container %q: volume mount %q names no volume of the pod", c.Name, vm.Name)
 		}
 		var hostPath string
+		readOnly := vm.ReadOnly
 		switch {
 		case vol.HostPath != nil:
 			hostPath = vol.HostPath.Path
@@ -164,11 +168,17 @@ func (m *Kuberuntime) makeMounts(pod *corev1.Pod, c *corev1.Container, mapping f
 			}
 		case vol.EmptyDir != nil:
 			hostPath = m.emptyDirPath(string(pod.UID), vol.Name)
-			if err := m.setUpEmptyDir(hostPath, pod, vol.EmptyDir); err != nil {
+			if err := m.setUpEmptyDir(emptyDirPluginDir, hostPath, pod, vol.EmptyDir); err != nil {
 				return nil, fmt.Errorf("volume %q: %w", vol.Name, err)
 			}
+		case apiDataPluginDir(vol) != "":
+			// Written by the sync's mountVolumes; read-only, as kubelet
+			// mounts API data (mustMountRO): the writer's generations are
+			// not the container's to change.
+			hostPath = m.apiDataVolumePath(string(pod.UID), apiDataPluginDir(vol), vol.Name)
+			readOnly = true
 		default:
-			return nil, fmt.Errorf("volume %q: only hostPath and emptyDir volumes are supported", vol.Name)
+			return nil, fmt.Errorf("volume %q: only hostPath, emptyDir, configMap, secret, downwardAPI and projected volumes are supported", vol.Name)
 		}
 		subPath := vm.SubPath
 		if vm.SubPathExpr != "" {
@@ -189,7 +199,7 @@ func (m *Kuberuntime) makeMounts(pod *corev1.Pod, c *corev1.Container, mapping f
 		mounts = append(mounts, &runtimeapi.Mount{
 			ContainerPath: vm.MountPath,
 			HostPath:      hostPath,
-			Readonly:      vm.ReadOnly,
+			Readonly:      readOnly,
 			// IfPossible is a plain read-only mount: jetlet does not ask the
 			// runtime whether it can make one recursive.
 			RecursiveReadOnly: vm.RecursiveReadOnly != nil && *vm.RecursiveReadOnly == corev1.RecursiveReadOnlyEnabled,

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -53,7 +54,7 @@ func TestResourceFieldRefEnv(t *testing.T) {
 	side := corev1.Container{Name: "side", Image: "img:1", Command: []string{"x"},
 		Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}}}
 	pod := testPod(app, side)
-	envs, err := m.makeEnvironmentVariables(pod, &pod.Spec.Containers[0], podNetwork{})
+	envs, err := m.makeEnvironmentVariables(context.Background(), pod, &pod.Spec.Containers[0], podNetwork{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,11 +77,11 @@ func TestResourceFieldRefEnv(t *testing.T) {
 	// Without the node's allocatable an unset limit is an error, not 0.
 	bare, _ := newTestManager(t, fakecri.New())
 	pod.Spec.Containers[0].Env = []corev1.EnvVar{ref("E", "limits.ephemeral-storage", "", "")}
-	if _, err := bare.makeEnvironmentVariables(pod, &pod.Spec.Containers[0], podNetwork{}); err == nil || !strings.Contains(err.Error(), "allocatable") {
+	if _, err := bare.makeEnvironmentVariables(context.Background(), pod, &pod.Spec.Containers[0], podNetwork{}); err == nil || !strings.Contains(err.Error(), "allocatable") {
 		t.Errorf("unset limit without allocatable: %v", err)
 	}
 	pod.Spec.Containers[0].Env = []corev1.EnvVar{ref("E", "limits.cpu", "", "nope")}
-	if _, err := m.makeEnvironmentVariables(pod, &pod.Spec.Containers[0], podNetwork{}); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+	if _, err := m.makeEnvironmentVariables(context.Background(), pod, &pod.Spec.Containers[0], podNetwork{}); err == nil || !strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("unknown container: %v", err)
 	}
 }

@@ -16,11 +16,12 @@ import (
 // 0777 unless the volume's mode says otherwise; with a pod fsGroup, owned by
 // that group, group-writable and setgid (kubelet's SetVolumeOwnership on a
 // new volume: nothing inside it to change yet, whatever the
-// fsGroupChangePolicy).
-func (m *Kuberuntime) setUpEmptyDir(dir string, pod *corev1.Pod, d *corev1.EmptyDirVolumeSource) error {
+// fsGroupChangePolicy). plugin is the directory of dir's volume type: the
+// volumes of API data are emptyDirs underneath, as kubelet wraps them.
+func (m *Kuberuntime) setUpEmptyDir(plugin, dir string, pod *corev1.Pod, d *corev1.EmptyDirVolumeSource) error {
 	// Its parents are closed to the node's other users (podDirMode): the
 	// volume itself is the containers'.
-	if _, err := m.makePodDataDir(string(pod.UID), "volumes", emptyDirPluginDir); err != nil {
+	if _, err := m.makePodDataDir(string(pod.UID), "volumes", plugin); err != nil {
 		return err
 	}
 	switch d.Medium {
@@ -136,27 +137,34 @@ func isMountPoint(dir string) (bool, error) {
 	return st.Dev != parent.Dev, nil
 }
 
-// tearDownEmptyDirs unmounts the tmpfs of every emptyDir of a pod, before
-// its data directory is removed (a removal through a mount would empty the
+// tmpfsPluginDirs are the volume types that may be a tmpfs: emptyDirs of
+// medium Memory, secret and projected volumes.
+var tmpfsPluginDirs = []string{emptyDirPluginDir, secretPluginDir, projectedPluginDir}
+
+// tearDownVolumes unmounts the tmpfs of every volume of a pod, before its
+// data directory is removed (a removal through a mount would empty the
 // tmpfs and then fail on the busy mount point).
-func (m *Kuberuntime) tearDownEmptyDirs(uid string) error {
-	root := filepath.Join(m.podDataDir(uid), "volumes", emptyDirPluginDir)
-	entries, err := os.ReadDir(root)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
+func (m *Kuberuntime) tearDownVolumes(uid string) error {
 	var errs []error
-	for _, e := range entries {
-		dir := filepath.Join(root, e.Name())
-		mounted, err := isMountPoint(dir)
-		if err != nil || !mounted {
+	for _, plugin := range tmpfsPluginDirs {
+		root := filepath.Join(m.podDataDir(uid), "volumes", plugin)
+		entries, err := os.ReadDir(root)
+		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
-		if err := unix.Unmount(dir, 0); err != nil {
-			errs = append(errs, fmt.Errorf("unmount %s: %w", dir, err))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, e := range entries {
+			dir := filepath.Join(root, e.Name())
+			mounted, err := isMountPoint(dir)
+			if err != nil || !mounted {
+				continue
+			}
+			if err := unix.Unmount(dir, 0); err != nil {
+				errs = append(errs, fmt.Errorf("unmount %s: %w", dir, err))
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -139,7 +139,7 @@ func (m *Kuberuntime) removeDead(ctx context.Context, plan gcPlan, unrecorded ma
 }
 
 // removePodDirs removes the directories of gone pods with nothing left:
-// logs, then data (emptyDirs, their tmpfs unmounted first), and forgets
+// logs, then data (volumes, their tmpfs unmounted first), and forgets
 // the pods.
 func (m *Kuberuntime) removePodDirs(gone func(uid string) bool, left map[string]bool) (errs []error) {
 	if entries, err := os.ReadDir(m.cfg.LogDir); err == nil {
@@ -159,7 +159,7 @@ func (m *Kuberuntime) removePodDirs(gone func(uid string) bool, left map[string]
 			if !e.IsDir() || left[uid] || !gone(uid) {
 				continue
 			}
-			if err := m.tearDownEmptyDirs(uid); err != nil {
+			if err := m.tearDownVolumes(uid); err != nil {
 				errs = append(errs, err)
 				continue
 			}

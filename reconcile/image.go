@@ -79,7 +79,7 @@ func (s *podOperation) ensureImageExists(ctx context.Context, c *corev1.Containe
 	if m.imageBackOff.IsInBackOffSinceUpdate(key, now) {
 		return "", fmt.Sprintf("Back-off pulling image %q", c.Image), kubecontainer.ErrImagePullBackOff
 	}
-	ref, err := m.pullImage(ctx, spec, s.sandboxCfg)
+	ref, err := m.pullImage(ctx, spec, s.sandboxCfg, s.pullCredentials(image))
 	ev := kubecontainer.NewEvent(m.cfg.NodeName, s.ref, schemas.EventImagePulled, "", m.cfg.Clock.Now())
 	ev.Container = c.Name
 	if err != nil {
@@ -101,8 +101,8 @@ func (s *podOperation) ensureImageExists(ctx context.Context, c *corev1.Containe
 }
 
 // Credentials gives the node's registry credentials for an image, in the
-// order to try them (kubelet's DockerKeyring.Lookup). Intents carry no pull
-// secrets: the credentials are the node's (jetlet run --image-credentials).
+// order to try them (kubelet's DockerKeyring.Lookup): the node's (jetlet run
+// --image-credentials), tried after the pod's imagePullSecrets.
 // Implementations must be safe for concurrent use.
 type Credentials interface {
 	Lookup(image string) []*runtimeapi.AuthConfig
@@ -115,12 +115,11 @@ type NoCredentials struct{}
 // Lookup implements Credentials.
 func (NoCredentials) Lookup(string) []*runtimeapi.AuthConfig { return nil }
 
-// pullImage pulls with each matching credential in turn until one works, as
+// pullImage pulls with each credential in turn until one works, as
 // kubelet's PullImage; without any, it pulls anonymously. The errors joined
 // are the runtime's, which never quote the AuthConfig sent, and nothing here
 // logs one.
-func (m *Kuberuntime) pullImage(ctx context.Context, spec *runtimeapi.ImageSpec, sandboxCfg *runtimeapi.PodSandboxConfig) (string, error) {
-	creds := m.cfg.Credentials.Lookup(spec.Image)
+func (m *Kuberuntime) pullImage(ctx context.Context, spec *runtimeapi.ImageSpec, sandboxCfg *runtimeapi.PodSandboxConfig, creds []*runtimeapi.AuthConfig) (string, error) {
 	if len(creds) == 0 {
 		return m.rt.PullImage(ctx, spec, nil, sandboxCfg)
 	}

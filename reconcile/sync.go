@@ -57,6 +57,13 @@ func (s *podOperation) sync(ctx context.Context) {
 		e.Str("pod", pod.Namespace+"/"+pod.Name).Str("uid", string(pod.UID)).Stringer("actions", actions).Msg("computed pod actions")
 	}
 
+	// Step 1b (kubelet's volume manager, before its sync): write the volumes
+	// of API data of a pod that goes on running; one never written holds
+	// everything back.
+	if (!actions.KillPod || actions.CreateSandbox) && pod.DeletionTimestamp == nil && !s.mountVolumes(ctx) {
+		return
+	}
+
 	// Step 2: kill the pod when its sandbox changes or nothing is left to run.
 	if actions.KillPod {
 		message := "All containers of the pod are dead"
