@@ -22,13 +22,14 @@ type applyOptions struct {
 	client  clientFlags
 	publish publishFlags
 	files   []string
+	nodes   []string // the nodes Secrets are sealed for, with --node
 }
 
 func newApplyCommand() *cobra.Command {
 	var o applyOptions
 	cmd := &cobra.Command{
 		Use:   "apply -f FILE|-",
-		Short: "Publish Pods (YAML or JSON) or PodIntents as intents for a node",
+		Short: "Publish Pods (YAML or JSON) or PodIntents as intents for a node; store ConfigMaps and Secrets",
 		Long: `Publish each Pod of a Kubernetes manifest (YAML, several documents
 separated by ---, or JSON, or a v1 List) or each PodIntent as an intent to
 <prefix>.intent.<node>.<uid>.
@@ -40,9 +41,15 @@ seen for that uid. Every document is validated as the node would validate it
 before anything is published. --node defaults to spec.nodeName, else to the
 only node with a heartbeat in jetlet_nodes.
 
+A ConfigMap is put to jetlet_configmaps. A Secret is sealed for each node of
+--node or --nodes with the xkey of its record in jetlet_nodes and put to
+jetlet_secrets; a node with no record stores nothing. ConfigMaps and Secrets
+are stored before the pods' intents are published.
+
 Exit status: 0 when published (with --wait: when every result is Synced),
 2 when a result is not Synced, 1 on any other error.`,
 		Example: `  jetlet apply -f deploy/examples/web.yaml
+  jetlet apply -f app-config.yaml -f db-secret.yaml --nodes n1,n2
   jetlet apply -f web.yaml --wait
   cat pods.yaml | jetlet apply -f - --node n1 -o json`,
 		Args: cobra.NoArgs,
@@ -52,6 +59,7 @@ Exit status: 0 when published (with --wait: when every result is Synced),
 	o.client.register(fs)
 	fs.StringArrayVarP(&o.files, "filename", "f", nil, "manifest file, or - for standard input (repeatable)")
 	o.publish.register(cmd, "wait for each intent's SyncResult, showing the pod's events on stderr")
+	fs.StringSliceVar(&o.nodes, "nodes", nil, "seal each Secret for these nodes (N1,N2); pods go to --node")
 	_ = cmd.MarkFlagRequired("filename")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	cli.AnnotateEnv(fs)
@@ -86,6 +94,10 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 		}
 		docs = append(docs, more...)
 	}
+	sealFor, err := secretNodes(o.client.node, o.nodes)
+	if err != nil {
+		return err
+	}
 	c, err := connectClient(cmd, &o.client)
 	if err != nil {
 		return err
@@ -96,22 +108,46 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 
 	p := newPlanner(c, o.client.node)
 	var plans []*plannedIntent
+	var configs []*configObject
 	var problems []string
 	for _, d := range docs {
-		pi, err := p.plan(ctx, d)
+		var err error
+		if d.config != nil {
+			var obj *configObject
+			if obj, err = decodeConfig(d); err == nil {
+				configs = append(configs, obj)
+			}
+		} else {
+			var pi *plannedIntent
+			if pi, err = p.plan(ctx, d); err == nil {
+				plans = append(plans, pi)
+			}
+		}
 		if err != nil {
 			var invalid *invalidIntentError
 			if !errors.As(err, &invalid) {
 				return err
 			}
 			problems = append(problems, invalid.Error())
-			continue
 		}
-		plans = append(plans, pi)
 	}
 	if len(problems) > 0 {
 		fmt.Fprintf(cmd.ErrOrStderr(), "error: nothing was published:\n%s", strings.Join(problems, ""))
 		return cli.ExitCodeError{Code: 1}
+	}
+	// Stored before the intents: a pod that uses them finds them.
+	writes, err := c.prepareConfigs(ctx, configs, sealFor, false)
+	if err != nil {
+		return err
+	}
+	if err := c.storeConfigs(ctx, writes); err != nil {
+		return err
+	}
+	if err := reportConfigWrites(cmd.OutOrStdout(), cmd.ErrOrStderr(), writes, o.publish); err != nil {
+		return err
+	}
+	if len(plans) == 0 {
+		return nil
 	}
 	return publishAndReport(ctx, cmd, c, plans, o.publish)
 }

@@ -286,6 +286,6 @@ func (c *client) jsError(what string, err error) error {
 
 // Commands are the client commands of the jetlet binary.
 func Commands() []*cobra.Command {
-	return []*cobra.Command{newApplyCommand(), newDeleteCommand(), newGetCommand(), newEventsCommand(), newHistoryCommand(),
+	return []*cobra.Command{newApplyCommand(), newCreateCommand(), newDeleteCommand(), newGetCommand(), newEventsCommand(), newHistoryCommand(),
 		newDescribeCommand(), newLogsCommand(), newExecCommand(), newProvisionCommand(), newNATSConfigCommand(), newNodeCommand(), newImageCommand()}
 }

@@ -26,8 +26,8 @@ type deleteOptions struct {
 func newDeleteCommand() *cobra.Command {
 	var o deleteOptions
 	cmd := &cobra.Command{
-		Use:   "delete NAMESPACE/NAME | --uid UID",
-		Short: "Publish a delete intent for a pod",
+		Use:   "delete NAMESPACE/NAME | --uid UID | configmap NAMESPACE/NAME | secret NAMESPACE/NAME",
+		Short: "Publish a delete intent for a pod; delete a ConfigMap or a Secret",
 		Long: `Publish an intent with op "delete" for a pod, found by NAMESPACE/NAME (NAME
 alone means namespace "default") or by --uid in jetlet_status and
 JETLET_INTENTS. The node stops the pod's containers (grace period: --grace,
@@ -49,6 +49,7 @@ included (unless --ignore-not-found).`,
 	o.publish.register(cmd, "wait for the SyncResult, showing the pod's events on stderr")
 	fs.BoolVar(&o.ignoreNotFound, "ignore-not-found", false, "exit 0 when the pod does not exist or is already deleted")
 	cli.AnnotateEnv(fs)
+	cmd.AddCommand(newDeleteConfigMapCommand(), newDeleteSecretCommand())
 	return cmd
 }
 

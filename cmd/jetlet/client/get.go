@@ -22,14 +22,14 @@ import (
 
 func newGetCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "get pods|nodes",
-		Short: "List pods (from jetlet_status) or nodes (from jetlet_nodes)",
+		Use:   "get pods|nodes|configmaps|secrets",
+		Short: "List pods (from jetlet_status), nodes (from jetlet_nodes), ConfigMaps or sealed Secrets",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return fmt.Errorf("get what? `jetlet get pods` or `jetlet get nodes`")
+			return fmt.Errorf("get what? `jetlet get pods`, `jetlet get nodes`, `jetlet get configmaps` or `jetlet get secrets`")
 		},
 	}
-	cmd.AddCommand(newGetPodsCommand(), newGetNodesCommand())
+	cmd.AddCommand(newGetPodsCommand(), newGetNodesCommand(), newGetConfigMapsCommand(), newGetSecretsCommand())
 	return cmd
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/jetlet/jetlet/schemas"
 )
 
-// document is one pod of a manifest, kept as generic JSON so that every field
+// document is one pod (or ConfigMap or Secret) of a manifest, kept as generic JSON so that every field
 // reaches schemas.DecodeIntent as the user wrote it (a typed round trip would
 // drop unknown fields instead of reporting them).
 type document struct {
@@ -23,6 +23,9 @@ type document struct {
 	envelope map[string]any
 	// pod is envelope["pod"].
 	pod map[string]any
+	// config is a ConfigMap or a Secret (kind says which) instead of a
+	// pod: envelope and pod are nil.
+	config map[string]any
 }
 
 // metadata returns the pod's metadata object, creating it when absent.
@@ -89,7 +92,8 @@ func (d *document) label() string {
 // body is the intent as it will be published.
 func (d *document) body() ([]byte, error) { return json.Marshal(d.envelope) }
 
-// parseManifest reads Kubernetes Pods and PodIntents from YAML (several
+// parseManifest reads Kubernetes Pods, PodIntents, ConfigMaps and Secrets
+// from YAML (several
 // documents separated by ---) or JSON, including v1 Lists of them. source
 // names the input in messages.
 func parseManifest(data []byte, source string) ([]*document, error) {
@@ -143,7 +147,12 @@ func documentsOf(obj map[string]any, where string) ([]*document, error) {
 			return nil, fmt.Errorf("%s: a PodIntent needs a pod object", where)
 		}
 		return []*document{{where: where, envelope: obj, pod: pod}}, nil
-	case "List", "PodList":
+	case kindConfigMap, kindSecret:
+		if v := str(obj, "apiVersion"); v != "" && v != "v1" {
+			return nil, fmt.Errorf("%s: apiVersion %q: a %s is v1", where, v, kind)
+		}
+		return []*document{{where: where, config: obj}}, nil
+	case "List", "PodList", "ConfigMapList", "SecretList":
 		items, _ := obj["items"].([]any)
 		var out []*document
 		for i, it := range items {
@@ -161,7 +170,7 @@ func documentsOf(obj map[string]any, where string) ([]*document, error) {
 	case "":
 		return nil, fmt.Errorf("%s: no kind; want kind: Pod (apiVersion: v1) or kind: PodIntent (apiVersion: %s)", where, schemas.APIVersion)
 	}
-	return nil, fmt.Errorf("%s: kind %q is not something jetlet runs; want Pod or PodIntent", where, kind)
+	return nil, fmt.Errorf("%s: kind %q is not something jetlet runs; want Pod, PodIntent, ConfigMap or Secret", where, kind)
 }
 
 // splitYAML splits a YAML stream at its "---" document separators.

@@ -1,0 +1,215 @@
+package client
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// getConfigsFlags are the flags of get configmaps and get secrets.
+type getConfigsFlags struct {
+	client        clientFlags
+	output        string
+	namespace     string
+	allNamespaces bool
+}
+
+func (f *getConfigsFlags) register(cmd *cobra.Command, what string) {
+	fs := cmd.Flags()
+	f.client.register(fs)
+	fs.StringVarP(&f.output, "output", "o", "", "json or yaml")
+	fs.StringVarP(&f.namespace, "namespace", "n", "default", "the namespace to list")
+	fs.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "list the "+what+" of every namespace")
+	completeOutput(cmd, outputJSON, outputYAML)
+	cli.AnnotateEnv(fs)
+}
+
+func (f *getConfigsFlags) validate(cmd *cobra.Command) error {
+	if err := checkOutput(f.output, outputJSON, outputYAML); err != nil {
+		return err
+	}
+	if f.allNamespaces && cmd.Flags().Changed("namespace") {
+		return fmt.Errorf("give -n NAMESPACE or -A, not both")
+	}
+	return nil
+}
+
+// keyPattern is the filter of the keys to list: one namespace's, or every
+// one's, and the name's when one is given (a name may hold dots: every
+// token after the namespace's).
+func (f *getConfigsFlags) keyPattern(name string) string {
+	ns := f.namespace
+	if f.allNamespaces {
+		ns = "*"
+	}
+	if name == "" {
+		return ns + ".>"
+	}
+	return ns + "." + name
+}
+
+// noneFound says that nothing matched: an error for a name, else a note on
+// stderr.
+func (f *getConfigsFlags) noneFound(cmd *cobra.Command, kind, name string) error {
+	where := ""
+	if !f.allNamespaces {
+		where = " in namespace " + f.namespace
+	}
+	if f.client.node != "" {
+		where += " on node " + f.client.node
+	}
+	if name != "" {
+		return &notFoundError{fmt.Sprintf("%s %q not found%s", strings.ToLower(kind), name, where)}
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "No %ss found%s.\n", strings.ToLower(kind), where)
+	return nil
+}
+
+func newGetConfigMapsCommand() *cobra.Command {
+	var f getConfigsFlags
+	cmd := &cobra.Command{
+		Use:     "configmaps [NAME]",
+		Aliases: []string{"configmap", "cm"},
+		Short:   "List the ConfigMaps of a namespace (or of every one) from jetlet_configmaps",
+		Long: `List ConfigMaps as kubectl does: NAMESPACE, NAME, DATA (the number of keys,
+data and binaryData) and AGE (since its creationTimestamp, set when it was
+first stored). -o json and -o yaml print the ConfigMaps as stored.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.validate(cmd); err != nil {
+				return err
+			}
+			name := ""
+			if len(args) == 1 {
+				name = args[0]
+			}
+			c, err := connectClient(cmd, &f.client)
+			if err != nil {
+				return err
+			}
+			defer c.close()
+			cms, err := kvValues[corev1.ConfigMap](cmd.Context(), c, schemas.BucketConfigMaps, f.keyPattern(name))
+			if err != nil {
+				return err
+			}
+			slices.SortFunc(cms, func(a, b corev1.ConfigMap) int {
+				return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+			})
+			w := cmd.OutOrStdout()
+			if f.output != outputTable {
+				return printList(w, f.output, "ConfigMapList", cms)
+			}
+			if len(cms) == 0 {
+				return f.noneFound(cmd, kindConfigMap, name)
+			}
+			tw := newTable(w)
+			fmt.Fprintln(tw, "NAMESPACE\tNAME\tDATA\tAGE")
+			now := time.Now()
+			for _, cm := range cms {
+				writeRow(tw, cm.Namespace, cm.Name, strconv.Itoa(len(cm.Data)+len(cm.BinaryData)), ageSince(cm.CreationTimestamp.Time, now))
+			}
+			return tw.Flush()
+		},
+	}
+	f.register(cmd, "ConfigMaps")
+	return cmd
+}
+
+// storedSecret is a SealedSecret as jetlet_secrets holds it, and when it
+// was put.
+type storedSecret struct {
+	schemas.SealedSecret
+	key string
+	put time.Time
+}
+
+func newGetSecretsCommand() *cobra.Command {
+	var f getConfigsFlags
+	cmd := &cobra.Command{
+		Use:     "secrets [NAME]",
+		Aliases: []string{"secret"},
+		Short:   "List the sealed Secrets of a namespace (or of every one) from jetlet_secrets, never a value",
+		Long: `List the Secrets of jetlet_secrets, one line per node each is sealed for:
+NAMESPACE, NAME, NODE and AGE (since it was last sealed and put). Nothing of
+what a Secret holds can be read without the node's key: not its values, not
+its keys, not its type; kubectl's TYPE and DATA columns have no counterpart
+here. --node lists one node's. -o json and -o yaml print the SealedSecret
+envelopes as stored (ciphertext, and the sender's public key).`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.validate(cmd); err != nil {
+				return err
+			}
+			name := ""
+			if len(args) == 1 {
+				name = args[0]
+			}
+			c, err := connectClient(cmd, &f.client)
+			if err != nil {
+				return err
+			}
+			defer c.close()
+			secrets, err := c.sealedSecrets(cmd.Context(), nodeToken(f.client.node)+"."+f.keyPattern(name))
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if f.output != outputTable {
+				envelopes := make([]schemas.SealedSecret, len(secrets))
+				for i, s := range secrets {
+					envelopes[i] = s.SealedSecret
+				}
+				return printList(w, f.output, "SealedSecretList", envelopes)
+			}
+			if len(secrets) == 0 {
+				return f.noneFound(cmd, kindSecret, name)
+			}
+			tw := newTable(w)
+			fmt.Fprintln(tw, "NAMESPACE\tNAME\tNODE\tAGE")
+			now := time.Now()
+			for _, s := range secrets {
+				writeRow(tw, s.Namespace, s.Name, s.Node, ageSince(s.put, now))
+			}
+			return tw.Flush()
+		},
+	}
+	f.register(cmd, "Secrets")
+	return cmd
+}
+
+// sealedSecrets returns the SealedSecrets of jetlet_secrets whose keys match
+// pattern, sorted by namespace, name and node; a value that is not one is
+// skipped.
+func (c *client) sealedSecrets(ctx context.Context, pattern string) ([]storedSecret, error) {
+	kv, err := c.bucket(ctx, schemas.BucketSecrets)
+	if err != nil {
+		return nil, err
+	}
+	var out []storedSecret
+	err = watchInitial(ctx, kv, pattern, func(e jetstream.KeyValueEntry) {
+		var s storedSecret
+		if e.Operation() == jetstream.KeyValuePut && json.Unmarshal(e.Value(), &s.SealedSecret) == nil {
+			s.key, s.put = e.Key(), e.Created()
+			out = append(out, s)
+		}
+	})
+	if err != nil {
+		return nil, c.jsError("bucket "+schemas.BucketSecrets, err)
+	}
+	slices.SortFunc(out, func(a, b storedSecret) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Node, b.Node))
+	})
+	return out, nil
+}
