@@ -83,6 +83,34 @@ func streamReader(stream string) []string {
 	}
 }
 
+// kvWatcher is what nats.go's KV Get and Watch (an ordered push consumer)
+// take on the keys of bucket within keys (a key or a filter): direct gets
+// by key, the watcher's consumer created with that filter in the request's
+// subject (NATS refuses a body whose filter differs), its deletion on Stop
+// and its flow control. No other read: a get or consumer whose subject is in
+// the request's body could name any key.
+func kvWatcher(bucket, keys string) []string {
+	stream, subjects := "KV_"+bucket, "$KV."+bucket+"."+keys
+	return []string{
+		"$JS.API.DIRECT.GET." + stream + "." + subjects,
+		"$JS.API.CONSUMER.CREATE." + stream + ".*." + subjects,
+		"$JS.API.CONSUMER.DELETE." + stream + ".*",
+		"$JS.FC." + stream + ".>",
+		"$JS.FC.*.*." + stream + ".>",
+	}
+}
+
+// configWriter is what a scheduler writes ConfigMaps and sealed Secrets with
+// (CONTRACT.md section 11): puts and deletes of any key, and reads.
+func configWriter() []string {
+	var out []string
+	for _, b := range []string{schemas.BucketConfigMaps, schemas.BucketSecrets} {
+		out = append(out, "$KV."+b+".>")
+		out = append(out, streamReader("KV_"+b)...)
+	}
+	return out
+}
+
 // imagesStream is the stream of the object store jetlet_images.
 var imagesStream = bus.ObjectStoreStream(schemas.ObjectStoreImages)
 
@@ -134,8 +162,9 @@ func (nc nodeConsumer) othersAPI() []string {
 	}, nc.ackSubjects()...)
 }
 
-// schedulerPermissions: publish intents for any node, push images, read logs
-// and exec in any node's containers; read everything, but
+// schedulerPermissions: publish intents for any node, push images, put and
+// delete ConfigMaps and sealed Secrets, read logs and exec in any node's
+// containers; read everything, but
 // not through the nodes' own consumers, which it may neither read from nor
 // change nor delete.
 func schedulerPermissions(prefix string, nodes []string) permissions {
@@ -145,12 +174,13 @@ func schedulerPermissions(prefix string, nodes []string) permissions {
 		pub = append(pub, streamReader(s)...)
 	}
 	pub = append(pub, imagesPusher...)
+	pub = append(pub, configWriter()...)
 	return permissions{publish: pub, subscribe: []string{"_INBOX.>"}, denyPublish: nodesConsumersAPI(prefix, nodes)}
 }
 
 // auditorPermissions: read events, results, statuses, node records and
-// container logs, not through the nodes' own consumers; publish nothing but
-// read requests.
+// container logs, not through the nodes' own consumers, and neither
+// ConfigMaps nor Secrets; publish nothing but read requests.
 func auditorPermissions(prefix string, nodes []string) permissions {
 	pub := append(nodeServiceClient(prefix, false), lookups...)
 	for _, s := range []string{schemas.StreamResults, schemas.StreamEvents, "KV_" + schemas.BucketStatus, "KV_" + schemas.BucketNodes} {
@@ -174,7 +204,9 @@ func nodesConsumersAPI(prefix string, nodes []string) []string {
 // nodePermissions: consume its own intents through its own consumers; store
 // its own results, events, dead letters, statuses and heartbeat; read back
 // its own results, events and statuses; read the images of jetlet_images
-// (never write them); serve its own logs and exec.
+// (never write them), every ConfigMap and the Secrets sealed for it, keys
+// <node>.> of jetlet_secrets (never another node's ciphertext); serve its own
+// logs and exec.
 func nodePermissions(prefix, node string) permissions {
 	subj := schemas.Subjects{Prefix: prefix}
 	pub := []string{
@@ -189,6 +221,8 @@ func nodePermissions(prefix, node string) permissions {
 		"$JS.API.DIRECT.GET.KV_" + schemas.BucketStatus + ".$KV." + schemas.BucketStatus + "." + node + ".>",
 	}
 	pub = append(pub, imagesReader...)
+	pub = append(pub, kvWatcher(schemas.BucketConfigMaps, ">")...)
+	pub = append(pub, kvWatcher(schemas.BucketSecrets, node+".>")...)
 	for _, nc := range nodeConsumers(prefix, node) {
 		pub = append(pub, nc.api()...)
 	}
@@ -216,7 +250,7 @@ func natsUsers(prefix string, nodes []string) []natsUser {
 	sched, audit := schedulerPermissions(prefix, nodes), auditorPermissions(prefix, nodes)
 	users := []natsUser{
 		{name: "operator", role: "operator: provisions streams and buckets, removes nodes (all rights)"},
-		{name: "scheduler", role: "scheduler: publishes intents for any node, pushes images, reads everything", perms: &sched},
+		{name: "scheduler", role: "scheduler: publishes intents for any node, pushes images, puts ConfigMaps and sealed Secrets, reads everything", perms: &sched},
 		{name: "auditor", role: "auditor: reads events, results, statuses and node records (--nats-inbox-prefix " + cli.InboxPrefix("auditor") + ")", perms: &audit},
 	}
 	for _, n := range nodes {

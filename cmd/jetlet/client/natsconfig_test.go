@@ -23,6 +23,10 @@ func TestNodePermissionsNameOnlyTheNode(t *testing.T) {
 		"$JS.API.CONSUMER.CREATE.JETLET_EVENTS.jetlet-n1-events-0.jetlet.event.n1.>",
 		"$JS.API.CONSUMER.CREATE.JETLET_EVENTS.jetlet-n1-events-7.jetlet.event.n1.>",
 		"$JS.API.DIRECT.GET.KV_jetlet_status.$KV.jetlet_status.n1.>",
+		// Every ConfigMap; its own Secrets (CONTRACT section 11).
+		"$JS.API.DIRECT.GET.KV_jetlet_configmaps.$KV.jetlet_configmaps.>",
+		"$JS.API.DIRECT.GET.KV_jetlet_secrets.$KV.jetlet_secrets.n1.>",
+		"$JS.API.CONSUMER.CREATE.KV_jetlet_secrets.*.$KV.jetlet_secrets.n1.>",
 		// The images: read, never written.
 		"$JS.API.DIRECT.GET.OBJ_jetlet_images", "$JS.API.DIRECT.GET.OBJ_jetlet_images.>",
 	} {

@@ -149,7 +149,7 @@ func TestNATSConfigRoles(t *testing.T) {
 	t.Run("a node without the streams names what is missing", func(t *testing.T) {
 		res := runBinary(t, s.bin, nil, "run", "--node", "n1", "--data-dir", t.TempDir(), "--http-listen", "127.0.0.1:0",
 			"--nats-url", s.url, "--nats-nkey", s.seed("node-n1"))
-		wantRefused(t, res, "stream JETLET_INTENTS, stream JETLET_RESULTS, stream JETLET_EVENTS, stream JETLET_DEAD, bucket jetlet_status, bucket jetlet_nodes, object store jetlet_images missing",
+		wantRefused(t, res, "stream JETLET_INTENTS, stream JETLET_RESULTS, stream JETLET_EVENTS, stream JETLET_DEAD, bucket jetlet_status, bucket jetlet_nodes, bucket jetlet_configmaps, bucket jetlet_secrets, object store jetlet_images missing",
 			"run `jetlet provision` once with the operator's credentials")
 	})
 	if res := s.as(t, "operator", "provision"); res.code != 0 {
