@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/jetlet/jetlet/schemas/sealed/sealedtest"
 )
 
 // secret4KiB is a Secret of 4 KiB of data: the cost the config issue asks
@@ -18,7 +20,7 @@ func secret4KiB() *corev1.Secret {
 
 func BenchmarkSeal4KiB(b *testing.B) {
 	s := secret4KiB()
-	_, pub := nodeKey(b)
+	_, pub := sealedtest.NodeKey(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Seal(s, "n1", pub); err != nil {
@@ -28,7 +30,7 @@ func BenchmarkSeal4KiB(b *testing.B) {
 }
 
 func BenchmarkOpen4KiB(b *testing.B) {
-	kp, pub := nodeKey(b)
+	kp, pub := sealedtest.NodeKey(b)
 	ss, err := Seal(secret4KiB(), "n1", pub)
 	if err != nil {
 		b.Fatal(err)

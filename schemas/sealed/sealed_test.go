@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/schemas/sealed/sealedtest"
 )
 
 // marker is the Secret's value: no error, failure message or stored byte
@@ -26,19 +27,6 @@ func testSecret() *corev1.Secret {
 	}
 }
 
-func nodeKey(t testing.TB) (nkeys.KeyPair, string) {
-	t.Helper()
-	kp, err := nkeys.CreateCurveKeys()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := kp.PublicKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kp, pub
-}
-
 // noMarker fails the test, without printing it, when err's text holds the
 // Secret's value.
 func noMarker(t *testing.T, err error) {
@@ -49,7 +37,7 @@ func noMarker(t *testing.T, err error) {
 }
 
 func TestSealOpenRoundTrip(t *testing.T) {
-	kp, pub := nodeKey(t)
+	kp, pub := sealedtest.NodeKey(t)
 	ss, err := Seal(testSecret(), "n1", pub)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +66,7 @@ func TestSealOpenRoundTrip(t *testing.T) {
 }
 
 func TestSealUsesAFreshSenderEachTime(t *testing.T) {
-	_, pub := nodeKey(t)
+	_, pub := sealedtest.NodeKey(t)
 	a, err := Seal(testSecret(), "n1", pub)
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +81,7 @@ func TestSealUsesAFreshSenderEachTime(t *testing.T) {
 }
 
 func TestSealRefuses(t *testing.T) {
-	_, pub := nodeKey(t)
+	_, pub := sealedtest.NodeKey(t)
 	user, err := nkeys.CreateUser()
 	if err != nil {
 		t.Fatal(err)
@@ -128,8 +116,8 @@ func TestSealRefuses(t *testing.T) {
 }
 
 func TestOpenRefuses(t *testing.T) {
-	kp, pub := nodeKey(t)
-	_, otherPub := nodeKey(t)
+	kp, pub := sealedtest.NodeKey(t)
+	_, otherPub := sealedtest.NodeKey(t)
 	seal := func(s *corev1.Secret, node, xkey string) *schemas.SealedSecret {
 		ss, err := Seal(s, node, xkey)
 		if err != nil {
@@ -190,8 +178,8 @@ func TestOpenRefuses(t *testing.T) {
 }
 
 func TestOpenRefusesWhatHoldsNoSecret(t *testing.T) {
-	kp, pub := nodeKey(t)
-	sender, senderPub := nodeKey(t)
+	kp, pub := sealedtest.NodeKey(t)
+	sender, senderPub := sealedtest.NodeKey(t)
 	box, err := sender.Seal([]byte("{"+marker), pub)
 	if err != nil {
 		t.Fatal(err)

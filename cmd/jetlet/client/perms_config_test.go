@@ -8,12 +8,12 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nkeys"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/schemas/sealed"
+	"github.com/jetlet/jetlet/schemas/sealed/sealedtest"
 )
 
 // TestNATSConfigConfigBuckets checks CONTRACT section 11's permissions on a
@@ -26,8 +26,8 @@ func TestNATSConfigConfigBuckets(t *testing.T) {
 		t.Fatalf("provision as the operator: exit %d", res.code)
 	}
 	ctx := t.Context()
-	n1Key, n1XKey := curveKey(t)
-	_, n2XKey := curveKey(t)
+	n1Key, n1XKey := sealedtest.NodeKey(t)
+	_, n2XKey := sealedtest.NodeKey(t)
 
 	sched := s.connect(t, "scheduler")
 	schedCM := keyValue(t, sched, schemas.BucketConfigMaps)
@@ -166,19 +166,6 @@ func TestNATSConfigConfigBuckets(t *testing.T) {
 			return err
 		})
 	})
-}
-
-func curveKey(t *testing.T) (nkeys.KeyPair, string) {
-	t.Helper()
-	kp, err := nkeys.CreateCurveKeys()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := kp.PublicKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kp, pub
 }
 
 // keyValue binds bucket as u, which needs only the stream's info.
