@@ -437,3 +437,28 @@ func TestNoObjectSource(t *testing.T) {
 		t.Errorf("FailedMount events %v", evs)
 	}
 }
+
+// ReferencedObjects names every ConfigMap and Secret a pod refers to, once.
+func TestReferencedObjects(t *testing.T) {
+	pod := testPod(corev1.Container{Name: "app", Image: "img:1",
+		EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: cmRef("env")}}},
+		Env: []corev1.EnvVar{{Name: "A", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: cmRef("db"), Key: "k"}}}}})
+	pod.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "img:1",
+		EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: cmRef("init")}}}}}
+	pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "pull"}}
+	pod.Spec.Volumes = []corev1.Volume{
+		volumeOf("a", corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: cmRef("env")}}),
+		volumeOf("b", corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "db"}}),
+		volumeOf("c", corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: cmRef("proj")}}, {Secret: &corev1.SecretProjection{LocalObjectReference: cmRef("psec")}}}}}),
+		volumeOf("d", corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}),
+	}
+	var got []string
+	for _, r := range ReferencedObjects(pod) {
+		got = append(got, r.String())
+	}
+	want := "configmap ns/env,configmap ns/proj,secret ns/db,secret ns/init,secret ns/psec,secret ns/pull"
+	if strings.Join(got, ",") != want {
+		t.Errorf("ReferencedObjects = %v, want %s", got, want)
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -137,25 +136,6 @@ func dockerConfigJSON(registry, user, password string) string {
 	return fmt.Sprintf(`{"auths": {%q: {"auth": %q}}}`, registry, auth)
 }
 
-// offeringRegistry records the credentials each pull offers; its own
-// images (registry.example.com) it serves only for the password it holds.
-type offeringRegistry struct {
-	*fakecri.Runtime
-	password string
-	mu       sync.Mutex
-	offered  []string
-}
-
-func (r *offeringRegistry) PullImage(ctx context.Context, im *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sc *runtimeapi.PodSandboxConfig) (string, error) {
-	r.mu.Lock()
-	r.offered = append(r.offered, auth.GetUsername())
-	r.mu.Unlock()
-	if strings.HasPrefix(im.Image, "registry.example.com/") && auth.GetPassword() != r.password {
-		return "", fmt.Errorf("pulling %s: 401 Unauthorized", im.Image)
-	}
-	return r.Runtime.PullImage(ctx, im, auth, sc)
-}
-
 // imagePullSecrets come first, in the pod's order, then the node's
 // credentials, as kubelet's union keyring; a missing secret, one of another
 // type or for another registry offers nothing.
@@ -167,7 +147,7 @@ func TestImagePullSecretsBeforeTheNodesCredentials(t *testing.T) {
 	objs.putSecret("elsewhere", corev1.SecretTypeDockerConfigJson, map[string]string{corev1.DockerConfigJsonKey: dockerConfigJSON("other.example.com", "other-user", "pw-other")})
 	objs.putSecret("opaque", corev1.SecretTypeOpaque, map[string]string{corev1.DockerConfigJsonKey: dockerConfigJSON("registry.example.com", "opaque-user", "pw-opaque")})
 	node := staticCredentials{image: {{Username: "node-user", Password: "pw-node"}}}
-	rt := &offeringRegistry{Runtime: fakecri.New(), password: "pw-node"}
+	rt := &authRegistry{Runtime: fakecri.New(), password: "pw-node"}
 	var logs bytes.Buffer
 	m, err := New(rt, &eventLog{}, Config{NodeName: "n1", DataDir: t.TempDir(), Objects: objs, Credentials: node,
 		Logger: zerolog.New(&logs)})
@@ -181,7 +161,7 @@ func TestImagePullSecretsBeforeTheNodesCredentials(t *testing.T) {
 	if r := syncOnce(t, m, pod); r.Error() != nil {
 		t.Fatal(r.Error())
 	}
-	if got := strings.Join(rt.offered, ","); got != "cfg-user,json-user,node-user" {
+	if got := strings.Join(rt.offered, ","); got != "pw-cfg,pw-json,pw-node" {
 		t.Errorf("credentials offered %q, want the pod's secrets in its order, then the node's", got)
 	}
 	if !strings.Contains(logs.String(), `"secret":"missing"`) {
@@ -199,7 +179,7 @@ func TestSecretValuesNeverLeak(t *testing.T) {
 	const marker = "M4RK3R-s3cr3t"
 	objs, events := newFakeObjects(), &eventLog{}
 	var logs bytes.Buffer
-	rt := &offeringRegistry{Runtime: fakecri.New(), password: "not-the-marker"}
+	rt := &authRegistry{Runtime: fakecri.New(), password: "not-the-marker"}
 	m, err := New(rt, events, Config{NodeName: "n1", DataDir: t.TempDir(), Objects: objs,
 		Logger: zerolog.New(&logs).Level(zerolog.TraceLevel)})
 	if err != nil {
