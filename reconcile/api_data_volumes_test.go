@@ -442,7 +442,7 @@ func TestNoObjectSource(t *testing.T) {
 func TestReferencedObjects(t *testing.T) {
 	pod := testPod(corev1.Container{Name: "app", Image: "img:1",
 		EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: cmRef("env")}}},
-		Env: []corev1.EnvVar{{Name: "A", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: cmRef("db"), Key: "k"}}}}})
+		Env:     []corev1.EnvVar{{Name: "A", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: cmRef("db"), Key: "k"}}}}})
 	pod.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "img:1",
 		EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: cmRef("init")}}}}}
 	pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "pull"}}
