@@ -198,7 +198,7 @@ func (c *client) nodeXKeys(ctx context.Context, nodes []string) (map[string]stri
 		}
 	}
 	if problems != nil {
-		return nil, fmt.Errorf("cannot seal for %s; nothing was stored", strings.Join(problems, "; "))
+		return nil, fmt.Errorf("cannot seal Secrets: %s; nothing was stored", strings.Join(problems, "; "))
 	}
 	return xkeys, nil
 }

@@ -155,9 +155,19 @@ func (s *keySources) register(fs *pflag.FlagSet) {
 }
 
 // each hands add every key and value of the sources, in kubectl's order:
-// files, literals, env files. Its errors quote keys and paths, never a
-// value, nor an argument or a line that does not parse (it may be one).
-func (s *keySources) each(add func(key string, value []byte) error) error {
+// files, literals, env files; a key given twice is an error. Its errors
+// quote keys and paths, never a value, nor an argument or a line that does
+// not parse (it may be one).
+func (s *keySources) each(addOnce func(key string, value []byte)) error {
+	seen := map[string]bool{}
+	add := func(key string, value []byte) error {
+		if seen[key] {
+			return fmt.Errorf("key %q is given twice; each key may be given once", key)
+		}
+		seen[key] = true
+		addOnce(key, value)
+		return nil
+	}
 	for _, src := range s.files {
 		if err := addFromFile(src, add); err != nil {
 			return err
@@ -262,11 +272,6 @@ func addFromEnvFile(file string, add func(string, []byte) error) error {
 	return sc.Err()
 }
 
-// twiceError is a key that two sources give.
-func twiceError(key string) error {
-	return fmt.Errorf("key %q is given twice; each key may be given once", key)
-}
-
 func newCreateConfigMapCommand() *cobra.Command {
 	var f createFlags
 	var src keySources
@@ -287,18 +292,12 @@ it). --dry-run=client -o yaml prints it without storing it.`,
 				return err
 			}
 			cm := &corev1.ConfigMap{ObjectMeta: f.objectMeta(args[0]), Data: map[string]string{}, BinaryData: map[string][]byte{}}
-			err := src.each(func(key string, value []byte) error {
-				_, inData := cm.Data[key]
-				_, inBinary := cm.BinaryData[key]
-				switch {
-				case inData || inBinary:
-					return twiceError(key)
-				case utf8.Valid(value):
+			err := src.each(func(key string, value []byte) {
+				if utf8.Valid(value) {
 					cm.Data[key] = string(value)
-				default:
+				} else {
 					cm.BinaryData[key] = value
 				}
-				return nil
 			})
 			if err != nil {
 				return err
@@ -311,16 +310,29 @@ it). --dry-run=client -o yaml prints it without storing it.`,
 	return cmd
 }
 
-// registerSecretNodes registers the --nodes of the create secret commands (--node is
-// every client command's).
-func registerSecretNodes(fs *pflag.FlagSet, nodes *[]string) {
-	fs.StringSliceVar(nodes, "nodes", nil, "seal the Secret for each of these nodes (N1,N2); --node for one")
+// createSecretFlags are the flags of the create secret commands: --nodes
+// besides --node, which every client command takes.
+type createSecretFlags struct {
+	createFlags
+	nodes []string
+}
+
+func (f *createSecretFlags) register(cmd *cobra.Command) {
+	f.createFlags.register(cmd)
+	cmd.Flags().StringSliceVar(&f.nodes, "nodes", nil, "seal the Secret for each of these nodes (N1,N2); --node for one")
+}
+
+// validate checks the flags and returns the nodes to seal for.
+func (f *createSecretFlags) validate() ([]string, error) {
+	if err := f.createFlags.validate(); err != nil {
+		return nil, err
+	}
+	return secretNodes(f.client.node, f.nodes)
 }
 
 func newCreateSecretGenericCommand() *cobra.Command {
-	var f createFlags
+	var f createSecretFlags
 	var src keySources
-	var nodes []string
 	var typ string
 	cmd := &cobra.Command{
 		Use:   "generic NAME --node N|--nodes N1,N2 [--type T] [--from-file=[KEY=]PATH] [--from-literal=KEY=VALUE] [--from-env-file=PATH]",
@@ -336,22 +348,12 @@ base64, as kubectl) without sealing or storing it.`,
   jetlet create secret generic db --from-env-file=db.env --dry-run=client -o yaml > db.yaml`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.validate(); err != nil {
-				return err
-			}
-			sealFor, err := secretNodes(f.client.node, nodes)
+			sealFor, err := f.validate()
 			if err != nil {
 				return err
 			}
 			s := &corev1.Secret{ObjectMeta: f.objectMeta(args[0]), Type: corev1.SecretType(typ), Data: map[string][]byte{}}
-			err = src.each(func(key string, value []byte) error {
-				if _, ok := s.Data[key]; ok {
-					return twiceError(key)
-				}
-				s.Data[key] = value
-				return nil
-			})
-			if err != nil {
+			if err := src.each(func(key string, value []byte) { s.Data[key] = value }); err != nil {
 				return err
 			}
 			return f.create(cmd, nil, s, sealFor)
@@ -359,7 +361,6 @@ base64, as kubectl) without sealing or storing it.`,
 	}
 	f.register(cmd)
 	src.register(cmd.Flags())
-	registerSecretNodes(cmd.Flags(), &nodes)
 	cmd.Flags().StringVar(&typ, "type", "", "the Secret's type (default Opaque)")
 	return cmd
 }
@@ -378,8 +379,7 @@ type dockerConfigEntry struct {
 }
 
 func newCreateSecretDockerRegistryCommand() *cobra.Command {
-	var f createFlags
-	var nodes []string
+	var f createSecretFlags
 	var server, user, password, email string
 	cmd := &cobra.Command{
 		Use:   "docker-registry NAME --docker-username U --docker-password P [--docker-server S] [--docker-email E] --node N|--nodes N1,N2",
@@ -392,10 +392,7 @@ secret docker-registry does (key .dockerconfigjson: {"auths": {SERVER:
     --docker-username=ci --docker-password="$TOKEN" --node n1`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.validate(); err != nil {
-				return err
-			}
-			sealFor, err := secretNodes(f.client.node, nodes)
+			sealFor, err := f.validate()
 			if err != nil {
 				return err
 			}
@@ -411,7 +408,6 @@ secret docker-registry does (key .dockerconfigjson: {"auths": {SERVER:
 		},
 	}
 	f.register(cmd)
-	registerSecretNodes(cmd.Flags(), &nodes)
 	fs := cmd.Flags()
 	fs.StringVar(&server, "docker-server", "https://index.docker.io/v1/", "the registry's server")
 	fs.StringVar(&user, "docker-username", "", "the user name for the registry")

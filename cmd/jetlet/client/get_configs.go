@@ -46,6 +46,19 @@ func (f *getConfigsFlags) validate(cmd *cobra.Command) error {
 	return nil
 }
 
+// connect validates the flags and connects; name is the NAME argument, if
+// any.
+func (f *getConfigsFlags) connect(cmd *cobra.Command, args []string) (c *client, name string, err error) {
+	if err := f.validate(cmd); err != nil {
+		return nil, "", err
+	}
+	if len(args) == 1 {
+		name = args[0]
+	}
+	c, err = connectClient(cmd, &f.client)
+	return c, name, err
+}
+
 // keyPattern is the filter of the keys to list: one namespace's, or every
 // one's, and the name's when one is given (a name may hold dots: every
 // token after the namespace's).
@@ -88,14 +101,7 @@ data and binaryData) and AGE (since its creationTimestamp, set when it was
 first stored). -o json and -o yaml print the ConfigMaps as stored.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.validate(cmd); err != nil {
-				return err
-			}
-			name := ""
-			if len(args) == 1 {
-				name = args[0]
-			}
-			c, err := connectClient(cmd, &f.client)
+			c, name, err := f.connect(cmd, args)
 			if err != nil {
 				return err
 			}
@@ -107,24 +113,34 @@ first stored). -o json and -o yaml print the ConfigMaps as stored.`,
 			slices.SortFunc(cms, func(a, b corev1.ConfigMap) int {
 				return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 			})
-			w := cmd.OutOrStdout()
-			if f.output != outputTable {
-				return printList(w, f.output, "ConfigMapList", cms)
-			}
-			if len(cms) == 0 {
-				return f.noneFound(cmd, kindConfigMap, name)
-			}
-			tw := newTable(w)
-			fmt.Fprintln(tw, "NAMESPACE\tNAME\tDATA\tAGE")
 			now := time.Now()
-			for _, cm := range cms {
-				writeRow(tw, cm.Namespace, cm.Name, strconv.Itoa(len(cm.Data)+len(cm.BinaryData)), ageSince(cm.CreationTimestamp.Time, now))
+			rows := make([][]string, len(cms))
+			for i, cm := range cms {
+				rows[i] = []string{cm.Namespace, cm.Name, strconv.Itoa(len(cm.Data) + len(cm.BinaryData)), ageSince(cm.CreationTimestamp.Time, now)}
 			}
-			return tw.Flush()
+			return printObjects(cmd, &f, kindConfigMap, "ConfigMapList", name, cms, "NAMESPACE\tNAME\tDATA\tAGE", rows)
 		},
 	}
 	f.register(cmd, "ConfigMaps")
 	return cmd
+}
+
+// printObjects prints items as a List of listKind with -o json|yaml, else
+// rows under header as a table; none found is f.noneFound of kind.
+func printObjects[T any](cmd *cobra.Command, f *getConfigsFlags, kind, listKind, name string, items []T, header string, rows [][]string) error {
+	w := cmd.OutOrStdout()
+	if f.output != outputTable {
+		return printList(w, f.output, listKind, items)
+	}
+	if len(items) == 0 {
+		return f.noneFound(cmd, kind, name)
+	}
+	tw := newTable(w)
+	fmt.Fprintln(tw, header)
+	for _, row := range rows {
+		writeRow(tw, row...)
+	}
+	return tw.Flush()
 }
 
 // storedSecret is a SealedSecret as jetlet_secrets holds it, and when it
@@ -149,14 +165,7 @@ here. --node lists one node's. -o json and -o yaml print the SealedSecret
 envelopes as stored (ciphertext, and the sender's public key).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.validate(cmd); err != nil {
-				return err
-			}
-			name := ""
-			if len(args) == 1 {
-				name = args[0]
-			}
-			c, err := connectClient(cmd, &f.client)
+			c, name, err := f.connect(cmd, args)
 			if err != nil {
 				return err
 			}
@@ -165,24 +174,14 @@ envelopes as stored (ciphertext, and the sender's public key).`,
 			if err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
-			if f.output != outputTable {
-				envelopes := make([]schemas.SealedSecret, len(secrets))
-				for i, s := range secrets {
-					envelopes[i] = s.SealedSecret
-				}
-				return printList(w, f.output, "SealedSecretList", envelopes)
-			}
-			if len(secrets) == 0 {
-				return f.noneFound(cmd, kindSecret, name)
-			}
-			tw := newTable(w)
-			fmt.Fprintln(tw, "NAMESPACE\tNAME\tNODE\tAGE")
 			now := time.Now()
-			for _, s := range secrets {
-				writeRow(tw, s.Namespace, s.Name, s.Node, ageSince(s.put, now))
+			envelopes := make([]schemas.SealedSecret, len(secrets))
+			rows := make([][]string, len(secrets))
+			for i, s := range secrets {
+				envelopes[i] = s.SealedSecret
+				rows[i] = []string{s.Namespace, s.Name, s.Node, ageSince(s.put, now)}
 			}
-			return tw.Flush()
+			return printObjects(cmd, &f, kindSecret, "SealedSecretList", name, envelopes, "NAMESPACE\tNAME\tNODE\tAGE", rows)
 		},
 	}
 	f.register(cmd, "Secrets")
