@@ -5,19 +5,13 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/jetlet/jetlet/consumer/objects"
-	"github.com/jetlet/jetlet/test/natstest"
 )
 
 // BenchmarkPutToCache measures the figure from a ConfigMap's KV put
 // to the cache holding it (as Changed announces it, after the cache):
 // run with -benchtime=100x for p50 and p99 over 100 updates.
 func BenchmarkPutToCache(b *testing.B) {
-	_, js := natstest.Connect(b, natstest.RunServer(b))
-	e := newEnv(b, js)
-	o := e.start(b, objects.Config{})
-	o.waitReady(b)
+	e, o := running(b)
 	took := make([]time.Duration, 0, b.N)
 	for i := 0; b.Loop(); i++ {
 		start := time.Now()

@@ -20,7 +20,9 @@ import (
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/schemas/bus"
 	"github.com/jetlet/jetlet/schemas/sealed"
+	"github.com/jetlet/jetlet/schemas/sealed/sealedtest"
 	"github.com/jetlet/jetlet/test/jetlettest"
+	"github.com/jetlet/jetlet/test/natstest"
 )
 
 // marker is the value of every test Secret: it must never show in an
@@ -52,21 +54,8 @@ func newEnv(t testing.TB, js jetstream.JetStream, mods ...func(*bus.StreamsConfi
 	if e.secrets, err = js.KeyValue(t.Context(), schemas.BucketSecrets); err != nil {
 		t.Fatal(err)
 	}
-	e.key, e.xkey = curveKey(t)
+	e.key, e.xkey = sealedtest.NodeKey(t)
 	return e
-}
-
-func curveKey(t testing.TB) (nkeys.KeyPair, string) {
-	t.Helper()
-	kp, err := nkeys.CreateCurveKeys()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := kp.PublicKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kp, pub
 }
 
 // badReports records OnBadObject's calls.
@@ -135,6 +124,16 @@ func (e *env) start(t testing.TB, cfg objects.Config) started {
 	s := e.new(t, cfg)
 	s.run(t)
 	return s
+}
+
+// running gives a new server's env and n1's Objects on it, Ready.
+func running(t testing.TB) (*env, started) {
+	t.Helper()
+	_, js := natstest.Connect(t, natstest.RunServer(t))
+	e := newEnv(t, js)
+	o := e.start(t, objects.Config{})
+	o.waitReady(t)
+	return e, o
 }
 
 func (e *env) new(t testing.TB, cfg objects.Config) started {

@@ -18,12 +18,13 @@ import (
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/schemas/bus"
 	"github.com/jetlet/jetlet/schemas/sealed"
+	"github.com/jetlet/jetlet/schemas/sealed/sealedtest"
 	"github.com/jetlet/jetlet/test/natstest"
 )
 
 func TestNewRefuses(t *testing.T) {
 	_, js := natstest.Connect(t, natstest.RunServer(t))
-	curve, xkey := curveKey(t)
+	curve, xkey := sealedtest.NodeKey(t)
 	user, err := nkeys.CreateUser()
 	if err != nil {
 		t.Fatal(err)
@@ -59,10 +60,7 @@ func TestNewRefuses(t *testing.T) {
 }
 
 func TestConfigMapPutUpdateDelete(t *testing.T) {
-	_, js := natstest.Connect(t, natstest.RunServer(t))
-	e := newEnv(t, js)
-	o := e.start(t, objects.Config{})
-	o.waitReady(t)
+	e, o := running(t)
 
 	// A name may hold dots: everything after the namespace token.
 	ref := e.putConfigMap(t, configMap("default", "app.v1", map[string]string{"mode": "one"}))
@@ -98,10 +96,7 @@ func TestConfigMapPutUpdateDelete(t *testing.T) {
 }
 
 func TestSecretPutUpdateDelete(t *testing.T) {
-	_, js := natstest.Connect(t, natstest.RunServer(t))
-	e := newEnv(t, js)
-	o := e.start(t, objects.Config{})
-	o.waitReady(t)
+	e, o := running(t)
 
 	ref := e.putSecret(t, "n1", e.xkey, secret("default", "db", marker+"-1"))
 	o.waitChanged(t, ref)
@@ -134,11 +129,8 @@ func TestSecretPutUpdateDelete(t *testing.T) {
 // Another node's Secrets are outside the watch's filter: they never reach
 // this node, not even as a value that does not open.
 func TestAnotherNodesSecretsAreNeverSeen(t *testing.T) {
-	_, js := natstest.Connect(t, natstest.RunServer(t))
-	e := newEnv(t, js)
-	o := e.start(t, objects.Config{})
-	o.waitReady(t)
-	_, n2 := curveKey(t)
+	e, o := running(t)
+	_, n2 := sealedtest.NodeKey(t)
 
 	e.putSecret(t, "n2", n2, secret("default", "db", marker))
 	// n2's was stored first: the watch delivers in the stream's order, so
@@ -162,11 +154,8 @@ func TestAnotherNodesSecretsAreNeverSeen(t *testing.T) {
 // ErrObjectUnreadable, not ErrObjectNotFound: an optional reference must not
 // skip an object that exists.
 func TestBadObjects(t *testing.T) {
-	_, js := natstest.Connect(t, natstest.RunServer(t))
-	e := newEnv(t, js)
-	o := e.start(t, objects.Config{})
-	o.waitReady(t)
-	_, n2 := curveKey(t)
+	e, o := running(t)
+	_, n2 := sealedtest.NodeKey(t)
 
 	sealedFor := func(node, xkey, name string) *schemas.SealedSecret {
 		ss, err := sealed.Seal(secret("default", name, marker), node, xkey)
@@ -307,10 +296,7 @@ func TestInitialValuesBeforeReady(t *testing.T) {
 // Changes made while nobody reads Changed are all delivered, each ref once
 // a batch however many times it changed.
 func TestChangedCoalesces(t *testing.T) {
-	_, js := natstest.Connect(t, natstest.RunServer(t))
-	e := newEnv(t, js)
-	o := e.start(t, objects.Config{})
-	o.waitReady(t)
+	e, o := running(t)
 	const n = 20
 	for i := range n {
 		e.putConfigMap(t, configMap("default", "app", map[string]string{"i": fmt.Sprint(i)}))
@@ -341,7 +327,7 @@ func TestChangedCoalesces(t *testing.T) {
 
 func TestRunWithoutTheBuckets(t *testing.T) {
 	_, js := natstest.Connect(t, natstest.RunServer(t))
-	key, _ := curveKey(t)
+	key, _ := sealedtest.NodeKey(t)
 	o, err := objects.New(js, "n1", key, objects.Config{})
 	if err != nil {
 		t.Fatal(err)
