@@ -17,17 +17,6 @@ import (
 	"github.com/jetlet/jetlet/schemas"
 )
 
-// Event types of volume and env set up, kubelet's reasons.
-const (
-	// EventFailedMount: a configMap, secret, downwardAPI or projected volume
-	// could not be written (its object or key missing, unreadable): the
-	// pod's containers wait in ContainerCreating when it never was.
-	EventFailedMount schemas.EventType = "FailedMount"
-	// EventInvalidEnvironmentVariableNames: envFrom keys that are no
-	// environment variable name were skipped.
-	EventInvalidEnvironmentVariableNames schemas.EventType = "InvalidEnvironmentVariableNames"
-)
-
 // apiDataPluginDir is the plugin directory of a volume of API data
 // (configMap, secret, downwardAPI, projected), kubelet's layout; "" for any
 // other volume.
@@ -102,9 +91,9 @@ func (s *podOperation) failedMount(ctx context.Context, volume string, err error
 	m := s.m
 	now := m.cfg.Clock.Now()
 	msg := fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", volume, err)
-	ev := kubecontainer.NewEvent(m.cfg.NodeName, s.ref, EventFailedMount,
-		hashID(s.ref.UID, volume, msg, strconv.FormatInt(now.UnixNano(), 10))+"."+string(EventFailedMount), now)
-	ev.Reason, ev.Message = string(EventFailedMount), msg
+	ev := kubecontainer.NewEvent(m.cfg.NodeName, s.ref, schemas.EventFailedMount,
+		hashID(s.ref.UID, volume, msg, strconv.FormatInt(now.UnixNano(), 10))+"."+string(schemas.EventFailedMount), now)
+	ev.Reason, ev.Message = string(schemas.EventFailedMount), msg
 	m.emit.Emit(ctx, ev)
 }
 

@@ -310,7 +310,7 @@ func TestVolumeWaitsForItsConfigMap(t *testing.T) {
 	if c := st.Containers[0]; c.State != schemas.ContainerWaiting || c.Reason != "ContainerCreating" {
 		t.Errorf("container %s %s, want Waiting ContainerCreating", c.State, c.Reason)
 	}
-	failed := ct.events.of(EventFailedMount)
+	failed := ct.events.of(schemas.EventFailedMount)
 	if len(failed) != 2 {
 		t.Fatalf("%d FailedMount events, want one per sync", len(failed))
 	}
@@ -349,7 +349,7 @@ func TestVolumeItemsWithMissingKeys(t *testing.T) {
 	if r.Error() == nil || !strings.Contains(r.Error().Error(), "unmounted volumes=[req]") {
 		t.Fatalf("sync: %v, want req unmounted", r.Error())
 	}
-	if msg := ct.events.of(EventFailedMount)[0].Message; msg != `MountVolume.SetUp failed for volume "req" : couldn't find key token in Secret ns/db` {
+	if msg := ct.events.of(schemas.EventFailedMount)[0].Message; msg != `MountVolume.SetUp failed for volume "req" : couldn't find key token in Secret ns/db` {
 		t.Errorf("FailedMount message %q", msg)
 	}
 	opt := ct.m.apiDataVolumePath("uid1", projectedPluginDir, "opt")
@@ -412,7 +412,7 @@ func TestVolumesFollowTheirObjectsWhileThePodRuns(t *testing.T) {
 	if got := readVolumeFile(t, dir, "conf"); got != "v2" {
 		t.Errorf("conf = %q after its ConfigMap went, want the last content", got)
 	}
-	if n := ct.events.count(EventFailedMount); n != 1 {
+	if n := ct.events.count(schemas.EventFailedMount); n != 1 {
 		t.Errorf("%d FailedMount events, want 1", n)
 	}
 }
@@ -433,7 +433,7 @@ func TestNoObjectSource(t *testing.T) {
 	if r := syncOnce(t, m, pod); r.Error() == nil {
 		t.Fatal("a configMap volume without an object source was mounted")
 	}
-	if evs := events.of(EventFailedMount); len(evs) != 1 || !strings.Contains(evs[0].Message, errNoObjectSource.Error()) {
+	if evs := events.of(schemas.EventFailedMount); len(evs) != 1 || !strings.Contains(evs[0].Message, errNoObjectSource.Error()) {
 		t.Errorf("FailedMount events %v", evs)
 	}
 }

@@ -57,7 +57,7 @@ func TestEnvFromConfigMapsAndSecrets(t *testing.T) {
 	if got := envString(ct.rt.config(t, "app").Envs); got != want {
 		t.Errorf("env\n got %s\nwant %s", got, want)
 	}
-	evs := ct.events.of(EventInvalidEnvironmentVariableNames)
+	evs := ct.events.of(schemas.EventInvalidEnvironmentVariableNames)
 	if len(evs) != 1 || evs[0].Container != "app" ||
 		evs[0].Message != "Keys [BAD=KEY, café] from the EnvFrom configmap ns/app were skipped since they are considered invalid environment variable names." {
 		t.Errorf("InvalidEnvironmentVariableNames events %+v", evs)
@@ -220,8 +220,8 @@ func TestSecretValuesNeverLeak(t *testing.T) {
 	objs.putSecret("db", corev1.SecretTypeOpaque, map[string]string{"password": marker + "2"})
 	sync(pod) // the volume updated
 
-	if !strings.Contains(strings.Join(results, "\n"), "CreateContainerConfigError") || events.count(EventFailedMount) == 0 ||
-		events.count(EventInvalidEnvironmentVariableNames) == 0 || events.count(schemas.EventImagePullFailed) == 0 {
+	if !strings.Contains(strings.Join(results, "\n"), "CreateContainerConfigError") || events.count(schemas.EventFailedMount) == 0 ||
+		events.count(schemas.EventInvalidEnvironmentVariableNames) == 0 || events.count(schemas.EventImagePullFailed) == 0 {
 		t.Fatalf("the syncs did not go through every failure: results %v, events %v", results, events.events)
 	}
 	evs, _ := json.Marshal(events.events)

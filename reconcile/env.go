@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
+	"github.com/jetlet/jetlet/schemas"
 )
 
 // podIPs are the IPs the downward API reads; podIP is the first.
@@ -158,9 +159,9 @@ func envFromData(objs *podObjects, f corev1.EnvFromSource) (kubecontainer.Object
 // keys of src skipped; the same skip of the same container is one event.
 func (m *Kuberuntime) invalidEnvNames(ctx context.Context, pod *corev1.Pod, c *corev1.Container, src kubecontainer.ObjectRef, keys []string) {
 	ref := podRefOf(pod)
-	id := hashID(append([]string{ref.UID, c.Name, src.String()}, keys...)...) + "." + string(EventInvalidEnvironmentVariableNames)
-	ev := kubecontainer.NewEvent(m.cfg.NodeName, ref, EventInvalidEnvironmentVariableNames, id, m.cfg.Clock.Now())
-	ev.Container, ev.Reason = c.Name, string(EventInvalidEnvironmentVariableNames)
+	id := hashID(append([]string{ref.UID, c.Name, src.String()}, keys...)...) + "." + string(schemas.EventInvalidEnvironmentVariableNames)
+	ev := kubecontainer.NewEvent(m.cfg.NodeName, ref, schemas.EventInvalidEnvironmentVariableNames, id, m.cfg.Clock.Now())
+	ev.Container, ev.Reason = c.Name, string(schemas.EventInvalidEnvironmentVariableNames)
 	ev.Message = fmt.Sprintf("Keys [%s] from the EnvFrom %s %s/%s were skipped since they are considered invalid environment variable names.",
 		strings.Join(keys, ", "), strings.ToLower(string(src.Kind)), src.Namespace, src.Name)
 	m.emit.Emit(ctx, ev)

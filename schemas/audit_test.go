@@ -91,6 +91,9 @@ const (
 	tE2EAdmission   = "test/e2e.TestAdmissionRefusesWhatDoesNotFit"
 	tAdmissionRace  = "reconcile/podworkers.TestAdmissionRaceForTheLastMemoryHasOneWinner"
 
+	// The config issue's.
+	tE2EConfig = "test/e2e.TestConfigMapsAndSecretsReachThePod"
+
 	// The hooks work's.
 	tPostStartFails        = "reconcile.TestPostStartHookFailureKillsTheContainer"
 	tE2EPostStartFails     = "test/e2e.TestPostStartFailureKillsTheContainer"
@@ -244,17 +247,8 @@ var fieldAnswers = []fieldAnswer{
 	{path: "spec.containers.env.valueFrom.resourceFieldRef.containerName", tests: []string{tResourceFieldRef, tE2EFields}},
 	{path: "spec.containers.env.valueFrom.resourceFieldRef.resource", tests: []string{tResourceFieldRef, tE2EFields, tCtrdFields}},
 	{path: "spec.containers.env.valueFrom.resourceFieldRef.divisor", tests: []string{tResourceFieldRef, tE2EFields}},
-	{path: "spec.containers.env.valueFrom.configMapKeyRef", subtree: true, rejects: func(m map[string]any) {
-		container0(m)["env"] = []any{map[string]any{"name": "A", "valueFrom": map[string]any{"configMapKeyRef": map[string]any{"name": "c", "key": "k"}}}}
-	}},
-	{path: "spec.containers.env.valueFrom.secretKeyRef", subtree: true, rejects: func(m map[string]any) {
-		container0(m)["env"] = []any{map[string]any{"name": "A", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "s", "key": "k"}}}}
-	}},
 	{path: "spec.containers.env.valueFrom.fileKeyRef", subtree: true, rejects: func(m map[string]any) {
 		container0(m)["env"] = []any{map[string]any{"name": "A", "valueFrom": map[string]any{"fileKeyRef": map[string]any{"volumeName": "v", "path": "p", "key": "k"}}}}
-	}},
-	{path: "spec.containers.envFrom", subtree: true, rejects: func(m map[string]any) {
-		container0(m)["envFrom"] = []any{map[string]any{"configMapRef": map[string]any{"name": "c"}}}
 	}},
 	{path: "spec.containers.ports.containerPort", tests: []string{tSandboxFields, tContainerConfig}},
 	{path: "spec.containers.ports.hostPort", tests: []string{tSandboxFields, tHostPorts, tPodSecurity}},
@@ -345,9 +339,6 @@ var fieldAnswers = []fieldAnswer{
 	}},
 	{path: "spec.subdomain", rejects: func(m map[string]any) { specOf(m)["subdomain"] = "svc" }},
 	{path: "spec.setHostnameAsFQDN", rejects: func(m map[string]any) { specOf(m)["setHostnameAsFQDN"] = true }},
-	{path: "spec.imagePullSecrets", subtree: true, rejects: func(m map[string]any) {
-		specOf(m)["imagePullSecrets"] = []any{map[string]any{"name": "regcred"}}
-	}},
 	{path: "spec.runtimeClassName", rejects: func(m map[string]any) { specOf(m)["runtimeClassName"] = "gvisor" }},
 	{path: "spec.overhead", rejects: func(m map[string]any) { specOf(m)["overhead"] = map[string]any{"cpu": "100m"} }},
 	{path: "spec.readinessGates", subtree: true, rejects: func(m map[string]any) {
@@ -431,7 +422,97 @@ var fieldAnswers = []fieldAnswer{
 	{path: "metadata.finalizers", nothing: apiServer},
 	{path: "metadata.managedFields", subtree: true, nothing: apiServer},
 
-	// ---- Volumes (every source but hostPath and emptyDir: volumeSourceAnswers). ----
+	// ---- ConfigMaps and Secrets (the config issue's). ----
+	{path: "spec.containers.env.valueFrom.configMapKeyRef.key", tests: []string{"reconcile.TestEnvFromConfigMapsAndSecrets", "reconcile.TestEnvWaitsForItsObjects", tE2EConfig}},
+	{path: "spec.containers.env.valueFrom.configMapKeyRef.name", tests: []string{"reconcile.TestEnvFromConfigMapsAndSecrets", "reconcile.TestEnvWaitsForItsObjects", tE2EConfig}},
+	{path: "spec.containers.env.valueFrom.configMapKeyRef.optional", tests: []string{"reconcile.TestEnvFromConfigMapsAndSecrets", "reconcile.TestEnvWaitsForItsObjects", tE2EConfig}},
+	{path: "spec.containers.env.valueFrom.secretKeyRef.key", tests: []string{"reconcile.TestEnvFromConfigMapsAndSecrets", "reconcile.TestEnvWaitsForItsObjects", tE2EConfig}},
+	{path: "spec.containers.env.valueFrom.secretKeyRef.name", tests: []string{"reconcile.TestEnvFromConfigMapsAndSecrets", "reconcile.TestEnvWaitsForItsObjects", tE2EConfig}},
+	{path: "spec.containers.env.valueFrom.secretKeyRef.optional", tests: []string{"reconcile.TestEnvFromConfigMapsAndSecrets", "reconcile.TestEnvWaitsForItsObjects", tE2EConfig}},
+	{path: "spec.containers.envFrom.configMapRef.name", tests: []string{"reconcile.TestEnvFromConfigMapsAndSecrets", "reconcile.TestEnvWaitsForItsObjects", tE2EConfig}},
+	{path: "spec.containers.envFrom.configMapRef.optional", tests: []string{"reconcile.TestEnvFromConfigMapsAndSecrets", "reconcile.TestEnvWaitsForItsObjects", tE2EConfig}},
+	{path: "spec.containers.envFrom.prefix", tests: []string{"reconcile.TestEnvFromConfigMapsAndSecrets", "reconcile.TestEnvWaitsForItsObjects", tE2EConfig}},
+	{path: "spec.containers.envFrom.secretRef.name", tests: []string{"reconcile.TestEnvFromConfigMapsAndSecrets", "reconcile.TestEnvWaitsForItsObjects", tE2EConfig}},
+	{path: "spec.containers.envFrom.secretRef.optional", tests: []string{"reconcile.TestEnvFromConfigMapsAndSecrets", "reconcile.TestEnvWaitsForItsObjects", tE2EConfig}},
+	{path: "spec.imagePullSecrets.name", tests: []string{"reconcile.TestImagePullSecretsBeforeTheNodesCredentials"}},
+	{path: "spec.volumes.configMap.defaultMode", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeWaitsForItsConfigMap", "reconcile.TestVolumesFollowTheirObjectsWhileThePodRuns", tE2EConfig}},
+	{path: "spec.volumes.configMap.items.key", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeWaitsForItsConfigMap", "reconcile.TestVolumesFollowTheirObjectsWhileThePodRuns", tE2EConfig}},
+	{path: "spec.volumes.configMap.items.mode", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeWaitsForItsConfigMap", "reconcile.TestVolumesFollowTheirObjectsWhileThePodRuns", tE2EConfig}},
+	{path: "spec.volumes.configMap.items.path", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeWaitsForItsConfigMap", "reconcile.TestVolumesFollowTheirObjectsWhileThePodRuns", tE2EConfig}},
+	{path: "spec.volumes.configMap.name", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeWaitsForItsConfigMap", "reconcile.TestVolumesFollowTheirObjectsWhileThePodRuns", tE2EConfig}},
+	{path: "spec.volumes.configMap.optional", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeWaitsForItsConfigMap", "reconcile.TestVolumesFollowTheirObjectsWhileThePodRuns", tE2EConfig}},
+	{path: "spec.volumes.downwardAPI.defaultMode", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestNoObjectSource"}},
+	{path: "spec.volumes.downwardAPI.items.fieldRef.apiVersion", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestNoObjectSource"}},
+	{path: "spec.volumes.downwardAPI.items.fieldRef.fieldPath", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestNoObjectSource"}},
+	{path: "spec.volumes.downwardAPI.items.mode", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestNoObjectSource"}},
+	{path: "spec.volumes.downwardAPI.items.path", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestNoObjectSource"}},
+	{path: "spec.volumes.downwardAPI.items.resourceFieldRef.containerName", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestNoObjectSource"}},
+	{path: "spec.volumes.downwardAPI.items.resourceFieldRef.divisor", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestNoObjectSource"}},
+	{path: "spec.volumes.downwardAPI.items.resourceFieldRef.resource", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestNoObjectSource"}},
+	{path: "spec.volumes.projected.defaultMode", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeItemsWithMissingKeys"}},
+	{path: "spec.volumes.projected.sources.configMap.items.key", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeItemsWithMissingKeys"}},
+	{path: "spec.volumes.projected.sources.configMap.items.mode", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeItemsWithMissingKeys"}},
+	{path: "spec.volumes.projected.sources.configMap.items.path", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeItemsWithMissingKeys"}},
+	{path: "spec.volumes.projected.sources.configMap.name", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeItemsWithMissingKeys"}},
+	{path: "spec.volumes.projected.sources.configMap.optional", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeItemsWithMissingKeys"}},
+	{path: "spec.volumes.projected.sources.downwardAPI.items.fieldRef.apiVersion", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeItemsWithMissingKeys"}},
+	{path: "spec.volumes.projected.sources.downwardAPI.items.fieldRef.fieldPath", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeItemsWithMissingKeys"}},
+	{path: "spec.volumes.projected.sources.downwardAPI.items.mode", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeItemsWithMissingKeys"}},
+	{path: "spec.volumes.projected.sources.downwardAPI.items.path", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeItemsWithMissingKeys"}},
+	{path: "spec.volumes.projected.sources.downwardAPI.items.resourceFieldRef.containerName", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeItemsWithMissingKeys"}},
+	{path: "spec.volumes.projected.sources.downwardAPI.items.resourceFieldRef.divisor", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeItemsWithMissingKeys"}},
+	{path: "spec.volumes.projected.sources.downwardAPI.items.resourceFieldRef.resource", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeItemsWithMissingKeys"}},
+	{path: "spec.volumes.projected.sources.secret.items.key", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeItemsWithMissingKeys"}},
+	{path: "spec.volumes.projected.sources.secret.items.mode", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeItemsWithMissingKeys"}},
+	{path: "spec.volumes.projected.sources.secret.items.path", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeItemsWithMissingKeys"}},
+	{path: "spec.volumes.projected.sources.secret.name", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeItemsWithMissingKeys"}},
+	{path: "spec.volumes.projected.sources.secret.optional", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeItemsWithMissingKeys"}},
+	{path: "spec.volumes.secret.defaultMode", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestSecretVolumeIsATmpfsUnmountedByGC", "reconcile.TestVolumeItemsWithMissingKeys", tE2EConfig}},
+	{path: "spec.volumes.secret.items.key", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestSecretVolumeIsATmpfsUnmountedByGC", "reconcile.TestVolumeItemsWithMissingKeys", tE2EConfig}},
+	{path: "spec.volumes.secret.items.mode", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestSecretVolumeIsATmpfsUnmountedByGC", "reconcile.TestVolumeItemsWithMissingKeys", tE2EConfig}},
+	{path: "spec.volumes.secret.items.path", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestSecretVolumeIsATmpfsUnmountedByGC", "reconcile.TestVolumeItemsWithMissingKeys", tE2EConfig}},
+	{path: "spec.volumes.secret.optional", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestSecretVolumeIsATmpfsUnmountedByGC", "reconcile.TestVolumeItemsWithMissingKeys", tE2EConfig}},
+	{path: "spec.volumes.secret.secretName", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestSecretVolumeIsATmpfsUnmountedByGC", "reconcile.TestVolumeItemsWithMissingKeys", tE2EConfig}},
+	{path: "spec.volumes.configMap.defaultUser", rejects: func(m map[string]any) {
+		specOf(m)["volumes"] = []any{map[string]any{"name": "v", "configMap": map[string]any{"name": "c", "defaultUser": 5}}}
+	}},
+	{path: "spec.volumes.configMap.items.user", rejects: func(m map[string]any) {
+		specOf(m)["volumes"] = []any{map[string]any{"name": "v", "configMap": map[string]any{"name": "c", "items": []any{map[string]any{"key": "k", "path": "p", "user": 5}}}}}
+	}},
+	{path: "spec.volumes.secret.defaultUser", rejects: func(m map[string]any) {
+		specOf(m)["volumes"] = []any{map[string]any{"name": "v", "secret": map[string]any{"secretName": "s", "defaultUser": 5}}}
+	}},
+	{path: "spec.volumes.secret.items.user", rejects: func(m map[string]any) {
+		specOf(m)["volumes"] = []any{map[string]any{"name": "v", "secret": map[string]any{"secretName": "s", "items": []any{map[string]any{"key": "k", "path": "p", "user": 5}}}}}
+	}},
+	{path: "spec.volumes.downwardAPI.defaultUser", rejects: func(m map[string]any) {
+		specOf(m)["volumes"] = []any{map[string]any{"name": "v", "downwardAPI": map[string]any{"defaultUser": 5}}}
+	}},
+	{path: "spec.volumes.downwardAPI.items.user", rejects: func(m map[string]any) {
+		specOf(m)["volumes"] = []any{map[string]any{"name": "v", "downwardAPI": map[string]any{"items": []any{map[string]any{"path": "p", "fieldRef": map[string]any{"fieldPath": "metadata.name"}, "user": 5}}}}}
+	}},
+	{path: "spec.volumes.projected.defaultUser", rejects: func(m map[string]any) {
+		specOf(m)["volumes"] = []any{map[string]any{"name": "v", "projected": map[string]any{"defaultUser": 5}}}
+	}},
+	{path: "spec.volumes.projected.sources.configMap.items.user", rejects: func(m map[string]any) {
+		specOf(m)["volumes"] = []any{map[string]any{"name": "v", "projected": map[string]any{"sources": []any{map[string]any{"configMap": map[string]any{"name": "c", "items": []any{map[string]any{"key": "k", "path": "p", "user": 5}}}}}}}}
+	}},
+	{path: "spec.volumes.projected.sources.secret.items.user", rejects: func(m map[string]any) {
+		specOf(m)["volumes"] = []any{map[string]any{"name": "v", "projected": map[string]any{"sources": []any{map[string]any{"secret": map[string]any{"name": "s", "items": []any{map[string]any{"key": "k", "path": "p", "user": 5}}}}}}}}
+	}},
+	{path: "spec.volumes.projected.sources.downwardAPI.items.user", rejects: func(m map[string]any) {
+		specOf(m)["volumes"] = []any{map[string]any{"name": "v", "projected": map[string]any{"sources": []any{map[string]any{"downwardAPI": map[string]any{"items": []any{map[string]any{"path": "p", "fieldRef": map[string]any{"fieldPath": "metadata.name"}, "user": 5}}}}}}}}
+	}},
+	{path: "spec.volumes.projected.sources.serviceAccountToken", subtree: true, rejects: func(m map[string]any) {
+		specOf(m)["volumes"] = []any{map[string]any{"name": "v", "projected": map[string]any{"sources": []any{map[string]any{"serviceAccountToken": map[string]any{"path": "t"}}}}}}
+	}},
+	{path: "spec.volumes.projected.sources.clusterTrustBundle", subtree: true, rejects: func(m map[string]any) {
+		specOf(m)["volumes"] = []any{map[string]any{"name": "v", "projected": map[string]any{"sources": []any{map[string]any{"clusterTrustBundle": map[string]any{"path": "t", "signerName": "x"}}}}}}
+	}},
+	{path: "spec.volumes.projected.sources.podCertificate", subtree: true, rejects: func(m map[string]any) {
+		specOf(m)["volumes"] = []any{map[string]any{"name": "v", "projected": map[string]any{"sources": []any{map[string]any{"podCertificate": map[string]any{"signerName": "x", "keyType": "ED25519"}}}}}}
+	}},
+	// ---- Volumes (every source but hostPath, emptyDir and the API data ones: volumeSourceAnswers). ----
 	{path: "spec.volumes.name", tests: []string{tContainerConfig, tSpecFields}},
 	{path: "spec.volumes.hostPath.path", tests: []string{tSpecFields, tPodSecurity, tE2EPodSecurity}},
 	{path: "spec.volumes.hostPath.type", tests: []string{tSpecFields}},
@@ -444,12 +525,13 @@ var fieldAnswers = []fieldAnswer{
 	{path: "spec.volumes.emptyDir.mode", tests: []string{tEmptyDirMode}},
 }
 
-// volumeSourceAnswers rejects every volume source but hostPath and emptyDir,
-// the validator's rule, checked for each source the type has.
+// volumeSourceAnswers rejects every volume source but hostPath, emptyDir,
+// configMap, secret, downwardAPI and projected, the validator's rule,
+// checked for each source the type has.
 func volumeSourceAnswers() []fieldAnswer {
 	var out []fieldAnswer
 	for _, f := range jsonFields(reflect.TypeFor[corev1.VolumeSource]()) {
-		if f.name == "hostPath" || f.name == "emptyDir" {
+		if slices.Contains([]string{"hostPath", "emptyDir", "configMap", "secret", "downwardAPI", "projected"}, f.name) {
 			continue
 		}
 		name := f.name

@@ -169,7 +169,7 @@ func TestDecodeIntentCollectsEveryProblem(t *testing.T) {
 		c := container0(m)
 		c["name"] = "Bad"
 		delete(c, "image")
-		specOf(m)["volumes"] = []any{map[string]any{"name": "v", "secret": map[string]any{"secretName": "s"}}}
+		specOf(m)["volumes"] = []any{map[string]any{"name": "v", "persistentVolumeClaim": map[string]any{"claimName": "c"}}}
 	})
 	_, err := DecodeIntent(body, target)
 	var list ValidationErrors
@@ -180,7 +180,7 @@ func TestDecodeIntentCollectsEveryProblem(t *testing.T) {
 	for _, e := range list {
 		fields[e.Field] = true
 	}
-	for _, f := range []string{"pod.spec.containers[0].name", "pod.spec.containers[0].image", "pod.spec.volumes[0].secret"} {
+	for _, f := range []string{"pod.spec.containers[0].name", "pod.spec.containers[0].image", "pod.spec.volumes[0].persistentVolumeClaim"} {
 		if !fields[f] {
 			t.Errorf("%s not reported in %v", f, err)
 		}
@@ -188,7 +188,7 @@ func TestDecodeIntentCollectsEveryProblem(t *testing.T) {
 	if !list.Has(ErrInvalid) || !list.Has(ErrUnsupported) || list.Has(ErrMalformed) {
 		t.Errorf("kinds wrong in %v", err)
 	}
-	if !strings.Contains(err.Error(), "pod.spec.volumes[0].secret: unsupported: ") {
+	if !strings.Contains(err.Error(), "pod.spec.volumes[0].persistentVolumeClaim: unsupported: ") {
 		t.Errorf("message %q", err.Error())
 	}
 }

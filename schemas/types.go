@@ -113,6 +113,12 @@ const (
 	EventFailedPostStartHook EventType = "FailedPostStartHook"
 	// A preStop hook failed: the kill goes on.
 	EventFailedPreStopHook EventType = "FailedPreStopHook"
+	// A configMap, secret, downwardAPI or projected volume could not be
+	// written (its object or key missing): the pod waits.
+	EventFailedMount EventType = "FailedMount"
+	// envFrom keys that are no valid environment variable names were
+	// skipped.
+	EventInvalidEnvironmentVariableNames EventType = "InvalidEnvironmentVariableNames"
 )
 
 // EventTypes lists every event type, in the contract's order.
@@ -123,6 +129,7 @@ var EventTypes = []EventType{
 	EventImagePulled, EventImagePullFailed, EventUnhealthy,
 	EventPodTerminated, EventIntentRejected,
 	EventFailedPostStartHook, EventFailedPreStopHook,
+	EventFailedMount, EventInvalidEnvironmentVariableNames,
 }
 
 // Reasons carried by ContainerDied and ContainerKilled events.

@@ -18,12 +18,17 @@ func validateEnv(e *errs, p string, c *corev1.Container, s *corev1.PodSpec) {
 	for i, f := range c.EnvFrom {
 		fp := idx(p+".envFrom", i)
 		switch {
+		case f.ConfigMapRef != nil && f.SecretRef != nil:
+			e.invalid(fp, "configMapRef and secretRef are mutually exclusive")
 		case f.ConfigMapRef != nil:
-			e.unsupported(fp+".configMapRef", "this node cannot read ConfigMaps")
+			validateObjectName(e, fp+".configMapRef.name", f.ConfigMapRef.Name)
 		case f.SecretRef != nil:
-			e.unsupported(fp+".secretRef", "this node cannot read Secrets")
+			validateObjectName(e, fp+".secretRef.name", f.SecretRef.Name)
 		default:
 			e.invalid(fp, "must specify configMapRef or secretRef")
+		}
+		if f.Prefix != "" && !matchEnvName(f.Prefix) {
+			e.invalid(fp+".prefix", "must consist of printable ASCII characters other than '='")
 		}
 	}
 	for i, v := range c.Env {
@@ -44,7 +49,8 @@ func validateEnv(e *errs, p string, c *corev1.Container, s *corev1.PodSpec) {
 }
 
 // validateEnvSource checks the valueFrom of the env var at p: exactly one
-// source, of the downward API (a field or a resource of the pod).
+// source: the downward API (a field or a resource of the pod), a ConfigMap's
+// or a Secret's key.
 func validateEnvSource(e *errs, p string, f *corev1.EnvVarSource, s *corev1.PodSpec) {
 	n := 0
 	if f.FieldRef != nil {
@@ -63,13 +69,19 @@ func validateEnvSource(e *errs, p string, f *corev1.EnvVarSource, s *corev1.PodS
 		n++
 		validateResourceFieldRef(e, p+".valueFrom.resourceFieldRef", f.ResourceFieldRef, s)
 	}
-	if f.ConfigMapKeyRef != nil {
+	if r := f.ConfigMapKeyRef; r != nil {
 		n++
-		e.unsupported(p+".valueFrom.configMapKeyRef", "this node cannot read ConfigMaps")
+		validateObjectName(e, p+".valueFrom.configMapKeyRef.name", r.Name)
+		if r.Key == "" {
+			e.invalid(p+".valueFrom.configMapKeyRef.key", "required")
+		}
 	}
-	if f.SecretKeyRef != nil {
+	if r := f.SecretKeyRef; r != nil {
 		n++
-		e.unsupported(p+".valueFrom.secretKeyRef", "this node cannot read Secrets")
+		validateObjectName(e, p+".valueFrom.secretKeyRef.name", r.Name)
+		if r.Key == "" {
+			e.invalid(p+".valueFrom.secretKeyRef.key", "required")
+		}
 	}
 	if f.FileKeyRef != nil {
 		n++

@@ -32,8 +32,8 @@ func rejectUnsupportedPodFields(e *errs, s *corev1.PodSpec) {
 	if len(s.ResourceClaims) > 0 {
 		e.unsupported(p+".resourceClaims", "dynamic resource allocation needs the API server")
 	}
-	if len(s.ImagePullSecrets) > 0 {
-		e.unsupported(p+".imagePullSecrets", "this node cannot read Secrets; give the node its registry credentials with jetlet run --image-credentials (Docker's config.json)")
+	for i, r := range s.ImagePullSecrets {
+		validateObjectName(e, idx(p+".imagePullSecrets", i)+".name", r.Name)
 	}
 	if s.OS != nil && s.OS.Name != corev1.Linux {
 		e.unsupported(p+".os.name", "this node runs linux pods only")

@@ -30,19 +30,156 @@ func validateVolumes(e *errs, vols []corev1.Volume, noMemory bool) map[string]bo
 }
 
 // validateVolumeSource checks a volume's source (at p, the volume's path):
-// hostPath and emptyDir are what this node supports.
+// hostPath, emptyDir and the volumes of API data (configMap, secret,
+// downwardAPI, projected) are what this node supports. noMemory: the node
+// cannot mount a tmpfs, which Memory emptyDirs and Secrets need.
 func validateVolumeSource(e *errs, p string, v *corev1.VolumeSource, noMemory bool) {
-	if v.HostPath != nil && v.EmptyDir != nil {
+	n := 0
+	for _, set := range []bool{v.HostPath != nil, v.EmptyDir != nil, v.ConfigMap != nil, v.Secret != nil, v.DownwardAPI != nil, v.Projected != nil} {
+		if set {
+			n++
+		}
+	}
+	if n > 1 {
 		e.invalid(p, "may not specify more than one volume source")
 	}
 	if other := otherVolumeSource(v); other != "" {
-		e.unsupported(p+"."+other, "this node supports hostPath and emptyDir volumes only")
+		e.unsupported(p+"."+other, "this node supports hostPath, emptyDir, configMap, secret, downwardAPI and projected volumes only")
 	}
 	if v.HostPath != nil {
 		validateHostPath(e, p, v.HostPath)
 	}
 	if v.EmptyDir != nil {
 		validateEmptyDir(e, p, v.EmptyDir, noMemory)
+	}
+	if c := v.ConfigMap; c != nil {
+		validateObjectName(e, p+".configMap.name", c.Name)
+		validateItems(e, p+".configMap", c.Items)
+		validateMode(e, p+".configMap.defaultMode", c.DefaultMode)
+		rejectOwner(e, p+".configMap.defaultUser", c.DefaultUser)
+	}
+	if s := v.Secret; s != nil {
+		validateObjectName(e, p+".secret.secretName", s.SecretName)
+		validateItems(e, p+".secret", s.Items)
+		validateMode(e, p+".secret.defaultMode", s.DefaultMode)
+		rejectOwner(e, p+".secret.defaultUser", s.DefaultUser)
+		if noMemory {
+			e.unsupported(p+".secret", secretsNeedATmpfs)
+		}
+	}
+	if d := v.DownwardAPI; d != nil {
+		validateDownwardAPIItems(e, p+".downwardAPI", d.Items)
+		validateMode(e, p+".downwardAPI.defaultMode", d.DefaultMode)
+		rejectOwner(e, p+".downwardAPI.defaultUser", d.DefaultUser)
+	}
+	if pr := v.Projected; pr != nil {
+		validateProjected(e, p+".projected", pr, noMemory)
+	}
+}
+
+const secretsNeedATmpfs = "Secrets are kept in memory (a tmpfs), which this node cannot mount (jetlet does not run as root)"
+
+func validateObjectName(e *errs, p, name string) {
+	if name == "" {
+		e.invalid(p, "required")
+	} else if !isDNSSubdomain(name) {
+		e.invalid(p, "must be a DNS-1123 subdomain")
+	}
+}
+
+func validateMode(e *errs, p string, mode *int32) {
+	if mode != nil && (*mode < 0 || *mode > 0o777) {
+		e.invalid(p, "must be between 0 and 0777")
+	}
+}
+
+// validatePayloadPath checks a file path inside a volume of API data, as
+// the API server: relative, no '..' element, not starting with '..'.
+func validatePayloadPath(e *errs, p, file string) {
+	switch {
+	case file == "":
+		e.invalid(p, "required")
+	case !isRelativeInside(file):
+		e.invalid(p, "must be a relative path without '..'")
+	case strings.HasPrefix(file, ".."):
+		e.invalid(p, "must not start with '..'")
+	}
+}
+
+func validateItems(e *errs, p string, items []corev1.KeyToPath) {
+	for i, it := range items {
+		ip := idx(p+".items", i)
+		if it.Key == "" {
+			e.invalid(ip+".key", "required")
+		}
+		validatePayloadPath(e, ip+".path", it.Path)
+		validateMode(e, ip+".mode", it.Mode)
+		rejectOwner(e, ip+".user", it.User)
+	}
+}
+
+// rejectOwner refuses a file owner of a volume of API data: this node
+// writes them owned by root (an fsGroup sets their group), and takes no
+// field it would ignore.
+func rejectOwner(e *errs, p string, user *int64) {
+	if user != nil {
+		e.unsupported(p, "this node does not set the owner of a volume's files (they are root's; fsGroup sets their group)")
+	}
+}
+
+// validateDownwardAPIItems: metadata fields only (name, namespace, uid,
+// labels, annotations and their subscripts), or a resourceFieldRef naming
+// its container.
+func validateDownwardAPIItems(e *errs, p string, items []corev1.DownwardAPIVolumeFile) {
+	for i, it := range items {
+		ip := idx(p+".items", i)
+		validatePayloadPath(e, ip+".path", it.Path)
+		validateMode(e, ip+".mode", it.Mode)
+		rejectOwner(e, ip+".user", it.User)
+		switch {
+		case it.FieldRef != nil && it.ResourceFieldRef != nil:
+			e.invalid(ip, "fieldRef and resourceFieldRef are mutually exclusive")
+		case it.FieldRef != nil:
+			f := it.FieldRef.FieldPath
+			if !strings.HasPrefix(f, "metadata.") || !matchFieldPath(f) {
+				e.invalid(ip+".fieldRef.fieldPath", "must be metadata.name, namespace, uid, labels, annotations, labels['<key>'] or annotations['<key>']")
+			}
+		case it.ResourceFieldRef != nil:
+			if it.ResourceFieldRef.ContainerName == "" {
+				e.invalid(ip+".resourceFieldRef.containerName", "required in a volume")
+			}
+		default:
+			e.invalid(ip, "must specify fieldRef or resourceFieldRef")
+		}
+	}
+}
+
+func validateProjected(e *errs, p string, pr *corev1.ProjectedVolumeSource, noMemory bool) {
+	validateMode(e, p+".defaultMode", pr.DefaultMode)
+	rejectOwner(e, p+".defaultUser", pr.DefaultUser)
+	for i, src := range pr.Sources {
+		sp := idx(p+".sources", i)
+		switch {
+		case src.ServiceAccountToken != nil:
+			e.unsupported(sp+".serviceAccountToken", "no API server issues service account tokens to this node")
+		case src.ClusterTrustBundle != nil:
+			e.unsupported(sp+".clusterTrustBundle", "no API server serves cluster trust bundles to this node")
+		case src.PodCertificate != nil:
+			e.unsupported(sp+".podCertificate", "no API server issues pod certificates to this node")
+		case src.ConfigMap != nil:
+			validateObjectName(e, sp+".configMap.name", src.ConfigMap.Name)
+			validateItems(e, sp+".configMap", src.ConfigMap.Items)
+		case src.Secret != nil:
+			validateObjectName(e, sp+".secret.name", src.Secret.Name)
+			validateItems(e, sp+".secret", src.Secret.Items)
+			if noMemory {
+				e.unsupported(sp+".secret", secretsNeedATmpfs)
+			}
+		case src.DownwardAPI != nil:
+			validateDownwardAPIItems(e, sp+".downwardAPI", src.DownwardAPI.Items)
+		default:
+			e.invalid(sp, "must specify one source")
+		}
 	}
 }
 
@@ -87,11 +224,11 @@ func validateEmptyDir(e *errs, p string, d *corev1.EmptyDirVolumeSource, noMemor
 	}
 }
 
-// otherVolumeSource names the first volume source other than hostPath and
-// emptyDir that is set, or "".
+// otherVolumeSource names the first volume source this node does not
+// support that is set, or "".
 func otherVolumeSource(s *corev1.VolumeSource) string {
 	rest := *s
-	rest.HostPath, rest.EmptyDir = nil, nil
+	rest.HostPath, rest.EmptyDir, rest.ConfigMap, rest.Secret, rest.DownwardAPI, rest.Projected = nil, nil, nil, nil, nil, nil
 	if rest == (corev1.VolumeSource{}) {
 		return ""
 	}

@@ -376,6 +376,20 @@ func (w *Workers) wake(uid string) {
 	}
 }
 
+// WakeWhere asks for a background sync of every applied pod whose spec
+// matches: the pods that refer to a ConfigMap or Secret that changed, so
+// their mounted files follow it and a container waiting for it starts. match
+// is called with the workers' lock held and must not call them back.
+func (w *Workers) WakeWhere(match func(*corev1.Pod) bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range w.pods {
+		if p.desired != nil && p.desired.Intent.Op == schemas.OpApply && p.desired.Intent.Pod != nil && match(p.desired.Intent.Pod) {
+			w.wakeLocked(p)
+		}
+	}
+}
+
 func (w *Workers) wakeAll() {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -4,16 +4,19 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/consumer"
+	"github.com/jetlet/jetlet/consumer/objects"
 	"github.com/jetlet/jetlet/consumer/results"
 	"github.com/jetlet/jetlet/consumer/status"
 	"github.com/jetlet/jetlet/events"
@@ -61,7 +64,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	if err := a.buildPublishers(p, js, reg); err != nil {
 		return err
 	}
-	if err := a.buildPodSync(p, client, reg); err != nil {
+	if err := a.buildPodSync(p, js, client, reg); err != nil {
 		return err
 	}
 	if err := a.buildNodeManagers(p, client); err != nil {
@@ -85,6 +88,7 @@ type pipeline struct {
 	emit     kubecontainer.Emitter // events and statuses, as reconcile emits them
 
 	node     *nodeInfo
+	objects  *objects.Objects
 	probes   *prober.Prober
 	relister *pleg.Relister
 	workers  *podworkers.Workers
@@ -132,10 +136,14 @@ func (a *agent) buildPublishers(p *pipeline, js jetstream.JetStream, reg prometh
 
 // buildPodSync makes kubelet's half: the prober, the runtime manager, the
 // relist and the pod workers.
-func (a *agent) buildPodSync(p *pipeline, client *runtime.Client, reg prometheus.Registerer) (err error) {
+func (a *agent) buildPodSync(p *pipeline, js jetstream.JetStream, client *runtime.Client, reg prometheus.Registerer) (err error) {
 	hostIP := nodeIP()
 	p.log.Info().Str("node_ip", hostIP).Msg("node address: the IP of hostNetwork pods and the downward API's status.hostIP")
 	if p.node, err = newNode(a.cfg, hostIP); err != nil {
+		return err
+	}
+	// The ConfigMaps and the node's Secrets, from their buckets.
+	if p.objects, err = objects.New(js, a.cfg.node, p.node.xkey, objects.Config{Logger: p.log}); err != nil {
 		return err
 	}
 	// One handler runner for the probes and the lifecycle hooks.
@@ -150,6 +158,7 @@ func (a *agent) buildPodSync(p *pipeline, client *runtime.Client, reg prometheus
 		DataDir:         a.cfg.dataDir,
 		AllowPrivileged: p.node.level == admission.LevelPrivileged,
 		Credentials:     a.credentials,
+		Objects:         p.objects,
 		GC:              reconcile.GCPolicy{MaxPerPodContainer: a.cfg.maxDeadPerContainer},
 		Liveness:        p.probes.Liveness(),
 		Readiness:       p.probes.Readiness(),
@@ -258,6 +267,12 @@ func (a *agent) runPipeline(ctx context.Context, p *pipeline, js jetstream.JetSt
 	bgCtx, stopBG := context.WithCancel(ctx)
 	defer stopBG()
 	syncing.Go(func() { p.workers.Run(bgCtx, a.cfg.shutdownTimeout) })
+	bg.Go(func() {
+		if err := p.objects.Run(bgCtx); err != nil {
+			p.log.Error().Err(err).Msg("ConfigMaps and Secrets are no longer read: pods that refer to them wait")
+		}
+	})
+	bg.Go(func() { wakeOnObjectChanges(bgCtx, p.objects, p.workers) })
 	bg.Go(func() { p.imageGC.Run(bgCtx) })
 	bg.Go(func() { p.eviction.Run(bgCtx) })
 	changed := make(chan struct{}, 1)
@@ -299,6 +314,24 @@ func (a *agent) drain(p *pipeline, js jetstream.JetStream, stopRelist func(), st
 	defer stopWatch()
 	if err := status.RemoveHeartbeat(removeCtx, js, a.cfg.node); err != nil {
 		p.log.Warn().Err(err).Msg("node record not removed from " + schemas.BucketNodes + "; it expires with the bucket's TTL")
+	}
+}
+
+// wakeOnObjectChanges syncs the pods that refer to a ConfigMap or Secret
+// that changed, until ctx is done: their mounted files follow it, and a
+// container waiting for it starts, without a new intent.
+func wakeOnObjectChanges(ctx context.Context, objs *objects.Objects, workers *podworkers.Workers) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case changed := <-objs.Changed():
+			workers.WakeWhere(func(pod *corev1.Pod) bool {
+				return slices.ContainsFunc(reconcile.ReferencedObjects(pod), func(ref kubecontainer.ObjectRef) bool {
+					return slices.Contains(changed, ref)
+				})
+			})
+		}
 	}
 }
 
