@@ -2,7 +2,9 @@ package e2e_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,12 +13,14 @@ import (
 	"testing"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/sealed"
+	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/poll"
+	"github.com/jetlet/jetlet/test/testimages"
 )
 
 // secretMarker is the Secret's value: it must reach the pod and nothing
@@ -24,44 +28,22 @@ import (
 const secretMarker = "s3cr3t-marker-7f1d"
 
 // putConfigMap stores a ConfigMap as a scheduler does (CONTRACT section 11).
-func (n *node) putConfigMap(t *testing.T, name string, data map[string]string) {
+func (n *node) putConfigMap(t testing.TB, name string, data map[string]string) {
 	t.Helper()
-	cm := corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Data: data}
-	n.putKV(t, schemas.BucketConfigMaps, "default."+name, cm)
+	jetlettest.PutConfigMap(t, n.js, name, data)
 }
 
-// putSecret seals a Secret for the node's xkey (from its record) and stores it.
+// putSecret seals an Opaque Secret for the node's xkey (from its record)
+// and stores it.
 func (n *node) putSecret(t *testing.T, name string, data map[string]string) {
 	t.Helper()
-	rec := n.waitRecord(t, 30*time.Second, func(rec schemas.NodeRecord) bool { return rec.XKey != "" })
-	s := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, StringData: data, Type: corev1.SecretTypeOpaque}
-	s.Data = map[string][]byte{}
-	for k, v := range data {
-		s.Data[k] = []byte(v)
-	}
-	s.StringData = nil
-	ss, err := sealed.Seal(s, n.name, rec.XKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.putKV(t, schemas.BucketSecrets, sealed.SecretKey(n.name, "default", name), ss)
+	n.putSecretOfType(t, name, corev1.SecretTypeOpaque, data)
 }
 
-func (n *node) putKV(t *testing.T, bucket, key string, v any) {
+func (n *node) putSecretOfType(t *testing.T, name string, typ corev1.SecretType, data map[string]string) {
 	t.Helper()
-	kv, err := n.js.KeyValue(t.Context(), bucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kv.Put(t.Context(), key, data); err != nil {
-		t.Fatal(err)
-	}
+	rec := n.waitRecord(t, 30*time.Second, func(rec schemas.NodeRecord) bool { return rec.XKey != "" })
+	jetlettest.PutSecret(t, n.js, n.name, rec.XKey, name, typ, data)
 }
 
 // containerLog is what the pod's container app has written so far.
@@ -78,7 +60,8 @@ func (n *node) containerLog(t *testing.T, uid string) string {
 
 // A ConfigMap and a Secret sealed for the node reach a pod of the default
 // runtime at the default Pod Security level: files with their items and
-// modes, env, envFrom with a prefix. An update of the ConfigMap reaches the
+// modes, env, envFrom with a prefix, and the downward API's labels and
+// memory limit in a volume. An update of the ConfigMap reaches the
 // mounted file while the pod runs; a pod waiting for a ConfigMap that does
 // not exist yet starts once it is put, without a new intent. The Secret's
 // value is nowhere but in the pod: not in the servers' store, jetlet's log,
@@ -89,6 +72,7 @@ func TestConfigMapsAndSecretsReachThePod(t *testing.T) {
 	n.putSecret(t, "db", map[string]string{"password": secretMarker})
 
 	script := `cat /etc/sec/pw; echo; stat -c %a /etc/sec/..data/pw; echo "env $GREETING $PASSWORD $APP_color"; ` +
+		`echo "labels $(cat /etc/pod/labels) memory $(cat /etc/pod/mem)"; ` +
 		`while true; do echo "file $(cat /etc/cfg/hello)"; sleep 0.1; done`
 	n.publish("cfg", editPod(t, podJSON("cfg", 1, "Always", script), func(p *corev1.Pod) {
 		mode := int32(0o400)
@@ -98,9 +82,15 @@ func TestConfigMapsAndSecretsReachThePod(t *testing.T) {
 				Items:                []corev1.KeyToPath{{Key: "greeting", Path: "hello"}}}}},
 			{Name: "sec", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 				SecretName: "db", Items: []corev1.KeyToPath{{Key: "password", Path: "pw", Mode: &mode}}}}},
+			{Name: "pod", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+				{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}},
+				{Path: "mem", ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "app", Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}},
+			}}}},
 		}
+		p.Labels = map[string]string{"tier": "web"}
 		c := &p.Spec.Containers[0]
-		c.VolumeMounts = []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg"}, {Name: "sec", MountPath: "/etc/sec"}}
+		c.VolumeMounts = []corev1.VolumeMount{{Name: "cfg", MountPath: "/etc/cfg"}, {Name: "sec", MountPath: "/etc/sec"}, {Name: "pod", MountPath: "/etc/pod"}}
+		c.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}
 		c.Env = []corev1.EnvVar{
 			{Name: "GREETING", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
 				LocalObjectReference: corev1.LocalObjectReference{Name: "app"}, Key: "greeting"}}},
@@ -116,7 +106,8 @@ func TestConfigMapsAndSecretsReachThePod(t *testing.T) {
 	poll.Until(t, 60*time.Second, func() string { return "the pod's files and env; log: " + n.containerLog(t, "cfg") }, func() bool {
 		log := n.containerLog(t, "cfg")
 		return strings.Contains(log, " "+secretMarker+"\n") && strings.Contains(log, " 400\n") &&
-			strings.Contains(log, "env hello-v1 "+secretMarker+" blue\n") && strings.Contains(log, "file hello-v1\n")
+			strings.Contains(log, "env hello-v1 "+secretMarker+" blue\n") && strings.Contains(log, "file hello-v1\n") &&
+			strings.Contains(log, `labels tier="web" memory 64`+"\n")
 	})
 
 	// An update reaches the mounted file, not the env.
@@ -172,5 +163,41 @@ func TestConfigMapsAndSecretsReachThePod(t *testing.T) {
 	}
 	if len(leaks) > 0 {
 		t.Errorf("the Secret's value is in %s", strings.Join(slices.Compact(leaks), ", "))
+	}
+}
+
+// A private image pulled with a pod's imagePullSecret, a docker-registry
+// Secret sealed for the node, on a node that has no credentials of its own:
+// the pod without it cannot pull, the pod with it runs; the password shows
+// nowhere in jetlet's log, the results or the statuses.
+func TestImagePullSecretPullsAPrivateImage(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the embedded runtime runs images as root only")
+	}
+	const password = "pull-s3cr3t-7c2e"
+	registry := testimages.Serve(t, map[string]v1.Image{"team/layered:1": testimages.Must(t, testimages.Layered)},
+		testimages.WithBasicAuth("jetlet", password))
+	n := startNode(t, shortDir(t), "", "--log-level", "trace")
+	auth := base64.StdEncoding.EncodeToString([]byte("jetlet:" + password))
+	n.putSecretOfType(t, "regcred", corev1.SecretTypeDockerConfigJson, map[string]string{
+		corev1.DockerConfigJsonKey: fmt.Sprintf(`{"auths": {%q: {"auth": %q}}}`, registry, auth),
+	})
+	n.publish("without", imagePodJSON("without", registry+"/team/layered:1"))
+	n.waitEvent("without", schemas.EventImagePullFailed, 60*time.Second, nil)
+	n.publish("with", editPod(t, imagePodJSON("with", registry+"/team/layered:1"), func(p *corev1.Pod) {
+		p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
+	}))
+	n.waitStatus("with", 60*time.Second, func(st *schemas.PodStatus) bool { return st.Phase == schemas.PhaseSucceeded })
+	texts := []string{n.proc.Logs(),
+		string(mustJSON(readMsgs[json.RawMessage](t, n.js, schemas.StreamResults, "jetlet.result.>"))),
+		string(mustJSON(readMsgs[json.RawMessage](t, n.js, schemas.StreamEvents, "jetlet.event.>")))}
+	for _, uid := range []string{"with", "without"} {
+		st, _ := n.status(uid)
+		texts = append(texts, string(mustJSON(st)))
+	}
+	for _, text := range texts {
+		if strings.Contains(text, password) || strings.Contains(text, auth) {
+			t.Fatal("the pull secret's password shows in jetlet's log, a result, an event or a status")
+		}
 	}
 }

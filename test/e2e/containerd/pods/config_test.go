@@ -1,0 +1,57 @@
+package containerd_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/jetlettest"
+	"github.com/jetlet/jetlet/test/poll"
+)
+
+// On containerd: a ConfigMap and a Secret sealed for the node reach the
+// pod as files (the Secret's on a tmpfs jetlet mounts) and env, and an
+// update of the ConfigMap reaches the mounted file while env keeps the
+// value the container started with.
+func TestConfigMapsAndSecretsReachThePodOnContainerd(t *testing.T) {
+	s := newSuite(t)
+	n := s.startNode()
+	kv, err := n.js.KeyValue(t.Context(), schemas.BucketNodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec schemas.NodeRecord
+	poll.Until(t, 30*time.Second, poll.Msg("the node record's xkey"), func() bool {
+		e, err := kv.Get(t.Context(), n.name)
+		return err == nil && json.Unmarshal(e.Value(), &rec) == nil && rec.XKey != ""
+	})
+	cm := "app-" + s.runID
+	jetlettest.PutConfigMap(t, n.js, cm, map[string]string{"greeting": "hello-v1"})
+	jetlettest.PutSecret(t, n.js, n.name, rec.XKey, "db-"+s.runID, corev1.SecretTypeOpaque, map[string]string{"password": "ctrd-pw"})
+
+	uid := s.uid("config")
+	script := `echo "env $GREETING $(cat /etc/sec/password) $(stat -f -c %T /etc/sec)"; ` +
+		`while true; do echo "file $(cat /etc/cfg/greeting)"; sleep 0.2; done`
+	cmd, _ := json.Marshal([]string{"/bin/sh", "-c", script})
+	body := fmt.Sprintf(`{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","revision":1,
+	  "pod":{"metadata":{"name":"p-%s","namespace":"default","uid":"%s","labels":{%q:%q}},
+	    "spec":{"restartPolicy":"Always","hostNetwork":true,"terminationGracePeriodSeconds":1,
+	      "volumes":[{"name":"cfg","configMap":{"name":%q}},{"name":"sec","secret":{"secretName":%q}}],
+	      "containers":[{"name":"app","image":%q,"imagePullPolicy":"IfNotPresent","command":%s,
+	        "volumeMounts":[{"name":"cfg","mountPath":"/etc/cfg"},{"name":"sec","mountPath":"/etc/sec"}],
+	        "env":[{"name":"GREETING","valueFrom":{"configMapKeyRef":{"name":%q,"key":"greeting"}}}]}]}}}`,
+		uid, uid, runLabel, s.runID, cm, "db-"+s.runID, s.env.image, cmd, cm)
+	seq := n.publish(uid, body)
+	if r := n.waitResult(uid, seq, 60*time.Second); r.Outcome != schemas.OutcomeSynced {
+		t.Fatalf("apply: %s %q %+v", r.Outcome, r.Error, r.Actions)
+	}
+	st := n.waitStatus(uid, 60*time.Second, "Running", running)
+	s.waitLog(st.Containers[0].ContainerID, "env hello-v1 ctrd-pw tmpfs", 30*time.Second)
+	s.waitLog(st.Containers[0].ContainerID, "file hello-v1", 30*time.Second)
+	jetlettest.PutConfigMap(t, n.js, cm, map[string]string{"greeting": "hello-v2"})
+	s.waitLog(st.Containers[0].ContainerID, "file hello-v2", 30*time.Second)
+}
