@@ -10,7 +10,6 @@ import (
 
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/jetlettest"
-	"github.com/jetlet/jetlet/test/poll"
 )
 
 // On containerd: a ConfigMap and a Secret sealed for the node reach the
@@ -20,15 +19,7 @@ import (
 func TestConfigMapsAndSecretsReachThePodOnContainerd(t *testing.T) {
 	s := newSuite(t)
 	n := s.startNode()
-	kv, err := n.js.KeyValue(t.Context(), schemas.BucketNodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec schemas.NodeRecord
-	poll.Until(t, 30*time.Second, poll.Msg("the node record's xkey"), func() bool {
-		e, err := kv.Get(t.Context(), n.name)
-		return err == nil && json.Unmarshal(e.Value(), &rec) == nil && rec.XKey != ""
-	})
+	rec := n.waitRecord(t, "the node record's xkey", func(rec schemas.NodeRecord) bool { return rec.XKey != "" })
 	cm := "app-" + s.runID
 	jetlettest.PutConfigMap(t, n.js, cm, map[string]string{"greeting": "hello-v1"})
 	jetlettest.PutSecret(t, n.js, n.name, rec.XKey, "db-"+s.runID, corev1.SecretTypeOpaque, map[string]string{"password": "ctrd-pw"})

@@ -15,14 +15,21 @@ import (
 func TestNodeRecordOnContainerd(t *testing.T) {
 	s := newSuite(t)
 	n := s.startNode()
+	rec := n.waitRecord(t, "a node record listing images", func(rec schemas.NodeRecord) bool { return len(rec.Images) > 0 })
+	jetlettest.CheckNodeRecord(t, rec, "busybox")
+}
+
+// waitRecord waits until the node's record in jetlet_nodes satisfies ok.
+func (n *node) waitRecord(t *testing.T, what string, ok func(schemas.NodeRecord) bool) schemas.NodeRecord {
+	t.Helper()
 	kv, err := n.js.KeyValue(t.Context(), schemas.BucketNodes)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rec schemas.NodeRecord
-	poll.Until(t, 60*time.Second, poll.Msg("a node record listing images"), func() bool {
+	poll.Until(t, 60*time.Second, poll.Msg(what), func() bool {
 		e, err := kv.Get(t.Context(), n.name)
-		return err == nil && json.Unmarshal(e.Value(), &rec) == nil && len(rec.Images) > 0
+		return err == nil && json.Unmarshal(e.Value(), &rec) == nil && ok(rec)
 	})
-	jetlettest.CheckNodeRecord(t, rec, "busybox")
+	return rec
 }
