@@ -53,18 +53,19 @@ func EnsureUserSeed(path string) (string, error) {
 	return pub, nil
 }
 
-// ReadOwnSeed reads the seed at path after checking that only the user running
-// jetlet owns and may read or write it.
+// ReadOwnSeed reads the seed at path (the NATS client's, the node's curve
+// key) after checking that only the user running jetlet owns and may read
+// or write it; its errors name the file, which says whose seed it is.
 func ReadOwnSeed(path string) ([]byte, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, err
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return nil, fmt.Errorf("NATS client seed %s is owned by uid %d, not by uid %d running jetlet; run jetlet as its owner, or move it away and jetlet writes a new one", path, st.Uid, os.Getuid())
+		return nil, fmt.Errorf("seed %s is owned by uid %d, not by uid %d running jetlet; run jetlet as its owner, or move it away and jetlet writes a new one", path, st.Uid, os.Getuid())
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("NATS client seed %s has mode %04o: others than its owner may use it to drive this node; `chmod 600 %s`, or delete it and jetlet writes a new one", path, perm, path)
+		return nil, fmt.Errorf("seed %s has mode %04o: others than its owner may use it; `chmod 600 %s`, or delete it and jetlet writes a new one", path, perm, path)
 	}
 	return os.ReadFile(path)
 }
