@@ -118,6 +118,9 @@ func (p *EventPublisher) Emit(ctx context.Context, ev schemas.LifecycleEvent) {
 	// The window dedupes a publish retried after a lost ack; the ledger
 	// everything else.
 	msg.Header.Set(jetstream.MsgIDHeader, ev.ID)
+	// And a CloudEvent's attributes, for CloudEvents consumers (binary mode).
+	ce := schemas.CloudEventOf(&ev)
+	ce.SetHeaders(msg.Header)
 	bus.InjectTrace(ctx, msg.Header)
 	p.out.Add(1)
 	select {
