@@ -23,6 +23,7 @@ type applyOptions struct {
 	publish publishFlags
 	files   []string
 	nodes   []string // the nodes Secrets are sealed for, with --node
+	force   bool     // publish a pod even when unchanged
 }
 
 func newApplyCommand() *cobra.Command {
@@ -41,16 +42,26 @@ seen for that uid. Every document is validated as the node would validate it
 before anything is published. --node defaults to spec.nodeName, else to the
 only node with a heartbeat in jetlet_nodes.
 
+A pod whose metadata and spec equal those of its newest intent (an apply) is
+not published again: it is reported "unchanged", as kubectl does. --force
+publishes it anyway, at the next revision. A PodIntent that sets its revision
+is always published. A pod for a node with no live heartbeat in jetlet_nodes
+is published with a warning on stderr: the node applies it when its jetlet
+runs again.
+
 A ConfigMap is put to jetlet_configmaps. A Secret is sealed for each node of
 --node or --nodes with the xkey of its record in jetlet_nodes and put to
 jetlet_secrets; a node with no record stores nothing. ConfigMaps and Secrets
 are stored before the pods' intents are published.
 
-Exit status: 0 when published (with --wait: when every result is Synced),
-2 when a result is not Synced, 1 on any other error.`,
+Exit status: 0 when published or unchanged (with --wait: when every result
+is Synced), 2 when a result is not Synced, 3 with --wait when a pod's node
+has no live heartbeat (its intent is published, no result awaited), 1 on
+any other error.`,
 		Example: `  jetlet apply -f deploy/examples/web.yaml
   jetlet apply -f app-config.yaml -f db-secret.yaml --nodes n1,n2
   jetlet apply -f web.yaml --wait
+  jetlet apply -f web.yaml --force
   cat pods.yaml | jetlet apply -f - --node n1 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
@@ -60,6 +71,7 @@ Exit status: 0 when published (with --wait: when every result is Synced),
 	fs.StringArrayVarP(&o.files, "filename", "f", nil, "manifest file, or - for standard input (repeatable)")
 	o.publish.register(cmd, "wait for each intent's SyncResult, showing the pod's events on stderr")
 	fs.StringSliceVar(&o.nodes, "nodes", nil, "seal each Secret for these nodes (N1,N2); pods go to --node")
+	fs.BoolVar(&o.force, "force", false, "publish each pod even when it equals its newest intent")
 	_ = cmd.MarkFlagRequired("filename")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	cli.AnnotateEnv(fs)
@@ -76,6 +88,12 @@ type plannedIntent struct {
 	body      []byte
 	seq       uint64 // stream sequence, once published
 	duplicate bool   // the intent was already stored (same Nats-Msg-Id)
+	// unchanged: the pod equals its newest intent's, so nothing is
+	// published; revision and seq are that intent's.
+	unchanged bool
+	// nodeDown says why the node has no live heartbeat ("" when live or
+	// not checked): --wait does not wait for it.
+	nodeDown string
 }
 
 func (o *applyOptions) run(cmd *cobra.Command) error {
@@ -107,6 +125,7 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 	defer cancel()
 
 	p := newPlanner(c, o.client.node)
+	p.force = o.force
 	var plans []*plannedIntent
 	var configs []*configObject
 	var problems []string
@@ -148,6 +167,9 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 	}
 	if len(plans) == 0 {
 		return nil
+	}
+	if err := checkNodesLive(ctx, c, plans, cmd.ErrOrStderr()); err != nil {
+		return err
 	}
 	return publishAndReport(ctx, cmd, c, plans, o.publish)
 }
@@ -192,12 +214,14 @@ func publishAndReport(ctx context.Context, cmd *cobra.Command, c *client, plans 
 		}
 	}
 	for _, pi := range plans {
-		if err := c.publishIntent(ctx, pi); err != nil {
-			return err
+		if !pi.unchanged {
+			if err := c.publishIntent(ctx, pi); err != nil {
+				return err
+			}
 		}
 		line := appliedLine(pi)
 		switch {
-		case f.wait:
+		case f.wait && !pi.unchanged:
 			fmt.Fprintln(stderr, line)
 		case f.output == outputJSON:
 			if err := printJSONLine(stdout, publishedJSON(pi)); err != nil {
@@ -210,8 +234,18 @@ func publishAndReport(ctx context.Context, cmd *cobra.Command, c *client, plans 
 	if !f.wait {
 		return nil
 	}
-	code := 0
+	code, notLive := 0, false
 	for _, pi := range plans {
+		if pi.nodeDown != "" {
+			fmt.Fprintf(stderr, "error: not waiting for %s: node %s is not live (%s); its intent is stored and applied once `jetlet run --node %s` runs\n",
+				pi.label, pi.node, pi.nodeDown, pi.node)
+			notLive = true
+		}
+	}
+	for _, pi := range plans {
+		if pi.unchanged || pi.nodeDown != "" {
+			continue
+		}
 		res, raw, err := c.waitResult(ctx, pi, marks, stderr)
 		if err != nil {
 			return err
@@ -225,6 +259,9 @@ func publishAndReport(ctx context.Context, cmd *cobra.Command, c *client, plans 
 			code = 2
 		}
 	}
+	if code == 0 && notLive {
+		code = exitNodeNotLive
+	}
 	if code != 0 {
 		return cli.ExitCodeError{Code: code}
 	}
@@ -233,7 +270,10 @@ func publishAndReport(ctx context.Context, cmd *cobra.Command, c *client, plans 
 
 func appliedLine(pi *plannedIntent) string {
 	verb := "applied"
-	if pi.op == schemas.OpDelete {
+	switch {
+	case pi.unchanged:
+		verb = "unchanged"
+	case pi.op == schemas.OpDelete:
 		verb = "delete requested"
 	}
 	dup := ""
@@ -249,6 +289,7 @@ func publishedJSON(pi *plannedIntent) map[string]any {
 	return map[string]any{
 		"node": pi.node, "uid": pi.uid, "namespace": ns, "name": name,
 		"op": pi.op, "revision": pi.revision, "intentSeq": pi.seq, "duplicate": pi.duplicate,
+		"unchanged": pi.unchanged,
 	}
 }
 
@@ -289,6 +330,7 @@ func (e *invalidIntentError) Error() string {
 type planner struct {
 	c        *client
 	flagNode string
+	force    bool                    // --force: no pod is unchanged
 	only     string                  // the only live node, once looked up
 	pods     map[string][]*podRecord // node → known pods
 	planned  map[string]*plannedIntent
@@ -382,6 +424,7 @@ func (p *planner) plan(ctx context.Context, d *document) (*plannedIntent, error)
 		}
 	case prev != nil:
 		pi.uid = prev.uid
+		md["uid"] = pi.uid
 	default:
 		rec, err := p.existing(ctx, node, d.namespace(), d.name())
 		if err != nil {
@@ -394,8 +437,9 @@ func (p *planner) plan(ctx context.Context, d *document) (*plannedIntent, error)
 		}
 		md["uid"] = pi.uid
 	}
+	pinned := d.hasRevision() // a PodIntent that sets its revision
 	switch {
-	case d.hasRevision():
+	case pinned:
 		pi.revision = d.revision()
 	case prev != nil && prev.uid == pi.uid:
 		pi.revision = prev.revision + 1
@@ -406,7 +450,7 @@ func (p *planner) plan(ctx context.Context, d *document) (*plannedIntent, error)
 			return nil, err
 		}
 	}
-	if !d.hasRevision() {
+	if !pinned {
 		d.envelope["revision"] = pi.revision
 	}
 	if pi.body, err = d.body(); err != nil {
@@ -414,6 +458,11 @@ func (p *planner) plan(ctx context.Context, d *document) (*plannedIntent, error)
 	}
 	if reasons := validateIntent(pi.body, node, pi.uid); reasons != nil {
 		return nil, &invalidIntentError{d.where, pi.label, reasons}
+	}
+	if !p.force && !pinned && !generated {
+		if pi.unchanged, err = p.unchanged(ctx, pi, prev); err != nil {
+			return nil, err
+		}
 	}
 	p.planned[key] = pi
 	return pi, nil

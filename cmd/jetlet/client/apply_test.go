@@ -29,8 +29,12 @@ func TestApplyPublishesAnIntentAndReusesTheUID(t *testing.T) {
 	}
 	uid := m[1]
 
-	// Applied again: the same pod, the next revision.
+	// Applied again unchanged: nothing published. Forced: the same pod,
+	// the next revision.
 	res = c.run("apply", "-f", examples+"web.yaml")
+	wantCode(t, res, 0)
+	wantContains(t, "stdout", res.stdout, "pod/default/web unchanged on node n1 (uid "+uid+", revision 1, intent 1)")
+	res = c.run("apply", "-f", examples+"web.yaml", "--force")
 	wantCode(t, res, 0)
 	wantContains(t, "stdout", res.stdout, "(uid "+uid+", revision 2, intent 2)")
 
