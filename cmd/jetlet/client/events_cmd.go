@@ -39,10 +39,15 @@ JETLET_EVENTS whose subject filter is built from the flags
 uid that name had. Without --follow it stops at the end of the stream; with
 --follow it prints events as they come until interrupted (Ctrl-C).
 
--o json prints one event a line, as stored, for jq and grep.`,
+-o json prints one event a line, as stored, for jq and grep. -o cloudevents
+prints one CloudEvent a line in structured mode (CloudEvents 1.0's JSON
+format: specversion, id, source jetlet/<node>, type dev.jetlet.<Type>, time,
+subject <namespace>/<pod>, datacontenttype, and the event as stored as data),
+for tools that speak CloudEvents.`,
 		Example: `  jetlet events --pod default/web
   jetlet events --type ContainerDied --since 1h
-  jetlet events --follow -o json | jq .reason`,
+  jetlet events --follow -o json | jq .reason
+  jetlet events --follow -o cloudevents | jq -c '{type, subject}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -53,8 +58,8 @@ uid that name had. Without --follow it stops at the end of the stream; with
 	fs.StringVar(&o.typ, "type", "", "only events of this type ("+eventTypeList()+")")
 	fs.StringVar(&o.since, "since", "", "only events since a duration ago (10m, 2h) or an RFC 3339 time")
 	fs.BoolVarP(&o.follow, "follow", "f", false, "keep printing new events until interrupted")
-	fs.StringVarP(&o.output, "output", "o", "", "json (one event a line) or wide (adds NODE and UID)")
-	completeOutput(cmd, outputJSON, outputWide)
+	fs.StringVarP(&o.output, "output", "o", "", "json (one event a line), cloudevents (one structured-mode CloudEvent a line) or wide (adds NODE and UID)")
+	completeOutput(cmd, outputJSON, outputCloudEvents, outputWide)
 	_ = cmd.RegisterFlagCompletionFunc("type", cobra.FixedCompletions(strings.Split(eventTypeList(), ", "), cobra.ShellCompDirectiveNoFileComp))
 	cli.AnnotateEnv(fs)
 	return cmd
@@ -94,7 +99,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 }
 
 func (o *eventsOptions) run(cmd *cobra.Command) error {
-	if err := checkOutput(o.output, outputJSON, outputWide); err != nil {
+	if err := checkOutput(o.output, outputJSON, outputCloudEvents, outputWide); err != nil {
 		return err
 	}
 	typ, err := parseEventType(o.typ)
@@ -153,7 +158,7 @@ func (o *eventsOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	out := &eventPrinter{w: cmd.OutOrStdout(), output: o.output, table: &streamTable{w: cmd.OutOrStdout()}}
-	if len(backlog) == 0 && !o.follow && o.output != outputJSON {
+	if len(backlog) == 0 && !o.follow && !out.lines() {
 		fmt.Fprintln(cmd.ErrOrStderr(), "No events found.")
 		return nil
 	}
@@ -202,11 +207,19 @@ func (o *eventsOptions) podFilters(ctx context.Context, c *client, ref podRef, t
 	return filters, nil
 }
 
-// eventPrinter prints events as a table or as JSON lines.
+// outputCloudEvents prints each event as a CloudEvent in structured mode.
+const outputCloudEvents = "cloudevents"
+
+// eventPrinter prints events as a table, as JSON lines or as CloudEvents.
 type eventPrinter struct {
 	w      io.Writer
 	output string
 	table  *streamTable
+}
+
+// lines: one JSON object a line, no header (json, cloudevents).
+func (p *eventPrinter) lines() bool {
+	return p.output == outputJSON || p.output == outputCloudEvents
 }
 
 func (p *eventPrinter) header() []string {
@@ -230,7 +243,7 @@ func (p *eventPrinter) cells(ev *schemas.LifecycleEvent) []string {
 // cannot see yet: at least a typical event's widths (a longer cell widens
 // its column from its row on).
 func (p *eventPrinter) begin(backlog []*schemas.LifecycleEvent, follow bool) {
-	if p.output == outputJSON {
+	if p.lines() {
 		return
 	}
 	if follow {
@@ -260,18 +273,25 @@ func typicalEvent() *schemas.LifecycleEvent {
 }
 
 func (p *eventPrinter) print(ev *schemas.LifecycleEvent, raw []byte) {
-	if p.output == outputJSON {
-		var b bytes.Buffer
-		if json.Compact(&b, raw) != nil {
-			b.Reset()
-			data, _ := json.Marshal(ev)
-			b.Write(data)
-		}
-		b.WriteByte('\n')
-		_, _ = p.w.Write(b.Bytes())
+	if !p.lines() {
+		p.table.row(p.cells(ev)...)
 		return
 	}
-	p.table.row(p.cells(ev)...)
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		b.Reset()
+		data, _ := json.Marshal(ev)
+		b.Write(data)
+	}
+	if p.output == outputCloudEvents {
+		ce := schemas.CloudEventOf(ev)
+		ce.Data = b.Bytes()
+		data, _ := json.Marshal(ce)
+		b.Reset()
+		b.Write(data)
+	}
+	b.WriteByte('\n')
+	_, _ = p.w.Write(b.Bytes())
 }
 
 // oneLine keeps a table row on one line.

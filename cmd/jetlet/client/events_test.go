@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/jetlet/jetlet/schemas"
@@ -141,5 +142,41 @@ func TestEventsFollowFromNothing(t *testing.T) {
 		if len(lines[1]) <= at || lines[1][at-1] != ' ' || lines[1][at] == ' ' {
 			t.Errorf("the event's cell is not under %s (column %d):\n%s", col, at, stdout.String())
 		}
+	}
+}
+
+// -o cloudevents prints each event as a structured-mode CloudEvent that the
+// CloudEvents Go SDK reads and validates as it is.
+func TestEventsCloudEvents(t *testing.T) {
+	c := newCluster(t)
+	c.startNode("n1", nil)
+	wantCode(t, c.run("apply", "-f", examples+"web.yaml", "--wait"), 0)
+	res := c.run("events", "-o", "cloudevents")
+	wantCode(t, res, 0)
+	rows := strings.Split(strings.TrimSpace(res.stdout), "\n")
+	if len(rows) != 3 {
+		t.Fatalf("%d lines, want 3 CloudEvents:\n%s", len(rows), res.stdout)
+	}
+	for _, r := range rows {
+		var ce cloudevents.Event
+		if err := json.Unmarshal([]byte(r), &ce); err != nil {
+			t.Fatalf("the SDK does not read %s: %v", r, err)
+		}
+		if err := ce.Validate(); err != nil {
+			t.Errorf("%s: %v", r, err)
+		}
+		var ev schemas.LifecycleEvent
+		if err := ce.DataAs(&ev); err != nil {
+			t.Fatalf("data of %s: %v", r, err)
+		}
+		if ce.SpecVersion() != "1.0" || ce.ID() != ev.ID || ce.Source() != "jetlet/n1" ||
+			ce.Type() != "dev.jetlet."+string(ev.Type) || !ce.Time().Equal(ev.Time) ||
+			ce.Subject() != "default/web" || ce.DataContentType() != "application/json" {
+			t.Errorf("CloudEvent %s does not match its event %+v", ce, ev)
+		}
+	}
+	// The same attributes as the NATS headers the publisher sets.
+	if !regexp.MustCompile(`^\{"specversion":"1.0","id":"[^"]+","source":"jetlet/n1","type":"dev.jetlet.SandboxCreated","time":"[^"]+","subject":"default/web","datacontenttype":"application/json","data":\{"apiVersion":"jetlet.dev/v1",`).MatchString(rows[0]) {
+		t.Errorf("first CloudEvent: %s", rows[0])
 	}
 }
