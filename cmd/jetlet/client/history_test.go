@@ -24,7 +24,7 @@ kind: PodIntent
 revision: 1
 pod:
 ` + indent(podYAML("web", "app"))
-	wantCode(t, c.run("apply", "-f", examples+"web.yaml", "--wait"), 0)
+	wantCode(t, c.run("apply", "-f", examples+"web.yaml", "--wait", "--force"), 0)
 	wantCode(t, c.runIn(stale, "apply", "-f", "-", "--wait"), 2)
 	wantCode(t, c.run("delete", "default/web", "--wait"), 0)
 
