@@ -10,8 +10,8 @@ import (
 )
 
 // webJSON is deploy/examples/web.yaml written otherwise: JSON, keys in
-// another order, the defaults it spells out left to the node, the grace
-// period's CPU-free twin of the same quantity.
+// another order, its namespace and restartPolicy left to their defaults, an
+// empty env.
 const webJSON = `{"kind":"Pod","apiVersion":"v1",
  "spec":{"containers":[{"command":["sh","-c","trap 'exit 0' TERM; while true; do date; sleep 5 & wait $!; done"],
    "image":"busybox:1.36","name":"app","imagePullPolicy":"IfNotPresent","env":[]}],
@@ -73,6 +73,14 @@ func TestApplyUnchangedPublishesNothing(t *testing.T) {
 	if got := len(c.intents()); got != 6 {
 		t.Errorf("%d intents stored, want 6", got)
 	}
+
+	// One CPU is 1000m.
+	limited := strings.Replace(podYAML("q", "app"), `command: ["sh", "-c", "sleep 1000"]`,
+		`command: ["sh", "-c", "sleep 1000"]`+"\n    resources: {limits: {cpu: \"1\", memory: 64Mi}}", 1)
+	wantCode(t, c.runIn(limited, "apply", "-f", "-"), 0)
+	res = c.runIn(strings.Replace(limited, `cpu: "1"`, "cpu: 1000m", 1), "apply", "-f", "-")
+	wantCode(t, res, 0)
+	wantContains(t, "stdout", res.stdout, "pod/default/q unchanged on node n1")
 }
 
 func TestApplyWarnsOfANodeWithNoLiveHeartbeat(t *testing.T) {
