@@ -205,7 +205,7 @@ func TestRunRefusesASeedOthersCanUse(t *testing.T) {
 			tt.prepare(t, seed)
 			res := runBinary(t, jetlettest.Binary(t), nil, "run", "--node", "n1", "--data-dir", dataDir,
 				"--nats-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")
-			wantRefused(t, res, "NATS client seed "+seed+" "+tt.want)
+			wantRefused(t, res, "seed "+seed+" "+tt.want)
 		})
 	}
 }
