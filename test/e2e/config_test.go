@@ -67,7 +67,12 @@ func (n *node) containerLog(t *testing.T, uid string) string {
 // value is nowhere but in the pod: not in the servers' store, jetlet's log,
 // the results, events or statuses.
 func TestConfigMapsAndSecretsReachThePod(t *testing.T) {
-	n := startNode(t, shortDir(t), "")
+	dataDir := shortDir(t)
+	// Registered before the node starts, so it runs after jetlet is gone:
+	// the Secret's volume is a tmpfs jetlet's garbage collection would
+	// have unmounted.
+	t.Cleanup(func() { unmountUnder(t, dataDir) })
+	n := startNode(t, dataDir, "")
 	n.putConfigMap(t, "app", map[string]string{"greeting": "hello-v1", "color": "blue"})
 	n.putSecret(t, "db", map[string]string{"password": secretMarker})
 
