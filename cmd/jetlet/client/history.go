@@ -10,6 +10,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/schemas"
@@ -19,6 +22,7 @@ type historyOptions struct {
 	client clientFlags
 	uid    string
 	output string
+	patch  bool
 }
 
 func newHistoryCommand() *cobra.Command {
@@ -32,8 +36,15 @@ revision, op, when it was published, outcome, error, and when the node
 received and finished it. An intent with no result yet shows "<pending>".
 NAMESPACE/NAME covers every uid that name had, oldest first.
 
--o json prints one line per intent.`,
+-p shows, after the table, what each apply intent changed in the pod's
+metadata and spec since the previous apply the node took (not Stale,
+Rejected or Superseded), as a unified diff of the two pods' YAML with the
+defaults the node applies; the first shows none, nor does one whose intent
+is no longer kept.
+
+-o json prints one line per intent (with -p, its diff in "diff").`,
 		Example: `  jetlet history default/web
+  jetlet history default/web -p
   jetlet history --uid 6f1c0e52-... -o json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
@@ -42,6 +53,7 @@ NAMESPACE/NAME covers every uid that name had, oldest first.
 	o.client.register(fs)
 	fs.StringVar(&o.uid, "uid", "", "the pod's uid, instead of NAMESPACE/NAME")
 	fs.StringVarP(&o.output, "output", "o", "", "json: one line per intent")
+	fs.BoolVarP(&o.patch, "patch", "p", false, "show what each revision changed in the pod's metadata and spec, as a diff")
 	completeOutput(cmd, outputJSON)
 	cli.AnnotateEnv(fs)
 	return cmd
@@ -61,6 +73,9 @@ type historyRow struct {
 	Error      string          `json:"error,omitempty"`
 	ReceivedAt *time.Time      `json:"receivedAt,omitempty"`
 	FinishedAt *time.Time      `json:"finishedAt,omitempty"`
+	// Diff is, with -p, the unified diff of the pod's YAML from the
+	// previous apply the node took to this one.
+	Diff string `json:"diff,omitempty"`
 }
 
 func (o *historyOptions) run(cmd *cobra.Command, args []string) error {
@@ -78,6 +93,11 @@ func (o *historyOptions) run(cmd *cobra.Command, args []string) error {
 		rows, err := c.history(ctx, p)
 		if err != nil {
 			return err
+		}
+		if o.patch {
+			if err := c.historyDiffs(ctx, rows); err != nil {
+				return err
+			}
 		}
 		if o.output == outputJSON {
 			for _, r := range rows {
@@ -107,6 +127,50 @@ func (o *historyOptions) run(cmd *cobra.Command, args []string) error {
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+		for _, r := range rows {
+			if r.Diff != "" {
+				fmt.Fprintf(w, "\nintent %d, revision %d:\n%s", r.IntentSeq, r.Revision, r.Diff)
+			}
+		}
+	}
+	return nil
+}
+
+// historyDiffs sets each apply row's Diff: what its pod changed since the
+// previous apply the node took. Applies whose intent is no longer kept, or
+// holds no pod jetlet can read, are passed over.
+func (c *client) historyDiffs(ctx context.Context, rows []*historyRow) error {
+	var prev *historyRow
+	var prevYAML string
+	for _, r := range rows {
+		if r.Op != schemas.OpApply || r.Published == nil {
+			continue
+		}
+		pod, err := c.intentPod(ctx, r.IntentSeq)
+		if err != nil {
+			return err
+		}
+		if pod == nil {
+			continue
+		}
+		schemas.SetPodDefaults(pod)
+		doc, err := yaml.Marshal(struct {
+			Metadata metav1.ObjectMeta `json:"metadata"`
+			Spec     corev1.PodSpec    `json:"spec"`
+		}{pod.ObjectMeta, pod.Spec})
+		if err != nil {
+			return err
+		}
+		if prev != nil {
+			r.Diff = unifiedDiff(fmt.Sprintf("revision %d (intent %d)", prev.Revision, prev.IntentSeq),
+				fmt.Sprintf("revision %d (intent %d)", r.Revision, r.IntentSeq), prevYAML, string(doc))
+		}
+		switch r.Outcome {
+		case schemas.OutcomeStale, schemas.OutcomeRejected, schemas.OutcomeSuperseded:
+			// not taken: the next diff is against the one before
+		default:
+			prev, prevYAML = r, string(doc)
 		}
 	}
 	return nil

@@ -66,3 +66,59 @@ pod:
 	wantCode(t, res, 1)
 	wantContains(t, "stderr", res.stderr, "pod default/other not found")
 }
+
+func TestHistoryPatchShowsWhatEachRevisionChanged(t *testing.T) {
+	c := newCluster(t)
+	c.startNode("n1", nil)
+	first := podYAML("web", "app")
+	wantCode(t, c.runIn(first, "apply", "-f", "-", "--wait"), 0)
+	second := strings.Replace(first, "busybox:1.36", "busybox:1.37", 1)
+	wantCode(t, c.runIn(second, "apply", "-f", "-", "--wait"), 0)
+	stale := "apiVersion: jetlet.dev/v1\nkind: PodIntent\nrevision: 1\npod:\n" +
+		indent(strings.Replace(first, "sleep 1000", "sleep 5", 1))
+	wantCode(t, c.runIn(stale, "apply", "-f", "-", "--wait"), 2)
+	third := strings.Replace(second, "  name: web\n", "  name: web\n  labels: {tier: front}\n", 1)
+	wantCode(t, c.runIn(third, "apply", "-f", "-", "--wait"), 0)
+
+	res := c.run("history", "default/web", "-p")
+	wantCode(t, res, 0)
+	_, diffs, found := strings.Cut(res.stdout, "\n\n")
+	if !found {
+		t.Fatalf("no diffs after the table:\n%s", res.stdout)
+	}
+	want := `intent 2, revision 2:
+--- revision 1 (intent 1)
++++ revision 2 (intent 2)
+@@ ` // the image line, in context
+	if !strings.HasPrefix(diffs, want) {
+		t.Fatalf("diffs start %q, want %q", diffs, want)
+	}
+	for _, line := range []string{"-    image: busybox:1.36", "+    image: busybox:1.37",
+		"intent 3, revision 1:\n--- revision 2 (intent 2)\n+++ revision 1 (intent 3)", // the Stale one, against what ran
+		"-    - sleep 1000", "+    - sleep 5",
+		"intent 4, revision 3:\n--- revision 2 (intent 2)\n+++ revision 3 (intent 4)", // past the Stale one
+		"+  labels:\n+    tier: front",
+	} {
+		wantContains(t, "stdout", diffs, line)
+	}
+	if n := strings.Count(diffs, "\n--- "); n != 3 { // the first has none
+		t.Errorf("%d diffs, want one for each revision after the first:\n%s", n, diffs)
+	}
+
+	res = c.run("history", "default/web", "-p", "-o", "json")
+	wantCode(t, res, 0)
+	rows := strings.Split(strings.TrimSpace(res.stdout), "\n")
+	if len(rows) != 4 {
+		t.Fatalf("%d JSON lines, want 4", len(rows))
+	}
+	var r1, r2 historyRow
+	if err := json.Unmarshal([]byte(rows[0]), &r1); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(rows[1]), &r2); err != nil {
+		t.Fatal(err)
+	}
+	if r1.Diff != "" || !strings.Contains(r2.Diff, "+    image: busybox:1.37\n") {
+		t.Errorf("first diff %q, second %q", r1.Diff, r2.Diff)
+	}
+}
