@@ -59,6 +59,7 @@ type getPodsOptions struct {
 	allNamespaces bool
 	showAll       bool
 	watch         bool
+	at            string
 }
 
 func newGetPodsCommand() *cobra.Command {
@@ -80,7 +81,13 @@ AGE counts from the pod's first intent still in JETLET_INTENTS, else from its
 earliest container start. A deleted pod (Terminated) is listed only with -a.
 -w prints the list, then a line for each change, until interrupted. -o wide
 adds UID, IP and REVISION; -o json and -o yaml print the statuses as stored
-(with -w, one JSON status per line).`,
+(with -w, one JSON status per line).
+
+--at TIME (RFC 3339, or a duration ago like 10m) lists the pods as they were
+then, from JETLET_RESULTS: each pod's status as its newest result finished by
+TIME carried it; a pod deleted or Terminated by then is listed only with -a.
+AGE is counted to TIME, and no pod shows Unknown (a node's liveness then is
+not kept).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
 	}
@@ -91,6 +98,7 @@ adds UID, IP and REVISION; -o json and -o yaml print the statuses as stored
 	fs.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list the pods of every namespace")
 	fs.BoolVarP(&o.showAll, "all", "a", false, "list deleted (Terminated) pods too")
 	fs.BoolVarP(&o.watch, "watch", "w", false, "after the list, print a line for each change until interrupted")
+	fs.StringVar(&o.at, "at", "", "list the pods as they were at this time (RFC 3339, or a duration ago like 10m)")
 	completeOutput(cmd, outputWide, outputJSON, outputYAML)
 	cli.AnnotateEnv(fs)
 	return cmd
@@ -118,6 +126,16 @@ func (o *getPodsOptions) run(cmd *cobra.Command, args []string) error {
 	if o.watch && o.output == outputYAML {
 		return fmt.Errorf("-w prints JSON lines with -o json; -o yaml cannot stream")
 	}
+	var at time.Time
+	if o.at != "" {
+		if o.watch {
+			return fmt.Errorf("give --at or -w, not both")
+		}
+		var err error
+		if at, err = parseAt(o.at, time.Now()); err != nil {
+			return err
+		}
+	}
 	name := ""
 	if len(args) == 1 {
 		name = args[0]
@@ -131,7 +149,7 @@ func (o *getPodsOptions) run(cmd *cobra.Command, args []string) error {
 	if o.watch {
 		return o.watchPods(cmd, c, name)
 	}
-	all, err := c.statuses(ctx, o.client.node)
+	all, err := o.statuses(ctx, c, at)
 	if err != nil {
 		return err
 	}
@@ -153,7 +171,7 @@ func (o *getPodsOptions) run(cmd *cobra.Command, args []string) error {
 	if len(pods) == 0 {
 		return o.noPods(cmd, name, hidden)
 	}
-	rows, err := o.rows(ctx, c, pods)
+	rows, err := o.rows(ctx, c, pods, at)
 	if err != nil {
 		return err
 	}
@@ -204,8 +222,12 @@ func (o *getPodsOptions) header() []string {
 }
 
 // rows renders pods as table rows, with what the table needs besides the
-// statuses: the nodes' liveness and each pod's first intent.
-func (o *getPodsOptions) rows(ctx context.Context, c *client, pods []schemas.PodStatus) ([][]string, error) {
+// statuses: the nodes' liveness and each pod's first intent. With at set,
+// the pods as they were then: ages to at, and no node's liveness.
+func (o *getPodsOptions) rows(ctx context.Context, c *client, pods []schemas.PodStatus, at time.Time) ([][]string, error) {
+	if !at.IsZero() {
+		return o.rowsAt(ctx, c, pods, at), nil
+	}
 	nodes, err := c.nodeStates(ctx, o.client.node, pods)
 	if err != nil {
 		return nil, err

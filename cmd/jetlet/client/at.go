@@ -1,0 +1,123 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// resultLag bounds how long after it finished a result is stored: a read
+// of the state at T stops at the first result stored after T plus this.
+const resultLag = time.Minute
+
+// errReadEnough ends a read of a stream early: what follows is past what it
+// wants.
+var errReadEnough = errors.New("read enough")
+
+// parseAt reads --at: a duration ago or an RFC 3339 time.
+func parseAt(s string, now time.Time) (time.Time, error) {
+	t, err := parseSince(s, now)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--at %q: want a duration ago like 10m or 2h, or an RFC 3339 time like 2025-01-02T15:04:05Z", s)
+	}
+	return t, nil
+}
+
+// podAt is a pod as the results stream tells it at a moment: the status its
+// newest result finished by then carried, and whether that result deleted
+// it.
+type podAt struct {
+	Status   schemas.PodStatus
+	Deleted  bool
+	finished time.Time // when that result finished
+	seq      uint64    // and its stream sequence
+}
+
+// podsAt returns each pod whose results filter selects as it was at at,
+// keyed by schemas.StatusKey: from its newest result that finished by then
+// and carried a status (a delete that finished with none leaves only the
+// pod's name and Terminated). It reads JETLET_RESULTS from the
+// start up to the first result stored after at and resultLag.
+func (c *client) podsAt(ctx context.Context, filter string, at time.Time) (map[string]*podAt, error) {
+	pods := map[string]*podAt{}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverAllPolicy}
+	err := c.readStream(ctx, schemas.StreamResults, cfg, false, func(msg jetstream.Msg) error {
+		md, err := msg.Metadata()
+		if err != nil {
+			return err
+		}
+		if md.Timestamp.After(at.Add(resultLag)) {
+			return errReadEnough
+		}
+		res, _, ok := decodeResult(msg)
+		if !ok || res.FinishedAt.IsZero() || res.FinishedAt.After(at) {
+			return nil
+		}
+		deleted := res.Op == schemas.OpDelete && res.Outcome == schemas.OutcomeSynced
+		if res.Status == nil && !deleted {
+			return nil // nothing said of the pod's state
+		}
+		key := schemas.StatusKey(res.Node, res.UID)
+		prev := pods[key]
+		if prev != nil && !newerResult(&res, md.Sequence.Stream, prev) {
+			return nil
+		}
+		p := &podAt{Deleted: deleted, finished: res.FinishedAt, seq: md.Sequence.Stream}
+		if res.Status != nil {
+			p.Status = *res.Status
+		} else {
+			p.Status = schemas.PodStatus{UID: res.UID, Namespace: res.Namespace, Name: res.Name, Node: res.Node,
+				Revision: res.Revision, IntentSeq: res.IntentSeq, ObservedAt: res.FinishedAt}
+		}
+		if deleted {
+			p.Status.Phase = schemas.PhaseTerminated
+		}
+		pods[key] = p
+		return nil
+	})
+	if err != nil && !errors.Is(err, errReadEnough) {
+		return nil, err
+	}
+	return pods, nil
+}
+
+// newerResult says whether res (stored at seq) finished after what p holds,
+// or at the same time and was stored later.
+func newerResult(res *schemas.SyncResult, seq uint64, p *podAt) bool {
+	if !res.FinishedAt.Equal(p.finished) {
+		return res.FinishedAt.After(p.finished)
+	}
+	return seq > p.seq
+}
+
+// statuses are the pods' statuses that get pods lists: those of
+// jetlet_status, or with at set, those of podsAt.
+func (o *getPodsOptions) statuses(ctx context.Context, c *client, at time.Time) ([]schemas.PodStatus, error) {
+	if at.IsZero() {
+		return c.statuses(ctx, o.client.node)
+	}
+	pods, err := c.podsAt(ctx, c.subj.Result(nodeToken(o.client.node), "*"), at)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]schemas.PodStatus, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, p.Status)
+	}
+	return out, nil
+}
+
+// rowsAt renders pods as they were at at: ages to then, and none Unknown.
+func (o *getPodsOptions) rowsAt(ctx context.Context, c *client, pods []schemas.PodStatus, at time.Time) [][]string {
+	ages := c.newPodAges(ctx)
+	rows := make([][]string, len(pods))
+	for i := range pods {
+		rows[i] = o.row(&pods[i], true, ages.since(ctx, &pods[i]), at)
+	}
+	return rows
+}
