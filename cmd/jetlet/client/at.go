@@ -121,3 +121,21 @@ func (o *getPodsOptions) rowsAt(ctx context.Context, c *client, pods []schemas.P
 	}
 	return rows
 }
+
+// podRecordAt is p as it was at at: the status podsAt finds for it (none
+// when it had no result by then), and a delete intent when it was deleted.
+func (c *client) podRecordAt(ctx context.Context, p *podRecord, at time.Time) (*podRecord, error) {
+	pods, err := c.podsAt(ctx, c.subj.Result(p.Node, p.UID), at)
+	if err != nil {
+		return nil, err
+	}
+	then := *p
+	then.Status, then.LastIntent = nil, nil
+	if pa := pods[schemas.StatusKey(p.Node, p.UID)]; pa != nil {
+		then.Status = &pa.Status
+		if pa.Deleted {
+			then.LastIntent = &intentRecord{Node: p.Node, UID: p.UID, Op: schemas.OpDelete, Seq: pa.Status.IntentSeq}
+		}
+	}
+	return &then, nil
+}

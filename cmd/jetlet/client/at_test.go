@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -51,14 +52,25 @@ func (tl *timeline) result(s int, node, uid, name string, op schemas.Op, phase s
 		res.Status = &schemas.PodStatus{UID: uid, Namespace: "default", Name: name, Node: node, Revision: 1, IntentSeq: tl.seq,
 			Phase: phase, Containers: []schemas.ContainerStatus{cs}, ObservedAt: finished}
 	}
-	data, err := json.Marshal(res)
-	if err != nil {
+	tl.publish(schemas.Subjects{Prefix: schemas.DefaultSubjectPrefix}.Result(node, uid), res)
+}
+
+// publish stores v, as JSON, on subj.
+func (tl *timeline) publish(subj string, v any) {
+	tl.c.t.Helper()
+	if _, err := tl.c.js.Publish(tl.c.t.Context(), subj, mustJSON(tl.c.t, v)); err != nil {
 		tl.c.t.Fatal(err)
 	}
-	subj := schemas.Subjects{Prefix: schemas.DefaultSubjectPrefix}.Result(node, uid)
-	if _, err := tl.c.js.Publish(tl.c.t.Context(), subj, data); err != nil {
-		tl.c.t.Fatal(err)
-	}
+}
+
+// wantConsumers waits until the streams' consumers are before again: every
+// read deleted its own.
+func (tl *timeline) wantConsumers(before []string) {
+	tl.c.t.Helper()
+	var after []string
+	poll.Until(tl.c.t, 5*time.Second, func() string {
+		return fmt.Sprintf("consumers left: %v, before: %v", after, before)
+	}, func() bool { after = tl.c.consumers(); return slices.Equal(after, before) })
 }
 
 func TestGetPodsAtListsThePodsOfThatMoment(t *testing.T) {
@@ -133,8 +145,70 @@ func TestGetPodsAtListsThePodsOfThatMoment(t *testing.T) {
 	wantContains(t, "stderr", res.stderr, `--at "yesterday": want a duration ago`)
 	wantCode(t, c.run("get", "pods", "--at", "10m", "-w"), 1)
 
-	var after []string
-	poll.Until(t, 5*time.Second, func() string {
-		return fmt.Sprintf("consumers left: %v, before: %v", after, before)
-	}, func() bool { after = c.consumers(); return fmt.Sprint(after) == fmt.Sprint(before) })
+	tl.wantConsumers(before)
+}
+
+// event stores a lifecycle event of the pod that happened s seconds in.
+func (tl *timeline) event(s int, node, uid, name string, typ schemas.EventType, container string) {
+	tl.c.t.Helper()
+	ev := schemas.LifecycleEvent{
+		APIVersion: schemas.APIVersion, Kind: schemas.KindLifecycleEvent, ID: fmt.Sprintf("%s.%d", uid, s), Type: typ,
+		Node: node, UID: uid, Namespace: "default", Pod: name, Container: container,
+		Time: tl.base.Add(time.Duration(s) * time.Second),
+	}
+	tl.publish(schemas.Subjects{Prefix: schemas.DefaultSubjectPrefix}.Event(node, uid, typ), ev)
+}
+
+func TestDescribePodAtShowsItsStatusAndEventsThen(t *testing.T) {
+	c := newCluster(t)
+	before := c.consumers()
+	tl := newTimeline(c)
+	tl.result(1, "n1", "uid-web", "web", schemas.OpApply, schemas.PhasePending, "ContainerCreating")
+	tl.event(2, "n1", "uid-web", "web", schemas.EventSandboxCreated, "")
+	tl.event(3, "n1", "uid-web", "web", schemas.EventContainerStarted, "app")
+	tl.result(4, "n1", "uid-web", "web", schemas.OpApply, schemas.PhaseRunning, "")
+	tl.event(20, "n1", "uid-web", "web", schemas.EventContainerDied, "app")
+	tl.result(20, "n1", "uid-web", "web", schemas.OpDelete, "", "")
+	// Now: deleted, its status Terminated.
+	c.putStatus(schemas.PodStatus{UID: "uid-web", Namespace: "default", Name: "web", Node: "n1", Revision: 1, IntentSeq: 3,
+		Phase: schemas.PhaseTerminated, ObservedAt: tl.base.Add(20 * time.Second)})
+
+	res := c.run("describe", "pod", "default/web", "--at", tl.at(1))
+	wantCode(t, res, 0)
+	wantFields(t, res.stdout, "Status: ContainerCreating", "Phase: Pending", "Intent: 1")
+	wantContains(t, "stdout", res.stdout, "Events:\n  <none>")
+
+	res = c.run("describe", "pod", "default/web", "--at", tl.at(10))
+	wantCode(t, res, 0)
+	wantFields(t, res.stdout, "Status: Running", "Phase: Running", "Intent: 2", "Ready: true")
+	if !regexp.MustCompile(`(?s)Events:\n\s+AGE.*\n\s+8s\s+SandboxCreated\s+<none>.*\n\s+7s\s+ContainerStarted\s+app\s+[^\n]*\n$`).MatchString(res.stdout) {
+		t.Errorf("the events up to then, aged to then:\n%s", res.stdout)
+	}
+	if strings.Contains(res.stdout, "ContainerDied") || strings.Contains(res.stdout, "Deleted:") {
+		t.Errorf("what came later shows:\n%s", res.stdout)
+	}
+
+	res = c.run("describe", "pod", "default/web", "--at", tl.at(30))
+	wantCode(t, res, 0)
+	wantFields(t, res.stdout, "Phase: Terminated", "Deleted: by intent 3")
+	wantContains(t, "stdout", res.stdout, "ContainerDied")
+
+	// Before its first result, it had no status.
+	res = c.run("describe", "pod", "default/web", "--at", "1h")
+	wantCode(t, res, 0)
+	wantFields(t, res.stdout, "Status: no status yet")
+
+	tl.wantConsumers(before)
+}
+
+// wantFields checks that describe's output has each "Field: value" line,
+// however its columns are aligned.
+func wantFields(t *testing.T, out string, fields ...string) {
+	t.Helper()
+	for _, f := range fields {
+		name, value, _ := strings.Cut(f, ": ")
+		if !regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(name) + `:\s+` + regexp.QuoteMeta(value) + `$`).MatchString(out) {
+			t.Errorf("no line %q in:\n%s", f, out)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -26,6 +27,7 @@ const describeEvents = 20
 type describeOptions struct {
 	client clientFlags
 	uid    string
+	at     string
 }
 
 func newDescribeCommand() *cobra.Command {
@@ -47,20 +49,33 @@ reason and message of a Failed one: an admission refusal, an eviction) and
 conditions, each container's state, last termination, restart count and
 probes (from the spec of its newest apply intent), and its newest events
 (from JETLET_EVENTS). NAMESPACE/NAME describes every uid of that name still
-known, oldest first.`,
-		Example: `  jetlet describe pod default/web`,
-		Args:    cobra.MaximumNArgs(1),
-		RunE:    func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
+known, oldest first.
+
+--at TIME (RFC 3339, or a duration ago like 10m) describes the pod as it was
+then: the status its newest result finished by TIME carried (from
+JETLET_RESULTS, as get pods --at), and its newest events up to TIME.`,
+		Example: `  jetlet describe pod default/web
+  jetlet describe pod default/web --at 2026-11-30T02:00:00Z`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
 	}
 	fs := pod.Flags()
 	o.client.register(fs)
 	fs.StringVar(&o.uid, "uid", "", "the pod's uid, instead of NAMESPACE/NAME")
+	fs.StringVar(&o.at, "at", "", "describe the pod as it was at this time (RFC 3339, or a duration ago like 10m)")
 	cli.AnnotateEnv(fs)
 	cmd.AddCommand(pod, newDescribeNodeCommand())
 	return cmd
 }
 
 func (o *describeOptions) run(cmd *cobra.Command, args []string) error {
+	var at time.Time
+	if o.at != "" {
+		var err error
+		if at, err = parseAt(o.at, time.Now()); err != nil {
+			return err
+		}
+	}
 	c, pods, err := namedPods(cmd, &o.client, args, o.uid)
 	if err != nil {
 		return err
@@ -72,15 +87,22 @@ func (o *describeOptions) run(cmd *cobra.Command, args []string) error {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
+		now := time.Now()
+		if !at.IsZero() {
+			if p, err = c.podRecordAt(ctx, p, at); err != nil {
+				return err
+			}
+			now = at
+		}
 		spec, err := c.appliedSpec(ctx, p)
 		if err != nil {
 			return err
 		}
-		events, err := c.newestEvents(ctx, c.subj.PodEvents(p.Node, p.UID), false, describeEvents)
+		events, err := c.newestEventsUntil(ctx, c.subj.PodEvents(p.Node, p.UID), false, describeEvents, at)
 		if err != nil {
 			return err
 		}
-		describePod(w, p, spec, events, time.Now())
+		describePod(w, p, spec, events, now)
 	}
 	return nil
 }
@@ -119,14 +141,26 @@ func (c *client) appliedSpec(ctx context.Context, p *podRecord) (*corev1.PodSpec
 // newestEvents returns the newest n events on filter, oldest first; with
 // lastPerSubject, of the newest event of each pod and type only.
 func (c *client) newestEvents(ctx context.Context, filter string, lastPerSubject bool, n int) ([]schemas.LifecycleEvent, error) {
+	return c.newestEventsUntil(ctx, filter, lastPerSubject, n, time.Time{})
+}
+
+// newestEventsUntil is newestEvents of the events that happened by until
+// (any, when it is zero), read up to the first stored more than resultLag
+// after it.
+func (c *client) newestEventsUntil(ctx context.Context, filter string, lastPerSubject bool, n int, until time.Time) ([]schemas.LifecycleEvent, error) {
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverAllPolicy}
 	if lastPerSubject {
 		cfg.DeliverPolicy = jetstream.DeliverLastPerSubjectPolicy
 	}
 	var out []schemas.LifecycleEvent
 	err := c.readStream(ctx, schemas.StreamEvents, cfg, false, func(msg jetstream.Msg) error {
+		if !until.IsZero() {
+			if md, err := msg.Metadata(); err == nil && md.Timestamp.After(until.Add(resultLag)) {
+				return errReadEnough
+			}
+		}
 		var ev schemas.LifecycleEvent
-		if json.Unmarshal(msg.Data(), &ev) == nil {
+		if json.Unmarshal(msg.Data(), &ev) == nil && (until.IsZero() || !ev.Time.After(until)) {
 			out = append(out, ev)
 			if len(out) > n {
 				out = out[1:]
@@ -134,6 +168,9 @@ func (c *client) newestEvents(ctx context.Context, filter string, lastPerSubject
 		}
 		return nil
 	})
+	if errors.Is(err, errReadEnough) {
+		err = nil
+	}
 	return out, err
 }
 
