@@ -57,10 +57,11 @@ type ImageGCManager struct {
 	// records is every image the last detection listed, by id.
 	records map[string]*imageRecord
 
-	nodeImagesMu sync.Mutex // guards lastNodeImages
-	// lastNodeImages is NodeImages' last answer, repeated while the runtime
-	// cannot list.
-	lastNodeImages []corev1.ContainerImage
+	nodeImagesMu sync.Mutex // guards lastNodeImages and nodeImagesListed
+	// lastNodeImages is NodeImages' last answer, repeated until it is
+	// nodeImagesRefresh old and while the runtime cannot list; listed when.
+	lastNodeImages   []corev1.ContainerImage
+	nodeImagesListed time.Time
 }
 
 // New returns a manager of rt's images under cfg's policy, which it

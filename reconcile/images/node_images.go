@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -16,22 +17,31 @@ const (
 	// maxNamesPerImageInNodeStatus is how many names of an image it lists,
 	// kubelet's MaxNamesPerImageInNodeStatus.
 	maxNamesPerImageInNodeStatus = 5
+	// nodeImagesRefresh is how long a listing serves the node's status,
+	// kubelet's image cache refresh period: the record is written on every
+	// change of the node (up to once a second), which needs no CRI call each.
+	nodeImagesRefresh = 30 * time.Second
 )
 
 // NodeImages is the node's images for its status, as kubelet's node status
 // lists them: the 50 largest, largest first, each with up to 5 names (its
-// repo digests, then its repo tags) and its size. While the runtime cannot
-// list images it is the last list it could (nil before any), with a
-// warning; the caller must not change it.
+// repo digests, then its repo tags) and its size. A list serves for
+// nodeImagesRefresh, as kubelet's image cache; while the runtime cannot list
+// images it is the last list it could (nil before any), with a warning. The
+// caller must not change it.
 func (m *ImageGCManager) NodeImages(ctx context.Context) []corev1.ContainerImage {
-	images, err := m.rt.ListImages(ctx, nil)
 	m.nodeImagesMu.Lock()
 	defer m.nodeImagesMu.Unlock()
+	now := m.clock.Now()
+	if !m.nodeImagesListed.IsZero() && now.Sub(m.nodeImagesListed) < nodeImagesRefresh {
+		return m.lastNodeImages
+	}
+	images, err := m.rt.ListImages(ctx, nil)
 	if err != nil {
 		m.log.Warn().Err(err).Msg("Failed to update image list: the node's images are those of the last list")
 		return m.lastNodeImages
 	}
-	m.lastNodeImages = nodeImages(images)
+	m.lastNodeImages, m.nodeImagesListed = nodeImages(images), now
 	return m.lastNodeImages
 }
 

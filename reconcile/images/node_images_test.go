@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -82,7 +83,8 @@ func TestNodeImagesAsKubeletsNodeStatus(t *testing.T) {
 // list it could, as kubelet's image cache.
 func TestNodeImagesKeepsTheLastListWhileTheRuntimeCannotList(t *testing.T) {
 	rt := newFakeRuntime()
-	m, err := New(rt, Config{Policy: DefaultPolicy()})
+	clock := &fakeClock{now: time.Unix(1e9, 0)}
+	m, err := New(rt, Config{Policy: DefaultPolicy(), Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,9 +98,33 @@ func TestNodeImagesKeepsTheLastListWhileTheRuntimeCannotList(t *testing.T) {
 	if got := m.NodeImages(context.Background()); !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v, want %+v", got, want)
 	}
+	clock.Advance(nodeImagesRefresh)
 	rt.setListErr(errInjected)
 	rt.addImage("sha256:b", 20, false, "b:1")
 	if got := m.NodeImages(context.Background()); !reflect.DeepEqual(got, want) {
 		t.Fatalf("while the runtime cannot list: %+v, want the last list %+v", got, want)
+	}
+}
+
+// A list serves the node's status for nodeImagesRefresh, as kubelet's image
+// cache: the record, written at every change of the node, asks the runtime
+// nothing meanwhile; then a new list shows a new image.
+func TestNodeImagesAreListedOncePerRefreshPeriod(t *testing.T) {
+	rt := newFakeRuntime()
+	clock := &fakeClock{now: time.Unix(1e9, 0)}
+	m, err := New(rt, Config{Policy: DefaultPolicy(), Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.addImage("sha256:a", 10, false, "a:1")
+	first := m.NodeImages(context.Background())
+	rt.addImage("sha256:b", 20, false, "b:1")
+	clock.Advance(nodeImagesRefresh - time.Second)
+	if got := m.NodeImages(context.Background()); !reflect.DeepEqual(got, first) {
+		t.Fatalf("within the refresh period: %+v, want the first list %+v", got, first)
+	}
+	clock.Advance(time.Second)
+	if got := m.NodeImages(context.Background()); len(got) != 2 || got[0].Names[0] != "b:1" {
+		t.Fatalf("after the refresh period: %+v, want b:1 then a:1", got)
 	}
 }
