@@ -398,8 +398,8 @@ func TestVolumesFollowTheirObjectsWhileThePodRuns(t *testing.T) {
 	if got := readVolumeFile(t, dir, "conf"); got != "v2" {
 		t.Fatalf("conf = %q after the update", got)
 	}
-	if got := generations(t, dir); len(got) != 1 || got[0] == gen1[0] {
-		t.Fatalf("generations %v after the update (first %v): want only a new one", got, gen1)
+	if current, _ := os.Readlink(filepath.Join(dir, dataDirName)); current == gen1[0] || len(generations(t, dir)) != 2 {
+		t.Fatalf("generations %v after the update (first %v, ..data %s): want a new one beside the first", generations(t, dir), gen1, current)
 	}
 	if env := ct.rt.config(t, "app").Envs; len(env) != 1 || string(env[0].Value) != "v1" {
 		t.Errorf("env %v: want the value the container started with", env)

@@ -34,9 +34,12 @@ const (
 // timestamped directory, the ..data symlink is swapped to it with one rename,
 // and each user-visible top-level name is a symlink through ..data, so that
 // a reader sees the old generation or the new one, never a mix. A payload
-// equal to what is there (content and mode) writes nothing; the previous
-// generation (and any a crash left) is removed after the swap. One writer per
-// volume at a time (the pod's sync).
+// equal to what is there (content and mode) writes nothing. After the swap
+// the generations before the previous one (and any a crash left) are
+// removed: the previous one stays until the next write, so that a reader who
+// resolved ..data just before the swap still finds its files (kubelet
+// removes it at once, and such a reader gets ENOENT). One writer per volume
+// at a time (the pod's sync).
 type atomicWriter struct {
 	dir string
 	// gid is the pod's fsGroup: the generation's files and directories are
@@ -102,7 +105,7 @@ func (w atomicWriter) write(payload map[string]fileProjection) (bool, error) {
 			}
 		}
 	}
-	return true, w.removeOldGenerations(tsName)
+	return true, w.removeOldGenerations(tsName, oldTs)
 }
 
 // validatePayload cleans each path and refuses the ones that would leave the
@@ -241,9 +244,9 @@ func (w atomicWriter) createUserVisibleFiles(payload map[string]fileProjection) 
 	return nil
 }
 
-// removeOldGenerations removes every generation but current, the one
-// before it and any a crash left behind.
-func (w atomicWriter) removeOldGenerations(current string) error {
+// removeOldGenerations removes every generation but current and previous
+// (the one ..data named before the swap), any a crash left included.
+func (w atomicWriter) removeOldGenerations(current, previous string) error {
 	entries, err := os.ReadDir(w.dir)
 	if err != nil {
 		return err
@@ -251,7 +254,7 @@ func (w atomicWriter) removeOldGenerations(current string) error {
 	var errs []error
 	for _, e := range entries {
 		n := e.Name()
-		if !e.IsDir() || !strings.HasPrefix(n, "..") || n == current {
+		if !e.IsDir() || !strings.HasPrefix(n, "..") || n == current || n == previous {
 			continue
 		}
 		if err := os.RemoveAll(filepath.Join(w.dir, n)); err != nil {

@@ -112,10 +112,11 @@ func TestAtomicWriterLayoutAndUpdates(t *testing.T) {
 	got := entries(t, dir)
 	slices.Sort(got)
 	newGens := generations(t, dir)
-	if len(newGens) != 1 || !strings.HasPrefix(newGens[0], "..2026_03_04_05_08_07.") {
-		t.Fatalf("generations %v, want only the new one", newGens)
+	current, _ := os.Readlink(filepath.Join(dir, dataDirName))
+	if len(newGens) != 2 || !strings.HasPrefix(current, "..2026_03_04_05_08_07.") || !slices.Contains(newGens, current) {
+		t.Fatalf("generations %v (..data: %s), want the new one and the one before it", newGens, current)
 	}
-	want := []string{newGens[0], dataDirName, "a", "d"}
+	want := append([]string{dataDirName, "a", "d"}, newGens...)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Fatalf("volume holds %v, want %v", got, want)
@@ -142,8 +143,8 @@ func TestAtomicWriterCleansWhatACrashLeft(t *testing.T) {
 	if _, err := w.write(map[string]fileProjection{"a": {data: []byte("2"), mode: 0o644}}); err != nil {
 		t.Fatal(err)
 	}
-	if got := entries(t, dir); len(got) != 3 {
-		t.Fatalf("volume holds %v, want ..data, one generation and a", got)
+	if got := entries(t, dir); len(got) != 4 || slices.Contains(got, "..2000_01_01_00_00_00.123") || slices.Contains(got, newDataDirName) {
+		t.Fatalf("volume holds %v, want ..data, the new generation and the one before it, and a", got)
 	}
 	if got := readVolumeFile(t, dir, "a"); got != "2" {
 		t.Errorf("a = %q", got)
@@ -206,8 +207,8 @@ func TestAtomicWriterReaderNeverSeesAHalfState(t *testing.T) {
 	if readErr != nil {
 		t.Fatalf("after %d good reads: %v", reads, readErr)
 	}
-	if got := generations(t, dir); len(got) != 1 {
-		t.Errorf("generations left: %v", got)
+	if got := generations(t, dir); len(got) != 2 {
+		t.Errorf("generations left: %v, want the current and the one before it", got)
 	}
 	if _, err := os.Lstat(filepath.Join(dir, newDataDirName)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("..data_tmp left: %v", err)
