@@ -39,15 +39,10 @@ func (c *Consumer) handleIntents(ctx context.Context, p *podQueue, batch []*deli
 		verdictOf[v.seq] = v
 	}
 	for i, d := range batch {
-		var ok bool
 		if i == apply {
-			ok = c.apply(ctxs[i], p, d, cands[i].intent)
+			c.apply(ctxs[i], p, d, cands[i].intent)
 		} else {
-			ok = c.answer(ctxs[i], p, d, cands[i], verdictOf[d.seq])
-		}
-		if !ok {
-			c.nakFrom(ctx, p, batch, i)
-			return
+			c.answer(ctxs[i], p, d, cands[i], verdictOf[d.seq])
 		}
 	}
 }
@@ -62,22 +57,16 @@ const clockSkew = time.Minute
 // before acking). It reports false when it could not tell, having handed
 // the batch back.
 func (c *Consumer) dropAnswered(ctx context.Context, p *podQueue, batch []*delivery) ([]*delivery, bool) {
-	var since time.Time
 	check := false
 	c.mu.Lock()
 	for _, d := range batch {
-		if d.delivered > 1 && !d.verified {
-			if !check || d.storedAt.Before(since) {
-				since = d.storedAt
-			}
-			check = true
-		}
+		check = check || d.delivered > 1 && !d.verified
 	}
 	c.mu.Unlock()
 	if !check {
 		return batch, true
 	}
-	stored, err := c.results.ResultsStored(ctx, p.uid, since.Add(-clockSkew))
+	stored, err := c.results.PodAnswered(ctx, p.uid)
 	if err != nil {
 		c.log.Warn().Err(err).Str("uid", p.uid).Msg("cannot tell whether redelivered intents have their results; handing them back")
 		c.nakFrom(ctx, p, batch, 0)
@@ -108,18 +97,18 @@ func (c *Consumer) decode(ctx context.Context, uid string, d *delivery) candidat
 	return candidate{seq: d.seq, intent: in, err: err}
 }
 
-// answer stores the result of an intent that is not applied and acks it.
-func (c *Consumer) answer(ctx context.Context, p *podQueue, d *delivery, cand candidate, v verdict) bool {
+// answer gives the result of an intent that is not applied.
+func (c *Consumer) answer(ctx context.Context, p *podQueue, d *delivery, cand candidate, v verdict) {
 	r := c.newResult(p.uid, d, cand.intent)
 	r.Outcome, r.Error = v.outcome, v.reason
 	if v.outcome == schemas.OutcomeRejected {
 		c.emitRejected(ctx, p.uid, d, r)
 	}
-	return c.finish(ctx, d, r, trace.SpanContextFromContext(ctx))
+	c.finish(ctx, d, r, trace.SpanContextFromContext(ctx))
 }
 
-// apply syncs the pod to an accepted intent, stores the result and acks it.
-func (c *Consumer) apply(ctx context.Context, p *podQueue, d *delivery, in *schemas.PodIntent) bool {
+// apply syncs the pod to an accepted intent and gives its result.
+func (c *Consumer) apply(ctx context.Context, p *podQueue, d *delivery, in *schemas.PodIntent) {
 	p.done = applied{seq: d.seq, revision: max(p.done.revision, in.Revision)}
 	c.mu.Lock()
 	p.deletedAt = deletedAt(in)
@@ -142,7 +131,7 @@ func (c *Consumer) apply(ctx context.Context, p *podQueue, d *delivery, in *sche
 	default:
 		r.Outcome = schemas.OutcomeSynced
 	}
-	return c.finish(ctx, d, r, span.SpanContext())
+	c.finish(ctx, d, r, span.SpanContext())
 }
 
 // deletedAt is now for a delete, zero for an apply.
@@ -174,21 +163,12 @@ func (c *Consumer) newResult(uid string, d *delivery, in *schemas.PodIntent) *sc
 	return r
 }
 
-// finish stores the result, whose traceparent is from (the sync's span, or
-// the intent's when there was no sync), and acks the intent; a failed store
-// hands the intent back for redelivery with a growing delay.
-func (c *Consumer) finish(ctx context.Context, d *delivery, r *schemas.SyncResult, from trace.SpanContext) bool {
+// finish hands the result, whose traceparent is from, to the outbox: its
+// intent is acked once it is stored. It waits only while the outbox is
+// full.
+func (c *Consumer) finish(ctx context.Context, d *delivery, r *schemas.SyncResult, from trace.SpanContext) {
 	r.FinishedAt = time.Now().UTC()
-	ctx, span := tracer.Start(ctx, "publish result")
-	defer span.End()
-	if err := c.results.PublishResult(trace.ContextWithSpanContext(ctx, from), r); err != nil {
-		span.SetStatus(codes.Error, err.Error())
-		c.log.Warn().Err(err).Uint64("seq", d.seq).Msg("result not stored; the intent will be redelivered")
-		return false
-	}
-	c.m.intents.WithLabelValues(string(r.Outcome)).Inc()
-	c.settle(d, func(m jetstream.Msg) error { return m.Ack() })
-	return true
+	c.out.add(&answer{d: d, r: r, intent: context.WithoutCancel(ctx), from: from})
 }
 
 // emitRejected says that an intent was refused: invalid (reason Rejected),

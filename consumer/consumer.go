@@ -28,13 +28,13 @@ var tracer = otel.Tracer("github.com/jetlet/jetlet/consumer")
 // state (podQueue.done) belongs to the worker that set podQueue.busy, and
 // to recovery before any worker starts; busy is set and cleared under mu,
 // which orders one owner after the next. Workers start only once recovery
-// has finished.
+// has finished. The outbox has its own lock.
 //
 // # An intent's life
 //
 // From the moment it is taken until it is answered or handed back, an
 // intent is held: its delivery is in Consumer.held, and only the pod's
-// worker settles it.
+// worker, or the answerer that stores its result, settles it.
 //
 //	delivered by the durable consumer         recovered at start-up (above the ack
 //	(not held yet)                            floor, no result in the results stream)
@@ -47,15 +47,19 @@ var tracer = otel.Tracer("github.com/jetlet/jetlet/consumer")
 //	        ▼  a worker takes the pod's batch
 //	     in sync ── redelivered and its result found stored ──▶ answered
 //	        │  decided: applied (Sync), Superseded, Stale or Rejected
-//	        ├── result stored ───▶ answered: acked, no longer held
-//	        └── not stored ──────▶ blocked: NAKed with a growing delay, no
-//	                                longer held; the pod's newer intents
-//	                                stay pending
+//	        ▼  the worker goes on to its next pod
+//	     in the outbox (consumer/outbox.go): its result stored in the
+//	        │  background, behind its pod's earlier ones, retried until stored
+//	        └── result stored ───▶ answered: acked, no longer held
+//	     blocked: its pod's results could not be checked (dropAnswered), so it
+//	        was NAKed with a growing delay, no longer held; the pod's newer
+//	        intents stay pending
 //	blocked ── redelivered, or not within blockTimeout ──▶ pending
 //
 // How each state is left: pending, when a worker takes the pod (or, on
-// shutdown, NAKed for the next jetlet); in sync, when its answer is stored
-// or not; answered is final; blocked, when JetStream delivers the intent
+// shutdown, NAKed for the next jetlet); in sync, when it is decided; in the
+// outbox, when its result is stored (or, on shutdown past the grace, handed
+// back); answered is final; blocked, when JetStream delivers the intent
 // again or blockTimeout passes. A delivery of an intent already held only
 // replaces the handle to settle it with. Whether an intent has its result
 // is read from the results stream, never inferred from the order of
@@ -88,6 +92,9 @@ type Consumer struct {
 	// durable consumer may still deliver (above its ack floor); mu.
 	answered map[uint64]bool
 
+	// out holds the results waiting to be stored; its answerers store them.
+	out *outbox
+
 	attached atomic.Bool
 }
 
@@ -110,6 +117,7 @@ func New(js jetstream.JetStream, results ResultStore, emit EventEmitter, syncer 
 		queues:   map[string]*podQueue{},
 		held:     map[uint64]*delivery{},
 		answered: map[uint64]bool{},
+		out:      newOutbox(cfg.MaxAckPending),
 	}
 	c.readyCond = sync.NewCond(&c.mu)
 	return c, nil
@@ -165,47 +173,60 @@ func (c *Consumer) tend(ctx context.Context) {
 }
 
 // workerPool is Run's workers (Config.Workers of them, each taking pod
-// queues off ready) and the cancel of the context their syncs run in.
+// queues off ready), as many answerers storing their results, and the
+// cancel of the context they run in.
 type workerPool struct {
 	running     sync.WaitGroup
+	answering   sync.WaitGroup
 	cancelSyncs context.CancelFunc
 }
 
-// startWorkers starts the workers. Their syncs outlive ctx by up to the
-// grace stopWorkers is given, so that SIGTERM lets them finish.
+// startWorkers starts the workers and the answerers. They outlive ctx by up
+// to the grace stopWorkers is given, so that SIGTERM lets them finish.
 func (c *Consumer) startWorkers(ctx context.Context) *workerPool {
 	syncCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	w := &workerPool{cancelSyncs: cancel}
 	for range c.cfg.Workers {
 		w.running.Go(func() { c.work(syncCtx) })
+		w.answering.Go(func() { c.answerer(syncCtx) })
 	}
 	return w
 }
 
-// stopWorkers closes the intake, gives the syncs running grace to finish
-// (their intents kept alive meanwhile), cancels what is left, and hands
-// every intent not answered back to JetStream.
+// stopWorkers closes the intake, gives the syncs running and the results
+// waiting grace to finish (their intents kept alive meanwhile), cancels
+// what is left, and hands every intent not answered back to JetStream.
 func (c *Consumer) stopWorkers(w *workerPool, grace time.Duration) {
 	defer w.cancelSyncs()
 	c.closeIntake()
+	graceCtx, cancelGrace := context.WithTimeout(context.Background(), grace)
+	defer cancelGrace()
 	done := make(chan struct{})
-	go func() { w.running.Wait(); close(done) }()
+	go func() {
+		w.running.Wait()
+		c.out.waitEmpty(graceCtx)
+		close(done)
+	}()
 	// Syncs still running keep their intents alive while they finish.
 	keepAlive := time.NewTicker(c.cfg.AckWait / 3)
 	defer keepAlive.Stop()
-	deadline := time.NewTimer(grace)
-	defer deadline.Stop()
+	expired := graceCtx.Done()
 	for finished := false; !finished; {
 		select {
 		case <-done:
 			finished = true
 		case <-keepAlive.C:
 			c.keepAlive()
-		case <-deadline.C:
-			c.log.Warn().Dur("drain_ms", grace).Msg("in-flight syncs did not finish in time; cancelling them")
+		case <-expired:
+			expired = nil
+			c.log.Warn().Dur("drain_ms", grace).Msg("in-flight syncs and results did not finish in time; cancelling them")
 			w.cancelSyncs()
+			c.out.close() // a worker waiting for room in it goes on
 		}
 	}
+	c.out.close()
+	w.cancelSyncs()
+	w.answering.Wait()
 	c.handBack()
 }
 

@@ -429,7 +429,7 @@ func (f *flakyPublisher) PublishResult(ctx context.Context, r *schemas.SyncResul
 	return f.ResultPublisher.PublishResult(ctx, r)
 }
 
-func TestAFailedResultIsRedeliveredAndOrderKept(t *testing.T) {
+func TestAFailedResultIsRetriedAndOrderKept(t *testing.T) {
 	h := newHarness(t)
 	h.sync.gate = make(chan struct{})
 	var pub *flakyPublisher
@@ -508,7 +508,9 @@ func (f *storedButFailingPublisher) PublishResult(ctx context.Context, r *schema
 	return err
 }
 
-func TestARedeliveredIntentWhoseResultIsStoredIsNotAnsweredAgain(t *testing.T) {
+// A result stored whose acknowledgement was lost is published again, by
+// the outbox's retry, and found stored: one result, the intent acked.
+func TestAResultWhosePubAckWasLostIsStoredOnce(t *testing.T) {
 	h := newHarness(t)
 	h.sync.gate = make(chan struct{})
 	pub := &storedButFailingPublisher{published: map[uint64]int{}}
@@ -524,17 +526,14 @@ func TestARedeliveredIntentWhoseResultIsStoredIsNotAnsweredAgain(t *testing.T) {
 	if got := resultsOf(h.settledResults()); got[seq] != 1 || len(got) != 1 {
 		t.Fatalf("results per intent %v, want one for intent %d", got, seq)
 	}
-	// The intent was handed back and redelivered; its stored result was
-	// found, so it was acked without publishing another.
-	poll.Until(t, 30*time.Second, poll.Msg("the redelivered intent to be acked"), func() bool {
+	poll.Until(t, 30*time.Second, poll.Msg("the intent to be acked"), func() bool {
 		info, err := h.js.Consumer(t.Context(), schemas.StreamIntents, bus.DurableName("n1"))
-		return err == nil && info.CachedInfo().NumAckPending == 0 && info.CachedInfo().NumRedelivered == 0 &&
-			info.CachedInfo().AckFloor.Stream >= seq
+		return err == nil && info.CachedInfo().NumAckPending == 0 && info.CachedInfo().AckFloor.Stream >= seq
 	})
 	pub.mu.Lock()
 	defer pub.mu.Unlock()
-	if n := pub.published[seq]; n != 1 {
-		t.Errorf("intent %d: %d results published, want 1", seq, n)
+	if n := pub.published[seq]; n != 2 {
+		t.Errorf("intent %d: its result published %d times, want twice (the second found it stored)", seq, n)
 	}
 }
 
@@ -621,5 +620,70 @@ func TestAnIntentAnsweredButNotAckedBeforeARestartIsAckedWithoutAnother(t *testi
 	}
 	if len(h.sync.started) != 1 || h.sync.started[0].IntentSeq != seq {
 		t.Errorf("started with %+v, want u1 at intent %d", h.sync.started, seq)
+	}
+}
+
+// stalledPublisher stores nothing until released, as a results stream
+// electing a leader.
+type stalledPublisher struct {
+	*results.ResultPublisher
+	released chan struct{}
+}
+
+func (s *stalledPublisher) PublishResult(ctx context.Context, r *schemas.SyncResult) error {
+	select {
+	case <-s.released:
+		return s.ResultPublisher.PublishResult(ctx, r)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Syncs do not wait for results: while none can be stored, one worker
+// still starts every new pod, and the results follow, in order and once
+// each, when the stream takes writes again.
+func TestPodsStartWhileResultsCannotBeStored(t *testing.T) {
+	h := newHarness(t)
+	pub := &stalledPublisher{released: make(chan struct{})}
+	h.start(consumer.Config{Workers: 1}, func(p *results.ResultPublisher) consumer.ResultStore {
+		pub.ResultPublisher = p
+		return pub
+	})
+	const pods = 5
+	synced := func(n int) func() bool {
+		return func() bool {
+			h.sync.mu.Lock()
+			defer h.sync.mu.Unlock()
+			got := 0
+			for _, seqs := range h.sync.applied {
+				got += len(seqs)
+			}
+			return got == n
+		}
+	}
+	for i := range pods {
+		uid := fmt.Sprintf("u%d", i)
+		h.publish("jetlet.intent.n1."+uid, podIntent(uid, 1))
+	}
+	poll.Until(t, 30*time.Second, poll.Msg("every pod synced"), synced(pods))
+	// The pod's next intent is applied behind its first result, still waiting.
+	h.publish("jetlet.intent.n1.u0", podIntent("u0", 2))
+	poll.Until(t, 30*time.Second, poll.Msg("u0 synced again"), synced(pods+1))
+	if stored, err := jetlettest.ReadAll[schemas.SyncResult](h.js, schemas.StreamResults, "jetlet.result.>"); err != nil || len(stored) != 0 {
+		t.Fatalf("%d results stored while stalled (%v)", len(stored), err)
+	}
+	close(pub.released)
+	got := h.settledResults()
+	if n := resultsOf(got); len(n) != pods+1 {
+		t.Errorf("results per intent %v, want one for each of %d", n, pods+1)
+	}
+	var u0 []int64
+	for _, r := range got {
+		if r.UID == "u0" {
+			u0 = append(u0, r.Revision)
+		}
+	}
+	if !slices.Equal(u0, []int64{1, 2}) {
+		t.Errorf("u0's results are for revisions %v, want [1 2] in order", u0)
 	}
 }

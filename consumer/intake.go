@@ -179,6 +179,7 @@ func (c *Consumer) release(p *podQueue) {
 		// Never applied anything: nothing to remember (a redelivery of its
 		// answered intents finds their results in the stream).
 		delete(c.queues, p.uid)
+		c.results.Forget(p.uid)
 	}
 }
 
@@ -215,6 +216,7 @@ func (c *Consumer) sweepTombstones() {
 	for uid, p := range c.queues {
 		if !p.busy && len(p.pending) == 0 && p.blockedAt == 0 && !p.deletedAt.IsZero() && time.Since(p.deletedAt) > tombstoneTTL {
 			delete(c.queues, uid)
+			c.results.Forget(uid)
 		}
 	}
 }

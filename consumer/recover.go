@@ -54,7 +54,7 @@ func (c *Consumer) recover(ctx context.Context) error {
 	}
 	stored := map[uint64]bool{}
 	if len(open) > 0 {
-		if stored, err = c.results.ResultsStored(ctx, "", since.Add(-clockSkew)); err != nil {
+		if stored, err = c.results.AnsweredSince(ctx, since.Add(-clockSkew)); err != nil {
 			return fmt.Errorf("read the results of kept intents: %w", err)
 		}
 	}

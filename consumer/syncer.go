@@ -22,9 +22,14 @@ type Syncer interface {
 // (consumer/results on a real node).
 type ResultStore interface {
 	PublishResult(ctx context.Context, r *schemas.SyncResult) error
-	// ResultsStored returns the intent sequences answered by the results
-	// stored for pod uid ("" for every pod) at or after since.
-	ResultsStored(ctx context.Context, uid string, since time.Time) (map[uint64]bool, error)
+	// PodAnswered returns the intents of pod uid whose result is stored.
+	PodAnswered(ctx context.Context, uid string) (map[uint64]bool, error)
+	// AnsweredSince returns the intents of every pod answered by a result
+	// stored at or after since.
+	AnsweredSince(ctx context.Context, since time.Time) (map[uint64]bool, error)
+	// Forget drops what is remembered of pod uid's results: the pod is
+	// gone from the node's memory.
+	Forget(uid string)
 }
 
 // EventEmitter stores the lifecycle events the consumer emits itself (events

@@ -14,23 +14,39 @@ import (
 )
 
 // ledger knows which events JETLET_EVENTS holds, per pod: the ids of its
-// stored events. It makes each fact stored once however long jetlet was away,
-// where the stream's duplicate window forgets an id after 2 minutes.
+// stored events and the sequence of its last one. It makes each fact stored
+// once however long jetlet was away, where the stream's duplicate window
+// forgets an id after 2 minutes.
 //
 // A pod's ids are read back from the stream the first time the pod has an
 // event to publish (after a start, or after the pod was forgotten), then kept
-// as its events are stored. A pod is forgotten once its PodTerminated is
-// stored (later events of the pod, garbage collection's, read it back again),
-// and when a publish of one of its events failed: whether that one was stored
-// is unknown until the stream is read again. So memory holds, per pod that
-// had an event since start and is not terminated, the ids of its events: a
-// few per container instance (a crash loop adds four per restart, at most
-// about 300 restarts a day with the 5-minute back-off).
+// as its events are stored. Each event is published with
+// Nats-Expected-Last-Subject-Sequence(-Subject) naming the last sequence of
+// the pod's events as the ledger knows it, so that the stream's leader
+// refuses it if anything was stored for the pod meanwhile: a copy the
+// servers queued past our timeout, stored after we read the pod back, can
+// never join a second copy, at any age. (A read back may come from a
+// lagging replica; the leader's check turns that into a refusal.) So a pod's
+// events are published one at a time, pods side by side.
+//
+// A pod is forgotten once its PodTerminated is stored (later events of the
+// pod, garbage collection's, read it back again), and when a publish of one
+// of its events failed or was refused: whether that one was stored is
+// unknown until the stream is read again. So memory holds, per pod that had
+// an event since start and is not terminated, the ids of its events: a few
+// per container instance (a crash loop adds four per restart, at most about
+// 300 restarts a day with the 5-minute back-off).
 //
 // Only the publisher's event loop (Run) uses it, one batch at a time:
 // it needs no lock.
 type ledger struct {
-	pods map[string]map[string]struct{} // uid → ids of its stored events
+	pods map[string]*podLedger // by uid
+}
+
+// podLedger is what one pod's events hold.
+type podLedger struct {
+	ids  map[string]struct{}
+	last uint64 // the sequence of the pod's last event; 0: none
 }
 
 func (l *ledger) loaded(uid string) bool {
@@ -40,23 +56,26 @@ func (l *ledger) loaded(uid string) bool {
 
 // stored reports whether the pod's event id is stored; the pod must be loaded.
 func (l *ledger) stored(uid, id string) bool {
-	_, ok := l.pods[uid][id]
+	_, ok := l.pods[uid].ids[id]
 	return ok
 }
 
-// add records a stored event. A pod not loaded stays so: a partial set of
-// ids would pass the others for unpublished.
-func (l *ledger) add(uid, id string) {
-	if ids, ok := l.pods[uid]; ok {
-		ids[id] = struct{}{}
+// lastOf is the sequence of the pod's last event; the pod must be loaded.
+func (l *ledger) lastOf(uid string) uint64 { return l.pods[uid].last }
+
+// add records an event stored at seq. A pod not loaded stays so: a partial
+// set of ids would pass the others for unpublished.
+func (l *ledger) add(uid, id string, seq uint64) {
+	if pl, ok := l.pods[uid]; ok {
+		pl.ids[id] = struct{}{}
+		pl.last = seq
 	}
 }
 
 func (l *ledger) forget(uid string) { delete(l.pods, uid) }
 
-// readBackParallel bounds the pods read back at once: a node has as many
-// events read-back consumers.
-const readBackParallel = bus.EventsReadBackSlots
+// readBackParallel bounds the pods read back at once.
+const readBackParallel = 8
 
 // loadLedgers reads back every pod of events whose ledger is not loaded. The
 // pods read keep their ledger even when others failed.
@@ -69,20 +88,15 @@ func (p *EventPublisher) loadLedgers(ctx context.Context, events []queuedEvent) 
 			uids = append(uids, e.uid)
 		}
 	}
-	sets := make([]map[string]struct{}, len(uids))
+	pods := make([]*podLedger, len(uids))
 	errs := make([]error, len(uids))
-	// Each read-back holds one of the node's read-back consumers, whose
-	// names are fixed (bus.EventsReadBackName).
-	slots := make(chan int, readBackParallel)
-	for slot := range readBackParallel {
-		slots <- slot
-	}
+	slots := make(chan struct{}, readBackParallel)
 	var wg sync.WaitGroup
 	for i, uid := range uids {
-		slot := <-slots
+		slots <- struct{}{}
 		wg.Go(func() {
-			defer func() { slots <- slot }()
-			sets[i], errs[i] = p.readBack(ctx, uid, slot)
+			defer func() { <-slots }()
+			pods[i], errs[i] = p.readBack(ctx, uid)
 		})
 	}
 	wg.Wait()
@@ -93,7 +107,7 @@ func (p *EventPublisher) loadLedgers(ctx context.Context, events []queuedEvent) 
 			firstErr = cmp.Or(firstErr, errs[i])
 			continue
 		}
-		p.ledger.pods[uid] = sets[i]
+		p.ledger.pods[uid] = pods[i]
 	}
 	if failed > 0 {
 		p.cfg.Failures.WithLabelValues("ledger").Add(float64(failed))
@@ -102,66 +116,18 @@ func (p *EventPublisher) loadLedgers(ctx context.Context, events []queuedEvent) 
 	return nil
 }
 
-const (
-	// readBackWait bounds the wait for a read-back batch.
-	readBackWait = time.Second
-	// readBackEmptyRounds is how many empty batches, events still pending, a
-	// read-back takes before it fails (and is retried later).
-	readBackEmptyRounds = 3
-)
-
-// readBack returns the ids of every event of the pod the stream holds: the
-// node's read-back consumer number slot, filtered on the pod's events,
-// delivers their headers until none is pending.
-func (p *EventPublisher) readBack(ctx context.Context, uid string, slot int) (map[string]struct{}, error) {
-	name := bus.EventsReadBackName(p.cfg.Node, slot)
-	cons, err := bus.CreateReadBack(ctx, p.js, p.cfg.Denials, schemas.StreamEvents, jetstream.ConsumerConfig{
-		Name:          name,
-		FilterSubject: p.subj.PodEvents(p.cfg.Node, uid),
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		HeadersOnly:   true,
-	})
+// readBack reads the ids of every event of the pod the stream holds, with
+// batched direct gets: no consumer.
+func (p *EventPublisher) readBack(ctx context.Context, uid string) (*podLedger, error) {
+	pl := &podLedger{ids: map[string]struct{}{}}
+	last, err := bus.ReadStored(ctx, p.js, p.cfg.Denials, schemas.StreamEvents, p.subj.PodEvents(p.cfg.Node, uid), time.Time{},
+		func(m *jetstream.RawStreamMsg) error {
+			pl.ids[m.Header.Get(jetstream.MsgIDHeader)] = struct{}{}
+			return nil
+		})
 	if err != nil {
 		return nil, fmt.Errorf("pod %s: %w", uid, err)
 	}
-	defer bus.DeleteReadBack(ctx, p.js, schemas.StreamEvents, name)
-	ids := map[string]struct{}{}
-	empty := 0
-	for pending := cons.CachedInfo().NumPending; pending > 0; {
-		// Waits for the batch: a server that has just restarted may deliver
-		// what it holds a little late, and no wait would take that for none.
-		batch, err := cons.Fetch(int(min(pending, 1024)), jetstream.FetchMaxWait(readBackWait))
-		if err != nil {
-			return nil, fmt.Errorf("pod %s: %w", uid, err)
-		}
-		got := 0
-		for m := range batch.Messages() {
-			got++
-			ids[m.Headers().Get(jetstream.MsgIDHeader)] = struct{}{}
-			if md, err := m.Metadata(); err == nil {
-				pending = md.NumPending
-			}
-		}
-		if err := batch.Error(); err != nil {
-			return nil, fmt.Errorf("pod %s: %w", uid, err)
-		}
-		if got > 0 {
-			empty = 0
-			continue
-		}
-		// Nothing came: the pending ones aged out of the stream meanwhile,
-		// or are not delivered yet. Only the consumer's own count may say
-		// they are gone; an event taken for absent would be stored twice.
-		info, err := cons.Info(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("pod %s: %w", uid, err)
-		}
-		if pending = info.NumPending; pending == 0 {
-			break
-		}
-		if empty++; empty >= readBackEmptyRounds {
-			return nil, fmt.Errorf("pod %s: %d of its events pending but none delivered", uid, pending)
-		}
-	}
-	return ids, nil
+	pl.last = last
+	return pl, nil
 }

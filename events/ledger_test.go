@@ -185,3 +185,34 @@ func BenchmarkEvents(b *testing.B) {
 		})
 	}
 }
+
+// A copy of an event that the servers hold past the duplicate window (the
+// node timed out, read its pod back without it and stored it again) must
+// not be stored a second time.
+func TestALateCopyOfAnEventIsRefusedAtAnyAge(t *testing.T) {
+	nc, js := natstest.Connect(t, natstest.RunServer(t))
+	provisionShortWindow(t, js)
+	sent, err := nc.SubscribeSync("jetlet.event.n1.u1.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := runPublisher(t, js, events.Config{})
+	emitN(p, "u1", 0, 1)
+	flush(t, p)
+	first, err := sent.NextMsg(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitWindowExpired(t, js)
+	if err := jetlettest.Republish(nc, first); !bus.WrongLastSequence(err) {
+		t.Errorf("a late copy past the window: %v, want refused for its last sequence", err)
+	}
+	emitN(p, "u1", 1, 2)
+	flush(t, p)
+	if err := jetlettest.Republish(nc, first); !bus.WrongLastSequence(err) {
+		t.Errorf("a late copy after the pod's next event: %v, want refused for its last sequence", err)
+	}
+	if got := storedOnce(t, js, "u1"); got != 2 {
+		t.Errorf("%d events stored, want 2", got)
+	}
+}

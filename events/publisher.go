@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
@@ -94,7 +95,7 @@ func New(js jetstream.JetStream, cfg Config) (*EventPublisher, error) {
 		subj:   schemas.Subjects{Prefix: cfg.SubjectPrefix},
 		out:    bus.NewOutbox(js, cfg.Failures, cfg.Logger),
 		events: make(chan queuedEvent, cfg.EventBuffer),
-		ledger: ledger{pods: map[string]map[string]struct{}{}},
+		ledger: ledger{pods: map[string]*podLedger{}},
 	}, nil
 }
 
@@ -186,15 +187,17 @@ func (p *EventPublisher) Run(ctx context.Context) {
 // publishEvents stores each event of batch that its pod's ledger does not
 // hold, in order, retrying with back-off until each is stored or ctx is done.
 // A ledger that cannot be read back (NATS away) holds its pod's events back:
-// none is published blind.
+// none is published blind. Each pod has one event in flight at a time (the
+// ledger's guard needs its last sequence), so the batch goes out in rounds:
+// the next event of every pod at once.
 func (p *EventPublisher) publishEvents(ctx context.Context, batch []queuedEvent) error {
 	pending := batch
 	return p.out.Retry(ctx, func() error {
 		if err := p.loadLedgers(ctx, pending); err != nil {
 			return err
 		}
-		fresh := make([]queuedEvent, 0, len(pending))
-		msgs := make([]*nats.Msg, 0, len(pending))
+		queues := map[string][]queuedEvent{} // each pod's events to store, in order
+		var uids []string
 		inBatch := map[[2]string]bool{}
 		for _, e := range pending {
 			key := [2]string{e.uid, e.id}
@@ -203,27 +206,58 @@ func (p *EventPublisher) publishEvents(ctx context.Context, batch []queuedEvent)
 				continue
 			}
 			inBatch[key] = true
-			fresh = append(fresh, e)
-			msgs = append(msgs, e.msg)
+			if queues[e.uid] == nil {
+				uids = append(uids, e.uid)
+			}
+			queues[e.uid] = append(queues[e.uid], e)
 		}
-		stored, err := p.out.PublishOnce(ctx, "event", msgs)
 		var failed []queuedEvent
-		for i, e := range fresh {
-			if stored[i] {
-				p.ledger.add(e.uid, e.id)
-			} else {
-				failed = append(failed, e)
+		var firstErr error
+		var terminated []string
+		for len(uids) > 0 {
+			msgs := make([]*nats.Msg, len(uids))
+			for i, uid := range uids {
+				msgs[i] = p.guarded(queues[uid][0])
 			}
+			acks, err := p.out.PublishOnce(ctx, "event", msgs)
+			firstErr = cmp.Or(firstErr, err)
+			next := uids[:0]
+			for i, uid := range uids {
+				e := queues[uid][0]
+				switch {
+				case acks[i] == nil:
+					// Stored or not, unknown until read back: the pod's
+					// events wait for the next try.
+					failed = append(failed, queues[uid]...)
+					p.ledger.forget(uid)
+					continue
+				case e.terminal:
+					terminated = append(terminated, uid)
+					fallthrough
+				default:
+					p.ledger.add(uid, e.id, acks[i].Sequence)
+				}
+				if queues[uid] = queues[uid][1:]; len(queues[uid]) > 0 {
+					next = append(next, uid)
+				}
+			}
+			uids = next
 		}
-		for i, e := range fresh {
-			if !stored[i] || e.terminal {
-				p.ledger.forget(e.uid)
-			}
+		for _, uid := range terminated {
+			p.ledger.forget(uid)
 		}
 		pending = failed
-		if err != nil {
-			return fmt.Errorf("%d of %d events not stored: %w", len(failed), len(batch), err)
+		if firstErr != nil {
+			return fmt.Errorf("%d of %d events not stored: %w", len(failed), len(batch), firstErr)
 		}
 		return nil
 	})
+}
+
+// guarded sets e's guard: the stream stores it only if the last event of
+// its pod is the one its ledger knows.
+func (p *EventPublisher) guarded(e queuedEvent) *nats.Msg {
+	e.msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(p.ledger.lastOf(e.uid), 10))
+	e.msg.Header.Set(jetstream.ExpectedLastSubjSeqSubjHeader, p.subj.PodEvents(p.cfg.Node, e.uid))
+	return e.msg
 }

@@ -29,7 +29,7 @@ type Config struct {
 	// Failures counts the results not stored under kind "result"
 	// (bus.NewPublishFailures; default: registered nowhere).
 	Failures *prometheus.CounterVec
-	// Denials ends at once a read-back NATS denies; nil leaves it to its
+	// Denials ends at once a read NATS denies; nil leaves it to its
 	// timeout.
 	Denials *bus.Denials
 }
@@ -55,14 +55,33 @@ func (c *Config) Validate() error {
 // ResultPublisher stores the results of one node's intents and reads back
 // which are stored. A result is published synchronously: the caller acks
 // its intent only once the result is stored.
+//
+// # Exactly once, at any delay
+//
+// Nats-Msg-Id dedupes a result published twice within the stream's
+// duplicate window. Beyond it, every result is published with
+// Nats-Expected-Last-Subject-Sequence set to the sequence of its pod's last
+// stored result, as this publisher knows it, and the stream's leader
+// refuses it when that is no longer the pod's last. A copy that the servers
+// queued past our timeout is therefore refused at any age once anything
+// (that copy's twin included) was stored after what it expected.
+//
+// What is expected comes from this publisher's own acks, or from reading
+// every result of the pod; a read may lag the leader (a replica answers),
+// but the leader's check makes a stale expectation a refusal, never a second
+// copy. A pod this publisher knows nothing of is first expected to have no
+// result at all, which costs a new pod no read; a refusal then reads what is
+// stored. The caller answers one pod's intents one at a time.
 type ResultPublisher struct {
 	js   jetstream.JetStream
 	cfg  Config
 	subj schemas.Subjects
 
-	// readBackMu makes one read-back at a time: its consumer's name is
-	// fixed (bus.ResultsReadBackName).
-	readBackMu sync.Mutex
+	mu sync.Mutex
+	// last is, per pod, the sequence of its last stored result as known;
+	// absent when unknown (never learnt, or a publish's outcome is unknown).
+	// Guarded by mu.
+	last map[string]uint64
 }
 
 // New returns a ResultPublisher; it does no I/O.
@@ -70,72 +89,110 @@ func New(js jetstream.JetStream, cfg Config) (*ResultPublisher, error) {
 	if err := bus.Prepare(js, &cfg); err != nil {
 		return nil, err
 	}
-	return &ResultPublisher{js: js, cfg: cfg, subj: schemas.Subjects{Prefix: cfg.SubjectPrefix}}, nil
+	return &ResultPublisher{js: js, cfg: cfg, subj: schemas.Subjects{Prefix: cfg.SubjectPrefix}, last: map[string]uint64{}}, nil
 }
 
-// PublishResult stores the result of an intent and returns once JetStream has
-// acknowledged it. Its Nats-Msg-Id is <node>.<intent seq>, so the result of a
-// redelivered intent is stored once. ctx carries the intent's trace context.
+// refusalsRead bounds the refusals one PublishResult reads past before it
+// fails (for its caller to retry later): each means a write to the pod's
+// results was in flight or just stored.
+const refusalsRead = 3
+
+// PublishResult stores the result of an intent, unless it is stored
+// already, and returns once JetStream has acknowledged it. Its Nats-Msg-Id
+// is <node>.<intent seq>. ctx carries the intent's trace context.
 func (p *ResultPublisher) PublishResult(ctx context.Context, r *schemas.SyncResult) error {
 	r.APIVersion, r.Kind = schemas.APIVersion, schemas.KindSyncResult
 	data, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encode result: %w", err)
 	}
-	msg := nats.NewMsg(p.subj.Result(p.cfg.Node, r.UID))
-	msg.Data = data
-	msg.Header.Set(schemas.HeaderIntentSeq, strconv.FormatUint(r.IntentSeq, 10))
-	bus.InjectTrace(ctx, msg.Header)
-	if _, err := p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(schemas.ResultMsgID(p.cfg.Node, r.IntentSeq))); err != nil {
+	for refusals := 0; ; refusals++ {
+		expected := p.lastOf(r.UID)
+		msg := nats.NewMsg(p.subj.Result(p.cfg.Node, r.UID))
+		msg.Data = data
+		msg.Header.Set(schemas.HeaderIntentSeq, strconv.FormatUint(r.IntentSeq, 10))
+		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(expected, 10))
+		bus.InjectTrace(ctx, msg.Header)
+		ack, err := p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(schemas.ResultMsgID(p.cfg.Node, r.IntentSeq)))
+		if err == nil {
+			p.learn(r.UID, ack.Sequence)
+			return nil
+		}
 		p.cfg.Failures.WithLabelValues("result").Inc()
-		return fmt.Errorf("publish result of intent %d: %w", r.IntentSeq, err)
+		if !bus.WrongLastSequence(err) {
+			p.forget(r.UID) // a copy may yet be stored
+			return fmt.Errorf("publish result of intent %d: %w", r.IntentSeq, err)
+		}
+		stored, err := p.readPod(ctx, r.UID)
+		if err != nil {
+			return fmt.Errorf("publish result of intent %d: refused, and %w", r.IntentSeq, err)
+		}
+		if stored[r.IntentSeq] {
+			return nil
+		}
+		if refusals == refusalsRead {
+			return fmt.Errorf("publish result of intent %d: refused %d times, pod %s's results changing meanwhile", r.IntentSeq, refusals+1, r.UID)
+		}
 	}
-	return nil
 }
 
-// ResultsStored returns the intent sequences answered by the results stored
-// for pod uid of this node ("" for every pod) at or after since, reading
-// only their headers through the node's results read-back consumer, one
-// read at a time (its name is fixed).
-func (p *ResultPublisher) ResultsStored(ctx context.Context, uid string, since time.Time) (map[uint64]bool, error) {
-	if uid == "" {
-		uid = "*"
-	}
-	p.readBackMu.Lock()
-	defer p.readBackMu.Unlock()
-	name := bus.ResultsReadBackName(p.cfg.Node)
-	cons, err := bus.CreateReadBack(ctx, p.js, p.cfg.Denials, schemas.StreamResults, jetstream.ConsumerConfig{
-		Name:          name,
-		FilterSubject: p.subj.Result(p.cfg.Node, uid),
-		DeliverPolicy: jetstream.DeliverByStartTimePolicy,
-		OptStartTime:  &since,
-		HeadersOnly:   true,
-	})
+func (p *ResultPublisher) lastOf(uid string) uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last[uid] // unknown: expect none
+}
+
+func (p *ResultPublisher) learn(uid string, seq uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.last[uid] = seq
+}
+
+// Forget drops what is known of pod uid's results (a deleted pod's):
+// should it have another, it is read then.
+func (p *ResultPublisher) Forget(uid string) { p.forget(uid) }
+
+func (p *ResultPublisher) forget(uid string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.last, uid)
+}
+
+// readPod reads every result of pod uid and learns the last one's sequence:
+// the intents they answer.
+func (p *ResultPublisher) readPod(ctx context.Context, uid string) (map[uint64]bool, error) {
+	answered := map[uint64]bool{}
+	last, err := bus.ReadStored(ctx, p.js, p.cfg.Denials, schemas.StreamResults, p.subj.Result(p.cfg.Node, uid), time.Time{}, collectIntentSeqs(answered))
 	if err != nil {
+		p.forget(uid)
 		return nil, err
 	}
-	defer bus.DeleteReadBack(ctx, p.js, schemas.StreamResults, name)
-	pending := cons.CachedInfo().NumPending
-	answered := make(map[uint64]bool, pending)
-	for left := pending; left > 0; {
-		batch, err := cons.Fetch(int(min(left, 1000)), jetstream.FetchMaxWait(5*time.Second))
-		if err != nil {
-			return nil, err
+	p.learn(uid, last)
+	return answered, nil
+}
+
+func collectIntentSeqs(into map[uint64]bool) func(*jetstream.RawStreamMsg) error {
+	return func(m *jetstream.RawStreamMsg) error {
+		if seq, err := strconv.ParseUint(m.Header.Get(schemas.HeaderIntentSeq), 10, 64); err == nil {
+			into[seq] = true
 		}
-		got := uint64(0)
-		for m := range batch.Messages() {
-			got++
-			if seq, err := strconv.ParseUint(m.Headers().Get(schemas.HeaderIntentSeq), 10, 64); err == nil {
-				answered[seq] = true
-			}
-		}
-		if err := batch.Error(); err != nil {
-			return nil, err
-		}
-		if got == 0 {
-			break // aged out meanwhile
-		}
-		left -= min(got, left)
+		return nil
+	}
+}
+
+// PodAnswered returns the intents of pod uid that have their result
+// stored, reading all of the pod's results with batched direct gets (no
+// consumer), and learns the last one's sequence.
+func (p *ResultPublisher) PodAnswered(ctx context.Context, uid string) (map[uint64]bool, error) {
+	return p.readPod(ctx, uid)
+}
+
+// AnsweredSince returns the intents of every pod of this node answered by a
+// result stored at or after since, reading with batched direct gets.
+func (p *ResultPublisher) AnsweredSince(ctx context.Context, since time.Time) (map[uint64]bool, error) {
+	answered := map[uint64]bool{}
+	if _, err := bus.ReadStored(ctx, p.js, p.cfg.Denials, schemas.StreamResults, p.subj.Result(p.cfg.Node, "*"), since, collectIntentSeqs(answered)); err != nil {
+		return nil, err
 	}
 	return answered, nil
 }

@@ -73,21 +73,91 @@ func TestPublishResultIsStoredOncePerIntent(t *testing.T) {
 		t.Errorf("stored result %+v", got)
 	}
 	for _, c := range []struct {
-		uid   string
+		uid  string
+		want map[uint64]bool
+	}{
+		{"u1", map[uint64]bool{42: true}},
+		{"nobody", map[uint64]bool{}},
+	} {
+		got, err := p.PodAnswered(t.Context(), c.uid)
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("PodAnswered(%q) = %v, %v; want %v", c.uid, got, err, c.want)
+		}
+	}
+	for _, c := range []struct {
 		since time.Time
 		want  map[uint64]bool
 	}{
-		{"u1", time.Time{}, map[uint64]bool{42: true}},
-		{"", time.Time{}, map[uint64]bool{42: true}},
-		{"nobody", time.Time{}, map[uint64]bool{}},
-		{"u1", time.Now().Add(time.Hour), map[uint64]bool{}},
+		{time.Time{}, map[uint64]bool{42: true}},
+		{time.Now().Add(time.Hour), map[uint64]bool{}},
 	} {
-		got, err := p.ResultsStored(t.Context(), c.uid, c.since)
+		got, err := p.AnsweredSince(t.Context(), c.since)
 		if err != nil || !reflect.DeepEqual(got, c.want) {
-			t.Errorf("ResultsStored(%q, %v) = %v, %v; want %v", c.uid, c.since, got, err, c.want)
+			t.Errorf("AnsweredSince(%v) = %v, %v; want %v", c.since, got, err, c.want)
 		}
 	}
 	if info, err := stream.Info(t.Context()); err != nil || info.State.Consumers != 0 {
 		t.Errorf("%s holds %d consumers after the reads (%v), want 0: each counts against the stream's limit", schemas.StreamResults, info.State.Consumers, err)
+	}
+}
+
+// A copy of a result that the servers hold past the duplicate window (queued
+// behind a backlog while the node timed out, answered again and moved on)
+// must not be stored: the window forgot its Nats-Msg-Id, but the pod's last
+// result is no longer the one the copy expected.
+func TestALateCopyOfAResultIsRefusedAtAnyAge(t *testing.T) {
+	nc, js := natstest.Connect(t, natstest.RunServer(t))
+	jetlettest.Provision(t, js, func(c *bus.StreamsConfig) { c.DuplicateWindow = time.Second })
+	// The copies exactly as the node sent them, seen on the wire.
+	sent, err := nc.SubscribeSync("jetlet.result.n1.u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := results.New(js, results.Config{Node: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := func(p *results.ResultPublisher, seq uint64) {
+		t.Helper()
+		r := &schemas.SyncResult{Node: "n1", UID: "u1", IntentSeq: seq, Outcome: schemas.OutcomeSynced, Op: schemas.OpApply}
+		if err := p.PublishResult(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	answer(p, 42)
+	first, err := sent.NextMsg(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jetlettest.WaitDuplicateWindow(t, js, "jetlet.result.n1.probe", 30*time.Second)
+
+	// The late copy arrives, alone and then after the pod's next result.
+	late := func() error { return jetlettest.Republish(nc, first) }
+	if err := late(); !bus.WrongLastSequence(err) {
+		t.Errorf("a late copy past the window: %v, want refused for its last sequence", err)
+	}
+	answer(p, 43)
+	if err := late(); !bus.WrongLastSequence(err) {
+		t.Errorf("a late copy after the next result: %v, want refused for its last sequence", err)
+	}
+	// A restarted node answers 42 again (it found no result for it, reading
+	// a lagging replica, say): what is stored says it is answered.
+	restarted, err := results.New(js, results.Config{Node: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer(restarted, 42)
+	answer(restarted, 44)
+
+	stored, err := jetlettest.ReadAll[schemas.SyncResult](js, schemas.StreamResults, "jetlet.result.n1.u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []uint64
+	for _, r := range stored {
+		got = append(got, r.IntentSeq)
+	}
+	if !reflect.DeepEqual(got, []uint64{42, 43, 44}) {
+		t.Errorf("results stored for intents %v, want [42 43 44], each once", got)
 	}
 }

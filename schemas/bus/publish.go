@@ -86,10 +86,10 @@ func (o *Outbox) Retry(ctx context.Context, op func() error) error {
 func (o *Outbox) PublishAll(ctx context.Context, kind string, msgs []*nats.Msg) error {
 	pending := msgs
 	return o.Retry(ctx, func() error {
-		stored, err := o.PublishOnce(ctx, kind, pending)
+		acks, err := o.PublishOnce(ctx, kind, pending)
 		var failed []*nats.Msg
 		for i, m := range pending {
-			if !stored[i] {
+			if acks[i] == nil {
 				failed = append(failed, m)
 			}
 		}
@@ -102,10 +102,11 @@ func (o *Outbox) PublishAll(ctx context.Context, kind string, msgs []*nats.Msg) 
 }
 
 // PublishOnce publishes msgs at once and waits for their acknowledgements;
-// stored[i] says whether msgs[i] was. The error is the first failure, or a
-// permanent one when ctx is done. Failures are counted under kind.
-func (o *Outbox) PublishOnce(ctx context.Context, kind string, msgs []*nats.Msg) (stored []bool, err error) {
-	stored = make([]bool, len(msgs))
+// acks[i] is msgs[i]'s, nil when it was not stored. The error is the first
+// failure, or a permanent one when ctx is done. Failures are counted under
+// kind.
+func (o *Outbox) PublishOnce(ctx context.Context, kind string, msgs []*nats.Msg) (acks []*jetstream.PubAck, err error) {
+	acks = make([]*jetstream.PubAck, len(msgs))
 	futures := make([]jetstream.PubAckFuture, len(msgs))
 	for i, m := range msgs {
 		f, e := o.js.PublishMsgAsync(m)
@@ -127,14 +128,14 @@ func (o *Outbox) PublishOnce(ctx context.Context, kind string, msgs []*nats.Msg)
 			continue
 		}
 		select {
-		case <-f.Ok():
-			stored[i] = true
+		case ack := <-f.Ok():
+			acks[i] = ack
 		case e := <-f.Err():
 			failed++
 			err = cmp.Or(err, e)
 		case <-waitCtx.Done():
 			if ctx.Err() != nil {
-				return stored, backoff.Permanent(ctx.Err())
+				return acks, backoff.Permanent(ctx.Err())
 			}
 			failed++
 			err = cmp.Or(err, errors.New("no acknowledgement"))
@@ -143,7 +144,7 @@ func (o *Outbox) PublishOnce(ctx context.Context, kind string, msgs []*nats.Msg)
 	if failed > 0 {
 		o.failures.WithLabelValues(kind).Add(float64(failed))
 	}
-	return stored, err
+	return acks, err
 }
 
 // Add adds n (negative once stored) to the messages queued and not yet

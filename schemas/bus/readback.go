@@ -10,7 +10,7 @@ import (
 )
 
 // CreateReadBack creates the consumer cfg.Name on stream for a one-off read
-// of what a node stored itself: no acks, in memory, and removed by the
+// (a node's replay of its intents at start-up): no acks, in memory, and removed by the
 // server a minute after its last use should the reader's DeleteReadBack not
 // arrive. Its name is fixed (names.go) and its one filter, cfg.FilterSubject,
 // goes in the create request's subject, so that a node's permissions can

@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/schemas/bus"
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/natstest"
 	"github.com/jetlet/jetlet/test/poll"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // factCounts counts the stored events of each container instance by type.
@@ -119,5 +121,49 @@ func TestRestartBeyondTheDuplicateWindowStoresNoEventTwice(t *testing.T) {
 	// periods before and after jetlet's restart each had one.
 	if restarts := int(crash.Containers[0].RestartCount); backOffs > restarts || backOffs < 2 {
 		t.Errorf("%d BackOff events for %d restarts, want one per back-off period (at least 2)", backOffs, restarts)
+	}
+}
+
+// Starting a pod costs the cluster's meta layer nothing: no consumer is
+// created or deleted for its events' ledger or its result, so the number of
+// consumers (a Raft group each, a limit per stream) does not grow with the
+// pods started.
+func TestAPodStartCreatesNoConsumer(t *testing.T) {
+	n := startNode(t, shortDir(t), "")
+	nc := n.js.Conn()
+	advisories, err := nc.SubscribeSync("$JS.EVENT.ADVISORY.CONSUMER.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pods = 5
+	for i := range pods {
+		uid := fmt.Sprintf("p%d", i)
+		n.publish(uid, podJSON(uid, 1, "Always", "exec sleep 600"))
+	}
+	// Waited on with direct gets: the test's own consumers would count.
+	count := func(stream, filter string) (got int) {
+		if _, err := bus.ReadStored(t.Context(), n.js, nil, stream, filter, time.Time{}, func(*jetstream.RawStreamMsg) error { got++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	poll.Until(t, time.Minute, poll.Msg("every pod started"), func() bool {
+		return count(schemas.StreamEvents, "jetlet.event.n1.*.ContainerStarted") == pods
+	})
+	for i := range pods {
+		uid := fmt.Sprintf("p%d", i)
+		n.publish(uid, deleteJSON(uid, 2, 0))
+	}
+	poll.Until(t, time.Minute, poll.Msg("every pod terminated and each intent answered"), func() bool {
+		return count(schemas.StreamEvents, "jetlet.event.n1.*.PodTerminated") == pods &&
+			count(schemas.StreamResults, "jetlet.result.n1.*") == 2*pods
+	})
+	// What the server sent before this round trip has arrived.
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := advisories.Pending(); got != 0 {
+		m, _ := advisories.NextMsg(0)
+		t.Errorf("%d consumer advisories while %d pods started and were deleted, want 0; the first on %s: %s", got, pods, m.Subject, m.Data)
 	}
 }

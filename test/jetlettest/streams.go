@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -107,4 +108,24 @@ func WaitDuplicateWindow(t testing.TB, js jetstream.JetStream, subject string, t
 	}
 	probe()
 	poll.Until(t, timeout, poll.Msg("the duplicate window to expire"), func() bool { return !probe().Duplicate })
+}
+
+// Republish sends msg again exactly as it was sent (subject, headers, body),
+// as a copy the servers held back would arrive, and returns JetStream's
+// refusal, nil when it stored (or deduplicated) it.
+func Republish(nc *nats.Conn, msg *nats.Msg) error {
+	reply, err := nc.RequestMsg(&nats.Msg{Subject: msg.Subject, Header: msg.Header, Data: msg.Data}, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	var ack struct {
+		Error *jetstream.APIError `json:"error"`
+	}
+	if err := json.Unmarshal(reply.Data, &ack); err != nil {
+		return err
+	}
+	if ack.Error != nil {
+		return ack.Error
+	}
+	return nil
 }

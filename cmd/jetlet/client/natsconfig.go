@@ -24,20 +24,21 @@ type nodeConsumer struct {
 }
 
 // nodeConsumers are node's consumers: its durable and its replay consumer on
-// the intents, and the read-backs of its own results (answered-ness) and of
-// its own events (the event ledger), all of fixed names.
+// the intents, of fixed names.
 func nodeConsumers(prefix, node string) []nodeConsumer {
 	intents := schemas.Subjects{Prefix: prefix}.NodeIntents(node)
-	out := []nodeConsumer{
+	return []nodeConsumer{
 		{schemas.StreamIntents, bus.DurableName(node), intents, true},
 		{schemas.StreamIntents, bus.ReplayName(node), intents, false},
-		{schemas.StreamResults, bus.ResultsReadBackName(node), prefix + ".result." + node + ".>", false},
 	}
-	for slot := range bus.EventsReadBackSlots {
-		out = append(out, nodeConsumer{schemas.StreamEvents, bus.EventsReadBackName(node, slot), prefix + ".event." + node + ".>", false})
-	}
-	return out
 }
+
+// ledgerReader is how a node reads back what it stored (which intents are
+// answered, the event ledger): batched direct gets, no consumer. A batched
+// get names its subject in the request's body, so the right is the whole
+// stream's: a node may read every node's results and events, which carry no
+// Secret's value (docs/security.md), and write only its own.
+var ledgerReader = []string{"$JS.API.DIRECT.GET." + schemas.StreamResults, "$JS.API.DIRECT.GET." + schemas.StreamEvents}
 
 // permissions is what one NATS user may publish and subscribe to.
 type permissions struct {
@@ -221,6 +222,7 @@ func nodePermissions(prefix, node string) permissions {
 		"$JS.API.DIRECT.GET.KV_" + schemas.BucketStatus + ".$KV." + schemas.BucketStatus + "." + node + ".>",
 	}
 	pub = append(pub, imagesReader...)
+	pub = append(pub, ledgerReader...)
 	pub = append(pub, kvWatcher(schemas.BucketConfigMaps, ">")...)
 	pub = append(pub, kvWatcher(schemas.BucketSecrets, node+".>")...)
 	for _, nc := range nodeConsumers(prefix, node) {

@@ -19,9 +19,8 @@ func TestNodePermissionsNameOnlyTheNode(t *testing.T) {
 		"$JS.API.CONSUMER.MSG.NEXT.JETLET_INTENTS.jetlet-n1",
 		"$JS.ACK.JETLET_INTENTS.jetlet-n1.>",
 		"$JS.API.CONSUMER.CREATE.JETLET_INTENTS.jetlet-n1-replay.jetlet.intent.n1.>",
-		"$JS.API.CONSUMER.CREATE.JETLET_RESULTS.jetlet-n1-results.jetlet.result.n1.>",
-		"$JS.API.CONSUMER.CREATE.JETLET_EVENTS.jetlet-n1-events-0.jetlet.event.n1.>",
-		"$JS.API.CONSUMER.CREATE.JETLET_EVENTS.jetlet-n1-events-7.jetlet.event.n1.>",
+		// What it stored, read back with batched direct gets.
+		"$JS.API.DIRECT.GET.JETLET_RESULTS", "$JS.API.DIRECT.GET.JETLET_EVENTS",
 		"$JS.API.DIRECT.GET.KV_jetlet_status.$KV.jetlet_status.n1.>",
 		// Every ConfigMap; its own Secrets (CONTRACT section 11).
 		"$JS.API.DIRECT.GET.KV_jetlet_configmaps.$KV.jetlet_configmaps.>",

@@ -339,7 +339,7 @@ func TestNATSConfigRoles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		answered, err := answers.ResultsStored(t.Context(), "", time.Time{})
+		answered, err := answers.AnsweredSince(t.Context(), time.Time{})
 		if err != nil || len(answered) == 0 {
 			t.Errorf("results read-back as n1: %v, %v", answered, err)
 		}
@@ -376,9 +376,9 @@ func TestNATSConfigRoles(t *testing.T) {
 				return err
 			})
 		}
-		// Nor may it touch a node's read-back consumers.
-		audit.wantDenied(t, "publish", "$JS.API.CONSUMER.DELETE.JETLET_EVENTS.jetlet-n1-events-0", func(ctx context.Context) error {
-			return audit.js.DeleteConsumer(ctx, "JETLET_EVENTS", "jetlet-n1-events-0")
+		// Nor may it touch a node's durable consumer.
+		audit.wantDenied(t, "publish", "$JS.API.CONSUMER.DELETE.JETLET_INTENTS.jetlet-n1", func(ctx context.Context) error {
+			return audit.js.DeleteConsumer(ctx, "JETLET_INTENTS", "jetlet-n1")
 		})
 		audit.wantDenied(t, "publish", "$JS.API.CONSUMER.CREATE.JETLET_INTENTS.reader.jetlet.intent.>", func(ctx context.Context) error {
 			_, err := audit.js.CreateConsumer(ctx, "JETLET_INTENTS", jetstream.ConsumerConfig{Name: "reader", FilterSubject: "jetlet.intent.>"})
