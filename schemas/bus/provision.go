@@ -32,7 +32,24 @@ type StreamsConfig struct {
 	TerminatedStatusTTL time.Duration
 	// Storage is file storage unless set to memory (tests, benchmarks).
 	Storage jetstream.StorageType
+	// MaxNodes is the fleet the streams are sized for: each stream admits
+	// ConsumersPerNode consumers per node and ReaderConsumers more.
+	MaxNodes int
 }
+
+// ConsumersPerNode is what a node holds on JETLET_INTENTS: its durable and,
+// at start-up, its replay consumer. It holds none on the other streams (it
+// reads them back with direct gets).
+const ConsumersPerNode = 2
+
+// ReaderConsumers is the room for readers beyond the nodes' consumers: the
+// client commands' and auditors' ordered consumers, a KV watch each.
+const ReaderConsumers = 1000
+
+// MaxConsumers is the consumer limit of each stream: without one,
+// nats-server (2.15) caps a stream at 1,000 consumers, and node 1,001 could
+// not attach.
+func (c StreamsConfig) MaxConsumers() int { return ConsumersPerNode*c.MaxNodes + ReaderConsumers }
 
 // SetDefaults fills what is unset with the contract's defaults.
 func (c *StreamsConfig) SetDefaults() {
@@ -57,7 +74,13 @@ func (c *StreamsConfig) SetDefaults() {
 	if c.TerminatedStatusTTL == 0 {
 		c.TerminatedStatusTTL = time.Hour
 	}
+	if c.MaxNodes == 0 {
+		c.MaxNodes = DefaultMaxNodes
+	}
 }
+
+// DefaultMaxNodes is the fleet the streams are sized for by default.
+const DefaultMaxNodes = 10000
 
 // Validate rejects settings JetStream would refuse or that break the contract.
 func (c *StreamsConfig) Validate() error {
@@ -76,6 +99,8 @@ func (c *StreamsConfig) Validate() error {
 		return fmt.Errorf("node TTL %s: must be at least 1s", c.NodeTTL)
 	case c.TerminatedStatusTTL < time.Second:
 		return fmt.Errorf("terminated status TTL %s: must be at least 1s", c.TerminatedStatusTTL)
+	case c.MaxNodes < 1:
+		return fmt.Errorf("max nodes %d: must be at least 1", c.MaxNodes)
 	}
 	return nil
 }
@@ -87,15 +112,16 @@ func (c StreamsConfig) StreamConfigs() []jetstream.StreamConfig {
 	p := c.SubjectPrefix
 	base := func(name, desc, subject string) jetstream.StreamConfig {
 		return jetstream.StreamConfig{
-			Name:        name,
-			Description: desc,
-			Subjects:    []string{p + "." + subject + ".>"},
-			Retention:   jetstream.LimitsPolicy,
-			Storage:     c.Storage,
-			Replicas:    c.Replicas,
-			Discard:     jetstream.DiscardOld,
-			Duplicates:  c.DuplicateWindow,
-			AllowDirect: true,
+			Name:         name,
+			Description:  desc,
+			Subjects:     []string{p + "." + subject + ".>"},
+			Retention:    jetstream.LimitsPolicy,
+			Storage:      c.Storage,
+			Replicas:     c.Replicas,
+			Discard:      jetstream.DiscardOld,
+			Duplicates:   c.DuplicateWindow,
+			AllowDirect:  true,
+			MaxConsumers: c.MaxConsumers(),
 		}
 	}
 	intents := base(schemas.StreamIntents, "jetlet pod intents: desired state per pod", "intent")

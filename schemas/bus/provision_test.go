@@ -3,6 +3,7 @@ package bus_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -51,6 +52,11 @@ func TestProvisionCreatesContractStreamsAndBuckets(t *testing.T) {
 		}
 		if got.Retention != jetstream.LimitsPolicy {
 			t.Errorf("%s retention = %v, want limits", name, got.Retention)
+		}
+		// Sized to the fleet: unset, the server caps it at 1,000 and node
+		// 1,001 could not attach.
+		if got.MaxConsumers != 2*10000+1000 {
+			t.Errorf("%s max consumers = %d, want 21000 (2 per node of 10,000, 1,000 readers)", name, got.MaxConsumers)
 		}
 	}
 	intents, _ := js.Stream(ctx, schemas.StreamIntents)
@@ -282,5 +288,24 @@ func TestProvisionCreatesTheConfigBuckets(t *testing.T) {
 	}
 	if missing, err := bus.Missing(ctx, js, cfg); err != nil || len(missing) != 0 {
 		t.Errorf("missing after provisioning = %v, %v", missing, err)
+	}
+}
+
+// Node 1,001 attaches: its durable consumer is the 1,001st on
+// JETLET_INTENTS, past nats-server's default cap of 1,000 per stream.
+func TestNodeOneThousandAndOneAttaches(t *testing.T) {
+	_, js := natstest.Connect(t, natstest.RunServer(t))
+	cfg := bus.StreamsConfig{Storage: jetstream.MemoryStorage}
+	cfg.SetDefaults()
+	if err := bus.Provision(t.Context(), js, cfg, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1001 {
+		node := fmt.Sprintf("n%d", i)
+		if _, err := js.CreateConsumer(t.Context(), schemas.StreamIntents, jetstream.ConsumerConfig{
+			Durable: bus.DurableName(node), FilterSubject: "jetlet.intent." + node + ".>", AckPolicy: jetstream.AckExplicitPolicy,
+		}); err != nil {
+			t.Fatalf("node %d of 1001: %v", i+1, err)
+		}
 	}
 }

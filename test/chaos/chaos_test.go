@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/poll"
 )
 
@@ -32,6 +35,7 @@ func TestLeaderKill(t *testing.T) {
 		leader := r.leader(schemas.StreamIntents)
 		r.cluster.Kill(leader)
 		t.Logf("killed %s, the %s leader, after %d intents", r.cluster.Servers[leader].Name, schemas.StreamIntents, load.count())
+		r.clientRidesOut()
 		<-load.reached(burst)
 		r.cluster.Restart(leader)
 		r.cluster.WaitHealthy(time.Minute)
@@ -64,6 +68,34 @@ func TestPartition(t *testing.T) {
 		r.cluster.Heal(leader)
 		r.cluster.WaitHealthy(time.Minute)
 	})
+}
+
+// clientRidesOut runs `jetlet apply --wait` of a new pod and `jetlet get
+// pods` at once, while the cluster elects leaders after a server loss (the
+// server's URL first in --nats-url): each must move to a live server and
+// retry until it succeeds, within its own deadline.
+func (r *rig) clientRidesOut() {
+	t := r.t
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "pod.yaml")
+	uid := fmt.Sprintf("cli-%d", time.Now().UnixNano())
+	pod := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: %s, uid: %s}\nspec:\n  containers: [{name: app, image: busybox:1.36, command: [sleep, \"86400\"]}]\n", uid, uid)
+	if err := os.WriteFile(manifest, []byte(pod), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	auth := []string{"--nats-url", r.cluster.URLs(), "--nats-user", jetletUser, "--nats-password", jetletPassword}
+	for _, args := range [][]string{
+		append([]string{"apply", "-f", manifest, "--node", nodeName(0), "--wait", "--timeout", "90s"}, auth...),
+		append([]string{"get", "pods", "--node", nodeName(0)}, auth...),
+	} {
+		started := time.Now()
+		cmd := exec.Command(jetlettest.Binary(t), args...)
+		out, err := cmd.CombinedOutput()
+		t.Logf("jetlet %s: %v after %v\n%s", args[0], err, time.Since(started).Round(time.Millisecond), out)
+		if err != nil {
+			t.Errorf("jetlet %s during the election: %v", strings.Join(args[:2], " "), err)
+		}
+	}
 }
 
 // TestFreeze stops the results stream's leader (SIGSTOP) for 10 s: its

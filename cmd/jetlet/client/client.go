@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/url"
@@ -70,6 +71,8 @@ type client struct {
 	// denied learns from the connection's error handler the permissions
 	// NATS refused this client.
 	denied *deniedRecorder
+	// stderr is where the command says what it waits for.
+	stderr io.Writer
 }
 
 // deniedRecorder keeps the last permission NATS refused a client (nats.go
@@ -106,7 +109,9 @@ func connectClient(cmd *cobra.Command, f *clientFlags) (*client, error) {
 	opts = append(opts,
 		nats.Name("jetlet "+cmd.Name()),
 		nats.Timeout(f.connectWait),
-		nats.MaxReconnects(2),
+		// Once connected, it moves to another server of the cluster when
+		// its own is lost, for as long as the command waits (ridingOut).
+		nats.MaxReconnects(-1),
 		nats.ReconnectWait(200*time.Millisecond),
 		nats.ReconnectJitter(100*time.Millisecond, 0),
 		// An asynchronous error is reported where it surfaces, by the call
@@ -114,7 +119,7 @@ func connectClient(cmd *cobra.Command, f *clientFlags) (*client, error) {
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { denied.observe(err) }),
 	)
 	if f.longLived {
-		opts = append(opts, nats.MaxReconnects(-1), nats.ReconnectWait(time.Second))
+		opts = append(opts, nats.ReconnectWait(time.Second))
 	}
 	dialer := &recordingDialer{d: net.Dialer{Timeout: f.connectWait}}
 	opts = append(opts, nats.SetCustomDialer(dialer))
@@ -131,7 +136,7 @@ func connectClient(cmd *cobra.Command, f *clientFlags) (*client, error) {
 		nc.Close()
 		return nil, err
 	}
-	return &client{nc: nc, js: js, subj: schemas.Subjects{Prefix: f.subjectPrefix}, url: shown, denied: denied}, nil
+	return &client{nc: nc, js: js, subj: schemas.Subjects{Prefix: f.subjectPrefix}, url: shown, denied: denied, stderr: cmd.ErrOrStderr()}, nil
 }
 
 func (c *client) close() { c.nc.Close() }
@@ -250,7 +255,11 @@ func redactURLs(urls string) string {
 
 // stream opens a jetlet stream, explaining what its absence means.
 func (c *client) stream(ctx context.Context, name string) (jetstream.Stream, error) {
-	s, err := c.js.Stream(ctx, name)
+	var s jetstream.Stream
+	err := c.ridingOut(ctx, "stream "+name, func(ctx context.Context) (err error) {
+		s, err = c.js.Stream(ctx, name)
+		return err
+	})
 	if err != nil {
 		return nil, c.jsError("stream "+name, err)
 	}
@@ -259,7 +268,11 @@ func (c *client) stream(ctx context.Context, name string) (jetstream.Stream, err
 
 // bucket opens a jetlet KV bucket, explaining what its absence means.
 func (c *client) bucket(ctx context.Context, name string) (jetstream.KeyValue, error) {
-	kv, err := c.js.KeyValue(ctx, name)
+	var kv jetstream.KeyValue
+	err := c.ridingOut(ctx, "bucket "+name, func(ctx context.Context) (err error) {
+		kv, err = c.js.KeyValue(ctx, name)
+		return err
+	})
 	if err != nil {
 		return nil, c.jsError("bucket "+name, err)
 	}

@@ -52,10 +52,14 @@ func (c *client) publishIntent(ctx context.Context, pi *plannedIntent) error {
 	msg.Data = pi.body
 	ctx, stop := c.denied.Watch(ctx, subject)
 	defer stop()
-	ack, err := c.js.PublishMsg(ctx, msg,
-		jetstream.WithMsgID(intentMsgID(subject, pi.body)),
-		jetstream.WithExpectStream(schemas.StreamIntents),
-		jetstream.WithRetryAttempts(3))
+	// Its message id makes a retry safe within the duplicate window.
+	var ack *jetstream.PubAck
+	err := c.ridingOut(ctx, "publish "+pi.label, func(ctx context.Context) (err error) {
+		ack, err = c.js.PublishMsg(ctx, msg,
+			jetstream.WithMsgID(intentMsgID(subject, pi.body)),
+			jetstream.WithExpectStream(schemas.StreamIntents))
+		return err
+	})
 	if err != nil {
 		if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
 			return fmt.Errorf("publish %s: no stream stores %s at %s; start `jetlet run` once against this NATS to create the streams (or check --subject-prefix)", pi.label, subject, c.url)

@@ -17,6 +17,7 @@ func RegisterStreamFlags(fs *pflag.FlagSet, c *bus.StreamsConfig) {
 	fs.DurationVar(&c.DuplicateWindow, "duplicate-window", 2*time.Minute, "Nats-Msg-Id dedupe window of intents, results and events")
 	fs.DurationVar(&c.NodeTTL, "node-ttl", time.Minute, "how long a node's heartbeat outlives it in jetlet_nodes")
 	fs.DurationVar(&c.TerminatedStatusTTL, "terminated-status-ttl", time.Hour, "how long the Terminated status of a deleted pod stays in jetlet_status")
+	fs.IntVar(&c.MaxNodes, "max-nodes", bus.DefaultMaxNodes, "nodes the streams are sized for: each admits 2 consumers per node and 1,000 readers")
 }
 
 // ProvisionAPI is the prefix of the JetStream API calls that create and
