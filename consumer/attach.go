@@ -34,6 +34,8 @@ func (c *Consumer) consumerConfig() jetstream.ConsumerConfig {
 		MaxAckPending:  c.cfg.MaxAckPending,
 		MaxDeliver:     -1,
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		Replicas:       c.cfg.DurableReplicas,
+		MemoryStorage:  c.cfg.DurableReplicas == 1,
 	}
 }
 

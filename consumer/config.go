@@ -37,6 +37,11 @@ type Config struct {
 	// NoMemoryEmptyDir rejects emptyDir medium Memory (the node cannot mount
 	// a tmpfs).
 	NoMemoryEmptyDir bool
+	// DurableReplicas is the durable consumer's replicas: 0 inherits the
+	// stream's (each replicated consumer is a Raft group of its own); 1
+	// keeps its state in memory on one server (docs/scaling.md measures
+	// both).
+	DurableReplicas int
 	// MaxIntentBytes bounds an intent's body (default 1 MiB).
 	MaxIntentBytes int
 	Logger         zerolog.Logger
@@ -78,6 +83,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: workers %d < 1", ErrInvalidConfig, c.Workers)
 	case c.AckWait < time.Second:
 		return fmt.Errorf("%w: ack wait %s < 1s", ErrInvalidConfig, c.AckWait)
+	case c.DurableReplicas < 0 || c.DurableReplicas > 5:
+		return fmt.Errorf("%w: durable replicas %d: must be 0 (the stream's) to 5", ErrInvalidConfig, c.DurableReplicas)
 	case c.MaxAckPending < c.Workers:
 		return fmt.Errorf("%w: max ack pending %d < workers %d", ErrInvalidConfig, c.MaxAckPending, c.Workers)
 	}

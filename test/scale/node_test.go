@@ -88,7 +88,7 @@ func startNode(b *testing.B, urls, user, password, name string) *simNode {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cons, err := consumer.New(js, answers, pub, workers, consumer.Config{Node: name, Logger: log})
+	cons, err := consumer.New(js, answers, pub, workers, consumer.Config{Node: name, Logger: log, DurableReplicas: *durableReplicas})
 	if err != nil {
 		b.Fatal(err)
 	}

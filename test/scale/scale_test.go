@@ -36,11 +36,12 @@ import (
 )
 
 var (
-	nodeCount   = flag.Int("scale.nodes", 100, "simulated nodes")
-	intentCount = flag.Int("scale.intents", 20000, "intents published, spread evenly over the nodes")
-	podsPerNode = flag.Int("scale.pods", 50, "pods per node; each gets intents/(nodes*pods) revisions, the first creates it, the others re-apply it unchanged")
-	window      = flag.Int("scale.window", 200, "intents the publisher lets wait for their result at once, as a scheduler that paces itself on results")
-	countMsgs   = flag.Bool("scale.count", false, "count the messages of each kind (JetStream API calls, acks, KV puts, results, events) per intent; the extra subscriber costs the servers CPU")
+	nodeCount       = flag.Int("scale.nodes", 100, "simulated nodes")
+	intentCount     = flag.Int("scale.intents", 20000, "intents published, spread evenly over the nodes")
+	podsPerNode     = flag.Int("scale.pods", 50, "pods per node; each gets intents/(nodes*pods) revisions, the first creates it, the others re-apply it unchanged")
+	window          = flag.Int("scale.window", 200, "intents the publisher lets wait for their result at once, as a scheduler that paces itself on results")
+	durableReplicas = flag.Int("scale.durable-replicas", 0, "replicas of each node's durable consumer: 0 the stream's (3), 1 in memory on one server")
+	countMsgs       = flag.Bool("scale.count", false, "count the messages of each kind (JetStream API calls, acks, KV puts, results, events) per intent; the extra subscriber costs the servers CPU")
 )
 
 // idleWindow is how long the idle nodes' cost is measured.
