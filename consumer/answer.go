@@ -60,7 +60,7 @@ func (c *Consumer) dropAnswered(ctx context.Context, p *podQueue, batch []*deliv
 	check := false
 	c.mu.Lock()
 	for _, d := range batch {
-		check = check || d.delivered > 1 && !d.verified
+		check = check || (d.delivered > 1 || d.seenBefore) && !d.verified
 	}
 	c.mu.Unlock()
 	if !check {

@@ -39,8 +39,36 @@ func (c *Consumer) consumerConfig() jetstream.ConsumerConfig {
 	}
 }
 
-func (c *Consumer) attach(ctx context.Context) (jetstream.Consumer, error) {
+// attach creates the durable consumer, or updates it to the node's
+// settings. Where it starts stays as it was made: the start of the stream,
+// or the sequence it was made anew from (remakeDurable), which JetStream
+// does not let an update change. Nor may an update move its state between
+// memory and file (--intake-replicas changed): then it is made anew.
+func (c *Consumer) attach(ctx context.Context) (jetstream.ConsumeContext, error) {
 	cfg := c.consumerConfig()
+	info := "$JS.API.CONSUMER.INFO." + schemas.StreamIntents + "." + cfg.Durable
+	var existing jetstream.Consumer
+	err := bus.UnlessDenied(ctx, c.cfg.Denials, info, func(ctx context.Context) (err error) {
+		existing, err = c.js.Consumer(ctx, schemas.StreamIntents, cfg.Durable)
+		return err
+	})
+	if err == nil {
+		was := existing.CachedInfo().Config
+		if was.MemoryStorage != cfg.MemoryStorage {
+			return c.remakeDurable(ctx, fmt.Errorf("its state moves between memory and file (replicas %d to %d)", was.Replicas, cfg.Replicas))
+		}
+		cfg.DeliverPolicy, cfg.OptStartSeq = was.DeliverPolicy, was.OptStartSeq
+	}
+	cons, err := c.createFiltered(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return c.consume(ctx, cons)
+}
+
+// createFiltered creates or updates the durable consumer as cfg says, with
+// one filter only where the node's permissions allow no more.
+func (c *Consumer) createFiltered(ctx context.Context, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
 	create := "$JS.API.CONSUMER.CREATE." + schemas.StreamIntents + "." + cfg.Durable
 	cons, err := c.createDurable(ctx, create, cfg)
 	var denied *bus.PermissionError
@@ -71,10 +99,20 @@ func (c *Consumer) createDurable(ctx context.Context, create string, cfg jetstre
 }
 
 // consume starts delivering the durable consumer's intents to receive,
-// pulling with heartbeats.
+// pulling with heartbeats. Missed heartbeats, or the consumer gone, wake
+// superviseIntake.
 func (c *Consumer) consume(ctx context.Context, cons jetstream.Consumer) (jetstream.ConsumeContext, error) {
 	cc, err := cons.Consume(c.receive, jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		if !errors.Is(err, jetstream.ErrNoHeartbeat) && ctx.Err() == nil {
+		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, jetstream.ErrNoHeartbeat) || errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) {
+			select {
+			case c.intakeTrouble <- struct{}{}:
+			default:
+			}
+		}
+		if !errors.Is(err, jetstream.ErrNoHeartbeat) {
 			c.log.Warn().Err(err).Msg("consume")
 		}
 	}))
@@ -82,4 +120,117 @@ func (c *Consumer) consume(ctx context.Context, cons jetstream.Consumer) (jetstr
 		return nil, fmt.Errorf("consume intents: %w", err)
 	}
 	return cc, nil
+}
+
+const (
+	// intakeLookTimeout bounds a look at the durable consumer. A consumer
+	// kept on one server answers from that server, whatever leaders the
+	// cluster is electing meanwhile.
+	intakeLookTimeout = 2 * time.Second
+	// intakeLostAfter is how many looks in a row must fail, half a second
+	// apart, before a durable consumer kept in memory on one server is
+	// taken for lost with its server: about 7 s with the missed heartbeats
+	// that start the looks.
+	intakeLostAfter = 3
+)
+
+// superviseIntake makes the durable consumer anew when it is gone: deleted,
+// or (kept in memory on one server, DurableReplicas 1) lost with its
+// server, which JetStream does not move. It runs until ctx is done and
+// returns the consume context then in use.
+func (c *Consumer) superviseIntake(ctx context.Context, cc jetstream.ConsumeContext) jetstream.ConsumeContext {
+	for {
+		select {
+		case <-ctx.Done():
+			return cc
+		case <-c.intakeTrouble:
+		}
+		lost := c.waitForDurable(ctx)
+		if ctx.Err() != nil {
+			return cc
+		}
+		if lost == nil {
+			continue // there: nats.go pulls again itself
+		}
+		next, err := c.remakeDurable(ctx, lost)
+		if err != nil {
+			c.log.Warn().Err(err).Msg("the durable consumer could not be made anew; trying again")
+			select {
+			case c.intakeTrouble <- struct{}{}:
+			default:
+			}
+			continue
+		}
+		cc.Stop()
+		cc = next
+	}
+}
+
+// waitForDurable looks at the durable consumer until it answers (nil), or
+// it is found gone, or it is taken for lost with its server: then it
+// returns why.
+func (c *Consumer) waitForDurable(ctx context.Context) error {
+	for failed := 0; ; {
+		lookCtx, cancel := context.WithTimeout(ctx, intakeLookTimeout)
+		_, err := c.js.Consumer(lookCtx, schemas.StreamIntents, bus.DurableName(c.cfg.Node))
+		cancel()
+		switch {
+		case err == nil || ctx.Err() != nil:
+			return nil
+		case errors.Is(err, jetstream.ErrConsumerNotFound):
+			return err
+		}
+		if failed++; failed >= intakeLostAfter && c.cfg.DurableReplicas == 1 {
+			return fmt.Errorf("no answer from it %d times: %w", failed, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// remakeDurable deletes the durable consumer (the meta layer removes it
+// even while its server is away) and makes it anew from the first intent
+// not yet answered: every one at or below the floor was acked. Deliveries
+// of intents taken before are checked against the results
+// (delivery.seenBefore).
+func (c *Consumer) remakeDurable(ctx context.Context, why error) (jetstream.ConsumeContext, error) {
+	name := bus.DurableName(c.cfg.Node)
+	delCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	_ = c.js.DeleteConsumer(delCtx, schemas.StreamIntents, name)
+	cancel()
+	c.mu.Lock()
+	floor := c.answeredFloorLocked()
+	c.mu.Unlock()
+	cfg := c.consumerConfig()
+	cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, floor+1
+	cons, err := c.createFiltered(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	cc, err := c.consume(ctx, cons)
+	if err != nil {
+		return nil, err
+	}
+	c.log.Warn().Err(why).Str("durable", name).Uint64("from_seq", floor+1).
+		Msg("durable consumer made anew, from the first intent not answered")
+	return cc, nil
+}
+
+// answeredFloorLocked is the highest stream sequence at or below which
+// every intent of the node is answered: below the lowest one held or handed
+// back, else the highest taken.
+func (c *Consumer) answeredFloorLocked() uint64 {
+	floor := c.highestTaken
+	for seq := range c.held {
+		floor = min(floor, seq-1)
+	}
+	for _, p := range c.queues {
+		if p.blockedAt != 0 {
+			floor = min(floor, p.blockedAt-1)
+		}
+	}
+	return floor
 }

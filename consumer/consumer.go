@@ -91,6 +91,19 @@ type Consumer struct {
 	// answered holds the intents found answered at recovery that the
 	// durable consumer may still deliver (above its ack floor); mu.
 	answered map[uint64]bool
+	// highestTaken is the highest stream sequence taken (delivered or
+	// recovered): every intent of the node at or below it was delivered
+	// once, so a first delivery of one (by a durable consumer made anew) is
+	// checked against the results like a redelivery; mu.
+	highestTaken uint64
+	// intakeTrouble is signalled when the durable consumer's pulls miss
+	// their heartbeats or it is gone: superviseIntake looks at it.
+	intakeTrouble chan struct{}
+	// floorLookupsFailed counts recovery's failed looks at the durable
+	// consumer, and remakeAtAttach says why it is taken for lost (nil: it
+	// is not). Only Run's goroutine, before consuming, uses them.
+	floorLookupsFailed int
+	remakeAtAttach     error
 
 	// out holds the results waiting to be stored; its answerers store them.
 	out *outbox
@@ -118,6 +131,8 @@ func New(js jetstream.JetStream, results ResultStore, emit EventEmitter, syncer 
 		held:     map[uint64]*delivery{},
 		answered: map[uint64]bool{},
 		out:      newOutbox(cfg.MaxAckPending),
+
+		intakeTrouble: make(chan struct{}, 1),
 	}
 	c.readyCond = sync.NewCond(&c.mu)
 	return c, nil
@@ -140,24 +155,32 @@ func (c *Consumer) Run(ctx context.Context, grace time.Duration) error {
 	workers := c.startWorkers(ctx)
 	defer c.stopWorkers(workers, grace)
 
-	cons, err := c.attach(ctx)
+	cc, err := c.startIntake(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
-	cc, err := c.consume(ctx, cons)
-	if err != nil {
-		return err
-	}
 	c.attached.Store(true)
 	c.log.Info().Str("durable", bus.DurableName(c.cfg.Node)).Msg("consuming intents")
+	var supervising sync.WaitGroup
+	supervising.Go(func() { cc = c.superviseIntake(ctx, cc) })
 	c.tend(ctx)
+	supervising.Wait()
 	c.attached.Store(false)
 	cc.Stop()
 	<-cc.Closed()
 	return nil
+}
+
+// startIntake attaches the durable consumer, or makes it anew when
+// recovery took it for lost, and starts consuming it.
+func (c *Consumer) startIntake(ctx context.Context) (jetstream.ConsumeContext, error) {
+	if c.remakeAtAttach != nil {
+		return c.remakeDurable(ctx, c.remakeAtAttach)
+	}
+	return c.attach(ctx)
 }
 
 // tend keeps every intent held alive, releases the pods whose handed-back

@@ -39,6 +39,10 @@ type delivery struct {
 	receivedAt time.Time
 	// verified: its result was looked for and not found (at recovery).
 	verified bool
+	// seenBefore: its sequence is at or below one taken earlier, so it may
+	// be answered already, though this is its first delivery (a durable
+	// consumer made anew after its server was lost).
+	seenBefore bool
 
 	// mu: the handle to settle it with and its delivery count, replaced when
 	// the durable consumer delivers it again while held. msg is nil for a
@@ -63,6 +67,10 @@ func (c *Consumer) receive(msg jetstream.Msg) {
 		return
 	}
 	d := newDelivery(msg, meta)
+	c.mu.Lock()
+	d.seenBefore = d.seq <= c.highestTaken
+	c.highestTaken = max(c.highestTaken, d.seq)
+	c.mu.Unlock()
 	uid, ok := c.subj.IntentUID(msg.Subject(), c.cfg.Node)
 	if !ok {
 		c.deadLetter(d, fmt.Sprintf("subject %q has no valid pod uid token (want %s)", msg.Subject(), c.subj.Intent(c.cfg.Node, "<uid>")))

@@ -68,6 +68,7 @@ func (c *Consumer) recover(ctx context.Context) error {
 	unanswered := 0
 	for uid, ds := range rec.kept {
 		for _, d := range ds {
+			c.highestTaken = max(c.highestTaken, d.seq)
 			switch {
 			case d.seq <= floor:
 			case stored[d.seq]:
@@ -116,6 +117,16 @@ func (c *Consumer) ackFloor(ctx context.Context) (uint64, error) {
 	}
 	if errors.As(err, new(*bus.PermissionError)) {
 		return 0, backoff.Permanent(fmt.Errorf("durable consumer %s: %w", name, err))
+	}
+	if err != nil && c.cfg.DurableReplicas == 1 {
+		// Kept in memory on one server: one that stays silent may be gone
+		// with it, and waiting for it could be forever. The results say
+		// what is answered; attach makes it anew.
+		if c.floorLookupsFailed++; c.floorLookupsFailed >= intakeLostAfter {
+			c.log.Warn().Err(err).Str("durable", name).Msg("durable consumer not answering; taken for lost with its server")
+			c.remakeAtAttach = err
+			return 0, nil
+		}
 	}
 	if err != nil {
 		return 0, fmt.Errorf("durable consumer %s: %w", name, err)

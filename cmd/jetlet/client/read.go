@@ -121,35 +121,56 @@ func (c *client) deleteLateConsumer(stream, name string) {
 	}
 }
 
+// errStalled ends a read that made no progress for tryTimeout; it counts as
+// no answer.
+var errStalled = fmt.Errorf("no progress in %s: %w", tryTimeout, context.DeadlineExceeded)
+
 // kvValues returns every value of bucket whose key matches pattern (a
 // subject-like filter, ">" for all), decoded into T; values that do not decode
-// are skipped.
+// are skipped. A read that makes no progress for tryTimeout (its watch's
+// consumer created on a server that was lost, a leader being elected) is
+// given up and tried again, riding out the cluster's fault.
 func kvValues[T any](ctx context.Context, c *client, bucket, pattern string) ([]T, error) {
 	kv, err := c.bucket(ctx, bucket)
 	if err != nil {
 		return nil, err
 	}
-	w, err := kv.Watch(ctx, pattern, jetstream.IgnoreDeletes())
+	var out []T
+	err = c.ridingOutEach(ctx, "bucket "+bucket, 0, func(ctx context.Context) error {
+		out = nil
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		stalled := time.AfterFunc(tryTimeout, func() { cancel(errStalled) })
+		defer stalled.Stop()
+		w, err := kv.Watch(ctx, pattern, jetstream.IgnoreDeletes())
+		if err != nil {
+			if errors.Is(context.Cause(ctx), errStalled) {
+				return errStalled // nats.go says only "canceled"
+			}
+			return err
+		}
+		defer w.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			case e, ok := <-w.Updates():
+				if !ok {
+					return fmt.Errorf("the watch ended early: %w", context.DeadlineExceeded)
+				}
+				if e == nil { // every current value has been delivered
+					return nil
+				}
+				stalled.Reset(tryTimeout)
+				var v T
+				if json.Unmarshal(e.Value(), &v) == nil {
+					out = append(out, v)
+				}
+			}
+		}
+	})
 	if err != nil {
 		return nil, c.jsError("bucket "+bucket, err)
 	}
-	defer w.Stop()
-	var out []T
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("reading bucket %s: %w", bucket, ctx.Err())
-		case e, ok := <-w.Updates():
-			if !ok {
-				return nil, fmt.Errorf("reading bucket %s: the watch ended early", bucket)
-			}
-			if e == nil { // every current value has been delivered
-				return out, nil
-			}
-			var v T
-			if json.Unmarshal(e.Value(), &v) == nil {
-				out = append(out, v)
-			}
-		}
-	}
+	return out, nil
 }

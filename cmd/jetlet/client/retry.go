@@ -29,6 +29,13 @@ const patience = 30 * time.Second
 // try bounded by tryTimeout, and says once on stderr what it waits for. The
 // error is the last try's. Without a deadline in ctx it tries for patience.
 func (c *client) ridingOut(ctx context.Context, what string, op func(ctx context.Context) error) error {
+	return c.ridingOutEach(ctx, what, tryTimeout, op)
+}
+
+// ridingOutEach is ridingOut with each try bounded by try, or by op itself
+// when try is 0 (a read whose length depends on what it reads, which ends a
+// try that stops making progress).
+func (c *client) ridingOutEach(ctx context.Context, what string, try time.Duration, op func(ctx context.Context) error) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, patience)
@@ -41,7 +48,10 @@ func (c *client) ridingOut(ctx context.Context, what string, op func(ctx context
 	said := false
 	var last error
 	err := backoff.Retry(func() error {
-		tryCtx, cancel := context.WithTimeout(ctx, tryTimeout)
+		tryCtx, cancel := context.WithCancel(ctx)
+		if try > 0 {
+			tryCtx, cancel = context.WithTimeout(ctx, try)
+		}
 		defer cancel()
 		last = op(tryCtx)
 		switch {

@@ -1,0 +1,130 @@
+package consumer_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/jetlet/jetlet/consumer"
+	"github.com/jetlet/jetlet/events"
+	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/test/natscluster"
+	"github.com/jetlet/jetlet/test/poll"
+)
+
+// A durable consumer kept in memory on one server (DurableReplicas 1) is
+// lost with that server: the node makes it anew on a live one, from the
+// first intent it has not answered, and every intent, before and after the
+// loss, gets exactly one result.
+func TestADurableLostWithItsServerIsMadeAnew(t *testing.T) {
+	cluster := natscluster.Start(t, natscluster.Config{
+		File:     filepath.Join("..", "deploy", "nats", "nats-server.conf"),
+		Includes: map[string]string{"routes.conf": "", "jetlet-auth.conf": ""},
+	})
+	nc, err := nats.Connect(cluster.URLs(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	streams := bus.StreamsConfig{Replicas: 3}
+	streams.SetDefaults()
+	if err := bus.Provision(t.Context(), js, streams, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, nc: nc, js: js, sync: newFakeSyncer()}
+	res := newResults(t, js)
+	pub, err := events.New(js, events.Config{Node: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := consumer.New(js, res, pub, h.sync, consumer.Config{Node: "n1", DurableReplicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { pub.Run(ctx) })
+	wg.Go(func() {
+		if err := c.Run(ctx, 10*time.Second); err != nil {
+			t.Errorf("consumer: %v", err)
+		}
+	})
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	poll.Until(t, time.Minute, poll.Msg("the consumer to attach"), c.Attached)
+
+	// As a scheduler does: retried, with its message id, while the stream
+	// elects a leader.
+	publish := func(from, to int) {
+		for i := from; i < to; i++ {
+			uid := fmt.Sprintf("u%d", i)
+			var err error
+			poll.Until(t, time.Minute, func() string { return fmt.Sprintf("intent for %s stored (%v)", uid, err) }, func() bool {
+				ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+				defer cancel()
+				_, err = js.Publish(ctx, "jetlet.intent.n1."+uid, podIntent(uid, 1), jetstream.WithMsgID(uid))
+				return err == nil
+			})
+		}
+	}
+	// Results counted with direct gets: a reader's consumer on the server
+	// to be lost would stall the reads.
+	answers := func() map[uint64]int {
+		n := map[uint64]int{}
+		_, err := bus.ReadStored(t.Context(), js, nil, schemas.StreamResults, "jetlet.result.n1.*", time.Time{}, func(m *jetstream.RawStreamMsg) error {
+			var r schemas.SyncResult
+			if err := json.Unmarshal(m.Data, &r); err != nil {
+				return err
+			}
+			n[r.IntentSeq]++
+			return nil
+		})
+		if err != nil {
+			return nil
+		}
+		return n
+	}
+	publish(0, 3)
+	poll.Until(t, time.Minute, poll.Msg("3 results"), func() bool { return len(answers()) == 3 })
+	durable, err := js.Consumer(t.Context(), schemas.StreamIntents, bus.DurableName("n1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := durable.CachedInfo().Cluster.Leader
+	cluster.Kill(cluster.Index(host))
+	t.Logf("killed %s, the durable consumer's server", host)
+	publish(3, 6)
+
+	// One more intent, published after the loss was handled, so that the
+	// wait covers the remade consumer's redeliveries too.
+	publish(6, 7)
+	var got map[uint64]int
+	poll.Until(t, 2*time.Minute, func() string { return fmt.Sprintf("7 results, have %v", got) }, func() bool {
+		got = answers()
+		return len(got) == 7
+	})
+	for seq, n := range got {
+		if n != 1 {
+			t.Errorf("intent %d has %d results, want 1", seq, n)
+		}
+	}
+	remade, err := js.Consumer(t.Context(), schemas.StreamIntents, bus.DurableName("n1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if on := remade.CachedInfo().Cluster.Leader; on == host {
+		t.Errorf("the durable consumer is still on %s, the server lost", on)
+	}
+}
