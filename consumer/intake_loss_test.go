@@ -128,3 +128,34 @@ func TestADurableLostWithItsServerIsMadeAnew(t *testing.T) {
 		t.Errorf("the durable consumer is still on %s, the server lost", on)
 	}
 }
+
+// A durable consumer whose state moves between file and memory
+// (--intake-replicas changed) cannot be updated: it is made anew from the
+// first intent not answered, and no intent gets a second result.
+func TestAChangedIntakeReplicasMakesTheDurableAnew(t *testing.T) {
+	h := newHarness(t)
+	stop := h.start(consumer.Config{})
+	h.publish("jetlet.intent.n1.u1", podIntent("u1", 1))
+	h.publish("jetlet.intent.n1.u2", podIntent("u2", 1))
+	h.results(2)
+	stop()
+
+	h.start(consumer.Config{DurableReplicas: 1})
+	h.publish("jetlet.intent.n1.u1", podIntent("u1", 2))
+	got := h.settledResults()
+	if n := resultsOf(got); len(n) != 3 {
+		t.Errorf("results per intent %v, want one for each of 3", n)
+	}
+	for seq, n := range resultsOf(got) {
+		if n != 1 {
+			t.Errorf("intent %d has %d results, want 1", seq, n)
+		}
+	}
+	durable, err := h.js.Consumer(t.Context(), schemas.StreamIntents, bus.DurableName("n1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !durable.CachedInfo().Config.MemoryStorage {
+		t.Errorf("the durable consumer keeps its state on file, want in memory")
+	}
+}
