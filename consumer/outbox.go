@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/jetlet/jetlet/internal/condwake"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -103,12 +104,7 @@ func (o *outbox) stored(a *answer) {
 
 // waitEmpty waits until every answer is stored or ctx is done.
 func (o *outbox) waitEmpty(ctx context.Context) {
-	stop := context.AfterFunc(ctx, func() {
-		o.mu.Lock()
-		o.changed.Broadcast()
-		o.mu.Unlock()
-	})
-	defer stop()
+	defer condwake.OnDone(ctx, o.changed)()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for o.held > 0 && ctx.Err() == nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/jetlet/jetlet/internal/condwake"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -364,12 +365,7 @@ func (r *Relister) Store(uid string, st *kubecontainer.PodStatus, at time.Time) 
 // It returns nil for a pod the runtime holds nothing of.
 func (r *Relister) Status(ctx context.Context, uid string, t time.Time) (*kubecontainer.PodStatus, error) {
 	// A waiter must wake when its ctx ends, whoever else is waiting.
-	stop := context.AfterFunc(ctx, func() {
-		r.mu.Lock()
-		r.changed.Broadcast()
-		r.mu.Unlock()
-	})
-	defer stop()
+	defer condwake.OnDone(ctx, r.changed)()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for {

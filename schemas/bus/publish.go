@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/jetlet/jetlet/internal/condwake"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -162,12 +163,7 @@ func (o *Outbox) Add(n int) {
 // names the messages in its error. (A WaitGroup cannot be added to while
 // waited on.)
 func (o *Outbox) Wait(ctx context.Context, what string) error {
-	stop := context.AfterFunc(ctx, func() {
-		o.mu.Lock()
-		o.drained.Broadcast()
-		o.mu.Unlock()
-	})
-	defer stop()
+	defer condwake.OnDone(ctx, o.drained)()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for o.queued > 0 {
