@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -37,6 +38,26 @@ func RotatedLogSettled(path string, maxSize int64, maxFiles int, last string) []
 		return nil
 	}
 	return files
+}
+
+// RotationSettles returns a condition for poll.Until that holds once
+// RotatedLogSettled has returned the same files looks times in a row, and
+// sets files to them: one listing can fall between two steps of a rotation
+// pass that the listing cannot see (CI saw a compressed file vanish after a
+// single settled listing), so the files must stay as they are for longer
+// than the rotator's monitor interval (looks × poll.Interval).
+func RotationSettles(path string, maxSize int64, maxFiles int, last string, looks int, files *[]string) func() bool {
+	same := 0
+	return func() bool {
+		now := RotatedLogSettled(path, maxSize, maxFiles, last)
+		if now == nil || !slices.Equal(now, *files) {
+			same = 0
+		} else {
+			same++
+		}
+		*files = now
+		return same >= looks
+	}
 }
 
 // CheckChattyLogRotation checks the settled files of a container that wrote

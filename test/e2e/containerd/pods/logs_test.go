@@ -28,9 +28,6 @@ func TestAChattyContainersLogIsRotated(t *testing.T) {
 	var files []string
 	poll.Until(t, 2*time.Minute, func() string {
 		return "the log to end with done and its rotation to settle, at most 5 files; files " + strings.Join(files, " ")
-	}, func() bool {
-		files = jetlettest.RotatedLogSettled(log, 10<<20, 5, " stdout F done\n")
-		return files != nil
-	})
+	}, jetlettest.RotationSettles(log, 10<<20, 5, " stdout F done\n", 25, &files)) // 500 ms: 5 monitor intervals
 	jetlettest.CheckChattyLogRotation(t, files)
 }
