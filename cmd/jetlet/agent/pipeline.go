@@ -235,7 +235,7 @@ func (a *agent) buildServices(p *pipeline, js jetstream.JetStream, client *runti
 		Node:             a.cfg.node,
 		SubjectPrefix:    a.cfg.streams.SubjectPrefix,
 		Workers:          a.cfg.workers,
-		DurableReplicas:  a.cfg.durableReplicas(),
+		DurableReplicas:  a.cfg.intakeReplicas,
 		NoMemoryEmptyDir: noTmpfs,
 		Logger:           p.log,
 		Denials:          &a.denials,

@@ -124,7 +124,7 @@ admits anyone. Without
 	fs.StringVar(&cfg.cniConfDir, "cni-conf-dir", "", "CNI network config dir of the embedded runtime: each pod not on the host network gets its own network namespace, set up with the first config in it (.conflist, .conf, .json; lexical order); empty puts every pod on the host's network")
 	fs.StringSliceVar(&cfg.cniBinDirs, "cni-bin-dir", embedded.DefaultCNIBinDirs, "directories searched for the CNI plugins, in order (comma-separated)")
 	fs.IntVar(&cfg.workers, "workers", 16, "pods synced concurrently")
-	fs.IntVar(&cfg.intakeReplicas, "intake-replicas", -1, "replicas of the node's durable consumer on JETLET_INTENTS: 1 keeps it in memory on one server and makes it anew when that server is lost (a fraction of a replicated consumer's cost, docs/scaling.md); 0 the stream's; -1: 1 when --replicas > 1, else 0")
+	fs.IntVar(&cfg.intakeReplicas, "intake-replicas", 0, "replicas of the node's durable consumer on JETLET_INTENTS: 0 the stream's; 1 keeps it in memory on one server and makes it anew when that server is lost (half a replicated consumer's idle cost, but overloaded servers can pass for lost: docs/scaling.md)")
 	fs.StringVar(&cfg.httpListen, "http-listen", "127.0.0.1:9464", "address of /healthz, /readyz and /metrics (port 0 picks a free port)")
 	fs.BoolVar(&cfg.allowPrivileged, "allow-privileged", false, "accept privileged containers: the same as --pod-security privileged")
 	cfg.nodeStatus.register(fs)
@@ -172,20 +172,6 @@ func defaultNodeName() string {
 	return label
 }
 
-// durableReplicas is --intake-replicas resolved: by default, in memory on one
-// server on a cluster (remade when that server is lost), where each
-// replicated consumer would be a Raft group of its own; the stream's on a
-// single server, where memory would not outlive a restart of it.
-func (c *runConfig) durableReplicas() int {
-	if c.intakeReplicas >= 0 {
-		return c.intakeReplicas
-	}
-	if c.streams.Replicas > 1 {
-		return 1
-	}
-	return 0
-}
-
 func (c *runConfig) validate() error {
 	if !schemas.ValidNodeName(c.node) {
 		return fmt.Errorf("--node %q: not a DNS-1123 label (lower-case letters, digits and '-', at most 63); set --node or JETLET_NODE", c.node)
@@ -202,8 +188,8 @@ func (c *runConfig) validate() error {
 	if c.workers < 1 {
 		return fmt.Errorf("--workers %d: must be at least 1", c.workers)
 	}
-	if c.intakeReplicas < -1 || c.intakeReplicas > 5 {
-		return fmt.Errorf("--intake-replicas %d: want -1 (1 on a cluster), 0 (the stream's) or 1 to 5", c.intakeReplicas)
+	if c.intakeReplicas < 0 || c.intakeReplicas > 5 {
+		return fmt.Errorf("--intake-replicas %d: want 0 (the stream's) or 1 to 5", c.intakeReplicas)
 	}
 	if c.podMaxPids < -1 {
 		return fmt.Errorf("--pod-max-pids %d: want -1 (no limit) or more", c.podMaxPids)
