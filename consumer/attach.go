@@ -46,14 +46,7 @@ func (c *Consumer) consumerConfig() jetstream.ConsumerConfig {
 // memory and file (--intake-replicas changed): then it is made anew.
 func (c *Consumer) attach(ctx context.Context) (jetstream.ConsumeContext, error) {
 	cfg := c.consumerConfig()
-	info := "$JS.API.CONSUMER.INFO." + schemas.StreamIntents + "." + cfg.Durable
-	var existing jetstream.Consumer
-	err := bus.UnlessDenied(ctx, c.cfg.Denials, info, func(ctx context.Context) (err error) {
-		existing, err = c.js.Consumer(ctx, schemas.StreamIntents, cfg.Durable)
-		return err
-	})
-	if err == nil {
-		was := existing.CachedInfo().Config
+	if was := c.durableFound; was != nil { // as recovery found it
 		if was.MemoryStorage != cfg.MemoryStorage {
 			return c.remakeDurable(ctx, fmt.Errorf("its state moves between memory and file (replicas %d to %d)", was.Replicas, cfg.Replicas))
 		}

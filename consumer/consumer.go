@@ -104,6 +104,10 @@ type Consumer struct {
 	// is not). Only Run's goroutine, before consuming, uses them.
 	floorLookupsFailed int
 	remakeAtAttach     error
+	// durableFound is the durable consumer's config as recovery found it
+	// (nil: there was none), for attach to keep what an update cannot
+	// change; Run's goroutine, like the two above.
+	durableFound *jetstream.ConsumerConfig
 
 	// out holds the results waiting to be stored; its answerers store them.
 	out *outbox

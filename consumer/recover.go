@@ -112,6 +112,7 @@ func (c *Consumer) ackFloor(ctx context.Context) (uint64, error) {
 		cons, err = c.js.Consumer(ctx, schemas.StreamIntents, name)
 		return err
 	})
+	c.durableFound = nil
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return 0, nil
 	}
@@ -131,6 +132,7 @@ func (c *Consumer) ackFloor(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("durable consumer %s: %w", name, err)
 	}
+	c.durableFound = &cons.CachedInfo().Config
 	return cons.CachedInfo().AckFloor.Stream, nil
 }
 
