@@ -120,7 +120,7 @@ func (p *ResultPublisher) PublishResult(ctx context.Context, r *schemas.SyncResu
 		}
 		p.cfg.Failures.WithLabelValues("result").Inc()
 		if !bus.WrongLastSequence(err) {
-			p.forget(r.UID) // a copy may yet be stored
+			p.Forget(r.UID) // a copy may yet be stored
 			return fmt.Errorf("publish result of intent %d: %w", r.IntentSeq, err)
 		}
 		stored, err := p.readPod(ctx, r.UID)
@@ -148,11 +148,10 @@ func (p *ResultPublisher) learn(uid string, seq uint64) {
 	p.last[uid] = seq
 }
 
-// Forget drops what is known of pod uid's results (a deleted pod's):
-// should it have another, it is read then.
-func (p *ResultPublisher) Forget(uid string) { p.forget(uid) }
-
-func (p *ResultPublisher) forget(uid string) {
+// Forget drops what is known of pod uid's results (a deleted pod's, or
+// after a publish whose outcome is unknown): should it have another, it is
+// read then.
+func (p *ResultPublisher) Forget(uid string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.last, uid)
@@ -164,7 +163,7 @@ func (p *ResultPublisher) readPod(ctx context.Context, uid string) (map[uint64]b
 	answered := map[uint64]bool{}
 	last, err := bus.ReadStored(ctx, p.js, p.cfg.Denials, schemas.StreamResults, p.subj.Result(p.cfg.Node, uid), time.Time{}, collectIntentSeqs(answered))
 	if err != nil {
-		p.forget(uid)
+		p.Forget(uid)
 		return nil, err
 	}
 	p.learn(uid, last)
