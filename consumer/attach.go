@@ -17,8 +17,8 @@ import (
 // nats.go notice after two missed ones and pull again from the new leader,
 // rather than after 30 s with its defaults.
 const (
-	pullHeartbeat = time.Second
-	pullExpiry    = 10 * time.Second
+	pullHeartbeat = 5 * time.Second
+	pullExpiry    = 30 * time.Second
 )
 
 // consumerConfig is the node's durable consumer.
@@ -35,7 +35,7 @@ func (c *Consumer) consumerConfig() jetstream.ConsumerConfig {
 		MaxDeliver:     -1,
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 		Replicas:       c.cfg.DurableReplicas,
-		MemoryStorage:  c.cfg.DurableReplicas == 1,
+		MemoryStorage:  c.cfg.DurableInMemory,
 	}
 }
 
@@ -56,6 +56,7 @@ func (c *Consumer) attach(ctx context.Context) (jetstream.ConsumeContext, error)
 	if err != nil {
 		return nil, err
 	}
+	c.noteDurableServer(cons.CachedInfo())
 	return c.consume(ctx, cons)
 }
 
@@ -116,20 +117,21 @@ func (c *Consumer) consume(ctx context.Context, cons jetstream.Consumer) (jetstr
 }
 
 const (
-	// intakeLookTimeout bounds a look at the durable consumer. A consumer
-	// kept on one server answers from that server, whatever leaders the
-	// cluster is electing meanwhile.
+	// intakeLookTimeout bounds a look at the durable consumer, or at the
+	// intents stream's peers.
 	intakeLookTimeout = 2 * time.Second
-	// intakeLostAfter is how many looks in a row must fail, half a second
-	// apart, before a durable consumer kept in memory on one server is
-	// taken for lost with its server: about 7 s with the missed heartbeats
-	// that start the looks.
-	intakeLostAfter = 3
+	// intakeServerSilence is how long the intents stream's leader must not
+	// have heard from a server (its Raft heartbeats come every second)
+	// before a durable consumer kept in memory on that server is taken for
+	// lost with it. A server that is only slow to answer API requests, as
+	// under overload, still heartbeats: its consumer is waited for.
+	intakeServerSilence = 5 * time.Second
 )
 
 // superviseIntake makes the durable consumer anew when it is gone: deleted,
-// or (kept in memory on one server, DurableReplicas 1) lost with its
-// server, which JetStream does not move. It runs until ctx is done and
+// or (kept in memory on one server, DurableInMemory) lost with its
+// server, which JetStream does not move, or restarted with it, having
+// forgotten what was acked. It runs until ctx is done and
 // returns the consume context then in use.
 func (c *Consumer) superviseIntake(ctx context.Context, cc jetstream.ConsumeContext) jetstream.ConsumeContext {
 	for {
@@ -138,7 +140,13 @@ func (c *Consumer) superviseIntake(ctx context.Context, cc jetstream.ConsumeCont
 			return cc
 		case <-c.intakeTrouble:
 		}
-		lost := c.waitForDurable(ctx)
+		c.mu.Lock()
+		lost := c.durableForgot
+		c.durableForgot = nil
+		c.mu.Unlock()
+		if lost == nil {
+			lost = c.waitForDurable(ctx)
+		}
 		if ctx.Err() != nil {
 			return cc
 		}
@@ -160,21 +168,26 @@ func (c *Consumer) superviseIntake(ctx context.Context, cc jetstream.ConsumeCont
 }
 
 // waitForDurable looks at the durable consumer until it answers (nil), or
-// it is found gone, or it is taken for lost with its server: then it
-// returns why.
+// it is found gone, or (kept in memory on one server) it is taken for lost
+// with its server: then it returns why.
 func (c *Consumer) waitForDurable(ctx context.Context) error {
-	for failed := 0; ; {
+	for {
 		lookCtx, cancel := context.WithTimeout(ctx, intakeLookTimeout)
-		_, err := c.js.Consumer(lookCtx, schemas.StreamIntents, bus.DurableName(c.cfg.Node))
+		cons, err := c.js.Consumer(lookCtx, schemas.StreamIntents, bus.DurableName(c.cfg.Node))
 		cancel()
 		switch {
-		case err == nil || ctx.Err() != nil:
+		case ctx.Err() != nil:
+			return nil
+		case err == nil:
+			c.noteDurableServer(cons.CachedInfo())
 			return nil
 		case errors.Is(err, jetstream.ErrConsumerNotFound):
 			return err
 		}
-		if failed++; failed >= intakeLostAfter && c.cfg.DurableReplicas == 1 {
-			return fmt.Errorf("no answer from it %d times: %w", failed, err)
+		if c.cfg.DurableInMemory {
+			if gone := c.durableServerGone(ctx); gone != nil {
+				return fmt.Errorf("%w, and the durable consumer does not answer: %v", gone, err)
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -182,6 +195,48 @@ func (c *Consumer) waitForDurable(ctx context.Context) error {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// noteDurableServer keeps the server the durable consumer lives on, as its
+// info says.
+func (c *Consumer) noteDurableServer(info *jetstream.ConsumerInfo) {
+	if info != nil && info.Cluster != nil && info.Cluster.Leader != "" {
+		c.durableServer = info.Cluster.Leader
+	}
+}
+
+// durableServerGone asks the intents stream's leader about the server the
+// durable consumer lives on (every server, when that is not known): an
+// error names one the leader has not heard from for intakeServerSilence.
+// A stream that does not answer tells nothing: nil.
+func (c *Consumer) durableServerGone(ctx context.Context) error {
+	lookCtx, cancel := context.WithTimeout(ctx, intakeLookTimeout)
+	defer cancel()
+	stream, err := c.js.Stream(lookCtx, schemas.StreamIntents)
+	if err != nil {
+		return nil
+	}
+	return silentPeer(stream.CachedInfo().Cluster, c.durableServer)
+}
+
+// silentPeer names the stream peer server (any, when server is empty) that
+// its leader takes for offline or has not heard from for
+// intakeServerSilence; nil when there is none. A durable consumer lives on
+// its stream's peers, so its server, unless leading, is among them.
+func silentPeer(cluster *jetstream.ClusterInfo, server string) error {
+	if cluster == nil {
+		return nil
+	}
+	for _, p := range cluster.Replicas {
+		if server != "" && p.Name != server {
+			continue
+		}
+		if p.Offline || p.Active >= intakeServerSilence {
+			return fmt.Errorf("server %s not heard from by the stream's leader %s for %s (offline: %t)",
+				p.Name, cluster.Leader, p.Active.Round(time.Millisecond), p.Offline)
+		}
+	}
+	return nil
 }
 
 // remakeDurable deletes the durable consumer (the meta layer removes it
@@ -203,6 +258,7 @@ func (c *Consumer) remakeDurable(ctx context.Context, why error) (jetstream.Cons
 	if err != nil {
 		return nil, err
 	}
+	c.noteDurableServer(cons.CachedInfo())
 	cc, err := c.consume(ctx, cons)
 	if err != nil {
 		return nil, err

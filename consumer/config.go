@@ -38,10 +38,13 @@ type Config struct {
 	// a tmpfs).
 	NoMemoryEmptyDir bool
 	// DurableReplicas is the durable consumer's replicas: 0 inherits the
-	// stream's (each replicated consumer is a Raft group of its own); 1
-	// keeps its state in memory on one server (docs/scaling.md measures
-	// both).
+	// stream's (each replicated consumer is a Raft group of its own).
 	DurableReplicas int
+	// DurableInMemory keeps the durable consumer's state in memory on one
+	// server (DurableReplicas 1), which JetStream neither moves when the
+	// server is lost nor keeps when it restarts: the node makes it anew
+	// then (docs/scaling.md measures both kinds).
+	DurableInMemory bool
 	// MaxIntentBytes bounds an intent's body (default 1 MiB).
 	MaxIntentBytes int
 	Logger         zerolog.Logger
@@ -85,6 +88,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: ack wait %s < 1s", ErrInvalidConfig, c.AckWait)
 	case c.DurableReplicas < 0 || c.DurableReplicas > 5:
 		return fmt.Errorf("%w: durable replicas %d: must be 0 (the stream's) to 5", ErrInvalidConfig, c.DurableReplicas)
+	case c.DurableInMemory && c.DurableReplicas != 1:
+		return fmt.Errorf("%w: a durable kept in memory has 1 replica, not %d", ErrInvalidConfig, c.DurableReplicas)
 	case c.MaxAckPending < c.Workers:
 		return fmt.Errorf("%w: max ack pending %d < workers %d", ErrInvalidConfig, c.MaxAckPending, c.Workers)
 	}

@@ -97,17 +97,23 @@ type Consumer struct {
 	// checked against the results like a redelivery; mu.
 	highestTaken uint64
 	// intakeTrouble is signalled when the durable consumer's pulls miss
-	// their heartbeats or it is gone: superviseIntake looks at it.
+	// their heartbeats, or it is gone, or it forgot: superviseIntake looks
+	// at it.
 	intakeTrouble chan struct{}
-	// floorLookupsFailed counts recovery's failed looks at the durable
-	// consumer, and remakeAtAttach says why it is taken for lost (nil: it
-	// is not). Only Run's goroutine, before consuming, uses them.
-	floorLookupsFailed int
-	remakeAtAttach     error
+	// durableForgot says why the durable consumer is taken to have lost
+	// its state (nil: it is not); superviseIntake makes it anew; mu.
+	durableForgot error
+	// remakeAtAttach says why recovery took the durable consumer for lost
+	// (nil: it did not). Only Run's goroutine, before consuming, uses it.
+	remakeAtAttach error
 	// durableFound is the durable consumer's config as recovery found it
 	// (nil: there was none), for attach to keep what an update cannot
 	// change; Run's goroutine, like the two above.
 	durableFound *jetstream.ConsumerConfig
+	// durableServer is the server the durable consumer was last seen on
+	// ("" when not known). Run's goroutine sets it until it starts
+	// superviseIntake, which alone uses it after.
+	durableServer string
 
 	// out holds the results waiting to be stored; its answerers store them.
 	out *outbox

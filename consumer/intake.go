@@ -108,6 +108,19 @@ func (c *Consumer) take(uid string, d *delivery) taken {
 		delete(c.answered, d.seq)
 		return answeredBefore
 	}
+	if d.seenBefore && d.delivered == 1 && d.seq <= c.answeredFloorLocked() {
+		// Answered and acked: only a durable consumer that lost its state
+		// (kept in memory, its server restarted) delivers it as new, and
+		// goes on to deliver every intent of the node again.
+		if c.durableForgot == nil {
+			c.durableForgot = fmt.Errorf("it delivered intent %d, answered and acked before, as new: it lost its state", d.seq)
+			select {
+			case c.intakeTrouble <- struct{}{}:
+			default:
+			}
+		}
+		return answeredBefore
+	}
 	c.held[d.seq] = d
 	p := c.podQueueLocked(uid)
 	p.pending = insertBySeq(p.pending, d)

@@ -21,11 +21,12 @@ import (
 	"github.com/jetlet/jetlet/test/poll"
 )
 
-// A durable consumer kept in memory on one server (DurableReplicas 1) is
-// lost with that server: the node makes it anew on a live one, from the
-// first intent it has not answered, and every intent, before and after the
-// loss, gets exactly one result.
-func TestADurableLostWithItsServerIsMadeAnew(t *testing.T) {
+// startLossRig starts three nats-servers, provisions the streams and runs node n1's
+// consumer on it with a durable kept in memory on one server. It returns
+// how to count the stored results by intent sequence and how to publish
+// intents u<from>..u<to-1>, as a scheduler does: retried, with its message
+// id, while the stream elects a leader.
+func startLossRig(t *testing.T) (*natscluster.Cluster, jetstream.JetStream, func() map[uint64]int, func(from, to int)) {
 	cluster := natscluster.Start(t, natscluster.Config{
 		File:     filepath.Join("..", "deploy", "nats", "nats-server.conf"),
 		Includes: map[string]string{"routes.conf": "", "jetlet-auth.conf": ""},
@@ -50,7 +51,7 @@ func TestADurableLostWithItsServerIsMadeAnew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := consumer.New(js, res, pub, h.sync, consumer.Config{Node: "n1", DurableReplicas: 1})
+	c, err := consumer.New(js, res, pub, h.sync, consumer.Config{Node: "n1", DurableReplicas: 1, DurableInMemory: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,8 +66,6 @@ func TestADurableLostWithItsServerIsMadeAnew(t *testing.T) {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	poll.Until(t, time.Minute, poll.Msg("the consumer to attach"), c.Attached)
 
-	// As a scheduler does: retried, with its message id, while the stream
-	// elects a leader.
 	publish := func(from, to int) {
 		for i := from; i < to; i++ {
 			uid := fmt.Sprintf("u%d", i)
@@ -96,6 +95,15 @@ func TestADurableLostWithItsServerIsMadeAnew(t *testing.T) {
 		}
 		return n
 	}
+	return cluster, js, answers, publish
+}
+
+// A durable consumer kept in memory on one server (DurableInMemory) is
+// lost with that server: the node makes it anew on a live one, from the
+// first intent it has not answered, and every intent, before and after the
+// loss, gets exactly one result.
+func TestADurableLostWithItsServerIsMadeAnew(t *testing.T) {
+	cluster, js, answers, publish := startLossRig(t)
 	publish(0, 3)
 	poll.Until(t, time.Minute, poll.Msg("3 results"), func() bool { return len(answers()) == 3 })
 	durable, err := js.Consumer(t.Context(), schemas.StreamIntents, bus.DurableName("n1"))
@@ -129,6 +137,44 @@ func TestADurableLostWithItsServerIsMadeAnew(t *testing.T) {
 	}
 }
 
+// A durable consumer kept in memory on one server forgets what was acked
+// when that server restarts, and would deliver every intent of the node
+// again: the node sees the first one it answered before come back as new
+// and makes the durable anew from the first intent not answered.
+func TestADurableThatForgotItsAcksIsMadeAnew(t *testing.T) {
+	cluster, js, answers, publish := startLossRig(t)
+	publish(0, 3)
+	poll.Until(t, time.Minute, poll.Msg("3 results"), func() bool { return len(answers()) == 3 })
+	durable, err := js.Consumer(t.Context(), schemas.StreamIntents, bus.DurableName("n1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := cluster.Index(durable.CachedInfo().Cluster.Leader)
+	cluster.Stop(host)
+	cluster.Restart(host)
+	cluster.WaitHealthy(time.Minute)
+	publish(3, 4)
+	var got map[uint64]int
+	poll.Until(t, 2*time.Minute, func() string { return fmt.Sprintf("4 results, have %v", got) }, func() bool {
+		got = answers()
+		return len(got) == 4
+	})
+	for seq, n := range got {
+		if n != 1 {
+			t.Errorf("intent %d has %d results, want 1", seq, n)
+		}
+	}
+	var cfg jetstream.ConsumerConfig
+	poll.Until(t, time.Minute, func() string { return fmt.Sprintf("the durable made anew after intent 3, have %+v", cfg) }, func() bool {
+		d, err := js.Consumer(t.Context(), schemas.StreamIntents, bus.DurableName("n1"))
+		if err != nil {
+			return false
+		}
+		cfg = d.CachedInfo().Config
+		return cfg.DeliverPolicy == jetstream.DeliverByStartSequencePolicy && cfg.OptStartSeq >= 4
+	})
+}
+
 // A durable consumer whose state moves between file and memory
 // (--intake-replicas changed) cannot be updated: it is made anew from the
 // first intent not answered, and no intent gets a second result.
@@ -140,7 +186,7 @@ func TestAChangedIntakeReplicasMakesTheDurableAnew(t *testing.T) {
 	h.results(2)
 	stop()
 
-	h.start(consumer.Config{DurableReplicas: 1})
+	h.start(consumer.Config{DurableReplicas: 1, DurableInMemory: true})
 	h.publish("jetlet.intent.n1.u1", podIntent("u1", 2))
 	got := h.settledResults()
 	if n := resultsOf(got); len(n) != 3 {

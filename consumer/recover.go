@@ -119,13 +119,13 @@ func (c *Consumer) ackFloor(ctx context.Context) (uint64, error) {
 	if errors.As(err, new(*bus.PermissionError)) {
 		return 0, backoff.Permanent(fmt.Errorf("durable consumer %s: %w", name, err))
 	}
-	if err != nil && c.cfg.DurableReplicas == 1 {
-		// Kept in memory on one server: one that stays silent may be gone
-		// with it, and waiting for it could be forever. The results say
-		// what is answered; attach makes it anew.
-		if c.floorLookupsFailed++; c.floorLookupsFailed >= intakeLostAfter {
-			c.log.Warn().Err(err).Str("durable", name).Msg("durable consumer not answering; taken for lost with its server")
-			c.remakeAtAttach = err
+	if err != nil && c.cfg.DurableInMemory {
+		// Kept in memory on one server: waiting for a server that is gone
+		// could be forever. The results say what is answered; attach
+		// makes it anew.
+		if gone := c.durableServerGone(ctx); gone != nil {
+			c.log.Warn().Err(err).Str("durable", name).AnErr("lost", gone).Msg("durable consumer not answering; taken for lost with its server")
+			c.remakeAtAttach = gone
 			return 0, nil
 		}
 	}
@@ -133,6 +133,7 @@ func (c *Consumer) ackFloor(ctx context.Context) (uint64, error) {
 		return 0, fmt.Errorf("durable consumer %s: %w", name, err)
 	}
 	c.durableFound = &cons.CachedInfo().Config
+	c.noteDurableServer(cons.CachedInfo())
 	return cons.CachedInfo().AckFloor.Stream, nil
 }
 

@@ -232,10 +232,13 @@ func (a *agent) buildServices(p *pipeline, js jetstream.JetStream, client *runti
 		p.log.Info().Msg("not running as root: pods with an emptyDir of medium Memory are rejected")
 	}
 	if p.consumer, err = consumer.New(js, p.answers, p.events, p.workers, consumer.Config{
-		Node:             a.cfg.node,
-		SubjectPrefix:    a.cfg.streams.SubjectPrefix,
-		Workers:          a.cfg.workers,
-		DurableReplicas:  a.cfg.intakeReplicas,
+		Node:            a.cfg.node,
+		SubjectPrefix:   a.cfg.streams.SubjectPrefix,
+		Workers:         a.cfg.workers,
+		DurableReplicas: a.cfg.intakeReplicas,
+		// On one server whose streams have one replica, memory would lose
+		// the durable at every restart of jetlet's embedded server.
+		DurableInMemory:  a.cfg.intakeReplicas == 1 && a.cfg.streams.Replicas > 1,
 		NoMemoryEmptyDir: noTmpfs,
 		Logger:           p.log,
 		Denials:          &a.denials,

@@ -124,7 +124,7 @@ admits anyone. Without
 	fs.StringVar(&cfg.cniConfDir, "cni-conf-dir", "", "CNI network config dir of the embedded runtime: each pod not on the host network gets its own network namespace, set up with the first config in it (.conflist, .conf, .json; lexical order); empty puts every pod on the host's network")
 	fs.StringSliceVar(&cfg.cniBinDirs, "cni-bin-dir", embedded.DefaultCNIBinDirs, "directories searched for the CNI plugins, in order (comma-separated)")
 	fs.IntVar(&cfg.workers, "workers", 16, "pods synced concurrently")
-	fs.IntVar(&cfg.intakeReplicas, "intake-replicas", 0, "replicas of the node's durable consumer on JETLET_INTENTS: 0 the stream's; 1 keeps it in memory on one server and makes it anew when that server is lost (half a replicated consumer's idle cost, but overloaded servers can pass for lost: docs/scaling.md)")
+	fs.IntVar(&cfg.intakeReplicas, "intake-replicas", 1, "replicas of the node's durable consumer on JETLET_INTENTS: 1 keeps it on one server, in memory where the streams are replicated (--replicas above 1), and makes it anew when that server is lost or restarted (a third of a replicated consumer's cost: docs/scaling.md); 0 gives it the stream's replicas (a Raft group per node)")
 	fs.StringVar(&cfg.httpListen, "http-listen", "127.0.0.1:9464", "address of /healthz, /readyz and /metrics (port 0 picks a free port)")
 	fs.BoolVar(&cfg.allowPrivileged, "allow-privileged", false, "accept privileged containers: the same as --pod-security privileged")
 	cfg.nodeStatus.register(fs)

@@ -27,7 +27,7 @@ func TestRunFlagDefaultsAreTheDocumentedOnes(t *testing.T) {
 		{"cni-bin-dir", "/usr/lib/cni,/opt/cni/bin", "running.md Pod sync"},
 		// docs/running.md, Pod sync: kubelet's settings.
 		{"workers", "16", "running.md Pod sync"},
-		{"intake-replicas", "0", "running.md Pod sync, scaling.md"},
+		{"intake-replicas", "1", "running.md Pod sync, scaling.md"},
 		{"relist-period", "1s", "running.md Pod sync (kubelet's PLEG relist)"},
 		{"evented-relist-period", "0", "running.md Pod sync: 0 is --relist-period"},
 		{"resync-period", "1m", "running.md Pod sync"},
