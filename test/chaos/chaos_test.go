@@ -100,17 +100,82 @@ func (r *rig) clientRidesOut() {
 
 // TestFreeze stops the results stream's leader (SIGSTOP) for 10 s: its
 // clients must leave it (jetlet pings every second) and JetStream must elect
-// another leader, rather than everyone waiting for the server to wake.
+// another leader, rather than everyone waiting for the server to wake. Pods
+// applied meanwhile start without waiting for their results to be stored.
 func TestFreeze(t *testing.T) {
 	runFault(t, func(r *rig, load *load) {
 		<-load.reached(burst / 3)
 		leader := r.leader(schemas.StreamResults)
 		r.cluster.Freeze(leader)
 		t.Logf("froze %s, the %s leader, after %d intents", r.cluster.Servers[leader].Name, schemas.StreamResults, load.count())
-		<-time.After(10 * time.Second) // the fault's length, not a wait for anything
+		thaw := time.After(10 * time.Second) // the fault's length, not a wait for anything
+		r.startPodsDuringFault()
+		<-thaw
 		r.cluster.Thaw(leader)
 		r.cluster.WaitHealthy(time.Minute)
 	})
+}
+
+// TestResultsLeaderKill kills the results stream's leader: results wait for
+// a new one, while pods applied meanwhile start.
+func TestResultsLeaderKill(t *testing.T) {
+	runFault(t, func(r *rig, load *load) {
+		<-load.reached(burst / 3)
+		leader := r.leader(schemas.StreamResults)
+		r.cluster.Kill(leader)
+		t.Logf("killed %s, the %s leader, after %d intents", r.cluster.Servers[leader].Name, schemas.StreamResults, load.count())
+		r.startPodsDuringFault()
+		<-load.reached(burst)
+		r.cluster.Restart(leader)
+		r.cluster.WaitHealthy(time.Minute)
+	})
+}
+
+// startPodsDuringFault applies a new pod on each node; the run checks that
+// each comes up and reports how long after its intent was stored its
+// container started (newPodsStarted).
+func (r *rig) startPodsDuringFault() {
+	for i := range nodes {
+		r.newPodsApplied++
+		key := podKey{nodeName(i), fmt.Sprintf("%s-new-%02d", nodeName(i), r.newPodsApplied)}
+		r.newPods = append(r.newPods, key)
+		r.publishRevision(context.Background(), i, key, 1, "fault")
+	}
+}
+
+// newPodsStarted reports, for each pod startPodsDuringFault applied, the
+// time from its intent stored to its container started (the event's own
+// time, taken by jetlet) and to its result stored; it fails the test for a
+// pod whose container never started.
+func (r *rig) newPodsStarted(intents []stored, byIntent map[uint64][]result) {
+	started := map[string]time.Time{}
+	for _, m := range r.events.read(r.t) {
+		var ev schemas.LifecycleEvent
+		if err := json.Unmarshal(m.data, &ev); err != nil {
+			r.t.Fatalf("event %d: %v", m.seq, err)
+		}
+		if ev.Type == schemas.EventContainerStarted {
+			started[ev.UID] = ev.Time
+		}
+	}
+	var report []string
+	for _, key := range r.newPods {
+		i := slices.IndexFunc(intents, func(in stored) bool { return in.subject == "jetlet.intent."+key.node+"."+key.uid })
+		if i < 0 {
+			r.t.Errorf("no intent stored for %s/%s", key.node, key.uid)
+			continue
+		}
+		at, ok := started[key.uid]
+		if !ok {
+			r.t.Errorf("%s/%s: no ContainerStarted event", key.node, key.uid)
+			continue
+		}
+		res := byIntent[intents[i].seq][0]
+		report = append(report, fmt.Sprintf("%s: started %v, result stored %v", key.node,
+			at.Sub(intents[i].time).Round(time.Millisecond), res.time.Sub(intents[i].time).Round(time.Millisecond)))
+	}
+	r.newPods = nil
+	r.t.Logf("pods applied during the fault, after their intent was stored: %s", strings.Join(report, "; "))
 }
 
 // runFault repeats the fault JETLET_CHAOS_RUNS times on one cluster and
@@ -150,6 +215,9 @@ func (r *rig) run(run int, f fault) time.Duration {
 	f(r, load)
 	load.finish()
 	t.Logf("%d intents offered", load.count())
+	for _, key := range r.newPods { // the load's goroutine, owning revision, is done
+		r.revision[key] = 1
+	}
 
 	// Settle: each node's sentinel, then every intent of the run answered.
 	for i := range nodes {
@@ -179,6 +247,7 @@ func (r *rig) run(run int, f fault) time.Duration {
 	}
 	r.checkEventsOnce()
 	r.waitConverged(time.Minute)
+	r.newPodsStarted(intents, byIntent)
 	for i, p := range r.procs {
 		if p.Exited() {
 			t.Errorf("jetlet %s exited", nodeName(i))

@@ -41,6 +41,11 @@ type rig struct {
 	revision map[podKey]int64
 	// Readers of the streams, cumulative over the runs.
 	intents, results, events *streamReader
+	// newPods are the pods first applied during this run's fault (by
+	// startPodsDuringFault), and newPodsApplied counts them over the runs;
+	// the test's goroutine owns both.
+	newPods        []podKey
+	newPodsApplied int
 }
 
 type podKey struct{ node, uid string }
@@ -127,7 +132,11 @@ func podUID(node, u int) string { return fmt.Sprintf("%s-pod-%02d", nodeName(nod
 func (r *rig) publish(ctx context.Context, node, u int, msgIDPrefix string) bool {
 	key := podKey{nodeName(node), podUID(node, u)}
 	r.revision[key]++
-	rev := r.revision[key]
+	return r.publishRevision(ctx, node, key, r.revision[key], msgIDPrefix)
+}
+
+// publishRevision stores revision rev of the pod key on node i, as publish.
+func (r *rig) publishRevision(ctx context.Context, node int, key podKey, rev int64, msgIDPrefix string) bool {
 	msg := nats.NewMsg(fmt.Sprintf("jetlet.intent.%s.%s", key.node, key.uid))
 	msg.Data = []byte(podJSON(key.uid, rev))
 	msg.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s.%s.%s.%d", msgIDPrefix, key.node, key.uid, rev))

@@ -52,8 +52,11 @@ const drain = 5 * time.Second
 // until the benchmark ends, and stops it then.
 func startNode(b *testing.B, urls, user, password, name string) *simNode {
 	b.Helper()
+	// Pings as jetlet run's defaults (--nats-ping-interval 1s,
+	// --nats-max-pings-out 2): part of what an idle node costs the servers.
 	nc, err := nats.Connect(urls, nats.Name("jetlet-"+name), nats.UserInfo(user, password),
-		nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+		nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond),
+		nats.PingInterval(time.Second), nats.MaxPingsOutstanding(2))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -88,7 +91,7 @@ func startNode(b *testing.B, urls, user, password, name string) *simNode {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cons, err := consumer.New(js, answers, pub, workers, consumer.Config{Node: name, Logger: log, DurableReplicas: *durableReplicas})
+	cons, err := consumer.New(js, answers, pub, workers, consumer.Config{Node: name, Logger: log, DurableReplicas: *durableReplicas, DurableInMemory: *durableReplicas == 1})
 	if err != nil {
 		b.Fatal(err)
 	}
