@@ -96,6 +96,10 @@ func (c *Consumer) createDurable(ctx context.Context, create string, cfg jetstre
 // pulling with heartbeats. Missed heartbeats, or the consumer gone, wake
 // superviseIntake.
 func (c *Consumer) consume(ctx context.Context, cons jetstream.Consumer) (jetstream.ConsumeContext, error) {
+	c.mu.Lock()
+	// A consumer made anew counts from 1, and has forgotten nothing.
+	c.lastDeliverySeq, c.durableForgot = 0, nil
+	c.mu.Unlock()
 	cc, err := cons.Consume(c.receive, jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		if ctx.Err() != nil {
 			return
@@ -141,8 +145,7 @@ func (c *Consumer) superviseIntake(ctx context.Context, cc jetstream.ConsumeCont
 		case <-c.intakeTrouble:
 		}
 		c.mu.Lock()
-		lost := c.durableForgot
-		c.durableForgot = nil
+		lost := c.durableForgot // cleared when it is made anew (consume)
 		c.mu.Unlock()
 		if lost == nil {
 			lost = c.waitForDurable(ctx)
@@ -153,17 +156,27 @@ func (c *Consumer) superviseIntake(ctx context.Context, cc jetstream.ConsumeCont
 		if lost == nil {
 			continue // there: nats.go pulls again itself
 		}
-		next, err := c.remakeDurable(ctx, lost)
-		if err != nil {
+		// Stopped first: what the old consumer still delivered after the
+		// answered floor was read would come again from the new one as
+		// first deliveries of intents answered, as from one that forgot.
+		cc.Stop()
+		select {
+		case <-cc.Closed():
+		case <-time.After(intakeLookTimeout):
+		}
+		for {
+			next, err := c.remakeDurable(ctx, lost)
+			if err == nil {
+				cc = next
+				break
+			}
 			c.log.Warn().Err(err).Msg("the durable consumer could not be made anew; trying again")
 			select {
-			case c.intakeTrouble <- struct{}{}:
-			default:
+			case <-ctx.Done():
+				return cc
+			case <-time.After(time.Second):
 			}
-			continue
 		}
-		cc.Stop()
-		cc = next
 	}
 }
 
@@ -216,24 +229,35 @@ func (c *Consumer) durableServerGone(ctx context.Context) error {
 	if err != nil {
 		return nil
 	}
-	return silentPeer(stream.CachedInfo().Cluster, c.durableServer)
+	info := stream.CachedInfo()
+	return silentPeer(info.Cluster, info.TimeStamp, c.durableServer)
 }
 
 // silentPeer names the stream peer server (any, when server is empty) that
-// its leader takes for offline or has not heard from for
-// intakeServerSilence; nil when there is none. A durable consumer lives on
-// its stream's peers, so its server, unless leading, is among them.
-func silentPeer(cluster *jetstream.ClusterInfo, server string) error {
+// its leader, as of now (the server's clock), takes for offline or has not
+// heard from for intakeServerSilence: since it last did, or, never having
+// heard from it, since it took the lead (a leader elected after a server
+// died never hears from it). nil when there is none. A durable consumer
+// lives on its stream's peers, so its server, unless leading, is among them.
+func silentPeer(cluster *jetstream.ClusterInfo, now time.Time, server string) error {
 	if cluster == nil {
 		return nil
+	}
+	var led time.Duration
+	if cluster.LeaderSince != nil {
+		led = now.Sub(*cluster.LeaderSince)
 	}
 	for _, p := range cluster.Replicas {
 		if server != "" && p.Name != server {
 			continue
 		}
-		if p.Offline || p.Active >= intakeServerSilence {
+		silent := p.Active
+		if silent == 0 && !p.Current {
+			silent = led
+		}
+		if p.Offline || silent >= intakeServerSilence {
 			return fmt.Errorf("server %s not heard from by the stream's leader %s for %s (offline: %t)",
-				p.Name, cluster.Leader, p.Active.Round(time.Millisecond), p.Offline)
+				p.Name, cluster.Leader, silent.Round(time.Millisecond), p.Offline)
 		}
 	}
 	return nil

@@ -103,6 +103,9 @@ type Consumer struct {
 	// durableForgot says why the durable consumer is taken to have lost
 	// its state (nil: it is not); superviseIntake makes it anew; mu.
 	durableForgot error
+	// lastDeliverySeq is the durable consumer's last delivery sequence (0
+	// before its first delivery, and again when it is made anew); mu.
+	lastDeliverySeq uint64
 	// remakeAtAttach says why recovery took the durable consumer for lost
 	// (nil: it did not). Only Run's goroutine, before consuming, uses it.
 	remakeAtAttach error

@@ -58,6 +58,24 @@ func newDelivery(msg jetstream.Msg, meta *jetstream.MsgMetadata) *delivery {
 	}
 }
 
+// noteDeliverySeqLocked follows the durable consumer's delivery sequence,
+// which grows with every delivery, redeliveries included, as long as the
+// consumer keeps its state. One that starts again lost it (kept in memory,
+// its server restarted) and goes on to deliver every intent of the node
+// again: superviseIntake makes it anew. It reports whether the consumer is
+// taken to have forgotten.
+func (c *Consumer) noteDeliverySeqLocked(deliverySeq, streamSeq uint64) bool {
+	if deliverySeq <= c.lastDeliverySeq && c.durableForgot == nil {
+		c.durableForgot = fmt.Errorf("its deliveries started again at %d (intent %d) after %d: it lost its state", deliverySeq, streamSeq, c.lastDeliverySeq)
+		select {
+		case c.intakeTrouble <- struct{}{}:
+		default:
+		}
+	}
+	c.lastDeliverySeq = deliverySeq
+	return c.durableForgot != nil
+}
+
 // receive dispatches one delivered intent to its pod's worker. It runs on the
 // consume goroutine and never blocks on a sync.
 func (c *Consumer) receive(msg jetstream.Msg) {
@@ -68,6 +86,12 @@ func (c *Consumer) receive(msg jetstream.Msg) {
 	}
 	d := newDelivery(msg, meta)
 	c.mu.Lock()
+	if c.noteDeliverySeqLocked(meta.Sequence.Consumer, d.seq) {
+		// From a consumer that forgot, about to be made anew from the
+		// answered floor, which delivers again whatever this was.
+		c.mu.Unlock()
+		return
+	}
 	d.seenBefore = d.seq <= c.highestTaken
 	c.highestTaken = max(c.highestTaken, d.seq)
 	c.mu.Unlock()
@@ -106,19 +130,6 @@ func (c *Consumer) take(uid string, d *delivery) taken {
 	}
 	if c.answered[d.seq] {
 		delete(c.answered, d.seq)
-		return answeredBefore
-	}
-	if d.seenBefore && d.delivered == 1 && d.seq <= c.answeredFloorLocked() {
-		// Answered and acked: only a durable consumer that lost its state
-		// (kept in memory, its server restarted) delivers it as new, and
-		// goes on to deliver every intent of the node again.
-		if c.durableForgot == nil {
-			c.durableForgot = fmt.Errorf("it delivered intent %d, answered and acked before, as new: it lost its state", d.seq)
-			select {
-			case c.intakeTrouble <- struct{}{}:
-			default:
-			}
-		}
 		return answeredBefore
 	}
 	c.held[d.seq] = d

@@ -98,6 +98,24 @@ func startLossRig(t *testing.T) (*natscluster.Cluster, jetstream.JetStream, func
 	return cluster, js, answers, publish
 }
 
+// leadStreamFrom moves stream's leader to server, as an operator does with
+// `nats stream cluster step-down --preferred`.
+func leadStreamFrom(t *testing.T, js jetstream.JetStream, stream, server string) {
+	t.Helper()
+	body := fmt.Sprintf(`{"placement":{"preferred":%q}}`, server)
+	poll.Until(t, time.Minute, poll.Msg(stream+" led from "+server), func() bool {
+		st, err := js.Stream(t.Context(), stream)
+		if err != nil {
+			return false
+		}
+		if st.CachedInfo().Cluster.Leader == server {
+			return true
+		}
+		_, _ = js.Conn().Request("$JS.API.STREAM.LEADER.STEPDOWN."+stream, []byte(body), 5*time.Second)
+		return false
+	})
+}
+
 // A durable consumer kept in memory on one server (DurableInMemory) is
 // lost with that server: the node makes it anew on a live one, from the
 // first intent it has not answered, and every intent, before and after the
@@ -111,8 +129,11 @@ func TestADurableLostWithItsServerIsMadeAnew(t *testing.T) {
 		t.Fatal(err)
 	}
 	host := durable.CachedInfo().Cluster.Leader
+	// The hard case: the server leads the intents stream too, so the
+	// leader that answers for the stream after it never heard from it.
+	leadStreamFrom(t, js, schemas.StreamIntents, host)
 	cluster.Kill(cluster.Index(host))
-	t.Logf("killed %s, the durable consumer's server", host)
+	t.Logf("killed %s, the durable consumer's server and the intents stream's leader", host)
 	publish(3, 6)
 
 	// One more intent, published after the loss was handled, so that the
@@ -139,8 +160,8 @@ func TestADurableLostWithItsServerIsMadeAnew(t *testing.T) {
 
 // A durable consumer kept in memory on one server forgets what was acked
 // when that server restarts, and would deliver every intent of the node
-// again: the node sees the first one it answered before come back as new
-// and makes the durable anew from the first intent not answered.
+// again: the node sees its delivery sequence start again and makes the
+// durable anew from the first intent not answered.
 func TestADurableThatForgotItsAcksIsMadeAnew(t *testing.T) {
 	cluster, js, answers, publish := startLossRig(t)
 	publish(0, 3)
