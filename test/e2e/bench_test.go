@@ -35,12 +35,18 @@ func convergedNode(b *testing.B, env []string) *node {
 	// A flood puts up to count/benchPods intents on each pod's subject before
 	// jetlet reads them: keep them all (the default history of 16 would let
 	// JetStream discard the oldest unread, which then get no result).
-	n := startNodeEnv(b, shortDir(b), "", env, "--workers", "16", "--intent-history", "64")
+	// --max-pods above benchPods: past kubelet's 110 the rest would be
+	// refused at admission, and each of their intents measured a refusal.
+	n := startNodeEnv(b, shortDir(b), "", env, "--workers", "16", "--intent-history", "64", "--max-pods", strconv.Itoa(benchPods))
 	for i := range benchPods {
 		uid := fmt.Sprintf("bench-%03d", i)
 		n.publish(uid, podJSON(uid, 1, "Always", "exec sleep 3600"))
 	}
-	waitMsgs[schemas.SyncResult](b, n.js, schemas.StreamResults, "jetlet.result.n1.>", benchPods, 5*time.Minute)
+	for _, r := range waitMsgs[schemas.SyncResult](b, n.js, schemas.StreamResults, "jetlet.result.n1.>", benchPods, 5*time.Minute) {
+		if r.Outcome != schemas.OutcomeSynced {
+			b.Fatalf("pod %s not started: %s %s", r.UID, r.Outcome, r.Error)
+		}
+	}
 	return n
 }
 
