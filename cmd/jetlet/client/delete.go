@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -103,16 +102,7 @@ func (o *deleteOptions) targets(ctx context.Context, c *client, ref podRef) ([]*
 	if len(found) == 0 {
 		return nil, notFound(ref, o.client.node)
 	}
-	var live []*podRecord
-	var nodes []string
-	for _, p := range found {
-		if !p.deleted() {
-			live = append(live, p)
-			if !slices.Contains(nodes, p.Node) {
-				nodes = append(nodes, p.Node)
-			}
-		}
-	}
+	live := livePods(found)
 	if len(live) == 0 {
 		last := found[len(found)-1]
 		how := "its last intent deletes it"
@@ -123,9 +113,8 @@ func (o *deleteOptions) targets(ctx context.Context, c *client, ref podRef) ([]*
 		}
 		return nil, &notFoundError{fmt.Sprintf("%s is already deleted on node %s (%s)", ref, last.Node, how)}
 	}
-	if len(nodes) > 1 {
-		slices.Sort(nodes)
-		return nil, fmt.Errorf("%s exists on nodes %s; pick one with --node", ref, strings.Join(nodes, ", "))
+	if err := onOneNode(ref, live); err != nil {
+		return nil, err
 	}
 	return live, nil
 }

@@ -64,14 +64,29 @@ func TestDeleteMissingPod(t *testing.T) {
 	}
 }
 
-func TestDeleteNeedsANodeWhenTheNameIsOnSeveral(t *testing.T) {
+// A name is unique on a node, not across nodes: delete, logs and exec of a
+// name on several ask which one is meant, none picks one.
+func TestANameOnSeveralNodesNeedsANode(t *testing.T) {
 	c := newCluster(t)
 	c.heartbeat("n1")
 	wantCode(t, c.run("apply", "-f", examples+"web.yaml", "--node", "n1"), 0)
 	wantCode(t, c.run("apply", "-f", examples+"web.yaml", "--node", "n2"), 0)
-	res := c.run("delete", "default/web")
+	for _, tc := range []struct {
+		cmd  string
+		res  cliResult
+		code int // exec's own failures are 125, its command's codes the rest
+	}{
+		{"delete", c.run("delete", "default/web"), 1},
+		{"logs", c.run("logs", "default/web"), 1},
+		{"exec", c.exec("default/web", "--", "true"), 125},
+	} {
+		wantCode(t, tc.res, tc.code)
+		wantContains(t, "stderr of "+tc.cmd, tc.res.stderr, "pod default/web exists on nodes n1, n2; pick one with --node")
+	}
+	// With --node, logs asks that node (no jetlet answers for n2 here).
+	res := c.run("logs", "default/web", "--node", "n2")
 	wantCode(t, res, 1)
-	wantContains(t, "stderr", res.stderr, "pod default/web exists on nodes n1, n2; pick one with --node")
+	wantContains(t, "stderr", res.stderr, "node n2 of pod default/web does not answer")
 	res = c.run("delete", "default/web", "--node", "n2")
 	wantCode(t, res, 0)
 	wantContains(t, "stdout", res.stdout, "pod/default/web delete requested on node n2", "revision 2, intent 3")

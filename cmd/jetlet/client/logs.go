@@ -86,10 +86,23 @@ func (o *logsOptions) run(cmd *cobra.Command, args []string) error {
 }
 
 // namedPod connects and returns the newest of the pods that args
-// (NAMESPACE/NAME) or uid name. The caller closes the client.
+// (NAMESPACE/NAME) or uid name: of the live ones, or of all when none is.
+// Those on several nodes are an error that asks for --node, as delete's
+// is. The caller closes the client.
 func namedPod(cmd *cobra.Command, f *clientFlags, args []string, uid string) (*client, *podRecord, error) {
 	c, pods, err := namedPods(cmd, f, args, uid)
 	if err != nil {
+		return nil, nil, err
+	}
+	if live := livePods(pods); len(live) > 0 {
+		pods = live
+	}
+	ref, err := parsePodRef(args, uid)
+	if err == nil {
+		err = onOneNode(ref, pods)
+	}
+	if err != nil {
+		c.close()
 		return nil, nil, err
 	}
 	return c, pods[len(pods)-1], nil

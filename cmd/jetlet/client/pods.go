@@ -239,6 +239,34 @@ func namedPods(cmd *cobra.Command, f *clientFlags, args []string, uid string) (*
 	return c, pods, nil
 }
 
+// livePods is those of pods not deleted, in the same order.
+func livePods(pods []*podRecord) []*podRecord {
+	var live []*podRecord
+	for _, p := range pods {
+		if !p.deleted() {
+			live = append(live, p)
+		}
+	}
+	return live
+}
+
+// onOneNode is nil when pods, which ref names, are all on one node, and
+// otherwise the error that asks which one is meant: a name is unique on a
+// node, not across nodes.
+func onOneNode(ref podRef, pods []*podRecord) error {
+	var nodes []string
+	for _, p := range pods {
+		if !slices.Contains(nodes, p.Node) {
+			nodes = append(nodes, p.Node)
+		}
+	}
+	if len(nodes) < 2 {
+		return nil
+	}
+	slices.Sort(nodes)
+	return fmt.Errorf("%s exists on nodes %s; pick one with --node", ref, strings.Join(nodes, ", "))
+}
+
 // notFoundError is a pod that does not exist, or no longer does.
 type notFoundError struct{ msg string }
 
