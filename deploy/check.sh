@@ -61,7 +61,7 @@ else
 	log "jetlet has no nats-config yet: a stand-in authorization block"
 	printf 'authorization { users: [ {user: jetlet, password: stand-in} ] }\n' >"$work/nats/jetlet-auth.conf"
 fi
-"$work/bin/nats-server" -t -c "$work/nats/nats-server.conf"
+NATS_SERVER_NAME=check "$work/bin/nats-server" -t -c "$work/nats/nats-server.conf"
 
 log "containerd config dump"
 containerd --config deploy/containerd/config.toml config dump >/dev/null

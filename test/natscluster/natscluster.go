@@ -113,7 +113,9 @@ func Start(t testing.TB, cfg Config) *Cluster {
 		if err := os.WriteFile(s.conf, own, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if out, err := exec.Command(bin, "-t", "-c", s.conf).CombinedOutput(); err != nil {
+		check := exec.Command(bin, "-t", "-c", s.conf)
+		check.Env = append(os.Environ(), "NATS_SERVER_NAME="+s.Name)
+		if out, err := check.CombinedOutput(); err != nil {
 			t.Fatalf("nats-server does not accept %s: %v\n%s", cfg.File, err, out)
 		}
 		c.Servers = append(c.Servers, s)
@@ -236,11 +238,13 @@ func (c *Cluster) start(i int) {
 	// Gossiped route URLs would let servers bypass the links; advertising
 	// a closed port keeps every route on its link.
 	blackhole := freePort(c.t)
-	s.cmd = exec.Command(Binary(c.t), "-c", s.conf,
-		"--name", s.Name, "-a", "127.0.0.1", "-p", strconv.Itoa(s.Port), "-m", strconv.Itoa(s.monitor),
+	// The server's name from the environment, as deploy/'s unit gives it
+	// (server_name: $NATS_SERVER_NAME): a reload keeps it.
+	s.cmd = exec.Command(Binary(c.t), "-c", s.conf, "-a", "127.0.0.1", "-p", strconv.Itoa(s.Port), "-m", strconv.Itoa(s.monitor),
 		"--cluster", c.routeURL(fmt.Sprintf("127.0.0.1:%d", s.cluster)),
 		"--cluster_advertise", fmt.Sprintf("127.0.0.1:%d", blackhole),
 		"--routes", strings.Join(s.routes, ","))
+	s.cmd.Env = append(os.Environ(), "NATS_SERVER_NAME="+s.Name)
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	if err := s.cmd.Start(); err != nil {
 		c.t.Fatal(err)
@@ -284,6 +288,28 @@ func (c *Cluster) Restart(i int) {
 		c.t.Fatalf("%s is still running", c.Servers[i].Name)
 	}
 	c.start(i)
+}
+
+// Reload has server i read its configuration again (SIGHUP, what the
+// unit's reload sends), and returns what it logged of it: that it reloaded,
+// or why it failed to.
+func (c *Cluster) Reload(i int) string {
+	c.t.Helper()
+	s := c.Servers[i]
+	before, _ := os.ReadFile(s.log)
+	c.signal(i, syscall.SIGHUP)
+	var said string
+	poll.Until(c.t, 30*time.Second, poll.Msg(s.Name+" to log its reload"), func() bool {
+		data, _ := os.ReadFile(s.log)
+		for _, line := range strings.Split(string(data[min(len(before), len(data)):]), "\n") {
+			if strings.Contains(line, "Reloaded server configuration") || strings.Contains(line, "Failed to reload server configuration") {
+				said = line
+				return true
+			}
+		}
+		return false
+	})
+	return said
 }
 
 // Freeze stops server i's process (SIGSTOP) without closing its sockets;
