@@ -108,6 +108,8 @@ func connectClient(cmd *cobra.Command, f *clientFlags) (*client, error) {
 	denied := &deniedRecorder{}
 	opts = append(opts,
 		nats.Name("jetlet "+cmd.Name()),
+		// A refused subscription shows on the subscription (checkInbox).
+		nats.PermissionErrOnSubscribe(true),
 		nats.Timeout(f.connectWait),
 		// Once connected, it moves to another server of the cluster when
 		// its own is lost, for as long as the command waits (ridingOut).
@@ -131,12 +133,41 @@ func connectClient(cmd *cobra.Command, f *clientFlags) (*client, error) {
 		}
 		return nil, connectError(shown, auth, err)
 	}
+	if err := checkInbox(nc, f.nats.InboxPrefix); err != nil {
+		nc.Close()
+		return nil, err
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
 		return nil, err
 	}
 	return &client{nc: nc, js: js, subj: schemas.Subjects{Prefix: f.subjectPrefix}, url: shown, denied: denied, stderr: cmd.ErrOrStderr()}, nil
+}
+
+// checkInbox fails at once when NATS will not let this user receive the
+// replies to its requests: every request would wait out its timeout, and
+// the refusal would only show in the server's log. It subscribes where the
+// replies come and flushes: the server's refusal comes before its pong.
+func checkInbox(nc *nats.Conn, prefix string) error {
+	inbox := nc.NewRespInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		return err
+	}
+	defer sub.Unsubscribe()
+	if err := nc.Flush(); err != nil {
+		return err
+	}
+	if _, err := sub.NextMsg(time.Millisecond); errors.Is(err, nats.ErrPermissionViolation) {
+		if prefix == "" {
+			prefix = strings.TrimSuffix(nats.InboxPrefix, ".")
+		}
+		return fmt.Errorf("NATS refused these credentials a subscription to %s.>, where the replies to their requests come: "+
+			"give the inbox prefix their permissions allow with --nats-inbox-prefix (`jetlet nats-config` gives %s to a node, %s to the auditor)",
+			prefix, cli.InboxPrefix("<node>"), cli.InboxPrefix("auditor"))
+	}
+	return nil
 }
 
 func (c *client) close() { c.nc.Close() }

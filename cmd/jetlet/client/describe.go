@@ -108,9 +108,10 @@ func (o *describeOptions) run(cmd *cobra.Command, args []string) error {
 }
 
 // appliedSpec is the spec of the pod's newest apply intent still kept, with
-// the defaults the node applies, or nil.
+// the defaults the node applies, or nil (also when these credentials may
+// not read intents).
 func (c *client) appliedSpec(ctx context.Context, p *podRecord) (*corev1.PodSpec, error) {
-	all, err := c.intents(ctx, c.subj.Intent(p.Node, p.UID), false)
+	all, err := c.readableIntents(ctx, c.subj.Intent(p.Node, p.UID), false)
 	if err != nil {
 		return nil, err
 	}

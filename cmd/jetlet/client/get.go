@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/schemas/bus"
 )
 
 func newGetCommand() *cobra.Command {
@@ -352,8 +354,10 @@ func (o *getPodsOptions) printWatched(ctx context.Context, c *client, table *str
 // podAges finds when each pod was first asked for: the first of its
 // intents JETLET_INTENTS still holds (a direct get per pod, remembered).
 type podAges struct {
-	c       *client
-	intents jetstream.Stream // nil when the stream cannot be read
+	c *client
+	// intents is nil when the stream cannot be read, or these credentials
+	// may not read it (an auditor's: pod specs may hold secrets).
+	intents jetstream.Stream
 	first   map[string]time.Time
 }
 
@@ -374,8 +378,16 @@ func (a *podAges) since(ctx context.Context, p *schemas.PodStatus) time.Time {
 	}
 	var t time.Time
 	if a.intents != nil {
-		if msg, err := a.intents.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(a.c.subj.Intent(p.Node, p.UID))); err == nil {
+		var msg *jetstream.RawStreamMsg
+		err := bus.UnlessDenied(ctx, &a.c.denied.Denials, "$JS.API.DIRECT.GET."+schemas.StreamIntents, func(ctx context.Context) (err error) {
+			msg, err = a.intents.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(a.c.subj.Intent(p.Node, p.UID)))
+			return err
+		})
+		switch {
+		case err == nil:
 			t = msg.Time
+		case errors.As(err, new(*bus.PermissionError)):
+			a.intents = nil // denied at once, and again for every pod
 		}
 	}
 	if t.IsZero() {

@@ -47,8 +47,11 @@ func (s *permServer) seed(user string) string { return filepath.Join(s.keysDir, 
 func (s *permServer) as(t *testing.T, user string, args ...string) cliRun {
 	t.Helper()
 	args = append(args, "--nats-url", s.url, "--nats-nkey", s.seed(user))
-	if user == "auditor" {
+	switch {
+	case user == "auditor":
 		args = append(args, "--nats-inbox-prefix", "_INBOX_auditor")
+	case strings.HasPrefix(user, "node-"):
+		args = append(args, "--nats-inbox-prefix", "_INBOX_"+strings.TrimPrefix(user, "node-"))
 	}
 	return runBinary(t, s.bin, nil, args...)
 }
@@ -332,6 +335,29 @@ func TestNATSConfigRoles(t *testing.T) {
 			_, err := nodeclient.Exec(ctx, ac.nc, subj, "n1", schemas.ExecRequest{PodRef: ref, Command: []string{"true"}})
 			return err
 		})
+	})
+
+	t.Run("the auditor's commands work with its credentials", func(t *testing.T) {
+		// Ages without the intents it may not read (pod specs may hold
+		// secrets): the read is denied at once, not waited out per pod.
+		res := s.as(t, "auditor", "get", "pods", "-A")
+		if res.code != 0 || !regexp.MustCompile(`web\s+1/1\s+Running`).MatchString(res.stdout) {
+			t.Errorf("get pods -A as the auditor: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+		}
+		res = s.as(t, "auditor", "logs", "default/web")
+		if res.code != 0 {
+			t.Errorf("logs as the auditor: exit %d\n%s", res.code, res.stderr)
+		}
+		res = s.as(t, "auditor", "describe", "pod", "default/web")
+		if res.code != 0 || !strings.Contains(res.stdout, "Status:") {
+			t.Errorf("describe pod as the auditor: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+		}
+		res = s.as(t, "auditor", "history", "default/web")
+		wantRefused(t, res, `NATS refused to let this user publish to "$JS.API.CONSUMER.CREATE.JETLET_INTENTS.`)
+	})
+	t.Run("credentials without their inbox prefix fail at once, saying so", func(t *testing.T) {
+		res := runBinary(t, s.bin, nil, "get", "pods", "--nats-url", s.url, "--nats-nkey", s.seed("auditor"))
+		wantRefused(t, res, "NATS refused these credentials a subscription to _INBOX.>", "--nats-inbox-prefix", "_INBOX_auditor to the auditor")
 	})
 
 	t.Run("n1's read-backs work with its credentials", func(t *testing.T) {

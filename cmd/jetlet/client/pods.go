@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/schemas/bus"
 )
 
 // intentRecord is an intent as stored in JETLET_INTENTS, read loosely: the
@@ -78,6 +80,17 @@ func (c *client) intents(ctx context.Context, filter string, lastOnly bool) ([]i
 	return out, err
 }
 
+// readableIntents is intents, or none when these credentials may not read
+// JETLET_INTENTS (an auditor's: pod specs may hold secrets): the pods are
+// then known by their statuses alone.
+func (c *client) readableIntents(ctx context.Context, filter string, lastOnly bool) ([]intentRecord, error) {
+	out, err := c.intents(ctx, filter, lastOnly)
+	if errors.As(err, new(*bus.PermissionError)) {
+		return nil, nil
+	}
+	return out, err
+}
+
 // podRecord is what the client knows of one pod (node and uid): its status
 // and its newest intent.
 type podRecord struct {
@@ -117,7 +130,7 @@ func (c *client) knownPods(ctx context.Context, node string) ([]*podRecord, erro
 	if err != nil {
 		return nil, err
 	}
-	last, err := c.intents(ctx, c.subj.Intent(nodeToken(node), "*"), true)
+	last, err := c.readableIntents(ctx, c.subj.Intent(nodeToken(node), "*"), true)
 	if err != nil {
 		return nil, err
 	}
