@@ -43,7 +43,8 @@ type nodeState struct {
 	// StoppedAt is when a clean stop deleted the record (the bucket keeps
 	// the delete until its TTL); zero otherwise.
 	StoppedAt time.Time
-	// Pods counts the node's statuses in jetlet_status.
+	// Pods counts the node's statuses in jetlet_status, deleted pods' left
+	// out.
 	Pods int
 }
 
@@ -125,7 +126,9 @@ func (c *client) nodeStates(ctx context.Context, node string, statuses []schemas
 		return nil, c.jsError("bucket "+schemas.BucketNodes, err)
 	}
 	for _, st := range statuses {
-		if st.Node != "" && (node == "" || st.Node == node) {
+		// A deleted pod's status stays for --terminated-status-ttl: it is
+		// no longer the node's.
+		if st.Node != "" && (node == "" || st.Node == node) && st.Phase != schemas.PhaseTerminated {
 			get(st.Node).Pods++
 		}
 	}
@@ -239,7 +242,7 @@ func namedNode(cmd *cobra.Command, f *clientFlags, name string) (*client, *nodeS
 }
 
 func (o *nodeRemoveOptions) run(cmd *cobra.Command, name string) error {
-	c, st, _, err := namedNode(cmd, &o.client, name)
+	c, st, statuses, err := namedNode(cmd, &o.client, name)
 	if err != nil {
 		return err
 	}
@@ -259,11 +262,11 @@ func (o *nodeRemoveOptions) run(cmd *cobra.Command, name string) error {
 			return c.jsError("delete consumer "+cons.name+" of "+cons.stream, err)
 		}
 	}
-	if st != nil && st.Pods > 0 {
+	if len(statuses) > 0 { // deleted pods' too
 		if err := c.purge(ctx, "KV_"+schemas.BucketStatus, "$KV."+schemas.BucketStatus+"."+name+".>"); err != nil {
 			return err
 		}
-		removed = append(removed, fmt.Sprintf("%d status keys", st.Pods))
+		removed = append(removed, fmt.Sprintf("%d status keys", len(statuses)))
 	}
 	if st != nil && (st.Record != nil || !st.StoppedAt.IsZero()) {
 		if err := c.purge(ctx, "KV_"+schemas.BucketNodes, "$KV."+schemas.BucketNodes+"."+name); err != nil {

@@ -39,6 +39,9 @@ func TestNodeLifecycle(t *testing.T) {
 		{UID: "u3", Namespace: "default", Name: "c", Node: "stopped", Phase: schemas.PhaseRunning, Containers: running},
 		{UID: "u4", Namespace: "default", Name: "d", Node: "lost", Phase: schemas.PhasePending},
 		{UID: "u5", Namespace: "default", Name: "e", Node: "lost", Phase: schemas.PhaseSucceeded},
+		// Deleted: not counted, and no reason to list a node of its own.
+		{UID: "u6", Namespace: "default", Name: "f", Node: "stopped", Phase: schemas.PhaseTerminated},
+		{UID: "u7", Namespace: "default", Name: "g", Node: "gone", Phase: schemas.PhaseTerminated},
 	} {
 		st.ObservedAt = time.Now()
 		c.putStatus(st)
@@ -55,6 +58,9 @@ func TestNodeLifecycle(t *testing.T) {
 		if !regexp.MustCompile(want).MatchString(res.stdout) {
 			t.Errorf("get nodes does not match %s", want)
 		}
+	}
+	if strings.Contains(res.stdout, "gone") {
+		t.Errorf("get nodes lists a node whose only pod was deleted:\n%s", res.stdout)
 	}
 	res = c.run("get", "pods")
 	wantCode(t, res, 0)
@@ -73,7 +79,7 @@ func TestNodeLifecycle(t *testing.T) {
 	wantContains(t, "stdout", res.stdout, "node lost removed: 2 status keys")
 	res = c.run("node", "remove", "stopped")
 	wantCode(t, res, 0)
-	wantContains(t, "stdout", res.stdout, "node stopped removed: 1 status keys, node record")
+	wantContains(t, "stdout", res.stdout, "node stopped removed: 2 status keys, node record") // c's and deleted f's
 	res = c.run("get", "nodes")
 	if strings.Contains(res.stdout, "lost") || strings.Contains(res.stdout, "stopped") {
 		t.Errorf("removed nodes still listed:\n%s", res.stdout)
