@@ -48,7 +48,7 @@ func (c *Consumer) attach(ctx context.Context) (jetstream.ConsumeContext, error)
 	cfg := c.consumerConfig()
 	if was := c.durableFound; was != nil { // as recovery found it
 		if was.MemoryStorage != cfg.MemoryStorage {
-			return c.remakeDurable(ctx, fmt.Errorf("its state moves between memory and file (replicas %d to %d)", was.Replicas, cfg.Replicas))
+			return c.remakeDurable(ctx, fmt.Errorf("its state moves between memory and file (replicas %d to %d)", was.Replicas, cfg.Replicas), true)
 		}
 		cfg.DeliverPolicy, cfg.OptStartSeq = was.DeliverPolicy, was.OptStartSeq
 	}
@@ -156,16 +156,15 @@ func (c *Consumer) superviseIntake(ctx context.Context, cc jetstream.ConsumeCont
 		if lost == nil {
 			continue // there: nats.go pulls again itself
 		}
-		// Stopped first: what the old consumer still delivered after the
-		// answered floor was read would come again from the new one as
-		// first deliveries of intents answered, as from one that forgot.
+		// Stopped first: the old consumer's deliveries after the new one
+		// starts would pass for those of one that forgot.
 		cc.Stop()
 		select {
 		case <-cc.Closed():
 		case <-time.After(intakeLookTimeout):
 		}
 		for {
-			next, err := c.remakeDurable(ctx, lost)
+			next, err := c.remakeDurable(ctx, lost, false)
 			if err == nil {
 				cc = next
 				break
@@ -264,20 +263,26 @@ func silentPeer(cluster *jetstream.ClusterInfo, now time.Time, server string) er
 }
 
 // remakeDurable deletes the durable consumer (the meta layer removes it
-// even while its server is away) and makes it anew from the first intent
-// not yet answered: every one at or below the floor was acked. Deliveries
-// of intents taken before are checked against the results
+// even while its server is away) and makes it anew, from the first intent
+// not answered when fromFloor (right after recovery, which read every
+// intent of the node: every one at or below the floor was answered), else
+// from the first intent of the node the stream keeps: while consuming, an
+// intent delivered by a server as it died may never have reached the node,
+// below intents that did, and only the stream knows it. Deliveries of
+// intents taken before are checked against the results
 // (delivery.seenBefore).
-func (c *Consumer) remakeDurable(ctx context.Context, why error) (jetstream.ConsumeContext, error) {
+func (c *Consumer) remakeDurable(ctx context.Context, why error, fromFloor bool) (jetstream.ConsumeContext, error) {
 	name := bus.DurableName(c.cfg.Node)
 	delCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	_ = c.js.DeleteConsumer(delCtx, schemas.StreamIntents, name)
 	cancel()
-	c.mu.Lock()
-	floor := c.answeredFloorLocked()
-	c.mu.Unlock()
 	cfg := c.consumerConfig()
-	cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, floor+1
+	if fromFloor {
+		c.mu.Lock()
+		floor := c.answeredFloorLocked()
+		c.mu.Unlock()
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, floor+1
+	}
 	cons, err := c.createFiltered(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -287,8 +292,8 @@ func (c *Consumer) remakeDurable(ctx context.Context, why error) (jetstream.Cons
 	if err != nil {
 		return nil, err
 	}
-	c.log.Warn().Err(why).Str("durable", name).Uint64("from_seq", floor+1).
-		Msg("durable consumer made anew, from the first intent not answered")
+	c.log.Warn().Err(why).Str("durable", name).Uint64("from_seq", cfg.OptStartSeq).
+		Msg("durable consumer made anew")
 	return cc, nil
 }
 

@@ -191,7 +191,7 @@ func (c *Consumer) Run(ctx context.Context, grace time.Duration) error {
 // recovery took it for lost, and starts consuming it.
 func (c *Consumer) startIntake(ctx context.Context) (jetstream.ConsumeContext, error) {
 	if c.remakeAtAttach != nil {
-		return c.remakeDurable(ctx, c.remakeAtAttach)
+		return c.remakeDurable(ctx, c.remakeAtAttach, true)
 	}
 	return c.attach(ctx)
 }
