@@ -58,6 +58,13 @@ func (c *client) publishIntent(ctx context.Context, pi *plannedIntent) error {
 		ack, err = c.js.PublishMsg(ctx, msg,
 			jetstream.WithMsgID(intentMsgID(subject, pi.body)),
 			jetstream.WithExpectStream(schemas.StreamIntents))
+		if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
+			// Only a stream's leader listens on its subjects: none answers
+			// while it elects one, as none does when there is no stream.
+			if _, infoErr := c.js.Stream(ctx, schemas.StreamIntents); !errors.Is(infoErr, jetstream.ErrStreamNotFound) {
+				return fmt.Errorf("%w: %s: %v", errStreamElecting, schemas.StreamIntents, err)
+			}
+		}
 		return err
 	})
 	if err != nil {

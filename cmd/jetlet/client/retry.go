@@ -84,6 +84,10 @@ func until(ctx context.Context) string {
 
 // transient reports whether err is one a cluster losing a server or electing
 // a leader gives: gone once it is done.
+// errStreamElecting is a publish no server answered for a stream that
+// exists: it has no leader yet.
+var errStreamElecting = errors.New("no leader to store it yet")
+
 func transient(err error) bool {
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
@@ -93,5 +97,6 @@ func transient(err error) bool {
 	// forwards; none answering is no JetStream, or no stream, at all.
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
 		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrDisconnected) ||
-		errors.Is(err, jetstream.ErrConsumerLeadershipChanged) || errors.Is(err, jetstream.ErrNoHeartbeat)
+		errors.Is(err, jetstream.ErrConsumerLeadershipChanged) || errors.Is(err, jetstream.ErrNoHeartbeat) ||
+		errors.Is(err, errStreamElecting)
 }
