@@ -116,6 +116,22 @@ func leadStreamFrom(t *testing.T, js jetstream.JetStream, stream, server string)
 	})
 }
 
+// wantEachAnsweredOnce waits for results of n intents and fails the test
+// for any intent with more than one.
+func wantEachAnsweredOnce(t *testing.T, answers func() map[uint64]int, n int) {
+	t.Helper()
+	var got map[uint64]int
+	poll.Until(t, 2*time.Minute, func() string { return fmt.Sprintf("%d results, have %v", n, got) }, func() bool {
+		got = answers()
+		return len(got) == n
+	})
+	for seq, count := range got {
+		if count != 1 {
+			t.Errorf("intent %d has %d results, want 1", seq, count)
+		}
+	}
+}
+
 // A durable consumer kept in memory on one server (DurableInMemory) is
 // lost with that server: the node makes it anew on a live one, from the
 // first intent it has not answered, and every intent, before and after the
@@ -139,16 +155,7 @@ func TestADurableLostWithItsServerIsMadeAnew(t *testing.T) {
 	// One more intent, published after the loss was handled, so that the
 	// wait covers the remade consumer's redeliveries too.
 	publish(6, 7)
-	var got map[uint64]int
-	poll.Until(t, 2*time.Minute, func() string { return fmt.Sprintf("7 results, have %v", got) }, func() bool {
-		got = answers()
-		return len(got) == 7
-	})
-	for seq, n := range got {
-		if n != 1 {
-			t.Errorf("intent %d has %d results, want 1", seq, n)
-		}
-	}
+	wantEachAnsweredOnce(t, answers, 7)
 	remade, err := js.Consumer(t.Context(), schemas.StreamIntents, bus.DurableName("n1"))
 	if err != nil {
 		t.Fatal(err)
@@ -176,16 +183,7 @@ func TestADurableThatForgotItsAcksIsMadeAnew(t *testing.T) {
 	cluster.Restart(host)
 	cluster.WaitHealthy(time.Minute)
 	publish(3, 4)
-	var got map[uint64]int
-	poll.Until(t, 2*time.Minute, func() string { return fmt.Sprintf("4 results, have %v", got) }, func() bool {
-		got = answers()
-		return len(got) == 4
-	})
-	for seq, n := range got {
-		if n != 1 {
-			t.Errorf("intent %d has %d results, want 1", seq, n)
-		}
-	}
+	wantEachAnsweredOnce(t, answers, 4)
 	var now time.Time
 	poll.Until(t, time.Minute, func() string { return fmt.Sprintf("the durable made anew (created %v, then %v)", created, now) }, func() bool {
 		d, err := js.Consumer(t.Context(), schemas.StreamIntents, bus.DurableName("n1"))

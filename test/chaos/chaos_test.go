@@ -29,17 +29,26 @@ const (
 // stored.
 type fault func(r *rig, load *load)
 
+// TestLeaderKill kills the intents stream's leader: the client commands
+// started just after ride out the election.
 func TestLeaderKill(t *testing.T) {
-	runFault(t, func(r *rig, load *load) {
+	runFault(t, killLeader(schemas.StreamIntents, (*rig).clientRidesOut))
+}
+
+// killLeader is the fault that kills stream's leader once a third of the
+// burst is stored, runs meanwhile, and restarts the server once the burst
+// is stored.
+func killLeader(stream string, meanwhile func(*rig)) fault {
+	return func(r *rig, load *load) {
 		<-load.reached(burst / 3)
-		leader := r.leader(schemas.StreamIntents)
+		leader := r.leader(stream)
 		r.cluster.Kill(leader)
-		t.Logf("killed %s, the %s leader, after %d intents", r.cluster.Servers[leader].Name, schemas.StreamIntents, load.count())
-		r.clientRidesOut()
+		r.t.Logf("killed %s, the %s leader, after %d intents", r.cluster.Servers[leader].Name, stream, load.count())
+		meanwhile(r)
 		<-load.reached(burst)
 		r.cluster.Restart(leader)
 		r.cluster.WaitHealthy(time.Minute)
-	})
+	}
 }
 
 func TestRollingRestart(t *testing.T) {
@@ -119,16 +128,7 @@ func TestFreeze(t *testing.T) {
 // TestResultsLeaderKill kills the results stream's leader: results wait for
 // a new one, while pods applied meanwhile start.
 func TestResultsLeaderKill(t *testing.T) {
-	runFault(t, func(r *rig, load *load) {
-		<-load.reached(burst / 3)
-		leader := r.leader(schemas.StreamResults)
-		r.cluster.Kill(leader)
-		t.Logf("killed %s, the %s leader, after %d intents", r.cluster.Servers[leader].Name, schemas.StreamResults, load.count())
-		r.startPodsDuringFault()
-		<-load.reached(burst)
-		r.cluster.Restart(leader)
-		r.cluster.WaitHealthy(time.Minute)
-	})
+	runFault(t, killLeader(schemas.StreamResults, (*rig).startPodsDuringFault))
 }
 
 // startPodsDuringFault applies a new pod on each node; the run checks that
