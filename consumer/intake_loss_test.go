@@ -116,6 +116,19 @@ func leadStreamFrom(t *testing.T, js jetstream.JetStream, stream, server string)
 	})
 }
 
+// firstThreeAnswered publishes three intents, waits for their results and
+// returns the durable consumer as it is then.
+func firstThreeAnswered(t *testing.T, js jetstream.JetStream, answers func() map[uint64]int, publish func(from, to int)) *jetstream.ConsumerInfo {
+	t.Helper()
+	publish(0, 3)
+	poll.Until(t, time.Minute, poll.Msg("3 results"), func() bool { return len(answers()) == 3 })
+	durable, err := js.Consumer(t.Context(), schemas.StreamIntents, bus.DurableName("n1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return durable.CachedInfo()
+}
+
 // wantEachAnsweredOnce waits for results of n intents and fails the test
 // for any intent with more than one.
 func wantEachAnsweredOnce(t *testing.T, answers func() map[uint64]int, n int) {
@@ -133,18 +146,12 @@ func wantEachAnsweredOnce(t *testing.T, answers func() map[uint64]int, n int) {
 }
 
 // A durable consumer kept in memory on one server (DurableInMemory) is
-// lost with that server: the node makes it anew on a live one, from the
-// first intent it has not answered, and every intent, before and after the
-// loss, gets exactly one result.
+// lost with that server: the node makes it anew on a live one, and every
+// intent, before and after the loss, gets exactly one result.
 func TestADurableLostWithItsServerIsMadeAnew(t *testing.T) {
 	cluster, js, answers, publish := startLossRig(t)
-	publish(0, 3)
-	poll.Until(t, time.Minute, poll.Msg("3 results"), func() bool { return len(answers()) == 3 })
-	durable, err := js.Consumer(t.Context(), schemas.StreamIntents, bus.DurableName("n1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := durable.CachedInfo().Cluster.Leader
+	durable := firstThreeAnswered(t, js, answers, publish)
+	host := durable.Cluster.Leader
 	// The hard case: the server leads the intents stream too, so the
 	// leader that answers for the stream after it never heard from it.
 	leadStreamFrom(t, js, schemas.StreamIntents, host)
@@ -171,14 +178,9 @@ func TestADurableLostWithItsServerIsMadeAnew(t *testing.T) {
 // durable anew, no intent answered twice.
 func TestADurableThatForgotItsAcksIsMadeAnew(t *testing.T) {
 	cluster, js, answers, publish := startLossRig(t)
-	publish(0, 3)
-	poll.Until(t, time.Minute, poll.Msg("3 results"), func() bool { return len(answers()) == 3 })
-	durable, err := js.Consumer(t.Context(), schemas.StreamIntents, bus.DurableName("n1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := cluster.Index(durable.CachedInfo().Cluster.Leader)
-	created := durable.CachedInfo().Created
+	durable := firstThreeAnswered(t, js, answers, publish)
+	host := cluster.Index(durable.Cluster.Leader)
+	created := durable.Created
 	cluster.Stop(host)
 	cluster.Restart(host)
 	cluster.WaitHealthy(time.Minute)
