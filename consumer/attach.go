@@ -105,10 +105,7 @@ func (c *Consumer) consume(ctx context.Context, cons jetstream.Consumer) (jetstr
 			return
 		}
 		if errors.Is(err, jetstream.ErrNoHeartbeat) || errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) {
-			select {
-			case c.intakeTrouble <- struct{}{}:
-			default:
-			}
+			c.wakeSupervisor()
 		}
 		if !errors.Is(err, jetstream.ErrNoHeartbeat) {
 			c.log.Warn().Err(err).Msg("consume")
@@ -131,6 +128,15 @@ const (
 	// under overload, still heartbeats: its consumer is waited for.
 	intakeServerSilence = 5 * time.Second
 )
+
+// wakeSupervisor has superviseIntake look at the durable consumer; a wake
+// already pending covers this one.
+func (c *Consumer) wakeSupervisor() {
+	select {
+	case c.intakeTrouble <- struct{}{}:
+	default:
+	}
+}
 
 // superviseIntake makes the durable consumer anew when it is gone: deleted,
 // or (kept in memory on one server, DurableInMemory) lost with its

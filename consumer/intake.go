@@ -67,10 +67,7 @@ func newDelivery(msg jetstream.Msg, meta *jetstream.MsgMetadata) *delivery {
 func (c *Consumer) noteDeliverySeqLocked(deliverySeq, streamSeq uint64) bool {
 	if deliverySeq <= c.lastDeliverySeq && c.durableForgot == nil {
 		c.durableForgot = fmt.Errorf("its deliveries started again at %d (intent %d) after %d: it lost its state", deliverySeq, streamSeq, c.lastDeliverySeq)
-		select {
-		case c.intakeTrouble <- struct{}{}:
-		default:
-		}
+		c.wakeSupervisor()
 	}
 	c.lastDeliverySeq = deliverySeq
 	return c.durableForgot != nil
@@ -88,7 +85,7 @@ func (c *Consumer) receive(msg jetstream.Msg) {
 	c.mu.Lock()
 	if c.noteDeliverySeqLocked(meta.Sequence.Consumer, d.seq) {
 		// From a consumer that forgot, about to be made anew from the
-		// answered floor, which delivers again whatever this was.
+		// node's first intent the stream keeps: it delivers this again.
 		c.mu.Unlock()
 		return
 	}
