@@ -82,19 +82,21 @@ func until(ctx context.Context) string {
 	return fmt.Sprintf(" for up to %s", time.Until(d).Round(time.Second))
 }
 
-// transient reports whether err is one a cluster losing a server or electing
-// a leader gives: gone once it is done.
 // errStreamElecting is a publish no server answered for a stream that
-// exists: it has no leader yet.
+// exists: it has no leader yet (publishIntent tells it from a missing
+// stream).
 var errStreamElecting = errors.New("no leader to store it yet")
 
+// transient reports whether err is one a cluster losing a server or electing
+// a leader gives: gone once it is done.
 func transient(err error) bool {
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
 		return apiErr.Code == http.StatusServiceUnavailable || apiErr.Code == http.StatusRequestTimeout
 	}
-	// Not "no responders": a server that lost its leader still answers or
-	// forwards; none answering is no JetStream, or no stream, at all.
+	// Plain "no responders" is not: API requests are answered or forwarded
+	// by any server, so none answering is no JetStream at all. A stream
+	// publish is the exception, told apart by errStreamElecting.
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
 		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrDisconnected) ||
 		errors.Is(err, jetstream.ErrConsumerLeadershipChanged) || errors.Is(err, jetstream.ErrNoHeartbeat) ||
