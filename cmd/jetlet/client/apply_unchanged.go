@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
@@ -18,15 +19,21 @@ import (
 const exitNodeNotLive = 3
 
 // intentPod reads the pod of the intent stored at seq in JETLET_INTENTS; nil
-// when the body holds no pod jetlet could read (it was Rejected).
+// when the body holds no pod jetlet could read (it was Rejected). The read
+// rides out an election: a read sent to a server that died never answers.
 func (c *client) intentPod(ctx context.Context, seq uint64) (*corev1.Pod, error) {
-	s, err := c.stream(ctx, schemas.StreamIntents)
+	what := "stream " + schemas.StreamIntents
+	var msg *jetstream.RawStreamMsg
+	err := c.ridingOut(ctx, what, func(ctx context.Context) error {
+		s, err := c.js.Stream(ctx, schemas.StreamIntents)
+		if err != nil {
+			return err
+		}
+		msg, err = s.GetMsg(ctx, seq)
+		return err
+	})
 	if err != nil {
-		return nil, err
-	}
-	msg, err := s.GetMsg(ctx, seq)
-	if err != nil {
-		return nil, c.jsError("stream "+schemas.StreamIntents, err)
+		return nil, c.jsError(what, err)
 	}
 	return podOf(msg.Data), nil
 }

@@ -165,7 +165,11 @@ func (c *client) getKV(ctx context.Context, bucket, key string) (jetstream.KeyVa
 	if err != nil {
 		return nil, err
 	}
-	e, err := kv.Get(ctx, key)
+	var e jetstream.KeyValueEntry
+	err = c.ridingOut(ctx, "bucket "+bucket, func(ctx context.Context) (err error) {
+		e, err = kv.Get(ctx, key)
+		return err
+	})
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return nil, nil
@@ -213,7 +217,12 @@ func (c *client) storeConfigs(ctx context.Context, writes []*configWrite) error 
 		if err != nil {
 			return err
 		}
-		if _, err := kv.Put(ctx, w.key, w.value); err != nil {
+		// A Put stores the same value again if a lost answer makes it repeat.
+		err = c.ridingOut(ctx, "bucket "+w.bucket, func(ctx context.Context) error {
+			_, err := kv.Put(ctx, w.key, w.value)
+			return err
+		})
+		if err != nil {
 			return c.jsError(w.obj.label()+": bucket "+w.bucket, err)
 		}
 	}

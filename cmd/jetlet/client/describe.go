@@ -119,22 +119,12 @@ func (c *client) appliedSpec(ctx context.Context, p *podRecord) (*corev1.PodSpec
 		if all[i].Op != schemas.OpApply {
 			continue
 		}
-		s, err := c.js.Stream(ctx, schemas.StreamIntents)
-		if err != nil {
-			return nil, c.jsError("stream "+schemas.StreamIntents, err)
+		pod, err := c.intentPod(ctx, all[i].Seq)
+		if err != nil || pod == nil {
+			return nil, err // nil: not a pod jetlet could read either, it was Rejected
 		}
-		msg, err := s.GetMsg(ctx, all[i].Seq)
-		if err != nil {
-			return nil, c.jsError("stream "+schemas.StreamIntents, err)
-		}
-		var in struct {
-			Pod *corev1.Pod `json:"pod"`
-		}
-		if json.Unmarshal(msg.Data, &in) != nil || in.Pod == nil {
-			return nil, nil // not a pod jetlet could read either: it was Rejected
-		}
-		schemas.SetPodDefaults(in.Pod) // the probes as the node runs them
-		return &in.Pod.Spec, nil
+		schemas.SetPodDefaults(pod) // the probes as the node runs them
+		return &pod.Spec, nil
 	}
 	return nil, nil
 }

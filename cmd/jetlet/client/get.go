@@ -379,9 +379,11 @@ func (a *podAges) since(ctx context.Context, p *schemas.PodStatus) time.Time {
 	var t time.Time
 	if a.intents != nil {
 		var msg *jetstream.RawStreamMsg
-		err := bus.UnlessDenied(ctx, &a.c.denied.Denials, "$JS.API.DIRECT.GET."+schemas.StreamIntents, func(ctx context.Context) (err error) {
-			msg, err = a.intents.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(a.c.subj.Intent(p.Node, p.UID)))
-			return err
+		err := a.c.ridingOut(ctx, "stream "+schemas.StreamIntents, func(ctx context.Context) error {
+			return bus.UnlessDenied(ctx, &a.c.denied.Denials, "$JS.API.DIRECT.GET."+schemas.StreamIntents, func(ctx context.Context) (err error) {
+				msg, err = a.intents.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(a.c.subj.Intent(p.Node, p.UID)))
+				return err
+			})
 		})
 		switch {
 		case err == nil:
