@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -35,6 +36,10 @@ type StreamsConfig struct {
 	// MaxNodes is the fleet the streams are sized for: each stream admits
 	// ConsumersPerNode consumers per node and ReaderConsumers more.
 	MaxNodes int
+	// IntentPartitions shards the intents into that many streams (1: one
+	// JETLET_INTENTS). Above 1 the servers must map the intents' subjects
+	// (IntentPartitionMapping); it is fixed for the life of the streams.
+	IntentPartitions int
 }
 
 // ConsumersPerNode is what a node holds on JETLET_INTENTS: its durable and,
@@ -77,6 +82,9 @@ func (c *StreamsConfig) SetDefaults() {
 	if c.MaxNodes == 0 {
 		c.MaxNodes = DefaultMaxNodes
 	}
+	if c.IntentPartitions == 0 {
+		c.IntentPartitions = 1
+	}
 }
 
 // DefaultMaxNodes is the fleet the streams are sized for by default.
@@ -101,6 +109,8 @@ func (c *StreamsConfig) Validate() error {
 		return fmt.Errorf("terminated status TTL %s: must be at least 1s", c.TerminatedStatusTTL)
 	case c.MaxNodes < 1:
 		return fmt.Errorf("max nodes %d: must be at least 1", c.MaxNodes)
+	case c.IntentPartitions < 1 || c.IntentPartitions > schemas.MaxIntentPartitions:
+		return fmt.Errorf("intent partitions %d: must be 1 to %d", c.IntentPartitions, schemas.MaxIntentPartitions)
 	}
 	return nil
 }
@@ -124,15 +134,30 @@ func (c StreamsConfig) StreamConfigs() []jetstream.StreamConfig {
 			MaxConsumers: c.MaxConsumers(),
 		}
 	}
-	intents := base(schemas.StreamIntents, "jetlet pod intents: desired state per pod", "intent")
-	intents.MaxMsgsPerSubject = c.IntentHistory
+	var streams []jetstream.StreamConfig
+	if c.IntentPartitions <= 1 {
+		intents := base(schemas.StreamIntents, "jetlet pod intents: desired state per pod", "intent")
+		intents.MaxMsgsPerSubject = c.IntentHistory
+		streams = append(streams, intents)
+	} else {
+		subj := schemas.Subjects{Prefix: p}
+		for k := range c.IntentPartitions {
+			intents := base(schemas.IntentsPartitionStream(k), fmt.Sprintf("jetlet pod intents, partition %d of %d: desired state per pod", k, c.IntentPartitions), "")
+			intents.Subjects = []string{subj.IntentPartitionSubjects(k)}
+			src, dest := subj.IntentPartitionTransform(k)
+			intents.SubjectTransform = &jetstream.SubjectTransformConfig{Source: src, Destination: dest}
+			intents.Metadata = map[string]string{schemas.MetadataIntentPartitions: strconv.Itoa(c.IntentPartitions)}
+			intents.MaxMsgsPerSubject = c.IntentHistory
+			streams = append(streams, intents)
+		}
+	}
 	results := base(schemas.StreamResults, "jetlet sync results: one per intent", "result")
 	results.MaxAge = c.MaxAge
 	evs := base(schemas.StreamEvents, "jetlet container and sandbox lifecycle events", "event")
 	evs.MaxAge = c.MaxAge
 	dead := base(schemas.StreamDead, "jetlet intents no pod could be read from", "dead")
 	dead.MaxAge = c.MaxAge
-	return []jetstream.StreamConfig{intents, results, evs, dead}
+	return append(streams, results, evs, dead)
 }
 
 // BucketConfigs returns the KV buckets as jetlet wants them.
@@ -205,6 +230,9 @@ const jsErrReplicasNotSupported jetstream.ErrorCode = 10074
 // never deleted. Replicas are the exception: a stream left with other replicas
 // than asked for is an error (ErrReplicasUnavailable), never kept silently.
 func Provision(ctx context.Context, js jetstream.JetStream, cfg StreamsConfig, log zerolog.Logger) error {
+	if err := CheckIntentPartitions(ctx, js, cfg.IntentPartitions); err != nil {
+		return err
+	}
 	for _, sc := range cfg.StreamConfigs() {
 		if err := ensureStream(ctx, js, sc, log); err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jetlet/jetlet/schemas"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -62,4 +63,15 @@ func Connect(t testing.TB, s *server.Server) (*nats.Conn, jetstream.JetStream) {
 		t.Fatalf("jetstream: %v", err)
 	}
 	return nc, js
+}
+
+// MapIntentPartitions gives s's global account the subject mapping that
+// shards intents into n partition streams, as a server's configuration
+// does (schemas.Subjects.IntentPartitionMapping).
+func MapIntentPartitions(t testing.TB, s *server.Server, prefix string, n int) {
+	t.Helper()
+	src, dest := schemas.Subjects{Prefix: prefix}.IntentPartitionMapping(n)
+	if err := s.GlobalAccount().AddMapping(src, dest); err != nil {
+		t.Fatalf("map %s to %s: %v", src, dest, err)
+	}
 }
