@@ -8,7 +8,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/schemas/bus"
 )
 
@@ -63,7 +62,7 @@ func (c *Consumer) attach(ctx context.Context) (jetstream.ConsumeContext, error)
 // createFiltered creates or updates the durable consumer as cfg says, with
 // one filter only where the node's permissions allow no more.
 func (c *Consumer) createFiltered(ctx context.Context, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
-	create := "$JS.API.CONSUMER.CREATE." + schemas.StreamIntents + "." + cfg.Durable
+	create := "$JS.API.CONSUMER.CREATE." + c.cfg.IntentsStream + "." + cfg.Durable
 	cons, err := c.createDurable(ctx, create, cfg)
 	var denied *bus.PermissionError
 	if errors.As(err, &denied) && denied.Subject == create {
@@ -86,7 +85,7 @@ func (c *Consumer) createFiltered(ctx context.Context, cfg jetstream.ConsumerCon
 // *bus.PermissionError.
 func (c *Consumer) createDurable(ctx context.Context, create string, cfg jetstream.ConsumerConfig) (cons jetstream.Consumer, err error) {
 	err = bus.UnlessDenied(ctx, c.cfg.Denials, create, func(ctx context.Context) error {
-		cons, err = c.js.CreateOrUpdateConsumer(ctx, schemas.StreamIntents, cfg)
+		cons, err = c.js.CreateOrUpdateConsumer(ctx, c.cfg.IntentsStream, cfg)
 		return err
 	})
 	return cons, err
@@ -191,7 +190,7 @@ func (c *Consumer) superviseIntake(ctx context.Context, cc jetstream.ConsumeCont
 func (c *Consumer) waitForDurable(ctx context.Context) error {
 	for {
 		lookCtx, cancel := context.WithTimeout(ctx, intakeLookTimeout)
-		cons, err := c.js.Consumer(lookCtx, schemas.StreamIntents, bus.DurableName(c.cfg.Node))
+		cons, err := c.js.Consumer(lookCtx, c.cfg.IntentsStream, bus.DurableName(c.cfg.Node))
 		cancel()
 		switch {
 		case ctx.Err() != nil:
@@ -230,7 +229,7 @@ func (c *Consumer) noteDurableServer(info *jetstream.ConsumerInfo) {
 func (c *Consumer) durableServerGone(ctx context.Context) error {
 	lookCtx, cancel := context.WithTimeout(ctx, intakeLookTimeout)
 	defer cancel()
-	stream, err := c.js.Stream(lookCtx, schemas.StreamIntents)
+	stream, err := c.js.Stream(lookCtx, c.cfg.IntentsStream)
 	if err != nil {
 		return nil
 	}
@@ -280,7 +279,7 @@ func silentPeer(cluster *jetstream.ClusterInfo, now time.Time, server string) er
 func (c *Consumer) remakeDurable(ctx context.Context, why error, fromFloor bool) (jetstream.ConsumeContext, error) {
 	name := bus.DurableName(c.cfg.Node)
 	delCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	_ = c.js.DeleteConsumer(delCtx, schemas.StreamIntents, name)
+	_ = c.js.DeleteConsumer(delCtx, c.cfg.IntentsStream, name)
 	cancel()
 	cfg := c.consumerConfig()
 	if fromFloor {

@@ -24,6 +24,9 @@ type Config struct {
 	// <prefix>.intent.<node>.<uid>.
 	Node          string
 	SubjectPrefix string
+	// IntentsStream is the stream that holds the node's intents:
+	// JETLET_INTENTS, or its partition's (schemas.IntentsStream).
+	IntentsStream string
 	// Workers bounds the pods synced at once (default 16).
 	Workers int
 	// AckWait is how long JetStream waits for an ack before redelivering;
@@ -59,6 +62,9 @@ type Config struct {
 func (c *Config) setDefaults() {
 	if c.SubjectPrefix == "" {
 		c.SubjectPrefix = schemas.DefaultSubjectPrefix
+	}
+	if c.IntentsStream == "" {
+		c.IntentsStream = schemas.StreamIntents
 	}
 	if c.Workers == 0 {
 		c.Workers = 16

@@ -108,8 +108,8 @@ func (r *recovered) desired() []podworkers.Desired {
 func (c *Consumer) ackFloor(ctx context.Context) (uint64, error) {
 	name := bus.DurableName(c.cfg.Node)
 	var cons jetstream.Consumer
-	err := bus.UnlessDenied(ctx, c.cfg.Denials, "$JS.API.CONSUMER.INFO."+schemas.StreamIntents+"."+name, func(ctx context.Context) (err error) {
-		cons, err = c.js.Consumer(ctx, schemas.StreamIntents, name)
+	err := bus.UnlessDenied(ctx, c.cfg.Denials, "$JS.API.CONSUMER.INFO."+c.cfg.IntentsStream+"."+name, func(ctx context.Context) (err error) {
+		cons, err = c.js.Consumer(ctx, c.cfg.IntentsStream, name)
 		return err
 	})
 	c.durableFound = nil
@@ -141,7 +141,7 @@ func (c *Consumer) ackFloor(ctx context.Context) (uint64, error) {
 // as the workers would. It returns what it found and how many it read.
 func (c *Consumer) replay(ctx context.Context) (*recovered, int, error) {
 	rec := &recovered{queues: map[string]*podQueue{}, desiredOf: map[string]*podworkers.Desired{}, kept: map[string][]*delivery{}}
-	stream, err := c.js.Stream(ctx, schemas.StreamIntents)
+	stream, err := c.js.Stream(ctx, c.cfg.IntentsStream)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -159,7 +159,7 @@ func (c *Consumer) replay(ctx context.Context) (*recovered, int, error) {
 	}
 	// A consumer of a fixed name, not an ordered one, so that a node's
 	// permissions can name it (docs/security.md).
-	oc, err := bus.CreateReadBack(ctx, c.js, c.cfg.Denials, schemas.StreamIntents, jetstream.ConsumerConfig{
+	oc, err := bus.CreateReadBack(ctx, c.js, c.cfg.Denials, c.cfg.IntentsStream, jetstream.ConsumerConfig{
 		Name: bus.ReplayName(c.cfg.Node), FilterSubject: filter, DeliverPolicy: jetstream.DeliverAllPolicy,
 	})
 	if errors.As(err, new(*bus.PermissionError)) {
@@ -168,7 +168,7 @@ func (c *Consumer) replay(ctx context.Context) (*recovered, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	defer bus.DeleteReadBack(ctx, c.js, schemas.StreamIntents, bus.ReplayName(c.cfg.Node))
+	defer bus.DeleteReadBack(ctx, c.js, c.cfg.IntentsStream, bus.ReplayName(c.cfg.Node))
 	read := 0
 	for read < total {
 		batch, err := oc.Fetch(min(total-read, 1000), jetstream.FetchMaxWait(5*time.Second))

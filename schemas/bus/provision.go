@@ -320,6 +320,9 @@ func settle(ctx context.Context, js jetstream.JetStream, stream string, replicas
 // needs only the right to look them up, which a node's permissions give
 // where creating them is an operator's (CONTRACT.md section 10).
 func Missing(ctx context.Context, js jetstream.JetStream, cfg StreamsConfig) ([]string, error) {
+	if err := CheckIntentPartitions(ctx, js, cfg.IntentPartitions); err != nil {
+		return nil, err
+	}
 	var missing []string
 	check := func(what, stream string) error {
 		_, err := js.Stream(ctx, stream)

@@ -37,7 +37,7 @@ func (n *simNode) pulling(ctx context.Context, js jetstream.JetStream) bool {
 	if !n.cons.Attached() {
 		return false
 	}
-	c, err := js.Consumer(ctx, schemas.StreamIntents, bus.DurableName(n.name))
+	c, err := js.Consumer(ctx, schemas.IntentsStream(n.name, *partitions), bus.DurableName(n.name))
 	if err != nil {
 		return false
 	}
@@ -91,7 +91,7 @@ func startNode(b *testing.B, urls, user, password, name string) *simNode {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cons, err := consumer.New(js, answers, pub, workers, consumer.Config{Node: name, Logger: log, DurableReplicas: *durableReplicas, DurableInMemory: *durableReplicas == 1})
+	cons, err := consumer.New(js, answers, pub, workers, consumer.Config{Node: name, IntentsStream: schemas.IntentsStream(name, *partitions), Logger: log, DurableReplicas: *durableReplicas, DurableInMemory: *durableReplicas == 1})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -41,6 +41,7 @@ var (
 	podsPerNode     = flag.Int("scale.pods", 50, "pods per node; each gets intents/(nodes*pods) revisions, the first creates it, the others re-apply it unchanged")
 	window          = flag.Int("scale.window", 200, "intents the publisher lets wait for their result at once, as a scheduler that paces itself on results")
 	durableReplicas = flag.Int("scale.durable-replicas", 1, "replicas of each node's durable consumer: 1 in memory on one server (jetlet run's default on replicated streams), 0 the stream's (3, --intake-replicas 0)")
+	partitions      = flag.Int("scale.partitions", 1, "streams the intents are sharded into (jetlet run --intent-partitions): the servers map each intent to its node's")
 	countMsgs       = flag.Bool("scale.count", false, "count the messages of each kind (JetStream API calls, acks, KV puts, results, events) per intent; the extra subscriber costs the servers CPU")
 )
 
@@ -61,7 +62,7 @@ func BenchmarkScale100Nodes(b *testing.B) {
 		File: filepath.Join("..", "..", "deploy", "nats", "nats-server.conf"),
 		Includes: map[string]string{
 			"routes.conf": fmt.Sprintf("authorization { user: route, password: %q }\n", routePassword),
-			"jetlet-auth.conf": fmt.Sprintf("authorization { users: [ {user: %s, password: %q} ] }\n",
+			"jetlet-auth.conf": intentMappings() + fmt.Sprintf("authorization { users: [ {user: %s, password: %q} ] }\n",
 				user, password),
 		},
 		RouteUser: "route", RoutePassword: routePassword,
@@ -72,7 +73,7 @@ func BenchmarkScale100Nodes(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	streams := bus.StreamsConfig{Replicas: 3}
+	streams := bus.StreamsConfig{Replicas: 3, IntentPartitions: *partitions}
 	streams.SetDefaults()
 	if err := bus.Provision(b.Context(), js, streams, zerolog.Nop()); err != nil {
 		b.Fatal(err)
@@ -221,10 +222,10 @@ func sumCPU(b *testing.B, pids []int) (sum time.Duration) {
 type load struct {
 	b        *testing.B
 	js       jetstream.JetStream
-	mu       sync.Mutex           // guards the fields below, written by the acknowledgement goroutines and the results subscription
-	sent     map[uint64]time.Time // intent sequence → publication began
-	answered map[uint64]time.Time // intent sequence → its first result arrived, over every phase
-	got      int                  // intents of the phase answered
+	mu       sync.Mutex              // guards the fields below, written by the acknowledgement goroutines and the results subscription
+	sent     map[intentKey]time.Time // intent → publication began
+	answered map[intentKey]time.Time // intent → its first result arrived, over every phase
+	got      int                     // intents of the phase answered
 	outcomes map[schemas.Outcome]int
 	slots    chan struct{} // one per intent awaiting its result
 	done     chan struct{} // closed when every intent of the phase is answered
@@ -233,7 +234,7 @@ type load struct {
 }
 
 func newLoad(b *testing.B, js jetstream.JetStream) *load {
-	l := &load{b: b, js: js, answered: map[uint64]time.Time{}, outcomes: map[schemas.Outcome]int{}}
+	l := &load{b: b, js: js, answered: map[intentKey]time.Time{}, outcomes: map[schemas.Outcome]int{}}
 	// Results are read from the stream, which loses none, even when this
 	// client is cut off as a slow consumer.
 	stream, err := js.Stream(b.Context(), schemas.StreamResults)
@@ -252,6 +253,13 @@ func newLoad(b *testing.B, js jetstream.JetStream) *load {
 	return l
 }
 
+// intentKey is an intent: its sequence in its stream, one of several when
+// the intents are partitioned.
+type intentKey struct {
+	stream string
+	seq    uint64
+}
+
 // answer takes a result from the stream; its time is when it was stored.
 func (l *load) answer(m jetstream.Msg) {
 	meta, err := m.Metadata()
@@ -266,6 +274,7 @@ func (l *load) answer(m jetstream.Msg) {
 		return
 	}
 	var r struct {
+		Node    string          `json:"node"`
 		Outcome schemas.Outcome `json:"outcome"`
 	}
 	if err := json.Unmarshal(m.Data(), &r); err != nil {
@@ -274,12 +283,13 @@ func (l *load) answer(m jetstream.Msg) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, dup := l.answered[seq]; dup {
+	key := intentKey{schemas.IntentsStream(r.Node, *partitions), seq}
+	if _, dup := l.answered[key]; dup {
 		// Stored twice: the contract's exactly-once failed (counted at the
 		// end, by logStreams' figures).
 		return
 	}
-	l.answered[seq] = at
+	l.answered[key] = at
 	l.outcomes[r.Outcome]++
 	l.last = at
 	l.got++
@@ -293,7 +303,7 @@ func (l *load) answer(m jetstream.Msg) {
 // and waits for every result.
 func (l *load) run(from, to int) phaseResult {
 	l.mu.Lock()
-	l.sent = make(map[uint64]time.Time, to-from)
+	l.sent = make(map[intentKey]time.Time, to-from)
 	l.got = 0
 	l.slots = make(chan struct{}, *window)
 	l.done = make(chan struct{})
@@ -324,10 +334,10 @@ func (l *load) run(from, to int) phaseResult {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r := phaseResult{elapsed: l.last.Sub(start)}
-	for seq, sent := range l.sent {
-		at, ok := l.answered[seq]
+	for key, sent := range l.sent {
+		at, ok := l.answered[key]
 		if !ok {
-			l.b.Fatalf("intent %d has no result", seq)
+			l.b.Fatalf("intent %d of %s has no result", key.seq, key.stream)
 		}
 		r.latencies = append(r.latencies, at.Sub(sent))
 	}
@@ -371,7 +381,7 @@ func (l *load) publish(ctx context.Context, acks *sync.WaitGroup, node, uid stri
 		}
 		if ack != nil {
 			l.mu.Lock()
-			l.sent[ack.Sequence] = began
+			l.sent[intentKey{ack.Stream, ack.Sequence}] = began
 			l.mu.Unlock()
 		}
 	})
@@ -405,4 +415,14 @@ func logStreams(b *testing.B, js jetstream.JetStream) {
 		}
 		b.Logf("%-16s msgs %6d  bytes %9d  subjects %6d  consumers %4d", name, info.State.Msgs, info.State.Bytes, info.State.NumSubjects, info.State.Consumers)
 	}
+}
+
+// intentMappings is the servers' subject mapping of -scale.partitions, as
+// `jetlet nats-config --intent-partitions` writes it.
+func intentMappings() string {
+	if *partitions <= 1 {
+		return ""
+	}
+	src, dest := schemas.Subjects{Prefix: schemas.DefaultSubjectPrefix}.IntentPartitionMapping(*partitions)
+	return fmt.Sprintf("mappings { %q: %q }\n", src, dest)
 }

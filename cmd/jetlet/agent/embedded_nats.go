@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/schemas/bus"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/rs/zerolog"
 )
@@ -20,8 +22,9 @@ type embeddedAuth struct {
 }
 
 // startEmbeddedNATS starts nats-server in-process with JetStream storing under
-// dataDir, listening on listen (port 0 picks a free port).
-func startEmbeddedNATS(listen, dataDir, node string, auth embeddedAuth, log zerolog.Logger) (*server.Server, error) {
+// dataDir, listening on listen (port 0 picks a free port), with the subject
+// mapping that shards intents when streams asks for partitions.
+func startEmbeddedNATS(listen, dataDir, node string, auth embeddedAuth, streams bus.StreamsConfig, log zerolog.Logger) (*server.Server, error) {
 	host, portStr, err := net.SplitHostPort(listen)
 	if err != nil {
 		return nil, fmt.Errorf("--nats-listen %q: %w", listen, err)
@@ -48,6 +51,12 @@ func startEmbeddedNATS(listen, dataDir, node string, auth embeddedAuth, log zero
 	s, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded NATS: %w", err)
+	}
+	if n := streams.IntentPartitions; n > 1 {
+		src, dest := schemas.Subjects{Prefix: streams.SubjectPrefix}.IntentPartitionMapping(n)
+		if err := s.GlobalAccount().AddMapping(src, dest); err != nil {
+			return nil, fmt.Errorf("embedded NATS: map %s to %s: %w", src, dest, err)
+		}
 	}
 	s.SetLoggerV2(natsServerLogger{log}, false, false, false)
 	s.Start()

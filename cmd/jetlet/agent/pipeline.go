@@ -234,6 +234,7 @@ func (a *agent) buildServices(p *pipeline, js jetstream.JetStream, client *runti
 	if p.consumer, err = consumer.New(js, p.answers, p.events, p.workers, consumer.Config{
 		Node:            a.cfg.node,
 		SubjectPrefix:   a.cfg.streams.SubjectPrefix,
+		IntentsStream:   schemas.IntentsStream(a.cfg.node, a.cfg.streams.IntentPartitions),
 		Workers:         a.cfg.workers,
 		DurableReplicas: a.cfg.intakeReplicas,
 		// On one server whose streams have one replica, memory would lose

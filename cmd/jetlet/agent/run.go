@@ -496,7 +496,7 @@ func (a *agent) startNATS() (*server.Server, []nats.Option, error) {
 		a.log.Warn().Str("listen", a.cfg.natsListen).
 			Msg("--nats-insecure: the embedded NATS server admits anyone who reaches it, and anyone it admits can run processes on this node")
 	}
-	s, err := startEmbeddedNATS(a.cfg.natsListen, a.cfg.dataDir, a.cfg.node, auth, logger.With().Str("component", "nats-server").Logger())
+	s, err := startEmbeddedNATS(a.cfg.natsListen, a.cfg.dataDir, a.cfg.node, auth, a.cfg.streams, logger.With().Str("component", "nats-server").Logger())
 	if err != nil {
 		return nil, nil, err
 	}

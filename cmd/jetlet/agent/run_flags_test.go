@@ -65,6 +65,7 @@ func TestRunFlagDefaultsAreTheDocumentedOnes(t *testing.T) {
 		{"replicas", "1", "running.md Streams and buckets"},
 		{"intent-history", "16", "running.md Streams and buckets"},
 		{"max-nodes", "10000", "running.md Streams and buckets"},
+		{"intent-partitions", "1", "running.md Streams and buckets, scaling.md Sharded intents: JETLET_INTENTS alone"},
 		{"max-age", "168h", "running.md Streams and buckets"},
 		{"duplicate-window", "2m", "running.md Streams and buckets"},
 		{"node-ttl", "1m", "running.md Streams and buckets"},

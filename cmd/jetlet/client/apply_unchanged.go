@@ -18,14 +18,18 @@ import (
 // heartbeat: its intent is published, but no result can be awaited.
 const exitNodeNotLive = 3
 
-// intentPod reads the pod of the intent stored at seq in JETLET_INTENTS; nil
-// when the body holds no pod jetlet could read (it was Rejected). The read
-// rides out an election: a read sent to a server that died never answers.
-func (c *client) intentPod(ctx context.Context, seq uint64) (*corev1.Pod, error) {
-	what := "stream " + schemas.StreamIntents
+// intentPod reads the pod of node's intent stored at seq; nil when the body
+// holds no pod jetlet could read (it was Rejected). The read rides out an
+// election: a read sent to a server that died never answers.
+func (c *client) intentPod(ctx context.Context, node string, seq uint64) (*corev1.Pod, error) {
+	stream, err := c.intentsStream(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	what := "stream " + stream
 	var msg *jetstream.RawStreamMsg
-	err := c.ridingOut(ctx, what, func(ctx context.Context) error {
-		s, err := c.js.Stream(ctx, schemas.StreamIntents)
+	err = c.ridingOut(ctx, what, func(ctx context.Context) error {
+		s, err := c.js.Stream(ctx, stream)
 		if err != nil {
 			return err
 		}
@@ -95,7 +99,7 @@ func (p *planner) unchanged(ctx context.Context, pi *plannedIntent, prev *planne
 	if last == nil || last.Op != schemas.OpApply {
 		return false, nil
 	}
-	have, err := p.c.intentPod(ctx, last.Seq)
+	have, err := p.c.intentPod(ctx, pi.node, last.Seq)
 	if err != nil || !samePod(want, have) {
 		return false, err
 	}

@@ -73,6 +73,54 @@ type client struct {
 	denied *deniedRecorder
 	// stderr is where the command says what it waits for.
 	stderr io.Writer
+	// partitions is how many streams hold the intents, once looked up
+	// (intentPartitions); 0 before. Guarded by partitionsMu: a command
+	// may read several nodes' intents at once.
+	partitionsMu sync.Mutex
+	partitions   int
+}
+
+// intentPartitions is how many streams hold the intents: 1 for
+// JETLET_INTENTS alone, else the partition streams' count (docs/scaling.md).
+// No intents stream at all is jetstream.ErrStreamNotFound, explained.
+func (c *client) intentPartitions(ctx context.Context) (int, error) {
+	c.partitionsMu.Lock()
+	defer c.partitionsMu.Unlock()
+	if c.partitions > 0 {
+		return c.partitions, nil
+	}
+	var n int
+	err := c.ridingOut(ctx, "stream "+schemas.StreamIntents, func(ctx context.Context) (err error) {
+		n, err = bus.IntentPartitions(ctx, c.js)
+		return err
+	})
+	if err != nil {
+		return 0, c.jsError("stream "+schemas.StreamIntents, err)
+	}
+	c.partitions = n
+	return n, nil
+}
+
+// intentsStream is the stream that holds node's intents.
+func (c *client) intentsStream(ctx context.Context, node string) (string, error) {
+	n, err := c.intentPartitions(ctx)
+	if err != nil {
+		return "", err
+	}
+	return schemas.IntentsStream(node, n), nil
+}
+
+// intentsStreams are the streams that hold the intents of node, or of
+// every node when node is "" or a wildcard.
+func (c *client) intentsStreams(ctx context.Context, node string) ([]string, error) {
+	n, err := c.intentPartitions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if node == "" || node == "*" {
+		return schemas.IntentsStreams(n), nil
+	}
+	return []string{schemas.IntentsStream(node, n)}, nil
 }
 
 // deniedRecorder keeps the last permission NATS refused a client (nats.go

@@ -111,7 +111,7 @@ func (o *describeOptions) run(cmd *cobra.Command, args []string) error {
 // the defaults the node applies, or nil (also when these credentials may
 // not read intents).
 func (c *client) appliedSpec(ctx context.Context, p *podRecord) (*corev1.PodSpec, error) {
-	all, err := c.readableIntents(ctx, c.subj.Intent(p.Node, p.UID), false)
+	all, err := c.readableIntents(ctx, p.Node, p.UID, false)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +119,7 @@ func (c *client) appliedSpec(ctx context.Context, p *podRecord) (*corev1.PodSpec
 		if all[i].Op != schemas.OpApply {
 			continue
 		}
-		pod, err := c.intentPod(ctx, all[i].Seq)
+		pod, err := c.intentPod(ctx, p.Node, all[i].Seq)
 		if err != nil || pod == nil {
 			return nil, err // nil: not a pod jetlet could read either, it was Rejected
 		}

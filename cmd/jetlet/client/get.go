@@ -352,21 +352,23 @@ func (o *getPodsOptions) printWatched(ctx context.Context, c *client, table *str
 }
 
 // podAges finds when each pod was first asked for: the first of its
-// intents JETLET_INTENTS still holds (a direct get per pod, remembered).
+// intents the intents stream still holds (a direct get per pod, remembered).
 type podAges struct {
 	c *client
-	// intents is nil when the stream cannot be read, or these credentials
-	// may not read it (an auditor's: pod specs may hold secrets).
-	intents jetstream.Stream
-	first   map[string]time.Time
+	// partitions is the intents' (client.intentPartitions); 0 when they
+	// cannot be read, or these credentials may not read them (an
+	// auditor's: pod specs may hold secrets).
+	partitions int
+	streams    map[string]jetstream.Stream // by name, as looked up
+	first      map[string]time.Time
 }
 
 func (c *client) newPodAges(ctx context.Context) *podAges {
-	s, err := c.js.Stream(ctx, schemas.StreamIntents)
+	n, err := c.intentPartitions(ctx)
 	if err != nil {
-		s = nil // ages fall back to the containers' starts
+		n = 0 // ages fall back to the containers' starts
 	}
-	return &podAges{c: c, intents: s, first: map[string]time.Time{}}
+	return &podAges{c: c, partitions: n, streams: map[string]jetstream.Stream{}, first: map[string]time.Time{}}
 }
 
 // since is when p's first intent was stored, else its earliest container
@@ -377,11 +379,19 @@ func (a *podAges) since(ctx context.Context, p *schemas.PodStatus) time.Time {
 		return t
 	}
 	var t time.Time
-	if a.intents != nil {
+	if a.partitions > 0 {
+		name := schemas.IntentsStream(p.Node, a.partitions)
 		var msg *jetstream.RawStreamMsg
-		err := a.c.ridingOut(ctx, "stream "+schemas.StreamIntents, func(ctx context.Context) error {
-			return bus.UnlessDenied(ctx, &a.c.denied.Denials, "$JS.API.DIRECT.GET."+schemas.StreamIntents, func(ctx context.Context) (err error) {
-				msg, err = a.intents.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(a.c.subj.Intent(p.Node, p.UID)))
+		err := a.c.ridingOut(ctx, "stream "+name, func(ctx context.Context) error {
+			return bus.UnlessDenied(ctx, &a.c.denied.Denials, "$JS.API.DIRECT.GET."+name, func(ctx context.Context) (err error) {
+				s := a.streams[name]
+				if s == nil {
+					if s, err = a.c.js.Stream(ctx, name); err != nil {
+						return err
+					}
+					a.streams[name] = s
+				}
+				msg, err = s.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(a.c.subj.Intent(p.Node, p.UID)))
 				return err
 			})
 		})
@@ -389,7 +399,7 @@ func (a *podAges) since(ctx context.Context, p *schemas.PodStatus) time.Time {
 		case err == nil:
 			t = msg.Time
 		case errors.As(err, new(*bus.PermissionError)):
-			a.intents = nil // denied at once, and again for every pod
+			a.partitions = 0 // denied at once, and again for every pod
 		}
 	}
 	if t.IsZero() {

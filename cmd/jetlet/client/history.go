@@ -147,7 +147,7 @@ func (c *client) historyDiffs(ctx context.Context, rows []*historyRow) error {
 		if r.Op != schemas.OpApply || r.Published == nil {
 			continue
 		}
-		pod, err := c.intentPod(ctx, r.IntentSeq)
+		pod, err := c.intentPod(ctx, r.Node, r.IntentSeq)
 		if err != nil {
 			return err
 		}
@@ -185,7 +185,7 @@ func (c *client) history(ctx context.Context, p *podRecord) ([]*historyRow, erro
 		}
 		return bySeq[seq]
 	}
-	intents, err := c.intents(ctx, c.subj.Intent(p.Node, p.UID), false)
+	intents, err := c.intents(ctx, p.Node, p.UID, false)
 	if err != nil {
 		return nil, err
 	}

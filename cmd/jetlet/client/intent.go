@@ -48,27 +48,34 @@ func intentMsgID(subject string, body []byte) string {
 // publishIntent stores the intent in JETLET_INTENTS and records its sequence.
 func (c *client) publishIntent(ctx context.Context, pi *plannedIntent) error {
 	subject := c.subj.Intent(pi.node, pi.uid)
+	stream, err := c.intentsStream(ctx, pi.node)
+	if err != nil {
+		return fmt.Errorf("publish %s: %w", pi.label, err)
+	}
 	msg := nats.NewMsg(subject)
 	msg.Data = pi.body
 	ctx, stop := c.denied.Watch(ctx, subject)
 	defer stop()
 	// Its message id makes a retry safe within the duplicate window.
 	var ack *jetstream.PubAck
-	err := c.ridingOut(ctx, "publish "+pi.label, func(ctx context.Context) (err error) {
+	err = c.ridingOut(ctx, "publish "+pi.label, func(ctx context.Context) (err error) {
 		ack, err = c.js.PublishMsg(ctx, msg,
 			jetstream.WithMsgID(intentMsgID(subject, pi.body)),
-			jetstream.WithExpectStream(schemas.StreamIntents))
+			jetstream.WithExpectStream(stream))
 		if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
 			// Only a stream's leader listens on its subjects: none answers
 			// while it elects one, as none does when there is no stream.
-			if _, infoErr := c.js.Stream(ctx, schemas.StreamIntents); !errors.Is(infoErr, jetstream.ErrStreamNotFound) {
-				return fmt.Errorf("%w: %s: %v", errStreamElecting, schemas.StreamIntents, err)
+			if _, infoErr := c.js.Stream(ctx, stream); !errors.Is(infoErr, jetstream.ErrStreamNotFound) {
+				return fmt.Errorf("%w: %s: %v", errStreamElecting, stream, err)
 			}
 		}
 		return err
 	})
 	if err != nil {
 		if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
+			if stream != schemas.StreamIntents {
+				return fmt.Errorf("publish %s: no stream stores %s at %s, though %s exists: do the servers map the intents to their partitions (`jetlet nats-config --intent-partitions`, docs/scaling.md)?", pi.label, subject, c.url, stream)
+			}
 			return fmt.Errorf("publish %s: no stream stores %s at %s; start `jetlet run` once against this NATS to create the streams (or check --subject-prefix)", pi.label, subject, c.url)
 		}
 		if denied, ok := bus.Denied(ctx); ok {

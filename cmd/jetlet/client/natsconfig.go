@@ -24,12 +24,13 @@ type nodeConsumer struct {
 }
 
 // nodeConsumers are node's consumers: its durable and its replay consumer on
-// the intents, of fixed names.
-func nodeConsumers(prefix, node string) []nodeConsumer {
+// the stream of its intents among partitions, of fixed names.
+func nodeConsumers(prefix, node string, partitions int) []nodeConsumer {
 	intents := schemas.Subjects{Prefix: prefix}.NodeIntents(node)
+	stream := schemas.IntentsStream(node, partitions)
 	return []nodeConsumer{
-		{schemas.StreamIntents, bus.DurableName(node), intents, true},
-		{schemas.StreamIntents, bus.ReplayName(node), intents, false},
+		{stream, bus.DurableName(node), intents, true},
+		{stream, bus.ReplayName(node), intents, false},
 	}
 }
 
@@ -168,34 +169,40 @@ func (nc nodeConsumer) othersAPI() []string {
 // containers; read everything, but
 // not through the nodes' own consumers, which it may neither read from nor
 // change nor delete.
-func schedulerPermissions(prefix string, nodes []string) permissions {
+func schedulerPermissions(prefix string, nodes []string, partitions int) permissions {
 	pub := append([]string{prefix + ".intent.*.*"}, lookups...)
+	if partitions > 1 {
+		// NATS checks a publish against the subject the account's mapping
+		// made of it.
+		pub = append(pub, prefix+".intent-partition.*.*.*")
+	}
 	pub = append(pub, nodeServiceClient(prefix, true)...)
-	for _, s := range []string{schemas.StreamIntents, schemas.StreamResults, schemas.StreamEvents, "KV_" + schemas.BucketStatus, "KV_" + schemas.BucketNodes, imagesStream} {
+	streams := append(schemas.IntentsStreams(partitions), schemas.StreamResults, schemas.StreamEvents, "KV_"+schemas.BucketStatus, "KV_"+schemas.BucketNodes, imagesStream)
+	for _, s := range streams {
 		pub = append(pub, streamReader(s)...)
 	}
 	pub = append(pub, imagesPusher...)
 	pub = append(pub, configWriter()...)
-	return permissions{publish: pub, subscribe: []string{"_INBOX.>"}, denyPublish: nodesConsumersAPI(prefix, nodes)}
+	return permissions{publish: pub, subscribe: []string{"_INBOX.>"}, denyPublish: nodesConsumersAPI(prefix, nodes, partitions)}
 }
 
 // auditorPermissions: read events, results, statuses, node records and
 // container logs, not through the nodes' own consumers, and neither
 // ConfigMaps nor Secrets; publish nothing but read requests.
-func auditorPermissions(prefix string, nodes []string) permissions {
+func auditorPermissions(prefix string, nodes []string, partitions int) permissions {
 	pub := append(nodeServiceClient(prefix, false), lookups...)
 	for _, s := range []string{schemas.StreamResults, schemas.StreamEvents, "KV_" + schemas.BucketStatus, "KV_" + schemas.BucketNodes} {
 		pub = append(pub, streamReader(s)...)
 	}
-	return permissions{publish: pub, subscribe: []string{cli.InboxPrefix("auditor") + ".>"}, denyPublish: nodesConsumersAPI(prefix, nodes)}
+	return permissions{publish: pub, subscribe: []string{cli.InboxPrefix("auditor") + ".>"}, denyPublish: nodesConsumersAPI(prefix, nodes, partitions)}
 }
 
 // nodesConsumersAPI is the API of every node's consumers, for the readers'
 // deny lists.
-func nodesConsumersAPI(prefix string, nodes []string) []string {
+func nodesConsumersAPI(prefix string, nodes []string, partitions int) []string {
 	var out []string
 	for _, n := range nodes {
-		for _, nc := range nodeConsumers(prefix, n) {
+		for _, nc := range nodeConsumers(prefix, n, partitions) {
 			out = append(out, nc.othersAPI()...)
 		}
 	}
@@ -208,7 +215,7 @@ func nodesConsumersAPI(prefix string, nodes []string) []string {
 // (never write them), every ConfigMap and the Secrets sealed for it, keys
 // <node>.> of jetlet_secrets (never another node's ciphertext); serve its own
 // logs and exec.
-func nodePermissions(prefix, node string) permissions {
+func nodePermissions(prefix, node string, partitions int) permissions {
 	subj := schemas.Subjects{Prefix: prefix}
 	pub := []string{
 		prefix + ".result." + node + ".*",
@@ -225,7 +232,7 @@ func nodePermissions(prefix, node string) permissions {
 	pub = append(pub, ledgerReader...)
 	pub = append(pub, kvWatcher(schemas.BucketConfigMaps, ">")...)
 	pub = append(pub, kvWatcher(schemas.BucketSecrets, node+".>")...)
-	for _, nc := range nodeConsumers(prefix, node) {
+	for _, nc := range nodeConsumers(prefix, node, partitions) {
 		pub = append(pub, nc.api()...)
 	}
 	sub := []string{
@@ -248,24 +255,25 @@ type natsUser struct {
 	perms *permissions // nil: everything
 }
 
-func natsUsers(prefix string, nodes []string) []natsUser {
-	sched, audit := schedulerPermissions(prefix, nodes), auditorPermissions(prefix, nodes)
+func natsUsers(prefix string, nodes []string, partitions int) []natsUser {
+	sched, audit := schedulerPermissions(prefix, nodes, partitions), auditorPermissions(prefix, nodes, partitions)
 	users := []natsUser{
 		{name: "operator", role: "operator: provisions streams and buckets, removes nodes (all rights)"},
 		{name: "scheduler", role: "scheduler: publishes intents for any node, pushes images, puts ConfigMaps and sealed Secrets, reads everything", perms: &sched},
 		{name: "auditor", role: "auditor: reads events, results, statuses and node records (--nats-inbox-prefix " + cli.InboxPrefix("auditor") + ")", perms: &audit},
 	}
 	for _, n := range nodes {
-		p := nodePermissions(prefix, n)
+		p := nodePermissions(prefix, n, partitions)
 		users = append(users, natsUser{name: "node-" + n, role: "node " + n + ": `jetlet run --node " + n + "`", perms: &p})
 	}
 	return users
 }
 
 type natsConfigOptions struct {
-	nodes         []string
-	keysDir       string
-	subjectPrefix string
+	nodes            []string
+	keysDir          string
+	subjectPrefix    string
+	intentPartitions int
 }
 
 func newNATSConfigCommand() *cobra.Command {
@@ -282,7 +290,9 @@ Each user's seed is written to --keys-dir/<user>.nk (mode 0600); a seed that
 is already there is kept, so running it again with more nodes keeps every
 key. Hand each its seed: jetlet run --nats-nkey DIR/node-n1.nk, jetlet apply
 --nats-nkey DIR/scheduler.nk. Include the output in the server's config
-(include "jetlet-auth.conf") beside jetstream { ... }.`,
+(include "jetlet-auth.conf") beside jetstream { ... }. With
+--intent-partitions above 1 it also holds the subject mapping that shards
+the intents into their partition streams (docs/scaling.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.OutOrStdout()) },
 	}
@@ -290,6 +300,7 @@ key. Hand each its seed: jetlet run --nats-nkey DIR/node-n1.nk, jetlet apply
 	fs.StringSliceVar(&o.nodes, "nodes", nil, "node names, comma-separated")
 	fs.StringVar(&o.keysDir, "keys-dir", "./jetlet-nats-keys", "directory of the users' nkey seeds (created; existing seeds are kept)")
 	fs.StringVar(&o.subjectPrefix, "subject-prefix", schemas.DefaultSubjectPrefix, "first token of every jetlet subject")
+	fs.IntVar(&o.intentPartitions, "intent-partitions", 1, "streams the intents are sharded into, as `jetlet run --intent-partitions` provisions them: above 1, the output maps the intents' subjects to their partitions")
 	cli.AnnotateEnv(fs)
 	return cmd
 }
@@ -306,10 +317,13 @@ func (o *natsConfigOptions) run(w io.Writer) error {
 	if strings.ContainsAny(o.subjectPrefix, ".*> \t") || o.subjectPrefix == "" {
 		return fmt.Errorf("--subject-prefix %q: must be one subject token", o.subjectPrefix)
 	}
+	if o.intentPartitions < 1 || o.intentPartitions > schemas.MaxIntentPartitions {
+		return fmt.Errorf("--intent-partitions %d: must be 1 to %d", o.intentPartitions, schemas.MaxIntentPartitions)
+	}
 	if err := os.MkdirAll(o.keysDir, 0o700); err != nil {
 		return fmt.Errorf("--keys-dir: %w", err)
 	}
-	users := natsUsers(o.subjectPrefix, o.nodes)
+	users := natsUsers(o.subjectPrefix, o.nodes, o.intentPartitions)
 	keys := make([]string, len(users))
 	for i, u := range users {
 		pub, err := cli.EnsureUserSeed(filepath.Join(o.keysDir, u.name+".nk"))
@@ -318,29 +332,33 @@ func (o *natsConfigOptions) run(w io.Writer) error {
 		}
 		keys[i] = pub
 	}
-	return writeNATSConfig(w, users, keys, o.keysDir, o.nodes)
+	var b strings.Builder
+	fmt.Fprintf(&b, "# jetlet roles for nodes %s (jetlet nats-config); seeds in %s/<user>.nk\n", strings.Join(o.nodes, ", "), o.keysDir)
+	if n := o.intentPartitions; n > 1 {
+		src, dest := schemas.Subjects{Prefix: o.subjectPrefix}.IntentPartitionMapping(n)
+		fmt.Fprintf(&b, "# intents sharded into %d partition streams: every server maps them alike\nmappings {\n  %q: %q\n}\n", n, src, dest)
+	}
+	writeAuthorization(&b, users, keys)
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
-func writeNATSConfig(w io.Writer, users []natsUser, keys []string, keysDir string, nodes []string) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# jetlet roles for nodes %s (jetlet nats-config); seeds in %s/<user>.nk\n", strings.Join(nodes, ", "), keysDir)
+func writeAuthorization(b *strings.Builder, users []natsUser, keys []string) {
 	b.WriteString("authorization {\n  users = [\n")
 	for i, u := range users {
-		fmt.Fprintf(&b, "    # %s: %s\n    { nkey: %q", u.name, u.role, keys[i])
+		fmt.Fprintf(b, "    # %s: %s\n    { nkey: %q", u.name, u.role, keys[i])
 		if u.perms != nil {
 			b.WriteString(", permissions: {\n")
-			writeList(&b, "publish", u.perms.publish, u.perms.denyPublish)
-			writeList(&b, "subscribe", u.perms.subscribe, nil)
+			writeList(b, "publish", u.perms.publish, u.perms.denyPublish)
+			writeList(b, "subscribe", u.perms.subscribe, nil)
 			if u.perms.serves {
-				fmt.Fprintf(&b, "      allow_responses: { max: -1, expires: %q }\n", serviceReplyExpiry)
+				fmt.Fprintf(b, "      allow_responses: { max: -1, expires: %q }\n", serviceReplyExpiry)
 			}
 			b.WriteString("    }")
 		}
 		b.WriteString(" }\n")
 	}
 	b.WriteString("  ]\n}\n")
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 func writeList(b *strings.Builder, what string, allow, deny []string) {

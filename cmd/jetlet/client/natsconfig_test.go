@@ -7,7 +7,7 @@ import (
 )
 
 func TestNodePermissionsNameOnlyTheNode(t *testing.T) {
-	p := nodePermissions("jetlet", "n1")
+	p := nodePermissions("jetlet", "n1", 1)
 	for _, s := range slices.Concat(p.publish, p.subscribe) {
 		if strings.Contains(s, "n2") || strings.Contains(s, "intent.*") || strings.HasSuffix(s, "JETLET_INTENTS.*") {
 			t.Errorf("n1 may %s", s)

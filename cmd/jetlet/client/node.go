@@ -252,8 +252,12 @@ func (o *nodeRemoveOptions) run(cmd *cobra.Command, name string) error {
 	if st != nil && st.live(now) {
 		return fmt.Errorf("node %s is live (heartbeat %s): stop its jetlet first", name, st.heartbeat(now))
 	}
+	partitions, err := c.intentPartitions(ctx)
+	if err != nil {
+		return err
+	}
 	var removed []string
-	for _, cons := range nodeConsumers(o.client.subjectPrefix, name) {
+	for _, cons := range nodeConsumers(o.client.subjectPrefix, name, partitions) {
 		err := c.js.DeleteConsumer(ctx, cons.stream, cons.name)
 		switch {
 		case err == nil:

@@ -56,14 +56,15 @@ func (s *permServer) as(t *testing.T, user string, args ...string) cliRun {
 	return runBinary(t, s.bin, nil, args...)
 }
 
-// startPermServer writes `jetlet nats-config --nodes nodes` to a file that a
-// server config includes beside JetStream, and starts nats-server from it as
-// nats-server itself reads a config file.
-func startPermServer(t *testing.T, nodes string, extra string) *permServer {
+// startPermServer writes `jetlet nats-config --nodes nodes` (with
+// configArgs) to a file that a server config includes beside JetStream and
+// extra, and starts nats-server from it as nats-server itself reads a
+// config file.
+func startPermServer(t *testing.T, nodes string, extra string, configArgs ...string) *permServer {
 	t.Helper()
 	dir := t.TempDir()
 	s := &permServer{keysDir: filepath.Join(dir, "keys"), bin: jetlettest.Binary(t)}
-	res := runBinary(t, s.bin, nil, "nats-config", "--nodes", nodes, "--keys-dir", s.keysDir)
+	res := runBinary(t, s.bin, nil, append([]string{"nats-config", "--nodes", nodes, "--keys-dir", s.keysDir}, configArgs...)...)
 	if res.code != 0 {
 		t.Fatalf("nats-config: exit %d: %s", res.code, res.stderr)
 	}

@@ -63,28 +63,38 @@ func (c *client) parseIntentMsg(msg jetstream.Msg) (intentRecord, bool) {
 // nodeToken is the subject token that selects node, or every node.
 func nodeToken(node string) string { return cmp.Or(node, "*") }
 
-// intents returns the intents on subject filter, in stream order; with
-// lastOnly, only the newest intent of each pod.
-func (c *client) intents(ctx context.Context, filter string, lastOnly bool) ([]intentRecord, error) {
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverAllPolicy}
+// intents returns the intents of pod uid on node (either may be "*"), in
+// stream order (each stream's, when the intents are partitioned and node is
+// "*"); with lastOnly, only the newest intent of each pod.
+func (c *client) intents(ctx context.Context, node, uid string, lastOnly bool) ([]intentRecord, error) {
+	streams, err := c.intentsStreams(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{c.subj.Intent(node, uid)}, DeliverPolicy: jetstream.DeliverAllPolicy}
 	if lastOnly {
 		cfg.DeliverPolicy = jetstream.DeliverLastPerSubjectPolicy
 	}
 	var out []intentRecord
-	err := c.readStream(ctx, schemas.StreamIntents, cfg, false, func(msg jetstream.Msg) error {
-		if rec, ok := c.parseIntentMsg(msg); ok {
-			out = append(out, rec)
+	for _, stream := range streams {
+		err := c.readStream(ctx, stream, cfg, false, func(msg jetstream.Msg) error {
+			if rec, ok := c.parseIntentMsg(msg); ok {
+				out = append(out, rec)
+			}
+			return nil
+		})
+		if err != nil {
+			return out, err
 		}
-		return nil
-	})
-	return out, err
+	}
+	return out, nil
 }
 
 // readableIntents is intents, or none when these credentials may not read
 // JETLET_INTENTS (an auditor's: pod specs may hold secrets): the pods are
 // then known by their statuses alone.
-func (c *client) readableIntents(ctx context.Context, filter string, lastOnly bool) ([]intentRecord, error) {
-	out, err := c.intents(ctx, filter, lastOnly)
+func (c *client) readableIntents(ctx context.Context, node, uid string, lastOnly bool) ([]intentRecord, error) {
+	out, err := c.intents(ctx, node, uid, lastOnly)
 	if errors.As(err, new(*bus.PermissionError)) {
 		return nil, nil
 	}
@@ -130,7 +140,7 @@ func (c *client) knownPods(ctx context.Context, node string) ([]*podRecord, erro
 	if err != nil {
 		return nil, err
 	}
-	last, err := c.readableIntents(ctx, c.subj.Intent(nodeToken(node), "*"), true)
+	last, err := c.readableIntents(ctx, nodeToken(node), "*", true)
 	if err != nil {
 		return nil, err
 	}
@@ -301,7 +311,7 @@ func (c *client) highestRevision(ctx context.Context, p *podRecord) (int64, erro
 	if p.Status != nil {
 		rev = p.Status.Revision
 	}
-	all, err := c.intents(ctx, c.subj.Intent(p.Node, p.UID), false)
+	all, err := c.intents(ctx, p.Node, p.UID, false)
 	if err != nil {
 		return 0, err
 	}

@@ -18,6 +18,7 @@ func RegisterStreamFlags(fs *pflag.FlagSet, c *bus.StreamsConfig) {
 	fs.DurationVar(&c.NodeTTL, "node-ttl", time.Minute, "how long a node's heartbeat outlives it in jetlet_nodes")
 	fs.DurationVar(&c.TerminatedStatusTTL, "terminated-status-ttl", time.Hour, "how long the Terminated status of a deleted pod stays in jetlet_status")
 	fs.IntVar(&c.MaxNodes, "max-nodes", bus.DefaultMaxNodes, "nodes the streams are sized for: each admits 2 consumers per node and 1,000 readers")
+	fs.IntVar(&c.IntentPartitions, "intent-partitions", 1, "streams the intents are sharded into, JETLET_INTENTS_0 to _<n-1>, by the servers' subject mapping of partition(n, node) (nats-config writes it; the embedded server has it); 1: JETLET_INTENTS alone. Fixed for the life of the streams (docs/scaling.md)")
 }
 
 // ProvisionAPI is the prefix of the JetStream API calls that create and
