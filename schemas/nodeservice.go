@@ -15,6 +15,8 @@ const (
 	// Endpoint names of the node service.
 	EndpointLogs = "logs"
 	EndpointExec = "exec"
+	// EndpointCordon sets the node's cordon (CONTRACT.md section 14).
+	EndpointCordon = "cordon"
 )
 
 // Headers of the log stream's messages.
@@ -111,6 +113,21 @@ type ExecResponse struct {
 	ExitCode int32  `json:"exitCode"`
 	// Truncated: the output was cut to fit the NATS server's max payload.
 	Truncated bool `json:"truncated,omitempty"`
+}
+
+// CordonRequest cordons (Unschedulable) or uncordons the node: a cordoned
+// node admits no new pod that does not tolerate
+// node.kubernetes.io/unschedulable:NoSchedule, and leaves its pods be.
+type CordonRequest struct {
+	Unschedulable bool `json:"unschedulable"`
+}
+
+// CordonResponse is the node's cordon once the request is done; Changed is
+// false when it was so already.
+type CordonResponse struct {
+	Node          string `json:"node"`
+	Unschedulable bool   `json:"unschedulable"`
+	Changed       bool   `json:"changed"`
 }
 
 // Validate checks the names of a pod reference.

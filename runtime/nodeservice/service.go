@@ -1,5 +1,5 @@
-// Package nodeservice serves a node's container logs and exec over NATS
-// request/reply with the NATS service framework (docs/wire-protocol.md
+// Package nodeservice serves a node's container logs and exec, and takes
+// its cordon, over NATS request/reply with the NATS service framework (docs/wire-protocol.md
 // section 12): the node opens no port, and NATS permissions decide who may
 // ask. It takes requests from NATS as the consumer takes intents, and
 // reaches the containers through the CRI.
@@ -7,6 +7,7 @@ package nodeservice
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -46,7 +47,10 @@ type Config struct {
 	// decides the client went away; 0: schemas.LogClientTimeout.
 	ClientTimeout time.Duration
 	// ExitPoll: 0 is DefaultExitPoll.
-	ExitPoll   time.Duration
+	ExitPoll time.Duration
+	// Cordon sets the node's cordon and reports whether that changed it;
+	// nil serves no cordon endpoint.
+	Cordon     func(unschedulable bool) (changed bool, err error)
 	Logger     zerolog.Logger
 	Registerer prometheus.Registerer
 }
@@ -117,6 +121,9 @@ func (s *Service) Run(ctx context.Context, nc *nats.Conn) error {
 		g.AddEndpoint(schemas.EndpointLogs, micro.ContextHandler(ctx, func(ctx context.Context, r micro.Request) { s.logs(ctx, nc, r) })),
 		g.AddEndpoint(schemas.EndpointExec, micro.ContextHandler(ctx, func(ctx context.Context, r micro.Request) { s.exec(ctx, nc, r) })),
 	)
+	if s.cfg.Cordon != nil {
+		err = errors.Join(err, g.AddEndpoint(schemas.EndpointCordon, micro.HandlerFunc(s.cordon)))
+	}
 	if err != nil {
 		_ = svc.Stop()
 		return fmt.Errorf("node service endpoints: %w", err)
@@ -129,6 +136,24 @@ func (s *Service) Run(ctx context.Context, nc *nats.Conn) error {
 	s.mu.Unlock()
 	s.wg.Wait()
 	return err
+}
+
+// cordon sets the node's cordon as the request asks and replies with it.
+func (s *Service) cordon(r micro.Request) {
+	var req schemas.CordonRequest
+	if err := json.Unmarshal(r.Data(), &req); err != nil {
+		_ = respondError(r, replyErrorf(schemas.ServiceErrBadRequest, "cordon request: %v", err))
+		return
+	}
+	changed, err := s.cfg.Cordon(req.Unschedulable)
+	if err != nil {
+		_ = respondError(r, err)
+		return
+	}
+	s.log.Info().Bool("unschedulable", req.Unschedulable).Bool("changed", changed).Msg("cordon set")
+	if err := r.RespondJSON(schemas.CordonResponse{Node: s.cfg.Node, Unschedulable: req.Unschedulable, Changed: changed}); err != nil {
+		s.log.Warn().Err(err).Msg("cordon reply not sent")
+	}
 }
 
 // serve runs one request's work in its own goroutine, counted in InFlight

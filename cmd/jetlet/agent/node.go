@@ -17,7 +17,8 @@ import (
 
 // nodeInfo is what the node is, for admission and for its record in
 // jetlet_nodes: fixed at start (capacity, allocatable, labels, taints,
-// addresses, the Pod Security level). Read only once built.
+// addresses, the Pod Security level) but for its cordon. Read only once
+// built; the cordon guards itself.
 type nodeInfo struct {
 	name        string
 	capacity    corev1.ResourceList
@@ -30,6 +31,7 @@ type nodeInfo struct {
 	// key, is the record's xkey.
 	xkey    nkeys.KeyPair
 	xkeyPub string
+	cordon  *cordon
 }
 
 // newNode reads the machine's capacity and the node's curve key (made on
@@ -47,6 +49,10 @@ func newNode(cfg runConfig, ip string) (*nodeInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node xkey: %w", err)
 	}
+	cordon, err := loadCordon(cfg.dataDir)
+	if err != nil {
+		return nil, err
+	}
 	n := &nodeInfo{
 		name:     cfg.node,
 		capacity: capacity,
@@ -58,6 +64,7 @@ func newNode(cfg runConfig, ip string) (*nodeInfo, error) {
 		addresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: cfg.node}},
 		xkey:      xkey,
 		xkeyPub:   xkeyPub,
+		cordon:    cordon,
 	}
 	if ip != "" {
 		n.addresses = append([]corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}, n.addresses...)
@@ -68,9 +75,10 @@ func newNode(cfg runConfig, ip string) (*nodeInfo, error) {
 // forAdmission is the node as admission sees it, under pressure.
 func (n *nodeInfo) forAdmission(pressure []corev1.NodeConditionType) admission.Node {
 	return admission.Node{
-		Name:        n.name,
-		Labels:      n.labels,
-		Taints:      n.taints,
+		Name:          n.name,
+		Labels:        n.labels,
+		Taints:        n.taints,
+		Unschedulable: n.cordon.On(),
 		Allocatable: n.allocatable,
 		Conditions:  pressure,
 		PodSecurity: n.level,
@@ -83,6 +91,7 @@ func (n *nodeInfo) forAdmission(pressure []corev1.NodeConditionType) admission.N
 func (n *nodeInfo) record(rec *schemas.NodeRecord, allocated corev1.ResourceList, pressure []schemas.NodeCondition, readySince time.Time) {
 	rec.Labels = maps.Clone(n.labels)
 	rec.Taints = slices.Clone(n.taints)
+	rec.Unschedulable = n.cordon.On()
 	rec.Capacity = n.capacity.DeepCopy()
 	rec.Allocatable = n.allocatable.DeepCopy()
 	rec.Allocated = allocated

@@ -250,6 +250,7 @@ func (a *agent) buildServices(p *pipeline, js jetstream.JetStream, client *runti
 	p.nodeSvc, err = nodeservice.New(client, nodeservice.Config{
 		Node:          a.cfg.node,
 		SubjectPrefix: a.cfg.streams.SubjectPrefix,
+		Cordon:        p.node.cordon.Set,
 		Logger:        p.log,
 		Registerer:    reg,
 	})
@@ -281,7 +282,7 @@ func (a *agent) runPipeline(ctx context.Context, p *pipeline, js jetstream.JetSt
 	bg.Go(func() { p.imageGC.Run(bgCtx) })
 	bg.Go(func() { p.eviction.Run(bgCtx) })
 	changed := make(chan struct{}, 1)
-	bg.Go(func() { fanIn(bgCtx, changed, p.workers.AllocationChanged(), p.eviction.Changed()) })
+	bg.Go(func() { fanIn(bgCtx, changed, p.workers.AllocationChanged(), p.eviction.Changed(), p.node.cordon.Changed()) })
 	bg.Go(func() {
 		status.RunHeartbeat(bgCtx, js, status.HeartbeatPeriod, func() schemas.NodeRecord { return a.nodeRecord(bgCtx, p, client) }, changed, p.log)
 	})
@@ -340,15 +341,16 @@ func wakeOnObjectChanges(ctx context.Context, objs *objects.Objects, workers *po
 	}
 }
 
-// fanIn signals out (without blocking, coalesced) for each signal of a or b,
-// until ctx is done.
-func fanIn(ctx context.Context, out chan<- struct{}, a, b <-chan struct{}) {
+// fanIn signals out (without blocking, coalesced) for each signal of a, b
+// or c, until ctx is done.
+func fanIn(ctx context.Context, out chan<- struct{}, a, b, c <-chan struct{}) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-a:
 		case <-b:
+		case <-c:
 		}
 		select {
 		case out <- struct{}{}:

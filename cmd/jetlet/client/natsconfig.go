@@ -240,6 +240,7 @@ func nodePermissions(prefix, node string, partitions int) permissions {
 		// Its own service's endpoints and log credit.
 		subj.NodeService(node, schemas.EndpointLogs),
 		subj.NodeService(node, schemas.EndpointExec),
+		subj.NodeService(node, schemas.EndpointCordon),
 		subj.LogCredit(node, "*"),
 		// The service framework's discovery: $SRV.PING, $SRV.INFO.jetlet,
 		// $SRV.STATS.jetlet.<id>.

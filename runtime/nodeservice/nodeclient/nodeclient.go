@@ -1,4 +1,4 @@
-// Package nodeclient asks a node's service for container logs and exec
+// Package nodeclient asks a node's service for container logs, exec and its cordon
 // (docs/wire-protocol.md section 12): the client half of the protocol
 // runtime/nodeservice serves, with nothing of the node in it.
 package nodeclient
@@ -47,23 +47,35 @@ func replyErr(m *nats.Msg) error {
 
 // Exec asks node to run req's command and returns its outcome.
 func Exec(ctx context.Context, nc *nats.Conn, subj schemas.Subjects, node string, req schemas.ExecRequest) (schemas.ExecResponse, error) {
+	return request[schemas.ExecResponse](ctx, nc, subj.NodeService(node, schemas.EndpointExec), req)
+}
+
+// Cordon asks node to cordon itself (unschedulable) or to uncordon, and
+// returns its cordon once done.
+func Cordon(ctx context.Context, nc *nats.Conn, subj schemas.Subjects, node string, unschedulable bool) (schemas.CordonResponse, error) {
+	return request[schemas.CordonResponse](ctx, nc, subj.NodeService(node, schemas.EndpointCordon), schemas.CordonRequest{Unschedulable: unschedulable})
+}
+
+// request sends req to a node's endpoint on subject and decodes its one
+// reply.
+func request[Resp any](ctx context.Context, nc *nats.Conn, subject string, req any) (Resp, error) {
+	var resp Resp
 	body, err := json.Marshal(req)
 	if err != nil {
-		return schemas.ExecResponse{}, err
+		return resp, err
 	}
-	m, err := nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: subj.NodeService(node, schemas.EndpointExec), Data: body})
+	m, err := nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: subject, Data: body})
 	if errors.Is(err, nats.ErrNoResponders) {
-		return schemas.ExecResponse{}, ErrNoNode
+		return resp, ErrNoNode
 	}
 	if err != nil {
-		return schemas.ExecResponse{}, err
+		return resp, err
 	}
 	if err := replyErr(m); err != nil {
-		return schemas.ExecResponse{}, err
+		return resp, err
 	}
-	var resp schemas.ExecResponse
 	if err := json.Unmarshal(m.Data, &resp); err != nil {
-		return schemas.ExecResponse{}, fmt.Errorf("exec reply: %w", err)
+		return resp, fmt.Errorf("reply on %s: %w", subject, err)
 	}
 	return resp, nil
 }
