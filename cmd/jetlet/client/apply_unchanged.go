@@ -19,9 +19,18 @@ import (
 const exitNodeNotLive = 3
 
 // intentPod reads the pod of node's intent stored at seq; nil when the body
-// holds no pod jetlet could read (it was Rejected). The read rides out an
-// election: a read sent to a server that died never answers.
+// holds no pod jetlet could read (it was Rejected).
 func (c *client) intentPod(ctx context.Context, node string, seq uint64) (*corev1.Pod, error) {
+	body, err := c.intentBody(ctx, node, seq)
+	if err != nil {
+		return nil, err
+	}
+	return podOf(body), nil
+}
+
+// intentBody reads the body of node's intent stored at seq. The read rides
+// out an election: a read sent to a server that died never answers.
+func (c *client) intentBody(ctx context.Context, node string, seq uint64) ([]byte, error) {
 	stream, err := c.intentsStream(ctx, node)
 	if err != nil {
 		return nil, err
@@ -39,7 +48,7 @@ func (c *client) intentPod(ctx context.Context, node string, seq uint64) (*corev
 	if err != nil {
 		return nil, c.jsError(what, err)
 	}
-	return podOf(msg.Data), nil
+	return msg.Data, nil
 }
 
 // podOf is the pod of an intent body, or nil.

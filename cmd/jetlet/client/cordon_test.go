@@ -1,7 +1,6 @@
 package client
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jetlet/jetlet/test/jetlettest"
-	"github.com/jetlet/jetlet/test/poll"
 )
 
 // Cordon through a real `jetlet run`: new pods are refused with
@@ -33,14 +31,7 @@ func TestCordonRefusesNewPodsAndOutlivesARestart(t *testing.T) {
 	wantCode(t, res, 0)
 	wantContains(t, "node cordon", res.stdout, "node/n1 cordoned")
 	wantContains(t, "node cordon again", c.run("node", "cordon", "n1").stdout, "node/n1 already cordoned")
-	schedulingDisabled := func(want bool) {
-		t.Helper()
-		poll.Until(t, 30*time.Second, poll.Msg(fmt.Sprintf("get nodes to show n1 SchedulingDisabled: %t", want)), func() bool {
-			out := runCLI(t.Context(), "", "get", "nodes", "--nats-url", c.url).stdout
-			return regexp.MustCompile(`n1\s+Ready,SchedulingDisabled\s`).MatchString(out) == want
-		})
-	}
-	schedulingDisabled(true)
+	c.waitCordoned("n1", true)
 
 	res = c.run("apply", "-f", ex+"job.yaml", "--wait")
 	if res.code == 0 {
@@ -63,12 +54,12 @@ func TestCordonRefusesNewPodsAndOutlivesARestart(t *testing.T) {
 	p = jetlettest.Start(t, "run", "--node", "n1", "--nats-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")
 	p.WaitReady(60 * time.Second)
 	c.url = p.NATSURL()
-	schedulingDisabled(true)
+	c.waitCordoned("n1", true)
 
 	res = c.run("node", "uncordon", "n1")
 	wantCode(t, res, 0)
 	wantContains(t, "node uncordon", res.stdout, "node/n1 uncordoned")
-	schedulingDisabled(false)
+	c.waitCordoned("n1", false)
 	res = c.run("apply", "-f", ex+"init.yaml", "--wait")
 	wantCode(t, res, 0)
 	wantContains(t, "apply after uncordon", res.stdout, "Synced")

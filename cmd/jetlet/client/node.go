@@ -186,14 +186,14 @@ const phaseUnknown schemas.PodPhase = "Unknown"
 
 func newNodeCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "node remove NAME",
-		Short: "Remove a retired node",
+		Use:   "node cordon|uncordon|drain|replay|remove NAME",
+		Short: "Cordon, uncordon, drain, replay or remove a node",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return fmt.Errorf("node what? `jetlet node remove NAME`")
+			return fmt.Errorf("node what? `jetlet node cordon|uncordon|drain|replay|remove NAME`")
 		},
 	}
-	cmd.AddCommand(newNodeRemoveCommand())
+	cmd.AddCommand(newNodeCordonCommand(true), newNodeCordonCommand(false), newNodeDrainCommand(), newNodeReplayCommand(), newNodeRemoveCommand())
 	return cmd
 }
 
