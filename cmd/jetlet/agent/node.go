@@ -79,9 +79,9 @@ func (n *nodeInfo) forAdmission(pressure []corev1.NodeConditionType) admission.N
 		Labels:        n.labels,
 		Taints:        n.taints,
 		Unschedulable: n.cordon.On(),
-		Allocatable: n.allocatable,
-		Conditions:  pressure,
-		PodSecurity: n.level,
+		Allocatable:   n.allocatable,
+		Conditions:    pressure,
+		PodSecurity:   n.level,
 	}
 }
 

@@ -282,7 +282,9 @@ func (a *agent) runPipeline(ctx context.Context, p *pipeline, js jetstream.JetSt
 	bg.Go(func() { p.imageGC.Run(bgCtx) })
 	bg.Go(func() { p.eviction.Run(bgCtx) })
 	changed := make(chan struct{}, 1)
-	bg.Go(func() { fanIn(bgCtx, changed, p.workers.AllocationChanged(), p.eviction.Changed(), p.node.cordon.Changed()) })
+	bg.Go(func() {
+		fanIn(bgCtx, changed, p.workers.AllocationChanged(), p.eviction.Changed(), p.node.cordon.Changed())
+	})
 	bg.Go(func() {
 		status.RunHeartbeat(bgCtx, js, status.HeartbeatPeriod, func() schemas.NodeRecord { return a.nodeRecord(bgCtx, p, client) }, changed, p.log)
 	})
