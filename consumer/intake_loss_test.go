@@ -42,9 +42,13 @@ func startLossRig(t *testing.T) (*natscluster.Cluster, jetstream.JetStream, func
 	}
 	streams := bus.StreamsConfig{Replicas: 3}
 	streams.SetDefaults()
-	if err := bus.Provision(t.Context(), js, streams, zerolog.Nop()); err != nil {
-		t.Fatal(err)
-	}
+	// Healthy servers may not all be known to the meta leader yet: a
+	// replicated stream's placement finds "no suitable peers" until they are.
+	var provisionErr error
+	poll.Until(t, 30*time.Second, func() string { return fmt.Sprintf("the streams provisioned; last: %v", provisionErr) }, func() bool {
+		provisionErr = bus.Provision(t.Context(), js, streams, zerolog.Nop())
+		return provisionErr == nil
+	})
 	h := &harness{t: t, nc: nc, js: js, sync: newFakeSyncer()}
 	res := newResults(t, js)
 	pub, err := events.New(js, events.Config{Node: "n1"})
