@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -34,7 +35,7 @@ func newNodeDrainCommand() *cobra.Command {
 		Short: "Move a node's pods to another node: cordon it, re-create each pod there, then delete it here",
 		Long: `Cordon NAME, then, pod by pod, publish each live pod's newest apply intent for
 OTHER (a new uid, the old node and uid in the annotation ` + movedFromAnnotation + `),
-wait for its result there (Synced), and delete it from NAME with --grace (its
+wait for it to run there, and delete it from NAME with --grace (its
 own grace period by default). Pods that ended (Succeeded, Failed) stay where
 they are: their work is done. Interrupted and run again, it goes on where it stopped: a pod it
 re-created already is found by its annotation, never created twice. Both
@@ -58,7 +59,7 @@ func newNodeReplayCommand() *cobra.Command {
 by default): each pod whose newest intent by then applies it, but those that
 ended (Succeeded, Failed). Publish each
 for OTHER (a new uid, the old node and uid in the annotation
-` + movedFromAnnotation + `) and wait for its result there. Refused while NAME is
+` + movedFromAnnotation + `) and wait for it to run there. Refused while NAME is
 live: drain a live node. Run again, it re-creates nothing twice. Needs the
 scheduler's or the operator's NATS credentials.`,
 		Args: cobra.ExactArgs(1),
@@ -217,8 +218,8 @@ func isEnded(phase schemas.PodPhase) bool {
 	return phase == schemas.PhaseSucceeded || phase == schemas.PhaseFailed
 }
 
-// move re-creates m on the target, unless a run before did, waits for its
-// result there, and, draining, deletes it from its node.
+// move re-creates m on the target, unless a run before did, waits for it
+// to run there, and, draining, deletes it from its node.
 func (o *nodeMoveOptions) move(ctx context.Context, cmd *cobra.Command, c *client, m move) error {
 	out := cmd.OutOrStdout()
 	pi, err := o.planMove(ctx, c, m)
@@ -226,6 +227,9 @@ func (o *nodeMoveOptions) move(ctx context.Context, cmd *cobra.Command, c *clien
 		return err
 	}
 	if err := o.publishAndWait(ctx, c, pi, cmd.ErrOrStderr()); err != nil {
+		return err
+	}
+	if err := waitRunning(ctx, c, pi); err != nil {
 		return err
 	}
 	there := ""
@@ -292,6 +296,34 @@ func (o *nodeMoveOptions) planMove(ctx context.Context, c *client, m move) (*pla
 		}
 	}
 	return p.plan(ctx, d)
+}
+
+// waitRunning waits for pi's pod to run (or to have run to completion):
+// Synced is one sync done, and a pod with init containers is Pending
+// after it.
+func waitRunning(ctx context.Context, c *client, pi *plannedIntent) error {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		e, err := c.getKV(ctx, schemas.BucketStatus, schemas.StatusKey(pi.node, pi.uid))
+		if err != nil {
+			return err
+		}
+		var st schemas.PodStatus
+		if e != nil && json.Unmarshal(e.Value(), &st) == nil {
+			switch st.Phase {
+			case schemas.PhaseRunning, schemas.PhaseSucceeded:
+				return nil
+			case schemas.PhaseFailed:
+				return fmt.Errorf("%s on %s failed: %s %s", pi.label, pi.node, st.Reason, st.Message)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s on %s is not Running yet: %w", pi.label, pi.node, ctx.Err())
+		case <-tick.C:
+		}
+	}
 }
 
 // publishAndWait publishes pi (unless unchanged) and waits for its result,
