@@ -113,7 +113,7 @@ func (f *following) stop(t *testing.T) {
 // cluster is an embedded nats-server with jetlet's streams and buckets, as
 // `jetlet run` provisions them.
 type cluster struct {
-	t   *testing.T
+	t   testing.TB
 	url string
 	js  jetstream.JetStream
 }
@@ -216,7 +216,7 @@ func (s storedIntent) podMeta(field string) string {
 	return v
 }
 
-func wantContains(t *testing.T, what, got string, wants ...string) {
+func wantContains(t testing.TB, what, got string, wants ...string) {
 	t.Helper()
 	for _, w := range wants {
 		if !strings.Contains(got, w) {
@@ -225,7 +225,7 @@ func wantContains(t *testing.T, what, got string, wants ...string) {
 	}
 }
 
-func wantCode(t *testing.T, res cliResult, code int) {
+func wantCode(t testing.TB, res cliResult, code int) {
 	t.Helper()
 	if res.code != code {
 		t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", res.code, code, res.stdout, res.stderr)

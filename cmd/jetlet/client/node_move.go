@@ -1,10 +1,12 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,12 +22,13 @@ import (
 const movedFromAnnotation = "jetlet.dev/moved-from"
 
 type nodeMoveOptions struct {
-	client  clientFlags
-	to      string
-	grace   int64
-	at      string
-	timeout time.Duration
-	replay  bool // replay: re-create a lost node's pods; else drain a live one
+	client   clientFlags
+	to       string
+	grace    int64
+	at       string
+	timeout  time.Duration
+	parallel int
+	replay   bool // replay: re-create a lost node's pods; else drain a live one
 }
 
 func newNodeDrainCommand() *cobra.Command {
@@ -33,7 +36,7 @@ func newNodeDrainCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "drain NAME --to OTHER [--grace S]",
 		Short: "Move a node's pods to another node: cordon it, re-create each pod there, then delete it here",
-		Long: `Cordon NAME, then, pod by pod, publish each live pod's newest apply intent for
+		Long: `Cordon NAME, then, --parallel pods at a time, publish each live pod's newest apply intent for
 OTHER (a new uid, the old node and uid in the annotation ` + movedFromAnnotation + `),
 wait for it to run there, and delete it from NAME with --grace (its
 own grace period by default). Pods that ended (Succeeded, Failed) stay where
@@ -74,6 +77,7 @@ func (o *nodeMoveOptions) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.StringVar(&o.to, "to", "", "the node the pods move to (required)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "how long the whole move may take")
+	fs.IntVar(&o.parallel, "parallel", 10, "pods moved at once")
 	o.client.register(fs)
 	cli.AnnotateEnv(fs)
 }
@@ -88,6 +92,8 @@ func (o *nodeMoveOptions) run(cmd *cobra.Command, from string) error {
 		return fmt.Errorf("--to %s: the pods are on %s already", o.to, from)
 	case o.timeout <= 0:
 		return fmt.Errorf("--timeout %s: must be positive", o.timeout)
+	case o.parallel < 1:
+		return fmt.Errorf("--parallel %d: must be at least 1", o.parallel)
 	}
 	var at time.Time
 	if o.at != "" {
@@ -120,23 +126,16 @@ func (o *nodeMoveOptions) run(cmd *cobra.Command, from string) error {
 	if err != nil {
 		return err
 	}
-	failed := 0
-	for i, m := range moves {
-		fmt.Fprintf(out, "[%d/%d] %s\n", i+1, len(moves), m.label())
-		if err := o.move(ctx, cmd, c, m); err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("%s: %w; run it again to go on", m.label(), err)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "error: %s: %v\n", m.label(), err)
-			failed++
-		}
+	moved := o.moveAll(ctx, c, moves, out, cmd.ErrOrStderr())
+	if ctx.Err() != nil {
+		return fmt.Errorf("%d of %d pods moved, then: %w; run it again to go on", moved, len(moves), ctx.Err())
 	}
 	verb := "drained"
 	if o.replay {
 		verb = "replayed"
 	}
-	fmt.Fprintf(out, "node/%s %s to %s: %d of %d pods moved\n", from, verb, o.to, len(moves)-failed, len(moves))
-	if failed > 0 {
+	fmt.Fprintf(out, "node/%s %s to %s: %d of %d pods moved\n", from, verb, o.to, moved, len(moves))
+	if moved < len(moves) {
 		return cli.ExitCodeError{Code: 2}
 	}
 	return nil
@@ -218,15 +217,52 @@ func isEnded(phase schemas.PodPhase) bool {
 	return phase == schemas.PhaseSucceeded || phase == schemas.PhaseFailed
 }
 
+// moveAll moves the pods, o.parallel at a time, as kubectl drain evicts
+// them at once; each pod's report goes to out, its events to progress,
+// whole, once it is done. It returns how many moved.
+func (o *nodeMoveOptions) moveAll(ctx context.Context, c *client, moves []move, out, progress io.Writer) (moved int) {
+	var mu sync.Mutex // orders the reports, and guards done and moved
+	done := 0
+	next := make(chan move)
+	var wg sync.WaitGroup
+	for range min(o.parallel, len(moves)) {
+		wg.Go(func() {
+			for m := range next {
+				var report, events bytes.Buffer
+				err := o.move(ctx, c, m, &report, &events)
+				mu.Lock()
+				done++
+				fmt.Fprintf(out, "[%d/%d] %s\n%s", done, len(moves), m.label(), report.Bytes())
+				_, _ = progress.Write(events.Bytes())
+				if err != nil {
+					fmt.Fprintf(progress, "error: %s: %v\n", m.label(), err)
+				} else {
+					moved++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for _, m := range moves {
+		select {
+		case next <- m:
+		case <-ctx.Done():
+		}
+	}
+	close(next)
+	wg.Wait()
+	return moved
+}
+
 // move re-creates m on the target, unless a run before did, waits for it
-// to run there, and, draining, deletes it from its node.
-func (o *nodeMoveOptions) move(ctx context.Context, cmd *cobra.Command, c *client, m move) error {
-	out := cmd.OutOrStdout()
+// to run there, and, draining, deletes it from its node. It says what it
+// did on out, and shows the pods' events on progress.
+func (o *nodeMoveOptions) move(ctx context.Context, c *client, m move, out, progress io.Writer) error {
 	pi, err := o.planMove(ctx, c, m)
 	if err != nil {
 		return err
 	}
-	if err := o.publishAndWait(ctx, c, pi, cmd.ErrOrStderr()); err != nil {
+	if err := o.publishAndWait(ctx, c, pi, progress); err != nil {
 		return err
 	}
 	if err := waitRunning(ctx, c, pi); err != nil {
@@ -245,7 +281,7 @@ func (o *nodeMoveOptions) move(ctx context.Context, cmd *cobra.Command, c *clien
 	if err != nil {
 		return err
 	}
-	if err := o.publishAndWait(ctx, c, dpi, cmd.ErrOrStderr()); err != nil {
+	if err := o.publishAndWait(ctx, c, dpi, progress); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "  deleted from %s\n", m.from.Node)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -32,18 +33,7 @@ func TestNodeDrainAndReplayMoveEachPodOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	ex += "/"
-	c := &cluster{t: t, url: natstest.RunServer(t).ClientURL()}
-	nodes := map[string]*jetlettest.Process{}
-	for _, n := range []string{"n1", "n2"} {
-		dir, err := os.MkdirTemp("", "jmove") // short: the runtime's socket lives under it
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(dir) })
-		jetlettest.RemovePodsOnCleanup(t, dir)
-		nodes[n] = jetlettest.Start(t, "run", "--node", n, "--data-dir", dir, "--nats-url", c.url, "--http-listen", "127.0.0.1:0")
-		nodes[n].WaitReady(time.Minute)
-	}
+	c, nodes := startTwoNodes(t)
 	for _, name := range []string{"web", "init", "job"} {
 		wantCode(t, c.run("apply", "-f", ex+name+".yaml", "--node", "n1", "--wait"), 0)
 	}
@@ -132,4 +122,64 @@ func (c *cluster) waitCordoned(node string, cordoned bool) {
 		out := runCLI(c.t.Context(), "", "get", "nodes", "--nats-url", c.url).stdout
 		return regexp.MustCompile(node+`\s+Ready,SchedulingDisabled\s`).MatchString(out) == cordoned
 	})
+}
+
+// startTwoNodes starts n1 and n2, two `jetlet run`s on one NATS server.
+func startTwoNodes(tb testing.TB) (*cluster, map[string]*jetlettest.Process) {
+	tb.Helper()
+	c := &cluster{t: tb, url: natstest.RunServer(tb).ClientURL()}
+	nodes := map[string]*jetlettest.Process{}
+	for _, n := range []string{"n1", "n2"} {
+		dir, err := os.MkdirTemp("", "jmove") // short: the runtime's socket lives under it
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { os.RemoveAll(dir) })
+		jetlettest.RemovePodsOnCleanup(tb, dir)
+		nodes[n] = jetlettest.Start(tb, "run", "--node", n, "--data-dir", dir, "--nats-url", c.url, "--http-listen", "127.0.0.1:0")
+		nodes[n].WaitReady(time.Minute)
+	}
+	return c, nodes
+}
+
+// BenchmarkDrain50Pods drains 50 running pods from n1 to n2 and reports
+// how long it took and how many pods did not arrive (want 0).
+//
+//	go test -run '^$' -bench Drain50Pods -benchtime 1x ./cmd/jetlet/client
+func BenchmarkDrain50Pods(b *testing.B) {
+	const pods = 50
+	c, _ := startTwoNodes(b)
+	var manifest strings.Builder
+	for i := range pods {
+		fmt.Fprintf(&manifest, "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p%02d}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers: [{name: app, image: busybox:1.36, command: [sleep, \"86400\"]}]\n", i)
+	}
+	file := filepath.Join(b.TempDir(), "pods.yaml")
+	if err := os.WriteFile(file, []byte(manifest.String()), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	wantCode(b, c.run("apply", "-f", file, "--node", "n1", "--wait"), 0)
+	b.Cleanup(func() {
+		for i := range pods {
+			for _, n := range []string{"n1", "n2"} {
+				c.run("delete", fmt.Sprintf("default/p%02d", i), "--node", n, "--grace", "0", "--wait", "--ignore-not-found")
+			}
+		}
+	})
+	running := func(node string) (n int) {
+		for _, p := range c.statusesOf(node) {
+			if p.Phase == schemas.PhaseRunning {
+				n++
+			}
+		}
+		return n
+	}
+	poll.Until(b, time.Minute, poll.Msg("50 pods Running on n1"), func() bool { return running("n1") == pods })
+	b.ResetTimer()
+	start := time.Now()
+	wantCode(b, c.run("node", "drain", "n1", "--to", "n2", "--grace", "1"), 0)
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(elapsed.Seconds(), "drain-s")
+	b.ReportMetric(float64(pods-running("n2")), "pods-lost")
+	c.wantLiveCopies("p00", map[string]int{"n1": 0, "n2": 1})
 }
