@@ -208,6 +208,17 @@ func TestNATSConfigRoles(t *testing.T) {
 		wantRefused(t, res, "denied these credentials $O.jetlet_images.C.", "the scheduler's or the operator's")
 	})
 
+	t.Run("only the operator cordons n1", func(t *testing.T) {
+		for _, user := range []string{"scheduler", "auditor", "node-n2"} {
+			wantRefused(t, s.as(t, user, "node", "cordon", "n1"), "denied these credentials", "jetlet.node.n1.cordon")
+		}
+		for _, verb := range []string{"cordon", "uncordon"} {
+			if res := s.as(t, "operator", "node", verb, "n1"); res.code != 0 || !strings.Contains(res.stdout, "node/n1 "+verb+"ed") {
+				t.Errorf("node %s n1 as the operator: exit %d, stdout %q", verb, res.code, res.stdout)
+			}
+		}
+	})
+
 	t.Run("the scheduler applies a pod and n1 syncs it", func(t *testing.T) {
 		res := s.as(t, "scheduler", "apply", "-f", mustAbs(t, webYAML), "--node", "n1", "--wait")
 		if res.code != 0 || !strings.Contains(res.stdout, "Synced") {
