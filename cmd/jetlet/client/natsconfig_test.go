@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/jetlet/jetlet/schemas"
 )
 
 func TestNodePermissionsNameOnlyTheNode(t *testing.T) {
@@ -38,9 +40,31 @@ func TestNodePermissionsNameOnlyTheNode(t *testing.T) {
 			t.Errorf("n1 may publish %s", s)
 		}
 	}
-	if !slices.Equal(p.subscribe, []string{"_INBOX_n1.>", "jetlet.node.n1.logs", "jetlet.node.n1.exec", "jetlet.node.n1.credit.*",
+	if !slices.Equal(p.subscribe, []string{"_INBOX_n1.>", "jetlet.node.n1.logs", "jetlet.node.n1.exec", "jetlet.node.n1.cordon", "jetlet.node.n1.credit.*",
 		"$SRV.*", "$SRV.*.jetlet", "$SRV.*.jetlet.*"}) || !p.serves {
 		t.Errorf("n1 subscribes to %v", p.subscribe)
+	}
+}
+
+// With sharded intents a node's consumers are on its partition's stream,
+// and on no other.
+func TestNodePermissionsNameItsIntentsPartition(t *testing.T) {
+	const partitions = 3
+	own := schemas.IntentsStream("n1", partitions)
+	p := nodePermissions("jetlet", "n1", partitions)
+	for _, want := range []string{
+		"$JS.API.CONSUMER.CREATE." + own + ".jetlet-n1.jetlet.intent.n1.>",
+		"$JS.API.CONSUMER.MSG.NEXT." + own + ".jetlet-n1",
+		"$JS.ACK." + own + ".jetlet-n1.>",
+	} {
+		if !slices.Contains(p.publish, want) {
+			t.Errorf("n1 may not publish %s", want)
+		}
+	}
+	for _, s := range p.publish {
+		if strings.Contains(s, schemas.StreamIntents) && !strings.Contains(s, own) {
+			t.Errorf("n1 may publish %s, outside its partition's stream %s", s, own)
+		}
 	}
 }
 
