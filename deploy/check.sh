@@ -8,6 +8,9 @@
 #     routes from routes.conf.example and jetlet's authorization block
 #     (`jetlet nats-config`). The chaos tests (test/chaos) start their
 #     cluster from the same file;
+#   - deploy/local.sh stands the guide's fleet up on this machine, adds a
+#     node with nats-config and a reload (SIGHUP) of every server, and
+#     takes it down;
 #   - containerd accepts config.toml, whose registry config_path names
 #     certs.d, whose _default/hosts.toml sends pulls to jetlet run's
 #     loopback registry first; the CNI conflist is JSON.
@@ -62,6 +65,15 @@ else
 	printf 'authorization { users: [ {user: jetlet, password: stand-in} ] }\n' >"$work/nats/jetlet-auth.conf"
 fi
 NATS_SERVER_NAME=check "$work/bin/nats-server" -t -c "$work/nats/nats-server.conf"
+
+log "the guide on one machine (deploy/local.sh): three servers, two nodes, a third added by a reload"
+fleet="$work/fleet"
+PATH="$work/bin:$PATH" bash deploy/local.sh up "$fleet" node1 node2 >/dev/null
+trap 'PATH="$work/bin:$PATH" bash deploy/local.sh down "$fleet" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+PATH="$work/bin:$PATH" bash deploy/local.sh add-node "$fleet" node3 >/dev/null
+eval "$(bash deploy/local.sh env "$fleet" auditor)"
+"$work/bin/jetlet" get nodes | grep -Eq '^node3 +Ready' || die "node3 is not Ready after the reload that admitted it"
+PATH="$work/bin:$PATH" bash deploy/local.sh down "$fleet" >/dev/null
 
 log "containerd config dump"
 containerd --config deploy/containerd/config.toml config dump >/dev/null
