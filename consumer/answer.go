@@ -87,14 +87,20 @@ func (c *Consumer) dropAnswered(ctx context.Context, p *podQueue, batch []*deliv
 func (c *Consumer) decode(ctx context.Context, uid string, d *delivery) candidate {
 	_, span := tracer.Start(ctx, "decode")
 	defer span.End()
-	in, err := schemas.DecodeIntent(d.data, schemas.IntentTarget{
-		Node: c.cfg.Node, UID: uid, MaxBodyBytes: c.cfg.MaxIntentBytes,
-		NoMemoryEmptyDir: c.cfg.NoMemoryEmptyDir,
-	})
+	in, err := c.Decode(uid, d.data)
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
 	}
 	return candidate{seq: d.seq, intent: in, err: err}
+}
+
+// Decode decodes and validates the body of an intent for pod uid as the
+// node does: an error is the Rejected result's.
+func (c *Consumer) Decode(uid string, data []byte) (*schemas.PodIntent, error) {
+	return schemas.DecodeIntent(data, schemas.IntentTarget{
+		Node: c.cfg.Node, UID: uid, MaxBodyBytes: c.cfg.MaxIntentBytes,
+		NoMemoryEmptyDir: c.cfg.NoMemoryEmptyDir,
+	})
 }
 
 // answer gives the result of an intent that is not applied.

@@ -1,6 +1,7 @@
 package schemas
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -15,8 +16,10 @@ const (
 	// Endpoint names of the node service.
 	EndpointLogs = "logs"
 	EndpointExec = "exec"
-	// EndpointCordon sets the node's cordon (CONTRACT.md section 14).
+	// EndpointCordon sets the node's cordon, EndpointPlan answers with its
+	// plan for an intent (CONTRACT.md section 14).
 	EndpointCordon = "cordon"
+	EndpointPlan   = "plan"
 )
 
 // Headers of the log stream's messages.
@@ -113,6 +116,13 @@ type ExecResponse struct {
 	ExitCode int32  `json:"exitCode"`
 	// Truncated: the output was cut to fit the NATS server's max payload.
 	Truncated bool `json:"truncated,omitempty"`
+}
+
+// PlanRequest asks a node for its plan for an intent of pod UID, as if it
+// were delivered now (the reply is a PodPlan).
+type PlanRequest struct {
+	UID    string          `json:"uid"`
+	Intent json.RawMessage `json:"intent"`
 }
 
 // CordonRequest cordons (Unschedulable) or uncordons the node: a cordoned

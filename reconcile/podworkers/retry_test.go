@@ -291,3 +291,7 @@ func TestNothingIsSyncedOrCollectedBeforeStart(t *testing.T) {
 		}
 	})
 }
+
+func (m *scriptedManager) PlanPod(*corev1.Pod, *kubecontainer.PodStatus, *corev1.Pod) schemas.PodPlan {
+	return schemas.PodPlan{}
+}

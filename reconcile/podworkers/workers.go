@@ -83,6 +83,8 @@ type PodSyncer interface {
 	GarbageCollect(ctx context.Context, pods kubecontainer.PodStateProvider) error
 	GarbageCollectPod(ctx context.Context, uid string, pods kubecontainer.PodStateProvider) error
 	ToAPIStatus(pod *corev1.Pod, status *kubecontainer.PodStatus) *schemas.PodStatus
+	// PlanPod says what SyncPod would do now, acting on nothing.
+	PlanPod(pod *corev1.Pod, status *kubecontainer.PodStatus, previous *corev1.Pod) schemas.PodPlan
 }
 
 // PodProber is what the pod workers need of the prober (*prober.Prober): they

@@ -50,7 +50,10 @@ type Config struct {
 	ExitPoll time.Duration
 	// Cordon sets the node's cordon and reports whether that changed it;
 	// nil serves no cordon endpoint.
-	Cordon     func(unschedulable bool) (changed bool, err error)
+	Cordon func(unschedulable bool) (changed bool, err error)
+	// Plan is the node's plan for an intent of pod uid; nil serves no plan
+	// endpoint.
+	Plan       func(ctx context.Context, uid string, intent []byte) (schemas.PodPlan, error)
 	Logger     zerolog.Logger
 	Registerer prometheus.Registerer
 }
@@ -124,6 +127,9 @@ func (s *Service) Run(ctx context.Context, nc *nats.Conn) error {
 	if s.cfg.Cordon != nil {
 		err = errors.Join(err, g.AddEndpoint(schemas.EndpointCordon, micro.HandlerFunc(s.cordon)))
 	}
+	if s.cfg.Plan != nil {
+		err = errors.Join(err, g.AddEndpoint(schemas.EndpointPlan, micro.ContextHandler(ctx, s.plan)))
+	}
 	if err != nil {
 		_ = svc.Stop()
 		return fmt.Errorf("node service endpoints: %w", err)
@@ -153,6 +159,27 @@ func (s *Service) cordon(r micro.Request) {
 	s.log.Info().Bool("unschedulable", req.Unschedulable).Bool("changed", changed).Msg("cordon set")
 	if err := r.RespondJSON(schemas.CordonResponse{Node: s.cfg.Node, Unschedulable: req.Unschedulable, Changed: changed}); err != nil {
 		s.log.Warn().Err(err).Msg("cordon reply not sent")
+	}
+}
+
+// plan answers with the node's plan for the request's intent.
+func (s *Service) plan(ctx context.Context, r micro.Request) {
+	var req schemas.PlanRequest
+	if err := json.Unmarshal(r.Data(), &req); err != nil {
+		_ = respondError(r, replyErrorf(schemas.ServiceErrBadRequest, "plan request: %v", err))
+		return
+	}
+	if !schemas.ValidUID(req.UID) {
+		_ = respondError(r, replyErrorf(schemas.ServiceErrBadRequest, "plan request: uid %q is not a pod UID", req.UID))
+		return
+	}
+	plan, err := s.cfg.Plan(ctx, req.UID, req.Intent)
+	if err != nil {
+		_ = respondError(r, err)
+		return
+	}
+	if err := r.RespondJSON(plan); err != nil {
+		s.log.Warn().Err(err).Str("uid", req.UID).Msg("plan reply not sent")
 	}
 }
 

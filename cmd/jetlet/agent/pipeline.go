@@ -251,6 +251,7 @@ func (a *agent) buildServices(p *pipeline, js jetstream.JetStream, client *runti
 		Node:          a.cfg.node,
 		SubjectPrefix: a.cfg.streams.SubjectPrefix,
 		Cordon:        p.node.cordon.Set,
+		Plan:          p.plan,
 		Logger:        p.log,
 		Registerer:    reg,
 	})

@@ -24,6 +24,7 @@ type applyOptions struct {
 	files   []string
 	nodes   []string // the nodes Secrets are sealed for, with --node
 	force   bool     // publish a pod even when unchanged
+	dryRun  string   // "node": show each pod's node's plan, publish nothing
 }
 
 func newApplyCommand() *cobra.Command {
@@ -54,6 +55,13 @@ A ConfigMap is put to jetlet_configmaps. A Secret is sealed for each node of
 jetlet_secrets; a node with no record stores nothing. ConfigMaps and Secrets
 are stored before the pods' intents are published.
 
+--dry-run=node publishes and stores nothing: each pod's node answers, over
+its node service, with its verdict against the pod as it runs there now:
+the Rejected error validation would give, admission's verdict on a new pod,
+and the plan its next sync would make (sandbox kept or created; each
+container kept, started, killed or restarted, with kubelet's reason). -o
+json prints each plan as a JSON line.
+
 Exit status: 0 when published or unchanged (with --wait: when every result
 is Synced), 2 when a result is not Synced, 3 with --wait when a pod's node
 has no live heartbeat (its intent is published, no result awaited), 1 on
@@ -62,6 +70,7 @@ any other error.`,
   jetlet apply -f app-config.yaml -f db-secret.yaml --nodes n1,n2
   jetlet apply -f web.yaml --wait
   jetlet apply -f web.yaml --force
+  jetlet apply -f web.yaml --dry-run=node
   cat pods.yaml | jetlet apply -f - --node n1 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
@@ -72,6 +81,7 @@ any other error.`,
 	o.publish.register(cmd, "wait for each intent's SyncResult, showing the pod's events on stderr")
 	fs.StringSliceVar(&o.nodes, "nodes", nil, "seal each Secret for these nodes (N1,N2); pods go to --node")
 	fs.BoolVar(&o.force, "force", false, "publish each pod even when it equals its newest intent")
+	fs.StringVar(&o.dryRun, "dry-run", "", "node: publish and store nothing; show what each pod's node would do (validation, admission, and its sync's plan against the pod as it runs)")
 	_ = cmd.MarkFlagRequired("filename")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	cli.AnnotateEnv(fs)
@@ -99,6 +109,12 @@ type plannedIntent struct {
 func (o *applyOptions) run(cmd *cobra.Command) error {
 	if err := o.publish.validate(); err != nil {
 		return err
+	}
+	switch {
+	case o.dryRun != "" && o.dryRun != dryRunNode:
+		return fmt.Errorf("--dry-run %q: want node (the node's plan; nothing is published)", o.dryRun)
+	case o.dryRun != "" && o.publish.wait:
+		return errors.New("--dry-run=node publishes nothing for --wait to wait for")
 	}
 	var docs []*document
 	for _, f := range o.files {
@@ -153,6 +169,11 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 	if len(problems) > 0 {
 		fmt.Fprintf(cmd.ErrOrStderr(), "error: nothing was published:\n%s", strings.Join(problems, ""))
 		return cli.ExitCodeError{Code: 1}
+	}
+	if o.dryRun == dryRunNode {
+		// Nothing is stored: neither the intents nor the ConfigMaps and
+		// Secrets beside them.
+		return showPlans(ctx, cmd.OutOrStdout(), c, plans, o.publish.output)
 	}
 	// Stored before the intents: a pod that uses them finds them.
 	writes, err := c.prepareConfigs(ctx, configs, sealFor, false)

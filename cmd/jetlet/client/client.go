@@ -379,5 +379,5 @@ func (c *client) jsError(what string, err error) error {
 // Commands are the client commands of the jetlet binary.
 func Commands() []*cobra.Command {
 	return []*cobra.Command{newApplyCommand(), newCreateCommand(), newDeleteCommand(), newGetCommand(), newEventsCommand(), newHistoryCommand(),
-		newDescribeCommand(), newLogsCommand(), newExecCommand(), newProvisionCommand(), newNATSConfigCommand(), newNodeCommand(), newImageCommand()}
+		newDescribeCommand(), newLogsCommand(), newExecCommand(), newProvisionCommand(), newNATSConfigCommand(), newNodeCommand(), newImageCommand(), newDiffCommand()}
 }

@@ -154,26 +154,35 @@ func (c *client) historyDiffs(ctx context.Context, rows []*historyRow) error {
 		if pod == nil {
 			continue
 		}
-		schemas.SetPodDefaults(pod)
-		doc, err := yaml.Marshal(struct {
-			Metadata metav1.ObjectMeta `json:"metadata"`
-			Spec     corev1.PodSpec    `json:"spec"`
-		}{pod.ObjectMeta, pod.Spec})
+		doc, err := podDocument(pod)
 		if err != nil {
 			return err
 		}
 		if prev != nil {
 			r.Diff = unifiedDiff(fmt.Sprintf("revision %d (intent %d)", prev.Revision, prev.IntentSeq),
-				fmt.Sprintf("revision %d (intent %d)", r.Revision, r.IntentSeq), prevYAML, string(doc))
+				fmt.Sprintf("revision %d (intent %d)", r.Revision, r.IntentSeq), prevYAML, doc)
 		}
 		switch r.Outcome {
 		case schemas.OutcomeStale, schemas.OutcomeRejected, schemas.OutcomeSuperseded:
 			// not taken: the next diff is against the one before
 		default:
-			prev, prevYAML = r, string(doc)
+			prev, prevYAML = r, doc
 		}
 	}
 	return nil
+}
+
+// podDocument is what a diff compares of a pod: its metadata and spec as
+// YAML, with the defaults the node applies (so that a default written out
+// or left out is no change).
+func podDocument(pod *corev1.Pod) (string, error) {
+	pod = pod.DeepCopy()
+	schemas.SetPodDefaults(pod)
+	doc, err := yaml.Marshal(struct {
+		Metadata metav1.ObjectMeta `json:"metadata"`
+		Spec     corev1.PodSpec    `json:"spec"`
+	}{pod.ObjectMeta, pod.Spec})
+	return string(doc), err
 }
 
 // history joins the pod's intents and results on the intent sequence.

@@ -58,11 +58,12 @@ type permissions struct {
 const serviceReplyExpiry = "24h"
 
 // nodeServiceClient is what asking the nodes' services takes: logs (and
-// their credit) and, with exec, running commands in any container.
+// their credit) and, with exec, running commands in any container and
+// asking for a plan (whose intent holds a pod spec).
 func nodeServiceClient(prefix string, exec bool) []string {
 	out := []string{prefix + ".node.*." + schemas.EndpointLogs, prefix + ".node.*.credit.*"}
 	if exec {
-		out = append(out, prefix+".node.*."+schemas.EndpointExec)
+		out = append(out, prefix+".node.*."+schemas.EndpointExec, prefix+".node.*."+schemas.EndpointPlan)
 	}
 	return out
 }
@@ -241,6 +242,7 @@ func nodePermissions(prefix, node string, partitions int) permissions {
 		subj.NodeService(node, schemas.EndpointLogs),
 		subj.NodeService(node, schemas.EndpointExec),
 		subj.NodeService(node, schemas.EndpointCordon),
+		subj.NodeService(node, schemas.EndpointPlan),
 		subj.LogCredit(node, "*"),
 		// The service framework's discovery: $SRV.PING, $SRV.INFO.jetlet,
 		// $SRV.STATS.jetlet.<id>.

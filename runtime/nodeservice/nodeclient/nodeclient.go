@@ -56,6 +56,12 @@ func Cordon(ctx context.Context, nc *nats.Conn, subj schemas.Subjects, node stri
 	return request[schemas.CordonResponse](ctx, nc, subj.NodeService(node, schemas.EndpointCordon), schemas.CordonRequest{Unschedulable: unschedulable})
 }
 
+// Plan asks node for its plan for the intent body of pod uid, acting on
+// nothing.
+func Plan(ctx context.Context, nc *nats.Conn, subj schemas.Subjects, node, uid string, intent []byte) (schemas.PodPlan, error) {
+	return request[schemas.PodPlan](ctx, nc, subj.NodeService(node, schemas.EndpointPlan), schemas.PlanRequest{UID: uid, Intent: intent})
+}
+
 // request sends req to a node's endpoint on subject and decodes its one
 // reply.
 func request[Resp any](ctx context.Context, nc *nats.Conn, subject string, req any) (Resp, error) {
