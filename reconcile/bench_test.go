@@ -2,11 +2,13 @@ package reconcile
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
+	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/fakecri"
 )
 
@@ -74,4 +76,43 @@ func TestNoOpSyncNoticesDeath(t *testing.T) {
 	if c := st.FindContainerStatusByName("a"); c.State != kubecontainer.ContainerExited || c.ExitCode != 7 {
 		t.Errorf("death not noticed: %+v", c)
 	}
+}
+
+// BenchmarkPlanPod: the node's plan for a converged 3-container pod whose
+// spec changed (one restart), after the status read a sync makes; reports
+// the CRI calls the plan adds to that read (cri-calls/op, want 0).
+//
+//	go test -run '^$' -bench PlanPod ./reconcile
+func BenchmarkPlanPod(b *testing.B) {
+	ctx := context.Background()
+	counting := &countingRuntime{Runtime: fakecri.New()}
+	m, _ := newTestManager(b, counting)
+	pod := testPod(
+		corev1.Container{Name: "a", Image: "img:1", Command: []string{"x"}},
+		corev1.Container{Name: "b", Image: "img:1", Command: []string{"x"}},
+		corev1.Container{Name: "c", Image: "img:1", Command: []string{"x"}},
+	)
+	st, err := m.GetPodStatus(ctx, string(pod.UID), pod.Name, pod.Namespace)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := m.SyncPod(ctx, pod, st).Error(); err != nil {
+		b.Fatal(err)
+	}
+	if st, err = m.GetPodStatus(ctx, string(pod.UID), pod.Name, pod.Namespace); err != nil {
+		b.Fatal(err)
+	}
+	changed := pod.DeepCopy()
+	changed.Spec.Containers[1].Command = []string{"y"}
+	counting.reset()
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		plan := m.PlanPod(changed, st, pod)
+		if plan.Containers[1].Action != schemas.PlanRestart || !slices.Equal(plan.Containers[1].Fields, []string{"command"}) {
+			b.Fatalf("plan %+v: want b restarted for its command", plan)
+		}
+		n++
+	}
+	b.ReportMetric(float64(counting.total())/float64(n), "cri-calls/op")
 }
