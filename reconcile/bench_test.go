@@ -28,11 +28,7 @@ func BenchmarkNoOpSync(b *testing.B) {
 	ctx := context.Background()
 	counting := &countingRuntime{Runtime: fakecri.New()}
 	m, _ := newTestManager(b, counting)
-	pod := testPod(
-		corev1.Container{Name: "a", Image: "img:1", Command: []string{"x"}},
-		corev1.Container{Name: "b", Image: "img:1", Command: []string{"x"}},
-		corev1.Container{Name: "c", Image: "img:1", Command: []string{"x"}},
-	)
+	pod := threeContainerPod()
 	sync := func() kubecontainer.PodSyncResult {
 		st, err := m.GetPodStatus(ctx, string(pod.UID), pod.Name, pod.Namespace)
 		if err != nil {
@@ -84,24 +80,10 @@ func TestNoOpSyncNoticesDeath(t *testing.T) {
 //
 //	go test -run '^$' -bench PlanPod ./reconcile
 func BenchmarkPlanPod(b *testing.B) {
-	ctx := context.Background()
 	counting := &countingRuntime{Runtime: fakecri.New()}
 	m, _ := newTestManager(b, counting)
-	pod := testPod(
-		corev1.Container{Name: "a", Image: "img:1", Command: []string{"x"}},
-		corev1.Container{Name: "b", Image: "img:1", Command: []string{"x"}},
-		corev1.Container{Name: "c", Image: "img:1", Command: []string{"x"}},
-	)
-	st, err := m.GetPodStatus(ctx, string(pod.UID), pod.Name, pod.Namespace)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := m.SyncPod(ctx, pod, st).Error(); err != nil {
-		b.Fatal(err)
-	}
-	if st, err = m.GetPodStatus(ctx, string(pod.UID), pod.Name, pod.Namespace); err != nil {
-		b.Fatal(err)
-	}
+	pod := threeContainerPod()
+	st := syncedStatus(b, m, pod)
 	changed := pod.DeepCopy()
 	changed.Spec.Containers[1].Command = []string{"y"}
 	counting.reset()
@@ -115,4 +97,30 @@ func BenchmarkPlanPod(b *testing.B) {
 		n++
 	}
 	b.ReportMetric(float64(counting.total())/float64(n), "cri-calls/op")
+}
+
+// threeContainerPod is a pod of three containers of one image.
+func threeContainerPod() *corev1.Pod {
+	return testPod(
+		corev1.Container{Name: "a", Image: "img:1", Command: []string{"x"}},
+		corev1.Container{Name: "b", Image: "img:1", Command: []string{"x"}},
+		corev1.Container{Name: "c", Image: "img:1", Command: []string{"x"}},
+	)
+}
+
+// syncedStatus syncs pod once and returns its status after.
+func syncedStatus(tb testing.TB, m *Kuberuntime, pod *corev1.Pod) *kubecontainer.PodStatus {
+	tb.Helper()
+	ctx := context.Background()
+	st, err := m.GetPodStatus(ctx, string(pod.UID), pod.Name, pod.Namespace)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := m.SyncPod(ctx, pod, st).Error(); err != nil {
+		tb.Fatal(err)
+	}
+	if st, err = m.GetPodStatus(ctx, string(pod.UID), pod.Name, pod.Namespace); err != nil {
+		tb.Fatal(err)
+	}
+	return st
 }

@@ -32,16 +32,7 @@ func TestPlanPodSaysWhyEachStep(t *testing.T) {
 	if got, want := steps(m.PlanPod(pod, nil, nil)), []string{"sandbox create", "a start ", "b start "}; !slices.Equal(got, want) {
 		t.Errorf("a new pod: %q, want %q", got, want)
 	}
-	st, err := m.GetPodStatus(ctx, string(pod.UID), pod.Name, pod.Namespace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.SyncPod(ctx, pod, st).Error(); err != nil {
-		t.Fatal(err)
-	}
-	if st, err = m.GetPodStatus(ctx, string(pod.UID), pod.Name, pod.Namespace); err != nil {
-		t.Fatal(err)
-	}
+	st := syncedStatus(t, m, pod)
 
 	changed := pod.DeepCopy()
 	changed.Spec.Containers[0].Image, changed.Spec.Containers[0].Args = "img:2", []string{"-v"}
@@ -53,11 +44,21 @@ func TestPlanPodSaysWhyEachStep(t *testing.T) {
 		t.Errorf("a's changed fields %q, want [args image]", got)
 	}
 
+	// A liveness failure: the plan, then the sync it stands for (the prober
+	// syncs the pod at once, so this is where the two can be compared).
 	m.cfg.Liveness = fakeProbes{st.FindContainerStatusByName("b").ID: kubecontainer.ProbeFailure}
 	if got, want := steps(m.PlanPod(pod, st, pod)), []string{"sandbox keep", "a keep ", "b restart LivenessProbe"}; !slices.Equal(got, want) {
 		t.Errorf("a liveness failure: %q, want %q", got, want)
 	}
+	var done []string
+	for _, a := range m.SyncPod(ctx, pod, st).ActionResults() {
+		done = append(done, a.Action+" "+a.Target)
+	}
+	if want := []string{"KillContainer b", "StartContainer b"}; !slices.Equal(done, want) {
+		t.Errorf("the sync after a liveness failure did %q, the plan said %q", done, want)
+	}
 	m.cfg.Liveness = nil
+	st = syncedStatus(t, m, pod)
 
 	never := pod.DeepCopy()
 	never.Spec.RestartPolicy = corev1.RestartPolicyNever

@@ -16,6 +16,17 @@ import (
 
 const examples = "../../../deploy/examples/"
 
+// examplesDir is examples as an absolute path, for the tests that start
+// jetlet run in a directory of its own.
+func examplesDir(t testing.TB) string {
+	t.Helper()
+	dir, err := filepath.Abs(examples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir + "/"
+}
+
 func TestApplyPublishesAnIntentAndReusesTheUID(t *testing.T) {
 	c := newCluster(t)
 	c.heartbeat("n1")

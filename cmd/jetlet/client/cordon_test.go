@@ -19,11 +19,7 @@ func TestCordonRefusesNewPodsAndOutlivesARestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts jetlet run")
 	}
-	ex, err := filepath.Abs(examples) // before startJetletRun moves into its directory
-	if err != nil {
-		t.Fatal(err)
-	}
-	ex += "/"
+	ex := examplesDir(t)
 	p, c := startJetletRun(t, "web", "job", "init")
 	wantCode(t, c.run("apply", "-f", ex+"web.yaml", "--wait"), 0)
 

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -19,11 +18,7 @@ func TestClientAgainstJetletRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts jetlet run")
 	}
-	examples, err := filepath.Abs(examples)
-	if err != nil {
-		t.Fatal(err)
-	}
-	examples += "/"
+	examples := examplesDir(t)
 	pods := []string{"web", "job", "init", "crashloop"}
 	_, c := startJetletRun(t, pods...)
 

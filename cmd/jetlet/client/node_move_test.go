@@ -28,11 +28,7 @@ func TestNodeDrainAndReplayMoveEachPodOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two jetlet runs")
 	}
-	ex, err := filepath.Abs(examples)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ex += "/"
+	ex := examplesDir(t)
 	c, nodes := startTwoNodes(t)
 	for _, name := range []string{"web", "init", "job"} {
 		wantCode(t, c.run("apply", "-f", ex+name+".yaml", "--node", "n1", "--wait"), 0)

@@ -22,10 +22,7 @@ func TestThePlanIsWhatTheSyncDoes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts jetlet run")
 	}
-	ex, err := filepath.Abs(examples)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ex := examplesDir(t)
 	dir := t.TempDir()
 	variant := func(name, from string, replace ...string) string {
 		data, err := os.ReadFile(filepath.Join(ex, from))
