@@ -284,7 +284,14 @@ func (r *Relister) relist(ctx context.Context) {
 			continue
 		}
 		r.emitFacts(ctx, st)
-		r.put(uid, st, start)
+		if !r.put(uid, st, start) {
+			// A worker stored a status it began reading after this relist
+			// began, but it may have read the runtime before this relist
+			// did (a container that exited in between): this relist's
+			// change must not pass for seen, or a stale entry would stay
+			// until the pod changes again. The next relist reads it anew.
+			now[uid] = r.seen[uid]
+		}
 		r.mu.Lock()
 		delete(r.unread, uid)
 		r.mu.Unlock()
@@ -344,17 +351,18 @@ func (r *Relister) emitFacts(ctx context.Context, st *kubecontainer.PodStatus) {
 }
 
 // put caches st (nil: the runtime holds nothing of the pod) as read at or
-// after at, unless a newer entry is there.
-func (r *Relister) put(uid string, st *kubecontainer.PodStatus, at time.Time) {
+// after at, unless a newer entry is there; it reports whether it did.
+func (r *Relister) put(uid string, st *kubecontainer.PodStatus, at time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if e, ok := r.cache[uid]; ok && e.at.After(at) {
-		return
+		return false
 	}
 	if st == nil {
 		st = &kubecontainer.PodStatus{UID: uid}
 	}
 	r.cache[uid] = cacheEntry{status: st, at: at}
+	return true
 }
 
 // Store caches a status a pod worker read itself (after changing the pod).

@@ -194,3 +194,43 @@ func TestEveryChangedPodHasItsFactsDerived(t *testing.T) {
 		t.Errorf("after c1 exited the relist emitted %v, want all of c1's facts", got)
 	}
 }
+
+// racingLister reports a pod's container exited, and on the first status
+// read of a relist lets a pod worker store first what it read just before
+// the exit, as the read-back after its sync does.
+type racingLister struct {
+	fakeLister
+	r      *Relister
+	raced  bool
+	before *kubecontainer.PodStatus // what the worker read
+}
+
+func (f *racingLister) GetPodStatus(ctx context.Context, uid, name, ns string) (*kubecontainer.PodStatus, error) {
+	if !f.raced {
+		f.raced = true
+		f.r.Store(uid, f.before, time.Now()) // began after the relist did
+	}
+	return &kubecontainer.PodStatus{UID: uid, Name: name, Namespace: ns, ContainerStatuses: []*kubecontainer.ContainerStatus{
+		{ID: "c1", Name: "app", State: kubecontainer.ContainerExited},
+	}}, nil
+}
+
+// A worker's read-back that began after a relist but read the runtime
+// before it (a container exited in between) must not leave the exit
+// unseen: the next relist reads the pod again.
+func TestARelistBeatenByAStaleReadBackReadsThePodAgain(t *testing.T) {
+	running := &kubecontainer.PodStatus{UID: "u1", Name: "web", Namespace: "default", ContainerStatuses: []*kubecontainer.ContainerStatus{
+		{ID: "c1", Name: "app", State: kubecontainer.ContainerRunning},
+	}}
+	lister := &racingLister{fakeLister: fakeLister{up: true, pods: []*kubecontainer.RuntimePod{{UID: "u1", Name: "web", Namespace: "default",
+		Containers: []*kubecontainer.Container{{ID: "c1", State: kubecontainer.ContainerExited}}}}}, before: running}
+	r := newRelister(t, lister, kubecontainer.EmitterFunc(func(context.Context, schemas.LifecycleEvent) {}), Config{Node: "n1", Period: time.Hour, Logger: zerolog.Nop()})
+	lister.r = r
+	ctx := t.Context()
+	r.relist(ctx) // the worker's stale entry wins this one
+	r.relist(ctx)
+	st, err := r.Status(ctx, "u1", time.Time{})
+	if err != nil || st == nil || st.ContainerStatuses[0].State != kubecontainer.ContainerExited {
+		t.Fatalf("the pod's cached status after two relists: %+v, %v; want its container exited", st, err)
+	}
+}
