@@ -721,3 +721,36 @@ func (e intentEmitter) Flush(ctx context.Context) error {
 	}
 	return nil
 }
+
+// WillRestart reports whether the pod uid's spec restarts its container
+// name after an exit with exitCode, as kubelet decides it: a sidecar
+// always, another container by the pod's restart policy (Never: no;
+// OnFailure: on a non-zero exit). false for a pod or container the node
+// does not want. Such a container is waiting to restart: kubelet's
+// previous instance of it is its newest (`logs --previous`).
+func (w *Workers) WillRestart(uid, name string, exitCode int32) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := w.pods[uid]
+	if p == nil || p.desired == nil || p.desired.Intent.Op != schemas.OpApply {
+		return false
+	}
+	spec := &p.desired.Intent.Pod.Spec
+	for _, list := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range list {
+			if list[i].Name != name {
+				continue
+			}
+			switch {
+			case kubecontainer.IsSidecar(&list[i]):
+				return true
+			case spec.RestartPolicy == corev1.RestartPolicyNever:
+				return false
+			case spec.RestartPolicy == corev1.RestartPolicyOnFailure:
+				return exitCode != 0
+			}
+			return true
+		}
+	}
+	return false
+}

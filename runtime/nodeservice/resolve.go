@@ -23,7 +23,10 @@ type instance struct {
 
 // resolve finds the instance ref names: the pod's newest incarnation
 // unless ref has a uid, its only container unless ref names one, and of
-// that container's instances the newest, or with previous the one before.
+// that container's instances the newest, or with previous its last
+// termination, as kubelet has it: the one before the newest, or the newest
+// itself while it waits to be restarted (a crash loop in back-off, whose
+// older instances the container GC removes).
 func (s *Service) resolve(ctx context.Context, ref schemas.PodRef, previous bool) (instance, error) {
 	pod := ref.Namespace + "/" + ref.Name
 	labels := map[string]string{crilabels.LabelPodNamespace: ref.Namespace, crilabels.LabelPodName: ref.Name}
@@ -62,6 +65,12 @@ func (s *Service) resolve(ctx context.Context, ref schemas.PodRef, previous bool
 	i := 0
 	if previous {
 		i = 1
+		if len(cs) > 0 && cs[0].State == runtimeapi.ContainerState_CONTAINER_EXITED && s.cfg.WillRestart != nil {
+			st, err := s.rt.ContainerStatus(ctx, cs[0].Id, false)
+			if err == nil && s.cfg.WillRestart(uid, name, st.GetStatus().GetExitCode()) {
+				i = 0
+			}
+		}
 	}
 	switch {
 	case len(cs) == 0:

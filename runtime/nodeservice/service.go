@@ -51,6 +51,11 @@ type Config struct {
 	// Cordon sets the node's cordon and reports whether that changed it;
 	// nil serves no cordon endpoint.
 	Cordon func(unschedulable bool) (changed bool, err error)
+	// WillRestart says whether pod uid's container name is restarted
+	// after an exit with exitCode (its restart policy): its newest instance,
+	// exited, is then its previous one, as kubelet's logs --previous reads
+	// a crash loop. nil: never.
+	WillRestart func(uid, name string, exitCode int32) bool
 	// Plan is the node's plan for an intent of pod uid; nil serves no plan
 	// endpoint.
 	Plan       func(ctx context.Context, uid string, intent []byte) (schemas.PodPlan, error)

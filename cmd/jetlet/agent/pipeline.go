@@ -252,6 +252,7 @@ func (a *agent) buildServices(p *pipeline, js jetstream.JetStream, client *runti
 		SubjectPrefix: a.cfg.streams.SubjectPrefix,
 		Cordon:        p.node.cordon.Set,
 		Plan:          p.plan,
+		WillRestart:   p.workers.WillRestart,
 		Logger:        p.log,
 		Registerer:    reg,
 	})

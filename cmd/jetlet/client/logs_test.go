@@ -61,7 +61,7 @@ func TestLogsAndExecAgainstJetletRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := jetlettest.Binary(t)
-	p, c := startJetletRun(t, "web", "crashonce", "ticker", "big")
+	p, c := startJetletRun(t, "web", "crashonce", "ticker", "big", "crashloop")
 	dir, err := os.Getwd() // jetlet's, whose data dir authenticates the commands
 	if err != nil {
 		t.Fatal(err)
@@ -111,6 +111,26 @@ func TestLogsAndExecAgainstJetletRun(t *testing.T) {
 		slices.Sort(lines)
 		if !slices.Equal(lines, []string{"crashing", "first"}) {
 			t.Fatalf("logs --previous: %q", res.stdout)
+		}
+	})
+
+	t.Run("logs --previous of a crash loop in back-off is its last crash", func(t *testing.T) {
+		// As kubelet: while a container waits out its back-off, its last
+		// termination is its newest instance, which the container GC keeps
+		// (the older ones it removes); logs shows it too. Each instance
+		// says which attempt it is.
+		pod := strings.Replace(commandPod("crashloop", "n=$(cat /keep/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > /keep/n; "+
+			"echo attempt $n; exit 1", "/keep"), "restartPolicy: Never", "restartPolicy: Always", 1)
+		file := filepath.Join(t.TempDir(), "crashloop.yaml")
+		if err := os.WriteFile(file, []byte(pod), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		wantCode(t, c.run("apply", "-f", file, "--wait"), 0)
+		c.waitBackOff(file, 5*time.Second)
+		last, previous := c.run("logs", "default/crashloop"), c.run("logs", "default/crashloop", "--previous")
+		wantCode(t, previous, 0)
+		if previous.stdout != last.stdout || !strings.HasPrefix(previous.stdout, "attempt ") {
+			t.Errorf("logs --previous %q, logs %q: want both the last attempt's", previous.stdout, last.stdout)
 		}
 	})
 

@@ -63,23 +63,7 @@ func TestThePlanIsWhatTheSyncDoes(t *testing.T) {
 	c.t = t
 	crashloop := filepath.Join(ex, "crashloop.yaml")
 	wantCode(t, c.run("apply", "-f", crashloop, "--wait"), 0)
-	// In back-off once it crashed twice. The plan and the sync see the same
-	// once the crash is old news (the plans have said so for over a relist
-	// period) and the back-off has seconds to run.
-	var until, since time.Time
-	poll.Until(t, 2*time.Minute, poll.Msg("crashloop in back-off for 3 s more"), func() bool {
-		plan := c.plan(crashloop)
-		i := slices.IndexFunc(plan.Containers, func(s schemas.PlanStep) bool { return s.BackOffUntil != nil })
-		switch {
-		case i < 0:
-			until = time.Time{}
-			return false
-		case !plan.Containers[i].BackOffUntil.Equal(until):
-			until, since = *plan.Containers[i].BackOffUntil, time.Now()
-			return false
-		}
-		return time.Since(since) > 1500*time.Millisecond && time.Until(until) > 3*time.Second
-	})
+	c.waitBackOff(crashloop, 3*time.Second)
 	t.Run("a crash-looping container in back-off", func(t *testing.T) {
 		c.t = t
 		c.wantPlanDone(crashloop, "--force")
@@ -167,4 +151,25 @@ func doneActions(r schemas.SyncResult) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// waitBackOff waits for the pod of file to be in its crash-loop back-off
+// for left more: once it crashed twice, and the crash is old news (the
+// plans have said so for over a relist period, and its log is written).
+func (c *cluster) waitBackOff(file string, left time.Duration) {
+	c.t.Helper()
+	var until, since time.Time
+	poll.Until(c.t, 2*time.Minute, poll.Msg(fmt.Sprintf("%s in back-off for %s more", filepath.Base(file), left)), func() bool {
+		plan := c.plan(file)
+		i := slices.IndexFunc(plan.Containers, func(s schemas.PlanStep) bool { return s.BackOffUntil != nil })
+		switch {
+		case i < 0:
+			until = time.Time{}
+			return false
+		case !plan.Containers[i].BackOffUntil.Equal(until):
+			until, since = *plan.Containers[i].BackOffUntil, time.Now()
+			return false
+		}
+		return time.Since(since) > 1500*time.Millisecond && time.Until(until) > left
+	})
 }
