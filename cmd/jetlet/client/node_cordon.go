@@ -53,19 +53,9 @@ func (o *nodeCordonOptions) run(cmd *cobra.Command, name string) error {
 		return err
 	}
 	defer c.close()
-	ctx, cancel := context.WithTimeout(cmd.Context(), nodeclient.FirstReplyTimeout)
-	defer cancel()
-	ctx, stop := c.denied.Watch(ctx, c.subj.NodeService(name, schemas.EndpointCordon))
-	defer stop()
-	resp, err := nodeclient.Cordon(ctx, c.nc, c.subj, name, o.unschedulable)
-	if se, ok := errors.AsType[*nodeclient.ServiceError](err); ok {
-		return fmt.Errorf("node %s: %s", name, se.Description)
-	}
-	switch {
-	case errors.Is(err, nodeclient.ErrNoNode):
-		return fmt.Errorf("node %s does not answer at %s: is its jetlet running? The node keeps its cordon itself", name, c.url)
-	case err != nil:
-		return c.jsError("node "+name+" "+cmd.Name(), err)
+	resp, err := c.cordon(cmd.Context(), name, o.unschedulable)
+	if err != nil {
+		return err
 	}
 	verb := "cordoned"
 	if !resp.Unschedulable {
@@ -76,4 +66,32 @@ func (o *nodeCordonOptions) run(cmd *cobra.Command, name string) error {
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "node/%s %s\n", resp.Node, verb)
 	return nil
+}
+
+// cordon asks node to cordon itself (unschedulable) or to uncordon.
+func (c *client) cordon(ctx context.Context, node string, unschedulable bool) (schemas.CordonResponse, error) {
+	return askNode(ctx, c, node, schemas.EndpointCordon, "its cordon", func(ctx context.Context) (schemas.CordonResponse, error) {
+		return nodeclient.Cordon(ctx, c.nc, c.subj, node, unschedulable)
+	})
+}
+
+// askNode sends one request to node's service endpoint, within
+// nodeclient.FirstReplyTimeout and ended at once if NATS denies it, and
+// says what a refusal or silence means; what names the request.
+func askNode[T any](ctx context.Context, c *client, node, endpoint, what string, ask func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, nodeclient.FirstReplyTimeout)
+	defer cancel()
+	ctx, stop := c.denied.Watch(ctx, c.subj.NodeService(node, endpoint))
+	defer stop()
+	resp, err := ask(ctx)
+	if se, ok := errors.AsType[*nodeclient.ServiceError](err); ok {
+		return resp, fmt.Errorf("node %s: %s", node, se.Description)
+	}
+	switch {
+	case errors.Is(err, nodeclient.ErrNoNode):
+		return resp, fmt.Errorf("node %s does not answer at %s: %s needs its jetlet running", node, c.url, what)
+	case err != nil:
+		return resp, c.jsError(what+" on node "+node, err)
+	}
+	return resp, nil
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
-	"github.com/jetlet/jetlet/runtime/nodeservice/nodeclient"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -114,7 +113,7 @@ func (o *nodeMoveOptions) run(cmd *cobra.Command, from string) error {
 		return err
 	}
 	if !o.replay {
-		resp, err := nodeclient.Cordon(ctx, c.nc, c.subj, from, true)
+		resp, err := c.cordon(ctx, from, true)
 		if err != nil {
 			return fmt.Errorf("cordon %s before draining it: %w", from, err)
 		}

@@ -2,19 +2,16 @@ package client_test
 
 import (
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/poll"
-	"github.com/jetlet/jetlet/test/testimages"
 )
 
 // Intents sharded into three streams, end to end, with every role's
@@ -31,11 +28,6 @@ func TestShardedIntentsThroughJetletRun(t *testing.T) {
 	}
 	if res := s.as(t, "operator", "provision"); res.code == 0 || !strings.Contains(res.stderr, "--intent-partitions 3") {
 		t.Errorf("provision of one intents stream over three partitions: exit %d, want a refusal naming --intent-partitions 3", res.code)
-	}
-	archive := filepath.Join(t.TempDir(), "busybox.tar")
-	writeArchive(t, archive, map[string]v1.Image{"busybox:1.36": testimages.Must(t, testimages.Busybox)})
-	if res := s.as(t, "scheduler", "image", "push", "busybox:1.36", archive); res.code != 0 {
-		t.Fatalf("image push as the scheduler: exit %d", res.code)
 	}
 	for _, n := range nodes {
 		dataDir := t.TempDir()

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -18,21 +17,9 @@ const dryRunNode = "node"
 // nodePlan asks pi's node for its plan for pi's intent: nothing is
 // published, nothing changes on the node.
 func (c *client) nodePlan(ctx context.Context, pi *plannedIntent) (schemas.PodPlan, error) {
-	ctx, cancel := context.WithTimeout(ctx, nodeclient.FirstReplyTimeout)
-	defer cancel()
-	ctx, stop := c.denied.Watch(ctx, c.subj.NodeService(pi.node, schemas.EndpointPlan))
-	defer stop()
-	plan, err := nodeclient.Plan(ctx, c.nc, c.subj, pi.node, pi.uid, pi.body)
-	if se, ok := errors.AsType[*nodeclient.ServiceError](err); ok {
-		return plan, fmt.Errorf("node %s: %s", pi.node, se.Description)
-	}
-	switch {
-	case errors.Is(err, nodeclient.ErrNoNode):
-		return plan, fmt.Errorf("%s: node %s does not answer: a plan needs its jetlet running", pi.label, pi.node)
-	case err != nil:
-		return plan, c.jsError("plan of "+pi.label+" on node "+pi.node, err)
-	}
-	return plan, nil
+	return askNode(ctx, c, pi.node, schemas.EndpointPlan, "the plan of "+pi.label, func(ctx context.Context) (schemas.PodPlan, error) {
+		return nodeclient.Plan(ctx, c.nc, c.subj, pi.node, pi.uid, pi.body)
+	})
 }
 
 // printPlan shows a node's plan as Terraform and Nomad show theirs: + start,
