@@ -3,8 +3,10 @@ package reconcile
 import (
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -103,6 +105,22 @@ type Config struct {
 	// Handlers runs the exec and httpGet handlers of lifecycle hooks (the
 	// prober's runner). Without it such a hook fails with a message saying so.
 	Handlers kubecontainer.HandlerRunner
+	// ClusterDNS are the IPs of the cluster's DNS service (kubelet's
+	// --cluster-dns), the nameservers of ClusterFirst pods. Without any, a
+	// ClusterFirst pod gets the node's resolver and a MissingClusterDNS
+	// event, as kubelet's.
+	ClusterDNS []string
+	// ClusterDomain is the cluster's DNS domain (kubelet's --cluster-domain):
+	// ClusterFirst pods search <namespace>.svc.<domain>, svc.<domain> and
+	// <domain>; a pod with a subdomain is <hostname>.<subdomain>.<namespace>.svc.<domain>.
+	// Default DefaultClusterDomain.
+	ClusterDomain string
+	// ResolvConf is the node's resolver file, what Default pods get
+	// (kubelet's --resolv-conf). Default DefaultResolvConf.
+	ResolvConf string
+	// HostsFile is the node's hosts file, which hostNetwork pods' /etc/hosts
+	// starts with. Default /etc/hosts.
+	HostsFile string
 	// Logger is used with component=reconcile. The zero value logs nothing.
 	Logger zerolog.Logger
 }
@@ -144,9 +162,31 @@ func (c *Config) setDefaults() {
 	if c.Credentials == nil {
 		c.Credentials = NoCredentials{}
 	}
+	if c.ClusterDomain == "" {
+		c.ClusterDomain = DefaultClusterDomain
+	}
+	if c.ResolvConf == "" {
+		c.ResolvConf = DefaultResolvConf
+	}
+	if c.HostsFile == "" {
+		c.HostsFile = etcHostsPath
+	}
 }
 
 var dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
+// isDNSDomain: DNS-1123 labels joined by dots, at most 253 characters.
+func isDNSDomain(s string) bool {
+	if len(s) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(s, ".") {
+		if !dns1123Label.MatchString(label) {
+			return false
+		}
+	}
+	return true
+}
 
 // Validate reports the first problem of a defaulted config, wrapped in
 // ErrInvalidConfig.
@@ -169,6 +209,16 @@ func (c *Config) Validate() error {
 		return bad("image back-off %s..%s: need 0 <= initial <= max", c.ImageBackOffInitial, c.ImageBackOffMax)
 	case c.GC.MinAge < 0:
 		return bad("GC.MinAge %s is negative", c.GC.MinAge)
+	case len(c.ClusterDNS) > maxDNSNameservers:
+		return bad("ClusterDNS %v: at most %d nameservers", c.ClusterDNS, maxDNSNameservers)
+	}
+	for _, ip := range c.ClusterDNS {
+		if net.ParseIP(ip) == nil {
+			return bad("ClusterDNS %q is not an IP address", ip)
+		}
+	}
+	if !isDNSDomain(c.ClusterDomain) {
+		return bad("ClusterDomain %q is not a DNS-1123 subdomain", c.ClusterDomain)
 	}
 	return nil
 }

@@ -22,7 +22,8 @@ func containerLogPath(name string, restartCount int) string {
 
 // generateContainerConfig builds the CRI config of one container instance, as
 // kubelet's generateContainerConfig. It creates the container's log directory
-// and the directories of its emptyDir and *OrCreate hostPath volumes.
+// and the directories of its emptyDir and *OrCreate hostPath volumes, and
+// writes the pod's hosts file.
 func (m *Kuberuntime) generateContainerConfig(ctx context.Context, pod *corev1.Pod, c *corev1.Container, restartCount int, imageRef string, net podNetwork, isInit bool) (*runtimeapi.ContainerConfig, error) {
 	if err := m.verifyRunAsNonRoot(ctx, pod, c, imageRef); err != nil {
 		return nil, err
@@ -36,6 +37,13 @@ func (m *Kuberuntime) generateContainerConfig(ctx context.Context, pod *corev1.P
 	mounts, err := m.makeMounts(pod, c, mapping)
 	if err != nil {
 		return nil, err
+	}
+	hosts, err := m.etcHostsMount(pod, c, net)
+	if err != nil {
+		return nil, err
+	}
+	if hosts != nil {
+		mounts = append(mounts, hosts)
 	}
 	if c.TerminationMessagePath != "" {
 		tm, err := m.terminationMessageMount(pod, c, restartCount)

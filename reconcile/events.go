@@ -28,3 +28,11 @@ func (m *Kuberuntime) sandboxEvent(ctx context.Context, pod kubecontainer.PodRef
 	ev.SandboxID, ev.Attempt, ev.Message = sandboxID, attempt, message
 	m.emit.Emit(ctx, ev)
 }
+
+// dnsEvent records a warning the DNS config of a new sandbox made, once per
+// sandbox.
+func (m *Kuberuntime) dnsEvent(ctx context.Context, pod kubecontainer.PodRef, sandboxID string, w dnsWarning) {
+	ev := kubecontainer.NewEvent(m.cfg.NodeName, pod, w.typ, hashID(sandboxID, w.message)+"."+string(w.typ), m.cfg.Clock.Now())
+	ev.SandboxID, ev.Reason, ev.Message = sandboxID, string(w.typ), w.message
+	m.emit.Emit(ctx, ev)
+}

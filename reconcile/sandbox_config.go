@@ -117,8 +117,12 @@ func optionalInt64(p *int64) *runtimeapi.Int64Value {
 }
 
 // generateSandboxConfig builds the sandbox of the pod, as kubelet's
-// generatePodSandboxConfig.
-func (m *Kuberuntime) generateSandboxConfig(pod *corev1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
+// generatePodSandboxConfig, and the warnings its DNS config makes.
+func (m *Kuberuntime) generateSandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, []dnsWarning, error) {
+	dns, warnings, err := m.podDNSConfig(pod)
+	if err != nil {
+		return nil, nil, err
+	}
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
 			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt,
@@ -126,9 +130,12 @@ func (m *Kuberuntime) generateSandboxConfig(pod *corev1.Pod, attempt uint32) *ru
 		LogDirectory: podLogsDir(m.cfg.LogDir, pod.Namespace, pod.Name, string(pod.UID)),
 		Labels:       newSandboxLabels(pod),
 		Annotations:  newSandboxAnnotations(pod),
+		DnsConfig:    dns,
 	}
 	if !pod.Spec.HostNetwork {
-		cfg.Hostname = podHostname(pod)
+		if cfg.Hostname, err = m.kernelHostname(pod); err != nil {
+			return nil, nil, err
+		}
 	}
 	for i := range pod.Spec.Containers {
 		for _, p := range pod.Spec.Containers[i].Ports {
@@ -154,5 +161,5 @@ func (m *Kuberuntime) generateSandboxConfig(pod *corev1.Pod, attempt uint32) *ru
 			}
 		}
 	}
-	return cfg
+	return cfg, warnings, nil
 }

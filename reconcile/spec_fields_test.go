@@ -166,9 +166,8 @@ func TestContainerConfigHonoursSpecFields(t *testing.T) {
 }
 
 // The sandbox: hostname (hostnameOverride over hostname over the pod's
-// name), namespaces, sysctls, the pod's security profiles and groups, no DNS
-// config (the runtime gives the host's resolv.conf: dnsPolicy Default, and
-// ClusterFirst without a cluster DNS, as kubelet falls back).
+// name), namespaces, sysctls, the pod's security profiles and groups (the
+// DNS config: dns_test.go).
 func TestSandboxConfigHonoursSpecFields(t *testing.T) {
 	m, _ := newTestManager(t, fakecri.New())
 	pod := testPod(corev1.Container{Name: "app", Image: "img:1", Ports: []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080, HostIP: "127.0.0.1", Protocol: corev1.ProtocolUDP}}})
@@ -182,7 +181,7 @@ func TestSandboxConfigHonoursSpecFields(t *testing.T) {
 		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
 	pod.Labels, pod.Annotations = map[string]string{"app": "web"}, map[string]string{"team": "x"}
-	cfg := m.generateSandboxConfig(pod, 0)
+	cfg := sandboxConfig(t, m, pod)
 	ns := cfg.Linux.SecurityContext.NamespaceOptions
 	switch {
 	case cfg.Metadata.Name != "p" || cfg.Metadata.Namespace != "ns" || cfg.Metadata.Uid != "uid1":
@@ -199,20 +198,28 @@ func TestSandboxConfigHonoursSpecFields(t *testing.T) {
 		t.Errorf("supplemental groups %v, want the fsGroup", cfg.Linux.SecurityContext.SupplementalGroups)
 	case cfg.Linux.SecurityContext.Seccomp.GetProfileType() != runtimeapi.SecurityProfile_RuntimeDefault:
 		t.Errorf("seccomp %v", cfg.Linux.SecurityContext.Seccomp)
-	case cfg.DnsConfig != nil:
-		t.Errorf("DNS config %v, want none (the runtime's)", cfg.DnsConfig)
 	case len(cfg.PortMappings) != 1 || cfg.PortMappings[0].HostPort != 8080 || cfg.PortMappings[0].HostIp != "127.0.0.1" || cfg.PortMappings[0].Protocol != runtimeapi.Protocol_UDP:
 		t.Errorf("port mappings %v", cfg.PortMappings)
 	}
 	pod.Spec.HostnameOverride = nil
-	if cfg := m.generateSandboxConfig(pod, 0); cfg.Hostname != "h" {
+	if cfg := sandboxConfig(t, m, pod); cfg.Hostname != "h" {
 		t.Errorf("hostname %q, want spec.hostname", cfg.Hostname)
 	}
 	pod.Spec.HostNetwork, pod.Spec.HostPID = true, true
-	cfg = m.generateSandboxConfig(pod, 0)
+	cfg = sandboxConfig(t, m, pod)
 	if ns := cfg.Linux.SecurityContext.NamespaceOptions; ns.Network != runtimeapi.NamespaceMode_NODE || ns.Pid != runtimeapi.NamespaceMode_NODE || cfg.Hostname != "" {
 		t.Errorf("hostNetwork, hostPID: namespaces %v hostname %q", ns, cfg.Hostname)
 	}
+}
+
+// sandboxConfig is the pod's sandbox config, attempt 0.
+func sandboxConfig(t *testing.T, m *Kuberuntime, pod *corev1.Pod) *runtimeapi.PodSandboxConfig {
+	t.Helper()
+	cfg, _, err := m.generateSandboxConfig(pod, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
 
 // imageUser answers ImageStatus with the image's user.

@@ -97,7 +97,11 @@ func (s *podOperation) sync(ctx context.Context) {
 	// Step 5: create the sandbox.
 	s.sandboxID = actions.SandboxID
 	if actions.CreateSandbox {
-		cfg := m.generateSandboxConfig(pod, actions.Attempt)
+		cfg, dnsWarnings, err := m.generateSandboxConfig(pod, actions.Attempt)
+		if err != nil {
+			s.result.Fail(schemas.ActionCreatePodSandbox, s.ref.UID, kubecontainer.ErrCreatePodSandbox, fmt.Sprintf("Failed to generate sandbox config for pod %q: %v", pod.Namespace+"/"+pod.Name, err))
+			return
+		}
 		if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 			s.result.Fail(schemas.ActionCreatePodSandbox, s.ref.UID, kubecontainer.ErrCreatePodSandbox, fmt.Sprintf("create log directory: %v", err))
 			return
@@ -110,6 +114,9 @@ func (s *podOperation) sync(ctx context.Context) {
 		s.sandboxID = id
 		s.result.Add(schemas.ActionCreatePodSandbox, s.ref.UID, id)
 		m.sandboxEvent(ctx, s.ref, schemas.EventSandboxCreated, id, actions.Attempt, "")
+		for _, w := range dnsWarnings {
+			m.dnsEvent(ctx, s.ref, id, w)
+		}
 		resp, err := m.rt.PodSandboxStatus(ctx, id, false)
 		if err != nil {
 			s.result.SyncError = fmt.Errorf("%w: sandbox %s: %v", kubecontainer.ErrPodSandboxStatus, id, err)
@@ -125,7 +132,12 @@ func (s *podOperation) sync(ctx context.Context) {
 	}
 
 	// The sandbox config containers are created with (attempt 0, as kubelet).
-	s.sandboxCfg = m.generateSandboxConfig(pod, 0)
+	sandboxCfg, _, err := m.generateSandboxConfig(pod, 0)
+	if err != nil {
+		s.result.SyncError = fmt.Errorf("%w: %v", kubecontainer.ErrCreatePodSandbox, err)
+		return
+	}
+	s.sandboxCfg = sandboxCfg
 
 	// Step 6: start the init containers: the next one to run and the
 	// sidecars to restart. A sidecar that fails to start does not hold the

@@ -78,6 +78,10 @@ const (
 	tE2EFields         = "test/e2e.TestResourceFieldRefAndMemoryEmptyDir"
 	tCtrdFields        = "test/e2e/containerd/pods.TestResourceFieldRefAndMemoryEmptyDirOnContainerd"
 	tCtrdStarts        = "test/e2e/containerd/pods.TestPodStartsAndRuns"
+	tPodDNS            = "reconcile.TestPodDNSConfig"
+	tEtcHosts          = "reconcile.TestEtcHostsMount"
+	tE2EHostsDNS       = "test/e2e.TestThePodsHostsFileAndDNS"
+	tCtrdHostsDNS      = "test/e2e/containerd/pods.TestHostAliasesAndDNSConfigOnContainerd"
 	tCtrdGrace         = "test/e2e/containerd/pods.TestDeleteKillsProcessIgnoringSIGTERMAfterGrace"
 
 	// Admission's (the node issue's).
@@ -328,17 +332,16 @@ var fieldAnswers = []fieldAnswer{
 	{path: "spec.shareProcessNamespace", tests: []string{tSandboxFields}},
 	{path: "spec.hostUsers", note: "true (the default) only", rejects: func(m map[string]any) { specOf(m)["hostUsers"] = false }},
 	{path: "spec.os.name", note: "linux only", rejects: func(m map[string]any) { specOf(m)["os"] = map[string]any{"name": "windows"} }},
-	{path: "spec.dnsPolicy", tests: []string{tSandboxFields},
-		note:    "the runtime's DNS (the host's resolv.conf): Default, and ClusterFirst as kubelet without a cluster DNS; None needs dnsConfig",
-		rejects: func(m map[string]any) { specOf(m)["dnsPolicy"] = "None" }},
-	{path: "spec.dnsConfig", subtree: true, rejects: func(m map[string]any) {
-		specOf(m)["dnsConfig"] = map[string]any{"nameservers": []any{"1.1.1.1"}}
-	}},
-	{path: "spec.hostAliases", subtree: true, rejects: func(m map[string]any) {
-		specOf(m)["hostAliases"] = []any{map[string]any{"ip": "10.0.0.1", "hostnames": []any{"db"}}}
-	}},
-	{path: "spec.subdomain", rejects: func(m map[string]any) { specOf(m)["subdomain"] = "svc" }},
-	{path: "spec.setHostnameAsFQDN", rejects: func(m map[string]any) { specOf(m)["setHostnameAsFQDN"] = true }},
+	{path: "spec.dnsPolicy", tests: []string{tPodDNS, tE2EHostsDNS},
+		note: "ClusterFirst needs `--cluster-dns` (without it, the node's resolver and a MissingClusterDNS event, as kubelet)"},
+	{path: "spec.dnsConfig.nameservers", tests: []string{tPodDNS, tE2EHostsDNS, tCtrdHostsDNS}},
+	{path: "spec.dnsConfig.searches", tests: []string{tPodDNS, tE2EHostsDNS, tCtrdHostsDNS}},
+	{path: "spec.dnsConfig.options.name", tests: []string{tPodDNS, tE2EHostsDNS}},
+	{path: "spec.dnsConfig.options.value", tests: []string{tPodDNS, tE2EHostsDNS}},
+	{path: "spec.hostAliases.ip", tests: []string{tEtcHosts, tE2EHostsDNS, tCtrdHostsDNS}},
+	{path: "spec.hostAliases.hostnames", tests: []string{tEtcHosts, tE2EHostsDNS, tCtrdHostsDNS}},
+	{path: "spec.subdomain", tests: []string{tEtcHosts, tE2EHostsDNS}, note: "with `--cluster-domain`"},
+	{path: "spec.setHostnameAsFQDN", tests: []string{"reconcile.TestSandboxHostnameAsFQDN", tE2EHostsDNS}, note: "a name over 64 characters fails the sandbox, as kubelet's"},
 	{path: "spec.runtimeClassName", rejects: func(m map[string]any) { specOf(m)["runtimeClassName"] = "gvisor" }},
 	{path: "spec.overhead", rejects: func(m map[string]any) { specOf(m)["overhead"] = map[string]any{"cpu": "100m"} }},
 	{path: "spec.readinessGates", subtree: true, rejects: func(m map[string]any) {

@@ -110,7 +110,26 @@ func TestDecodeIntentErrors(t *testing.T) {
 		{"duplicate port name", intentJSON(func(m map[string]any) {
 			container0(m)["ports"] = []any{map[string]any{"name": "http", "containerPort": 80}, map[string]any{"name": "http", "containerPort": 81}}
 		}), target, "pod.spec.containers[0].ports[1].name", ErrInvalid},
-		{"dnsPolicy None", intentJSON(func(m map[string]any) { specOf(m)["dnsPolicy"] = "None" }), target, "pod.spec.dnsPolicy", ErrUnsupported},
+		{"dnsPolicy None without dnsConfig", intentJSON(func(m map[string]any) { specOf(m)["dnsPolicy"] = "None" }), target, "pod.spec.dnsConfig", ErrInvalid},
+		{"dnsPolicy None without nameservers", intentJSON(func(m map[string]any) {
+			specOf(m)["dnsPolicy"] = "None"
+			specOf(m)["dnsConfig"] = map[string]any{"searches": []any{"example.com"}}
+		}), target, "pod.spec.dnsConfig.nameservers", ErrInvalid},
+		{"four nameservers", intentJSON(func(m map[string]any) {
+			specOf(m)["dnsConfig"] = map[string]any{"nameservers": []any{"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"}}
+		}), target, "pod.spec.dnsConfig.nameservers", ErrInvalid},
+		{"nameserver no IP", intentJSON(func(m map[string]any) {
+			specOf(m)["dnsConfig"] = map[string]any{"nameservers": []any{"dns.example.com"}}
+		}), target, "pod.spec.dnsConfig.nameservers[0]", ErrInvalid},
+		{"search no domain", intentJSON(func(m map[string]any) {
+			specOf(m)["dnsConfig"] = map[string]any{"searches": []any{"a..b"}}
+		}), target, "pod.spec.dnsConfig.searches[0]", ErrInvalid},
+		{"option without name", intentJSON(func(m map[string]any) {
+			specOf(m)["dnsConfig"] = map[string]any{"options": []any{map[string]any{"value": "5"}}}
+		}), target, "pod.spec.dnsConfig.options[0].name", ErrInvalid},
+		{"host alias hostname", intentJSON(func(m map[string]any) {
+			specOf(m)["hostAliases"] = []any{map[string]any{"ip": "10.0.0.1", "hostnames": []any{"Not_A_Name"}}}
+		}), target, "pod.spec.hostAliases[0].hostnames[0]", ErrInvalid},
 		{"windows", intentJSON(func(m map[string]any) { specOf(m)["os"] = map[string]any{"name": "windows"} }), target, "pod.spec.os.name", ErrUnsupported},
 		{"resource claims", intentJSON(func(m map[string]any) {
 			specOf(m)["resourceClaims"] = []any{map[string]any{"name": "gpu"}}

@@ -151,7 +151,7 @@ func enumOf[T ~string](vals ...T) obj {
 // typeOverlays add keywords to every use of a type.
 var typeOverlays = map[reflect.Type]obj{
 	reflect.TypeFor[corev1.RestartPolicy]():            enumOf("", corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever),
-	reflect.TypeFor[corev1.DNSPolicy]():                enumOf("", corev1.DNSClusterFirst, corev1.DNSClusterFirstWithHostNet, corev1.DNSDefault),
+	reflect.TypeFor[corev1.DNSPolicy]():                enumOf("", corev1.DNSClusterFirst, corev1.DNSClusterFirstWithHostNet, corev1.DNSDefault, corev1.DNSNone),
 	reflect.TypeFor[corev1.PullPolicy]():               enumOf("", corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever),
 	reflect.TypeFor[corev1.TerminationMessagePolicy](): enumOf("", corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError),
 	reflect.TypeFor[corev1.Protocol]():                 enumOf("", corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP),
@@ -403,8 +403,7 @@ func (g *schemaGen) podIntent() obj {
 	g.require("PodSpec", "containers")
 	g.set("PodSpec", "containers", obj{"minItems": 1})
 	g.forbid("PodSpec", "ephemeralContainers", "resourceClaims", "imagePullSecrets",
-		"dnsConfig", "hostAliases", "runtimeClassName", "overhead", "readinessGates", "resources")
-	g.set("PodSpec", "setHostnameAsFQDN", obj{"enum": []any{false, nil}})
+		"runtimeClassName", "overhead", "readinessGates", "resources")
 	g.set("PodSpec", "hostUsers", obj{"enum": []any{true, nil}})
 	g.forbid("PodSecurityContext", "windowsOptions", "seLinuxChangePolicy")
 	g.forbid("SecurityContext", "windowsOptions")
@@ -412,7 +411,10 @@ func (g *schemaGen) podIntent() obj {
 	g.set("PodSpec", "terminationGracePeriodSeconds", obj{"minimum": 0})
 	g.set("PodSpec", "activeDeadlineSeconds", obj{"minimum": 1})
 	g.set("PodSpec", "hostname", obj{"pattern": optional(dnsLabelPattern), "maxLength": 63})
-	g.set("PodSpec", "subdomain", obj{"maxLength": 0})
+	g.set("PodSpec", "subdomain", obj{"pattern": optional(dnsLabelPattern), "maxLength": 63})
+	g.set("PodDNSConfig", "nameservers", obj{"maxItems": 3})
+	g.set("PodDNSConfig", "searches", obj{"maxItems": 32})
+	g.require("HostAlias", "ip")
 	g.set("PodOS", "name", obj{"enum": []any{string(corev1.Linux)}})
 	ps["allOf"] = []any{
 		obj{"not": obj{

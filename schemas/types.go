@@ -119,6 +119,11 @@ const (
 	// envFrom keys that are no valid environment variable names were
 	// skipped.
 	EventInvalidEnvironmentVariableNames EventType = "InvalidEnvironmentVariableNames"
+	// A ClusterFirst pod fell back to the node's DNS: the node has no
+	// cluster DNS (--cluster-dns).
+	EventMissingClusterDNS EventType = "MissingClusterDNS"
+	// The pod's DNS config was cut to the resolver's limits.
+	EventDNSConfigForming EventType = "DNSConfigForming"
 )
 
 // EventTypes lists every event type, in the contract's order.
@@ -130,6 +135,7 @@ var EventTypes = []EventType{
 	EventPodTerminated, EventIntentRejected,
 	EventFailedPostStartHook, EventFailedPreStopHook,
 	EventFailedMount, EventInvalidEnvironmentVariableNames,
+	EventMissingClusterDNS, EventDNSConfigForming,
 }
 
 // Reasons carried by ContainerDied and ContainerKilled events.

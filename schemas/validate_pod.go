@@ -38,18 +38,6 @@ func rejectUnsupportedPodFields(e *errs, s *corev1.PodSpec) {
 	if s.OS != nil && s.OS.Name != corev1.Linux {
 		e.unsupported(p+".os.name", "this node runs linux pods only")
 	}
-	if s.DNSConfig != nil {
-		e.unsupported(p+".dnsConfig", "this node gives pods the runtime's DNS configuration (the host's resolv.conf), as dnsPolicy Default")
-	}
-	if len(s.HostAliases) > 0 {
-		e.unsupported(p+".hostAliases", "this node does not manage the pod's /etc/hosts")
-	}
-	if s.Subdomain != "" {
-		e.unsupported(p+".subdomain", "this node does not manage the pod's /etc/hosts, where the subdomain's fully qualified name goes")
-	}
-	if s.SetHostnameAsFQDN != nil && *s.SetHostnameAsFQDN {
-		e.unsupported(p+".setHostnameAsFQDN", "this node has no cluster domain to qualify the hostname with")
-	}
 	if s.RuntimeClassName != nil {
 		e.unsupported(p+".runtimeClassName", "this node has no RuntimeClasses: pods run with the runtime's default handler")
 	}
@@ -86,12 +74,12 @@ func validatePodLevelFields(e *errs, s *corev1.PodSpec) {
 		e.invalid(p+".restartPolicy", `must be "Always", "OnFailure" or "Never"`)
 	}
 	switch s.DNSPolicy {
-	case corev1.DNSClusterFirst, corev1.DNSClusterFirstWithHostNet, corev1.DNSDefault:
-	case corev1.DNSNone:
-		e.unsupported(p+".dnsPolicy", `"None" takes the pod's DNS from dnsConfig, which this node does not support`)
+	case corev1.DNSClusterFirst, corev1.DNSClusterFirstWithHostNet, corev1.DNSDefault, corev1.DNSNone:
 	default:
 		e.invalid(p+".dnsPolicy", `must be "ClusterFirst", "ClusterFirstWithHostNet", "Default" or "None"`)
 	}
+	validateDNSConfig(e, s)
+	validateHostAliases(e, s.HostAliases)
 	if g := s.TerminationGracePeriodSeconds; g != nil && *g < 0 {
 		e.invalid(p+".terminationGracePeriodSeconds", "must be >= 0")
 	}

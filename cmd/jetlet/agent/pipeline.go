@@ -164,6 +164,9 @@ func (a *agent) buildPodSync(p *pipeline, js jetstream.JetStream, client *runtim
 		Readiness:       p.probes.Readiness(),
 		Startup:         p.probes.Startup(),
 		Handlers:        handlers,
+		ClusterDNS:      a.cfg.clusterDNS,
+		ClusterDomain:   a.cfg.clusterDomain,
+		ResolvConf:      a.cfg.resolvConf,
 		Logger:          p.log,
 	})
 	if err != nil {

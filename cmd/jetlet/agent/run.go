@@ -80,6 +80,11 @@ type runConfig struct {
 	hostPrograms bool
 	// nodeStatus: what the node is and what it admits (node_flags.go).
 	nodeStatus nodeFlags
+	// The pods' DNS, as kubelet's --cluster-dns, --cluster-domain and
+	// --resolv-conf (reconcile.Config).
+	clusterDNS    []string
+	clusterDomain string
+	resolvConf    string
 }
 
 func NewRunCommand() *cobra.Command {
@@ -128,6 +133,9 @@ admits anyone. Without
 	fs.StringVar(&cfg.httpListen, "http-listen", "127.0.0.1:9464", "address of /healthz, /readyz and /metrics (port 0 picks a free port)")
 	fs.BoolVar(&cfg.allowPrivileged, "allow-privileged", false, "accept privileged containers: the same as --pod-security privileged")
 	cfg.nodeStatus.register(fs)
+	fs.StringSliceVar(&cfg.clusterDNS, "cluster-dns", nil, "IPs of the cluster's DNS service (comma-separated, at most 3): the nameservers of dnsPolicy ClusterFirst pods; without any, those pods get the node's resolver and a MissingClusterDNS event, as with kubelet")
+	fs.StringVar(&cfg.clusterDomain, "cluster-domain", reconcile.DefaultClusterDomain, "the cluster's DNS domain: ClusterFirst pods search <namespace>.svc.<domain>, svc.<domain> and <domain>, and a pod with a subdomain is named <hostname>.<subdomain>.<namespace>.svc.<domain>")
+	fs.StringVar(&cfg.resolvConf, "resolv-conf", reconcile.DefaultResolvConf, "the node's resolver file, the DNS of dnsPolicy Default pods (and the searches ClusterFirst pods add)")
 	fs.StringVar(&cfg.runtimeShim, "runtime-shim", "", "the embedded runtime's per-pod shim binary; empty: jetlet-shim beside jetlet, else built on first use for a development build, else jetlet itself")
 	fs.Int64Var(&cfg.podMaxPids, "pod-max-pids", -1, "most processes a pod of the embedded runtime may run, through its pids cgroup (kubelet's --pod-max-pids); -1: no limit")
 	fs.BoolVar(&cfg.hostPrograms, "host-programs", false, "the embedded runtime runs the host's programs instead of images (the program an image's reference names, in the host's tree with its secrets hidden); isolation partial")
