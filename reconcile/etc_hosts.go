@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/internal/atomicfile"
+	"github.com/jetlet/jetlet/internal/etchosts"
 )
 
 const etcHostsPath = "/etc/hosts"
@@ -58,7 +59,7 @@ func (m *Kuberuntime) etcHostsMount(pod *corev1.Pod, c *corev1.Container, net po
 func managedHostsFile(ips []string, hostname, domain string, aliases []corev1.HostAlias) []byte {
 	var b bytes.Buffer
 	b.WriteString("# Kubernetes-managed hosts file.\n")
-	b.WriteString(defaultHostsEntries)
+	b.WriteString(etchosts.Localhost)
 	for _, ip := range ips {
 		if domain != "" {
 			fmt.Fprintf(&b, "%s\t%s.%s\t%s\n", ip, hostname, domain, hostname)
@@ -91,13 +92,3 @@ func hostAliasEntries(aliases []corev1.HostAlias) []byte {
 	}
 	return b.Bytes()
 }
-
-// defaultHostsEntries are localhost's names, as every pod's hosts file
-// starts (kubelet's and containerd's).
-const defaultHostsEntries = `127.0.0.1	localhost
-::1	localhost ip6-localhost ip6-loopback
-fe00::0	ip6-localnet
-fe00::0	ip6-mcastprefix
-fe00::1	ip6-allnodes
-fe00::2	ip6-allrouters
-`

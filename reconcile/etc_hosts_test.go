@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/internal/etchosts"
 )
 
 // hostsMountOf is the container's /etc/hosts mount, and what its file holds.
@@ -46,7 +48,7 @@ func TestEtcHostsMount(t *testing.T) {
 	net := podNetwork{podIPs: []string{"10.0.0.7", "fd00::7"}}
 
 	mnt, got := hostsMountOf(t, m, pod, net)
-	want := "# Kubernetes-managed hosts file.\n" + defaultHostsEntries +
+	want := "# Kubernetes-managed hosts file.\n" + etchosts.Localhost +
 		"10.0.0.7\tweb.db.ns.svc.example.test\tweb\n" +
 		"fd00::7\tweb.db.ns.svc.example.test\tweb\n" +
 		"\n# Entries added by HostAliases.\n" +
@@ -62,7 +64,7 @@ func TestEtcHostsMount(t *testing.T) {
 	}
 
 	pod.Spec.Subdomain, pod.Spec.HostAliases = "", nil
-	if _, got := hostsMountOf(t, m, pod, net); got != "# Kubernetes-managed hosts file.\n"+defaultHostsEntries+"10.0.0.7\tweb\nfd00::7\tweb\n" {
+	if _, got := hostsMountOf(t, m, pod, net); got != "# Kubernetes-managed hosts file.\n"+etchosts.Localhost+"10.0.0.7\tweb\nfd00::7\tweb\n" {
 		t.Errorf("without a subdomain or aliases:\n%s", got)
 	}
 

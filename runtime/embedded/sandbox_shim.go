@@ -16,6 +16,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/internal/atomicfile"
+	"github.com/jetlet/jetlet/internal/etchosts"
 	"github.com/jetlet/jetlet/runtime/embedded/shim"
 )
 
@@ -104,7 +105,7 @@ func writePodFiles(s *sandbox, spec *shim.PodSpec) error {
 	if err := atomicfile.Write(filepath.Join(s.dir, "hostname"), []byte(hostname+"\n"), 0o644); err != nil {
 		return err
 	}
-	hosts := []byte(defaultHosts)
+	hosts := []byte(etchosts.Localhost)
 	if s.config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE {
 		if data, err := os.ReadFile("/etc/hosts"); err == nil {
 			hosts = data
@@ -133,16 +134,6 @@ func writePodFiles(s *sandbox, spec *shim.PodSpec) error {
 	}
 	return atomicfile.Write(filepath.Join(s.dir, "resolv.conf"), []byte(b.String()), 0o644)
 }
-
-// defaultHosts is the hosts file of a pod with a network of its own
-// (containerd's).
-const defaultHosts = `127.0.0.1	localhost
-::1	localhost ip6-localhost ip6-loopback
-fe00::0	ip6-localnet
-fe00::0	ip6-mcastprefix
-fe00::1	ip6-allnodes
-fe00::2	ip6-allrouters
-`
 
 // mountPodShm mounts the pod's /dev/shm, a tmpfs its containers bind, as
 // containerd mounts a sandbox's on the host.

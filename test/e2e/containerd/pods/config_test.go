@@ -36,11 +36,7 @@ func TestConfigMapsAndSecretsReachThePodOnContainerd(t *testing.T) {
 	        "volumeMounts":[{"name":"cfg","mountPath":"/etc/cfg"},{"name":"sec","mountPath":"/etc/sec"}],
 	        "env":[{"name":"GREETING","valueFrom":{"configMapKeyRef":{"name":%q,"key":"greeting"}}}]}]}}}`,
 		uid, uid, runLabel, s.runID, cm, "db-"+s.runID, s.env.image, cmd, cm)
-	seq := n.publish(uid, body)
-	if r := n.waitResult(uid, seq, 60*time.Second); r.Outcome != schemas.OutcomeSynced {
-		t.Fatalf("apply: %s %q %+v", r.Outcome, r.Error, r.Actions)
-	}
-	st := n.waitStatus(uid, 60*time.Second, "Running", running)
+	st := n.applyRunning(uid, body)
 	s.waitLog(st.Containers[0].ContainerID, "env hello-v1 ctrd-pw tmpfs", 30*time.Second)
 	s.waitLog(st.Containers[0].ContainerID, "file hello-v1", 30*time.Second)
 	jetlettest.PutConfigMap(t, n.js, cm, map[string]string{"greeting": "hello-v2"})

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/jetlet/jetlet/schemas"
 )
 
 // On containerd, through the CRI: the resource downward API in the
@@ -28,10 +26,6 @@ func TestResourceFieldRefAndMemoryEmptyDirOnContainerd(t *testing.T) {
 	        "env":[{"name":"CPU_M","valueFrom":{"resourceFieldRef":{"resource":"limits.cpu","divisor":"1m"}}},
 	               {"name":"MEM_MI","valueFrom":{"resourceFieldRef":{"resource":"limits.memory","divisor":"1Mi"}}}]}]}}}`,
 		uid, uid, runLabel, s.runID, s.env.image, cmd)
-	seq := n.publish(uid, body)
-	if r := n.waitResult(uid, seq, 60*time.Second); r.Outcome != schemas.OutcomeSynced {
-		t.Fatalf("apply: %s %q %+v", r.Outcome, r.Error, r.Actions)
-	}
-	st := n.waitStatus(uid, 60*time.Second, "Running", running)
+	st := n.applyRunning(uid, body)
 	s.waitLog(st.Containers[0].ContainerID, "fields: 1500 64 tmpfs", 30*time.Second)
 }

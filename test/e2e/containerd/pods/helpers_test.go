@@ -285,6 +285,35 @@ func (s *suite) podJSONPulling(uid string, rev int64, restartPolicy, image, pull
 		rev, uid, uid, runLabel, s.runID, restartPolicy, image, pull, cmd)
 }
 
+// withPodSpec is the intent body with fields set in its pod's spec.
+func withPodSpec(t testing.TB, body string, fields map[string]any) string {
+	t.Helper()
+	var intent map[string]any
+	if err := json.Unmarshal([]byte(body), &intent); err != nil {
+		t.Fatal(err)
+	}
+	spec := intent["pod"].(map[string]any)["spec"].(map[string]any)
+	for k, v := range fields {
+		spec[k] = v
+	}
+	b, err := json.Marshal(intent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// applyRunning publishes the apply intent body of the pod and waits for its
+// result, Synced, then for the pod to run; it returns the running status.
+func (n *node) applyRunning(uid, body string) *schemas.PodStatus {
+	n.t.Helper()
+	seq := n.publish(uid, body)
+	if r := n.waitResult(uid, seq, 60*time.Second); r.Outcome != schemas.OutcomeSynced {
+		n.t.Fatalf("apply: %s %q %+v", r.Outcome, r.Error, r.Actions)
+	}
+	return n.waitStatus(uid, 60*time.Second, "Running", running)
+}
+
 func deleteJSON(uid string, rev int64, grace int) string {
 	return fmt.Sprintf(`{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","op":"delete","revision":%d,"gracePeriodSeconds":%d,
 	  "pod":{"metadata":{"name":"p-%s","namespace":"default","uid":"%s"}}}`, rev, grace, uid, uid)

@@ -125,17 +125,13 @@ func TestDeleteKillsProcessIgnoringSIGTERMAfterGrace(t *testing.T) {
 	s := newSuite(t)
 	n := s.startNode()
 	uid := s.uid("stubborn")
-	seq := n.publish(uid, s.podJSON(uid, 1, "Always", "trap '' TERM; echo trap-set; while true; do sleep 1; done"))
-	if r := n.waitResult(uid, seq, 60*time.Second); r.Outcome != schemas.OutcomeSynced {
-		t.Fatalf("apply: %s %q %+v", r.Outcome, r.Error, r.Actions)
-	}
-	st := n.waitStatus(uid, 60*time.Second, "Running", running)
+	st := n.applyRunning(uid, s.podJSON(uid, 1, "Always", "trap '' TERM; echo trap-set; while true; do sleep 1; done"))
 	cid, sbid := st.Containers[0].ContainerID, st.Sandbox.ID
 	n.waitEvent(uid, schemas.EventContainerStarted, 30*time.Second, nil)
 	// The shell logs after it has set the trap: SIGTERM is ignored from here.
 	s.waitLog(cid, "trap-set", 30*time.Second)
 
-	seq = n.publish(uid, deleteJSON(uid, 2, 3))
+	seq := n.publish(uid, deleteJSON(uid, 2, 3))
 	r := n.waitResult(uid, seq, 60*time.Second)
 	if r.Outcome != schemas.OutcomeSynced || r.Op != schemas.OpDelete {
 		t.Fatalf("delete: %s %s %q %+v", r.Op, r.Outcome, r.Error, r.Actions)
@@ -187,11 +183,7 @@ func TestRestartAfterSIGKILLAdoptsRunningContainers(t *testing.T) {
 	n := s.startNode()
 	uid := s.uid("adopt")
 	spec := "echo up; " + untilTerm
-	seq := n.publish(uid, s.podJSON(uid, 1, "Always", spec))
-	if r := n.waitResult(uid, seq, 60*time.Second); r.Outcome != schemas.OutcomeSynced {
-		t.Fatalf("apply: %s %q %+v", r.Outcome, r.Error, r.Actions)
-	}
-	before := n.waitStatus(uid, 60*time.Second, "Running", running)
+	before := n.applyRunning(uid, s.podJSON(uid, 1, "Always", spec))
 	cid := before.Containers[0].ContainerID
 	n.waitEvent(uid, schemas.EventContainerStarted, 30*time.Second, nil)
 	ctx := context.Background()
@@ -210,7 +202,7 @@ func TestRestartAfterSIGKILLAdoptsRunningContainers(t *testing.T) {
 	// Same data dir and NATS port: the embedded NATS store is reused.
 	n.start()
 	// The same spec again (a new revision only): nothing to do.
-	seq = n.publish(uid, s.podJSON(uid, 2, "Always", spec))
+	seq := n.publish(uid, s.podJSON(uid, 2, "Always", spec))
 	r := n.waitResult(uid, seq, 60*time.Second)
 	if r.Outcome != schemas.OutcomeSynced || len(r.Actions) != 0 {
 		b, _ := json.Marshal(r.Actions)
@@ -289,14 +281,10 @@ func TestPreStopRunsBeforeSIGTERMOnDelete(t *testing.T) {
 	dir := shortDir(t)
 	app := "trap 'echo term >> /shared/order; exit 0' TERM; echo up; sleep 3600 & wait"
 	preStop := `{"preStop":{"exec":{"command":["/bin/sh","-c","echo prestop >> /shared/order"]}}}`
-	seq := n.publish(uid, s.lifecyclePodJSON(uid, dir, "", app, preStop))
-	if r := n.waitResult(uid, seq, 60*time.Second); r.Outcome != schemas.OutcomeSynced {
-		t.Fatalf("apply: %s %q %+v", r.Outcome, r.Error, r.Actions)
-	}
-	st := n.waitStatus(uid, 60*time.Second, "Running", running)
+	st := n.applyRunning(uid, s.lifecyclePodJSON(uid, dir, "", app, preStop))
 	s.waitLog(st.Containers[0].ContainerID, "up", 30*time.Second)
 
-	seq = n.publish(uid, deleteJSON(uid, 2, 10))
+	seq := n.publish(uid, deleteJSON(uid, 2, 10))
 	if r := n.waitResult(uid, seq, 60*time.Second); r.Outcome != schemas.OutcomeSynced {
 		t.Fatalf("delete: %s %q %+v", r.Outcome, r.Error, r.Actions)
 	}
