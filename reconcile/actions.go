@@ -119,18 +119,23 @@ func podSandboxChanged(pod *corev1.Pod, status *kubecontainer.PodStatus) (bool, 
 	return false, attempt, newest.Id
 }
 
-// shouldRestartOnFailure: Always, OnFailure and the empty policy restart a
-// failed container; Never does not.
-func shouldRestartOnFailure(pod *corev1.Pod) bool {
-	return pod.Spec.RestartPolicy != corev1.RestartPolicyNever
+// podMayRestart: some app container may be restarted, by its own restart
+// policy or rules or by the pod's (kubelet's shouldRestartOnFailure with
+// container restart rules).
+func podMayRestart(pod *corev1.Pod) bool {
+	return slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool {
+		return kubecontainer.IsContainerRestartable(&c, &pod.Spec)
+	})
 }
 
-func containerSucceeded(c *corev1.Container, status *kubecontainer.PodStatus) bool {
+// containerDone: c stopped and its restart policy (and rules) do not
+// restart it after its last exit.
+func containerDone(c *corev1.Container, pod *corev1.Pod, status *kubecontainer.PodStatus) bool {
 	cs := status.FindContainerStatusByName(c.Name)
 	if cs == nil || cs.State == kubecontainer.ContainerRunning {
 		return false
 	}
-	return cs.ExitCode == 0
+	return !kubecontainer.ContainerShouldRestart(c, &pod.Spec, cs.ExitCode)
 }
 
 // isInitContainerFailed: an init container failed when it was OOM-killed,
@@ -206,17 +211,8 @@ func shouldContainerBeRestarted(c *corev1.Container, pod *corev1.Pod, status *ku
 	case kubecontainer.ContainerUnknown, kubecontainer.ContainerCreated:
 		return true
 	}
-	if kubecontainer.IsSidecar(c) {
-		// A sidecar restarts whatever the pod's policy.
-		return true
-	}
-	switch pod.Spec.RestartPolicy {
-	case corev1.RestartPolicyNever:
-		return false
-	case corev1.RestartPolicyOnFailure:
-		return cs.ExitCode != 0
-	}
-	return true
+	// A sidecar's policy is Always, whatever the pod's.
+	return kubecontainer.ContainerShouldRestart(c, &pod.Spec, cs.ExitCode)
 }
 
 // ComputePodActions decides what SyncPod must do to bring the runtime's pod
@@ -237,17 +233,17 @@ func ComputePodActions(pod *corev1.Pod, status *kubecontainer.PodStatus, probes 
 	// A new sandbox means everything is killed and recreated, init
 	// containers included.
 	if create {
-		if !shouldRestartOnFailure(pod) && attempt != 0 && len(status.ContainerStatuses) != 0 {
-			// A pod that must not restart and already ran: it is done, do not
-			// give it a new sandbox. (No container status at all means none was
-			// ever created: retry the sandbox.)
+		if !podMayRestart(pod) && attempt != 0 && len(status.ContainerStatuses) != 0 {
+			// A pod none of whose containers may restart and that already
+			// ran: it is done, do not give it a new sandbox. (No container
+			// status at all means none was ever created: retry the sandbox.)
 			a.CreateSandbox = false
 			return a
 		}
 		var toStart []int
 		for i := range pod.Spec.Containers {
 			c := &pod.Spec.Containers[i]
-			if pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure && containerSucceeded(c, status) {
+			if containerDone(c, pod, status) {
 				continue
 			}
 			toStart = append(toStart, i)
@@ -295,7 +291,7 @@ func ComputePodActions(pod *corev1.Pod, status *kubecontainer.PodStatus, probes 
 		}
 		// Running: kill it if its spec changed or a probe failed.
 		var reason, message string
-		restart := shouldRestartOnFailure(pod)
+		restart := kubecontainer.RestartsOnFailure(c, &pod.Spec)
 		if cs.Hash != HashContainer(c) {
 			reason = schemas.ReasonSpecChanged
 			message = fmt.Sprintf("Container %s definition changed", c.Name)
@@ -364,7 +360,7 @@ func anyRegularContainerCreated(pod *corev1.Pod, status *kubecontainer.PodStatus
 // running: a sidecar counts as done once it runs and its startup probe (if
 // any) passed, and is restarted whenever it exits, whatever the pod's
 // restart policy. A failed init container runs again, or kills the pod
-// under restart policy Never.
+// when its restart policy (its own, else the pod's) is Never.
 func computeInitContainerActions(pod *corev1.Pod, status *kubecontainer.PodStatus, probes Probes, a *PodActions) bool {
 	inits := pod.Spec.InitContainers
 	if len(inits) == 0 {
@@ -372,7 +368,6 @@ func computeInitContainerActions(pod *corev1.Pod, status *kubecontainer.PodStatu
 	}
 	initialized := anyRegularContainerCreated(pod, status)
 	previouslyInitialized := initialized
-	restartOnFailure := shouldRestartOnFailure(pod)
 	kill := func(cs *kubecontainer.ContainerStatus, c *corev1.Container, reason, message string) {
 		a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: cs.ID, Name: c.Name, Container: c, Reason: reason, Message: message})
 	}
@@ -431,7 +426,7 @@ func computeInitContainerActions(pod *corev1.Pod, status *kubecontainer.PodStatu
 				break
 			}
 			if isInitContainerFailed(cs) {
-				if !restartOnFailure {
+				if !kubecontainer.RestartsOnFailure(c, &pod.Spec) {
 					a.KillPod, a.InitContainersToStart = true, nil
 					return false
 				}
@@ -444,7 +439,7 @@ func computeInitContainerActions(pod *corev1.Pod, status *kubecontainer.PodStatu
 				toStart = append(toStart, i+1)
 			}
 		default: // unknown: it may still run, kill it first
-			if !sidecar && !restartOnFailure {
+			if !kubecontainer.RestartsOnFailure(c, &pod.Spec) { // a sidecar's is Always
 				a.KillPod, a.InitContainersToStart = true, nil
 				return false
 			}

@@ -691,6 +691,206 @@ func TestComputePodActions(t *testing.T) {
 	}
 }
 
+// restartRule: action Restart when the exit code is (In) or is not (NotIn)
+// one of codes.
+func restartRule(op corev1.ContainerRestartRuleOnExitCodesOperator, codes ...int32) []corev1.ContainerRestartRule {
+	return []corev1.ContainerRestartRule{{
+		Action:    corev1.ContainerRestartRuleActionRestart,
+		ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: op, Values: codes},
+	}}
+}
+
+// TestComputePodActionsWithContainerRestartRules: a container's own
+// restartPolicy and restartPolicyRules (kubelet's
+// TestComputePodActionsWithContainerRestartRules, its rows first).
+func TestComputePodActionsWithContainerRestartRules(t *testing.T) {
+	policy := func(p corev1.ContainerRestartPolicy) *corev1.ContainerRestartPolicy { return &p }
+	exit := func(s *kubecontainer.PodStatus, i int, code int32) {
+		s.ContainerStatuses[i].State, s.ContainerStatuses[i].ExitCode = kubecontainer.ContainerExited, code
+	}
+	tests := []struct {
+		name   string
+		mutate func(pod *corev1.Pod, status *kubecontainer.PodStatus)
+		probes Probes
+		want   plan
+	}{
+		{
+			name: "restart exited containers if their RestartPolicy is Always (pod Never)",
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				p.Spec.Containers[0].RestartPolicy = policy(corev1.ContainerRestartPolicyAlways)
+				p.Spec.Containers[1].RestartPolicy = policy(corev1.ContainerRestartPolicyAlways)
+				exit(s, 0, 0)
+				exit(s, 1, 111)
+			},
+			want: plan{SandboxID: "sandboxID", Start: []int{0, 1}},
+		},
+		{
+			name: "restart failed containers if their RestartPolicy is OnFailure (pod Never)",
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				p.Spec.Containers[0].RestartPolicy = policy(corev1.ContainerRestartPolicyOnFailure)
+				p.Spec.Containers[1].RestartPolicy = policy(corev1.ContainerRestartPolicyOnFailure)
+				exit(s, 0, 0)
+				exit(s, 1, 111)
+			},
+			want: plan{SandboxID: "sandboxID", Start: []int{1}},
+		},
+		{
+			name: "restart created but not started containers if their RestartPolicy is OnFailure (pod Never)",
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				p.Spec.Containers[0].RestartPolicy = policy(corev1.ContainerRestartPolicyOnFailure)
+				p.Spec.Containers[1].RestartPolicy = policy(corev1.ContainerRestartPolicyOnFailure)
+				exit(s, 0, 0)
+				s.ContainerStatuses[1].State = kubecontainer.ContainerCreated
+			},
+			want: plan{SandboxID: "sandboxID", Start: []int{1}},
+		},
+		{
+			name: "don't restart containers if their RestartPolicy is Never (pod Always)",
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
+				p.Spec.Containers[0].RestartPolicy = policy(corev1.ContainerRestartPolicyNever)
+				p.Spec.Containers[1].RestartPolicy = policy(corev1.ContainerRestartPolicyNever)
+				exit(s, 0, 0)
+				exit(s, 1, 111)
+			},
+			want: plan{SandboxID: "sandboxID"},
+		},
+		{
+			name: "sandbox dead: kill the pod and recreate every container but the succeeded one whose RestartPolicy is OnFailure",
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
+				p.Spec.Containers[1].RestartPolicy = policy(corev1.ContainerRestartPolicyOnFailure)
+				s.SandboxStatuses[0].State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+				exit(s, 1, 0)
+			},
+			want: plan{KillPod: true, CreateSandbox: true, SandboxID: "sandboxID", Attempt: 1, Start: []int{0, 2}},
+		},
+		{
+			name: "a rule's exit code restarts the container whatever its RestartPolicy Never",
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				for i := range p.Spec.Containers[:2] {
+					p.Spec.Containers[i].RestartPolicy = policy(corev1.ContainerRestartPolicyNever)
+					p.Spec.Containers[i].RestartPolicyRules = restartRule(corev1.ContainerRestartRuleOnExitCodesOpIn, 42)
+				}
+				exit(s, 0, 42)
+				exit(s, 1, 1)
+			},
+			want: plan{SandboxID: "sandboxID", Start: []int{0}},
+		},
+		{
+			name: "no rule matching: the container's RestartPolicy decides, not the pod's",
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				p.Spec.Containers[0].RestartPolicy = policy(corev1.ContainerRestartPolicyOnFailure)
+				p.Spec.Containers[0].RestartPolicyRules = restartRule(corev1.ContainerRestartRuleOnExitCodesOpIn, 42)
+				exit(s, 0, 3)
+			},
+			want: plan{SandboxID: "sandboxID", Start: []int{0}},
+		},
+		{
+			name: "NotIn: every exit code but those listed restarts",
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
+				for i := range p.Spec.Containers[:2] {
+					p.Spec.Containers[i].RestartPolicy = policy(corev1.ContainerRestartPolicyNever)
+					p.Spec.Containers[i].RestartPolicyRules = restartRule(corev1.ContainerRestartRuleOnExitCodesOpNotIn, 0, 7)
+				}
+				exit(s, 0, 7)
+				exit(s, 1, 9)
+			},
+			want: plan{SandboxID: "sandboxID", Start: []int{1}},
+		},
+		{
+			name: "every container done and none restarts under pod Always: kill the pod",
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
+				for i := range p.Spec.Containers {
+					p.Spec.Containers[i].RestartPolicy = policy(corev1.ContainerRestartPolicyNever)
+					exit(s, i, 1)
+				}
+			},
+			want: plan{KillPod: true, SandboxID: "sandboxID"},
+		},
+		{
+			name: "liveness failure: a container whose RestartPolicy is Never is killed, not restarted (rules need an exit code)",
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
+				p.Spec.Containers[0].RestartPolicy = policy(corev1.ContainerRestartPolicyNever)
+				p.Spec.Containers[0].RestartPolicyRules = restartRule(corev1.ContainerRestartRuleOnExitCodesOpNotIn)
+				p.Spec.Containers[0].LivenessProbe = &corev1.Probe{}
+				s.ContainerStatuses[0].Hash = HashContainer(&p.Spec.Containers[0])
+			},
+			probes: Probes{Liveness: fakeProbes{"id1": kubecontainer.ProbeFailure}},
+			want:   plan{SandboxID: "sandboxID", Kill: []string{"foo1/id1/LivenessProbe"}},
+		},
+		{
+			name: "liveness failure: a container whose RestartPolicy is OnFailure is restarted in a pod Never",
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				p.Spec.Containers[0].RestartPolicy = policy(corev1.ContainerRestartPolicyOnFailure)
+				p.Spec.Containers[0].LivenessProbe = &corev1.Probe{}
+				s.ContainerStatuses[0].Hash = HashContainer(&p.Spec.Containers[0])
+			},
+			probes: Probes{Liveness: fakeProbes{"id1": kubecontainer.ProbeFailure}},
+			want:   plan{SandboxID: "sandboxID", Start: []int{0}, Kill: []string{"foo1/id1/LivenessProbe"}},
+		},
+		{
+			name: "sandbox dead under pod Never: a new one for the container a rule restarts, and only it",
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				p.Spec.Containers[0].RestartPolicy = policy(corev1.ContainerRestartPolicyNever)
+				p.Spec.Containers[0].RestartPolicyRules = restartRule(corev1.ContainerRestartRuleOnExitCodesOpIn, 42)
+				s.SandboxStatuses[0].State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+				exit(s, 0, 42)
+				exit(s, 1, 0)
+				exit(s, 2, 1)
+			},
+			want: plan{KillPod: true, CreateSandbox: true, SandboxID: "sandboxID", Attempt: 1, Start: []int{0}},
+		},
+		{
+			name: "sandbox dead under pod Never, the rule not matched: the pod is done, no new sandbox",
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				p.Spec.Containers[0].RestartPolicy = policy(corev1.ContainerRestartPolicyNever)
+				p.Spec.Containers[0].RestartPolicyRules = restartRule(corev1.ContainerRestartRuleOnExitCodesOpIn, 42)
+				s.SandboxStatuses[0].State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+				for i := range s.ContainerStatuses {
+					exit(s, i, 1)
+				}
+			},
+			want: plan{KillPod: true, SandboxID: "sandboxID", Attempt: 1},
+		},
+		{
+			name: "failed init container whose RestartPolicy is OnFailure runs again in a pod Never",
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
+				p.Spec.RestartPolicy = corev1.RestartPolicyNever
+				addInitContainers(p)
+				p.Spec.InitContainers[0].RestartPolicy = policy(corev1.ContainerRestartPolicyOnFailure)
+				setInitStatuses(p, s, map[string]*kubecontainer.ContainerStatus{"init1": {State: kubecontainer.ContainerExited, ExitCode: 1}})
+			},
+			want: plan{SandboxID: "sandboxID", Init: []int{0}},
+		},
+		{
+			name: "failed init container whose RestartPolicy is Never kills a pod Always",
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
+				addInitContainers(p)
+				p.Spec.InitContainers[0].RestartPolicy = policy(corev1.ContainerRestartPolicyNever)
+				setInitStatuses(p, s, map[string]*kubecontainer.ContainerStatus{"init1": {State: kubecontainer.ContainerExited, ExitCode: 1}})
+			},
+			want: plan{KillPod: true, SandboxID: "sandboxID"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pod, status := makeBasePodAndStatus()
+			tc.mutate(pod, status)
+			got := ComputePodActions(pod, status, tc.probes)
+			if !reflect.DeepEqual(planOf(got), tc.want) {
+				t.Errorf("got  %+v\nwant %+v\nplan: %s", planOf(got), tc.want, got)
+			}
+		})
+	}
+}
+
 func TestPodActionsString(t *testing.T) {
 	pod, status := makeBasePodAndStatus()
 	pod.Spec.Containers[1].Image = "busybox:2"

@@ -175,55 +175,68 @@ func (m *Kuberuntime) ready(c *corev1.Container, cs *kubecontainer.ContainerStat
 }
 
 // podPhase is kubelet's getPhase (for a pod not yet terminal). inits are
-// in the order of pod.Spec.InitContainers. Sidecars count apart: a running
-// one is running (and pending initialisation until started), an exited one
-// does not count.
+// in the order of pod.Spec.InitContainers, apps of pod.Spec.Containers.
+// Sidecars count apart: a running one is running (and pending
+// initialisation until started), an exited one does not count. A failed
+// init container fails the pod when its restart policy (its own, else the
+// pod's) is Never; when every app container has stopped, the pod runs while
+// one of them will be restarted (by its rules, its policy, or the pod's),
+// else it succeeded if they all did, else it failed.
 func podPhase(pod *corev1.Pod, inits, apps []apiContainer) schemas.PodPhase {
 	pendingInit, failedInit := 0, 0
 	for i, s := range inits {
-		if kubecontainer.IsSidecar(&pod.Spec.InitContainers[i]) {
+		c := &pod.Spec.InitContainers[i]
+		if kubecontainer.IsSidecar(c) {
 			continue
 		}
+		failed := false
 		switch {
 		case !s.found && !s.lastTerminated:
 			pendingInit++
 		case s.State == schemas.ContainerRunning:
 			pendingInit++
 		case s.State == schemas.ContainerExited:
-			if s.ExitCode != 0 {
-				failedInit++
-			}
+			failed = s.ExitCode != 0
 		case s.State == schemas.ContainerUnknown:
-			failedInit++
+			failed = true
 		case s.lastTerminated:
-			if s.lastExitCode != 0 {
-				failedInit++
-			}
+			failed = s.lastExitCode != 0
 		default:
 			pendingInit++
 		}
+		if failed && !kubecontainer.RestartsOnFailure(c, &pod.Spec) {
+			failedInit++
+		}
 	}
-	unknown, running, waiting, stopped, succeeded := 0, 0, 0, 0, 0
-	for _, s := range apps {
+	unknown, running, waiting, stopped, succeeded, restarting := 0, 0, 0, 0, 0, 0
+	for i, s := range apps {
+		exitCode := int32(0)
 		switch {
 		case !s.found && !s.lastTerminated:
 			// No instance at all: waiting to be created (kubelet's default
 			// Waiting status).
 			waiting++
+			continue
 		case s.State == schemas.ContainerRunning:
 			running++
+			continue
 		case s.State == schemas.ContainerExited:
-			stopped++
-			if s.ExitCode == 0 {
+			exitCode = s.ExitCode
+			if exitCode == 0 {
 				succeeded++
 			}
 		case s.State == schemas.ContainerUnknown:
 			// kubelet reports these as terminated with exit code 137.
-			stopped++
+			exitCode = 137
 		case s.lastTerminated:
-			stopped++
+			exitCode = s.lastExitCode
 		default:
 			waiting++
+			continue
+		}
+		stopped++
+		if kubecontainer.ContainerShouldRestart(&pod.Spec.Containers[i], &pod.Spec, exitCode) {
+			restarting++
 		}
 	}
 	anyAppStarted := running > 0 || stopped > 0
@@ -244,7 +257,7 @@ func podPhase(pod *corev1.Pod, inits, apps []apiContainer) schemas.PodPhase {
 			waiting++
 		}
 	}
-	if failedInit > 0 && pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
+	if failedInit > 0 {
 		return schemas.PhaseFailed
 	}
 	switch {
@@ -255,16 +268,13 @@ func podPhase(pod *corev1.Pod, inits, apps []apiContainer) schemas.PodPhase {
 	case running > 0 && unknown == 0:
 		return schemas.PhaseRunning
 	case running == 0 && stopped > 0 && unknown == 0:
-		if pod.Spec.RestartPolicy == corev1.RestartPolicyAlways || pod.Spec.RestartPolicy == "" {
+		if restarting > 0 {
 			return schemas.PhaseRunning
 		}
 		if stopped == succeeded {
 			return schemas.PhaseSucceeded
 		}
-		if pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
-			return schemas.PhaseFailed
-		}
-		return schemas.PhaseRunning
+		return schemas.PhaseFailed
 	}
 	return schemas.PhasePending
 }

@@ -386,6 +386,11 @@ func TestPodPhase(t *testing.T) {
 	none := apiContainer{ContainerStatus: schemas.ContainerStatus{State: schemas.ContainerWaiting}}
 	crashLooping := apiContainer{found: true, lastTerminated: true, lastExitCode: 1, ContainerStatus: schemas.ContainerStatus{State: schemas.ContainerWaiting}}
 	started := apiContainer{found: true, ContainerStatus: schemas.ContainerStatus{State: schemas.ContainerRunning, Started: true}}
+	crashLooping42 := crashLooping
+	crashLooping42.lastExitCode = 42
+	policy := func(p corev1.ContainerRestartPolicy) corev1.Container { return corev1.Container{RestartPolicy: &p} }
+	restartOn42 := policy(corev1.ContainerRestartPolicyNever)
+	restartOn42.RestartPolicyRules = restartRule(corev1.ContainerRestartRuleOnExitCodesOpIn, 42)
 	for _, tc := range []struct {
 		name   string
 		policy corev1.RestartPolicy
@@ -394,32 +399,47 @@ func TestPodPhase(t *testing.T) {
 		want   schemas.PodPhase
 		// sidecars: the init containers are sidecars.
 		sidecars bool
+		// app and init are the spec of every app and init container.
+		app, init corev1.Container
 	}{
-		{"nothing started", corev1.RestartPolicyAlways, nil, []apiContainer{none}, schemas.PhasePending, false},
-		{"running", corev1.RestartPolicyAlways, nil, []apiContainer{running}, schemas.PhaseRunning, false},
-		{"one of two not started", corev1.RestartPolicyAlways, nil, []apiContainer{running, none}, schemas.PhasePending, false},
-		{"all exited under Always", corev1.RestartPolicyAlways, nil, []apiContainer{exited(0)}, schemas.PhaseRunning, false},
-		{"crash looping", corev1.RestartPolicyAlways, nil, []apiContainer{crashLooping}, schemas.PhaseRunning, false},
-		{"all succeeded under Never", corev1.RestartPolicyNever, nil, []apiContainer{exited(0), exited(0)}, schemas.PhaseSucceeded, false},
-		{"one failed under Never", corev1.RestartPolicyNever, nil, []apiContainer{exited(0), exited(2)}, schemas.PhaseFailed, false},
-		{"one failed under OnFailure", corev1.RestartPolicyOnFailure, nil, []apiContainer{exited(2)}, schemas.PhaseRunning, false},
-		{"all succeeded under OnFailure", corev1.RestartPolicyOnFailure, nil, []apiContainer{exited(0)}, schemas.PhaseSucceeded, false},
-		{"init running", corev1.RestartPolicyAlways, []apiContainer{running}, []apiContainer{none}, schemas.PhasePending, false},
-		{"init failed under Never", corev1.RestartPolicyNever, []apiContainer{exited(1)}, []apiContainer{none}, schemas.PhaseFailed, false},
-		{"init failed under Always", corev1.RestartPolicyAlways, []apiContainer{exited(1)}, []apiContainer{none}, schemas.PhasePending, false},
-		{"init done, app running", corev1.RestartPolicyAlways, []apiContainer{exited(0)}, []apiContainer{running}, schemas.PhaseRunning, false},
-		{"sidecar running, not started", corev1.RestartPolicyAlways, []apiContainer{running}, []apiContainer{none}, schemas.PhasePending, true},
-		{"sidecar started, app not yet", corev1.RestartPolicyAlways, []apiContainer{started}, []apiContainer{none}, schemas.PhasePending, true},
-		{"sidecar and app running", corev1.RestartPolicyNever, []apiContainer{started}, []apiContainer{running}, schemas.PhaseRunning, true},
-		{"app succeeded under Never, sidecar still running", corev1.RestartPolicyNever, []apiContainer{started}, []apiContainer{exited(0)}, schemas.PhaseRunning, true},
-		{"app succeeded under Never, sidecar killed", corev1.RestartPolicyNever, []apiContainer{exited(137)}, []apiContainer{exited(0)}, schemas.PhaseSucceeded, true},
-		{"app failed under Never, sidecar killed", corev1.RestartPolicyNever, []apiContainer{exited(137)}, []apiContainer{exited(1)}, schemas.PhaseFailed, true},
-		{"sidecar crash looping, app running", corev1.RestartPolicyAlways, []apiContainer{crashLooping}, []apiContainer{running}, schemas.PhaseRunning, true},
+		{"nothing started", corev1.RestartPolicyAlways, nil, []apiContainer{none}, schemas.PhasePending, false, corev1.Container{}, corev1.Container{}},
+		{"running", corev1.RestartPolicyAlways, nil, []apiContainer{running}, schemas.PhaseRunning, false, corev1.Container{}, corev1.Container{}},
+		{"one of two not started", corev1.RestartPolicyAlways, nil, []apiContainer{running, none}, schemas.PhasePending, false, corev1.Container{}, corev1.Container{}},
+		{"all exited under Always", corev1.RestartPolicyAlways, nil, []apiContainer{exited(0)}, schemas.PhaseRunning, false, corev1.Container{}, corev1.Container{}},
+		{"crash looping", corev1.RestartPolicyAlways, nil, []apiContainer{crashLooping}, schemas.PhaseRunning, false, corev1.Container{}, corev1.Container{}},
+		{"all succeeded under Never", corev1.RestartPolicyNever, nil, []apiContainer{exited(0), exited(0)}, schemas.PhaseSucceeded, false, corev1.Container{}, corev1.Container{}},
+		{"one failed under Never", corev1.RestartPolicyNever, nil, []apiContainer{exited(0), exited(2)}, schemas.PhaseFailed, false, corev1.Container{}, corev1.Container{}},
+		{"one failed under OnFailure", corev1.RestartPolicyOnFailure, nil, []apiContainer{exited(2)}, schemas.PhaseRunning, false, corev1.Container{}, corev1.Container{}},
+		{"all succeeded under OnFailure", corev1.RestartPolicyOnFailure, nil, []apiContainer{exited(0)}, schemas.PhaseSucceeded, false, corev1.Container{}, corev1.Container{}},
+		{"init running", corev1.RestartPolicyAlways, []apiContainer{running}, []apiContainer{none}, schemas.PhasePending, false, corev1.Container{}, corev1.Container{}},
+		{"init failed under Never", corev1.RestartPolicyNever, []apiContainer{exited(1)}, []apiContainer{none}, schemas.PhaseFailed, false, corev1.Container{}, corev1.Container{}},
+		{"init failed under Always", corev1.RestartPolicyAlways, []apiContainer{exited(1)}, []apiContainer{none}, schemas.PhasePending, false, corev1.Container{}, corev1.Container{}},
+		{"init done, app running", corev1.RestartPolicyAlways, []apiContainer{exited(0)}, []apiContainer{running}, schemas.PhaseRunning, false, corev1.Container{}, corev1.Container{}},
+		{"sidecar running, not started", corev1.RestartPolicyAlways, []apiContainer{running}, []apiContainer{none}, schemas.PhasePending, true, corev1.Container{}, corev1.Container{}},
+		{"sidecar started, app not yet", corev1.RestartPolicyAlways, []apiContainer{started}, []apiContainer{none}, schemas.PhasePending, true, corev1.Container{}, corev1.Container{}},
+		{"sidecar and app running", corev1.RestartPolicyNever, []apiContainer{started}, []apiContainer{running}, schemas.PhaseRunning, true, corev1.Container{}, corev1.Container{}},
+		{"app succeeded under Never, sidecar still running", corev1.RestartPolicyNever, []apiContainer{started}, []apiContainer{exited(0)}, schemas.PhaseRunning, true, corev1.Container{}, corev1.Container{}},
+		{"app succeeded under Never, sidecar killed", corev1.RestartPolicyNever, []apiContainer{exited(137)}, []apiContainer{exited(0)}, schemas.PhaseSucceeded, true, corev1.Container{}, corev1.Container{}},
+		{"app failed under Never, sidecar killed", corev1.RestartPolicyNever, []apiContainer{exited(137)}, []apiContainer{exited(1)}, schemas.PhaseFailed, true, corev1.Container{}, corev1.Container{}},
+		{"sidecar crash looping, app running", corev1.RestartPolicyAlways, []apiContainer{crashLooping}, []apiContainer{running}, schemas.PhaseRunning, true, corev1.Container{}, corev1.Container{}},
+		// Container restart policies and rules (KEP-5307).
+		{"rule restarts exit 42 under Never", corev1.RestartPolicyNever, nil, []apiContainer{exited(0), exited(42)}, schemas.PhaseRunning, false, restartOn42, corev1.Container{}},
+		{"rule restarts the crash-looping one under Never", corev1.RestartPolicyNever, nil, []apiContainer{exited(0), crashLooping42}, schemas.PhaseRunning, false, restartOn42, corev1.Container{}},
+		{"rule not matched under Never", corev1.RestartPolicyNever, nil, []apiContainer{exited(0), exited(1)}, schemas.PhaseFailed, false, restartOn42, corev1.Container{}},
+		{"policy Never under Always, one failed", corev1.RestartPolicyAlways, nil, []apiContainer{exited(0), exited(1)}, schemas.PhaseFailed, false, policy(corev1.ContainerRestartPolicyNever), corev1.Container{}},
+		{"policy Never under Always, all succeeded", corev1.RestartPolicyAlways, nil, []apiContainer{exited(0)}, schemas.PhaseSucceeded, false, policy(corev1.ContainerRestartPolicyNever), corev1.Container{}},
+		{"policy Never under Always, one running", corev1.RestartPolicyAlways, nil, []apiContainer{exited(1), running}, schemas.PhaseRunning, false, policy(corev1.ContainerRestartPolicyNever), corev1.Container{}},
+		{"policy OnFailure under Never, one failed", corev1.RestartPolicyNever, nil, []apiContainer{exited(0), exited(1)}, schemas.PhaseRunning, false, policy(corev1.ContainerRestartPolicyOnFailure), corev1.Container{}},
+		{"init with policy Never failed under Always", corev1.RestartPolicyAlways, []apiContainer{exited(1)}, []apiContainer{none}, schemas.PhaseFailed, false, corev1.Container{}, policy(corev1.ContainerRestartPolicyNever)},
+		{"init with policy OnFailure failed under Never", corev1.RestartPolicyNever, []apiContainer{exited(1)}, []apiContainer{none}, schemas.PhasePending, false, corev1.Container{}, policy(corev1.ContainerRestartPolicyOnFailure)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := &corev1.Pod{Spec: corev1.PodSpec{RestartPolicy: tc.policy}}
+			for range tc.apps {
+				pod.Spec.Containers = append(pod.Spec.Containers, tc.app)
+			}
 			for range tc.inits {
-				c := corev1.Container{}
+				c := tc.init
 				if tc.sidecars {
 					always := corev1.ContainerRestartPolicyAlways
 					c.RestartPolicy = &always

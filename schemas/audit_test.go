@@ -122,6 +122,11 @@ const (
 	tSidecars              = "reconcile.TestSidecarsStartFirstAndStopLast"
 	tE2ESidecar            = "test/e2e.TestSidecarRunsBesideTheAppAndStopsAfterIt"
 	tCtrdSidecar           = "test/e2e/containerd/pods.TestSidecarStopsAfterTheAppContainer"
+
+	// Container restart rules (KEP-5307).
+	tRestartRules   = "reconcile.TestComputePodActionsWithContainerRestartRules"
+	tE2ERestartRule = "reconcile/podworkers.TestARestartRuleRestartsOnItsExitCodeOnly"
+	tPolicyNever    = "reconcile/podworkers.TestAContainerWhosePolicyIsNeverStaysExitedWhileThePodRuns"
 )
 
 // The prober's tests.
@@ -231,8 +236,8 @@ var fieldAnswers = []fieldAnswer{
 	{path: "spec.containers.terminationMessagePath", tests: []string{tTerminationMessage, tE2ETerminationMessage}},
 	{path: "spec.containers.terminationMessagePolicy", tests: []string{tTerminationFallback}},
 	{path: "spec.activeDeadlineSeconds", tests: []string{tKillPastDeadline, tWorkersDeadline, tE2EDeadline}},
-	{path: "spec.containers.restartPolicy", tests: []string{tSidecars, tE2ESidecar, tCtrdSidecar}, note: "sidecars (init containers only)",
-		rejects: func(m map[string]any) { container0(m)["restartPolicy"] = "Always" }},
+	{path: "spec.containers.restartPolicy", tests: []string{tSidecars, tE2ESidecar, tCtrdSidecar, tRestartRules, tPolicyNever},
+		note: "a container's own restart policy; on an init container, Always makes it a sidecar"},
 
 	// ---- Containers. ----
 	{path: "spec.containers.name", tests: []string{tContainerConfig, tSyncPodStarts, tInitInOrder}},
@@ -270,9 +275,14 @@ var fieldAnswers = []fieldAnswer{
 	}},
 	{path: "spec.containers.resizePolicy.resourceName", tests: []string{tSpecChange}, note: "no in-place resize: any change of resources restarts the container (RestartContainer), see Other differences"},
 	{path: "spec.containers.resizePolicy.restartPolicy", tests: []string{tSpecChange}, note: "as resourceName"},
-	{path: "spec.containers.restartPolicyRules", subtree: true, rejects: func(m map[string]any) {
-		container0(m)["restartPolicyRules"] = []any{map[string]any{"action": "Restart", "exitCodes": map[string]any{"operator": "In", "values": []any{42}}}}
-	}},
+	{path: "spec.containers.restartPolicyRules.action", tests: []string{tRestartRules, tE2ERestartRule},
+		note: "app containers; refused on init containers, whose rules kubelet does not evaluate",
+		rejects: func(m map[string]any) {
+			container0(m)["restartPolicy"] = "Never"
+			container0(m)["restartPolicyRules"] = []any{map[string]any{"action": "RestartAllContainers", "exitCodes": map[string]any{"operator": "In", "values": []any{42}}}}
+		}},
+	{path: "spec.containers.restartPolicyRules.exitCodes.operator", tests: []string{tRestartRules, tE2ERestartRule}},
+	{path: "spec.containers.restartPolicyRules.exitCodes.values", tests: []string{tRestartRules, tE2ERestartRule}},
 	{path: "spec.containers.volumeMounts.name", tests: []string{tContainerConfig, tSpecFields}},
 	{path: "spec.containers.volumeMounts.mountPath", tests: []string{tContainerConfig, tSpecFields}},
 	{path: "spec.containers.volumeMounts.readOnly", tests: []string{tSpecFields}},

@@ -88,8 +88,8 @@ func TestDecodeIntentErrors(t *testing.T) {
 			specOf(m)["initContainers"] = []any{map[string]any{"name": "init", "image": "busybox",
 				"livenessProbe": map[string]any{"exec": map[string]any{"command": []any{"true"}}}}}
 		}), target, "pod.spec.initContainers[0].livenessProbe", ErrInvalid},
-		{"init container restartPolicy Never", intentJSON(func(m map[string]any) {
-			specOf(m)["initContainers"] = []any{map[string]any{"name": "init", "image": "busybox", "restartPolicy": "Never"}}
+		{"init container restartPolicy Sometimes", intentJSON(func(m map[string]any) {
+			specOf(m)["initContainers"] = []any{map[string]any{"name": "init", "image": "busybox", "restartPolicy": "Sometimes"}}
 		}), target, "pod.spec.initContainers[0].restartPolicy", ErrInvalid},
 		{"exec without command", intentJSON(func(m map[string]any) {
 			container0(m)["livenessProbe"] = map[string]any{"exec": map[string]any{}}

@@ -71,7 +71,7 @@ var invalidExamples = map[string]struct {
 	"extended-resource":             {"pod.spec.containers[0].resources.limits[nvidia.com/gpu]", ErrUnsupported, "", ""},
 	"requests-over-limits":          {"pod.spec.containers[0].resources.requests[memory]", ErrInvalid, "", "a comparison of two quantities"},
 	"node-name-mismatch":            {"pod.spec.nodeName", ErrInvalid, "", "the subject is not part of the body"},
-	"app-container-restart-policy":  {"pod.spec.containers[0].restartPolicy", ErrUnsupported, "", ""},
+	"restart-rules-without-policy":  {"pod.spec.containers[0].restartPolicy", ErrInvalid, "", ""},
 	"host-alias-ip":                 {"pod.spec.hostAliases[0].ip", ErrInvalid, "", "an IP address's syntax"},
 	"emptydir-disk-size-limit":      {"pod.spec.volumes[0].emptyDir.sizeLimit", ErrUnsupported, "", ""},
 	"ephemeral-storage-limit":       {"pod.spec.containers[0].resources.limits[ephemeral-storage]", ErrUnsupported, "", ""},

@@ -447,14 +447,33 @@ func (g *schemaGen) podIntent() obj {
 	g.require("Container", "name", "image")
 	g.set("Container", "name", obj{"pattern": dnsLabelPattern, "maxLength": 63})
 	g.set("Container", "image", obj{"pattern": `^\S(.*\S)?$`})
-	g.forbid("Container", "envFrom", "volumeDevices", "restartPolicyRules")
+	g.forbid("Container", "envFrom", "volumeDevices")
 	g.set("Container", "livenessProbe", obj{"properties": obj{"successThreshold": obj{"maximum": 1}}})
 	g.set("Container", "startupProbe", obj{"properties": obj{"successThreshold": obj{"maximum": 1}}})
 	g.set("Container", "readinessProbe", obj{"properties": obj{"terminationGracePeriodSeconds": obj{"type": "null"}}})
+	// A container's own restart policy and rules (the API server's limits);
+	// rules need the policy, and are refused on init containers.
+	g.replace("Container", "restartPolicy", obj{"enum": []any{
+		string(corev1.ContainerRestartPolicyAlways), string(corev1.ContainerRestartPolicyOnFailure), string(corev1.ContainerRestartPolicyNever), nil,
+	}})
+	g.set("Container", "restartPolicyRules", obj{"maxItems": 20})
+	g.def("Container")["dependentSchemas"] = obj{"restartPolicyRules": obj{
+		"if":   obj{"properties": obj{"restartPolicyRules": obj{"type": "array", "minItems": 1}}},
+		"then": obj{"required": []any{"restartPolicy"}},
+	}}
+	g.require("ContainerRestartRule", "action", "exitCodes")
+	g.replace("ContainerRestartRule", "action", obj{"const": string(corev1.ContainerRestartRuleActionRestart)})
+	g.replace("ContainerRestartRule", "exitCodes", obj{"$ref": "#/$defs/ContainerRestartRuleOnExitCodes"})
+	g.require("ContainerRestartRuleOnExitCodes", "operator")
+	g.replace("ContainerRestartRuleOnExitCodes", "operator", obj{"enum": []any{
+		string(corev1.ContainerRestartRuleOnExitCodesOpIn), string(corev1.ContainerRestartRuleOnExitCodesOpNotIn),
+	}})
+	g.set("ContainerRestartRuleOnExitCodes", "values", obj{"maxItems": 255})
 	g.copyDef("Container", "InitContainer")
-	g.forbid("Container", "restartPolicy")
-	g.replace("InitContainer", "restartPolicy", obj{"enum": []any{string(corev1.ContainerRestartPolicyAlways), nil}})
-	g.def("InitContainer")["if"] = obj{"not": obj{"required": []any{"restartPolicy"}}}
+	g.forbid("InitContainer", "restartPolicyRules")
+	delete(g.def("InitContainer"), "dependentSchemas")
+	// Not a sidecar (restartPolicy Always): no probes, no hooks.
+	g.def("InitContainer")["if"] = obj{"not": obj{"properties": obj{"restartPolicy": obj{"const": string(corev1.ContainerRestartPolicyAlways)}}, "required": []any{"restartPolicy"}}}
 	g.def("InitContainer")["then"] = obj{"properties": obj{
 		"livenessProbe": obj{"type": "null"}, "readinessProbe": obj{"type": "null"},
 		"startupProbe": obj{"type": "null"}, "lifecycle": obj{"type": "null"},

@@ -79,19 +79,65 @@ func isAlways(r *corev1.ContainerRestartPolicy) bool {
 	return r != nil && *r == corev1.ContainerRestartPolicyAlways
 }
 
-// validateContainerRestartPolicy checks restartPolicy, which only a sidecar
-// may set, and refuses restartPolicyRules.
+// The API server's limits on a container's restart rules.
+const (
+	maxRestartRules         = 20
+	maxRestartRuleExitCodes = 255
+)
+
+// validateContainerRestartPolicy checks a container's restartPolicy and
+// restartPolicyRules as the API server does (ContainerRestartRules): any
+// container may set restartPolicy Always, OnFailure or Never (on an init
+// container, Always makes it a sidecar); rules need restartPolicy set and
+// may not be set on a sidecar. The node refuses what it cannot act on: the
+// RestartAllContainers action, and rules on an init container, which kubelet
+// does not evaluate (a failed init container follows its restartPolicy).
 func validateContainerRestartPolicy(e *errs, p string, c *corev1.Container, init bool) {
 	if c.RestartPolicy != nil {
-		switch {
-		case !init:
-			e.unsupported(p+".restartPolicy", "per-container restart policies are supported on init containers (sidecars) only")
-		case !isAlways(c.RestartPolicy):
-			e.invalid(p+".restartPolicy", `must be "Always" (a sidecar) when set on an init container`)
+		switch *c.RestartPolicy {
+		case corev1.ContainerRestartPolicyAlways, corev1.ContainerRestartPolicyOnFailure, corev1.ContainerRestartPolicyNever:
+		default:
+			e.invalid(p+".restartPolicy", `must be "Always", "OnFailure" or "Never"`)
 		}
 	}
-	if len(c.RestartPolicyRules) > 0 {
-		e.unsupported(p+".restartPolicyRules", "container restart rules are not supported by this node")
+	if len(c.RestartPolicyRules) == 0 {
+		return
+	}
+	rp := p + ".restartPolicyRules"
+	switch {
+	case init && isAlways(c.RestartPolicy):
+		e.invalid(rp, `may not be set on a sidecar (an init container whose restartPolicy is "Always")`)
+		return
+	case init:
+		e.unsupported(rp, "restart rules on an init container are not evaluated by kubelet, nor by this node (its restartPolicy decides)")
+		return
+	case c.RestartPolicy == nil:
+		e.invalid(p+".restartPolicy", "required when restartPolicyRules are set")
+	}
+	if len(c.RestartPolicyRules) > maxRestartRules {
+		e.invalid(rp, "must have at most "+strconv.Itoa(maxRestartRules)+" rules")
+	}
+	for i, r := range c.RestartPolicyRules {
+		pr := idx(rp, i)
+		switch r.Action {
+		case corev1.ContainerRestartRuleActionRestart:
+		case corev1.ContainerRestartRuleActionRestartAllContainers:
+			e.unsupported(pr+".action", `"RestartAllContainers" is not supported by this node (only "Restart")`)
+		default:
+			e.invalid(pr+".action", `must be "Restart"`)
+		}
+		if r.ExitCodes == nil {
+			e.invalid(pr+".exitCodes", "required")
+			continue
+		}
+		switch r.ExitCodes.Operator {
+		case corev1.ContainerRestartRuleOnExitCodesOpIn, corev1.ContainerRestartRuleOnExitCodesOpNotIn:
+		default:
+			e.invalid(pr+".exitCodes.operator", `must be "In" or "NotIn"`)
+		}
+		if len(r.ExitCodes.Values) > maxRestartRuleExitCodes {
+			e.invalid(pr+".exitCodes.values", "must have at most "+strconv.Itoa(maxRestartRuleExitCodes)+" values")
+		}
 	}
 }
 

@@ -723,10 +723,10 @@ func (e intentEmitter) Flush(ctx context.Context) error {
 }
 
 // WillRestart reports whether the pod uid's spec restarts its container
-// name after an exit with exitCode, as kubelet decides it: a sidecar
-// always, another container by the pod's restart policy (Never: no;
-// OnFailure: on a non-zero exit). false for a pod or container the node
-// does not want. Such a container is waiting to restart: kubelet's
+// name after an exit with exitCode, as kubelet decides it: by the
+// container's restart rules, else its restart policy (a sidecar's is
+// Always), else the pod's (Never: no; OnFailure: on a non-zero exit).
+// false for a pod or container the node does not want. Such a container is waiting to restart: kubelet's
 // previous instance of it is its newest (`logs --previous`).
 func (w *Workers) WillRestart(uid, name string, exitCode int32) bool {
 	w.mu.Lock()
@@ -741,15 +741,7 @@ func (w *Workers) WillRestart(uid, name string, exitCode int32) bool {
 			if list[i].Name != name {
 				continue
 			}
-			switch {
-			case kubecontainer.IsSidecar(&list[i]):
-				return true
-			case spec.RestartPolicy == corev1.RestartPolicyNever:
-				return false
-			case spec.RestartPolicy == corev1.RestartPolicyOnFailure:
-				return exitCode != 0
-			}
-			return true
+			return kubecontainer.ContainerShouldRestart(&list[i], spec, exitCode)
 		}
 	}
 	return false

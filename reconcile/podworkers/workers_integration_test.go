@@ -193,16 +193,20 @@ func (n *node) pods() map[string]bool {
 var seq uint64
 
 func apply(uid string, policy corev1.RestartPolicy, script string) podworkers.Desired {
+	return applySpec(uid, corev1.PodSpec{RestartPolicy: policy, Containers: []corev1.Container{
+		{Name: "app", Image: "busybox:1.36", Command: []string{"sh", "-c", script}},
+	}})
+}
+
+// applySpec is the next intent applying a pod of spec, with a grace period
+// of 2 seconds.
+func applySpec(uid string, spec corev1.PodSpec) podworkers.Desired {
 	seq++
 	grace := int64(2)
+	spec.TerminationGracePeriodSeconds = &grace
 	return podworkers.Desired{UID: uid, IntentSeq: seq, ReceivedAt: time.Now(), Intent: &schemas.PodIntent{
 		Op: schemas.OpApply, Revision: int64(seq),
-		Pod: &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "p-" + uid, Namespace: "default", UID: types.UID(uid)},
-			Spec: corev1.PodSpec{RestartPolicy: policy, TerminationGracePeriodSeconds: &grace, Containers: []corev1.Container{
-				{Name: "app", Image: "busybox:1.36", Command: []string{"sh", "-c", script}},
-			}},
-		},
+		Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-" + uid, Namespace: "default", UID: types.UID(uid)}, Spec: spec},
 	}}
 }
 
