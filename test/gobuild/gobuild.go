@@ -3,12 +3,16 @@
 package gobuild
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -35,7 +39,8 @@ type Command struct {
 func (c *Command) Path(t testing.TB) string {
 	t.Helper()
 	c.once.Do(func() {
-		dir, err := os.MkdirTemp("", c.Name+"-bin")
+		removeDeadBuilds(c.Name)
+		dir, err := os.MkdirTemp("", fmt.Sprintf("%s-bin-%d-", c.Name, os.Getpid()))
 		if err != nil {
 			c.err = err
 			return
@@ -61,6 +66,20 @@ func (c *Command) Path(t testing.TB) string {
 		t.Fatal(c.err)
 	}
 	return c.path
+}
+
+// removeDeadBuilds removes the build dirs of name that test processes no
+// longer running made: a test process has no end to remove its own at, and
+// each leaves tens of megabytes. A dir names its process by pid; a pid that
+// another process took since only keeps a dir a while longer.
+func removeDeadBuilds(name string) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), name+"-bin-*-*"))
+	for _, dir := range dirs {
+		pid, err := strconv.Atoi(strings.Split(strings.TrimPrefix(filepath.Base(dir), name+"-bin-"), "-")[0])
+		if err == nil && pid > 0 && errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			_ = os.RemoveAll(dir)
+		}
+	}
 }
 
 // Shim is the embedded runtime's light per-pod shim, for tests that start the
