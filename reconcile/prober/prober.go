@@ -58,6 +58,7 @@ type Prober struct {
 	log    zerolog.Logger
 
 	liveness, readiness, startup *Results
+	events                       *correlator // rate-limits the Unhealthy events
 
 	// start: workers started within a period of it wait a random part of
 	// their period first, so that a restarted jetlet does not probe every
@@ -108,6 +109,7 @@ func New(runner kubecontainer.HandlerRunner, emit kubecontainer.Emitter, cfg Con
 		liveness:  newResults(),
 		readiness: newResults(),
 		startup:   newResults(),
+		events:    newCorrelator(),
 		start:     time.Now(),
 		base:      base,
 		cancel:    cancel,
@@ -154,6 +156,16 @@ func (m *Prober) notify(uid string, c Change) {
 	case m.signal <- struct{}{}:
 	default:
 	}
+}
+
+// unhealthy emits the Unhealthy event of w's probe run at t that failed with
+// output, unless the pod's events are rate-limited.
+func (m *Prober) unhealthy(w *worker, output string, t time.Time) {
+	msg, ok := m.events.correlate(w.pod.UID, string(w.kind)+" probe failed: "+output, t)
+	if !ok {
+		return
+	}
+	m.emit.Emit(w.ctx, kubecontainer.UnhealthyEvent(m.cfg.Node, w.pod, w.instance, w.kind, msg, t))
 }
 
 // UpdatePod tells the prober what runs of the pod: each running instance of
@@ -233,6 +245,7 @@ func (m *Prober) RemovePod(uid string) {
 	}
 	delete(m.pods, uid)
 	delete(m.changes, uid)
+	m.events.forget(uid)
 }
 
 // Stop stops every worker and waits until they have ended.

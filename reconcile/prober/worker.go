@@ -51,10 +51,9 @@ type worker struct {
 	cancel context.CancelFunc
 
 	// The run goroutine's.
-	last       kubecontainer.ProbeResult // the last probe's result
-	inARow     int                       // how many probes in a row gave last
-	verdict    kubecontainer.ProbeResult // the last result set in the cache by this worker
-	unhealthys int                       // transitions of verdict to failure, for the event id
+	last    kubecontainer.ProbeResult // the last probe's result
+	inARow  int                       // how many probes in a row gave last
+	verdict kubecontainer.ProbeResult // the last result set in the cache by this worker
 }
 
 func newWorker(m *Prober, kind schemas.ProbeKind, t target, pod *kubecontainer.PodStatus, podIP string) *worker {
@@ -145,6 +144,7 @@ func (w *worker) probeOnce() bool {
 			return true // not started yet: kubelet's startup gate
 		}
 	}
+	at := time.Now()
 	out, err := w.handle()
 	if err != nil {
 		if w.ctx.Err() != nil {
@@ -158,6 +158,8 @@ func (w *worker) probeOnce() bool {
 	result := kubecontainer.ProbeFailure
 	if out.OK {
 		result = kubecontainer.ProbeSuccess
+	} else {
+		w.m.unhealthy(w, out.Message, at) // every failed run, as kubelet's prober
 	}
 	if result == w.last {
 		w.inARow++
@@ -166,10 +168,6 @@ func (w *worker) probeOnce() bool {
 	}
 	if (result == kubecontainer.ProbeFailure && w.inARow < w.failures) || (result == kubecontainer.ProbeSuccess && w.inARow < w.successes) {
 		return true
-	}
-	if result == kubecontainer.ProbeFailure && w.verdict != kubecontainer.ProbeFailure {
-		w.unhealthys++
-		w.m.emit.Emit(w.ctx, kubecontainer.UnhealthyEvent(w.m.cfg.Node, w.pod, w.instance, w.kind, w.unhealthys, out.Message, time.Now()))
 	}
 	w.verdict = result
 	if w.results.set(w, result) {
