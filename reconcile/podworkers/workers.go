@@ -93,6 +93,7 @@ type PodSyncer interface {
 // startup changed).
 type PodProber interface {
 	UpdatePod(pod *corev1.Pod, status *kubecontainer.PodStatus)
+	StopLivenessAndStartup(uid string)
 	RemovePod(uid string)
 	Changed() <-chan struct{}
 	TakeChanged() map[string]prober.Change
@@ -102,6 +103,7 @@ type PodProber interface {
 type noProber struct{}
 
 func (noProber) UpdatePod(*corev1.Pod, *kubecontainer.PodStatus) {}
+func (noProber) StopLivenessAndStartup(string)                   {}
 func (noProber) RemovePod(string)                                {}
 func (noProber) Changed() <-chan struct{}                        { return nil }
 func (noProber) TakeChanged() map[string]prober.Change           { return nil }
@@ -203,6 +205,10 @@ type pod struct {
 	// Guarded by Workers.mu.
 	waking bool // a background sync is on its way
 
+	// readinessChanged (capacity 1) tells a running delete, which holds the
+	// sync lock while it kills, that the pod's readiness changed.
+	readinessChanged chan struct{}
+
 	// Sync holder.
 	failures int               // consecutive failed syncs, for the retry delay
 	retry    *time.Timer       // the next background sync a failure or back-off asked for
@@ -301,7 +307,7 @@ func (w *Workers) Start(ctx context.Context, desired []Desired) error {
 func (w *Workers) podLocked(uid string) *pod {
 	p, ok := w.pods[uid]
 	if !ok {
-		p = &pod{uid: uid}
+		p = &pod{uid: uid, readinessChanged: make(chan struct{}, 1)}
 		w.pods[uid] = p
 	}
 	return p
@@ -438,6 +444,15 @@ func (w *Workers) rewriteStatus(uid string) {
 	defer w.mu.Unlock()
 	p, ok := w.pods[uid]
 	if !ok || !w.running || p.desired == nil {
+		return
+	}
+	if p.desired.Intent.Op == schemas.OpDelete {
+		// Only readiness is probed while a delete runs; the delete rewrites
+		// its Terminating status.
+		select {
+		case p.readinessChanged <- struct{}{}:
+		default:
+		}
 		return
 	}
 	ctx := w.bgCtx

@@ -236,7 +236,24 @@ func (m *Prober) UpdatePod(pod *corev1.Pod, status *kubecontainer.PodStatus) {
 	}
 }
 
-// RemovePod stops every worker of the pod (it is being deleted or is gone).
+// StopLivenessAndStartup stops the liveness and startup workers of a pod
+// being deleted, as kubelet's: it is killed anyway, while its readiness is
+// still probed, so that its containers turn unready as they stop answering.
+func (m *Prober) StopLivenessAndStartup(uid string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for key, w := range m.pods[uid] {
+		if key.kind != schemas.ProbeReadiness {
+			w.stop()
+			delete(m.pods[uid], key)
+		}
+	}
+	if len(m.pods[uid]) == 0 {
+		delete(m.pods, uid)
+	}
+}
+
+// RemovePod stops every worker of the pod (it is gone).
 func (m *Prober) RemovePod(uid string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

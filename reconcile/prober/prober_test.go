@@ -473,3 +473,46 @@ func TestCorrelatorFoldsDistinctMessages(t *testing.T) {
 		t.Fatal("forget kept the pod")
 	}
 }
+
+// A pod being deleted: its liveness and startup probes stop, its readiness
+// probe goes on (past the startup gate it had passed), so the container turns
+// unready when it stops answering.
+func TestReadinessIsProbedWhileThePodTerminates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, runner, _ := harness(t)
+		c := corev1.Container{Name: "app", StartupProbe: execProbe("started", 1, 3),
+			LivenessProbe: execProbe("alive", 1, 3), ReadinessProbe: execProbe("ready", 1, 1)}
+		for _, target := range []string{"c1 started", "c1 alive", "c1 ready"} {
+			runner.set(target, true)
+		}
+		m.UpdatePod(testPod(c), running("app", "c1"))
+		time.Sleep(2500 * time.Millisecond)
+		synctest.Wait()
+		if get(m.Readiness(), "c1") != kubecontainer.ProbeSuccess {
+			t.Fatal("not ready after its startup")
+		}
+		m.StopLivenessAndStartup("u1")
+		synctest.Wait()
+		if n := m.workers(); n != 1 {
+			t.Fatalf("%d workers while the pod terminates, want its readiness worker", n)
+		}
+		alive := len(runner.probed("c1 alive"))
+		runner.set("c1 ready", false)
+		time.Sleep(1500 * time.Millisecond)
+		synctest.Wait()
+		if got := get(m.Readiness(), "c1"); got != kubecontainer.ProbeFailure {
+			t.Fatalf("readiness %v after the container stopped answering, want failure", got)
+		}
+		if ch := m.TakeChanged(); ch["u1"] != (Change{Status: true}) {
+			t.Fatalf("changes %v, want a status of u1", ch)
+		}
+		if got := len(runner.probed("c1 alive")); got != alive {
+			t.Fatalf("liveness probed %d times while the pod terminates", got-alive)
+		}
+		m.RemovePod("u1")
+		synctest.Wait()
+		if n := m.workers(); n != 0 {
+			t.Fatalf("%d workers after RemovePod", n)
+		}
+	})
+}

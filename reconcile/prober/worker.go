@@ -42,15 +42,17 @@ type worker struct {
 	timeout      time.Duration
 	successes    int
 	failures     int
-	// gated: the container has a startup probe, which must succeed before
-	// this liveness or readiness probe runs.
-	gated   bool
-	results *Results
+	results      *Results
 
 	ctx    context.Context
 	cancel context.CancelFunc
 
 	// The run goroutine's.
+	// gated: the container has a startup probe, which has not yet been seen
+	// to succeed; this liveness or readiness probe waits for it. Once seen,
+	// it stays open: a pod being deleted keeps probing readiness after its
+	// startup worker stopped.
+	gated   bool
 	last    kubecontainer.ProbeResult // the last probe's result
 	inARow  int                       // how many probes in a row gave last
 	verdict kubecontainer.ProbeResult // the last result set in the cache by this worker
@@ -143,6 +145,7 @@ func (w *worker) probeOnce() bool {
 		if r, ok := w.m.startup.Get(w.containerID); !ok || r != kubecontainer.ProbeSuccess {
 			return true // not started yet: kubelet's startup gate
 		}
+		w.gated = false
 	}
 	at := time.Now()
 	out, err := w.handle()
