@@ -69,6 +69,15 @@ type StatusSink interface {
 	RefreshStatus(st *schemas.PodStatus)
 }
 
+// StatusReader is a StatusSink that reads back the statuses it stored, by
+// uid (status.StatusWriter). Start takes them for the pods' last statuses,
+// so that a restarted jetlet keeps the lastTransitionTime of every condition
+// that did not change, as kubelet reads pod statuses back from the API
+// server, and stores no status it already holds.
+type StatusReader interface {
+	Stored(ctx context.Context) (map[string]*schemas.PodStatus, error)
+}
+
 // PodSyncer is what the pod workers need of reconcile.Kuberuntime, after
 // kubelet's podSyncer: list the runtime's pods and read one's status, sync a
 // pod to its spec, kill it (deleted, orphaned, past its deadline), collect
@@ -267,6 +276,13 @@ func New(mgr PodSyncer, cache *pleg.Relister, emit kubecontainer.Emitter, status
 // nothing is collected that an intent still wants. Call it once, before any
 // Sync; on error nothing has changed and it may be called again.
 func (w *Workers) Start(ctx context.Context, desired []Desired) error {
+	var stored map[string]*schemas.PodStatus
+	if r, ok := w.status.(StatusReader); ok {
+		var err error
+		if stored, err = r.Stored(ctx); err != nil {
+			return fmt.Errorf("read the stored pod statuses: %w", err)
+		}
+	}
 	running, err := w.mgr.GetPods(ctx, true)
 	if err != nil {
 		return fmt.Errorf("list the runtime's pods: %w", err)
@@ -292,6 +308,9 @@ func (w *Workers) Start(ctx context.Context, desired []Desired) error {
 			APIVersion: schemas.APIVersion, Kind: schemas.KindPodIntent, Op: schemas.OpDelete,
 			Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(rp.UID), Name: rp.Name, Namespace: rp.Namespace}},
 		}}
+	}
+	for uid, p := range w.pods {
+		p.lastStatus = stored[uid]
 	}
 	w.mu.Unlock()
 	// No sync of these pods runs before started is closed (and none after:
