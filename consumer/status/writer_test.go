@@ -172,8 +172,9 @@ func TestRefreshStatusIsStoredWhenItsWindowEnds(t *testing.T) {
 	})
 }
 
-// Stored reads back what the bucket holds of the node's own pods: the newest
-// status of each, none of a deleted key nor of another node's.
+// Stored reads back what the bucket holds of the node's pods it is asked
+// for: the newest status of each, none of a deleted key nor of another
+// node's.
 func TestStoredReadsBackTheNodesNewestStatuses(t *testing.T) {
 	_, js := natstest.Connect(t, natstest.RunServer(t))
 	w := startWriter(t, js, status.Config{})
@@ -194,7 +195,7 @@ func TestStoredReadsBackTheNodesNewestStatuses(t *testing.T) {
 	if _, err := kv.Put(t.Context(), "n2.u3", []byte(`{"uid":"u3"}`)); err != nil {
 		t.Fatal(err)
 	}
-	stored, err := w.Stored(t.Context())
+	stored, err := w.Stored(t.Context(), []string{"u1", "u2", "u3", "u4"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -69,13 +70,14 @@ type StatusSink interface {
 	RefreshStatus(st *schemas.PodStatus)
 }
 
-// StatusReader is a StatusSink that reads back the statuses it stored, by
-// uid (status.StatusWriter). Start takes them for the pods' last statuses,
+// StatusReader is a StatusSink that reads back the statuses it stored of
+// the pods uids, by uid (status.StatusWriter). Start takes them for the
+// pods' last statuses,
 // so that a restarted jetlet keeps the lastTransitionTime of every condition
 // that did not change, as kubelet reads pod statuses back from the API
 // server, and stores no status it already holds.
 type StatusReader interface {
-	Stored(ctx context.Context) (map[string]*schemas.PodStatus, error)
+	Stored(ctx context.Context, uids []string) (map[string]*schemas.PodStatus, error)
 }
 
 // PodSyncer is what the pod workers need of reconcile.Kuberuntime, after
@@ -276,16 +278,23 @@ func New(mgr PodSyncer, cache *pleg.Relister, emit kubecontainer.Emitter, status
 // nothing is collected that an intent still wants. Call it once, before any
 // Sync; on error nothing has changed and it may be called again.
 func (w *Workers) Start(ctx context.Context, desired []Desired) error {
-	var stored map[string]*schemas.PodStatus
-	if r, ok := w.status.(StatusReader); ok {
-		var err error
-		if stored, err = r.Stored(ctx); err != nil {
-			return fmt.Errorf("read the stored pod statuses: %w", err)
-		}
-	}
 	running, err := w.mgr.GetPods(ctx, true)
 	if err != nil {
 		return fmt.Errorf("list the runtime's pods: %w", err)
+	}
+	var stored map[string]*schemas.PodStatus
+	if r, ok := w.status.(StatusReader); ok {
+		var uids []string
+		for _, d := range desired {
+			uids = append(uids, d.UID)
+		}
+		for _, rp := range running {
+			uids = append(uids, rp.UID)
+		}
+		slices.Sort(uids)
+		if stored, err = r.Stored(ctx, slices.Compact(uids)); err != nil {
+			return fmt.Errorf("read the stored pod statuses: %w", err)
+		}
 	}
 	w.mu.Lock()
 	for _, d := range desired {
