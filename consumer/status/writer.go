@@ -34,6 +34,9 @@ type Config struct {
 	// Failures counts the statuses not stored at once under kind "status"
 	// (bus.NewPublishFailures; default: registered nowhere).
 	Failures *prometheus.CounterVec
+	// Denials ends at once a read-back (Stored) NATS denies; nil leaves it
+	// to its timeout.
+	Denials *bus.Denials
 }
 
 // SetDefaults fills what is unset.
@@ -68,6 +71,7 @@ func (c *Config) Validate() error {
 // while NATS is unreachable, so a pod sync never waits on them; only the
 // newest status of a pod waits, which is all the bucket keeps.
 type StatusWriter struct {
+	js  jetstream.JetStream
 	cfg Config
 	out *bus.Outbox // counts the statuses not yet stored
 
@@ -83,6 +87,7 @@ func New(js jetstream.JetStream, cfg Config) (*StatusWriter, error) {
 		return nil, err
 	}
 	return &StatusWriter{
+		js:      js,
 		cfg:     cfg,
 		out:     bus.NewOutbox(js, cfg.Failures, cfg.Logger),
 		pending: map[string]pendingStatus{},

@@ -171,3 +171,35 @@ func TestRefreshStatusIsStoredWhenItsWindowEnds(t *testing.T) {
 		return len(revs) > 0 && revs[len(revs)-1] == 3
 	})
 }
+
+// Stored reads back what the bucket holds of the node's pods it is asked
+// for: the newest status of each, none of a deleted key nor of another
+// node's.
+func TestStoredReadsBackTheNodesNewestStatuses(t *testing.T) {
+	_, js := natstest.Connect(t, natstest.RunServer(t))
+	w := startWriter(t, js, status.Config{})
+	for rev := int64(1); rev <= 3; rev++ {
+		w.PutStatus(&schemas.PodStatus{UID: "u1", Revision: rev, Phase: schemas.PhaseRunning})
+		if err := w.Flush(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.PutStatus(&schemas.PodStatus{UID: "u2", Phase: schemas.PhaseRunning})
+	if err := w.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	kv, _ := js.KeyValue(t.Context(), schemas.BucketStatus)
+	if err := kv.Delete(t.Context(), "n1.u2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(t.Context(), "n2.u3", []byte(`{"uid":"u3"}`)); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := w.Stored(t.Context(), []string{"u1", "u2", "u3", "u4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != 1 || stored["u1"] == nil || stored["u1"].Revision != 3 {
+		t.Errorf("stored %+v, want u1 at revision 3 alone", stored)
+	}
+}

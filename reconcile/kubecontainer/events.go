@@ -135,13 +135,14 @@ func PodFacts(node string, pod *PodStatus) []schemas.LifecycleEvent {
 	return facts
 }
 
-// UnhealthyEvent is the Unhealthy event of the container instance cs of pod:
-// its probe of kind turned to failure for the n-th time (n from 1), at t, and
-// message is the handler's. Its id, <containerId>.<kind>.<n>.Unhealthy, makes
-// one event per transition to failure, not one per failed period.
-func UnhealthyEvent(node string, pod *PodStatus, cs *ContainerStatus, kind schemas.ProbeKind, n int, message string, t time.Time) schemas.LifecycleEvent {
+// UnhealthyEvent is the Unhealthy event of one failed run, at t, of the probe
+// of kind of the container instance cs of pod; message is kubelet's ("<kind>
+// probe failed: <the handler's output>"). A failed run is no fact the runtime
+// keeps, so its id names the run by its time:
+// <containerId>.<kind>.<t in Unix nanoseconds>.Unhealthy.
+func UnhealthyEvent(node string, pod *PodStatus, cs *ContainerStatus, kind schemas.ProbeKind, message string, t time.Time) schemas.LifecycleEvent {
 	ev := InstanceEvent(node, refOf(pod), InstanceOf(cs), schemas.EventUnhealthy, t)
-	ev.ID = EventID(cs.ID+"."+string(kind)+"."+strconv.Itoa(n), schemas.EventUnhealthy)
+	ev.ID = EventID(cs.ID+"."+string(kind)+"."+strconv.FormatInt(t.UnixNano(), 10), schemas.EventUnhealthy)
 	ev.Probe, ev.Message = kind, message
 	return ev
 }

@@ -135,7 +135,7 @@ func startTime(status *kubecontainer.PodStatus) time.Time {
 // reports it gone: Terminating while it runs, Terminated at the end.
 func (s *podSync) delete(ctx context.Context) Report {
 	mgr, pod, uid := s.w.mgr, s.want.Intent.Pod, s.want.UID
-	s.w.cfg.Prober.RemovePod(uid) // a pod being killed is probed no more
+	s.w.cfg.Prober.StopLivenessAndStartup(uid)
 	status, err := s.status(ctx)
 	if err != nil {
 		return Report{Actions: []schemas.ActionResult{}, Err: err}
@@ -145,16 +145,17 @@ func (s *podSync) delete(ctx context.Context) Report {
 		// replace the one its actual deletion left.
 		return Report{Actions: []schemas.ActionResult{}, gone: true}
 	}
-	terminating := s.decorate(mgr.ToAPIStatus(pod, status))
-	terminating.Phase = schemas.PhaseTerminating
+	terminating := s.terminating(status)
 	s.w.putStatus(s.p, terminating)
 
 	kill := mgr.KillPod
 	if s.orphan {
 		kill = mgr.KillOrphan
 	}
-	killed := kill(ctx, pod, status, gracePeriodOverride(s.want.Intent))
-	rep := Report{Actions: killed.ActionResults(), Status: terminating}
+	killed := s.killProbingReadiness(ctx, func() kubecontainer.PodSyncResult {
+		return kill(ctx, pod, status, gracePeriodOverride(s.want.Intent))
+	})
+	rep := Report{Actions: killed.ActionResults(), Status: s.p.lastStatus}
 	if err := killed.Error(); err != nil {
 		rep.Err = err
 		return rep
@@ -196,6 +197,34 @@ func (s *podSync) delete(ctx context.Context) Report {
 	showExits(final.Containers, status)
 	rep.Status, rep.gone = final, true
 	return rep
+}
+
+// terminating is the pod's status while its delete runs.
+func (s *podSync) terminating(status *kubecontainer.PodStatus) *schemas.PodStatus {
+	st := s.decorate(s.w.mgr.ToAPIStatus(s.want.Intent.Pod, status))
+	st.Phase = schemas.PhaseTerminating
+	return st
+}
+
+// killProbingReadiness runs kill while the pod's readiness is still probed,
+// as kubelet's: each change of it rewrites the Terminating status (from the
+// relist's cache, which sees the containers stop), so a container that stops
+// answering turns unready before the pod is gone. Then readiness is probed no
+// more.
+func (s *podSync) killProbingReadiness(ctx context.Context, kill func() kubecontainer.PodSyncResult) kubecontainer.PodSyncResult {
+	defer s.w.cfg.Prober.RemovePod(s.want.UID)
+	done := make(chan kubecontainer.PodSyncResult, 1)
+	go func() { done <- kill() }()
+	for {
+		select {
+		case res := <-done:
+			return res
+		case <-s.p.readinessChanged:
+			if status, err := s.status(ctx); err == nil {
+				s.w.putStatus(s.p, s.terminating(status))
+			}
+		}
+	}
 }
 
 // gracePeriodOverride is the delete's gracePeriodSeconds, else its pod's

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/jetlet/jetlet/reconcile/podworkers"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/poll"
 )
@@ -108,5 +109,63 @@ func TestAReadinessChangeRewritesTheStatusWithoutASync(t *testing.T) {
 	}
 	if killed := n.sink.ofType("web", schemas.EventContainerKilled); len(killed) != 0 {
 		t.Errorf("a readiness failure killed the container: %+v", killed)
+	}
+}
+
+// A pod whose container stops answering its readiness probe when told to
+// stop, and takes its time to exit: its Terminating status turns Ready False
+// before the pod is gone, as kubelet's (readiness is probed while a pod
+// terminates).
+func TestATerminatingPodTurnsUnreadyWhenItStopsAnswering(t *testing.T) {
+	n := newNode(t)
+	n.run()
+	shared := filepath.Join(n.dir, "shared")
+	if err := os.Mkdir(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	ready, exit := filepath.Join(shared, "ready"), filepath.Join(shared, "exit")
+	want := apply("slow", corev1.RestartPolicyAlways,
+		`trap 'rm -f `+ready+`; until [ -f `+exit+` ]; do sleep 0.1; done; exit 0' TERM; touch `+ready+`; while :; do sleep 0.1; done`)
+	spec := &want.Intent.Pod.Spec
+	grace := int64(600)
+	spec.TerminationGracePeriodSeconds = &grace
+	spec.Volumes = []corev1.Volume{{Name: "shared", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: shared}}}}
+	spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "shared", MountPath: shared}}
+	spec.Containers[0].ReadinessProbe = &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 1,
+		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"test", "-f", ready}}}}
+	spec.Containers[0].LivenessProbe = &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 1,
+		ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"test", "-f", ready}}}}
+	mustSync(t, n.w, want)
+	poll.Until(t, 30*time.Second, poll.Msg("slow ready"), func() bool {
+		st := n.sink.lastStatus("slow")
+		return st != nil && readyCondition(st).Status == schemas.ConditionTrue
+	})
+
+	deleted := make(chan podworkers.Report, 1)
+	go func() { deleted <- n.w.Sync(t.Context(), deleteOf("slow")) }()
+	var st *schemas.PodStatus
+	poll.Until(t, 30*time.Second, poll.Msg("a Terminating status"), func() bool {
+		st = n.sink.lastStatus("slow")
+		return st.Phase == schemas.PhaseTerminating
+	})
+	if readyCondition(st).Status != schemas.ConditionTrue {
+		t.Fatalf("the delete's first status is not ready: %+v", st.Conditions)
+	}
+	poll.Until(t, 30*time.Second, poll.Msg("Terminating and not ready"), func() bool {
+		st := n.sink.lastStatus("slow")
+		return st.Phase == schemas.PhaseTerminating && readyCondition(st).Status == schemas.ConditionFalse && !st.Containers[0].Ready
+	})
+	if err := os.WriteFile(exit, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if rep := <-deleted; rep.Err != nil || rep.Status.Phase != schemas.PhaseTerminated {
+		t.Fatalf("delete: %v, %+v", rep.Err, rep.Status)
+	}
+	// The liveness probe, checking what readiness does, stopped with the
+	// delete: only readiness failed.
+	for _, ev := range n.sink.ofType("slow", schemas.EventUnhealthy) {
+		if ev.Probe != schemas.ProbeReadiness {
+			t.Errorf("Unhealthy %+v while the pod terminated, want readiness only", ev)
+		}
 	}
 }

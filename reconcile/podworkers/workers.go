@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -69,6 +70,16 @@ type StatusSink interface {
 	RefreshStatus(st *schemas.PodStatus)
 }
 
+// StatusReader is a StatusSink that reads back the statuses it stored of
+// the pods uids, by uid (status.StatusWriter). Start takes them for the
+// pods' last statuses,
+// so that a restarted jetlet keeps the lastTransitionTime of every condition
+// that did not change, as kubelet reads pod statuses back from the API
+// server, and stores no status it already holds.
+type StatusReader interface {
+	Stored(ctx context.Context, uids []string) (map[string]*schemas.PodStatus, error)
+}
+
 // PodSyncer is what the pod workers need of reconcile.Kuberuntime, after
 // kubelet's podSyncer: list the runtime's pods and read one's status, sync a
 // pod to its spec, kill it (deleted, orphaned, past its deadline), collect
@@ -93,6 +104,7 @@ type PodSyncer interface {
 // startup changed).
 type PodProber interface {
 	UpdatePod(pod *corev1.Pod, status *kubecontainer.PodStatus)
+	StopLivenessAndStartup(uid string)
 	RemovePod(uid string)
 	Changed() <-chan struct{}
 	TakeChanged() map[string]prober.Change
@@ -102,6 +114,7 @@ type PodProber interface {
 type noProber struct{}
 
 func (noProber) UpdatePod(*corev1.Pod, *kubecontainer.PodStatus) {}
+func (noProber) StopLivenessAndStartup(string)                   {}
 func (noProber) RemovePod(string)                                {}
 func (noProber) Changed() <-chan struct{}                        { return nil }
 func (noProber) TakeChanged() map[string]prober.Change           { return nil }
@@ -203,6 +216,10 @@ type pod struct {
 	// Guarded by Workers.mu.
 	waking bool // a background sync is on its way
 
+	// readinessChanged (capacity 1) tells a running delete, which holds the
+	// sync lock while it kills, that the pod's readiness changed.
+	readinessChanged chan struct{}
+
 	// Sync holder.
 	failures int               // consecutive failed syncs, for the retry delay
 	retry    *time.Timer       // the next background sync a failure or back-off asked for
@@ -265,6 +282,20 @@ func (w *Workers) Start(ctx context.Context, desired []Desired) error {
 	if err != nil {
 		return fmt.Errorf("list the runtime's pods: %w", err)
 	}
+	var stored map[string]*schemas.PodStatus
+	if r, ok := w.status.(StatusReader); ok {
+		var uids []string
+		for _, d := range desired {
+			uids = append(uids, d.UID)
+		}
+		for _, rp := range running {
+			uids = append(uids, rp.UID)
+		}
+		slices.Sort(uids)
+		if stored, err = r.Stored(ctx, slices.Compact(uids)); err != nil {
+			return fmt.Errorf("read the stored pod statuses: %w", err)
+		}
+	}
 	w.mu.Lock()
 	for _, d := range desired {
 		w.podLocked(d.UID).desired = &d
@@ -287,6 +318,9 @@ func (w *Workers) Start(ctx context.Context, desired []Desired) error {
 			Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(rp.UID), Name: rp.Name, Namespace: rp.Namespace}},
 		}}
 	}
+	for uid, p := range w.pods {
+		p.lastStatus = stored[uid]
+	}
 	w.mu.Unlock()
 	// No sync of these pods runs before started is closed (and none after:
 	// they have no desired state), so their statuses are stored without
@@ -301,7 +335,7 @@ func (w *Workers) Start(ctx context.Context, desired []Desired) error {
 func (w *Workers) podLocked(uid string) *pod {
 	p, ok := w.pods[uid]
 	if !ok {
-		p = &pod{uid: uid}
+		p = &pod{uid: uid, readinessChanged: make(chan struct{}, 1)}
 		w.pods[uid] = p
 	}
 	return p
@@ -438,6 +472,15 @@ func (w *Workers) rewriteStatus(uid string) {
 	defer w.mu.Unlock()
 	p, ok := w.pods[uid]
 	if !ok || !w.running || p.desired == nil {
+		return
+	}
+	if p.desired.Intent.Op == schemas.OpDelete {
+		// Only readiness is probed while a delete runs; the delete rewrites
+		// its Terminating status.
+		select {
+		case p.readinessChanged <- struct{}{}:
+		default:
+		}
 		return
 	}
 	ctx := w.bgCtx

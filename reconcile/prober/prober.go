@@ -58,6 +58,7 @@ type Prober struct {
 	log    zerolog.Logger
 
 	liveness, readiness, startup *Results
+	events                       *correlator // rate-limits the Unhealthy events
 
 	// start: workers started within a period of it wait a random part of
 	// their period first, so that a restarted jetlet does not probe every
@@ -108,6 +109,7 @@ func New(runner kubecontainer.HandlerRunner, emit kubecontainer.Emitter, cfg Con
 		liveness:  newResults(),
 		readiness: newResults(),
 		startup:   newResults(),
+		events:    newCorrelator(),
 		start:     time.Now(),
 		base:      base,
 		cancel:    cancel,
@@ -154,6 +156,16 @@ func (m *Prober) notify(uid string, c Change) {
 	case m.signal <- struct{}{}:
 	default:
 	}
+}
+
+// unhealthy emits the Unhealthy event of w's probe run at t that failed with
+// output, unless the pod's events are rate-limited.
+func (m *Prober) unhealthy(w *worker, output string, t time.Time) {
+	msg, ok := m.events.correlate(w.pod.UID, string(w.kind)+" probe failed: "+output, t)
+	if !ok {
+		return
+	}
+	m.emit.Emit(w.ctx, kubecontainer.UnhealthyEvent(m.cfg.Node, w.pod, w.instance, w.kind, msg, t))
 }
 
 // UpdatePod tells the prober what runs of the pod: each running instance of
@@ -224,7 +236,24 @@ func (m *Prober) UpdatePod(pod *corev1.Pod, status *kubecontainer.PodStatus) {
 	}
 }
 
-// RemovePod stops every worker of the pod (it is being deleted or is gone).
+// StopLivenessAndStartup stops the liveness and startup workers of a pod
+// being deleted, as kubelet's: it is killed anyway, while its readiness is
+// still probed, so that its containers turn unready as they stop answering.
+func (m *Prober) StopLivenessAndStartup(uid string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for key, w := range m.pods[uid] {
+		if key.kind != schemas.ProbeReadiness {
+			w.stop()
+			delete(m.pods[uid], key)
+		}
+	}
+	if len(m.pods[uid]) == 0 {
+		delete(m.pods, uid)
+	}
+}
+
+// RemovePod stops every worker of the pod (it is gone).
 func (m *Prober) RemovePod(uid string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -233,6 +262,7 @@ func (m *Prober) RemovePod(uid string) {
 	}
 	delete(m.pods, uid)
 	delete(m.changes, uid)
+	m.events.forget(uid)
 }
 
 // Stop stops every worker and waits until they have ended.

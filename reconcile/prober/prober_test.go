@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -166,8 +168,8 @@ func TestLivenessFailureAfterThreshold(t *testing.T) {
 		runner.set("c1 check", false)
 		time.Sleep(2 * time.Second) // failures at 3 s, 4 s: below the threshold
 		synctest.Wait()
-		if got := get(m.Liveness(), "c1"); got != kubecontainer.ProbeSuccess || len(rec.all()) != 0 {
-			t.Fatalf("after 2 failures: %v, events %v", got, rec.all())
+		if got := get(m.Liveness(), "c1"); got != kubecontainer.ProbeSuccess || len(rec.all()) != 2 {
+			t.Fatalf("after 2 failures: %v, events %v; want success and an Unhealthy per failure", got, rec.all())
 		}
 		time.Sleep(time.Second) // the third failure
 		synctest.Wait()
@@ -178,9 +180,15 @@ func TestLivenessFailureAfterThreshold(t *testing.T) {
 			t.Fatalf("changes %v, want a sync of u1", ch)
 		}
 		evs := rec.all()
-		if len(evs) != 1 || evs[0].Type != schemas.EventUnhealthy || evs[0].Probe != schemas.ProbeLiveness ||
-			evs[0].ID != "c1.Liveness.1.Unhealthy" || evs[0].Message != "c1 check is unwell" || evs[0].Container != "app" || evs[0].SandboxID != "sb" {
-			t.Fatalf("events %+v", evs)
+		if len(evs) != 3 {
+			t.Fatalf("%d events, want an Unhealthy per failed probe: %+v", len(evs), evs)
+		}
+		for i, ev := range evs {
+			if ev.Type != schemas.EventUnhealthy || ev.Probe != schemas.ProbeLiveness || ev.Container != "app" || ev.SandboxID != "sb" ||
+				ev.ID != "c1.Liveness."+strconv.FormatInt(ev.Time.UnixNano(), 10)+".Unhealthy" || ev.Message != "Liveness probe failed: c1 check is unwell" ||
+				i > 0 && !ev.Time.After(evs[i-1].Time) {
+				t.Fatalf("event %d: %+v", i, ev)
+			}
 		}
 		// On hold: no more probes of this instance, whatever happens.
 		n := len(runner.probed("c1 check"))
@@ -203,7 +211,7 @@ func TestLivenessFailureAfterThreshold(t *testing.T) {
 	})
 }
 
-func TestReadinessFlipsAndEventsOncePerTransition(t *testing.T) {
+func TestReadinessFlipsAndEventsPerFailedProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m, runner, rec := harness(t)
 		c := corev1.Container{Name: "app", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
@@ -242,12 +250,8 @@ func TestReadinessFlipsAndEventsOncePerTransition(t *testing.T) {
 		runner.set(target, false)
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
-		var ids []string
-		for _, ev := range rec.all() {
-			ids = append(ids, ev.ID)
-		}
-		if len(ids) != 2 || ids[0] != "c1.Readiness.1.Unhealthy" || ids[1] != "c1.Readiness.2.Unhealthy" {
-			t.Fatalf("events %v, want one per transition to failure", ids)
+		if evs := rec.all(); len(evs) != 6 {
+			t.Fatalf("%d events, want one per failed probe (five, then one): %+v", len(evs), evs)
 		}
 		if ch := m.TakeChanged(); ch["u1"] != (Change{Status: true}) {
 			t.Fatalf("changes %v: a readiness change asks for a status, never a sync", ch)
@@ -305,7 +309,7 @@ func TestStartupFailureAsksForASync(t *testing.T) {
 		if ch := m.TakeChanged(); ch["u1"] != (Change{Sync: true, Status: true}) {
 			t.Fatalf("changes %v", ch)
 		}
-		if evs := rec.all(); len(evs) != 1 || evs[0].Probe != schemas.ProbeStartup {
+		if evs := rec.all(); len(evs) != 2 || evs[0].Probe != schemas.ProbeStartup {
 			t.Fatalf("events %+v", evs)
 		}
 	})
@@ -404,6 +408,111 @@ func TestHandlers(t *testing.T) {
 		synctest.Wait()
 		if len(runner.probed("tcp 10.0.0.5:5432")) != 1 || get(m.Readiness(), "c1") != kubecontainer.ProbeSuccess {
 			t.Fatalf("tcp probed %v, readiness %v", runner.probed("tcp 10.0.0.5:5432"), get(m.Readiness(), "c1"))
+		}
+	})
+}
+
+// A pod's probes failing for hours: the first 25 Unhealthy events pass
+// (client-go's spam filter's burst), then one per 5 minutes; from the tenth
+// distinct message on, each comes folded (the aggregator).
+func TestUnhealthyEventsAreRateLimitedPerPod(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, _, rec := harness(t)
+		c := corev1.Container{Name: "app", ReadinessProbe: execProbe("ready", 1, 1), LivenessProbe: execProbe("alive", 1, 1000)}
+		m.UpdatePod(testPod(c), running("app", "c1"))
+		time.Sleep(20 * time.Second) // two failing probes a second: 40 runs
+		synctest.Wait()
+		if n := len(rec.all()); n != spamBurst {
+			t.Fatalf("%d events in 20 s of two failing probes, want the burst of %d", n, spamBurst)
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		evs := rec.all()
+		if n := len(evs) - spamBurst; n != 12 && n != 13 {
+			t.Fatalf("%d more events in the next hour, want one per 5 minutes", n)
+		}
+		for i, ev := range evs {
+			folded := strings.HasPrefix(ev.Message, aggregatePrefix)
+			if folded || ev.Message != "Readiness probe failed: c1 ready is unwell" && ev.Message != "Liveness probe failed: c1 alive is unwell" {
+				t.Fatalf("event %d: %q, want the probe's own message (two distinct messages are never folded)", i, ev.Message)
+			}
+		}
+		// Another pod has its own bucket.
+		other := testPod(c)
+		other.UID = "u2"
+		st := running("app", "c2")
+		st.UID = "u2"
+		m.UpdatePod(other, st)
+		time.Sleep(500 * time.Millisecond)
+		synctest.Wait()
+		if n := len(rec.all()) - len(evs); n != 2 {
+			t.Fatalf("%d events of another pod's first failures, want 2", n)
+		}
+	})
+}
+
+func TestCorrelatorFoldsDistinctMessages(t *testing.T) {
+	c, t0 := newCorrelator(), time.Unix(1e9, 0)
+	for i := range aggregateMaxEvents + 2 {
+		msg := "failed: " + strconv.Itoa(i)
+		got, ok := c.correlate("u1", msg, t0.Add(time.Duration(i)*time.Second))
+		want := msg
+		if i >= aggregateMaxEvents-1 {
+			want = aggregatePrefix + msg
+		}
+		if !ok || got != want {
+			t.Fatalf("event %d: %q, %v; want %q", i, got, ok, want)
+		}
+	}
+	// Quiet for longer than the interval: a fresh record.
+	if got, _ := c.correlate("u1", "failed: again", t0.Add(time.Hour)); got != "failed: again" {
+		t.Fatalf("after a quiet hour: %q", got)
+	}
+	c.forget("u1")
+	if len(c.pods) != 0 {
+		t.Fatal("forget kept the pod")
+	}
+}
+
+// A pod being deleted: its liveness and startup probes stop, its readiness
+// probe goes on (past the startup gate it had passed), so the container turns
+// unready when it stops answering.
+func TestReadinessIsProbedWhileThePodTerminates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, runner, _ := harness(t)
+		c := corev1.Container{Name: "app", StartupProbe: execProbe("started", 1, 3),
+			LivenessProbe: execProbe("alive", 1, 3), ReadinessProbe: execProbe("ready", 1, 1)}
+		for _, target := range []string{"c1 started", "c1 alive", "c1 ready"} {
+			runner.set(target, true)
+		}
+		m.UpdatePod(testPod(c), running("app", "c1"))
+		time.Sleep(2500 * time.Millisecond)
+		synctest.Wait()
+		if get(m.Readiness(), "c1") != kubecontainer.ProbeSuccess {
+			t.Fatal("not ready after its startup")
+		}
+		m.StopLivenessAndStartup("u1")
+		synctest.Wait()
+		if n := m.workers(); n != 1 {
+			t.Fatalf("%d workers while the pod terminates, want its readiness worker", n)
+		}
+		alive := len(runner.probed("c1 alive"))
+		runner.set("c1 ready", false)
+		time.Sleep(1500 * time.Millisecond)
+		synctest.Wait()
+		if got := get(m.Readiness(), "c1"); got != kubecontainer.ProbeFailure {
+			t.Fatalf("readiness %v after the container stopped answering, want failure", got)
+		}
+		if ch := m.TakeChanged(); ch["u1"] != (Change{Status: true}) {
+			t.Fatalf("changes %v, want a status of u1", ch)
+		}
+		if got := len(runner.probed("c1 alive")); got != alive {
+			t.Fatalf("liveness probed %d times while the pod terminates", got-alive)
+		}
+		m.RemovePod("u1")
+		synctest.Wait()
+		if n := m.workers(); n != 0 {
+			t.Fatalf("%d workers after RemovePod", n)
 		}
 	})
 }

@@ -42,19 +42,20 @@ type worker struct {
 	timeout      time.Duration
 	successes    int
 	failures     int
-	// gated: the container has a startup probe, which must succeed before
-	// this liveness or readiness probe runs.
-	gated   bool
-	results *Results
+	results      *Results
 
 	ctx    context.Context
 	cancel context.CancelFunc
 
 	// The run goroutine's.
-	last       kubecontainer.ProbeResult // the last probe's result
-	inARow     int                       // how many probes in a row gave last
-	verdict    kubecontainer.ProbeResult // the last result set in the cache by this worker
-	unhealthys int                       // transitions of verdict to failure, for the event id
+	// gated: the container has a startup probe, which has not yet been seen
+	// to succeed; this liveness or readiness probe waits for it. Once seen,
+	// it stays open: a pod being deleted keeps probing readiness after its
+	// startup worker stopped.
+	gated   bool
+	last    kubecontainer.ProbeResult // the last probe's result
+	inARow  int                       // how many probes in a row gave last
+	verdict kubecontainer.ProbeResult // the last result set in the cache by this worker
 }
 
 func newWorker(m *Prober, kind schemas.ProbeKind, t target, pod *kubecontainer.PodStatus, podIP string) *worker {
@@ -144,7 +145,9 @@ func (w *worker) probeOnce() bool {
 		if r, ok := w.m.startup.Get(w.containerID); !ok || r != kubecontainer.ProbeSuccess {
 			return true // not started yet: kubelet's startup gate
 		}
+		w.gated = false
 	}
+	at := time.Now()
 	out, err := w.handle()
 	if err != nil {
 		if w.ctx.Err() != nil {
@@ -158,6 +161,8 @@ func (w *worker) probeOnce() bool {
 	result := kubecontainer.ProbeFailure
 	if out.OK {
 		result = kubecontainer.ProbeSuccess
+	} else {
+		w.m.unhealthy(w, out.Message, at) // every failed run, as kubelet's prober
 	}
 	if result == w.last {
 		w.inARow++
@@ -166,10 +171,6 @@ func (w *worker) probeOnce() bool {
 	}
 	if (result == kubecontainer.ProbeFailure && w.inARow < w.failures) || (result == kubecontainer.ProbeSuccess && w.inARow < w.successes) {
 		return true
-	}
-	if result == kubecontainer.ProbeFailure && w.verdict != kubecontainer.ProbeFailure {
-		w.unhealthys++
-		w.m.emit.Emit(w.ctx, kubecontainer.UnhealthyEvent(w.m.cfg.Node, w.pod, w.instance, w.kind, w.unhealthys, out.Message, time.Now()))
 	}
 	w.verdict = result
 	if w.results.set(w, result) {

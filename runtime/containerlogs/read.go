@@ -50,14 +50,16 @@ type Sink interface {
 
 // Read writes the CRI log at path (its rotated files first, then the
 // current one) to out as lines: the content of each entry, partial (P)
-// entries joined with the rest of their line per stream, both streams in
-// file order. It returns nil once everything asked for is written, or
-// ctx's error.
+// entries joined with the rest of their line per stream, each stream in file
+// order and the two merged by their lines' times (a line's is its first
+// entry's), since a runtime may write two lines of its two streams out of
+// order (containerd copies each stream in a goroutine of its own). It returns
+// nil once everything asked for is written, or ctx's error.
 func Read(ctx context.Context, path string, opts ReadOptions, out Sink) error {
 	if opts.Poll <= 0 {
 		opts.Poll = DefaultPoll
 	}
-	r := &reader{opts: opts, out: out, pending: map[string]*pendingLine{}}
+	r := &reader{opts: opts, out: out, pending: map[string]*pendingLine{}, lastTime: map[string]time.Time{}}
 	if opts.Tail >= 0 {
 		r.tail = newRing(opts.Tail)
 	}
@@ -88,6 +90,9 @@ func Read(ctx context.Context, path string, opts ReadOptions, out Sink) error {
 		if err := r.readFrom(br); err != nil {
 			return err
 		}
+	}
+	if err := r.merged.drain(true, r.emit); err != nil {
+		return err
 	}
 	if r.tail != nil {
 		if err := r.tail.writeTo(out); err != nil {
@@ -128,6 +133,9 @@ func Read(ctx context.Context, path string, opts ReadOptions, out Sink) error {
 				cur, r.rest = nil, nil
 				continue
 			}
+		}
+		if err := r.merged.drain(true, r.emit); err != nil {
+			return err
 		}
 		if err := out.Flush(); err != nil {
 			return err
@@ -182,6 +190,11 @@ type reader struct {
 	pending map[string]*pendingLine
 	// rest is the start of an entry the writer has not finished writing.
 	rest []byte
+	// merged holds the whole lines until their turn comes.
+	merged merge
+	// lastTime is each stream's last line's time, for a line whose own
+	// cannot be read.
+	lastTime map[string]time.Time
 }
 
 type pendingLine struct {
@@ -264,7 +277,7 @@ func (r *reader) entry(line []byte) error {
 	}
 	p.content = append(p.content, content...)
 	for len(p.content) > MaxLine {
-		if err := r.line(p.ts, p.content[:MaxLine]); err != nil {
+		if err := r.line(stream, p.ts, p.content[:MaxLine]); err != nil {
 			return err
 		}
 		p.content = p.content[:copy(p.content, p.content[MaxLine:])]
@@ -272,18 +285,20 @@ func (r *reader) entry(line []byte) error {
 	if string(tag) == "P" {
 		return nil
 	}
-	err := r.line(p.ts, p.content)
+	err := r.line(stream, p.ts, p.content)
 	p.ts, p.content = nil, p.content[:0]
 	return err
 }
 
-// line writes one whole line, or keeps it for the tail.
-func (r *reader) line(ts, content []byte) error {
-	if !r.opts.Since.IsZero() {
-		t, err := time.Parse(time.RFC3339Nano, string(ts))
-		if err == nil && t.Before(r.opts.Since) {
-			return nil
-		}
+// line hands one whole line of stream to the merge.
+func (r *reader) line(stream []byte, ts, content []byte) error {
+	t, err := time.Parse(time.RFC3339Nano, string(ts))
+	if err != nil {
+		t = r.lastTime[string(stream)] // keeps its place in its stream
+	}
+	r.lastTime[string(stream)] = t
+	if !r.opts.Since.IsZero() && err == nil && t.Before(r.opts.Since) {
+		return nil
 	}
 	n := len(content) + 1
 	if r.opts.Timestamps {
@@ -294,12 +309,71 @@ func (r *reader) line(ts, content []byte) error {
 		buf = append(append(buf, ts...), ' ')
 	}
 	buf = append(append(buf, content...), '\n')
+	return r.merged.push(string(stream) == "stderr", t, buf, r.emit)
+}
+
+// emit writes one line, or keeps it for the tail.
+func (r *reader) emit(buf []byte) error {
 	if r.tail != nil {
 		r.tail.add(buf)
 		return nil
 	}
 	_, err := r.out.Write(buf)
 	return err
+}
+
+// mergeWindow bounds the bytes of the lines of one stream that wait for a
+// line of the other, so that a reader of a log whose other stream is silent
+// holds little of it: the writers' disorder spans a few reads at most.
+const mergeWindow = 1 << 20
+
+// merge interleaves the lines of the two streams by time. A line is written
+// once the other stream has a line too (the earlier goes first, the one
+// read first when they tie), when the reader has caught up with the log, or
+// when more than mergeWindow bytes wait.
+type merge struct {
+	queues [2][]timedLine // stdout's, stderr's
+	bytes  int
+}
+
+type timedLine struct {
+	t   time.Time
+	buf []byte
+}
+
+func (m *merge) push(stderr bool, t time.Time, buf []byte, emit func([]byte) error) error {
+	i := 0
+	if stderr {
+		i = 1
+	}
+	m.queues[i] = append(m.queues[i], timedLine{t, buf})
+	m.bytes += len(buf)
+	return m.drain(false, emit)
+}
+
+// drain writes the lines whose turn has come; all: every line (caught up).
+func (m *merge) drain(all bool, emit func([]byte) error) error {
+	for {
+		out, errs := m.queues[0], m.queues[1]
+		var i int
+		switch {
+		case len(out) > 0 && len(errs) > 0:
+			if errs[0].t.Before(out[0].t) {
+				i = 1
+			}
+		case (all || m.bytes > mergeWindow) && len(out) > 0:
+		case (all || m.bytes > mergeWindow) && len(errs) > 0:
+			i = 1
+		default:
+			return nil
+		}
+		head := m.queues[i][0]
+		m.queues[i] = m.queues[i][1:]
+		m.bytes -= len(head.buf)
+		if err := emit(head.buf); err != nil {
+			return err
+		}
+	}
 }
 
 // ring keeps the last n lines.

@@ -61,13 +61,13 @@ func TestRead(t *testing.T) {
 		opts ReadOptions
 		want string
 	}{
-		{"all", ReadOptions{Tail: -1}, "one\nthree\ntwo\nfour\n\nfive\n"},
+		{"all", ReadOptions{Tail: -1}, "one\ntwo\nthree\nfour\n\nfive\n"},
 		{"tail", ReadOptions{Tail: tail2}, "\nfive\n"},
 		{"tail 0", ReadOptions{Tail: tail0}, ""},
-		{"since", ReadOptions{Tail: -1, Since: time.Date(2026, 11, 30, 10, 0, 1, 0, time.UTC)}, "three\ntwo\nfour\n\nfive\n"},
+		{"since", ReadOptions{Tail: -1, Since: time.Date(2026, 11, 30, 10, 0, 1, 0, time.UTC)}, "two\nthree\nfour\n\nfive\n"},
 		{"timestamps", ReadOptions{Tail: 1, Timestamps: true}, "2026-11-30T10:00:05.000000000Z five\n"},
 		{"partial joined, timed by its first entry", ReadOptions{Tail: -1, Timestamps: true, Since: time.Date(2026, 11, 30, 10, 0, 1, 0, time.UTC)},
-			"2026-11-30T10:00:01.500000000Z three\n2026-11-30T10:00:01.000000000Z two\n2026-11-30T10:00:03.000000000Z four\n2026-11-30T10:00:04.000000000Z \n2026-11-30T10:00:05.000000000Z five\n"},
+			"2026-11-30T10:00:01.000000000Z two\n2026-11-30T10:00:01.500000000Z three\n2026-11-30T10:00:03.000000000Z four\n2026-11-30T10:00:04.000000000Z \n2026-11-30T10:00:05.000000000Z five\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -75,6 +75,26 @@ func TestRead(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// A writer that copies each stream in a goroutine of its own (containerd)
+// may write a line after one of the other stream written later: the lines
+// come out by their times, each stream in its own order.
+func TestReadMergesTheStreamsByTime(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "0.log")
+	writeFile(t, path,
+		"2026-11-30T10:00:00.000000002Z stdout F o1",
+		"2026-11-30T10:00:00.000000003Z stdout F o2",
+		"2026-11-30T10:00:00.000000001Z stderr F e1",
+		"2026-11-30T10:00:00.000000004Z stderr F e2",
+		"2026-11-30T10:00:00.000000005Z stdout F o3",
+		"2026-11-30T10:00:00.000000005Z stderr F e3")
+	if got := readAll(t, path, ReadOptions{Tail: -1}); got != "e1\no1\no2\ne2\no3\ne3\n" {
+		t.Errorf("got %q", got)
+	}
+	if got := readAll(t, path, ReadOptions{Tail: 3}); got != "e2\no3\ne3\n" {
+		t.Errorf("tail 3: got %q", got)
 	}
 }
 

@@ -236,6 +236,16 @@ func TestSIGTERMLeavesPodsRunningAndRestartAdoptsThem(t *testing.T) {
 	if a, b := after.Containers[0], before.Containers[0]; a.ContainerID != b.ContainerID || a.RestartCount != 0 {
 		t.Errorf("container %s (restarts %d) after restart, want %s adopted with no restart", a.ContainerID, a.RestartCount, b.ContainerID)
 	}
+	// The conditions did not change: they keep their transition times, as
+	// kubelet keeps the ones it reads back from the API server.
+	if len(after.Conditions) != len(before.Conditions) || len(before.Conditions) == 0 {
+		t.Fatalf("conditions %+v after restart, %+v before", after.Conditions, before.Conditions)
+	}
+	for i, c := range before.Conditions {
+		if a := after.Conditions[i]; a.Type != c.Type || a.Status != c.Status || !a.LastTransitionTime.Equal(c.LastTransitionTime) {
+			t.Errorf("condition %+v after restart, %+v before", a, c)
+		}
+	}
 }
 
 func TestNATSRestartUnderJetlet(t *testing.T) {

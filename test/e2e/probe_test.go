@@ -87,8 +87,8 @@ func TestLivenessExecFailureRestartsTheContainer(t *testing.T) {
 	unhealthy := n.waitEvent("live", schemas.EventUnhealthy, 60*time.Second, func(ev schemas.LifecycleEvent) bool {
 		return ev.ContainerID == first.ContainerID
 	})
-	if unhealthy.Probe != schemas.ProbeLiveness || unhealthy.Message != "check 6\n" {
-		t.Errorf("Unhealthy %+v, want the liveness probe's sixth check (three passed, three failed)", unhealthy)
+	if unhealthy.Probe != schemas.ProbeLiveness || unhealthy.Message != "Liveness probe failed: check 4\n" {
+		t.Errorf("Unhealthy %+v, want the liveness probe's fourth check (three passed, one failed)", unhealthy)
 	}
 	killed := n.waitEvent("live", schemas.EventContainerKilled, 30*time.Second, nil)
 	if killed.Reason != schemas.ReasonLivenessProbe || killed.ContainerID != first.ContainerID {
@@ -112,15 +112,16 @@ func TestLivenessExecFailureRestartsTheContainer(t *testing.T) {
 	if st.Containers[0].Ready || condition(st, schemas.PodReady).Status != schemas.ConditionFalse {
 		t.Errorf("a container backing off is reported ready: %+v", st)
 	}
-	// One Unhealthy per instance (per transition to failure), not one per period.
+	// One Unhealthy per failed probe: the failureThreshold of 3 per instance,
+	// after which the instance is killed and probed no more.
 	evs := readMsgs[schemas.LifecycleEvent](t, n.js, schemas.StreamEvents, "jetlet.event.n1.live."+string(schemas.EventUnhealthy))
 	perInstance := map[string]int{}
 	for _, ev := range evs {
 		perInstance[ev.ContainerID]++
 	}
 	for id, c := range perInstance {
-		if c != 1 {
-			t.Errorf("%d Unhealthy events for instance %s, want 1", c, id)
+		if c != 3 {
+			t.Errorf("%d Unhealthy events for instance %s, want 3", c, id)
 		}
 	}
 }

@@ -127,6 +127,7 @@ func (a *agent) buildPublishers(p *pipeline, js jetstream.JetStream, reg prometh
 		TerminatedStatusTTL: a.cfg.streams.TerminatedStatusTTL,
 		Logger:              p.log,
 		Failures:            failures,
+		Denials:             &a.denials,
 	}); err != nil {
 		return err
 	}

@@ -119,19 +119,6 @@ func (f *fanout) send(stderr bool, p []byte) {
 	}
 }
 
-// tee is the io.Writer of one of the container's streams into the fanout.
-func (f *fanout) tee(stderr bool) io.Writer { return streamTee{f: f, stderr: stderr} }
-
-type streamTee struct {
-	f      *fanout
-	stderr bool
-}
-
-func (t streamTee) Write(p []byte) (int, error) {
-	t.f.send(t.stderr, p)
-	return len(p), nil
-}
-
 // attach connects files, named by req.Streams, to the running container of
 // req.Dir: stdin is copied to the command's stdin (dropped when it has none),
 // and the command's output from now on to stdout and stderr; the window sizes

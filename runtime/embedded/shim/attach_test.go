@@ -30,9 +30,9 @@ func attachedPipes(t *testing.T, f *fanout) (*attachment, *os.File, *os.File) {
 func TestFanoutSendsEachStreamToItsFileUntilTheEnd(t *testing.T) {
 	var f fanout
 	_, outR, errR := attachedPipes(t, &f)
-	f.tee(false).Write([]byte("out "))
-	f.tee(true).Write([]byte("err"))
-	f.tee(false).Write([]byte("put"))
+	f.send(false, []byte("out "))
+	f.send(true, []byte("err"))
+	f.send(false, []byte("put"))
 	f.end()
 	// After the end, the files are closed: reads end.
 	out, _ := io.ReadAll(outR)
@@ -76,7 +76,7 @@ func TestFanoutDetachesAClientThatFallsBehind(t *testing.T) {
 	// sent.
 	sent := 0
 	for attached(&f, slow) {
-		f.tee(false).Write(piece)
+		f.send(false, piece)
 		sent++
 		if err := <-received; err != nil {
 			t.Fatal(err)

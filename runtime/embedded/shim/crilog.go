@@ -1,9 +1,7 @@
 package shim
 
 import (
-	"bufio"
-	"errors"
-	"io"
+	"bytes"
 	"os"
 	"path/filepath"
 	"sync"
@@ -70,9 +68,9 @@ func (l *criLog) close() {
 	}
 }
 
-func (l *criLog) entry(stream, tag string, content []byte) {
+func (l *criLog) entry(stream, tag string, content []byte, t time.Time) {
 	buf := make([]byte, 0, len(content)+64)
-	buf = time.Now().AppendFormat(buf, time.RFC3339Nano)
+	buf = t.AppendFormat(buf, time.RFC3339Nano)
 	buf = append(buf, ' ')
 	buf = append(buf, stream...)
 	buf = append(buf, ' ')
@@ -87,28 +85,43 @@ func (l *criLog) entry(stream, tag string, content []byte) {
 	}
 }
 
-// copyStream copies r to the log as entries of stream until r ends. A line
-// ending in a newline is written with tag F (the newline, and a \r before it,
-// dropped); a line longer than logLineMax is cut into P entries; a last line
-// without a newline is written with tag P.
-func (l *criLog) copyStream(stream string, r io.Reader) {
-	br := bufio.NewReaderSize(r, logLineMax)
+// streamLines cuts one stream's output, read in chunks, into log entries. A
+// line ending in a newline is written with tag F (the newline, and a \r
+// before it, dropped); a line of logLineMax bytes or more is cut into P
+// entries; a last line without a newline is written with tag P. Each entry
+// has the time of the read that ended it.
+type streamLines struct {
+	stream  string
+	partial []byte // the start of a line not ended yet, shorter than logLineMax
+}
+
+// add logs what chunk, read at t, ends.
+func (s *streamLines) add(l *criLog, chunk []byte, t time.Time) {
+	data := append(s.partial, chunk...)
 	for {
-		line, err := br.ReadSlice('\n')
-		switch {
-		case err == nil:
-			line = line[:len(line)-1]
-			if n := len(line); n > 0 && line[n-1] == '\r' {
-				line = line[:n-1]
-			}
-			l.entry(stream, logTagFull, line)
-		case errors.Is(err, bufio.ErrBufferFull):
-			l.entry(stream, logTagPartial, line)
-		default:
-			if len(line) > 0 {
-				l.entry(stream, logTagPartial, line)
-			}
-			return
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break
 		}
+		line := data[:i]
+		for len(line) >= logLineMax {
+			l.entry(s.stream, logTagPartial, line[:logLineMax], t)
+			line = line[logLineMax:]
+		}
+		l.entry(s.stream, logTagFull, bytes.TrimSuffix(line, []byte{'\r'}), t)
+		data = data[i+1:]
+	}
+	for len(data) >= logLineMax {
+		l.entry(s.stream, logTagPartial, data[:logLineMax], t)
+		data = data[logLineMax:]
+	}
+	s.partial = append(s.partial[:0], data...)
+}
+
+// end logs the last line, unended, when the stream ends at t.
+func (s *streamLines) end(l *criLog, t time.Time) {
+	if len(s.partial) > 0 {
+		l.entry(s.stream, logTagPartial, s.partial, t)
+		s.partial = s.partial[:0]
 	}
 }

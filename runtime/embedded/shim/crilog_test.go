@@ -1,6 +1,7 @@
 package shim
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -32,7 +33,7 @@ func parseCRILog(t *testing.T, data string) []logEntry {
 	return out
 }
 
-func TestCRILogCopyStream(t *testing.T) {
+func TestStreamLines(t *testing.T) {
 	long := strings.Repeat("x", logLineMax+10)
 	tests := []struct {
 		name  string
@@ -45,27 +46,36 @@ func TestCRILogCopyStream(t *testing.T) {
 		{"long line split", long + "\n", []logEntry{{"stdout", "P", long[:logLineMax]}, {"stdout", "F", long[logLineMax:]}}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "sub", "c.log")
-			l, err := openCRILog(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			l.copyStream("stdout", strings.NewReader(tt.input))
-			l.close()
-			data, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := parseCRILog(t, string(data))
-			if len(got) != len(tt.want) {
-				t.Fatalf("got %d entries %v, want %v", len(got), got, tt.want)
-			}
-			for i := range got {
-				if got[i] != tt.want[i] {
-					t.Fatalf("entry %d = %+v, want %+v", i, got[i], tt.want[i])
+		// However the reads cut the output, the entries are the same.
+		for _, size := range []int{1, 7, len(tt.input)} {
+			t.Run(fmt.Sprintf("%s/reads of %d", tt.name, size), func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "sub", "c.log")
+				l, err := openCRILog(path)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-		})
+				s := streamLines{stream: "stdout"}
+				for in := tt.input; len(in) > 0; {
+					n := min(size, len(in))
+					s.add(l, []byte(in[:n]), time.Now())
+					in = in[n:]
+				}
+				s.end(l, time.Now())
+				l.close()
+				data, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := parseCRILog(t, string(data))
+				if len(got) != len(tt.want) {
+					t.Fatalf("got %d entries %v, want %v", len(got), got, tt.want)
+				}
+				for i := range got {
+					if got[i] != tt.want[i] {
+						t.Fatalf("entry %d = %+v, want %+v", i, got[i], tt.want[i])
+					}
+				}
+			})
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -319,6 +318,13 @@ func (p *podShim) startLocked(dir string, lock *os.File) (*State, error) {
 		logw.close()
 		return nil, err
 	}
+	copier, err := newOutputCopier(own)
+	if err != nil {
+		logw.close()
+		child.close()
+		own.close()
+		return nil, err
+	}
 	var started *Started
 	pid, exited, err := p.spawn(func() (int, error) {
 		var err error
@@ -330,6 +336,7 @@ func (p *podShim) startLocked(dir string, lock *os.File) (*State, error) {
 	})
 	child.close()
 	if err != nil {
+		copier.close()
 		logw.close()
 		own.close()
 		return nil, err
@@ -343,6 +350,7 @@ func (p *podShim) startLocked(dir string, lock *os.File) (*State, error) {
 	if err := atomicfile.WriteJSON(filepath.Join(dir, "shim.json"), st); err != nil {
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		<-exited
+		copier.close()
 		logw.close()
 		own.close()
 		return nil, fmt.Errorf("record start: %w", err)
@@ -351,7 +359,7 @@ func (p *podShim) startLocked(dir string, lock *os.File) (*State, error) {
 	p.running[dir] = run
 	p.mu.Unlock()
 
-	go p.supervise(dir, lock, pid, exited, run, own)
+	go p.supervise(dir, lock, pid, exited, run, own, copier)
 	return st, nil
 }
 
@@ -423,31 +431,27 @@ func closeFiles(files ...*os.File) {
 
 // supervise copies a container's output to its log and attached clients until
 // the command exits, then kills what is left of its process group, records the
-// exit and lets go of the container's lock.
-func (p *podShim) supervise(dir string, lock *os.File, pid int, exited <-chan syscall.WaitStatus, run *running, own containerIO) {
+// exit once the output is in the log, and lets go of the container's lock.
+func (p *podShim) supervise(dir string, lock *os.File, pid int, exited <-chan syscall.WaitStatus, run *running, own containerIO, copier *outputCopier) {
 	logw := run.log
-	var copying sync.WaitGroup
-	follow := func(stream string, r *os.File, stderr bool) {
-		if r != nil {
-			copying.Go(func() { logw.copyStream(stream, io.TeeReader(r, run.output.tee(stderr))) })
-		}
-	}
-	follow("stdout", own.out, false)
-	follow("stderr", own.errOut, true)
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		copier.copy(logw, run.output)
+	}()
 	ws := <-exited
 	finished := time.Now().UnixNano()
 	// Like the end of a pid namespace: when the main process is gone, whatever
 	// is left in its process group goes too.
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 
-	drained := make(chan struct{})
-	go func() { copying.Wait(); close(drained) }()
 	select {
 	case <-drained:
 	case <-time.After(drainTimeout):
-		own.close()
+		copier.stop()
 		<-drained
 	}
+	copier.close()
 	run.output.end()
 	run.closeStdin()
 	own.close()

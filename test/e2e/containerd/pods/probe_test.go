@@ -35,9 +35,9 @@ func TestLivenessExecFailureRestartsTheContainer(t *testing.T) {
 	}
 	first := n.waitEvent(uid, schemas.EventContainerStarted, 30*time.Second, nil)
 	unhealthy := n.waitEvent(uid, schemas.EventUnhealthy, 60*time.Second, nil)
-	if unhealthy.Probe != schemas.ProbeLiveness || unhealthy.ContainerID != first.ContainerID || unhealthy.Message != "check 6\n" {
+	if unhealthy.Probe != schemas.ProbeLiveness || unhealthy.ContainerID != first.ContainerID || unhealthy.Message != "Liveness probe failed: check 4\n" {
 		b, _ := json.Marshal(unhealthy)
-		t.Errorf("Unhealthy %s: want the liveness probe of %s failing its sixth check", b, first.ContainerID)
+		t.Errorf("Unhealthy %s: want the liveness probe of %s failing its fourth check", b, first.ContainerID)
 	}
 	killed := n.waitEvent(uid, schemas.EventContainerKilled, 60*time.Second, nil)
 	if killed.Reason != schemas.ReasonLivenessProbe || killed.ContainerID != first.ContainerID {
