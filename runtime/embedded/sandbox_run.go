@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"fmt"
 	"os"
 
 	"google.golang.org/grpc/codes"
@@ -24,6 +25,13 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	if err := checkSandboxSeccomp(cfg); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "sandbox %q: %v", md.GetName(), err)
 	}
+	userns, err := podUserns(cfg)
+	if err == nil && userns != nil && r.usernsOff != nil {
+		err = fmt.Errorf("user namespaces are not supported by this runtime: %w", r.usernsOff)
+	}
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "sandbox %q: %v", md.GetName(), err)
+	}
 	s := &sandbox{
 		id:             newID(),
 		name:           sandboxName(md),
@@ -34,7 +42,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	s.dir = r.sandboxDir(s.id)
 
 	r.mu.Lock()
-	err := r.reserveName(s.name, s.id)
+	err = r.reserveName(s.name, s.id)
 	r.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -42,6 +50,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	undo := func() {
 		_ = r.stopPodShim(context.Background(), s)
 		_ = unmountPodShm(s)
+		_ = unmountPodUserns(s)
 		r.undoNetwork(context.Background(), s)
 		if s.cgroup != nil && !r.podCgroupShared(s) {
 			r.deleteCgroup(s.cgroup, "sandbox", s.id)
@@ -69,6 +78,12 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 		if err := r.setUpNetwork(ctx, s); err != nil {
 			undo()
 			return nil, status.Errorf(codes.Unknown, "failed to set up network for sandbox %s: %v", s.id, err)
+		}
+	}
+	if userns != nil {
+		if err := r.createPodUserns(s, userns); err != nil {
+			undo()
+			return nil, status.Errorf(codes.Unknown, "start sandbox %s: %v", s.name, err)
 		}
 	}
 	if s.shimPID, err = r.startPodShim(ctx, s); err != nil {

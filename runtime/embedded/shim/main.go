@@ -31,7 +31,7 @@ const (
 //	}
 func Requested() bool {
 	m := os.Getenv(ModeEnv)
-	return m == ModePod || m == ModeInit || m == ModeProbe
+	return m == ModePod || m == ModeInit || m == ModeProbe || m == ModeHold
 }
 
 // Main runs the mode ModeEnv names and returns the process's exit code.
@@ -44,6 +44,8 @@ func Main() int {
 	case ModeInit:
 		err = runInit(dir, os.NewFile(initSyncFD, "sync"))
 	case ModeProbe:
+	case ModeHold:
+		err = hold()
 	default:
 		err = fmt.Errorf("%s=%q is not a shim mode", ModeEnv, os.Getenv(ModeEnv))
 	}

@@ -1,0 +1,173 @@
+package embedded
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/runtime/embedded/shim"
+)
+
+// usernsFile is the pod's user namespace, bound in its sandbox dir.
+const usernsFile = "userns"
+
+// podUserns is the user namespace the sandbox config asks for: nil for the
+// host's (mode NODE, or no options, as kubelet's NODE default), the mappings
+// for a namespace of the pod's own (POD). The CRI's other modes and a POD
+// without mappings are refused, as containerd refuses them.
+func podUserns(cfg *runtimeapi.PodSandboxConfig) (*runtimeapi.UserNamespace, error) {
+	ns := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions()
+	switch ns.GetMode() {
+	case runtimeapi.NamespaceMode_NODE:
+		return nil, nil
+	case runtimeapi.NamespaceMode_POD:
+		if ns == nil {
+			return nil, nil // no options at all: an older kubelet's, the host's
+		}
+	default:
+		return nil, fmt.Errorf("user namespace mode %v is not supported: POD or NODE only", ns.GetMode())
+	}
+	if len(ns.GetUids()) == 0 || len(ns.GetGids()) == 0 {
+		return nil, errors.New("user namespace mode POD needs uid and gid mappings")
+	}
+	for _, m := range append(ns.GetUids(), ns.GetGids()...) {
+		if m.GetLength() == 0 || uint64(m.GetHostId())+uint64(m.GetLength()) > 1<<32 || uint64(m.GetContainerId())+uint64(m.GetLength()) > 1<<32 {
+			return nil, fmt.Errorf("user namespace mapping %d:%d:%d is out of range", m.GetContainerId(), m.GetHostId(), m.GetLength())
+		}
+	}
+	return ns, nil
+}
+
+// containerUserns is the shim's view of the pod's user namespace for a
+// container of the pod whose sandbox dir is sandboxDir; nil when the pod has
+// none. The container must ask for the pod's namespace, as containerd
+// requires.
+func containerUserns(cfg *runtimeapi.ContainerConfig, sb *runtimeapi.PodSandboxConfig, sandboxDir string) (*shim.UserNamespace, error) {
+	pod, err := podUserns(sb)
+	if err != nil {
+		return nil, err
+	}
+	own := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions()
+	if pod == nil {
+		if own.GetMode() == runtimeapi.NamespaceMode_POD && len(own.GetUids()) > 0 {
+			return nil, errors.New("the container asks for a user namespace its sandbox does not have")
+		}
+		return nil, nil
+	}
+	if !proto.Equal(own, pod) {
+		return nil, errors.New("the container's user namespace options differ from its sandbox's")
+	}
+	ns := &shim.UserNamespace{Path: filepath.Join(sandboxDir, usernsFile)}
+	for _, m := range pod.GetUids() {
+		ns.UIDs = append(ns.UIDs, shim.IDMap{ContainerID: m.GetContainerId(), HostID: m.GetHostId(), Size: m.GetLength()})
+	}
+	for _, m := range pod.GetGids() {
+		ns.GIDs = append(ns.GIDs, shim.IDMap{ContainerID: m.GetContainerId(), HostID: m.GetHostId(), Size: m.GetLength()})
+	}
+	return ns, nil
+}
+
+// withUserNamespace makes a user namespace with the mappings and calls use
+// with its file while a process (the shim binary, holding) keeps it: the
+// kernel writes a namespace's mappings once, for a process in it, and Go
+// writes them for a child it starts in a new one.
+func withUserNamespace(shimPath string, ns *runtimeapi.UserNamespace, use func(path string) error) error {
+	idMaps := func(maps []*runtimeapi.IDMapping) []syscall.SysProcIDMap {
+		out := make([]syscall.SysProcIDMap, len(maps))
+		for i, m := range maps {
+			out[i] = syscall.SysProcIDMap{ContainerID: int(m.GetContainerId()), HostID: int(m.GetHostId()), Size: int(m.GetLength())}
+		}
+		return out
+	}
+	cmd := exec.Command(shimPath)
+	cmd.Env = []string{shim.ModeEnv + "=" + shim.ModeHold}
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER,
+		UidMappings: idMaps(ns.GetUids()), GidMappings: idMaps(ns.GetGids()),
+		GidMappingsEnableSetgroups: true, // containers set their groups
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		stdin.Close()
+		return fmt.Errorf("create a user namespace: %w", err)
+	}
+	err = use(fmt.Sprintf("/proc/%d/ns/user", cmd.Process.Pid))
+	stdin.Close()
+	if werr := cmd.Wait(); werr != nil && err == nil {
+		err = fmt.Errorf("user namespace holder: %w", werr)
+	}
+	return err
+}
+
+// createPodUserns makes the pod's user namespace and binds it in its
+// sandbox dir, where it lasts until the sandbox stops.
+func (r *Runtime) createPodUserns(s *sandbox, ns *runtimeapi.UserNamespace) error {
+	target := filepath.Join(s.dir, usernsFile)
+	if err := os.WriteFile(target, nil, 0o600); err != nil {
+		return err
+	}
+	return withUserNamespace(r.cfg.ShimPath, ns, func(path string) error {
+		if err := unix.Mount(path, target, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("keep the pod's user namespace: %w", err)
+		}
+		return nil
+	})
+}
+
+// unmountPodUserns lets the pod's user namespace go, if it has one.
+func unmountPodUserns(s *sandbox) error {
+	err := unix.Unmount(filepath.Join(s.dir, usernsFile), unix.MNT_DETACH)
+	if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("release the pod's user namespace: %w", err)
+	}
+	return nil
+}
+
+// usernsUsable says why pods cannot have user namespaces here, nil when
+// they can: containers with their own mount namespaces and overlay roots
+// (images, not host programs), nsenter to enter the namespace with, and
+// idmapped mounts on the state dir's file system (Linux 5.19 for the
+// overlay's layers, 6.3 for tmpfs volumes, as containerd 2 needs).
+func (r *Runtime) usernsUsable() error {
+	switch {
+	case !r.isolated():
+		return errors.New("containers have no mount namespaces of their own (not root)")
+	case r.cfg.HostPrograms:
+		return errors.New("containers run host programs, not images")
+	case r.copyRoots:
+		return errors.New("overlayfs cannot stack images in the state dir")
+	case r.iso.nsenter == "":
+		return errors.New("nsenter (util-linux) not found")
+	}
+	probe := &runtimeapi.UserNamespace{
+		Uids: []*runtimeapi.IDMapping{{HostId: 1 << 16, Length: 1 << 16}},
+		Gids: []*runtimeapi.IDMapping{{HostId: 1 << 16, Length: 1 << 16}},
+	}
+	return withUserNamespace(r.cfg.ShimPath, probe, func(path string) error {
+		ns, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(ns)
+		tree, err := unix.OpenTree(unix.AT_FDCWD, r.cfg.Dir, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+		if err != nil {
+			return fmt.Errorf("no idmapped mounts: %w", err)
+		}
+		defer unix.Close(tree)
+		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(ns)}
+		if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+			return fmt.Errorf("no idmapped mounts on %s: %w", r.cfg.Dir, err)
+		}
+		return nil
+	})
+}
