@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
+	"github.com/jetlet/jetlet/reconcile/userns"
 )
 
 // ErrInvalidConfig wraps every Config.Validate failure.
@@ -103,6 +104,10 @@ type Config struct {
 	// Handlers runs the exec and httpGet handlers of lifecycle hooks (the
 	// prober's runner). Without it such a hook fails with a message saying so.
 	Handlers kubecontainer.HandlerRunner
+	// UserNamespaces is the host ids the node gives the user namespaces of
+	// pods with hostUsers false, 65536 a pod. Default
+	// userns.DefaultNodeRange (kubelet's).
+	UserNamespaces userns.NodeRange
 	// Logger is used with component=reconcile. The zero value logs nothing.
 	Logger zerolog.Logger
 }
@@ -143,6 +148,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Credentials == nil {
 		c.Credentials = NoCredentials{}
+	}
+	if c.UserNamespaces == (userns.NodeRange{}) {
+		c.UserNamespaces = userns.DefaultNodeRange
 	}
 }
 

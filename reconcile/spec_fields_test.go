@@ -182,7 +182,15 @@ func TestSandboxConfigHonoursSpecFields(t *testing.T) {
 		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
 	pod.Labels, pod.Annotations = map[string]string{"app": "web"}, map[string]string{"team": "x"}
-	cfg := m.generateSandboxConfig(pod, 0)
+	sandboxConfig := func() *runtimeapi.PodSandboxConfig {
+		t.Helper()
+		cfg, err := m.generateSandboxConfig(pod, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	cfg := sandboxConfig()
 	ns := cfg.Linux.SecurityContext.NamespaceOptions
 	switch {
 	case cfg.Metadata.Name != "p" || cfg.Metadata.Namespace != "ns" || cfg.Metadata.Uid != "uid1":
@@ -191,7 +199,8 @@ func TestSandboxConfigHonoursSpecFields(t *testing.T) {
 		t.Errorf("labels %v annotations %v", cfg.Labels, cfg.Annotations)
 	case cfg.Hostname != "override":
 		t.Errorf("hostname %q, want the override", cfg.Hostname)
-	case ns.Ipc != runtimeapi.NamespaceMode_NODE || ns.Pid != runtimeapi.NamespaceMode_POD || ns.Network != runtimeapi.NamespaceMode_POD:
+	case ns.Ipc != runtimeapi.NamespaceMode_NODE || ns.Pid != runtimeapi.NamespaceMode_POD || ns.Network != runtimeapi.NamespaceMode_POD ||
+		ns.UsernsOptions.GetMode() != runtimeapi.NamespaceMode_NODE:
 		t.Errorf("namespaces %v", ns)
 	case cfg.Linux.Sysctls["net.core.somaxconn"] != "1024":
 		t.Errorf("sysctls %v", cfg.Linux.Sysctls)
@@ -205,11 +214,11 @@ func TestSandboxConfigHonoursSpecFields(t *testing.T) {
 		t.Errorf("port mappings %v", cfg.PortMappings)
 	}
 	pod.Spec.HostnameOverride = nil
-	if cfg := m.generateSandboxConfig(pod, 0); cfg.Hostname != "h" {
+	if cfg := sandboxConfig(); cfg.Hostname != "h" {
 		t.Errorf("hostname %q, want spec.hostname", cfg.Hostname)
 	}
 	pod.Spec.HostNetwork, pod.Spec.HostPID = true, true
-	cfg = m.generateSandboxConfig(pod, 0)
+	cfg = sandboxConfig()
 	if ns := cfg.Linux.SecurityContext.NamespaceOptions; ns.Network != runtimeapi.NamespaceMode_NODE || ns.Pid != runtimeapi.NamespaceMode_NODE || cfg.Hostname != "" {
 		t.Errorf("hostNetwork, hostPID: namespaces %v hostname %q", ns, cfg.Hostname)
 	}

@@ -97,7 +97,11 @@ func (s *podOperation) sync(ctx context.Context) {
 	// Step 5: create the sandbox.
 	s.sandboxID = actions.SandboxID
 	if actions.CreateSandbox {
-		cfg := m.generateSandboxConfig(pod, actions.Attempt)
+		cfg, err := m.generateSandboxConfig(pod, actions.Attempt)
+		if err != nil {
+			s.result.Fail(schemas.ActionCreatePodSandbox, s.ref.UID, kubecontainer.ErrCreatePodSandbox, fmt.Sprintf("Failed to generate sandbox config: %v", err))
+			return
+		}
 		if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 			s.result.Fail(schemas.ActionCreatePodSandbox, s.ref.UID, kubecontainer.ErrCreatePodSandbox, fmt.Sprintf("create log directory: %v", err))
 			return
@@ -125,7 +129,11 @@ func (s *podOperation) sync(ctx context.Context) {
 	}
 
 	// The sandbox config containers are created with (attempt 0, as kubelet).
-	s.sandboxCfg = m.generateSandboxConfig(pod, 0)
+	var err error
+	if s.sandboxCfg, err = m.generateSandboxConfig(pod, 0); err != nil {
+		s.result.SyncError = fmt.Errorf("%w: %v", kubecontainer.ErrCreatePodSandbox, err)
+		return
+	}
 
 	// Step 6: start the init containers: the next one to run and the
 	// sidecars to restart. A sidecar that fails to start does not hold the
