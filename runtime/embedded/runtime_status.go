@@ -34,6 +34,7 @@ func (r *Runtime) Status(ctx context.Context, req *runtimeapi.StatusRequest) (*r
 			"runtime":                 RuntimeName,
 			"version":                 RuntimeVersion,
 			"dir":                     r.cfg.Dir,
+			"stateDir":                r.cfg.Dir, // containerd's name, which critest reads
 			"shim":                    r.cfg.ShimPath,
 			"isolation":               r.iso.level,
 			"isolationMissing":        r.iso.missing,

@@ -20,8 +20,9 @@ const usernsFile = "userns"
 
 // podUserns is the user namespace the sandbox config asks for: nil for the
 // host's (mode NODE, or no options, as kubelet's NODE default), the mappings
-// for a namespace of the pod's own (POD). The CRI's other modes and a POD
-// without mappings are refused, as containerd refuses them.
+// for a namespace of the pod's own (POD): one for uids and one for gids,
+// each from the pod's id 0 (its root must be someone), as containerd takes
+// them. The CRI's other modes are refused, as containerd refuses them.
 func podUserns(cfg *runtimeapi.PodSandboxConfig) (*runtimeapi.UserNamespace, error) {
 	ns := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions()
 	switch ns.GetMode() {
@@ -34,12 +35,12 @@ func podUserns(cfg *runtimeapi.PodSandboxConfig) (*runtimeapi.UserNamespace, err
 	default:
 		return nil, fmt.Errorf("user namespace mode %v is not supported: POD or NODE only", ns.GetMode())
 	}
-	if len(ns.GetUids()) == 0 || len(ns.GetGids()) == 0 {
-		return nil, errors.New("user namespace mode POD needs uid and gid mappings")
+	if len(ns.GetUids()) != 1 || len(ns.GetGids()) != 1 {
+		return nil, fmt.Errorf("user namespace mode POD needs one uid and one gid mapping, not %d and %d", len(ns.GetUids()), len(ns.GetGids()))
 	}
-	for _, m := range append(ns.GetUids(), ns.GetGids()...) {
-		if m.GetLength() == 0 || uint64(m.GetHostId())+uint64(m.GetLength()) > 1<<32 || uint64(m.GetContainerId())+uint64(m.GetLength()) > 1<<32 {
-			return nil, fmt.Errorf("user namespace mapping %d:%d:%d is out of range", m.GetContainerId(), m.GetHostId(), m.GetLength())
+	for _, m := range []*runtimeapi.IDMapping{ns.GetUids()[0], ns.GetGids()[0]} {
+		if m.GetContainerId() != 0 || m.GetLength() == 0 || uint64(m.GetHostId())+uint64(m.GetLength()) > 1<<32 {
+			return nil, fmt.Errorf("user namespace mapping %d:%d:%d: want ids from 0 in the pod to ids of the host", m.GetContainerId(), m.GetHostId(), m.GetLength())
 		}
 	}
 	return ns, nil

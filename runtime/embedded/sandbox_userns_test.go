@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -141,18 +142,31 @@ func TestUnmaskedProcInAUserNamespace(t *testing.T) {
 func TestUserNamespaceRefusals(t *testing.T) {
 	h := newHarness(t)
 	requireUserns(t, h)
-	cfg := podConfig("bad-mode", nil)
-	cfg.Linux = &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-		NamespaceOptions: &runtimeapi.NamespaceOption{UsernsOptions: &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_CONTAINER}},
-	}}
-	_, err := h.rs.RunPodSandbox(ctxT(t), &runtimeapi.RunPodSandboxRequest{Config: cfg})
-	wantCode(t, err, codes.InvalidArgument)
+	noRoot := []*runtimeapi.IDMapping{{ContainerId: 1, HostId: testUsernsBase, Length: 65536}}
+	two := []*runtimeapi.IDMapping{{HostId: testUsernsBase, Length: 65536}, {HostId: testUsernsBase + 65536, Length: 65536}}
+	for name, ns := range map[string]*runtimeapi.UserNamespace{
+		"mode CONTAINER":   {Mode: runtimeapi.NamespaceMode_CONTAINER},
+		"mode TARGET":      {Mode: runtimeapi.NamespaceMode_TARGET},
+		"no mappings":      {Mode: runtimeapi.NamespaceMode_POD},
+		"root not mapped":  {Mode: runtimeapi.NamespaceMode_POD, Uids: noRoot, Gids: noRoot},
+		"two mappings":     {Mode: runtimeapi.NamespaceMode_POD, Uids: two, Gids: two},
+		"past the last id": {Mode: runtimeapi.NamespaceMode_POD, Uids: []*runtimeapi.IDMapping{{HostId: 1<<32 - 10, Length: 65536}}, Gids: noRoot},
+	} {
+		cfg := podConfig("bad", nil)
+		cfg.Linux = &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{UsernsOptions: ns},
+		}}
+		_, err := h.rs.RunPodSandbox(ctxT(t), &runtimeapi.RunPodSandboxRequest{Config: cfg})
+		if status.Code(err) != codes.InvalidArgument {
+			t.Errorf("%s: %v, want InvalidArgument", name, err)
+		}
+	}
 
 	sb, sbCfg := h.usernsPod("mismatch", testUsernsBase)
 	c := containerConfig("other-range", nil, "true")
 	c.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
 		NamespaceOptions: &runtimeapi.NamespaceOption{UsernsOptions: podUsernsOptions(testUsernsBase + 65536)},
 	}}
-	_, err = h.tryCreate(sb, sbCfg, c)
+	_, err := h.tryCreate(sb, sbCfg, c)
 	wantCode(t, err, codes.InvalidArgument)
 }
