@@ -8,6 +8,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/runtime/embedded/network"
 )
 
 // RunPodSandbox creates a sandbox: a directory, a persisted record, with
@@ -74,16 +76,16 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 		return nil, status.Errorf(codes.Internal, "record sandbox: %v", err)
 	}
 	r.createPodCgroup(s)
-	if r.wantsOwnNetwork(cfg) {
-		if err := r.setUpNetwork(ctx, s); err != nil {
-			undo()
-			return nil, status.Errorf(codes.Unknown, "failed to set up network for sandbox %s: %v", s.id, err)
-		}
-	}
-	if userns != nil {
-		if err := r.createPodUserns(s, userns); err != nil {
+	switch {
+	case userns != nil: // its network too, made in its user namespace
+		if err := r.createPodUserns(ctx, s, userns); err != nil {
 			undo()
 			return nil, status.Errorf(codes.Unknown, "start sandbox %s: %v", s.name, err)
+		}
+	case r.wantsOwnNetwork(cfg):
+		if err := r.setUpNetwork(ctx, s, network.Create); err != nil {
+			undo()
+			return nil, status.Errorf(codes.Unknown, "failed to set up network for sandbox %s: %v", s.id, err)
 		}
 	}
 	if s.shimPID, err = r.startPodShim(ctx, s); err != nil {

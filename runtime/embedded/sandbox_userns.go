@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,11 +13,40 @@ import (
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/jetlet/jetlet/runtime/embedded/network"
 	"github.com/jetlet/jetlet/runtime/embedded/shim"
 )
 
-// usernsFile is the pod's user namespace, bound in its sandbox dir.
-const usernsFile = "userns"
+// The pod's user namespace and the UTS and IPC namespaces made in it, bound
+// in its sandbox dir.
+const (
+	usernsFile = "userns"
+	utsFile    = "uts"
+	ipcFile    = "ipc"
+)
+
+// podNamespaceFiles are the namespaces made before s's shim that its
+// processes start in: its network's (CNI), and with a user namespace the
+// UTS and IPC namespaces made in it.
+func podNamespaceFiles(s *sandbox) ([]network.Namespace, error) {
+	var out []network.Namespace
+	if s.netns != "" {
+		out = append(out, network.Namespace{Path: s.netns, Type: unix.CLONE_NEWNET})
+	}
+	userns, err := podUserns(s.config)
+	if err != nil || userns == nil {
+		return out, err
+	}
+	for _, ns := range []network.Namespace{
+		{Path: filepath.Join(s.dir, utsFile), Type: unix.CLONE_NEWUTS},
+		{Path: filepath.Join(s.dir, ipcFile), Type: unix.CLONE_NEWIPC},
+	} {
+		if network.IsNamespace(ns.Path) {
+			out = append(out, ns)
+		}
+	}
+	return out, nil
+}
 
 // podUserns is the user namespace the sandbox config asks for: nil for the
 // host's (mode NODE, or no options, as kubelet's NODE default), the mappings
@@ -75,11 +105,12 @@ func containerUserns(cfg *runtimeapi.ContainerConfig, sb *runtimeapi.PodSandboxC
 	return ns, nil
 }
 
-// withUserNamespace makes a user namespace with the mappings and calls use
-// with its file while a process (the shim binary, holding) keeps it: the
-// kernel writes a namespace's mappings once, for a process in it, and Go
-// writes them for a child it starts in a new one.
-func withUserNamespace(shimPath string, ns *runtimeapi.UserNamespace, use func(path string) error) error {
+// withUserNamespace makes a user namespace with the mappings, and in it the
+// namespaces of flags, and calls use with the pid of a process (the shim
+// binary, holding) that keeps them while it runs: the kernel writes a
+// namespace's mappings once, for a process in it, and Go writes them for a
+// child it starts in a new one.
+func withUserNamespace(shimPath string, ns *runtimeapi.UserNamespace, flags uintptr, use func(pid int) error) error {
 	idMaps := func(maps []*runtimeapi.IDMapping) []syscall.SysProcIDMap {
 		out := make([]syscall.SysProcIDMap, len(maps))
 		for i, m := range maps {
@@ -90,7 +121,7 @@ func withUserNamespace(shimPath string, ns *runtimeapi.UserNamespace, use func(p
 	cmd := exec.Command(shimPath)
 	cmd.Env = []string{shim.ModeEnv + "=" + shim.ModeHold}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags:  syscall.CLONE_NEWUSER,
+		Cloneflags:  syscall.CLONE_NEWUSER | flags,
 		UidMappings: idMaps(ns.GetUids()), GidMappings: idMaps(ns.GetGids()),
 		GidMappingsEnableSetgroups: true, // containers set their groups
 	}
@@ -102,7 +133,7 @@ func withUserNamespace(shimPath string, ns *runtimeapi.UserNamespace, use func(p
 		stdin.Close()
 		return fmt.Errorf("create a user namespace: %w", err)
 	}
-	err = use(fmt.Sprintf("/proc/%d/ns/user", cmd.Process.Pid))
+	err = use(cmd.Process.Pid)
 	stdin.Close()
 	if werr := cmd.Wait(); werr != nil && err == nil {
 		err = fmt.Errorf("user namespace holder: %w", werr)
@@ -110,26 +141,52 @@ func withUserNamespace(shimPath string, ns *runtimeapi.UserNamespace, use func(p
 	return err
 }
 
-// createPodUserns makes the pod's user namespace and binds it in its
-// sandbox dir, where it lasts until the sandbox stops.
-func (r *Runtime) createPodUserns(s *sandbox, ns *runtimeapi.UserNamespace) error {
-	target := filepath.Join(s.dir, usernsFile)
-	if err := os.WriteFile(target, nil, 0o600); err != nil {
-		return err
+// createPodUserns makes the pod's user namespace and in it the pod's UTS
+// and IPC namespaces (those of podNamespaces), bound in its sandbox dir until
+// the sandbox stops, and its network namespace when it gets one (CNI): root
+// in the pod then holds its capabilities over them (a port below 1024, its
+// host name), as containerd makes them. Its PID namespace is the shim's own,
+// made by the host's root.
+func (r *Runtime) createPodUserns(ctx context.Context, s *sandbox, ns *runtimeapi.UserNamespace) error {
+	flags := r.podNamespaces(s) & (syscall.CLONE_NEWUTS | syscall.CLONE_NEWIPC)
+	ownNet := r.wantsOwnNetwork(s.config)
+	if ownNet {
+		flags |= syscall.CLONE_NEWNET
 	}
-	return withUserNamespace(r.cfg.ShimPath, ns, func(path string) error {
-		if err := unix.Mount(path, target, "", unix.MS_BIND, ""); err != nil {
-			return fmt.Errorf("keep the pod's user namespace: %w", err)
+	binds := map[string]string{usernsFile: "user"}
+	if flags&syscall.CLONE_NEWUTS != 0 {
+		binds[utsFile] = "uts"
+	}
+	if flags&syscall.CLONE_NEWIPC != 0 {
+		binds[ipcFile] = "ipc"
+	}
+	return withUserNamespace(r.cfg.ShimPath, ns, flags, func(pid int) error {
+		for file, kind := range binds {
+			target := filepath.Join(s.dir, file)
+			if err := os.WriteFile(target, nil, 0o600); err != nil {
+				return err
+			}
+			if err := unix.Mount(fmt.Sprintf("/proc/%d/ns/%s", pid, kind), target, "", unix.MS_BIND, ""); err != nil {
+				return fmt.Errorf("keep the pod's %s namespace: %w", kind, err)
+			}
 		}
-		return nil
+		if !ownNet {
+			return nil
+		}
+		return r.setUpNetwork(ctx, s, func(dir, id string) (string, error) {
+			return network.Adopt(dir, id, fmt.Sprintf("/proc/%d/ns/net", pid))
+		})
 	})
 }
 
-// unmountPodUserns lets the pod's user namespace go, if it has one.
+// unmountPodUserns lets the pod's user namespace and those made in it go
+// (its network's goes with the network's teardown), if it has one.
 func unmountPodUserns(s *sandbox) error {
-	err := unix.Unmount(filepath.Join(s.dir, usernsFile), unix.MNT_DETACH)
-	if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("release the pod's user namespace: %w", err)
+	for _, file := range []string{utsFile, ipcFile, usernsFile} {
+		err := unix.Unmount(filepath.Join(s.dir, file), unix.MNT_DETACH)
+		if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("release the pod's %s namespace: %w", file, err)
+		}
 	}
 	return nil
 }
@@ -154,8 +211,8 @@ func (r *Runtime) usernsUsable() error {
 		Uids: []*runtimeapi.IDMapping{{HostId: 1 << 16, Length: 1 << 16}},
 		Gids: []*runtimeapi.IDMapping{{HostId: 1 << 16, Length: 1 << 16}},
 	}
-	return withUserNamespace(r.cfg.ShimPath, probe, func(path string) error {
-		ns, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	return withUserNamespace(r.cfg.ShimPath, probe, 0, func(pid int) error {
+		ns, err := unix.Open(fmt.Sprintf("/proc/%d/ns/user", pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return err
 		}

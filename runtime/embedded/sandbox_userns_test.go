@@ -117,6 +117,25 @@ func TestAPodInAUserNamespace(t *testing.T) {
 	}
 }
 
+// The pod's UTS namespace is made in its user namespace: root in the pod
+// with CAP_SYS_ADMIN (in the pod's namespace, nothing on the host) names it.
+func TestAPodInAUserNamespaceOwnsItsUTSNamespace(t *testing.T) {
+	h := newHarness(t)
+	requireUserns(t, h)
+	sb, sbCfg := h.usernsPod("uts", testUsernsBase)
+	got := h.runImage(sb, sbCfg, "rename", testImage, func(c *runtimeapi.ContainerConfig) {
+		c.Command = []string{"sh", "-c", "hostname renamed && hostname"}
+		inPodUserns(c, sbCfg)
+		c.Linux.SecurityContext.Capabilities = &runtimeapi.Capability{AddCapabilities: []string{"SYS_ADMIN"}}
+	})
+	if got != "renamed\n" {
+		t.Errorf("the pod's root renaming its pod printed %q", got)
+	}
+	if name, _ := os.Hostname(); name == "renamed" {
+		t.Errorf("the host was renamed")
+	}
+}
+
 // In a user namespace the masked paths are the config's only: none is
 // procMount Unmasked, which kubelet allows only there.
 func TestUnmaskedProcInAUserNamespace(t *testing.T) {
@@ -169,4 +188,19 @@ func TestUserNamespaceRefusals(t *testing.T) {
 	}}
 	_, err := h.tryCreate(sb, sbCfg, c)
 	wantCode(t, err, codes.InvalidArgument)
+}
+
+// With a network of its own (CNI), a pod in a user namespace has it made in
+// that namespace: its root binds a port below 1024, as on containerd.
+func TestAPodInAUserNamespaceOwnsItsNetwork(t *testing.T) {
+	h, _ := cniHarness(t)
+	requireUserns(t, h)
+	sb, sbCfg := h.usernsPod("net", testUsernsBase)
+	got := h.runImage(sb, sbCfg, "bind", testImage, func(c *runtimeapi.ContainerConfig) {
+		c.Command = []string{"sh", "-c", "httpd -p 80 2>&1 && echo bound && killall httpd; true"}
+		inPodUserns(c, sbCfg)
+	})
+	if got != "bound\n" {
+		t.Errorf("the pod's root binding port 80 printed %q", got)
+	}
 }
