@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/reconcile/userns"
@@ -23,17 +24,15 @@ import (
 func usernsPod(name string) *corev1.Pod {
 	app := shell("app", `echo hi > /data/f; stat -c %u /data/f > /data/owner; stat -c %F /proc/keys > /data/masked; exec sleep 1000`)
 	unmasked := shell("unmasked", `stat -c %F /proc/keys > /data/unmasked; exec sleep 1000`)
-	unmasked.SecurityContext = &corev1.SecurityContext{ProcMount: ptrTo(corev1.UnmaskedProcMount)}
+	unmasked.SecurityContext = &corev1.SecurityContext{ProcMount: ptr.To(corev1.UnmaskedProcMount)}
 	pod := makePod(name, corev1.RestartPolicyAlways, app, unmasked)
-	pod.Spec.HostUsers = ptrTo(false)
+	pod.Spec.HostUsers = ptr.To(false)
 	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	for i := range pod.Spec.Containers {
 		pod.Spec.Containers[i].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
 	}
 	return pod
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // firstHostUID is the host uid the pod's root is: where its app's uid_map,
 // read from the host, maps uid 0.
