@@ -15,6 +15,10 @@ const (
 	// ModeProbe exits at once: the runtime starts it in each kind of
 	// namespace to learn which the kernel grants.
 	ModeProbe = "probe"
+	// ModeHold waits until its stdin ends: the runtime starts it in a new
+	// user namespace with a pod's mappings (and the pod's namespaces made in
+	// it) and binds the namespaces' files, which keep them once it exits.
+	ModeHold = "hold"
 	// DirEnv names the sandbox directory (ModePod) or the container directory
 	// (ModeInit).
 	DirEnv = "JETLET_PROC_SHIM_DIR"

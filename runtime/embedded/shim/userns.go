@@ -1,7 +1,6 @@
 package shim
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -226,15 +225,8 @@ func readSpecFrom(fd int) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
-// ModeHold waits until its stdin ends: the runtime starts it in a new user
-// namespace with the pod's mappings and binds the namespace's file, which
-// keeps the namespace once it exits.
-const ModeHold = "hold"
-
+// hold is ModeHold: it waits until its stdin ends.
 func hold() error {
 	_, err := io.Copy(io.Discard, os.Stdin)
-	if errors.Is(err, os.ErrClosed) {
-		return nil
-	}
 	return err
 }
