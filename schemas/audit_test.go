@@ -331,7 +331,7 @@ var fieldAnswers = []fieldAnswer{
 	{path: "spec.hostPID", tests: []string{tSandboxFields, tPodSecurity, tE2EPodSecurity}},
 	{path: "spec.hostIPC", tests: []string{tSandboxFields}},
 	{path: "spec.shareProcessNamespace", tests: []string{tSandboxFields}},
-	{path: "spec.hostUsers", tests: []string{tUserns, tUsernsRuntime, tUsernsAllocator, "schemas.TestDecodeIntentErrors"},
+	{path: "spec.hostUsers", tests: []string{tUserns, tUsernsRuntime, tUsernsAllocator, "test/e2e.TestAPodWithoutHostUsersIsNotRootOnTheHost", "schemas.TestDecodeIntentErrors"},
 		note: "false: a user namespace of the pod's own; rejected with hostNetwork, hostPID or hostIPC, or on a runtime without user namespaces"},
 	{path: "spec.os.name", note: "linux only", rejects: func(m map[string]any) { specOf(m)["os"] = map[string]any{"name": "windows"} }},
 	{path: "spec.dnsPolicy", tests: []string{tSandboxFields},
