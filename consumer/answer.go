@@ -99,7 +99,7 @@ func (c *Consumer) decode(ctx context.Context, uid string, d *delivery) candidat
 func (c *Consumer) Decode(uid string, data []byte) (*schemas.PodIntent, error) {
 	return schemas.DecodeIntent(data, schemas.IntentTarget{
 		Node: c.cfg.Node, UID: uid, MaxBodyBytes: c.cfg.MaxIntentBytes,
-		NoMemoryEmptyDir: c.cfg.NoMemoryEmptyDir,
+		NoMemoryEmptyDir: c.cfg.NoMemoryEmptyDir, NoUserNamespaces: c.cfg.NoUserNamespaces,
 	})
 }
 

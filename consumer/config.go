@@ -40,6 +40,9 @@ type Config struct {
 	// NoMemoryEmptyDir rejects emptyDir medium Memory (the node cannot mount
 	// a tmpfs).
 	NoMemoryEmptyDir bool
+	// NoUserNamespaces rejects hostUsers false (the runtime does not
+	// support user namespaces).
+	NoUserNamespaces bool
 	// DurableReplicas is the durable consumer's replicas: 0 inherits the
 	// stream's (each replicated consumer is a Raft group of its own).
 	DurableReplicas int

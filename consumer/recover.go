@@ -10,7 +10,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlet/jetlet/reconcile/podworkers"
-	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/schemas/bus"
 )
 
@@ -201,10 +200,7 @@ func (c *Consumer) replay(ctx context.Context) (*recovered, int, error) {
 }
 
 func (c *Consumer) replayOne(rec *recovered, uid string, d *delivery) {
-	in, err := schemas.DecodeIntent(d.data, schemas.IntentTarget{
-		Node: c.cfg.Node, UID: uid, MaxBodyBytes: c.cfg.MaxIntentBytes,
-		NoMemoryEmptyDir: c.cfg.NoMemoryEmptyDir,
-	})
+	in, err := c.Decode(uid, d.data)
 	p, ok := rec.queues[uid]
 	if !ok {
 		p = &podQueue{uid: uid}

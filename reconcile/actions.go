@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
+	"github.com/jetlet/jetlet/reconcile/userns"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -90,6 +91,13 @@ func networkNamespaceForPod(pod *corev1.Pod) runtimeapi.NamespaceMode {
 	return runtimeapi.NamespaceMode_POD
 }
 
+// inUserNamespace says whether the sandbox has a user namespace of its own;
+// one that reports no options (containerd 1.6) has the host's.
+func inUserNamespace(s *runtimeapi.PodSandboxStatus) bool {
+	ns := s.GetLinux().GetNamespaces().GetOptions().GetUsernsOptions()
+	return ns != nil && ns.GetMode() == runtimeapi.NamespaceMode_POD
+}
+
 // podSandboxChanged says whether a new sandbox is needed, its attempt, and the
 // id of the current one.
 func podSandboxChanged(pod *corev1.Pod, status *kubecontainer.PodStatus) (bool, uint32, string) {
@@ -110,8 +118,11 @@ func podSandboxChanged(pod *corev1.Pod, status *kubecontainer.PodStatus) (bool, 
 		return true, attempt + 1, newest.Id
 	case newest.State != runtimeapi.PodSandboxState_SANDBOX_READY:
 		return true, attempt + 1, newest.Id
-	case newest.GetLinux().GetNamespaces().GetOptions().GetNetwork() != networkNamespaceForPod(pod):
-		// hostNetwork changed: a new sandbox, the old one is not reused.
+	case newest.GetLinux().GetNamespaces().GetOptions().GetNetwork() != networkNamespaceForPod(pod),
+		inUserNamespace(newest) == userns.HostUsers(pod):
+		// hostNetwork or hostUsers changed (an intent may change either,
+		// unlike an API server's pod): a new sandbox, the old one is not
+		// reused.
 		return true, attempt + 1, ""
 	case !pod.Spec.HostNetwork && newest.GetNetwork().GetIp() == "":
 		return true, attempt + 1, newest.Id

@@ -184,6 +184,26 @@ func TestComputePodActions(t *testing.T) {
 			want: plan{KillPod: true, CreateSandbox: true, Attempt: 1, Start: []int{0, 1, 2}},
 		},
 		{
+			name:   "user namespace changed (now hostUsers false): new sandbox, old id not reused",
+			mutate: func(p *corev1.Pod, _ *kubecontainer.PodStatus) { p.Spec.HostUsers = ptr(false) },
+			want:   plan{KillPod: true, CreateSandbox: true, Attempt: 1, Start: []int{0, 1, 2}},
+		},
+		{
+			name: "user namespace changed (no longer hostUsers false)",
+			mutate: func(_ *corev1.Pod, s *kubecontainer.PodStatus) {
+				s.SandboxStatuses[0].Linux.Namespaces.Options.UsernsOptions = &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD}
+			},
+			want: plan{KillPod: true, CreateSandbox: true, Attempt: 1, Start: []int{0, 1, 2}},
+		},
+		{
+			name: "hostUsers false in its user namespace: fine",
+			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
+				p.Spec.HostUsers = ptr(false)
+				s.SandboxStatuses[0].Linux.Namespaces.Options.UsernsOptions = &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_POD}
+			},
+			want: plan{SandboxID: "sandboxID"},
+		},
+		{
 			name:   "sandbox without IP for a pod network pod: new sandbox",
 			mutate: func(_ *corev1.Pod, s *kubecontainer.PodStatus) { s.SandboxStatuses[0].Network.Ip = "" },
 			want:   plan{KillPod: true, CreateSandbox: true, SandboxID: "sandboxID", Attempt: 1, Start: []int{0, 1, 2}},

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
+	"github.com/jetlet/jetlet/reconcile/userns"
 )
 
 // ErrInvalidConfig wraps every Config.Validate failure.
@@ -121,6 +122,10 @@ type Config struct {
 	// HostsFile is the node's hosts file, which hostNetwork pods' /etc/hosts
 	// starts with. Default /etc/hosts.
 	HostsFile string
+	// UserNamespaces is the host ids the node gives the user namespaces of
+	// pods with hostUsers false, 65536 a pod. Default
+	// userns.DefaultNodeRange (kubelet's).
+	UserNamespaces userns.NodeRange
 	// Logger is used with component=reconcile. The zero value logs nothing.
 	Logger zerolog.Logger
 }
@@ -170,6 +175,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.HostsFile == "" {
 		c.HostsFile = etcHostsPath
+	}
+	if c.UserNamespaces == (userns.NodeRange{}) {
+		c.UserNamespaces = userns.DefaultNodeRange
 	}
 }
 

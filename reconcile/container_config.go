@@ -98,8 +98,14 @@ func (m *Kuberuntime) containerSecurityContext(pod *corev1.Pod, c *corev1.Contai
 	if sc == nil {
 		sc = &corev1.SecurityContext{}
 	}
+	ns, err := m.podUserNamespace(pod)
+	if err != nil {
+		return nil, err
+	}
 	out := &runtimeapi.LinuxContainerSecurityContext{
-		NamespaceOptions:         namespaceOptions(pod),
+		NamespaceOptions:         namespaceOptions(pod, ns),
+		MaskedPaths:              maskedPaths(sc.ProcMount),
+		ReadonlyPaths:            readonlyPaths(sc.ProcMount),
 		RunAsUser:                optionalInt64(psc.RunAsUser),
 		RunAsGroup:               optionalInt64(psc.RunAsGroup),
 		SupplementalGroups:       supplementalGroups(psc),

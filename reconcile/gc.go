@@ -167,6 +167,7 @@ func (m *Kuberuntime) removePodDirs(gone func(uid string) bool, left map[string]
 				errs = append(errs, err)
 				continue
 			}
+			m.userns.Release(uid)
 			m.cache.forget(uid)
 			m.reasons.forgetPod(uid)
 		}

@@ -2,10 +2,12 @@ package reconcile
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/rs/zerolog"
 
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
+	"github.com/jetlet/jetlet/reconcile/userns"
 )
 
 // Kuberuntime is jetlet's kuberuntime manager (kubelet's
@@ -22,6 +24,7 @@ type Kuberuntime struct {
 	imageBackOff *Backoff
 	reasons      *reasonCache
 	cache        *statusCache
+	userns       *userns.Allocator
 }
 
 // New returns a Kuberuntime. It does no I/O.
@@ -36,6 +39,10 @@ func New(rt Runtime, emit kubecontainer.Emitter, cfg Config) (*Kuberuntime, erro
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	ns, err := userns.NewAllocator(filepath.Join(cfg.DataDir, "pods"), cfg.UserNamespaces)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
 	return &Kuberuntime{
 		rt:           rt,
 		emit:         emit,
@@ -45,6 +52,7 @@ func New(rt Runtime, emit kubecontainer.Emitter, cfg Config) (*Kuberuntime, erro
 		imageBackOff: NewBackoff(cfg.Clock, cfg.ImageBackOffInitial, cfg.ImageBackOffMax, 0),
 		reasons:      newReasonCache(),
 		cache:        newStatusCache(),
+		userns:       ns,
 	}, nil
 }
 

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/reconcile/userns"
 )
 
 // podLogsDir is <LogDir>/<namespace>_<name>_<uid>, the sandbox's log directory.
@@ -63,12 +65,14 @@ func (m *Kuberuntime) makePodDataDir(uid string, elem ...string) (string, error)
 }
 
 // namespaceOptions: network and IPC are the pod's or the node's; PID is the
-// container's own unless the pod shares it or uses the node's.
-func namespaceOptions(pod *corev1.Pod) *runtimeapi.NamespaceOption {
+// container's own unless the pod shares it or uses the node's; users are
+// userns (kubelet's namespacesForPod).
+func namespaceOptions(pod *corev1.Pod, userns *runtimeapi.UserNamespace) *runtimeapi.NamespaceOption {
 	ns := &runtimeapi.NamespaceOption{
-		Network: networkNamespaceForPod(pod),
-		Pid:     runtimeapi.NamespaceMode_CONTAINER,
-		Ipc:     runtimeapi.NamespaceMode_POD,
+		Network:       networkNamespaceForPod(pod),
+		Pid:           runtimeapi.NamespaceMode_CONTAINER,
+		Ipc:           runtimeapi.NamespaceMode_POD,
+		UsernsOptions: userns,
 	}
 	if pod.Spec.HostIPC {
 		ns.Ipc = runtimeapi.NamespaceMode_NODE
@@ -116,10 +120,26 @@ func optionalInt64(p *int64) *runtimeapi.Int64Value {
 	return &runtimeapi.Int64Value{Value: *p}
 }
 
+// podUserNamespace is the pod's user namespace (kubelet's
+// GetOrCreateUserNamespaceMappings): the node's, or with hostUsers false the
+// pod's own range, allocated and recorded in its data dir at the first call.
+func (m *Kuberuntime) podUserNamespace(pod *corev1.Pod) (*runtimeapi.UserNamespace, error) {
+	if !userns.HostUsers(pod) {
+		if _, err := m.makePodDataDir(string(pod.UID)); err != nil {
+			return nil, err
+		}
+	}
+	return m.userns.Mappings(pod)
+}
+
 // generateSandboxConfig builds the sandbox of the pod, as kubelet's
 // generatePodSandboxConfig, and the warnings its DNS config makes.
 func (m *Kuberuntime) generateSandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, []dnsWarning, error) {
 	dns, warnings, err := m.podDNSConfig(pod)
+	if err != nil {
+		return nil, nil, err
+	}
+	ns, err := m.podUserNamespace(pod)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -144,7 +164,7 @@ func (m *Kuberuntime) generateSandboxConfig(pod *corev1.Pod, attempt uint32) (*r
 			})
 		}
 	}
-	sc := &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: namespaceOptions(pod)}
+	sc := &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: namespaceOptions(pod, ns)}
 	cfg.Linux = &runtimeapi.LinuxPodSandboxConfig{SecurityContext: sc}
 	if psc := pod.Spec.SecurityContext; psc != nil {
 		sc.RunAsUser = optionalInt64(psc.RunAsUser)

@@ -135,3 +135,30 @@ func (m *Kuberuntime) verifyRunAsNonRoot(ctx context.Context, pod *corev1.Pod, c
 	}
 	return nil
 }
+
+// kubelet's default masked and read-only paths (pkg/securitycontext), which
+// it names in every container's config: a runtime takes the config's list.
+var (
+	defaultMaskedPaths = []string{
+		"/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+		"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+		"/sys/firmware", "/sys/devices/virtual/powercap",
+	}
+	defaultReadonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+)
+
+// maskedPaths and readonlyPaths are kubelet's defaults, none for procMount
+// Unmasked (which validation allows only with hostUsers false).
+func maskedPaths(procMount *corev1.ProcMountType) []string {
+	if procMount != nil && *procMount == corev1.UnmaskedProcMount {
+		return nil
+	}
+	return defaultMaskedPaths
+}
+
+func readonlyPaths(procMount *corev1.ProcMountType) []string {
+	if procMount != nil && *procMount == corev1.UnmaskedProcMount {
+		return nil
+	}
+	return defaultReadonlyPaths
+}

@@ -190,7 +190,8 @@ func TestSandboxConfigHonoursSpecFields(t *testing.T) {
 		t.Errorf("labels %v annotations %v", cfg.Labels, cfg.Annotations)
 	case cfg.Hostname != "override":
 		t.Errorf("hostname %q, want the override", cfg.Hostname)
-	case ns.Ipc != runtimeapi.NamespaceMode_NODE || ns.Pid != runtimeapi.NamespaceMode_POD || ns.Network != runtimeapi.NamespaceMode_POD:
+	case ns.Ipc != runtimeapi.NamespaceMode_NODE || ns.Pid != runtimeapi.NamespaceMode_POD || ns.Network != runtimeapi.NamespaceMode_POD ||
+		ns.UsernsOptions.GetMode() != runtimeapi.NamespaceMode_NODE:
 		t.Errorf("namespaces %v", ns)
 	case cfg.Linux.Sysctls["net.core.somaxconn"] != "1024":
 		t.Errorf("sysctls %v", cfg.Linux.Sysctls)

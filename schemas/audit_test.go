@@ -82,6 +82,10 @@ const (
 	tEtcHosts          = "reconcile.TestEtcHostsMount"
 	tE2EHostsDNS       = "test/e2e.TestThePodsHostsFileAndDNS"
 	tCtrdHostsDNS      = "test/e2e/containerd/pods.TestHostAliasesAndDNSConfigOnContainerd"
+	tUserns            = "reconcile.TestPodsWithoutHostUsersGetTheirOwnUserNamespaces"
+	tUsernsRuntime     = "runtime/embedded.TestAPodInAUserNamespace"
+	tUsernsAllocator   = "reconcile/userns.TestAllocator"
+	tUnmaskedProc      = "runtime/embedded.TestUnmaskedProcInAUserNamespace"
 	tCtrdGrace         = "test/e2e/containerd/pods.TestDeleteKillsProcessIgnoringSIGTERMAfterGrace"
 
 	// Admission's (the node issue's).
@@ -136,7 +140,7 @@ const (
 	tProbeGRPC       = "runtime/probe.TestGRPC"
 	tResolveTCPGRPC  = "reconcile.TestResolveTCPSocketAndGRPC"
 	tProberThreshold = "reconcile/prober.TestLivenessFailureAfterThreshold"
-	tProberSuccesses = "reconcile/prober.TestReadinessFlipsAndEventsOncePerTransition"
+	tProberSuccesses = "reconcile/prober.TestReadinessFlipsAndEventsPerFailedProbe"
 	tProberDelay     = "reconcile/prober.TestInitialDelayFromTheInstanceStart"
 	tProberStartup   = "reconcile/prober.TestStartupGatesLivenessAndReadiness"
 	tProberStartFail = "reconcile/prober.TestStartupFailureAsksForASync"
@@ -320,9 +324,10 @@ var fieldAnswers = []fieldAnswer{
 	{path: "spec.containers.securityContext.seLinuxOptions.role", tests: []string{tSpecFields}},
 	{path: "spec.containers.securityContext.seLinuxOptions.type", tests: []string{tSpecFields}},
 	{path: "spec.containers.securityContext.seLinuxOptions.level", tests: []string{tSpecFields}},
-	{path: "spec.containers.securityContext.procMount", note: "Default is the runtime's masking", rejects: func(m map[string]any) {
-		container0(m)["securityContext"] = map[string]any{"procMount": "Unmasked"}
-	}},
+	{path: "spec.containers.securityContext.procMount", tests: []string{tUserns, tUnmaskedProc}, kind: ErrInvalid,
+		note: "Unmasked only with hostUsers false, as the API server", rejects: func(m map[string]any) {
+			container0(m)["securityContext"] = map[string]any{"procMount": "Unmasked"}
+		}},
 	{path: "spec.containers.securityContext.windowsOptions", subtree: true, rejects: func(m map[string]any) {
 		container0(m)["securityContext"] = map[string]any{"windowsOptions": map[string]any{"runAsUserName": "x"}}
 	}},
@@ -340,7 +345,8 @@ var fieldAnswers = []fieldAnswer{
 	{path: "spec.hostPID", tests: []string{tSandboxFields, tPodSecurity, tE2EPodSecurity}},
 	{path: "spec.hostIPC", tests: []string{tSandboxFields}},
 	{path: "spec.shareProcessNamespace", tests: []string{tSandboxFields}},
-	{path: "spec.hostUsers", note: "true (the default) only", rejects: func(m map[string]any) { specOf(m)["hostUsers"] = false }},
+	{path: "spec.hostUsers", tests: []string{tUserns, tUsernsRuntime, tUsernsAllocator, "test/e2e.TestAPodWithoutHostUsersIsNotRootOnTheHost", "schemas.TestDecodeIntentErrors"},
+		note: "false: a user namespace of the pod's own; rejected with hostNetwork, hostPID or hostIPC, or on a runtime without user namespaces"},
 	{path: "spec.os.name", note: "linux only", rejects: func(m map[string]any) { specOf(m)["os"] = map[string]any{"name": "windows"} }},
 	{path: "spec.dnsPolicy", tests: []string{tPodDNS, tE2EHostsDNS},
 		note: "ClusterFirst needs `--cluster-dns` (without it, the node's resolver and a MissingClusterDNS event, as kubelet)"},

@@ -33,6 +33,11 @@ type IntentTarget struct {
 	// NoMemoryEmptyDir rejects emptyDir volumes of medium Memory: the node
 	// cannot mount the tmpfs they need (jetlet does not run as root).
 	NoMemoryEmptyDir bool
+	// NoUserNamespaces rejects hostUsers false: the node's runtime does not
+	// say it supports user namespaces (its Status's runtime handler
+	// features), and one that ignores them would run the pod as the host's
+	// root (containerd 1.6).
+	NoUserNamespaces bool
 }
 
 // wireEnvelope is the envelope as it travels: pointers where "absent" and

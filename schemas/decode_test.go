@@ -137,6 +137,23 @@ func TestDecodeIntentErrors(t *testing.T) {
 		{"memory emptyDir on a node that cannot mount tmpfs", intentJSON(func(m map[string]any) {
 			specOf(m)["volumes"] = []any{map[string]any{"name": "ram", "emptyDir": map[string]any{"medium": "Memory"}}}
 		}), IntentTarget{Node: "n1", UID: "u1", NoMemoryEmptyDir: true}, "pod.spec.volumes[0].emptyDir.medium", ErrUnsupported},
+		{"hostUsers false on a runtime without user namespaces", intentJSON(func(m map[string]any) {
+			specOf(m)["hostUsers"] = false
+		}), IntentTarget{Node: "n1", UID: "u1", NoUserNamespaces: true}, "pod.spec.hostUsers", ErrUnsupported},
+		{"hostUsers false with the host's network", intentJSON(func(m map[string]any) {
+			specOf(m)["hostUsers"], specOf(m)["hostNetwork"] = false, true
+		}), target, "pod.spec.hostNetwork", ErrInvalid},
+		{"hostUsers false with the host's IPC", intentJSON(func(m map[string]any) {
+			specOf(m)["hostUsers"], specOf(m)["hostIPC"] = false, true
+		}), target, "pod.spec.hostIPC", ErrInvalid},
+		{"procMount Unmasked in the host's user namespace", intentJSON(func(m map[string]any) {
+			specOf(m)["hostUsers"] = true
+			container0(m)["securityContext"] = map[string]any{"procMount": "Unmasked"}
+		}), target, "pod.spec.containers[0].securityContext.procMount", ErrInvalid},
+		{"procMount unknown", intentJSON(func(m map[string]any) {
+			specOf(m)["hostUsers"] = false
+			container0(m)["securityContext"] = map[string]any{"procMount": "Partial"}
+		}), target, "pod.spec.containers[0].securityContext.procMount", ErrInvalid},
 		{"resourceFieldRef cpu divisor", intentJSON(func(m map[string]any) {
 			container0(m)["env"] = []any{map[string]any{"name": "C", "valueFrom": map[string]any{"resourceFieldRef": map[string]any{"resource": "limits.cpu", "divisor": "1Mi"}}}}
 		}), target, "pod.spec.containers[0].env[0].valueFrom.resourceFieldRef.divisor", ErrInvalid},

@@ -404,10 +404,9 @@ func (g *schemaGen) podIntent() obj {
 	g.set("PodSpec", "containers", obj{"minItems": 1})
 	g.forbid("PodSpec", "ephemeralContainers", "resourceClaims", "imagePullSecrets",
 		"runtimeClassName", "overhead", "readinessGates", "resources")
-	g.set("PodSpec", "hostUsers", obj{"enum": []any{true, nil}})
 	g.forbid("PodSecurityContext", "windowsOptions", "seLinuxChangePolicy")
 	g.forbid("SecurityContext", "windowsOptions")
-	g.set("SecurityContext", "procMount", obj{"enum": []any{string(corev1.DefaultProcMount), nil}})
+	g.set("SecurityContext", "procMount", obj{"enum": []any{string(corev1.DefaultProcMount), string(corev1.UnmaskedProcMount), nil}})
 	g.set("PodSpec", "terminationGracePeriodSeconds", obj{"minimum": 0})
 	g.set("PodSpec", "activeDeadlineSeconds", obj{"minimum": 1})
 	g.set("PodSpec", "hostname", obj{"pattern": optional(dnsLabelPattern), "maxLength": 63})

@@ -26,7 +26,7 @@ func validateContainer(e *errs, p string, c *corev1.Container, init bool, names,
 	validateResources(e, p+".resources", &c.Resources)
 	validateResizePolicy(e, p, c.ResizePolicy)
 
-	validateContainerSecurityContext(e, p, c.SecurityContext)
+	validateContainerSecurityContext(e, p, c.SecurityContext, s.HostUsers)
 	rejectEphemeralStorageLimit(e, p, c.Resources.Limits)
 	privileged := isPrivileged(c.SecurityContext)
 	validatePrivileged(e, p, c.SecurityContext)

@@ -8,6 +8,7 @@ import corev1 "k8s.io/api/core/v1"
 func validatePodSpec(e *errs, s *corev1.PodSpec, want IntentTarget) {
 	rejectUnsupportedPodFields(e, s)
 	validatePodLevelFields(e, s)
+	validateHostUsers(e, s, want.NoUserNamespaces)
 	volumes := validateVolumes(e, s.Volumes, want.NoMemoryEmptyDir)
 
 	if len(s.Containers) == 0 {
@@ -46,9 +47,6 @@ func rejectUnsupportedPodFields(e *errs, s *corev1.PodSpec) {
 	}
 	if len(s.ReadinessGates) > 0 {
 		e.unsupported(p+".readinessGates", "readiness gates are conditions set through the API server, which this node does not have")
-	}
-	if s.HostUsers != nil && !*s.HostUsers {
-		e.unsupported(p+".hostUsers", "this node does not run pods in user namespaces")
 	}
 	if s.Resources != nil {
 		e.unsupported(p+".resources", "pod-level resources need a pod cgroup, which this node does not manage")
@@ -105,5 +103,27 @@ func validatePodLevelFields(e *errs, s *corev1.PodSpec) {
 	}
 	if s.ShareProcessNamespace != nil && *s.ShareProcessNamespace && s.HostPID {
 		e.invalid(p+".shareProcessNamespace", "cannot be true together with hostPID")
+	}
+}
+
+// validateHostUsers checks a pod with hostUsers false: a runtime that runs
+// it in a user namespace, and none of the node's other namespaces (the API
+// server's rule: a pod in a user namespace of its own shares none of the
+// host's).
+func validateHostUsers(e *errs, s *corev1.PodSpec, noUserNamespaces bool) {
+	const p = "pod.spec"
+	if s.HostUsers == nil || *s.HostUsers {
+		return
+	}
+	if noUserNamespaces {
+		e.unsupported(p+".hostUsers", "this node's container runtime does not support user namespaces (its Status reports no user_namespaces feature), and one that ignores them would run the pod as the host's root")
+	}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"hostNetwork", s.HostNetwork}, {"hostPID", s.HostPID}, {"hostIPC", s.HostIPC}} {
+		if f.set {
+			e.invalid(p+"."+f.name, "forbidden when hostUsers is false")
+		}
 	}
 }

@@ -3,8 +3,9 @@ package schemas
 import corev1 "k8s.io/api/core/v1"
 
 // validateContainerSecurityContext checks the security context of the
-// container at p but for privileged, which validatePrivileged checks.
-func validateContainerSecurityContext(e *errs, p string, sc *corev1.SecurityContext) {
+// container at p but for privileged, which validatePrivileged checks;
+// hostUsers is the pod's.
+func validateContainerSecurityContext(e *errs, p string, sc *corev1.SecurityContext, hostUsers *bool) {
 	if sc == nil {
 		return
 	}
@@ -12,8 +13,13 @@ func validateContainerSecurityContext(e *errs, p string, sc *corev1.SecurityCont
 	if sc.WindowsOptions != nil {
 		e.unsupported(p+".securityContext.windowsOptions", "this node runs linux pods only")
 	}
-	if sc.ProcMount != nil && *sc.ProcMount == corev1.UnmaskedProcMount {
-		e.unsupported(p+".securityContext.procMount", `"Unmasked" needs a user namespace, which this node does not give pods`)
+	if pm := sc.ProcMount; pm != nil {
+		switch {
+		case *pm != corev1.DefaultProcMount && *pm != corev1.UnmaskedProcMount:
+			e.invalid(p+".securityContext.procMount", `must be "Default" or "Unmasked"`)
+		case *pm == corev1.UnmaskedProcMount && (hostUsers == nil || *hostUsers):
+			e.invalid(p+".securityContext.procMount", "`hostUsers` must be false to use `Unmasked`")
+		}
 	}
 }
 

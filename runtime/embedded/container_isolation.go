@@ -47,9 +47,14 @@ func containerIsolation(cfg *runtimeapi.ContainerConfig, sb *runtimeapi.PodSandb
 	if err != nil {
 		return nil, nil, "", err
 	}
+	userns, err := containerUserns(cfg, sb, sandboxDir)
+	if err != nil {
+		return nil, nil, "", err
+	}
 	iso := &shim.Isolation{
 		ReadonlyRootfs: sc.GetReadonlyRootfs(),
 		NoNewPrivs:     sc.GetNoNewPrivs(),
+		UserNamespace:  userns,
 	}
 	if sc.GetPrivileged() {
 		all := shim.AllCapabilities()
@@ -59,12 +64,16 @@ func containerIsolation(cfg *runtimeapi.ContainerConfig, sb *runtimeapi.PodSandb
 		if iso.Capabilities, err = containerCapabilities(sc.GetCapabilities()); err != nil {
 			return nil, nil, "", err
 		}
-		iso.MaskedPaths, iso.ReadonlyPaths = defaultMaskedPaths, defaultReadonlyPaths
-		if p := sc.GetMaskedPaths(); len(p) > 0 {
-			iso.MaskedPaths = p
+		iso.MaskedPaths, iso.ReadonlyPaths = sc.GetMaskedPaths(), sc.GetReadonlyPaths()
+		// kubelet always names them, and none for procMount Unmasked,
+		// which only a pod in a user namespace may ask for: there, what
+		// the config names is all (containerd's rule); elsewhere an
+		// empty list means the defaults.
+		if userns == nil && len(iso.MaskedPaths) == 0 {
+			iso.MaskedPaths = defaultMaskedPaths
 		}
-		if p := sc.GetReadonlyPaths(); len(p) > 0 {
-			iso.ReadonlyPaths = p
+		if userns == nil && len(iso.ReadonlyPaths) == 0 {
+			iso.ReadonlyPaths = defaultReadonlyPaths
 		}
 	}
 	if iso.Mounts, err = containerMounts(cfg, sb, sandboxDir, volumeLayers); err != nil {

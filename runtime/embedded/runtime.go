@@ -158,6 +158,9 @@ type Runtime struct {
 	// copyRoots makes containers' roots copies of their images: overlayfs
 	// cannot stack them on this host (found by Start, then read-only).
 	copyRoots bool
+	// usernsOff says why pods cannot have user namespaces here, nil when
+	// they can (found by Start, then read-only).
+	usernsOff error
 	// hidden are the host paths containers do not see; found by Start
 	// before serving, then read-only.
 	hidden []string
@@ -256,6 +259,9 @@ func (r *Runtime) Start(ctx context.Context, socketPath string) error {
 			r.log.Warn().Err(err).Str("dir", r.cfg.Dir).
 				Msg("overlayfs cannot stack images here: each container's root is a copy of its image, made at its first start")
 		}
+	}
+	if r.usernsOff = r.usernsUsable(); r.usernsOff != nil {
+		r.log.Info().Err(r.usernsOff).Msg("pods cannot have user namespaces (hostUsers: false)")
 	}
 	if r.locks, err = newLockWatch(); err != nil {
 		r.log.Warn().Err(err).Msg("each container's exit is waited for by a thread of its own")

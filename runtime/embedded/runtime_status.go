@@ -16,8 +16,9 @@ func (r *Runtime) Status(ctx context.Context, req *runtimeapi.StatusRequest) (*r
 			{Type: runtimeapi.NetworkReady, Status: true},
 		}},
 		RuntimeHandlers: []*runtimeapi.RuntimeHandler{{
-			Name:     "",
-			Features: &runtimeapi.RuntimeHandlerFeatures{},
+			Name: "",
+			// Recursive read-only mounts are not implemented.
+			Features: &runtimeapi.RuntimeHandlerFeatures{UserNamespaces: r.usernsOff == nil},
 		}},
 		// Users, groups and their policy are honoured in a container's own
 		// mount namespace (as root), and ContainerStatus reports them.
@@ -25,17 +26,24 @@ func (r *Runtime) Status(ctx context.Context, req *runtimeapi.StatusRequest) (*r
 	}
 	if req.GetVerbose() {
 		cgroups, why := r.cgroupsEnabled()
+		usernsOffReason := ""
+		if r.usernsOff != nil {
+			usernsOffReason = r.usernsOff.Error()
+		}
 		info, _ := json.Marshal(map[string]any{
-			"runtime":          RuntimeName,
-			"version":          RuntimeVersion,
-			"dir":              r.cfg.Dir,
-			"shim":             r.cfg.ShimPath,
-			"isolation":        r.iso.level,
-			"isolationMissing": r.iso.missing,
-			"linkMountsOnHost": r.cfg.LinkMountsOnHost,
-			"cgroups":          cgroups,
-			"cgroupsOffReason": why,
-			"podPidsLimit":     r.cfg.PodPidsLimit,
+			"runtime":                 RuntimeName,
+			"version":                 RuntimeVersion,
+			"dir":                     r.cfg.Dir,
+			"stateDir":                r.cfg.Dir, // containerd's name, which critest reads
+			"shim":                    r.cfg.ShimPath,
+			"isolation":               r.iso.level,
+			"isolationMissing":        r.iso.missing,
+			"linkMountsOnHost":        r.cfg.LinkMountsOnHost,
+			"cgroups":                 cgroups,
+			"cgroupsOffReason":        why,
+			"podPidsLimit":            r.cfg.PodPidsLimit,
+			"userNamespaces":          r.usernsOff == nil,
+			"userNamespacesOffReason": usernsOffReason,
 		})
 		resp.Info = map[string]string{"config": string(info)}
 	}

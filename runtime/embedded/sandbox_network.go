@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -39,17 +38,18 @@ func (r *Runtime) wantsOwnNetwork(cfg *runtimeapi.PodSandboxConfig) bool {
 	return r.net != nil && cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() != runtimeapi.NamespaceMode_NODE
 }
 
-// setUpNetwork creates s's network namespace and attaches it to the CNI
-// network. The record names the namespace before it exists, so that a crash
-// half-way leaves a NOTREADY sandbox whose stop tears down what was made.
-// On failure what was made is undone and the plugin's error returned.
-func (r *Runtime) setUpNetwork(ctx context.Context, s *sandbox) error {
+// setUpNetwork makes s's network namespace with create (network.Create, or
+// Adopt for one made in the pod's user namespace) and attaches it to the
+// CNI network. The record names the namespace before it exists, so that a
+// crash half-way leaves a NOTREADY sandbox whose stop tears down what was
+// made. On failure what was made is undone and the plugin's error returned.
+func (r *Runtime) setUpNetwork(ctx context.Context, s *sandbox, create func(dir, id string) (string, error)) error {
 	s.netns = filepath.Join(r.netnsDir(), s.id)
 	if err := r.saveSandbox(s, false); err != nil {
 		return fmt.Errorf("record sandbox: %w", err)
 	}
 	err := func() error {
-		if _, err := network.Create(r.netnsDir(), s.id); err != nil {
+		if _, err := create(r.netnsDir(), s.id); err != nil {
 			return err
 		}
 		ips, err := r.net.Add(ctx, podOf(s))
@@ -119,13 +119,4 @@ func podOf(s *sandbox) network.Pod {
 		})
 	}
 	return pod
-}
-
-// startInPod starts cmd in the pod's network namespace when it has one
-// (netns), else where jetlet runs. Every process of a pod starts through it.
-func startInPod(netns string, cmd *exec.Cmd) error {
-	if netns == "" {
-		return cmd.Start()
-	}
-	return network.StartIn(netns, cmd)
 }

@@ -2,11 +2,14 @@ package embedded
 
 import (
 	"context"
+	"fmt"
 	"os"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/runtime/embedded/network"
 )
 
 // RunPodSandbox creates a sandbox: a directory, a persisted record, with
@@ -24,6 +27,13 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	if err := checkSandboxSeccomp(cfg); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "sandbox %q: %v", md.GetName(), err)
 	}
+	userns, err := podUserns(cfg)
+	if err == nil && userns != nil && r.usernsOff != nil {
+		err = fmt.Errorf("user namespaces are not supported by this runtime: %w", r.usernsOff)
+	}
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "sandbox %q: %v", md.GetName(), err)
+	}
 	s := &sandbox{
 		id:             newID(),
 		name:           sandboxName(md),
@@ -34,7 +44,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	s.dir = r.sandboxDir(s.id)
 
 	r.mu.Lock()
-	err := r.reserveName(s.name, s.id)
+	err = r.reserveName(s.name, s.id)
 	r.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -42,6 +52,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	undo := func() {
 		_ = r.stopPodShim(context.Background(), s)
 		_ = unmountPodShm(s)
+		_ = unmountPodUserns(s)
 		r.undoNetwork(context.Background(), s)
 		if s.cgroup != nil && !r.podCgroupShared(s) {
 			r.deleteCgroup(s.cgroup, "sandbox", s.id)
@@ -65,8 +76,14 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 		return nil, status.Errorf(codes.Internal, "record sandbox: %v", err)
 	}
 	r.createPodCgroup(s)
-	if r.wantsOwnNetwork(cfg) {
-		if err := r.setUpNetwork(ctx, s); err != nil {
+	switch {
+	case userns != nil: // its network too, made in its user namespace
+		if err := r.createPodUserns(ctx, s, userns); err != nil {
+			undo()
+			return nil, status.Errorf(codes.Unknown, "start sandbox %s: %v", s.name, err)
+		}
+	case r.wantsOwnNetwork(cfg):
+		if err := r.setUpNetwork(ctx, s, network.Create); err != nil {
 			undo()
 			return nil, status.Errorf(codes.Unknown, "failed to set up network for sandbox %s: %v", s.id, err)
 		}

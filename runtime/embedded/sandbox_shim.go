@@ -17,28 +17,36 @@ import (
 
 	"github.com/jetlet/jetlet/internal/atomicfile"
 	"github.com/jetlet/jetlet/internal/etchosts"
+	"github.com/jetlet/jetlet/runtime/embedded/network"
 	"github.com/jetlet/jetlet/runtime/embedded/shim"
 )
 
 // defaultShmSize is a pod's /dev/shm, as Docker's and containerd's default.
 const defaultShmSize = 64 << 20
 
-// podSpec decides the namespaces s's shim starts in (as clone flags) and what
-// it sets up in them, from the sandbox config and what this host grants. The
-// shim stays in the host's mount namespace: each container gets its own from
-// there, so a bidirectional volume can still reach the host's peers.
-func (r *Runtime) podSpec(s *sandbox) (uintptr, *shim.PodSpec, error) {
+// podNamespaces are the namespaces of its own s's shim runs in (as clone
+// flags), as far as this host grants them: UTS, and IPC and PID unless the
+// pod shares the host's. The shim stays in the host's mount namespace: each
+// container gets its own from there, so a bidirectional volume can still
+// reach the host's peers.
+func (r *Runtime) podNamespaces(s *sandbox) uintptr {
 	ns := s.config.GetLinux().GetSecurityContext().GetNamespaceOptions()
-	var flags uintptr
-	want := func(flag uintptr) bool {
-		if r.iso.allowed&flag == 0 {
-			return false
-		}
-		flags |= flag
-		return true
+	flags := uintptr(syscall.CLONE_NEWUTS)
+	if ns.GetIpc() != runtimeapi.NamespaceMode_NODE {
+		flags |= syscall.CLONE_NEWIPC
 	}
+	if ns.GetPid() != runtimeapi.NamespaceMode_NODE {
+		flags |= syscall.CLONE_NEWPID
+	}
+	return flags & r.iso.allowed
+}
+
+// podSpec decides the namespaces s's shim runs in (podNamespaces) and what
+// it sets up in them, from the sandbox config.
+func (r *Runtime) podSpec(s *sandbox) (uintptr, *shim.PodSpec, error) {
+	flags := r.podNamespaces(s)
 	spec := &shim.PodSpec{}
-	if want(syscall.CLONE_NEWUTS) {
+	if flags&syscall.CLONE_NEWUTS != 0 {
 		// As containerd: without one asked for, the pod is named like the host
 		// (kubelet always asks, with the pod's name cut to 63 bytes).
 		spec.Hostname = s.config.GetHostname()
@@ -46,10 +54,7 @@ func (r *Runtime) podSpec(s *sandbox) (uintptr, *shim.PodSpec, error) {
 			spec.Hostname, _ = os.Hostname()
 		}
 	}
-	ownIPC := ns.GetIpc() != runtimeapi.NamespaceMode_NODE && want(syscall.CLONE_NEWIPC)
-	if ns.GetPid() != runtimeapi.NamespaceMode_NODE {
-		want(syscall.CLONE_NEWPID)
-	}
+	ownIPC := flags&syscall.CLONE_NEWIPC != 0
 	for k, v := range s.config.GetLinux().GetSysctls() {
 		if err := podScopesSysctl(k, ownIPC, flags&syscall.CLONE_NEWUTS != 0, s.netns != ""); err != nil {
 			return 0, nil, err
@@ -188,8 +193,19 @@ func (r *Runtime) startPodShim(ctx context.Context, s *sandbox) (int, error) {
 	cmd.Stdout = shimLog // stdin stays /dev/null; nothing ties the shim to us
 	cmd.Stderr = shimLog
 	cmd.ExtraFiles = []*os.File{pw}
+	// A pod in a user namespace has its UTS and IPC namespaces made in it
+	// already (createPodUserns): the shim joins them.
+	joined, err := podNamespaceFiles(s)
+	if err != nil {
+		pw.Close()
+		shimLog.Close()
+		return 0, err
+	}
+	for _, ns := range joined {
+		flags &^= uintptr(ns.Type)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Cloneflags: flags}
-	err = startInPod(s.netns, cmd)
+	err = network.StartIn(cmd, joined...)
 	pw.Close()
 	shimLog.Close()
 	if err != nil {

@@ -43,6 +43,9 @@ func (r *Runtime) stopSandbox(ctx context.Context, s *sandbox) error {
 	if err := unmountPodShm(s); err != nil {
 		return status.Errorf(codes.Internal, "stop sandbox %s: %v", s.id, err)
 	}
+	if err := unmountPodUserns(s); err != nil {
+		return status.Errorf(codes.Internal, "stop sandbox %s: %v", s.id, err)
+	}
 	r.mu.RLock()
 	ready, netns := s.ready, s.netns
 	r.mu.RUnlock()

@@ -237,3 +237,30 @@ func TestAPodSeesNothingOfTheNode(t *testing.T) {
 		t.Fatalf("what the pod saw of its node:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// A pod with hostUsers false, through `jetlet run` and its embedded runtime:
+// its root is 65536 ids of the node's range from 65536 up, never the host's
+// root, and a hostPath it writes keeps the host's owners (idmapped).
+func TestAPodWithoutHostUsersIsNotRootOnTheHost(t *testing.T) {
+	requireRoot(t)
+	dir := t.TempDir()
+	// Not a test of disk pressure: a shared machine's full disk must not
+	// refuse the pod.
+	n := startNode(t, shortDir(t), "", append(mountsTheHost, "--eviction-hard", "imagefs.available<1%,nodefs.available<1%")...)
+	vol, mount := sharedVolume(dir)
+	n.publish("userns", podWithSpec("userns", vol+`,"restartPolicy":"Never","hostUsers":false,
+	  "containers":[{"name":"app","image":"busybox:1.36",`+mount+`,"command":`+shellCmd(
+		`echo "$(id -u) $(cat /proc/self/uid_map)" > /shared/seen; exec sleep 300`)+`}]`))
+	if r := n.results("userns", 1)[0]; r.Outcome != schemas.OutcomeSynced {
+		t.Fatalf("apply: %s %s %+v", r.Outcome, r.Error, r.Actions)
+	}
+	var inside, first, length, host uint64
+	got := waitFile(t, filepath.Join(dir, "seen"))
+	if _, err := fmt.Sscan(got, &inside, &host, &first, &length); err != nil || inside != 0 || host != 0 || length != 65536 || first < 65536 || first%65536 != 0 {
+		t.Fatalf("the pod's root and uid_map: %q (%v), want uid 0 mapped to an aligned range from 65536 up", got, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(filepath.Join(dir, "seen"), &st); err != nil || st.Uid != 0 {
+		t.Errorf("the file the pod's root wrote is the host's uid %d (%v), want 0 (idmapped volume)", st.Uid, err)
+	}
+}

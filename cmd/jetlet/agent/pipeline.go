@@ -70,7 +70,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	if err := a.buildNodeManagers(p, client); err != nil {
 		return err
 	}
-	if err := a.buildServices(p, js, client, reg); err != nil {
+	if err := a.buildServices(ctx, p, js, client, reg); err != nil {
 		return err
 	}
 	a.attached.Store(p.consumer)
@@ -152,6 +152,10 @@ func (a *agent) buildPodSync(p *pipeline, js jetstream.JetStream, client *runtim
 	if p.probes, err = prober.New(handlers, p.emit, prober.Config{Node: a.cfg.node, Logger: p.log}); err != nil {
 		return err
 	}
+	usernsRange, err := userNamespaceRange(p.log)
+	if err != nil {
+		return err
+	}
 	kuberuntime, err := reconcile.New(client, p.emit, reconcile.Config{
 		NodeName:        a.cfg.node,
 		NodeIP:          hostIP,
@@ -168,6 +172,7 @@ func (a *agent) buildPodSync(p *pipeline, js jetstream.JetStream, client *runtim
 		ClusterDNS:      a.cfg.clusterDNS,
 		ClusterDomain:   a.cfg.clusterDomain,
 		ResolvConf:      a.cfg.resolvConf,
+		UserNamespaces:  usernsRange,
 		Logger:          p.log,
 	})
 	if err != nil {
@@ -224,7 +229,7 @@ func (a *agent) buildNodeManagers(p *pipeline, client *runtime.Client) (err erro
 
 // buildServices makes what serves the node: log rotation, the intent
 // consumer, the logs and exec service.
-func (a *agent) buildServices(p *pipeline, js jetstream.JetStream, client *runtime.Client, reg prometheus.Registerer) (err error) {
+func (a *agent) buildServices(ctx context.Context, p *pipeline, js jetstream.JetStream, client *runtime.Client, reg prometheus.Registerer) (err error) {
 	logCfg := a.cfg.containerLogs
 	logCfg.Logger = p.log
 	if p.rotation, err = containerlogs.New(client, logCfg); err != nil {
@@ -245,6 +250,7 @@ func (a *agent) buildServices(p *pipeline, js jetstream.JetStream, client *runti
 		// the durable at every restart of jetlet's embedded server.
 		DurableInMemory:  a.cfg.intakeReplicas == 1 && a.cfg.streams.Replicas > 1,
 		NoMemoryEmptyDir: noTmpfs,
+		NoUserNamespaces: !runtimeSupportsUserNamespaces(ctx, client, p.log),
 		Logger:           p.log,
 		Denials:          &a.denials,
 		Registerer:       reg,

@@ -1,8 +1,8 @@
 // Package network gives pod sandboxes of the embedded runtime their own network
 // namespace, set up through CNI. It is the runtime's side: persistent network
 // namespaces (bind-mounted, as iproute2's `ip netns add`), the CNI ADD and DEL
-// through libcni, and starting a process inside a namespace. The shim never
-// imports it.
+// through libcni, and starting a process inside a pod's namespaces. The shim
+// never imports it.
 package network
 
 import (
@@ -29,6 +29,37 @@ var dirMu sync.Mutex
 // propagate to no other mount namespace. The namespace is made on a thread
 // that is then discarded: no thread of this process is ever left in it.
 func Create(dir, id string) (string, error) {
+	return keep(dir, id, func(path string) error {
+		return onOwnThread(func() error {
+			// The thread is never unlocked: it ends with the goroutine, taking
+			// its place in the new namespace with it.
+			if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+				return fmt.Errorf("unshare network namespace: %w", err)
+			}
+			self := fmt.Sprintf("/proc/%d/task/%d/ns/net", os.Getpid(), unix.Gettid())
+			if err := unix.Mount(self, path, "none", unix.MS_BIND, ""); err != nil {
+				return fmt.Errorf("bind-mount network namespace at %s: %w", path, err)
+			}
+			return nil
+		})
+	})
+}
+
+// Adopt keeps the network namespace another process made (from, its
+// /proc/<pid>/ns/net) alive at <dir>/<id> as Create keeps one: a pod's made
+// in the pod's user namespace, which root in the pod then holds
+// capabilities over.
+func Adopt(dir, id, from string) (string, error) {
+	return keep(dir, id, func(path string) error {
+		if err := unix.Mount(from, path, "none", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind-mount network namespace at %s: %w", path, err)
+		}
+		return nil
+	})
+}
+
+// keep makes <dir>/<id> and has bind mount a namespace there.
+func keep(dir, id string, bind func(path string) error) (string, error) {
 	dirMu.Lock()
 	defer dirMu.Unlock()
 	if err := os.MkdirAll(dir, 0o711); err != nil {
@@ -43,20 +74,7 @@ func Create(dir, id string) (string, error) {
 		return "", fmt.Errorf("create network namespace file: %w", err)
 	}
 	f.Close()
-
-	err = onOwnThread(func() error {
-		// The thread is never unlocked: it ends with the goroutine, taking
-		// its place in the new namespace with it.
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			return fmt.Errorf("unshare network namespace: %w", err)
-		}
-		self := fmt.Sprintf("/proc/%d/task/%d/ns/net", os.Getpid(), unix.Gettid())
-		if err := unix.Mount(self, path, "none", unix.MS_BIND, ""); err != nil {
-			return fmt.Errorf("bind-mount network namespace at %s: %w", path, err)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := bind(path); err != nil {
 		_ = os.Remove(path)
 		_ = unmountIfEmpty(dir)
 		return "", err
@@ -114,11 +132,21 @@ func IsNamespace(path string) bool {
 	return unix.Statfs(path, &st) == nil && st.Type == unix.NSFS_MAGIC
 }
 
-// StartIn starts cmd inside the network namespace at nsPath. The fork happens
-// on a locked thread moved into the namespace and then back; a thread that
-// cannot be moved back is discarded rather than reused.
-func StartIn(nsPath string, cmd *exec.Cmd) error {
-	return in(nsPath, cmd.Start)
+// Namespace is a namespace file to enter: a network, UTS or IPC namespace
+// (Type CLONE_NEWNET, CLONE_NEWUTS, CLONE_NEWIPC).
+type Namespace struct {
+	Path string
+	Type int
+}
+
+// nsNames are the /proc/<pid>/ns names of the types a process is started in.
+var nsNames = map[int]string{unix.CLONE_NEWNET: "net", unix.CLONE_NEWUTS: "uts", unix.CLONE_NEWIPC: "ipc"}
+
+// StartIn starts cmd inside the namespaces. The fork happens on a locked
+// thread moved into them and then back; a thread that cannot be moved back
+// is discarded rather than reused.
+func StartIn(cmd *exec.Cmd, namespaces ...Namespace) error {
+	return in(namespaces, cmd.Start)
 }
 
 // DialLoopback connects to port on 127.0.0.1 in the network namespace at
@@ -126,7 +154,7 @@ func StartIn(nsPath string, cmd *exec.Cmd) error {
 // from a thread moved into the namespace.
 func DialLoopback(nsPath string, port int) (net.Conn, error) {
 	var conn net.Conn
-	err := in(nsPath, func() error {
+	err := in([]Namespace{{Path: nsPath, Type: unix.CLONE_NEWNET}}, func() error {
 		var err error
 		conn, err = net.Dial("tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		return err
@@ -134,35 +162,59 @@ func DialLoopback(nsPath string, port int) (net.Conn, error) {
 	return conn, err
 }
 
-// in runs f on a locked thread moved into the network namespace at nsPath and
-// then back; a thread that cannot be moved back is discarded rather than
-// reused.
-func in(nsPath string, f func() error) error {
-	target, err := os.Open(nsPath)
-	if err != nil {
-		return fmt.Errorf("open network namespace: %w", err)
-	}
-	defer target.Close()
-	if !IsNamespace(nsPath) {
-		return fmt.Errorf("%s is not a network namespace", nsPath)
+// in runs f on a locked thread moved into the namespaces and then back; a
+// thread that cannot be moved back is discarded rather than reused.
+func in(namespaces []Namespace, f func() error) error {
+	targets := make([]*os.File, len(namespaces))
+	defer closeAll(targets)
+	for i, ns := range namespaces {
+		if nsNames[ns.Type] == "" || !IsNamespace(ns.Path) {
+			return fmt.Errorf("%s is not a %s namespace", ns.Path, nsNames[ns.Type])
+		}
+		var err error
+		if targets[i], err = os.Open(ns.Path); err != nil {
+			return fmt.Errorf("open %s namespace: %w", nsNames[ns.Type], err)
+		}
 	}
 	return onOwnThread(func() error {
-		orig, err := os.Open(fmt.Sprintf("/proc/%d/task/%d/ns/net", os.Getpid(), unix.Gettid()))
-		if err != nil {
-			runtime.UnlockOSThread()
-			return fmt.Errorf("open current network namespace: %w", err)
+		origs := make([]*os.File, len(namespaces))
+		defer closeAll(origs)
+		for i, ns := range namespaces {
+			var err error
+			if origs[i], err = os.Open(fmt.Sprintf("/proc/%d/task/%d/ns/%s", os.Getpid(), unix.Gettid(), nsNames[ns.Type])); err != nil {
+				runtime.UnlockOSThread()
+				return fmt.Errorf("open current %s namespace: %w", nsNames[ns.Type], err)
+			}
 		}
-		defer orig.Close()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			return fmt.Errorf("enter network namespace %s: %w", nsPath, err)
+		back := func(n int) bool {
+			ok := true
+			for i := n - 1; i >= 0; i-- {
+				ok = unix.Setns(int(origs[i].Fd()), namespaces[i].Type) == nil && ok
+			}
+			return ok
+		}
+		for i, ns := range namespaces {
+			if err := unix.Setns(int(targets[i].Fd()), ns.Type); err != nil {
+				if back(i) {
+					runtime.UnlockOSThread()
+				}
+				return fmt.Errorf("enter %s namespace %s: %w", nsNames[ns.Type], ns.Path, err)
+			}
 		}
 		fErr := f()
-		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err == nil {
+		if back(len(namespaces)) {
 			runtime.UnlockOSThread()
 		} // else the thread ends with the goroutine
 		return fErr
 	})
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 // onOwnThread runs f on a goroutine locked to a thread other than the main

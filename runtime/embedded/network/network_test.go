@@ -191,7 +191,7 @@ func TestTwoPodsGetDifferentIPsAndReachEachOther(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := StartIn(pods[0].NetNS, server); err != nil {
+	if err := StartIn(server, Namespace{Path: pods[0].NetNS, Type: unix.CLONE_NEWNET}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = server.Process.Kill(); _ = server.Wait() })
@@ -207,7 +207,7 @@ func TestTwoPodsGetDifferentIPsAndReachEachOther(t *testing.T) {
 	var got strings.Builder
 	client.Stdout = &got
 	client.Stderr = os.Stderr
-	if err := StartIn(pods[1].NetNS, client); err != nil {
+	if err := StartIn(client, Namespace{Path: pods[1].NetNS, Type: unix.CLONE_NEWNET}); err != nil {
 		t.Fatal(err)
 	}
 	if err := client.Wait(); err != nil {

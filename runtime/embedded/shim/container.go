@@ -69,6 +69,7 @@ func StartExec(exe, dir string, spec *ContainerSpec, hostPID int, args []string,
 			p.pidNamespace = fmt.Sprintf("/proc/%d/ns/pid", hostPID)
 		}
 		p.nsenter = iso.Nsenter
+		p.userns = iso.UserNamespace != nil
 	}
 	cmd, _, err := p.start()
 	return cmd, err
@@ -95,8 +96,9 @@ type initProcess struct {
 	// (an exec joining its container's).
 	pidNamespace string
 	// nsenter, when set, starts an exec's init through nsenter in the mount
-	// namespace of execPID.
+	// namespace of execPID, and with userns in its user namespace too.
 	nsenter string
+	userns  bool
 }
 
 // start starts the init and runs the parent's half of the init protocol (see
@@ -186,10 +188,12 @@ func (p initProcess) prepareExec(cmd *exec.Cmd) ([]*os.File, error) {
 	}
 	cmd.ExtraFiles = append(cmd.ExtraFiles, exe)
 	cmd.Path = p.nsenter
-	cmd.Args = append([]string{
-		"nsenter", fmt.Sprintf("--mount=/proc/%d/ns/mnt", p.execPID), "--",
-		fmt.Sprintf("/proc/self/fd/%d", initExeFD),
-	}, p.execArgs...)
+	cmd.Args = []string{"nsenter", fmt.Sprintf("--mount=/proc/%d/ns/mnt", p.execPID)}
+	if p.userns {
+		// nsenter enters it last, once the host's root has entered the rest.
+		cmd.Args = append(cmd.Args, fmt.Sprintf("--user=/proc/%d/ns/user", p.execPID))
+	}
+	cmd.Args = append(append(cmd.Args, "--", fmt.Sprintf("/proc/self/fd/%d", initExeFD)), p.execArgs...)
 	return []*os.File{spec, exe}, nil
 }
 

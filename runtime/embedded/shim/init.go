@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,21 +61,38 @@ func initContainer(dir string, sync *os.File) error {
 		return fmt.Errorf("not dumpable: %w", err)
 	}
 	execPID := os.Getenv(initExecPIDEnv)
-	spec, err := readInitSpec(dir, execPID != "")
+	specFD, exeFD, nsFD, inUserns, err := usernsFDs()
 	if err != nil {
 		return err
 	}
-	// Read while /proc is still the runtime's: the parent may not see host pids.
-	self, err := os.Readlink("/proc/self")
-	if err != nil {
-		return fmt.Errorf("own host pid: %w", err)
+	switch {
+	case inUserns:
+	case execPID != "":
+		specFD, exeFD, nsFD = initSpecFD, initExeFD, -1
+	default:
+		specFD, exeFD, nsFD = -1, -1, -1
 	}
-	if _, err := sync.WriteString("pid " + self + "\n"); err != nil {
+	spec, err := readInitSpec(dir, specFD, exeFD, nsFD)
+	if err != nil {
 		return err
 	}
-
 	args := spec.Args
-	if execPID != "" {
+	if !inUserns {
+		// Read while /proc is still the runtime's: the parent may not see host pids.
+		self, err := os.Readlink("/proc/self")
+		if err != nil {
+			return fmt.Errorf("own host pid: %w", err)
+		}
+		if _, err := sync.WriteString("pid " + self + "\n"); err != nil {
+			return err
+		}
+	}
+	switch {
+	case inUserns: // mounts made before nsenter
+		if err := pivotRootHere(); err != nil {
+			return err
+		}
+	case execPID != "":
 		args = os.Args[1:]
 		if spec.Isolation != nil && spec.Isolation.Nsenter == "" {
 			// This process shares the pod's other namespaces already; only
@@ -86,8 +102,21 @@ func initContainer(dir string, sync *os.File) error {
 				return fmt.Errorf("enter the container's root: %w", err)
 			}
 		}
-	} else if spec.Isolation != nil {
-		if err := setUpMountNamespace(dir, spec.Isolation); err != nil {
+	case spec.Isolation != nil && spec.Isolation.UserNamespace != nil:
+		u, err := openPodUserns(spec.Isolation.UserNamespace)
+		if err != nil {
+			return err
+		}
+		h, err := openUsernsHandoff(dir, spec.Isolation.Nsenter, u)
+		if err != nil {
+			return err
+		}
+		if err := setUpMountNamespace(dir, spec.Isolation, u); err != nil {
+			return err
+		}
+		return enterUserNamespace(h, sync)
+	case spec.Isolation != nil:
+		if err := setUpMountNamespace(dir, spec.Isolation, nil); err != nil {
 			return err
 		}
 	}
@@ -105,17 +134,17 @@ func initContainer(dir string, sync *os.File) error {
 	return execCommand(spec, args)
 }
 
-// readInitSpec reads the container's spec: a container's init from dir, an
-// exec's from initSpecFD, closing the descriptors the exec was given so that
-// its command inherits none (the shim binary least of all: a process that
-// can open it can rewrite the host's binary).
-func readInitSpec(dir string, isExec bool) (*ContainerSpec, error) {
+// readInitSpec reads the container's spec: from specFD when it is not -1
+// (an exec's, entered into the container's mount namespace, may not see
+// dir; nor may an init that entered the pod's user namespace), else from
+// dir. It closes the descriptors the init was given (exeFD, nsFD; -1: none)
+// so that its command inherits none: the shim binary least of all, since a
+// process that can open it can rewrite the host's binary.
+func readInitSpec(dir string, specFD, exeFD, nsFD int) (*ContainerSpec, error) {
 	var data []byte
 	var err error
-	if isExec {
-		f := os.NewFile(initSpecFD, "spec.json")
-		data, err = io.ReadAll(f)
-		f.Close()
+	if specFD >= 0 {
+		data, err = readSpecFrom(specFD)
 	} else {
 		data, err = os.ReadFile(filepath.Join(dir, "spec.json"))
 	}
@@ -126,9 +155,14 @@ func readInitSpec(dir string, isExec bool) (*ContainerSpec, error) {
 	if err := json.Unmarshal(data, &spec); err != nil {
 		return nil, fmt.Errorf("read %s/spec.json: %w", dir, err)
 	}
-	if isExec && spec.Isolation != nil && spec.Isolation.Nsenter != "" {
-		if err := unix.Close(initExeFD); err != nil {
+	if exeFD >= 0 && spec.Isolation != nil && spec.Isolation.Nsenter != "" {
+		if err := unix.Close(exeFD); err != nil {
 			return nil, fmt.Errorf("close the shim binary: %w", err)
+		}
+	}
+	if nsFD >= 0 {
+		if err := unix.Close(nsFD); err != nil {
+			return nil, fmt.Errorf("close the pod's user namespace: %w", err)
 		}
 	}
 	return &spec, nil

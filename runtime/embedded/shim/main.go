@@ -15,6 +15,10 @@ const (
 	// ModeProbe exits at once: the runtime starts it in each kind of
 	// namespace to learn which the kernel grants.
 	ModeProbe = "probe"
+	// ModeHold waits until its stdin ends: the runtime starts it in a new
+	// user namespace with a pod's mappings (and the pod's namespaces made in
+	// it) and binds the namespaces' files, which keep them once it exits.
+	ModeHold = "hold"
 	// DirEnv names the sandbox directory (ModePod) or the container directory
 	// (ModeInit).
 	DirEnv = "JETLET_PROC_SHIM_DIR"
@@ -31,7 +35,7 @@ const (
 //	}
 func Requested() bool {
 	m := os.Getenv(ModeEnv)
-	return m == ModePod || m == ModeInit || m == ModeProbe
+	return m == ModePod || m == ModeInit || m == ModeProbe || m == ModeHold
 }
 
 // Main runs the mode ModeEnv names and returns the process's exit code.
@@ -44,6 +48,8 @@ func Main() int {
 	case ModeInit:
 		err = runInit(dir, os.NewFile(initSyncFD, "sync"))
 	case ModeProbe:
+	case ModeHold:
+		err = hold()
 	default:
 		err = fmt.Errorf("%s=%q is not a shim mode", ModeEnv, os.Getenv(ModeEnv))
 	}

@@ -24,7 +24,12 @@ import (
 //   - the pod's /proc, a read-only /sys, a /dev of the default devices and
 //     iso.Devices;
 //   - iso.Mounts, then the masked and read-only paths.
-func setUpMountNamespace(dir string, iso *Isolation) error {
+//
+// With u (the pod's user namespace), the image's layers and the volumes are
+// idmapped to it, what the init makes for the container is owned by the
+// pod's root, and the root is made the working directory instead: the
+// init enters the namespace before it pivots (see pivotRootHere).
+func setUpMountNamespace(dir string, iso *Isolation, u *podUserns) error {
 	clones, err := cloneSharedVolumes(iso.Mounts)
 	if err != nil {
 		return err
@@ -42,7 +47,7 @@ func setUpMountNamespace(dir string, iso *Isolation) error {
 	var layers []string // the root's writable mounts, made read-only last for a read-only root
 	if iso.Rootfs != nil {
 		root = filepath.Join(dir, "rootfs")
-		if err := mountImageRoot(root, iso.Rootfs, iso.DeviceNodes); err != nil {
+		if err := mountImageRoot(root, iso.Rootfs, iso.DeviceNodes, u, filepath.Join(dir, "idmapped-layers")); err != nil {
 			return err
 		}
 		layers = []string{root}
@@ -66,14 +71,14 @@ func setUpMountNamespace(dir string, iso *Isolation) error {
 	if err := mountKernelFS(root, hostMounts, iso.WritableSysfs); err != nil {
 		return err
 	}
-	if err := mountDev(root, iso.Devices, iso.DeviceNodes); err != nil {
+	if err := mountDev(root, iso.Devices, iso.DeviceNodes, u); err != nil {
 		return err
 	}
 	for i, m := range iso.Mounts {
 		if m.Type == "image" {
-			err = mountImageVolume(root, m, filepath.Join(dir, "image-volumes", strconv.Itoa(i)))
+			err = mountImageVolume(root, m, filepath.Join(dir, "image-volumes", strconv.Itoa(i)), u)
 		} else {
-			err = mountVolume(root, m, clones[i])
+			err = mountVolume(root, m, clones[i], u)
 		}
 		if err != nil {
 			return fmt.Errorf("mount %s: %w", m.Destination, err)
@@ -105,6 +110,9 @@ func setUpMountNamespace(dir string, iso *Isolation) error {
 				return fmt.Errorf("read-only root: %w", err)
 			}
 		}
+	}
+	if u != nil {
+		return unix.Chdir(root)
 	}
 	return pivotRoot(root)
 }
@@ -156,10 +164,17 @@ func overlayHostTree(base string, hostMounts []string, skipDir string) (root str
 // mountImageRoot mounts on root the image's layers under an overlay whose
 // upper and work dirs are the container's (rootfs.Upper, rootfs.Work), or,
 // with rootfs.Copy, a copy of them in the upper dir. It is nodev unless
-// devNodes: a device node made in it does not open.
-func mountImageRoot(root string, rootfs *Rootfs, devNodes bool) error {
+// devNodes: a device node made in it does not open. With u, the layers are
+// idmapped copies mounted under idmappedDir, and the root directory is
+// owned by the host's ids of its owner in the image: what the container
+// writes is owned by its users' host ids, as with containerd's idmapped
+// snapshots.
+func mountImageRoot(root string, rootfs *Rootfs, devNodes bool, u *podUserns, idmappedDir string) error {
 	if len(rootfs.Layers) == 0 {
 		return errors.New("the image has no layers")
+	}
+	if u != nil && rootfs.Copy {
+		return errors.New("a pod in a user namespace needs overlayfs for its containers' roots, which this runtime's state dir cannot hold")
 	}
 	for _, d := range []string{root, filepath.Dir(rootfs.Upper), rootfs.Work} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -177,7 +192,13 @@ func mountImageRoot(root string, rootfs *Rootfs, devNodes bool) error {
 		if err := unix.Chmod(rootfs.Upper, st.Mode&0o7777); err != nil {
 			return err
 		}
-		if err := os.Lchown(rootfs.Upper, int(st.Uid), int(st.Gid)); err != nil {
+		uid, gid := int(st.Uid), int(st.Gid)
+		if u != nil {
+			if uid, gid, err = u.hostOwner(st.Uid, st.Gid); err != nil {
+				return fmt.Errorf("the image's root directory: %w", err)
+			}
+		}
+		if err := os.Lchown(rootfs.Upper, uid, gid); err != nil {
 			return err
 		}
 	} else if !errors.Is(err, os.ErrExist) {
@@ -193,8 +214,15 @@ func mountImageRoot(root string, rootfs *Rootfs, devNodes bool) error {
 		}
 		return nil
 	}
+	layers := rootfs.Layers
+	if u != nil {
+		var err error
+		if layers, err = u.idmapLayers(layers, idmappedDir); err != nil {
+			return fmt.Errorf("the image's layers: %w", err)
+		}
+	}
 	opts := ",upperdir=" + rootfs.Upper + ",workdir=" + rootfs.Work
-	if err := mountLayers(rootfs.Layers, opts, root, flags); err != nil {
+	if err := mountLayers(layers, opts, root, flags); err != nil {
 		return fmt.Errorf("mount the image's root: %w", err)
 	}
 	return nil
@@ -336,8 +364,8 @@ var defaultDevices = []string{"null", "zero", "full", "random", "urandom", "tty"
 // host, its own pseudo-terminals, shared memory and message queues, then
 // devices (the CRI's, each bound from the host where it asks). Unless
 // nodes, a device node made in it does not open (nodev; the bound ones are
-// mounts of their own).
-func mountDev(root string, devices []Device, nodes bool) error {
+// mounts of their own). With u, /dev is the pod's root's.
+func mountDev(root string, devices []Device, nodes bool, u *podUserns) error {
 	dev := filepath.Join(root, "dev")
 	if err := os.MkdirAll(dev, 0o755); err != nil {
 		return err
@@ -346,7 +374,15 @@ func mountDev(root string, devices []Device, nodes bool) error {
 	if !nodes {
 		flags |= unix.MS_NODEV
 	}
-	if err := unix.Mount("tmpfs", dev, "tmpfs", flags, "mode=755,size=65536k"); err != nil {
+	opts := "mode=755,size=65536k"
+	if u != nil {
+		uid, gid, err := u.hostOwner(0, 0)
+		if err != nil {
+			return err
+		}
+		opts += fmt.Sprintf(",uid=%d,gid=%d", uid, gid)
+	}
+	if err := unix.Mount("tmpfs", dev, "tmpfs", flags, opts); err != nil {
 		return fmt.Errorf("mount /dev: %w", err)
 	}
 	for _, name := range defaultDevices {
@@ -421,8 +457,11 @@ func cloneSharedVolumes(mounts []Mount) (map[int]*os.File, error) {
 }
 
 // mountVolume applies one of the spec's mounts in root; clone, when set, is
-// the copy of its source to attach (see cloneSharedVolumes).
-func mountVolume(root string, m Mount, clone *os.File) error {
+// the copy of its source to attach (see cloneSharedVolumes). With u, a bind
+// is an idmapped copy of its source: the pod's root owns what the host's
+// root owns there, and what the pod's root writes is the host's root's, as
+// containerd binds a volume into a pod in a user namespace.
+func mountVolume(root string, m Mount, clone *os.File, u *podUserns) error {
 	dst, err := resolveIn(root, m.Destination)
 	if err != nil {
 		return err
@@ -447,10 +486,21 @@ func mountVolume(root string, m Mount, clone *os.File) error {
 	if err := makeMountPoint(dst, fi.IsDir()); err != nil {
 		return err
 	}
-	if clone != nil {
-		err = unix.MoveMount(int(clone.Fd()), "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH)
-		clone.Close()
-	} else {
+	switch {
+	case u != nil && clone != nil:
+		if err = u.idmap(clone, true); err != nil {
+			clone.Close()
+			return err
+		}
+		err = attach(clone, dst)
+	case u != nil:
+		if clone, err = u.idmapped(m.Source, true); err != nil {
+			return err
+		}
+		err = attach(clone, dst)
+	case clone != nil:
+		err = attach(clone, dst)
+	default:
 		err = unix.Mount(m.Source, dst, "", unix.MS_BIND|unix.MS_REC, "")
 	}
 	if err != nil {
@@ -479,10 +529,17 @@ func mountVolume(root string, m Mount, clone *os.File) error {
 // on stack, a dir outside the root (one layer is bound as it is: an overlay
 // without an upper dir needs two), then m.SubPath of it bound on
 // m.Destination. Neither is ever writable, and neither holds device nodes
-// that open or setuid programs.
-func mountImageVolume(root string, m Mount, stack string) error {
+// that open or setuid programs. With u, the layers are idmapped copies.
+func mountImageVolume(root string, m Mount, stack string, u *podUserns) error {
 	if len(m.Layers) == 0 {
 		return errors.New("the image has no layers")
+	}
+	layers := m.Layers
+	if u != nil {
+		var err error
+		if layers, err = u.idmapLayers(layers, stack+"-layers"); err != nil {
+			return fmt.Errorf("the image's layers: %w", err)
+		}
 	}
 	dst, err := resolveIn(root, m.Destination)
 	if err != nil {
@@ -492,12 +549,12 @@ func mountImageVolume(root string, m Mount, stack string) error {
 		return err
 	}
 	flags := uintptr(unix.MS_RDONLY | unix.MS_NODEV | unix.MS_NOSUID)
-	if len(m.Layers) == 1 {
-		if err = unix.Mount(m.Layers[0], stack, "", unix.MS_BIND, ""); err == nil {
+	if len(layers) == 1 {
+		if err = unix.Mount(layers[0], stack, "", unix.MS_BIND, ""); err == nil {
 			err = unix.Mount("", stack, "", unix.MS_BIND|unix.MS_REMOUNT|flags, "")
 		}
 	} else {
-		err = mountLayers(m.Layers, "", stack, flags)
+		err = mountLayers(layers, "", stack, flags)
 	}
 	if err != nil {
 		return fmt.Errorf("stack the image's layers: %w", err)

@@ -98,6 +98,28 @@ type Isolation struct {
 	// Devices are host devices the container's /dev holds besides the
 	// defaults (the runtime allows them in the container's devices cgroup).
 	Devices []Device `json:"devices,omitempty"`
+	// UserNamespace, when set, runs the command in the pod's user
+	// namespace; needs Rootfs (an overlay, not a Copy) and Nsenter.
+	UserNamespace *UserNamespace `json:"user_namespace,omitempty"`
+}
+
+// UserNamespace is the pod's user namespace (the CRI's UsernsOptions, mode
+// POD). The init builds the container's mounts as the host's root, with the
+// image's layers and the volumes idmapped to it, then enters it through
+// Nsenter and runs the command there.
+type UserNamespace struct {
+	// Path is the namespace's file, bound in the sandbox dir.
+	Path string `json:"path"`
+	// UIDs and GIDs are its mappings.
+	UIDs []IDMap `json:"uids"`
+	GIDs []IDMap `json:"gids"`
+}
+
+// IDMap maps Size ids from ContainerID in the namespace to HostID outside.
+type IDMap struct {
+	ContainerID uint32 `json:"container_id"`
+	HostID      uint32 `json:"host_id"`
+	Size        uint32 `json:"size"`
 }
 
 // Rootfs is a root file system made of an image: its unpacked layers
