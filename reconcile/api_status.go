@@ -1,12 +1,12 @@
 package reconcile
 
 import (
-	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
 )
 

@@ -1,13 +1,14 @@
 package reconcile
 
 import (
-	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"net/http"
 	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 )
 
 func TestResolveHTTPGet(t *testing.T) {
