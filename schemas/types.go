@@ -59,6 +59,9 @@ const (
 	ActionKillContainer    = "KillContainer"
 	ActionInitContainer    = "InitContainer"
 	ActionPullImage        = "PullImage"
+	// ActionUpdateContainerResources resizes a running container in place
+	// (the CRI's UpdateContainerResources); the message says what changed.
+	ActionUpdateContainerResources = "UpdateContainerResources"
 )
 
 // ActionResult is the outcome of one action of a sync.
@@ -119,6 +122,15 @@ const (
 	// envFrom keys that are no valid environment variable names were
 	// skipped.
 	EventInvalidEnvironmentVariableNames EventType = "InvalidEnvironmentVariableNames"
+	// In-place resize, kubelet's events: the node took the new resources
+	// (ResizeStarted) and the runtime applied them (ResizeCompleted); they
+	// do not fit now (ResizeDeferred, retried when resources free) or ever
+	// (ResizeInfeasible); the runtime could not apply them (ResizeError).
+	EventResizeStarted    EventType = "ResizeStarted"
+	EventResizeCompleted  EventType = "ResizeCompleted"
+	EventResizeDeferred   EventType = "ResizeDeferred"
+	EventResizeInfeasible EventType = "ResizeInfeasible"
+	EventResizeError      EventType = "ResizeError"
 )
 
 // EventTypes lists every event type, in the contract's order.
@@ -130,6 +142,8 @@ var EventTypes = []EventType{
 	EventPodTerminated, EventIntentRejected,
 	EventFailedPostStartHook, EventFailedPreStopHook,
 	EventFailedMount, EventInvalidEnvironmentVariableNames,
+	EventResizeStarted, EventResizeCompleted, EventResizeDeferred,
+	EventResizeInfeasible, EventResizeError,
 }
 
 // Reasons carried by ContainerDied and ContainerKilled events.
@@ -242,6 +256,15 @@ type ContainerStatus struct {
 	Started bool `json:"started"`
 	// LastState is how the previous instance ended, if there was one.
 	LastState *LastState `json:"lastState,omitempty"`
+	// Resources are what the runtime applied to the running instance
+	// (kubelet's status.containerStatuses[].resources): cpu request and
+	// limits read back from it, the memory request allocated (cgroups hold
+	// none). Absent when the runtime reports none.
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// AllocatedResources are the requests the node admitted for the
+	// container: the spec's, or the previous ones while a resize is
+	// pending.
+	AllocatedResources corev1.ResourceList `json:"allocatedResources,omitempty"`
 }
 
 // LastState is the termination of a container's previous instance.
@@ -259,6 +282,19 @@ const (
 	PodInitialized     PodConditionType = "Initialized"
 	PodContainersReady PodConditionType = "ContainersReady"
 	PodReady           PodConditionType = "Ready"
+	// PodResizePending: a resize the node has not taken, with reason
+	// Infeasible or Deferred (kubelet's).
+	PodResizePending PodConditionType = "PodResizePending"
+	// PodResizeInProgress: a resize taken and not yet applied by the
+	// runtime; reason Error when applying it failed.
+	PodResizeInProgress PodConditionType = "PodResizeInProgress"
+)
+
+// Reasons of the resize conditions, kubelet's.
+const (
+	ReasonResizeInfeasible = "Infeasible"
+	ReasonResizeDeferred   = "Deferred"
+	ReasonResizeError      = "Error"
 )
 
 // ConditionStatus is "True" or "False".
@@ -274,6 +310,7 @@ type PodCondition struct {
 	Type               PodConditionType `json:"type"`
 	Status             ConditionStatus  `json:"status"`
 	Reason             string           `json:"reason,omitempty"`
+	Message            string           `json:"message,omitempty"`
 	LastTransitionTime time.Time        `json:"lastTransitionTime"`
 }
 
