@@ -48,7 +48,9 @@ func (c *reasonCache) get(uid, container string) (startFailure, bool) {
 // PodResizeInProgress condition shows until a resize succeeds.
 const resizeKey = ""
 
-func (c *reasonCache) setResizeError(uid, msg string) { c.set(uid, resizeKey, kubecontainer.ErrResize, msg) }
+func (c *reasonCache) setResizeError(uid, msg string) {
+	c.set(uid, resizeKey, kubecontainer.ErrResize, msg)
+}
 
 func (c *reasonCache) clearResizeError(uid string) { c.remove(uid, resizeKey) }
 
