@@ -290,12 +290,10 @@ const (
 	PodResizeInProgress PodConditionType = "PodResizeInProgress"
 )
 
-// Reasons of the resize conditions, kubelet's.
-const (
-	ReasonResizeInfeasible = "Infeasible"
-	ReasonResizeDeferred   = "Deferred"
-	ReasonResizeError      = "Error"
-)
+// ReasonResizeError is the PodResizeInProgress condition's reason when the
+// runtime could not apply a resize, kubelet's. (PodResizePending's reasons
+// are admission's: Infeasible, Deferred.)
+const ReasonResizeError = "Error"
 
 // ConditionStatus is "True" or "False".
 type ConditionStatus string
