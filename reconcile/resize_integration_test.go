@@ -97,7 +97,7 @@ func TestResizeInPlace(t *testing.T) {
 	}
 
 	for _, step := range []struct {
-		cpu, memory       string
+		cpu, memory        string
 		memBytes, cpuQuota int64
 	}{
 		{"200m", "256Mi", 256 << 20, 20000},
