@@ -3,10 +3,6 @@ package reconcile_test
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +12,7 @@ import (
 
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/jetlettest"
 )
 
 // uniqueName is name with a random suffix: the embedded runtime names pod
@@ -33,48 +30,15 @@ func limits(cpu, memory string) corev1.ResourceRequirements {
 	}
 }
 
-// cgroupValue reads a file of the cgroup of the container's process
-// (controller under cgroup v1, the unified hierarchy's file v2 under v2).
+// cgroupValue reads a file of the container's cgroup (jetlettest's
+// ContainerCgroupFile).
 func (e *env) cgroupValue(id, controller, v1, v2 string) string {
 	e.t.Helper()
 	resp, err := e.client.ContainerStatus(ctx(e.t), id, true)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	var info struct{ PID int }
-	if err := json.Unmarshal([]byte(resp.GetInfo()["info"]), &info); err != nil || info.PID == 0 {
-		e.t.Fatalf("no pid in the container's info (%v): %s", err, resp.GetInfo()["info"])
-	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", info.PID))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		file := ""
-		switch {
-		case parts[1] == "" && parts[0] == "0":
-			file = filepath.Join("/sys/fs/cgroup", parts[2], v2)
-		case parts[1] != "" && hasController(parts[1], controller):
-			file = filepath.Join("/sys/fs/cgroup", parts[1], parts[2], v1)
-		default:
-			continue
-		}
-		if v, err := os.ReadFile(file); err == nil {
-			return strings.TrimSpace(string(v))
-		}
-	}
-	e.t.Fatalf("no %s cgroup file for the container: %s", controller, data)
-	return ""
-}
-
-func hasController(list, controller string) bool {
-	for _, c := range strings.Split(list, ",") {
-		if c == controller {
-			return true
-		}
-	}
-	return false
+	return jetlettest.ContainerCgroupFile(e.t, resp, controller, v1, v2)
 }
 
 func memoryLimitIn(e *env, id string) string {
