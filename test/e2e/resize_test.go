@@ -106,3 +106,37 @@ func TestAResizeChangesTheCgroupWithoutARestart(t *testing.T) {
 	}
 	n.waitEvent("resize", schemas.EventResizeInfeasible, 30*time.Second, func(ev schemas.LifecycleEvent) bool { return ev.Reason == "Infeasible" })
 }
+
+// BenchmarkResizeIntentToCgroup measures, through `jetlet run` on the
+// embedded runtime, the time from publishing an intent with a new memory
+// limit to the limit in the running container's cgroup (read every 1 ms),
+// alternating between two limits:
+//
+//	go test -run '^$' -bench BenchmarkResizeIntentToCgroup -benchtime 50x ./test/e2e
+func BenchmarkResizeIntentToCgroup(b *testing.B) {
+	n := startNode(b, shortDir(b), "")
+	cri := criClient(b, n)
+	n.publish("bench", resizable(b, "bench", 1, "128Mi"))
+	id := n.waitStatus("bench", 60*time.Second, func(st *schemas.PodStatus) bool { return st.Phase == schemas.PhaseRunning }).Containers[0].ContainerID
+	var latencies []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		memory, bytes := "256Mi", strconv.Itoa(256<<20)
+		if i%2 == 1 {
+			memory, bytes = "128Mi", strconv.Itoa(128<<20)
+		}
+		start := time.Now()
+		n.publish("bench", resizable(b, "bench", int64(i+2), memory))
+		for memoryLimit(b, cri, id) != bytes {
+			if time.Since(start) > 30*time.Second {
+				b.Fatalf("resize %d: the cgroup never held %s", i, memory)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		latencies = append(latencies, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(latencies)
+	b.ReportMetric(float64(latencies[len(latencies)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(latencies[len(latencies)*99/100].Microseconds())/1000, "p99-ms")
+}
