@@ -46,7 +46,7 @@ func (s *podOperation) resize(ctx context.Context, updates map[corev1.ResourceNa
 				return
 			}
 			applied[u.ID] = to
-			s.result.Add(schemas.ActionUpdateContainerResources, u.Name, fmt.Sprintf("%s: %s -> %s", name, from, to))
+			s.result.Add(schemas.ActionUpdateContainerResources, u.Name, resizedMessage(name, from, to))
 		}
 	}
 	s.m.reasons.clearResizeError(s.ref.UID)
@@ -82,6 +82,15 @@ func (s *podOperation) updateContainerResources(ctx context.Context, u Container
 	// does not change: read it again.
 	m.cache.forgetContainer(s.ref.UID, u.ID)
 	return nil
+}
+
+// resizedMessage says what an update changed: "memory limit 128Mi -> 256Mi",
+// "cpu request/limit 100m/500m -> 250m/1".
+func resizedMessage(name corev1.ResourceName, from, to ResourceValues) string {
+	if name == corev1.ResourceMemory {
+		return fmt.Sprintf("memory limit %s -> %s", memoryString(from.MemoryLimit), memoryString(to.MemoryLimit))
+	}
+	return fmt.Sprintf("cpu request/limit %s/%s -> %s/%s", cpuString(from.CPURequest), cpuString(from.CPULimit), cpuString(to.CPURequest), cpuString(to.CPULimit))
 }
 
 // withQuantity is list with name set to q, or without name when q is zero.

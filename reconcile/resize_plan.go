@@ -23,19 +23,26 @@ type ResourceValues struct {
 	CPURequest  int64 // millicores
 }
 
-// String is "memory limit 128Mi, cpu 100m/500m" (request/limit), for plans and
-// events.
+// String is "memory limit 128Mi, cpu 100m/500m" (request/limit), for plans
+// and logs.
 func (v ResourceValues) String() string {
-	q := func(n int64, f resource.Format) string {
-		if n == 0 {
-			return "none"
-		}
-		if f == resource.DecimalSI {
-			return resource.NewMilliQuantity(n, f).String()
-		}
-		return resource.NewQuantity(n, f).String()
+	return fmt.Sprintf("memory limit %s, cpu %s/%s", memoryString(v.MemoryLimit), cpuString(v.CPURequest), cpuString(v.CPULimit))
+}
+
+// memoryString and cpuString show bytes and millicores as quantities, 0 as
+// "none".
+func memoryString(bytes int64) string {
+	if bytes == 0 {
+		return "none"
 	}
-	return fmt.Sprintf("memory limit %s, cpu %s/%s", q(v.MemoryLimit, resource.BinarySI), q(v.CPURequest, resource.DecimalSI), q(v.CPULimit, resource.DecimalSI))
+	return resource.NewQuantity(bytes, resource.BinarySI).String()
+}
+
+func cpuString(milli int64) string {
+	if milli == 0 {
+		return "none"
+	}
+	return resource.NewMilliQuantity(milli, resource.DecimalSI).String()
 }
 
 // ContainerToUpdate is one running container whose resources the plan
