@@ -1,14 +1,19 @@
 package reconcile
 
 import (
+	"context"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
+	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/fakecri"
 )
 
 // resizePlan is the comparable shape of a plan's resize part: per resource,
@@ -263,4 +268,57 @@ func TestPodActionsStringShowsResizes(t *testing.T) {
 	if want := "Update[memory]=[foo1(id1) memory limit 200Mi, cpu 100m/200m -> memory limit 256Mi, cpu 100m/200m]"; !strings.Contains(got, want) {
 		t.Errorf("String() = %s\nwant it to hold %s", got, want)
 	}
+}
+
+// A memory limit is not lowered to the container's usage or below, as
+// kubelet refuses a pod limit below the pod's usage: the update fails with
+// ResizeError, the pod says PodResizeInProgress reason Error (and a
+// ResizeError event), and once the usage allows it the next sync lowers it
+// and clears the error. On the fake runtime, whose usage the test sets.
+func TestAMemoryLimitIsNotLoweredBelowUsage(t *testing.T) {
+	rt := fakecri.New()
+	m, events := newTestManager(t, rt)
+	pod := testPod(corev1.Container{Name: "app", Image: "img:1", Resources: resources("100m", "200m", "64Mi", "256Mi")})
+	st := syncedStatus(t, m, pod)
+	rt.SetMemoryUsage("app", 100<<20)
+
+	lower := pod.DeepCopy()
+	lower.Spec.Containers[0].Resources = resources("100m", "200m", "64Mi", "96Mi")
+	res := m.SyncPod(context.Background(), lower, st)
+	if !errors.Is(res.Error(), kubecontainer.ErrResize) {
+		t.Fatalf("lowering the limit below the usage: %v, want ResizeError", res.Error())
+	}
+	st = syncedStatusOf(t, m, lower)
+	cond, ok := m.resizeInProgress(lower, st, time.Now())
+	if !ok || cond.Reason != schemas.ReasonResizeError || !strings.Contains(cond.Message, "not above current memory usage 100Mi") {
+		t.Errorf("PodResizeInProgress = %+v, %t; want reason Error saying why", cond, ok)
+	}
+	if events.count(schemas.EventResizeError) != 1 {
+		t.Errorf("%d ResizeError events, want 1", events.count(schemas.EventResizeError))
+	}
+	if got := st.ContainerStatuses[0].Resources.MemoryLimit.String(); got != "256Mi" {
+		t.Errorf("memory limit %s after a refused lowering, want 256Mi", got)
+	}
+
+	rt.SetMemoryUsage("app", 50<<20)
+	if err := m.SyncPod(context.Background(), lower, st).Error(); err != nil {
+		t.Fatalf("lowering the limit above the usage: %v", err)
+	}
+	st = syncedStatusOf(t, m, lower)
+	if got := st.ContainerStatuses[0].Resources.MemoryLimit.String(); got != "96Mi" {
+		t.Errorf("memory limit %s, want 96Mi", got)
+	}
+	if cond, ok := m.resizeInProgress(lower, st, time.Now()); ok {
+		t.Errorf("resize still in progress: %+v", cond)
+	}
+}
+
+// syncedStatusOf reads the pod's status without a sync.
+func syncedStatusOf(t *testing.T, m *Kuberuntime, pod *corev1.Pod) *kubecontainer.PodStatus {
+	t.Helper()
+	st, err := m.GetPodStatus(context.Background(), string(pod.UID), pod.Name, pod.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
