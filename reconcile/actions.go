@@ -35,6 +35,10 @@ type PodActions struct {
 	// ContainersToKill: init containers (last first), then app containers
 	// in spec order.
 	ContainersToKill []ContainerToKill
+	// ContainersToUpdate are the running containers (sidecars first, then
+	// app containers) resized in place, by resource: memory, then cpu, as
+	// SyncPod applies them; in each, decreases come before increases.
+	ContainersToUpdate map[corev1.ResourceName][]ContainerToUpdate
 }
 
 // ContainerToKill is one container instance the plan stops.
@@ -70,6 +74,18 @@ func (a PodActions) String() string {
 		fmt.Fprintf(&b, " StartInit=%v", a.InitContainersToStart)
 	}
 	fmt.Fprintf(&b, " Start=%v", a.ContainersToStart)
+	for _, name := range resizeOrder {
+		if list := a.ContainersToUpdate[name]; len(list) > 0 {
+			fmt.Fprintf(&b, " Update[%s]=[", name)
+			for i, u := range list {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				fmt.Fprintf(&b, "%s(%s) %s -> %s", u.Name, u.ID, u.Current, u.Desired)
+			}
+			b.WriteString("]")
+		}
+	}
 	if len(a.ContainersToKill) > 0 {
 		b.WriteString(" Kill=[")
 		for i, k := range a.ContainersToKill {
@@ -303,7 +319,7 @@ func ComputePodActions(pod *corev1.Pod, status *kubecontainer.PodStatus, probes 
 		// Running: kill it if its spec changed or a probe failed.
 		var reason, message string
 		restart := kubecontainer.RestartsOnFailure(c, &pod.Spec)
-		if cs.Hash != HashContainer(c) {
+		if containerChanged(c, cs) {
 			reason = schemas.ReasonSpecChanged
 			message = fmt.Sprintf("Container %s definition changed", c.Name)
 			// A new spec restarts, whatever the policy.
@@ -314,6 +330,9 @@ func ComputePodActions(pod *corev1.Pod, status *kubecontainer.PodStatus, probes 
 		} else if r, ok := probeGet(probes.Startup, cs.ID); ok && r == kubecontainer.ProbeFailure {
 			reason = schemas.ReasonStartupProbe
 			message = fmt.Sprintf("Container %s failed startup probe", c.Name)
+		} else if !planResize(&a, c, cs, func() { a.ContainersToStart = append(a.ContainersToStart, i) }) {
+			// Its resizePolicy restarts it, whatever the restart policy.
+			continue
 		} else {
 			keep++
 			continue
@@ -422,7 +441,7 @@ func computeInitContainerActions(pod *corev1.Pod, status *kubecontainer.PodStatu
 			} else if !previouslyInitialized {
 				toStart = append(toStart, i+1)
 			}
-			if cs.Hash != HashContainer(c) {
+			if containerChanged(c, cs) {
 				kill(cs, c, schemas.ReasonSpecChanged, fmt.Sprintf("Init container %s definition changed", c.Name))
 				toStart = append(toStart, i)
 				break
@@ -430,7 +449,9 @@ func computeInitContainerActions(pod *corev1.Pod, status *kubecontainer.PodStatu
 			if r, ok := probeGet(probes.Liveness, cs.ID); ok && r == kubecontainer.ProbeFailure {
 				kill(cs, c, schemas.ReasonLivenessProbe, fmt.Sprintf("Init container %s failed liveness probe", c.Name))
 				toStart = append(toStart, i)
+				break
 			}
+			planResize(a, c, cs, func() { toStart = append(toStart, i) })
 		case kubecontainer.ContainerExited:
 			if sidecar {
 				toStart = append(toStart, i)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
@@ -73,6 +74,81 @@ func (m *Kuberuntime) ToAPIStatus(pod *corev1.Pod, status *kubecontainer.PodStat
 	}
 	out.Phase = podPhase(pod, inits, apps)
 	out.Conditions = podConditions(pod, initDone, inits, apps, out.Phase, out.ObservedAt)
+	if c, ok := m.resizeInProgress(pod, status, out.ObservedAt); ok {
+		out.Conditions = append(out.Conditions, c)
+	}
+	return out
+}
+
+// resizeInProgress is the pod's PodResizeInProgress condition, as kubelet's:
+// some running container's applied resources are not yet its spec's (pod
+// is the allocated pod: a pending resize is not in progress), or the last
+// attempt to apply them failed (reason Error, its message).
+func (m *Kuberuntime) resizeInProgress(pod *corev1.Pod, status *kubecontainer.PodStatus, now time.Time) (schemas.PodCondition, bool) {
+	c := schemas.PodCondition{Type: schemas.PodResizeInProgress, Status: schemas.ConditionTrue, LastTransitionTime: now}
+	if msg, failed := m.reasons.resizeError(string(pod.UID)); failed {
+		c.Reason, c.Message = schemas.ReasonResizeError, msg
+		return c, true
+	}
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			if cs := status.FindContainerStatusByName(list[i].Name); cs != nil && ResizeInProgress(&list[i], cs) {
+				return c, true
+			}
+		}
+	}
+	return c, false
+}
+
+// allocatedResources are the requests the node admitted for c (the
+// allocated pod's); nil when it has none.
+func allocatedResources(c *corev1.Container) corev1.ResourceList {
+	if len(c.Resources.Requests) == 0 {
+		return nil
+	}
+	return c.Resources.Requests.DeepCopy()
+}
+
+// appliedAPIResources are a running container's resources as the status
+// shows them, kubelet's: cpu request and limits as the runtime applied
+// them, the memory request allocated (cgroups hold none). A value the
+// runtime cannot tell from the allocated one (both at or below the minimum
+// shares or quota) shows the allocated one; the minimum shares of a
+// container without a cpu request show none. Nil when the runtime reports
+// none.
+func appliedAPIResources(c *corev1.Container, applied *kubecontainer.ContainerResources) *corev1.ResourceRequirements {
+	if applied == nil {
+		return nil
+	}
+	out := &corev1.ResourceRequirements{}
+	put := func(list *corev1.ResourceList, name corev1.ResourceName, q *resource.Quantity) {
+		if q == nil {
+			return
+		}
+		if *list == nil {
+			*list = corev1.ResourceList{}
+		}
+		(*list)[name] = *q
+	}
+	cpuRequest, cpuLimit := applied.CPURequest, applied.CPULimit
+	if cpuRequest != nil && cpuRequest.MilliValue() <= minShares {
+		// The minimum shares: the request allocated, if it is one too.
+		switch want, ok := c.Resources.Requests[corev1.ResourceCPU]; {
+		case !ok:
+			cpuRequest = nil
+		case want.MilliValue() <= minShares:
+			cpuRequest = &want
+		}
+	}
+	if want, ok := c.Resources.Limits[corev1.ResourceCPU]; ok && cpuLimit != nil && cpuLimit.MilliValue() <= minMilliCPULimit && want.MilliValue() <= minMilliCPULimit {
+		cpuLimit = &want
+	}
+	put(&out.Requests, corev1.ResourceCPU, cpuRequest)
+	if want, ok := c.Resources.Requests[corev1.ResourceMemory]; ok {
+		put(&out.Requests, corev1.ResourceMemory, &want)
+	}
+	put(&out.Limits, corev1.ResourceCPU, cpuLimit)
+	put(&out.Limits, corev1.ResourceMemory, applied.MemoryLimit)
 	return out
 }
 
@@ -87,6 +163,7 @@ func formatTime(t time.Time) string {
 func (m *Kuberuntime) apiContainerStatus(pod *corev1.Pod, status *kubecontainer.PodStatus, c *corev1.Container, waitingReason string) apiContainer {
 	out := apiContainer{ContainerStatus: schemas.ContainerStatus{
 		Name: c.Name, Image: c.Image, State: schemas.ContainerWaiting, Reason: waitingReason,
+		AllocatedResources: allocatedResources(c),
 	}}
 	var newest, previous *kubecontainer.ContainerStatus
 	for _, cs := range status.ContainerStatuses {
@@ -110,6 +187,7 @@ func (m *Kuberuntime) apiContainerStatus(pod *corev1.Pod, status *kubecontainer.
 			out.State, out.Reason = schemas.ContainerRunning, ""
 			out.Started = m.started(c, newest)
 			out.Ready = out.Started && m.ready(c, newest)
+			out.Resources = appliedAPIResources(c, newest.Resources)
 		case kubecontainer.ContainerExited:
 			out.State = schemas.ContainerExited
 			out.ExitCode = newest.ExitCode

@@ -36,3 +36,13 @@ func (m *Kuberuntime) dnsEvent(ctx context.Context, pod kubecontainer.PodRef, sa
 	ev.SandboxID, ev.Reason, ev.Message = sandboxID, string(w.typ), w.message
 	m.emit.Emit(ctx, ev)
 }
+
+// resizeErrorEvent says a resize failed: kubelet's ResizeError. Its id holds
+// the time: a failure is no replayable fact, and each retry's is one.
+func (m *Kuberuntime) resizeErrorEvent(ctx context.Context, pod kubecontainer.PodRef, u ContainerToUpdate, msg string) {
+	now := m.cfg.Clock.Now()
+	ev := kubecontainer.NewEvent(m.cfg.NodeName, pod, schemas.EventResizeError,
+		kubecontainer.EventID(hashID(pod.UID, u.ID, msg, now.String()), schemas.EventResizeError), now)
+	ev.Container, ev.ContainerID, ev.Reason, ev.Message = u.Name, u.ID, kubecontainer.ErrResize.Error(), msg
+	m.emit.Emit(ctx, ev)
+}

@@ -84,12 +84,29 @@ func (m *Kuberuntime) containerStep(pod *corev1.Pod, status *kubecontainer.PodSt
 		}
 	case running:
 		step.Action = schemas.PlanKeep
+		if msg, ok := resizeStepMessage(a, c.Name); ok {
+			step.Action, step.Message, step.Fields = schemas.PlanResize, msg, []string{"resources"}
+		}
 	case !isInit && (a.CreateSandbox || len(a.InitContainersToStart) > 0) && len(pod.Spec.InitContainers) > 0:
 		step.Action, step.Message = schemas.PlanWait, "after the init containers"
 	default:
 		step.Action = schemas.PlanNone
 	}
 	return step
+}
+
+// resizeStepMessage says how the plan resizes container name in place, per
+// resource ("memory limit 128Mi, cpu 50m/200m -> memory limit 256Mi, ..."),
+// if it does.
+func resizeStepMessage(a PodActions, name string) (string, bool) {
+	for _, r := range resizeOrder {
+		for _, u := range a.ContainersToUpdate[r] {
+			if u.Name == name {
+				return u.Current.String() + " -> " + u.Desired.String(), true
+			}
+		}
+	}
+	return "", false
 }
 
 // backOffUntil is when the crash-loop back-off lets c start again, if it

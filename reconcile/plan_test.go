@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
@@ -13,8 +14,8 @@ import (
 )
 
 // PlanPod names each step with kubelet's reason, on the fake runtime: a new
-// pod, a spec change (which fields), a liveness failure, and a pod whose
-// containers all ended (nothing runs: its sandbox is stopped).
+// pod, a spec change (which fields), a liveness failure, a resize, and a pod
+// whose containers all ended (nothing runs: its sandbox is stopped).
 func TestPlanPodSaysWhyEachStep(t *testing.T) {
 	ctx := context.Background()
 	m, _ := newTestManager(t, fakecri.New())
@@ -58,6 +59,25 @@ func TestPlanPodSaysWhyEachStep(t *testing.T) {
 		t.Errorf("the sync after a liveness failure did %q, the plan said %q", done, want)
 	}
 	m.cfg.Liveness = nil
+	st = syncedStatus(t, m, pod)
+
+	// A resize: resized in place, what to what; the sync does that.
+	resized := pod.DeepCopy()
+	resized.Spec.Containers[1].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}
+	plan = m.PlanPod(resized, st, pod)
+	if got, want := steps(plan), []string{"sandbox keep", "a keep ", "b resize "}; !slices.Equal(got, want) {
+		t.Errorf("a resize: %q, want %q", got, want)
+	}
+	if got, want := plan.Containers[1].Message, "memory limit none, cpu 2m/none -> memory limit 64Mi, cpu 2m/none"; got != want {
+		t.Errorf("the resize's message %q, want %q", got, want)
+	}
+	done = nil
+	for _, a := range m.SyncPod(ctx, resized, st).ActionResults() {
+		done = append(done, a.Action+" "+a.Target)
+	}
+	if want := []string{"UpdateContainerResources b"}; !slices.Equal(done, want) {
+		t.Errorf("the sync of the resize did %q, the plan said resize b", done)
+	}
 	st = syncedStatus(t, m, pod)
 
 	never := pod.DeepCopy()

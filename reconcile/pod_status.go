@@ -78,6 +78,23 @@ func (c *statusCache) replace(uid string, sandboxes []*runtimeapi.PodSandboxStat
 	c.pods[uid] = p
 }
 
+// forgetContainer drops the cached status of container id of pod uid: its
+// resources changed, which its listed state does not show.
+func (c *statusCache) forgetContainer(uid, id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.pods[uid]; p != nil {
+		// The values of a podCache never change once stored: replace the map.
+		containers := make(map[string]*kubecontainer.ContainerStatus, len(p.containers))
+		for k, v := range p.containers {
+			if k != id {
+				containers[k] = v
+			}
+		}
+		c.pods[uid] = &podCache{sandboxes: p.sandboxes, containers: containers}
+	}
+}
+
 func (c *statusCache) forget(uid string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -178,6 +195,7 @@ func toContainerStatus(s *runtimeapi.ContainerStatus, sandboxID string) *kubecon
 		Attempt:    s.GetMetadata().GetAttempt(),
 		Init:       annotations[crilabels.AnnotationContainerInit] == "true",
 		PreStop:    preStopFromAnnotations(annotations),
+		Resources:  appliedResources(s.GetResources().GetLinux()),
 	}
 	if cs.Name == "" {
 		cs.Name = s.GetMetadata().GetName()

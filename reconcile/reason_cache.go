@@ -1,6 +1,10 @@
 package reconcile
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
+)
 
 // reasonCache keeps, per pod and container, why the container's last start
 // failed (CrashLoopBackOff, ErrImagePull, ...), as kubelet's reasonCache: the
@@ -37,6 +41,24 @@ func (c *reasonCache) get(uid, container string) (startFailure, bool) {
 	defer c.mu.Unlock()
 	f, ok := c.m[reasonKey(uid, container)]
 	return f, ok
+}
+
+// resizeKey stands for the pod, not a container (a container's name is
+// never empty): the failure of its last resize, which its
+// PodResizeInProgress condition shows until a resize succeeds.
+const resizeKey = ""
+
+func (c *reasonCache) setResizeError(uid, msg string) {
+	c.set(uid, resizeKey, kubecontainer.ErrResize, msg)
+}
+
+func (c *reasonCache) clearResizeError(uid string) { c.remove(uid, resizeKey) }
+
+// resizeError is the message of the pod's last failed resize, if the
+// failure stands.
+func (c *reasonCache) resizeError(uid string) (string, bool) {
+	f, ok := c.get(uid, resizeKey)
+	return f.message, ok
 }
 
 func (c *reasonCache) forgetPod(uid string) {

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 )
 
 const (
@@ -26,6 +28,43 @@ func milliCPUToShares(milliCPU int64) int64 {
 	}
 	shares := milliCPU * sharesPerCPU / milliCPUToCPU
 	return max(minShares, min(shares, maxShares))
+}
+
+// sharesToMilliCPU and quotaToMilliCPU read CPU shares and a CFS quota back
+// as a request and a limit, as kubelet's (the inverse of the two above, up to
+// their rounding).
+func sharesToMilliCPU(shares int64) int64 {
+	if shares < minShares {
+		return 0
+	}
+	return (shares*milliCPUToCPU + sharesPerCPU - 1) / sharesPerCPU
+}
+
+func quotaToMilliCPU(quota, period int64) int64 {
+	if quota <= 0 || period <= 0 {
+		return 0
+	}
+	return quota * milliCPUToCPU / period
+}
+
+// appliedResources are the resources a runtime reports a container has, as
+// kubelet's convertToKubeContainerStatus reads them; nil when it reports
+// none.
+func appliedResources(r *runtimeapi.LinuxContainerResources) *kubecontainer.ContainerResources {
+	if r == nil {
+		return nil
+	}
+	out := &kubecontainer.ContainerResources{}
+	if m := quotaToMilliCPU(r.CpuQuota, r.CpuPeriod); m > 0 {
+		out.CPULimit = resource.NewMilliQuantity(m, resource.DecimalSI)
+	}
+	if m := sharesToMilliCPU(r.CpuShares); m > 0 {
+		out.CPURequest = resource.NewMilliQuantity(m, resource.DecimalSI)
+	}
+	if r.MemoryLimitInBytes > 0 {
+		out.MemoryLimit = resource.NewQuantity(r.MemoryLimitInBytes, resource.BinarySI)
+	}
+	return out
 }
 
 func milliCPUToQuota(milliCPU, period int64) int64 {

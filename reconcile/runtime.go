@@ -41,6 +41,14 @@ type ContainerManager interface {
 	ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (*runtimeapi.ExecSyncResponse, error)
 }
 
+// ContainerResizer is the part of the CRI an in-place resize uses: the new
+// resources of a running container, and its memory usage before a memory
+// limit is lowered.
+type ContainerResizer interface {
+	UpdateContainerResources(ctx context.Context, id string, resources *runtimeapi.ContainerResources) error
+	ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error)
+}
+
 // ImageManager is the image part of the CRI that reconcile uses.
 type ImageManager interface {
 	// ImageStatus answers with a nil Image when the image is not present.
@@ -53,6 +61,7 @@ type ImageManager interface {
 type Runtime interface {
 	SandboxManager
 	ContainerManager
+	ContainerResizer
 	ImageManager
 }
 

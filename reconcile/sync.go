@@ -127,17 +127,15 @@ func (s *podOperation) sync(ctx context.Context) {
 	if len(s.net.podIPs) > 0 {
 		s.net.podIP = s.net.podIPs[0]
 	}
-	if len(actions.InitContainersToStart) == 0 && len(actions.ContainersToStart) == 0 {
-		return
+	if len(actions.InitContainersToStart) > 0 || len(actions.ContainersToStart) > 0 {
+		// The sandbox config containers are created with (attempt 0, as kubelet).
+		sandboxCfg, _, err := m.generateSandboxConfig(pod, 0)
+		if err != nil {
+			s.result.SyncError = fmt.Errorf("%w: %v", kubecontainer.ErrCreatePodSandbox, err)
+			return
+		}
+		s.sandboxCfg = sandboxCfg
 	}
-
-	// The sandbox config containers are created with (attempt 0, as kubelet).
-	sandboxCfg, _, err := m.generateSandboxConfig(pod, 0)
-	if err != nil {
-		s.result.SyncError = fmt.Errorf("%w: %v", kubecontainer.ErrCreatePodSandbox, err)
-		return
-	}
-	s.sandboxCfg = sandboxCfg
 
 	// Step 6: start the init containers: the next one to run and the
 	// sidecars to restart. A sidecar that fails to start does not hold the
@@ -149,7 +147,10 @@ func (s *podOperation) sync(ctx context.Context) {
 		}
 	}
 
-	// Step 7: start the app containers.
+	// Step 7: resize the running containers in place.
+	s.resize(ctx, actions.ContainersToUpdate)
+
+	// Step 8: start the app containers.
 	for _, i := range actions.ContainersToStart {
 		s.start(ctx, &pod.Spec.Containers[i], false)
 	}

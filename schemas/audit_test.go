@@ -99,6 +99,13 @@ const (
 	tE2EAdmission   = "test/e2e.TestAdmissionRefusesWhatDoesNotFit"
 	tAdmissionRace  = "reconcile/podworkers.TestAdmissionRaceForTheLastMemoryHasOneWinner"
 
+	// The resize work's.
+	tResizePlan     = "reconcile.TestComputePodActionsForPodResize"
+	tResizeInPlace  = "reconcile.TestResizeInPlace"
+	tResizePolicy   = "reconcile.TestResizeRestartContainerPolicy"
+	tResizeAdmitted = "reconcile/podworkers.TestResizeIsAdmittedDeferredOrInfeasible"
+	tE2EResize      = "test/e2e.TestAResizeChangesTheCgroupWithoutARestart"
+
 	// The config issue's.
 	tE2EConfig = "test/e2e.TestConfigMapsAndSecretsReachThePod"
 
@@ -267,18 +274,18 @@ var fieldAnswers = []fieldAnswer{
 	{path: "spec.containers.ports.hostPort", tests: []string{tSandboxFields, tHostPorts, tPodSecurity}},
 	{path: "spec.containers.ports.hostIP", tests: []string{tSandboxFields}},
 	{path: "spec.containers.ports.protocol", tests: []string{tSandboxFields}},
-	{path: "spec.containers.resources.limits", tests: []string{tContainerConfig, tSpecFields, tResourceFieldRef},
-		note: "cpu, memory and hugepages-<size> enforced through the CRI",
+	{path: "spec.containers.resources.limits", tests: []string{tContainerConfig, tSpecFields, tResourceFieldRef, tResizeInPlace, tE2EResize},
+		note: "cpu, memory and hugepages-<size> enforced through the CRI; cpu and memory resized in place",
 		rejects: func(m map[string]any) {
 			container0(m)["resources"] = map[string]any{"limits": map[string]any{"ephemeral-storage": "1Gi"}}
 		}},
-	{path: "spec.containers.resources.requests", tests: []string{tContainerConfig, tResourceFieldRef, tResources, tE2EAdmission, tAdmissionRace},
-		note: "cpu becomes CPU shares; memory and ephemeral-storage requests are the scheduler's (kubelet enforces none either)"},
+	{path: "spec.containers.resources.requests", tests: []string{tContainerConfig, tResourceFieldRef, tResources, tE2EAdmission, tAdmissionRace, tResizeAdmitted},
+		note: "cpu becomes CPU shares; memory and ephemeral-storage requests are the scheduler's (kubelet enforces none either); a change is a resize admission decides"},
 	{path: "spec.containers.resources.claims", subtree: true, rejects: func(m map[string]any) {
 		container0(m)["resources"] = map[string]any{"claims": []any{map[string]any{"name": "gpu"}}}
 	}},
-	{path: "spec.containers.resizePolicy.resourceName", tests: []string{tSpecChange}, note: "no in-place resize: any change of resources restarts the container (RestartContainer), see Other differences"},
-	{path: "spec.containers.resizePolicy.restartPolicy", tests: []string{tSpecChange}, note: "as resourceName"},
+	{path: "spec.containers.resizePolicy.resourceName", tests: []string{tResizePlan, tResizePolicy}, note: "in-place resize, see In-place resize"},
+	{path: "spec.containers.resizePolicy.restartPolicy", tests: []string{tResizePlan, tResizePolicy, tResizeInPlace}, note: "NotRequired: UpdateContainerResources; RestartContainer: that container restarts"},
 	{path: "spec.containers.restartPolicyRules.action", tests: []string{tRestartRules, tE2ERestartRule},
 		note: "app containers; refused on init containers, whose rules kubelet does not evaluate",
 		rejects: func(m map[string]any) {

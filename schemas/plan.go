@@ -48,6 +48,7 @@ const (
 	PlanRestart  PlanAction = "restart"  // stopped, then started anew
 	PlanWait     PlanAction = "wait"     // not started yet: the init containers come first
 	PlanNone     PlanAction = "none"     // exited and stays so (its restart policy), or never ran
+	PlanResize   PlanAction = "resize"   // running, its resources changed in place
 )
 
 // PlanStep is one step of a plan.

@@ -59,6 +59,9 @@ const (
 	ActionKillContainer    = "KillContainer"
 	ActionInitContainer    = "InitContainer"
 	ActionPullImage        = "PullImage"
+	// ActionUpdateContainerResources resizes a running container in place
+	// (the CRI's UpdateContainerResources); the message says what changed.
+	ActionUpdateContainerResources = "UpdateContainerResources"
 )
 
 // ActionResult is the outcome of one action of a sync.
@@ -124,6 +127,15 @@ const (
 	EventMissingClusterDNS EventType = "MissingClusterDNS"
 	// The pod's DNS config was cut to the resolver's limits.
 	EventDNSConfigForming EventType = "DNSConfigForming"
+	// In-place resize, kubelet's events: the node took the new resources
+	// (ResizeStarted) and the runtime applied them (ResizeCompleted); they
+	// do not fit now (ResizeDeferred, retried when resources free) or ever
+	// (ResizeInfeasible); the runtime could not apply them (ResizeError).
+	EventResizeStarted    EventType = "ResizeStarted"
+	EventResizeCompleted  EventType = "ResizeCompleted"
+	EventResizeDeferred   EventType = "ResizeDeferred"
+	EventResizeInfeasible EventType = "ResizeInfeasible"
+	EventResizeError      EventType = "ResizeError"
 )
 
 // EventTypes lists every event type, in the contract's order.
@@ -136,6 +148,8 @@ var EventTypes = []EventType{
 	EventFailedPostStartHook, EventFailedPreStopHook,
 	EventFailedMount, EventInvalidEnvironmentVariableNames,
 	EventMissingClusterDNS, EventDNSConfigForming,
+	EventResizeStarted, EventResizeCompleted, EventResizeDeferred,
+	EventResizeInfeasible, EventResizeError,
 }
 
 // Reasons carried by ContainerDied and ContainerKilled events.
@@ -248,6 +262,15 @@ type ContainerStatus struct {
 	Started bool `json:"started"`
 	// LastState is how the previous instance ended, if there was one.
 	LastState *LastState `json:"lastState,omitempty"`
+	// Resources are what the runtime applied to the running instance
+	// (kubelet's status.containerStatuses[].resources): cpu request and
+	// limits read back from it, the memory request allocated (cgroups hold
+	// none). Absent when the runtime reports none.
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// AllocatedResources are the requests the node admitted for the
+	// container: the spec's, or the previous ones while a resize is
+	// pending.
+	AllocatedResources corev1.ResourceList `json:"allocatedResources,omitempty"`
 }
 
 // LastState is the termination of a container's previous instance.
@@ -265,7 +288,18 @@ const (
 	PodInitialized     PodConditionType = "Initialized"
 	PodContainersReady PodConditionType = "ContainersReady"
 	PodReady           PodConditionType = "Ready"
+	// PodResizePending: a resize the node has not taken, with reason
+	// Infeasible or Deferred (kubelet's).
+	PodResizePending PodConditionType = "PodResizePending"
+	// PodResizeInProgress: a resize taken and not yet applied by the
+	// runtime; reason Error when applying it failed.
+	PodResizeInProgress PodConditionType = "PodResizeInProgress"
 )
+
+// ReasonResizeError is the PodResizeInProgress condition's reason when the
+// runtime could not apply a resize, kubelet's. (PodResizePending's reasons
+// are admission's: Infeasible, Deferred.)
+const ReasonResizeError = "Error"
 
 // ConditionStatus is "True" or "False".
 type ConditionStatus string
@@ -280,6 +314,7 @@ type PodCondition struct {
 	Type               PodConditionType `json:"type"`
 	Status             ConditionStatus  `json:"status"`
 	Reason             string           `json:"reason,omitempty"`
+	Message            string           `json:"message,omitempty"`
 	LastTransitionTime time.Time        `json:"lastTransitionTime"`
 }
 

@@ -109,3 +109,34 @@ func amount(name corev1.ResourceName, q resource.Quantity) int64 {
 	}
 	return q.Value()
 }
+
+// Reasons of a resize admission does not take now, kubelet's (the
+// PodResizePending condition's).
+const (
+	ReasonResizeInfeasible = "Infeasible"
+	ReasonResizeDeferred   = "Deferred"
+)
+
+// resizable are the resources an in-place resize changes.
+var resizable = []corev1.ResourceName{corev1.ResourceMemory, corev1.ResourceCPU}
+
+// AdmitResize decides whether the node takes pod's new requests, pod being
+// admitted before with others (the other active pods, with what they were
+// allocated), as kubelet's canResizePod: Infeasible when the pod's memory
+// or cpu requests exceed what the node can allocate at all (it never fits
+// here), Deferred when they exceed what the others leave (retried when
+// resources free), with kubelet's messages.
+func AdmitResize(node *Node, pod *corev1.Pod, others []*corev1.Pod) Verdict {
+	requests := podRequests(pod)
+	for _, name := range resizable {
+		if requested, capacity := amount(name, requests[name]), amount(name, node.Allocatable[name]); requested > capacity {
+			return Verdict{Reason: ReasonResizeInfeasible, Message: fmt.Sprintf(
+				"Node didn't have enough capacity: %s, requested: %d, capacity: %d", name, requested, capacity)}
+		}
+	}
+	if v := checkResources(node, pod, others); !v.Admit {
+		v.Reason = ReasonResizeDeferred
+		return v
+	}
+	return admitted
+}

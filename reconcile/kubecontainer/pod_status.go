@@ -4,6 +4,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -86,6 +87,20 @@ type ContainerStatus struct {
 	// PreStop is the preStop handler recorded on the instance, for kills
 	// without the spec; nil when it has none.
 	PreStop *corev1.LifecycleHandler
+	// Resources are what the runtime says it applied (its ContainerStatus's
+	// resources); nil when it says nothing.
+	Resources *ContainerResources
+}
+
+// ContainerResources are a container's resources as the runtime applied
+// them, after kubelet's kubecontainer.ContainerResources: each nil when the
+// runtime applied none.
+type ContainerResources struct {
+	// CPURequest is read back from the CPU shares.
+	CPURequest *resource.Quantity
+	// CPULimit is read back from the CFS quota and period.
+	CPULimit    *resource.Quantity
+	MemoryLimit *resource.Quantity
 }
 
 // FindContainerStatusByName returns the newest instance of the named container.

@@ -23,6 +23,9 @@ var (
 	ErrKillPodSandbox        = errors.New("KillPodSandboxError")
 	ErrPodSandboxStatus      = errors.New("PodSandboxStatusError")
 	ErrPostStartHook         = errors.New("PostStartHookError")
+	// ErrResize: an in-place resize failed (kubelet's ResizeError event and
+	// the Error reason of its PodResizeInProgress condition).
+	ErrResize = errors.New("ResizeError")
 )
 
 // PodSyncResult is the outcome of a SyncPod or KillPod: one result per action

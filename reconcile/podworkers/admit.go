@@ -16,8 +16,9 @@ import (
 // pods admitted before it, all under Workers.mu, so that two pods racing for
 // the last of a resource get one yes and one no. A refused pod is never
 // started: its status is Failed with kubelet's reason, and it holds nothing.
-// An update of an admitted pod is not admitted again (a pod's requests are
-// immutable), nor is a pod the runtime already runs when jetlet starts.
+// An update of an admitted pod is not admitted again, but a change of its
+// containers' resources is a resize, which admission decides (resize.go);
+// nor is a pod the runtime already runs when jetlet starts admitted again.
 
 // admitLocked decides whether pod may start now; the caller holds w.mu.
 func (w *Workers) admitLocked(pod *corev1.Pod) admission.Verdict {
@@ -28,15 +29,15 @@ func (w *Workers) admitLocked(pod *corev1.Pod) admission.Verdict {
 	return admission.Admit(&node, pod, w.activeLocked())
 }
 
-// activeLocked is the admitted pods that hold the node's resources: not
-// terminal (a pod being deleted holds them until it is gone). The caller
-// holds w.mu.
+// activeLocked is the admitted pods that hold the node's resources, with
+// what they were allocated: not terminal (a pod being deleted holds them
+// until it is gone). The caller holds w.mu.
 func (w *Workers) activeLocked() []*corev1.Pod {
 	var active []*corev1.Pod
 	for _, p := range w.pods {
 		if p.admitted && p.desired != nil && p.desired.Intent.Pod != nil &&
 			(p.lastStatus == nil || !isTerminal(p.lastStatus.Phase)) {
-			active = append(active, p.desired.Intent.Pod)
+			active = append(active, p.allocatedPod())
 		}
 	}
 	return active

@@ -2,10 +2,12 @@ package podworkers
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/jetlet/jetlet/reconcile/admission"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -18,20 +20,28 @@ import (
 func (w *Workers) Plan(ctx context.Context, uid string, intent *schemas.PodIntent) (schemas.PodPlan, error) {
 	plan := schemas.PodPlan{Node: w.cfg.Node, UID: uid, Op: intent.Op}
 	w.mu.Lock()
-	var previous *corev1.Pod // the pod the node applied last
+	var previous, allocated *corev1.Pod // the pod the node applied last, and as it allocated it
 	admitted := false
 	if p := w.pods[uid]; p != nil {
 		admitted = p.admitted
 		if p.desired != nil && p.desired.Intent.Op == schemas.OpApply {
-			previous = p.desired.Intent.Pod
+			previous, allocated = p.desired.Intent.Pod, p.allocatedPod()
 		}
 	}
 	pod := intent.Pod
-	if intent.Op == schemas.OpDelete {
+	switch {
+	case intent.Op == schemas.OpDelete:
 		pod = previous
-	} else if !admitted {
+	case !admitted:
 		v := w.admitLocked(pod)
 		plan.Admission = &schemas.PlanAdmission{Admit: v.Admit, Reason: v.Reason, Message: v.Message}
+	case allocated != nil && w.cfg.Admission != nil && withAllocation(pod, allocated) != pod:
+		// A resize: admission's verdict on it, as the sync would decide it.
+		node := w.cfg.Admission()
+		others := slices.DeleteFunc(w.activeLocked(), func(o *corev1.Pod) bool { return o.UID == pod.UID })
+		if v := admission.AdmitResize(&node, pod, others); !v.Admit {
+			plan.Admission = &schemas.PlanAdmission{Reason: v.Reason, Message: "resize pending: " + v.Message}
+		}
 	}
 	w.mu.Unlock()
 	if pod != nil {

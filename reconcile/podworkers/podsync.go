@@ -259,6 +259,9 @@ func (s *podSync) decorate(st *schemas.PodStatus) *schemas.PodStatus {
 	st.Node = s.w.cfg.Node
 	st.Revision = s.want.Intent.Revision
 	st.IntentSeq = s.want.IntentSeq
+	if c := s.p.resizePending; c != nil && s.want.Intent.Op == schemas.OpApply {
+		st.Conditions = append(st.Conditions, *c)
+	}
 	return st
 }
 

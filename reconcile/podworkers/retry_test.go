@@ -42,6 +42,8 @@ type scriptedManager struct {
 	// attempts). Without it a running pod has one ready sandbox of unknown
 	// creation.
 	created map[string][]time.Time
+	// synced is the pod each SyncPod was given last, by uid.
+	synced map[string]*corev1.Pod
 }
 
 // sandboxes is what the runtime holds of pod uid's sandboxes, newest first;
@@ -65,10 +67,14 @@ func (m *scriptedManager) sandboxes(uid string) []*runtimeapi.PodSandboxStatus {
 	return out
 }
 
-func (m *scriptedManager) SyncPod(context.Context, *corev1.Pod, *kubecontainer.PodStatus) kubecontainer.PodSyncResult {
+func (m *scriptedManager) SyncPod(_ context.Context, pod *corev1.Pod, _ *kubecontainer.PodStatus) kubecontainer.PodSyncResult {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls = append(m.calls, time.Now())
+	if m.synced == nil {
+		m.synced = map[string]*corev1.Pod{}
+	}
+	m.synced[string(pod.UID)] = pod
 	if len(m.script) == 0 || m.script[0] == nil {
 		if len(m.script) > 0 {
 			m.script = m.script[1:]

@@ -212,6 +212,12 @@ type pod struct {
 	orphan     bool               // desired is a delete of a pod no intent wants
 	lastStatus *schemas.PodStatus // the last status stored, to skip storing it unchanged
 	admitted   bool               // admission let it start, or it ran when jetlet started
+	// allocated is the desired pod with the resources the node took
+	// (resize.go); nil until a sync decided them: the desired pod's.
+	allocated *corev1.Pod
+	// resizePending is the PodResizePending condition of a resize the
+	// node has not taken; nil when there is none.
+	resizePending *schemas.PodCondition
 
 	// Guarded by Workers.mu.
 	waking bool // a background sync is on its way
@@ -232,6 +238,8 @@ type pod struct {
 	// evicted: the eviction manager ended the pod (evict.go); cleared by
 	// the next intent for it.
 	evicted *eviction
+	// resizing: a resize was taken and its ResizeCompleted is not said yet.
+	resizing bool
 	// The last failure logged and when, to log a failing pod's error once
 	// a minute rather than at every retry.
 	lastWarn   string
@@ -487,7 +495,7 @@ func (w *Workers) rewriteStatus(uid string) {
 	w.bg.Go(func() {
 		p.sync.Lock()
 		defer p.sync.Unlock()
-		s := &podSync{w: w, p: p, want: *p.desired, orphan: p.orphan}
+		s := &podSync{w: w, p: p, want: p.syncedDesired(), orphan: p.orphan}
 		if st := s.statusOnly(ctx); st != nil {
 			w.putStatus(p, st)
 		}
@@ -515,7 +523,7 @@ func (w *Workers) Sync(ctx context.Context, want Desired) Report {
 			w.mu.Unlock()
 			return w.refuse(p, want, v)
 		}
-		p.admitted = true
+		p.admitted, p.allocated = true, want.Intent.Pod
 		w.allocationChanged()
 	}
 	p.desired, p.orphan = &want, false
@@ -552,8 +560,13 @@ func deleteOf(del, applied *schemas.PodIntent) *schemas.PodIntent {
 // pod that is gone.
 func (w *Workers) syncLocked(ctx context.Context, p *pod) Report {
 	start := time.Now()
-	s := &podSync{w: w, p: p, want: *p.desired, orphan: p.orphan}
+	w.mu.Lock()
+	decided := w.allocateLocked(p)
+	w.mu.Unlock()
+	w.emitAll(ctx, p, decided)
+	s := &podSync{w: w, p: p, want: p.syncedDesired(), orphan: p.orphan}
 	rep := s.run(withIntent(ctx, s.want))
+	w.emitAll(ctx, p, w.resizeCompleted(p, rep.Status))
 	outcome := syncOutcome(rep)
 	w.m.syncDuration.WithLabelValues(outcome).Observe(time.Since(start).Seconds())
 	if outcome == syncFailed {
@@ -585,6 +598,7 @@ func (w *Workers) syncLocked(ctx context.Context, p *pod) Report {
 		if w.pods[p.uid] == p {
 			delete(w.pods, p.uid)
 		}
+		w.wakeDeferredLocked()
 		w.mu.Unlock()
 		w.allocationChanged()
 	}
@@ -651,6 +665,7 @@ func (w *Workers) putStatus(p *pod, st *schemas.PodStatus) {
 	w.mu.Unlock()
 	if finished && p.admitted {
 		w.allocationChanged()
+		w.wakeDeferred()
 	}
 }
 

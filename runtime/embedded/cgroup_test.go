@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"google.golang.org/grpc/codes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -58,6 +60,19 @@ func (h *harness) placeInCgroup(id string) {
 // cgroup v1, v2name under v2.
 func (h *harness) memoryFile(id, v1name, v2name string) string {
 	h.t.Helper()
+	return h.cgroupFile(id, "/memory/", v1name, v2name)
+}
+
+// cpuFile reads a file of the container's cpu cgroup, as memoryFile.
+func (h *harness) cpuFile(id, v1name, v2name string) string {
+	h.t.Helper()
+	return h.cgroupFile(id, "/cpu", v1name, v2name) // cpu, or cpu,cpuacct mounted together
+}
+
+// cgroupFile reads a file of the container's cgroup: under v1, v1name in
+// the first hierarchy whose path holds v1dir.
+func (h *harness) cgroupFile(id, v1dir, v1name, v2name string) string {
+	h.t.Helper()
 	c, err := h.rt.getContainer(id)
 	if err != nil {
 		h.t.Fatal(err)
@@ -67,8 +82,9 @@ func (h *harness) memoryFile(id, v1name, v2name string) string {
 	if h.rt.cgroups.Mode() == cgroups.V1 {
 		name = v1name
 		for _, f := range procs {
-			if strings.Contains(f, "/memory/") {
+			if strings.Contains(f, v1dir) && !strings.Contains(f, "/cpuset/") {
 				dir = filepath.Dir(f)
+				break
 			}
 		}
 	}
@@ -172,13 +188,32 @@ func TestUpdateContainerResourcesLive(t *testing.T) {
 	if got := h.status(id).GetResources().GetLinux().GetMemoryLimitInBytes(); got != 128<<20 {
 		t.Errorf("ContainerStatus resources memory limit = %d", got)
 	}
+	// And lowered again, with CPU shares and a CFS quota (what kubelet's
+	// in-place resize sends: every value at once).
+	lower := &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: 96 << 20, CpuShares: 512, CpuPeriod: 100000, CpuQuota: 50000}
+	if _, err := h.rs.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{ContainerId: id, Linux: lower}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.memoryFile(id, "memory.limit_in_bytes", "memory.max"); got != strconv.Itoa(96<<20) {
+		t.Errorf("memory limit after lowering = %s, want %d", got, 96<<20)
+	}
+	if h.rt.cgroups.Mode() == cgroups.V1 {
+		if shares, quota := h.cpuFile(id, "cpu.shares", ""), h.cpuFile(id, "cpu.cfs_quota_us", ""); shares != "512" || quota != "50000" {
+			t.Errorf("cpu.shares %s, cpu.cfs_quota_us %s; want 512, 50000", shares, quota)
+		}
+	} else if max := h.cpuFile(id, "", "cpu.max"); max != "50000 100000" {
+		t.Errorf("cpu.max = %s, want 50000 100000", max)
+	}
+	if got := h.status(id).GetResources().GetLinux(); !proto.Equal(got, lower) {
+		t.Errorf("ContainerStatus resources = %v, want %v", got, lower)
+	}
 
 	if h.rt.cgroups.Mode() == cgroups.V1 {
 		_, err := h.rs.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{
 			ContainerId: id, Linux: &runtimeapi.LinuxContainerResources{Unified: map[string]string{"memory.high": "1M"}},
 		})
 		wantCode(t, err, codes.InvalidArgument)
-		if got := h.status(id).GetResources().GetLinux().GetMemoryLimitInBytes(); got != 128<<20 {
+		if got := h.status(id).GetResources().GetLinux().GetMemoryLimitInBytes(); got != 96<<20 {
 			t.Errorf("a refused update changed the recorded resources: %d", got)
 		}
 	}

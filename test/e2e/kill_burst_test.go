@@ -223,7 +223,7 @@ func ledgerProblems(evs []schemas.LifecycleEvent, pods []*burstPod, held []*runt
 }
 
 // criClient connects to the node's embedded runtime.
-func criClient(t *testing.T, n *node) *runtime.Client {
+func criClient(t testing.TB, n *node) *runtime.Client {
 	t.Helper()
 	client, err := runtime.New(runtime.Config{Endpoint: "unix://" + n.dataDir + "/cri.sock"})
 	if err != nil {

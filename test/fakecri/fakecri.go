@@ -38,6 +38,7 @@ type Runtime struct {
 type fakeContainer struct {
 	status    *runtimeapi.ContainerStatus
 	sandboxID string
+	memory    uint64 // the usage ListContainerStats reports, SetMemoryUsage's
 }
 
 // New returns a runtime that holds nothing.
@@ -139,6 +140,7 @@ func (f *Runtime) CreateContainer(_ context.Context, sandboxID string, c *runtim
 	f.containers[id] = &fakeContainer{sandboxID: sandboxID, status: &runtimeapi.ContainerStatus{
 		Id: id, Metadata: c.Metadata, State: runtimeapi.ContainerState_CONTAINER_CREATED, CreatedAt: time.Now().UnixNano(),
 		Image: c.Image, ImageRef: c.Image.Image, Labels: c.Labels, Annotations: c.Annotations, LogPath: c.LogPath, Mounts: c.Mounts,
+		Resources: resources(c.GetLinux().GetResources()),
 	}}
 	return id, nil
 }
@@ -197,8 +199,64 @@ func (f *Runtime) ContainerStatus(_ context.Context, id string, _ bool) (*runtim
 	return &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{
 		Id: s.Id, Metadata: s.Metadata, State: s.State, CreatedAt: s.CreatedAt, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
 		ExitCode: s.ExitCode, Image: s.Image, ImageRef: s.ImageRef, Reason: s.Reason, Labels: s.Labels, Annotations: s.Annotations, LogPath: s.LogPath,
-		Mounts: s.Mounts,
+		Mounts: s.Mounts, Resources: s.Resources,
 	}}, nil
+}
+
+// resources is what ContainerStatus reports of r, as containerd does: the
+// Linux resources last given; nil for none.
+func resources(r *runtimeapi.LinuxContainerResources) *runtimeapi.ContainerResources {
+	if r == nil {
+		return nil
+	}
+	return &runtimeapi.ContainerResources{Linux: r}
+}
+
+// UpdateContainerResources takes a running or created container's new
+// resources, as containerd does; ContainerStatus reports them from now on.
+func (f *Runtime) UpdateContainerResources(_ context.Context, id string, r *runtimeapi.ContainerResources) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.containers[id]
+	if !ok {
+		return fmt.Errorf("container %s: %w", id, crierr.ErrNotFound)
+	}
+	if c.status.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+		return fmt.Errorf("container %s is not running", id)
+	}
+	c.status.Resources = resources(r.GetLinux())
+	return nil
+}
+
+// SetMemoryUsage sets the memory usage ListContainerStats reports for the
+// containers of that name.
+func (f *Runtime) SetMemoryUsage(name string, bytes uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.containers {
+		if c.status.Metadata.GetName() == name {
+			c.memory = bytes
+		}
+	}
+}
+
+// ListContainerStats reports each matching container's memory usage (0
+// unless SetMemoryUsage said otherwise).
+func (f *Runtime) ListContainerStats(_ context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*runtimeapi.ContainerStats
+	for id, c := range f.containers {
+		if filter != nil && ((filter.Id != "" && filter.Id != id) || (filter.PodSandboxId != "" && filter.PodSandboxId != c.sandboxID) ||
+			!matches(filter.LabelSelector, c.status.Labels)) {
+			continue
+		}
+		out = append(out, &runtimeapi.ContainerStats{
+			Attributes: &runtimeapi.ContainerAttributes{Id: id, Metadata: c.status.Metadata, Labels: c.status.Labels},
+			Memory:     &runtimeapi.MemoryUsage{UsageBytes: &runtimeapi.UInt64Value{Value: c.memory}},
+		})
+	}
+	return out, nil
 }
 
 func (f *Runtime) ImageStatus(_ context.Context, image *runtimeapi.ImageSpec, _ bool) (*runtimeapi.ImageStatusResponse, error) {

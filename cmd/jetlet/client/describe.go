@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -205,9 +206,18 @@ func describePod(w io.Writer, p *podRecord, spec *corev1.PodSpec, events []schem
 	if st != nil && len(st.Conditions) > 0 {
 		fmt.Fprintln(w, "Conditions:")
 		ct := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-		fmt.Fprintln(ct, "  TYPE\tSTATUS\tREASON\tLAST TRANSITION")
+		messages := slices.ContainsFunc(st.Conditions, func(c schemas.PodCondition) bool { return c.Message != "" })
+		header := "  TYPE\tSTATUS\tREASON\tLAST TRANSITION"
+		if messages {
+			header += "\tMESSAGE"
+		}
+		fmt.Fprintln(ct, header)
 		for _, c := range st.Conditions {
-			fmt.Fprintf(ct, "  %s\t%s\t%s\t%s\n", c.Type, c.Status, orNone(c.Reason), formatTime(c.LastTransitionTime))
+			row := fmt.Sprintf("  %s\t%s\t%s\t%s", c.Type, c.Status, orNone(c.Reason), formatTime(c.LastTransitionTime))
+			if messages {
+				row += "\t" + orNone(oneLine(c.Message))
+			}
+			fmt.Fprintln(ct, row)
 		}
 		ct.Flush()
 	}
@@ -309,6 +319,23 @@ func describeContainers(w io.Writer, title string, statuses []schemas.ContainerS
 		field(2, "Ready", strconv.FormatBool(cs.Ready))
 		field(2, "Started", strconv.FormatBool(cs.Started))
 		field(2, "Restart Count", strconv.Itoa(int(cs.RestartCount)))
+		// What the spec asks, what the node allocated, what the runtime
+		// applied: they differ while a resize is pending or in progress.
+		if spec := specs[cs.Name]; spec != nil {
+			if len(spec.Resources.Limits) > 0 {
+				field(2, "Limits", resourceList(spec.Resources.Limits))
+			}
+			if len(spec.Resources.Requests) > 0 {
+				field(2, "Requests", resourceList(spec.Resources.Requests))
+			}
+		}
+		if len(cs.AllocatedResources) > 0 {
+			field(2, "Allocated Requests", resourceList(cs.AllocatedResources))
+		}
+		if r := cs.Resources; r != nil {
+			field(2, "Applied Limits", orNone(resourceList(r.Limits)))
+			field(2, "Applied Requests", orNone(resourceList(r.Requests)))
+		}
 		if spec := specs[cs.Name]; spec != nil {
 			for _, pr := range []struct {
 				name  string
@@ -350,6 +377,16 @@ func probeText(p *corev1.Probe) string {
 	}
 	return fmt.Sprintf("%s delay=%ds timeout=%ds period=%ds #success=%d #failure=%d",
 		h, p.InitialDelaySeconds, p.TimeoutSeconds, p.PeriodSeconds, p.SuccessThreshold, p.FailureThreshold)
+}
+
+// resourceList is "cpu=500m, memory=128Mi", in name order.
+func resourceList(l corev1.ResourceList) string {
+	parts := make([]string, 0, len(l))
+	for _, name := range slices.Sorted(maps.Keys(l)) {
+		q := l[name]
+		parts = append(parts, string(name)+"="+q.String())
+	}
+	return strings.Join(parts, ", ")
 }
 
 func orNone(s string) string {

@@ -58,14 +58,19 @@ func printPlan(w io.Writer, pi *plannedIntent, plan schemas.PodPlan) {
 		printStep(w, what, s)
 		counts[s.Action]++
 	}
-	fmt.Fprintf(w, "Plan: %d to start, %d to restart, %d to kill, %d unchanged.\n",
-		counts[schemas.PlanStart], counts[schemas.PlanRestart], counts[schemas.PlanKill], counts[schemas.PlanKeep])
+	resized := ""
+	if n := counts[schemas.PlanResize]; n > 0 {
+		resized = fmt.Sprintf("%d to resize in place, ", n)
+	}
+	fmt.Fprintf(w, "Plan: %d to start, %d to restart, %s%d to kill, %d unchanged.\n",
+		counts[schemas.PlanStart], counts[schemas.PlanRestart], resized, counts[schemas.PlanKill], counts[schemas.PlanKeep])
 }
 
 // planSymbols are the plan's marks, as Terraform's.
 var planSymbols = map[schemas.PlanAction]string{
 	schemas.PlanKeep: "  ~", schemas.PlanCreate: "  +", schemas.PlanRecreate: "-/+", schemas.PlanStart: "  +",
 	schemas.PlanKill: "  -", schemas.PlanRestart: "-/+", schemas.PlanWait: "  .", schemas.PlanNone: "  .",
+	schemas.PlanResize: "  ~",
 }
 
 func printStep(w io.Writer, what string, s schemas.PlanStep) {

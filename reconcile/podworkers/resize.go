@@ -1,0 +1,202 @@
+package podworkers
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/jetlet/jetlet/reconcile/admission"
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// In-place resize, as kubelet's allocation manager: a new intent for an
+// admitted pod may change its containers' resources. Admission decides
+// whether the node takes them (admission.AdmitResize); the pod is synced
+// with the resources the node took (its allocated pod), so a resize the
+// node has not taken changes nothing on the node. Not taken, it is pending
+// (the PodResizePending condition, reason Infeasible or Deferred); a
+// deferred one is decided again whenever the node frees resources (a pod
+// ends or leaves, or another resize shrinks) and at every resync. Taken,
+// the sync applies it (reconcile: in place or by a restart, as the
+// resizePolicy says) and the status shows PodResizeInProgress until the
+// runtime reports the new resources. Events: ResizeStarted,
+// ResizeDeferred, ResizeInfeasible, ResizeCompleted (ResizeError is the
+// sync's).
+
+// allocatedPod is the pod as the node admitted it: the spec a sync drives
+// to and what the pod holds of the node. The caller holds p.sync or
+// Workers.mu.
+func (p *pod) allocatedPod() *corev1.Pod {
+	if p.allocated != nil {
+		return p.allocated
+	}
+	return p.desired.Intent.Pod
+}
+
+// syncedDesired is p's desired state with the allocated pod in its intent:
+// what a sync applies. The caller holds p.sync.
+func (p *pod) syncedDesired() Desired {
+	d := *p.desired
+	if d.Intent.Op == schemas.OpApply && p.allocated != nil && p.allocated != d.Intent.Pod {
+		in := *d.Intent
+		in.Pod = p.allocated
+		d.Intent = &in
+	}
+	return d
+}
+
+// allocateLocked decides the resize the desired pod of p asks for, if any,
+// and returns the events that say what was decided (to emit once w.mu is
+// released). The caller holds p.sync and w.mu.
+func (w *Workers) allocateLocked(p *pod) []schemas.LifecycleEvent {
+	if !p.admitted || p.desired == nil || p.desired.Intent.Op != schemas.OpApply {
+		return nil
+	}
+	want := p.desired.Intent.Pod
+	if p.allocated == nil {
+		p.allocated = want
+		return nil
+	}
+	previous := withAllocation(want, p.allocated)
+	if previous == want {
+		// No resize: the allocation follows the rest of the spec.
+		p.allocated, p.resizePending = want, nil
+		return nil
+	}
+	v := admission.Verdict{Admit: true}
+	if w.cfg.Admission != nil {
+		node := w.cfg.Admission()
+		v = admission.AdmitResize(&node, want, slices.DeleteFunc(w.activeLocked(), func(o *corev1.Pod) bool { return o.UID == want.UID }))
+	}
+	if !v.Admit {
+		p.allocated = previous
+		if c := p.resizePending; c != nil && c.Reason == v.Reason && c.Message == v.Message {
+			return nil // decided so before: said already
+		}
+		p.resizePending = &schemas.PodCondition{Type: schemas.PodResizePending, Status: schemas.ConditionTrue,
+			Reason: v.Reason, Message: v.Message, LastTransitionTime: time.Now().UTC()}
+		typ := schemas.EventResizeDeferred
+		if v.Reason == admission.ReasonResizeInfeasible {
+			typ = schemas.EventResizeInfeasible
+		}
+		return []schemas.LifecycleEvent{w.resizeEvent(p, typ, v.Reason, resizeMessage("Pod resize "+v.Reason, want, v.Message))}
+	}
+	shrinks := requestsShrink(previous, want)
+	p.allocated, p.resizePending, p.resizing = want, nil, true
+	w.allocationChanged()
+	if shrinks {
+		w.wakeDeferredLocked()
+	}
+	return []schemas.LifecycleEvent{w.resizeEvent(p, schemas.EventResizeStarted, "", resizeMessage("Pod resize started", want, ""))}
+}
+
+// resizeCompleted is the ResizeCompleted event of p's resize once the
+// runtime applied it (st, after a sync, shows no resize in progress). The
+// caller holds p.sync.
+func (w *Workers) resizeCompleted(p *pod, st *schemas.PodStatus) []schemas.LifecycleEvent {
+	if !p.resizing || st == nil || slices.ContainsFunc(st.Conditions, func(c schemas.PodCondition) bool { return c.Type == schemas.PodResizeInProgress }) {
+		return nil
+	}
+	p.resizing = false
+	return []schemas.LifecycleEvent{w.resizeEvent(p, schemas.EventResizeCompleted, "", resizeMessage("Pod resize completed", p.allocatedPod(), ""))}
+}
+
+// wakeDeferredLocked wakes the pods whose resize is deferred: the node freed
+// resources. The caller holds w.mu.
+func (w *Workers) wakeDeferredLocked() {
+	for _, o := range w.pods {
+		if o.resizePending != nil && o.resizePending.Reason == admission.ReasonResizeDeferred {
+			w.wakeLocked(o)
+		}
+	}
+}
+
+// wakeDeferred is wakeDeferredLocked without w.mu held.
+func (w *Workers) wakeDeferred() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.wakeDeferredLocked()
+}
+
+// resizeEvent is one of the resize events of p's desired intent: its id
+// names the pod, the intent and the type, so a decision said again (a
+// deferred resize decided at every retry, or again after a restart of
+// jetlet) is stored once.
+func (w *Workers) resizeEvent(p *pod, typ schemas.EventType, reason, message string) schemas.LifecycleEvent {
+	pod := p.desired.Intent.Pod
+	ev := kubecontainer.NewEvent(w.cfg.Node, kubecontainer.PodRef{UID: p.uid, Namespace: pod.Namespace, Name: pod.Name}, typ,
+		kubecontainer.EventID(p.uid+"."+strconv.FormatUint(p.desired.IntentSeq, 10), typ), time.Now().UTC())
+	ev.Reason, ev.Message = reason, message
+	return ev
+}
+
+// emitAll emits evs in the context of p's desired intent.
+func (w *Workers) emitAll(ctx context.Context, p *pod, evs []schemas.LifecycleEvent) {
+	for _, ev := range evs {
+		w.emit.Emit(withIntent(ctx, *p.desired), ev)
+	}
+}
+
+// withAllocation is want with each container's resources as allocated has
+// them (a container allocated has none of is taken as it is); want itself
+// when they are all the same.
+func withAllocation(want, allocated *corev1.Pod) *corev1.Pod {
+	var out *corev1.Pod
+	for _, kind := range []func(*corev1.Pod) []corev1.Container{
+		func(p *corev1.Pod) []corev1.Container { return p.Spec.InitContainers },
+		func(p *corev1.Pod) []corev1.Container { return p.Spec.Containers },
+	} {
+		for i, c := range kind(want) {
+			j := slices.IndexFunc(kind(allocated), func(a corev1.Container) bool { return a.Name == c.Name })
+			if j < 0 || equality.Semantic.DeepEqual(c.Resources, kind(allocated)[j].Resources) {
+				continue
+			}
+			if out == nil {
+				out = want.DeepCopy()
+			}
+			kind(out)[i].Resources = *kind(allocated)[j].Resources.DeepCopy()
+		}
+	}
+	if out == nil {
+		return want
+	}
+	return out
+}
+
+// requestsShrink reports whether some memory or cpu request of the pod
+// goes down from was to is: the node has more to give.
+func requestsShrink(was, is *corev1.Pod) bool {
+	a, b := admission.Allocated([]*corev1.Pod{was}), admission.Allocated([]*corev1.Pod{is})
+	return b.Memory().Cmp(*a.Memory()) < 0 || b.Cpu().Cmp(*a.Cpu()) < 0
+}
+
+// resizeMessage is kubelet's resize event message: what, then each
+// container's resources (and the why, when pending).
+func resizeMessage(what string, pod *corev1.Pod, why string) string {
+	type container struct {
+		Name      string                      `json:"name"`
+		Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	}
+	var summary struct {
+		InitContainers []container `json:"initContainers,omitempty"`
+		Containers     []container `json:"containers,omitempty"`
+		Error          string      `json:"error,omitempty"`
+	}
+	for _, c := range pod.Spec.InitContainers {
+		if kubecontainer.IsSidecar(&c) {
+			summary.InitContainers = append(summary.InitContainers, container{c.Name, c.Resources})
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		summary.Containers = append(summary.Containers, container{c.Name, c.Resources})
+	}
+	summary.Error = why
+	b, _ := json.Marshal(summary) // always marshals
+	return what + ": " + string(b)
+}
