@@ -96,6 +96,51 @@ func (w *Workers) allocateLocked(p *pod) []schemas.LifecycleEvent {
 	return []schemas.LifecycleEvent{w.resizeEvent(p, schemas.EventResizeStarted, "", resizeMessage("Pod resize started", want, ""))}
 }
 
+// checkpointAllocation records p's allocation when it changed; a failure
+// is said and tried again at the next sync. The caller holds p.sync.
+func (w *Workers) checkpointAllocation(p *pod) {
+	if p.allocated == nil || p.allocated == p.checkpointed {
+		return
+	}
+	if err := w.cfg.Allocations.StoreAllocation(p.allocated); err != nil {
+		w.log.Warn().Err(err).Str("uid", p.uid).Msg("the pod's allocation is not recorded: a restarted jetlet would take its newest intent for it")
+		return
+	}
+	p.checkpointed = p.allocated
+}
+
+// loadAllocations reads the recorded allocations of the running pods, by
+// uid. One that cannot be read is said and left out: the pod's newest
+// intent is taken for it, as with no record.
+func (w *Workers) loadAllocations(running []*kubecontainer.RuntimePod) map[string]map[string]corev1.ResourceRequirements {
+	out := map[string]map[string]corev1.ResourceRequirements{}
+	for _, rp := range running {
+		alloc, err := w.cfg.Allocations.LoadAllocation(rp.UID)
+		if err != nil {
+			w.log.Warn().Err(err).Str("uid", rp.UID).Msg("the pod's recorded allocation cannot be read: its newest intent is taken for it")
+			continue
+		}
+		if alloc != nil {
+			out[rp.UID] = alloc
+		}
+	}
+	return out
+}
+
+// withResources is pod with the resources alloc has for its containers,
+// by name; pod itself when alloc changes none.
+func withResources(pod *corev1.Pod, alloc map[string]corev1.ResourceRequirements) *corev1.Pod {
+	allocated := pod.DeepCopy()
+	for _, cs := range [][]corev1.Container{allocated.Spec.InitContainers, allocated.Spec.Containers} {
+		for i := range cs {
+			if r, ok := alloc[cs[i].Name]; ok {
+				cs[i].Resources = r
+			}
+		}
+	}
+	return withAllocation(pod, allocated)
+}
+
 // resizeCompleted is the ResizeCompleted event of p's resize once the
 // runtime applied it (st, after a sync, shows no resize in progress). The
 // caller holds p.sync.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/poll"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // eventLog keeps the events emitted.
@@ -111,5 +112,69 @@ func TestResizeIsAdmittedDeferredOrInfeasible(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("resize events %v, want %v", got, want)
+	}
+}
+
+// checkpoints is the allocation checkpoint of the restart test, in memory.
+type checkpoints struct {
+	mu     sync.Mutex
+	allocs map[string]map[string]corev1.ResourceRequirements
+}
+
+func (c *checkpoints) StoreAllocation(pod *corev1.Pod) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	alloc := map[string]corev1.ResourceRequirements{}
+	for _, ct := range pod.Spec.Containers {
+		alloc[ct.Name] = ct.Resources
+	}
+	c.allocs[string(pod.UID)] = alloc
+	return nil
+}
+
+func (c *checkpoints) LoadAllocation(uid string) (map[string]corev1.ResourceRequirements, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.allocs[uid], nil
+}
+
+// A resize the node did not take stays untaken across a restart of jetlet:
+// the restarted workers sync the running pod with what was allocated and
+// decide the resize again (Infeasible), instead of taking the newest intent
+// for the allocation.
+func TestAnInfeasibleResizeStaysPendingAcrossARestart(t *testing.T) {
+	m := &scriptedManager{running: map[string]bool{}}
+	store := &checkpoints{allocs: map[string]map[string]corev1.ResourceRequirements{}}
+	start := func(desired ...Desired) *Workers {
+		w, _ := admittingWorkers(t, m, 110)
+		w.cfg.Allocations = store
+		ctx, cancel := context.WithCancel(t.Context())
+		var running sync.WaitGroup
+		running.Go(func() { w.Run(ctx, time.Second) })
+		t.Cleanup(func() { cancel(); running.Wait() })
+		if err := w.Start(ctx, desired); err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	w := start()
+	if rep := w.Sync(t.Context(), applyOf("small", 1, "200Mi")); rep.Err != nil || rep.Refused != nil {
+		t.Fatalf("apply: %+v", rep)
+	}
+	m.mu.Lock()
+	m.running["small"] = true
+	m.mu.Unlock()
+	resize := applyOf("small", 2, "2Gi")
+	if c := pendingOf(w.Sync(t.Context(), resize).Status); c == nil || c.Reason != "Infeasible" {
+		t.Fatalf("a resize beyond the node: pending %+v, want Infeasible", c)
+	}
+
+	restarted := start(resize)
+	rep := restarted.Sync(t.Context(), resize)
+	m.mu.Lock()
+	synced := m.synced["small"].Spec.Containers[0].Resources.Requests.Memory().String()
+	m.mu.Unlock()
+	if c := pendingOf(rep.Status); c == nil || c.Reason != "Infeasible" || synced != "200Mi" {
+		t.Fatalf("after a restart: pending %+v, synced %s; want Infeasible, the allocated 200Mi", c, synced)
 	}
 }

@@ -110,6 +110,27 @@ type PodProber interface {
 	TakeChanged() map[string]prober.Change
 }
 
+// AllocationCheckpoint keeps what the node allocated each pod across
+// restarts of jetlet (kubelet's allocation checkpoint;
+// reconcile.Kuberuntime keeps it in the pod's data dir): a restarted jetlet
+// syncs a running pod with the resources the node took and decides again a
+// resize it had not taken, instead of taking the pod's newest intent for
+// its allocation.
+type AllocationCheckpoint interface {
+	StoreAllocation(pod *corev1.Pod) error
+	// LoadAllocation is the containers' resources by name; nil when none
+	// are recorded.
+	LoadAllocation(uid string) (map[string]corev1.ResourceRequirements, error)
+}
+
+// noCheckpoint keeps allocations in memory only.
+type noCheckpoint struct{}
+
+func (noCheckpoint) StoreAllocation(*corev1.Pod) error { return nil }
+func (noCheckpoint) LoadAllocation(string) (map[string]corev1.ResourceRequirements, error) {
+	return nil, nil
+}
+
 // noProber probes nothing.
 type noProber struct{}
 
@@ -135,8 +156,11 @@ type Config struct {
 	// Admission is the node as admission sees it now (admit.go); nil admits
 	// every pod. It is called with the workers' lock held and must not call
 	// them back.
-	Admission  func() admission.Node
-	Logger     zerolog.Logger
+	Admission func() admission.Node
+	// Allocations keeps the pods' allocations across restarts; default
+	// none (memory only).
+	Allocations AllocationCheckpoint
+	Logger      zerolog.Logger
 	Registerer prometheus.Registerer
 }
 
@@ -155,6 +179,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Prober == nil {
 		c.Prober = noProber{}
+	}
+	if c.Allocations == nil {
+		c.Allocations = noCheckpoint{}
 	}
 }
 
@@ -215,6 +242,9 @@ type pod struct {
 	// allocated is the desired pod with the resources the node took
 	// (resize.go); nil until a sync decided them: the desired pod's.
 	allocated *corev1.Pod
+	// checkpointed is the allocation Config.Allocations holds (sync
+	// holder, or Start before any sync).
+	checkpointed *corev1.Pod
 	// resizePending is the PodResizePending condition of a resize the
 	// node has not taken; nil when there is none.
 	resizePending *schemas.PodCondition
@@ -304,6 +334,7 @@ func (w *Workers) Start(ctx context.Context, desired []Desired) error {
 			return fmt.Errorf("read the stored pod statuses: %w", err)
 		}
 	}
+	allocations := w.loadAllocations(running)
 	w.mu.Lock()
 	for _, d := range desired {
 		w.podLocked(d.UID).desired = &d
@@ -313,6 +344,12 @@ func (w *Workers) Start(ctx context.Context, desired []Desired) error {
 		runs[rp.UID] = true
 	}
 	refused := w.admitRecoveredLocked(runs)
+	for uid, alloc := range allocations {
+		if p, ok := w.pods[uid]; ok && p.desired != nil && p.desired.Intent.Op == schemas.OpApply {
+			p.allocated = withResources(p.desired.Intent.Pod, alloc)
+			p.checkpointed = p.allocated
+		}
+	}
 	for _, rp := range running {
 		if _, known := w.pods[rp.UID]; known {
 			continue
@@ -563,6 +600,7 @@ func (w *Workers) syncLocked(ctx context.Context, p *pod) Report {
 	w.mu.Lock()
 	decided := w.allocateLocked(p)
 	w.mu.Unlock()
+	w.checkpointAllocation(p)
 	w.emitAll(ctx, p, decided)
 	s := &podSync{w: w, p: p, want: p.syncedDesired(), orphan: p.orphan}
 	rep := s.run(withIntent(ctx, s.want))

@@ -194,6 +194,7 @@ func (a *agent) buildPodSync(p *pipeline, js jetstream.JetStream, client *runtim
 		ResyncPeriod: a.cfg.resyncPeriod,
 		GCPeriod:     gcPeriod,
 		Prober:       p.probes,
+		Allocations:  kuberuntime,
 		// The eviction manager is made below, before anything runs.
 		Admission:  func() admission.Node { return p.node.forAdmission(p.eviction.Pressure()) },
 		Logger:     p.log,
