@@ -161,7 +161,7 @@ type Config struct {
 	// none (memory only).
 	Allocations AllocationCheckpoint
 	Logger      zerolog.Logger
-	Registerer prometheus.Registerer
+	Registerer  prometheus.Registerer
 }
 
 // ErrInvalidConfig wraps every configuration error.
