@@ -43,32 +43,27 @@ type dnsWarning struct {
 func (m *Kuberuntime) podDNSConfig(pod *corev1.Pod) (*runtimeapi.DNSConfig, []dnsWarning, error) {
 	var warnings []dnsWarning
 	cfg := &runtimeapi.DNSConfig{}
-	switch pod.Spec.DNSPolicy {
-	case corev1.DNSNone:
-	case corev1.DNSClusterFirstWithHostNet, corev1.DNSClusterFirst, "": // "": the API's default
-		clusterFirst := pod.Spec.DNSPolicy == corev1.DNSClusterFirstWithHostNet || !pod.Spec.HostNetwork
+	if pod.Spec.DNSPolicy != corev1.DNSNone {
 		host, err := readResolvConf(m.cfg.ResolvConf)
 		if err != nil {
 			return nil, nil, err
 		}
-		if clusterFirst && len(m.cfg.ClusterDNS) > 0 {
+		cfg = host
+	}
+	switch pod.Spec.DNSPolicy {
+	case corev1.DNSClusterFirstWithHostNet, corev1.DNSClusterFirst, "": // "": the API's default
+		switch {
+		case pod.Spec.DNSPolicy != corev1.DNSClusterFirstWithHostNet && pod.Spec.HostNetwork:
+			// ClusterFirst on the node's network: the node's resolver.
+		case len(m.cfg.ClusterDNS) > 0:
 			cfg.Servers = slices.Clone(m.cfg.ClusterDNS)
-			cfg.Searches = m.clusterSearches(pod.Namespace, host.Searches)
+			cfg.Searches = m.clusterSearches(pod.Namespace, cfg.Searches)
 			cfg.Options = []string{"ndots:5"}
-			break
-		}
-		if clusterFirst {
+		default:
 			warnings = append(warnings, dnsWarning{schemas.EventMissingClusterDNS, fmt.Sprintf(
 				"pod: %q. jetlet does not have ClusterDNS IP configured (--cluster-dns) and cannot create Pod using %q policy. Falling back to %q policy.",
 				pod.Namespace+"/"+pod.Name, pod.Spec.DNSPolicy, corev1.DNSDefault)})
 		}
-		cfg = host
-	case corev1.DNSDefault:
-		host, err := readResolvConf(m.cfg.ResolvConf)
-		if err != nil {
-			return nil, nil, err
-		}
-		cfg = host
 	}
 	if dc := pod.Spec.DNSConfig; dc != nil {
 		cfg.Servers = appendNew(cfg.Servers, dc.Nameservers...)
