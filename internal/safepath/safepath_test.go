@@ -1,0 +1,317 @@
+package safepath
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// bothWays runs f with openat2 and with the walk of kernels without it.
+func bothWays(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	for _, walk := range []bool{false, true} {
+		name := "openat2"
+		if walk {
+			name = "walk"
+		}
+		t.Run(name, func(t *testing.T) {
+			noOpenat2.Store(walk)
+			t.Cleanup(func() { noOpenat2.Store(false) })
+			f(t)
+			if !walk && noOpenat2.Load() {
+				t.Fatal("openat2 answered ENOSYS: its way was not tested")
+			}
+		})
+	}
+}
+
+// newRoot makes a root directory (its path free of symlinks) and opens it.
+func newRoot(t *testing.T) (string, *os.File) {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(dir, "root")
+	must(t, os.Mkdir(root, 0o755))
+	f, err := os.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return root, f
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fdPath is where the kernel says fd's object is.
+func fdPath(t *testing.T, f *os.File) string {
+	t.Helper()
+	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func within(p, root string) bool {
+	return p == root || strings.HasPrefix(p, root+"/")
+}
+
+func TestOpen(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		root, rf := newRoot(t)
+		outside := filepath.Join(filepath.Dir(root), "outside")
+		must(t, os.Mkdir(outside, 0o755))
+		must(t, os.MkdirAll(filepath.Join(root, "dir", "sub"), 0o755))
+		must(t, os.WriteFile(filepath.Join(root, "dir", "file"), []byte("x"), 0o644))
+		must(t, os.Mkdir(filepath.Join(root, "deep"), 0o755))
+		for link, target := range map[string]string{
+			"abs":       "/",
+			"rel":       "../../../../../../../..",
+			"out":       "../outside",
+			"in":        "dir",
+			"infile":    "dir/sub/../file",
+			"deep/up":   "../dir",
+			"deep/esc":  "../../outside",
+			"climb":     "dir/../..",
+			"loop":      "loop",
+			"dangling":  "nothing",
+			"absinside": filepath.Join(root, "dir"),
+		} {
+			must(t, os.Symlink(target, filepath.Join(root, link)))
+		}
+		for _, tc := range []struct {
+			rel  string
+			want string // relative to root; "" with err
+			err  error
+		}{
+			{rel: "", want: "."},
+			{rel: ".", want: "."},
+			{rel: "dir", want: "dir"},
+			{rel: "dir/file", want: "dir/file"},
+			{rel: "dir/./sub/", want: "dir/sub"},
+			{rel: "dir/..", want: "."},
+			{rel: "in", want: "dir"},
+			{rel: "in/sub", want: "dir/sub"},
+			{rel: "infile", want: "dir/file"},
+			{rel: "deep/up/file", want: "dir/file"},
+			{rel: "abs", err: ErrEscape},
+			{rel: "abs/etc", err: ErrEscape},
+			{rel: "rel", err: ErrEscape},
+			{rel: "rel/etc/shadow", err: ErrEscape},
+			{rel: "out", err: ErrEscape},
+			{rel: "deep/esc", err: ErrEscape},
+			{rel: "climb", err: ErrEscape},
+			// An absolute symlink is refused even when it names a place
+			// inside the root: on the host it is not the pod's path.
+			{rel: "absinside", err: ErrEscape},
+			{rel: "..", err: ErrEscape},
+			{rel: "dir/../..", err: ErrEscape},
+			{rel: "/etc", err: ErrEscape},
+			{rel: "missing", err: unix.ENOENT},
+			{rel: "dangling", err: unix.ENOENT},
+			{rel: "dir/file/x", err: unix.ENOTDIR},
+			{rel: "loop", err: unix.ELOOP},
+		} {
+			f, err := Open(rf, tc.rel)
+			if tc.err != nil {
+				if !errors.Is(err, tc.err) {
+					t.Errorf("Open(%q) = %v, want %v", tc.rel, err, tc.err)
+				}
+				if f != nil {
+					t.Errorf("Open(%q) returned a file with %v: %s", tc.rel, err, fdPath(t, f))
+					f.Close()
+				}
+				continue
+			}
+			if err != nil {
+				t.Errorf("Open(%q): %v", tc.rel, err)
+				continue
+			}
+			if got, want := fdPath(t, f), filepath.Join(root, tc.want); got != want {
+				t.Errorf("Open(%q) opened %s, want %s", tc.rel, got, want)
+			}
+			f.Close()
+		}
+	})
+}
+
+// TestOpenRacesASwap swaps a directory and a symlink out of the root (to
+// "/" and to a relative climb) while Open resolves through it: an open
+// either finds the directory or fails, never lands outside.
+func TestOpenRacesASwap(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		for _, target := range []string{"/", "../../../../../../.."} {
+			root, rf := newRoot(t)
+			must(t, os.MkdirAll(filepath.Join(root, "d", "etc"), 0o755))
+			must(t, os.Symlink(target, filepath.Join(root, "l")))
+			i := 0
+			found, refused := swapWhile(t, root, func() bool {
+				rel := []string{"d", "d/etc"}[i%2]
+				i++
+				f, err := Open(rf, rel)
+				if err != nil {
+					if !errors.Is(err, ErrEscape) {
+						t.Errorf("Open(%q): %v, want a success or ErrEscape", rel, err)
+					}
+					return false
+				}
+				p := fdPath(t, f)
+				f.Close()
+				if !within(p, root) {
+					t.Errorf("Open(%q) escaped to %s while a swap ran", rel, p)
+				}
+				return true
+			})
+			if found == 0 || refused == 0 {
+				t.Errorf("link to %q: %d opens inside, %d refused: the swap did not race the opens", target, found, refused)
+			}
+			t.Logf("link to %q: %d opens inside, %d refused", target, found, refused)
+		}
+	})
+}
+
+// swapWhile exchanges root/d and root/l (renameat2 RENAME_EXCHANGE) in a
+// loop while try runs; it counts try's true and false.
+func swapWhile(t *testing.T, root string, try func() bool) (yes, no int) {
+	t.Helper()
+	stop, started := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(started)
+		d, l := filepath.Join(root, "d"), filepath.Join(root, "l")
+		first := true
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := unix.Renameat2(unix.AT_FDCWD, d, unix.AT_FDCWD, l, unix.RENAME_EXCHANGE); err != nil {
+				t.Errorf("swap: %v", err)
+				return
+			}
+			if first {
+				first = false
+				started <- struct{}{}
+			}
+		}
+	})
+	<-started
+	// At least 3000 tries, and on until both outcomes were seen (the
+	// swapper may not get a core at once on a busy machine).
+	for n := 0; n < 3000 || (yes == 0 || no == 0) && n < 200000; n++ {
+		if try() {
+			yes++
+		} else {
+			no++
+		}
+	}
+	close(stop)
+	wg.Wait()
+	return yes, no
+}
+
+func TestMkdirAll(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		root, rf := newRoot(t)
+		outside := filepath.Join(filepath.Dir(root), "outside")
+		must(t, os.Mkdir(outside, 0o755))
+		must(t, os.Mkdir(filepath.Join(root, "dir"), 0o755))
+		must(t, os.WriteFile(filepath.Join(root, "file"), nil, 0o644))
+		must(t, os.Symlink("dir", filepath.Join(root, "in")))
+		must(t, os.Symlink("../outside", filepath.Join(root, "out")))
+		must(t, os.Symlink("/", filepath.Join(root, "abs")))
+
+		old := unix.Umask(0o022)
+		defer unix.Umask(old)
+		f, err := MkdirAll(rf, "a/b/c", 0o777)
+		must(t, err)
+		if got, want := fdPath(t, f), filepath.Join(root, "a/b/c"); got != want {
+			t.Errorf("MkdirAll opened %s, want %s", got, want)
+		}
+		f.Close()
+		for _, p := range []string{"a", "a/b", "a/b/c"} {
+			fi, err := os.Stat(filepath.Join(root, p))
+			must(t, err)
+			if fi.Mode().Perm() != 0o777 {
+				t.Errorf("%s: mode %v, want 0777 whatever the umask", p, fi.Mode())
+			}
+		}
+		f, err = MkdirAll(rf, "in/x", 0o755)
+		must(t, err)
+		if got, want := fdPath(t, f), filepath.Join(root, "dir/x"); got != want {
+			t.Errorf("MkdirAll through a symlink inside opened %s, want %s", got, want)
+		}
+		f.Close()
+		f, err = MkdirAll(rf, "dir", 0o755)
+		must(t, err)
+		f.Close()
+
+		for _, tc := range []struct {
+			rel string
+			err error
+		}{
+			{"out/x", ErrEscape},
+			{"abs/tmp/x", ErrEscape},
+			{"../x", ErrEscape},
+			{"/x", ErrEscape},
+			{"file", unix.ENOTDIR},
+			{"file/x", unix.ENOTDIR},
+		} {
+			f, err := MkdirAll(rf, tc.rel, 0o777)
+			if !errors.Is(err, tc.err) {
+				t.Errorf("MkdirAll(%q) = %v, want %v", tc.rel, err, tc.err)
+			}
+			if f != nil {
+				f.Close()
+			}
+		}
+		if entries, _ := os.ReadDir(outside); len(entries) > 0 {
+			t.Errorf("MkdirAll made %v outside the root", entries)
+		}
+	})
+}
+
+// TestMkdirAllRacesASwap makes d/new/x while d is swapped with a symlink to
+// a directory outside the root: nothing is ever made there.
+func TestMkdirAllRacesASwap(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		root, rf := newRoot(t)
+		outside := filepath.Join(filepath.Dir(root), "outside")
+		must(t, os.Mkdir(outside, 0o755))
+		must(t, os.Mkdir(filepath.Join(root, "d"), 0o755))
+		must(t, os.Symlink("../outside", filepath.Join(root, "l")))
+		made, refused := swapWhile(t, root, func() bool {
+			f, err := MkdirAll(rf, "d/new/x", 0o777)
+			if err != nil {
+				return false
+			}
+			p := fdPath(t, f)
+			f.Close()
+			if !within(p, root) {
+				t.Errorf("MkdirAll escaped to %s", p)
+			}
+			// Made again next time, wherever d is then.
+			os.Remove(p)
+			os.Remove(filepath.Dir(p))
+			return true
+		})
+		if entries, _ := os.ReadDir(outside); len(entries) > 0 {
+			t.Errorf("MkdirAll made %v outside the root while a swap ran", entries)
+		}
+		t.Logf("%d made inside, %d refused", made, refused)
+	})
+}
