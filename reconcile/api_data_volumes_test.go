@@ -215,7 +215,12 @@ func TestAPIDataVolumesAreWrittenBeforeTheContainers(t *testing.T) {
 	want := map[string]string{
 		"/etc/app": vol(configMapPluginDir, "cfg"), "/etc/db": vol(secretPluginDir, "sec"),
 		"/etc/info": vol(downwardAPIPluginDir, "info"), "/etc/all": vol(projectedPluginDir, "all"),
-		"/app.conf": filepath.Join(vol(configMapPluginDir, "cfg"), "conf/app.conf"),
+		// A subPath: its bind (volume_subpaths.go), of the generation's
+		// file, through the volume's symlinks.
+		"/app.conf": filepath.Join(ct.m.podDataDir("uid1"), "volume-subpaths", "cfg", "app", "4"),
+	}
+	if !sameFile(t, want["/app.conf"], filepath.Join(vol(configMapPluginDir, "cfg"), "conf/app.conf")) {
+		t.Errorf("the subPath's bind is not the volume's conf/app.conf")
 	}
 	for _, mnt := range ct.rt.config(t, "app").Mounts {
 		if mnt.ContainerPath == etcHostsPath {

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/schemas"
 )
 
 // containerLogPath is <container>/<restartCount>.log, relative to the
@@ -151,21 +151,22 @@ func (m *Kuberuntime) emptyDirPath(uid, volume string) string {
 
 // makeMounts turns volume mounts into CRI mounts: hostPath as is (created
 // when its type says so), emptyDir under the data dir (a tmpfs for medium
-// Memory), the volumes of API data where mountVolumes wrote them (a subPath
-// into one binds the file of the generation current at the container's
-// creation: it keeps that content, as kubelet's). Other volume types are an
-// error.
-// mapping (the container's environment) expands subPathExpr.
+// Memory), the volumes of API data where mountVolumes wrote them. Other
+// volume types are an error. A subPath (or subPathExpr, expanded with
+// mapping, the container's environment) is resolved beneath its volume and
+// bind-mounted by bindSubPath, whose bind is what the CRI mounts: a subPath
+// into a volume of API data keeps the file of the generation current at the
+// container's creation, as kubelet's.
 func (m *Kuberuntime) makeMounts(pod *corev1.Pod, c *corev1.Container, mapping func(string) (string, bool)) ([]*runtimeapi.Mount, error) {
 	if len(c.VolumeDevices) > 0 {
 		return nil, fmt.Errorf("container %q: volumeDevices are not supported", c.Name)
 	}
 	var mounts []*runtimeapi.Mount
-	for _, vm := range c.VolumeMounts {
+	for i, vm := range c.VolumeMounts {
 		var vol *corev1.Volume
-		for i := range pod.Spec.Volumes {
-			if pod.Spec.Volumes[i].Name == vm.Name {
-				vol = &pod.Spec.Volumes[i]
+		for j := range pod.Spec.Volumes {
+			if pod.Spec.Volumes[j].Name == vm.Name {
+				vol = &pod.Spec.Volumes[j]
 				break
 			}
 		}
@@ -199,16 +200,18 @@ func (m *Kuberuntime) makeMounts(pod *corev1.Pod, c *corev1.Container, mapping f
 			subPath = expand(vm.SubPathExpr, mapping)
 		}
 		if subPath != "" {
-			sub := path.Clean(subPath)
-			if path.IsAbs(sub) || sub == ".." || strings.HasPrefix(sub, "../") {
-				return nil, fmt.Errorf("volume mount %q: subPath %q must be a relative path within the volume", vm.Name, subPath)
+			if err := schemas.CheckRelativePath(subPath); err != nil {
+				return nil, fmt.Errorf("volume mount %q of container %q: subPath %q %w", vm.Name, c.Name, subPath, err)
 			}
-			hostPath = filepath.Join(hostPath, sub)
-			if vol.EmptyDir != nil {
-				if err := os.MkdirAll(hostPath, 0o777); err != nil {
-					return nil, fmt.Errorf("volume %q: %w", vol.Name, err)
-				}
+			bind, err := m.bindSubPath(subPathMount{
+				uid: string(pod.UID), volume: vol.Name, container: c.Name, index: i,
+				volumePath: hostPath, subPath: subPath,
+				create: vol.EmptyDir != nil || vol.HostPath != nil,
+			})
+			if err != nil {
+				return nil, fmt.Errorf("volume mount %q of container %q: %w", vm.Name, c.Name, err)
 			}
+			hostPath = bind
 		}
 		mounts = append(mounts, &runtimeapi.Mount{
 			ContainerPath: vm.MountPath,

@@ -141,10 +141,14 @@ func isMountPoint(dir string) (bool, error) {
 // medium Memory, secret and projected volumes.
 var tmpfsPluginDirs = []string{emptyDirPluginDir, secretPluginDir, projectedPluginDir}
 
-// tearDownVolumes unmounts the tmpfs of every volume of a pod, before its
-// data directory is removed (a removal through a mount would empty the
-// tmpfs and then fail on the busy mount point).
+// tearDownVolumes unmounts the subPath binds of a pod (cleanSubPaths) and
+// the tmpfs of every volume, before its data directory is removed (a
+// removal through a mount would empty the volume and then fail on the busy
+// mount point).
 func (m *Kuberuntime) tearDownVolumes(uid string) error {
+	if err := m.cleanSubPaths(uid); err != nil {
+		return err
+	}
 	var errs []error
 	for _, plugin := range tmpfsPluginDirs {
 		root := filepath.Join(m.podDataDir(uid), "volumes", plugin)

@@ -139,8 +139,8 @@ func (m *Kuberuntime) removeDead(ctx context.Context, plan gcPlan, unrecorded ma
 }
 
 // removePodDirs removes the directories of gone pods with nothing left:
-// logs, then data (volumes, their tmpfs unmounted first), and forgets
-// the pods.
+// logs, then data (volumes, their subPath binds and tmpfs unmounted first;
+// nothing while a mount is left in it), and forgets the pods.
 func (m *Kuberuntime) removePodDirs(gone func(uid string) bool, left map[string]bool) (errs []error) {
 	if entries, err := os.ReadDir(m.cfg.LogDir); err == nil {
 		for _, e := range entries {
@@ -161,6 +161,12 @@ func (m *Kuberuntime) removePodDirs(gone func(uid string) bool, left map[string]
 			}
 			if err := m.tearDownVolumes(uid); err != nil {
 				errs = append(errs, err)
+				continue
+			}
+			// A removal never goes through a mount: it would empty the
+			// volume (or the host's directory) bound there.
+			if mounts, err := mountsUnder(m.podDataDir(uid)); err != nil || len(mounts) > 0 {
+				errs = append(errs, fmt.Errorf("pod %s: data dir kept, mounts left in it %v: %w", uid, mounts, err))
 				continue
 			}
 			if err := os.RemoveAll(m.podDataDir(uid)); err != nil {

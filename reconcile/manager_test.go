@@ -60,10 +60,12 @@ func (l *eventLog) of(typ schemas.EventType) []schemas.LifecycleEvent {
 func newTestManager(t testing.TB, rt Runtime) (*Kuberuntime, *eventLog) {
 	t.Helper()
 	events := &eventLog{}
-	m, err := New(rt, events, Config{NodeName: "n1", DataDir: t.TempDir()})
+	dir := t.TempDir()
+	m, err := New(rt, events, Config{NodeName: "n1", DataDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
+	unmountOnCleanup(t, dir)
 	return m, events
 }
 

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -111,11 +112,11 @@ func TestContainerConfigHonoursSpecFields(t *testing.T) {
 			if !ro.Readonly || !ro.RecursiveReadOnly {
 				t.Errorf("read-only mount %v", ro)
 			}
-			if !strings.HasSuffix(logs.HostPath, "/logs/p") || logs.Propagation != runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER {
+			if !strings.HasSuffix(logs.HostPath, "/volume-subpaths/d/app/1") || logs.Propagation != runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER {
 				t.Errorf("subPathExpr mount %v", logs)
 			}
-			if fi, err := os.Stat(logs.HostPath); err != nil || !fi.IsDir() {
-				t.Errorf("subPathExpr directory: %v", err)
+			if !sameFile(t, logs.HostPath, filepath.Join(filepath.Dir(cfg.Mounts[0].HostPath), "d", "logs", "p")) {
+				t.Errorf("subPathExpr: %s is not the volume's logs/p", logs.HostPath)
 			}
 		}},
 		{"hostPath volumes: DirectoryOrCreate made, subPath inside", func(p *corev1.Pod, c *corev1.Container) {
@@ -123,7 +124,7 @@ func TestContainerConfigHonoursSpecFields(t *testing.T) {
 				Path: hostDir + "/made", Type: ptr(corev1.HostPathDirectoryOrCreate)}}}}
 			c.VolumeMounts = []corev1.VolumeMount{{Name: "h", MountPath: "/h"}, {Name: "h", MountPath: "/sub", SubPath: "x"}}
 		}, func(t *testing.T, cfg *runtimeapi.ContainerConfig) {
-			if cfg.Mounts[0].HostPath != hostDir+"/made" || cfg.Mounts[1].HostPath != hostDir+"/made/x" {
+			if cfg.Mounts[0].HostPath != hostDir+"/made" || !sameFile(t, cfg.Mounts[1].HostPath, hostDir+"/made/x") {
 				t.Errorf("mounts %v", cfg.Mounts)
 			}
 			if fi, err := os.Stat(hostDir + "/made"); err != nil || !fi.IsDir() {
@@ -149,10 +150,12 @@ func TestContainerConfigHonoursSpecFields(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, err := New(fakecri.New(), &eventLog{}, Config{NodeName: "n1", NodeIP: "192.0.2.1", DataDir: t.TempDir()})
+			dir := t.TempDir()
+			m, err := New(fakecri.New(), &eventLog{}, Config{NodeName: "n1", NodeIP: "192.0.2.1", DataDir: dir})
 			if err != nil {
 				t.Fatal(err)
 			}
+			unmountOnCleanup(t, dir)
 			pod := base()
 			tt.edit(pod, &pod.Spec.Containers[0])
 			cfg, err := m.generateContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], 0, "img:1",

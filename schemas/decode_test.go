@@ -229,6 +229,22 @@ func TestDecodeIntentCollectsEveryProblem(t *testing.T) {
 	}
 }
 
+// A subPath's error names what is wrong with it: absolute, or a '..'.
+func TestDecodeIntentSubPathMessages(t *testing.T) {
+	for sub, want := range map[string]string{
+		"/etc":    "subPath: invalid: must be a relative path, not an absolute one",
+		"a/../..": "subPath: invalid: must not contain '..'",
+	} {
+		body := intentJSON(func(m map[string]any) {
+			specOf(m)["volumes"] = []any{map[string]any{"name": "d"}}
+			container0(m)["volumeMounts"] = []any{map[string]any{"name": "d", "mountPath": "/d", "subPath": sub}}
+		})
+		if _, err := DecodeIntent(body, target); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("subPath %q: %v, want %q", sub, err, want)
+		}
+	}
+}
+
 func TestDecodeIntentDefaults(t *testing.T) {
 	body := intentJSON(func(m map[string]any) {
 		c := container0(m)

@@ -25,6 +25,7 @@ package schemas
 // order of the fields in the spec; this file holds the name rules they share.
 
 import (
+	"errors"
 	"path"
 	"slices"
 	"strconv"
@@ -76,14 +77,18 @@ func sortedNames[K ~string, V any](m map[K]V) []K {
 	return keys
 }
 
-func isRelativeInside(p string) bool {
+// CheckRelativePath says what is wrong with a path that must stay inside
+// the directory it is relative to (a subPath, a file of a volume, a
+// seccomp profile): absolute, or with a '..' element. reconcile checks an
+// expanded subPathExpr with it.
+func CheckRelativePath(p string) error {
 	if path.IsAbs(p) {
-		return false
+		return errors.New("must be a relative path, not an absolute one")
 	}
 	for part := range strings.SplitSeq(p, "/") {
 		if part == ".." {
-			return false
+			return errors.New("must not contain '..'")
 		}
 	}
-	return true
+	return nil
 }

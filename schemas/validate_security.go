@@ -50,7 +50,7 @@ func validateProfiles(e *errs, p string, seccomp *corev1.SeccompProfile, apparmo
 				e.invalid(p+".seccompProfile.localhostProfile", `only for type "Localhost"`)
 			}
 		case corev1.SeccompProfileTypeLocalhost:
-			if sp.LocalhostProfile == nil || *sp.LocalhostProfile == "" || !isRelativeInside(*sp.LocalhostProfile) {
+			if sp.LocalhostProfile == nil || *sp.LocalhostProfile == "" || CheckRelativePath(*sp.LocalhostProfile) != nil {
 				e.invalid(p+".seccompProfile.localhostProfile", `type "Localhost" needs a relative path without '..' (under <data-dir>/seccomp)`)
 			}
 		default:

@@ -99,8 +99,8 @@ func validatePayloadPath(e *errs, p, file string) {
 	switch {
 	case file == "":
 		e.invalid(p, "required")
-	case !isRelativeInside(file):
-		e.invalid(p, "must be a relative path without '..'")
+	case CheckRelativePath(file) != nil:
+		e.invalid(p, CheckRelativePath(file).Error())
 	case strings.HasPrefix(file, ".."):
 		e.invalid(p, "must not start with '..'")
 	}
@@ -261,14 +261,14 @@ func validateMounts(e *errs, p string, mounts []corev1.VolumeMount, volumes map[
 			e.invalid(mp+".mountPath", "duplicate mount path "+strconv.Quote(m.MountPath))
 		}
 		paths[path.Clean(m.MountPath)] = true
-		if m.SubPath != "" && !isRelativeInside(m.SubPath) {
-			e.invalid(mp+".subPath", "must be a relative path without '..'")
+		if err := CheckRelativePath(m.SubPath); m.SubPath != "" && err != nil {
+			e.invalid(mp+".subPath", err.Error())
 		}
 		if m.SubPath != "" && m.SubPathExpr != "" {
 			e.invalid(mp+".subPathExpr", "subPath and subPathExpr are mutually exclusive")
 		}
-		if m.SubPathExpr != "" && !isRelativeInside(m.SubPathExpr) {
-			e.invalid(mp+".subPathExpr", "must be a relative path without '..'")
+		if err := CheckRelativePath(m.SubPathExpr); m.SubPathExpr != "" && err != nil {
+			e.invalid(mp+".subPathExpr", err.Error())
 		}
 		if m.MountPropagation != nil {
 			switch *m.MountPropagation {
