@@ -13,6 +13,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/jetlet/jetlet/internal/mountinfo"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/runtime/containerlogs"
 	"github.com/jetlet/jetlet/runtime/crilabels"
@@ -165,7 +166,7 @@ func (m *Kuberuntime) removePodDirs(gone func(uid string) bool, left map[string]
 			}
 			// A removal never goes through a mount: it would empty the
 			// volume (or the host's directory) bound there.
-			if mounts, err := mountsUnder(m.podDataDir(uid)); err != nil || len(mounts) > 0 {
+			if mounts, err := mountinfo.Under(m.podDataDir(uid)); err != nil || len(mounts) > 0 {
 				errs = append(errs, fmt.Errorf("pod %s: data dir kept, mounts left in it %v: %w", uid, mounts, err))
 				continue
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/jetlet/jetlet/runtime/crilabels"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/fakecri"
+	"github.com/jetlet/jetlet/test/leftovers"
 )
 
 type eventLog struct {
@@ -65,7 +66,7 @@ func newTestManager(t testing.TB, rt Runtime) (*Kuberuntime, *eventLog) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unmountOnCleanup(t, dir)
+	t.Cleanup(func() { leftovers.Unmount(t, dir) })
 	return m, events
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/runtime/crilabels"
 	"github.com/jetlet/jetlet/test/fakecri"
+	"github.com/jetlet/jetlet/test/leftovers"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -155,7 +156,7 @@ func TestContainerConfigHonoursSpecFields(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			unmountOnCleanup(t, dir)
+			t.Cleanup(func() { leftovers.Unmount(t, dir) })
 			pod := base()
 			tt.edit(pod, &pod.Spec.Containers[0])
 			cfg, err := m.generateContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], 0, "img:1",

@@ -1,16 +1,15 @@
 package reconcile
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/jetlet/jetlet/internal/mountinfo"
 	"github.com/jetlet/jetlet/internal/safepath"
 )
 
@@ -73,7 +72,7 @@ func (m *Kuberuntime) bindSubPath(sp subPathMount) (string, error) {
 		return fail(err)
 	}
 	target := filepath.Join(dir, strconv.Itoa(sp.index))
-	mounted, err := isMountedAt(target)
+	mounted, err := mountinfo.IsMountPoint(target)
 	if err != nil {
 		return fail(err)
 	}
@@ -218,7 +217,7 @@ func (m *Kuberuntime) cleanSubPaths(uid string) error {
 // crash included) and removes the mount point.
 func unmountAndRemove(target string) error {
 	for {
-		mounted, err := isMountedAt(target)
+		mounted, err := mountinfo.IsMountPoint(target)
 		if err != nil {
 			return err
 		}
@@ -230,94 +229,4 @@ func unmountAndRemove(target string) error {
 		}
 	}
 	return os.Remove(target)
-}
-
-// isMountedAt reports whether something is mounted on path (a bind of a
-// directory of the same file system included, which a device comparison
-// would miss), from /proc/self/mountinfo.
-func isMountedAt(path string) (bool, error) {
-	real, err := realPath(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	found := false
-	err = eachMountPoint(func(mp string) bool {
-		found = mp == real
-		return !found
-	})
-	return found, err
-}
-
-// mountsUnder lists the mount points at or below dir.
-func mountsUnder(dir string) ([]string, error) {
-	real, err := realPath(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	err = eachMountPoint(func(mp string) bool {
-		if mp == real || strings.HasPrefix(mp, real+"/") {
-			out = append(out, mp)
-		}
-		return true
-	})
-	return out, err
-}
-
-// realPath is path absolute and without symlinks, as mountinfo names mount
-// points; the paths asked about are jetlet's (the data dir), no pod's.
-func realPath(path string) (string, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", err
-	}
-	return filepath.EvalSymlinks(abs)
-}
-
-// eachMountPoint calls f with each mount point of jetlet's mount namespace
-// until f returns false.
-func eachMountPoint(f func(string) bool) error {
-	file, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return err
-	}
-	defer file.Close()
-	sc := bufio.NewScanner(file)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		// id parent major:minor root mountpoint options ...
-		fields := strings.SplitN(sc.Text(), " ", 6)
-		if len(fields) < 5 {
-			continue
-		}
-		if !f(unescapeMountPoint(fields[4])) {
-			return nil
-		}
-	}
-	return sc.Err()
-}
-
-// unescapeMountPoint undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMountPoint(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,27 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/jetlet/jetlet/internal/mountinfo"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/test/fakecri"
 )
-
-// unmountOnCleanup unmounts whatever a test left mounted under dir (the
-// subPath binds), deepest first, before t.TempDir's removal goes through
-// them.
-func unmountOnCleanup(t testing.TB, dir string) {
-	t.Cleanup(func() {
-		mounts, err := mountsUnder(dir)
-		if err != nil {
-			t.Error(err)
-		}
-		slices.Reverse(mounts)
-		for _, mp := range mounts {
-			if err := unix.Unmount(mp, unix.MNT_DETACH); err != nil {
-				t.Errorf("unmount %s: %v", mp, err)
-			}
-		}
-	})
-}
 
 // subPathTest is a pod of one container whose volume "ed" is an emptyDir,
 // its directory made, ready for the test to fill.
@@ -96,7 +78,7 @@ func TestSubPathThroughASymlinkOutOfTheVolumeIsRefused(t *testing.T) {
 			if strings.Contains(err.Error(), st.m.cfg.DataDir) {
 				t.Errorf("the error names the host's paths: %v", err)
 			}
-			if mounts, _ := mountsUnder(st.m.podDataDir("uid1")); len(mounts) > 0 {
+			if mounts, _ := mountinfo.Under(st.m.podDataDir("uid1")); len(mounts) > 0 {
 				t.Errorf("mounted %v", mounts)
 			}
 		})
@@ -129,7 +111,7 @@ func TestSubPathIsBoundFromTheObjectOpened(t *testing.T) {
 		if wantBind := filepath.Join(st.m.podDataDir("uid1"), "volume-subpaths", "ed", "app", strconv.Itoa(i+1)); bind != wantBind {
 			t.Errorf("subPath %s bound on %s, want %s", rel, bind, wantBind)
 		}
-		if mounted, err := isMountedAt(bind); err != nil || !mounted {
+		if mounted, err := mountinfo.IsMountPoint(bind); err != nil || !mounted {
 			t.Errorf("%s is not a mount point: %v", bind, err)
 		}
 		if !sameFile(t, bind, filepath.Join(st.ed, rel)) {
@@ -154,10 +136,10 @@ func TestSubPathIsBoundFromTheObjectOpened(t *testing.T) {
 	must(t, os.Remove(filepath.Join(st.ed, "dir")))
 	must(t, os.MkdirAll(filepath.Join(st.ed, "dir", "sub"), 0o755))
 	must(t, os.WriteFile(filepath.Join(st.ed, "dir", "file"), []byte("again"), 0o644))
-	before, _ := mountsUnder(st.m.podDataDir("uid1"))
+	before, _ := mountinfo.Under(st.m.podDataDir("uid1"))
 	ms, err = st.mounts()
 	must(t, err)
-	after, _ := mountsUnder(st.m.podDataDir("uid1"))
+	after, _ := mountinfo.Under(st.m.podDataDir("uid1"))
 	if len(after) != len(before) {
 		t.Errorf("mounts %d before a container's re-creation, %d after: want the binds reused or replaced", len(before), len(after))
 	}
@@ -169,7 +151,7 @@ func TestSubPathIsBoundFromTheObjectOpened(t *testing.T) {
 
 	st.m.KillPod(context.Background(), st.pod, nil, nil)
 	must(t, st.m.GarbageCollect(context.Background(), kubecontainer.PodStateFunc(func(string) bool { return true })))
-	if mounts, _ := mountsUnder(st.m.cfg.DataDir); len(mounts) > 0 {
+	if mounts, _ := mountinfo.Under(st.m.cfg.DataDir); len(mounts) > 0 {
 		t.Errorf("mounts left after GC: %v", mounts)
 	}
 	if _, err := os.Stat(st.m.podDataDir("uid1")); !os.IsNotExist(err) {
@@ -221,13 +203,5 @@ func TestGCNeverRemovesThroughAMount(t *testing.T) {
 	}
 	if data, err := os.ReadFile(filepath.Join(host, "data", "keep")); err != nil || string(data) != "host" {
 		t.Errorf("the host's file after GC: %q %v", data, err)
-	}
-}
-
-func TestUnescapeMountPoint(t *testing.T) {
-	for in, want := range map[string]string{`/a\040b`: "/a b", `/a\134b`: `/a\b`, `/plain`: "/plain", `/end\04`: `/end\04`} {
-		if got := unescapeMountPoint(in); got != want {
-			t.Errorf("unescapeMountPoint(%q) = %q, want %q", in, got, want)
-		}
 	}
 }

@@ -17,7 +17,9 @@ import (
 // RemovePodsOnCleanup arranges for every pod of the embedded runtime under
 // dataDir to be stopped and removed when the test ends, after the jetlet
 // processes started later in the test are gone: containers outlive jetlet by
-// design, and must not outlive the test. Call it before Start.
+// design, and must not outlive the test. So do the mounts jetlet made for
+// them under dataDir (subPath binds, tmpfs volumes): unmounted too, before
+// the test's removal of dataDir could go through them. Call it before Start.
 func RemovePodsOnCleanup(t testing.TB, dataDir string) {
 	t.Helper()
 	t.Cleanup(func() {
@@ -34,6 +36,7 @@ func RemovePodsOnCleanup(t testing.TB, dataDir string) {
 		defer rt.Stop()
 		RemoveAllPods(t, "unix://"+sock)
 		leftovers.KillShims(t, dataDir)
+		leftovers.Unmount(t, dataDir)
 	})
 }
 

@@ -1,4 +1,4 @@
-// Package leftovers finds the pod shims a test left running. Pods outlive
+// Package leftovers finds the pod shims and mounts a test left. Pods outlive
 // jetlet by design, so a test that starts one must end it; a test's cleanup
 // calls KillShims on the directory it gave the runtime, which fails the test
 // by name when a shim is still there, and ends the shim so that it does not
@@ -9,10 +9,13 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/jetlet/jetlet/internal/mountinfo"
 )
 
 // Shims returns the pod shims whose state dir is under dir: pid -> state dir.
@@ -45,5 +48,22 @@ func KillShims(t testing.TB, dir string) {
 	for pid, state := range Shims(dir) {
 		t.Errorf("the test left a pod shim running (pid %d, %s): killed", pid, state)
 		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// Unmount unmounts every mount at or below dir (what jetlet mounted for
+// pods: subPath binds, tmpfs volumes), the latest first, so that removing
+// dir never goes through one.
+func Unmount(t testing.TB, dir string) {
+	t.Helper()
+	mounts, err := mountinfo.Under(dir)
+	if err != nil {
+		t.Errorf("leftover mounts: %v", err)
+	}
+	slices.Reverse(mounts)
+	for _, mp := range mounts {
+		if err := syscall.Unmount(mp, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", mp, err)
+		}
 	}
 }
