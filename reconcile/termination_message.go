@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -100,9 +101,13 @@ func (m *Kuberuntime) addTerminationMessage(cs *kubecontainer.ContainerStatus, s
 	cs.Message += msg
 }
 
-// readTail reads at most the last n bytes of the file.
+// readTail reads at most the last n bytes of the regular file at path.
+// The termination message's file is what the mount at the container's
+// terminationMessagePath gives, which may be a volume's (a subPath bind of
+// what the pod put there): a symlink is not followed, and a FIFO (whose
+// open would wait for a writer) or a device is not read.
 func readTail(path string, n int64) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +115,9 @@ func readTail(path string, n int64) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%v)", fi.Mode().Type())
 	}
 	off := max(fi.Size()-n, 0)
 	return io.ReadAll(io.NewSectionReader(f, off, fi.Size()-off))

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
@@ -140,5 +141,30 @@ func TestGarbageCollectRemovesTerminationMessageFiles(t *testing.T) {
 		if exists := err == nil; exists != want {
 			t.Errorf("instance %d: file exists %t, want %t", rc, exists, want)
 		}
+	}
+}
+
+// The termination message is read from a regular file only: a FIFO a pod
+// put at its terminationMessagePath (through a subPath) does not hang the
+// read, a device or a symlink is not read.
+func TestTerminationMessageReadsNothingButARegularFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo, link, file := filepath.Join(dir, "fifo"), filepath.Join(dir, "link"), filepath.Join(dir, "file")
+	if err := unix.Mkfifo(fifo, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte("secret of the host"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(file, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, link, "/dev/zero"} {
+		if data, err := readTail(p, maxTerminationMessageLength); err == nil {
+			t.Errorf("readTail(%s) = %q, want an error", p, data)
+		}
+	}
+	if data, err := readTail(file, maxTerminationMessageLength); err != nil || string(data) != "secret of the host" {
+		t.Errorf("readTail of a regular file: %q, %v", data, err)
 	}
 }
