@@ -65,6 +65,8 @@ const (
 	tRunAsNonRoot      = "reconcile.TestRunAsNonRoot"
 	tEmptyDirMode      = "reconcile.TestEmptyDirModeAndFSGroup"
 	tMemoryEmptyDir    = "reconcile.TestMemoryEmptyDirIsATmpfsUnmountedByGC"
+	tSubPathBound      = "reconcile.TestSubPathIsBoundFromTheObjectOpened"
+	tE2ESubPath        = "test/e2e.TestASubPathCannotLeaveItsVolume"
 	tResourceFieldRef  = "reconcile.TestResourceFieldRefEnv"
 	tSyncPodStarts     = "reconcile.TestSyncPodStartsNewPod"
 	tSpecChange        = "reconcile.TestSpecChangeRestartsOnlyThatContainer"
@@ -299,7 +301,7 @@ var fieldAnswers = []fieldAnswer{
 	{path: "spec.containers.volumeMounts.readOnly", tests: []string{tSpecFields}},
 	{path: "spec.containers.volumeMounts.recursiveReadOnly", tests: []string{tSpecFields}, note: "IfPossible is a plain read-only mount"},
 	{path: "spec.containers.volumeMounts.mountPropagation", tests: []string{tSpecFields}},
-	{path: "spec.containers.volumeMounts.subPath", tests: []string{tSpecFields, tMemoryEmptyDir}},
+	{path: "spec.containers.volumeMounts.subPath", tests: []string{tSpecFields, tMemoryEmptyDir, tSubPathBound, tE2ESubPath}},
 	{path: "spec.containers.volumeMounts.subPathExpr", tests: []string{tSpecFields}},
 	{path: "spec.containers.volumeMounts.bindMountOptions", rejects: func(m map[string]any) {
 		specOf(m)["volumes"] = []any{map[string]any{"name": "d", "emptyDir": map[string]any{}}}
