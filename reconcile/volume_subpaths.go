@@ -36,7 +36,8 @@ type subPathMount struct {
 // does can redirect, as kubelet's doBindSubPath (CVE-2017-1002101,
 // CVE-2021-25741): the subPath is resolved beneath the volume without
 // following a symlink out of it (internal/safepath), held open, and the
-// object opened is bind-mounted from its descriptor (/proc/self/fd/N) on
+// object opened is bind-mounted from its descriptor (/proc/self/fd/N, a
+// slave of the volume's mount) on
 // <pod>/volume-subpaths/<volume>/<container>/<index>, a path only jetlet
 // reaches; that is what the CRI mounts. A bind already there of the same
 // object (a restarted container, a restarted jetlet) is kept. The binds
@@ -94,9 +95,10 @@ func (m *Kuberuntime) bindSubPath(sp subPathMount) (string, error) {
 		}
 		return fail(fmt.Errorf("bind mount: %w", err))
 	}
-	// Private: mounts under the volume's directory on the host do not
-	// reach the bind, nor mounts under the bind the volume.
-	err = unix.Mount("", target, "", unix.MS_PRIVATE, "")
+	// A slave: mounts made under the volume on the host reach the bind
+	// (mountPropagation HostToContainer asks for them, and containerd
+	// wants its source shared or a slave), none made on the bind goes back.
+	err = unix.Mount("", target, "", unix.MS_SLAVE, "")
 	if err == nil && !sameObject(target, &want) {
 		err = errors.New("the bind mount is not the object opened")
 	}
