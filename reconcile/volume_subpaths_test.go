@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -204,4 +205,55 @@ func TestGCNeverRemovesThroughAMount(t *testing.T) {
 	if data, err := os.ReadFile(filepath.Join(host, "data", "keep")); err != nil || string(data) != "host" {
 		t.Errorf("the host's file after GC: %q %v", data, err)
 	}
+}
+
+// CVE-2021-25741: the pod swaps its subPath's directory and a symlink to
+// the node's root while containers are created. A bind is the directory or
+// nothing, never the node's root.
+func TestSubPathRacesASwapOfItsDirectory(t *testing.T) {
+	st := newSubPathTest(t, corev1.VolumeMount{Name: "ed", MountPath: "/d", SubPath: "d"})
+	must(t, os.Mkdir(filepath.Join(st.ed, "d"), 0o755))
+	must(t, os.Symlink("/", filepath.Join(st.ed, "l")))
+	var root unix.Stat_t
+	must(t, unix.Stat("/", &root))
+	stop, started := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		d, l := filepath.Join(st.ed, "d"), filepath.Join(st.ed, "l")
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := unix.Renameat2(unix.AT_FDCWD, d, unix.AT_FDCWD, l, unix.RENAME_EXCHANGE); err != nil {
+				t.Errorf("swap: %v", err)
+				return
+			}
+			if i == 0 {
+				close(started)
+			}
+		}
+	})
+	<-started
+	bound, refused := 0, 0
+	for n := 0; n < 300 || (bound == 0 || refused == 0) && n < 20000; n++ {
+		ms, err := st.mounts()
+		if err != nil {
+			if !strings.Contains(err.Error(), "resolves outside the volume") {
+				t.Errorf("makeMounts: %v, want a bind or the subPath refused", err)
+			}
+			refused++
+			continue
+		}
+		bound++
+		var got unix.Stat_t
+		must(t, unix.Stat(ms[0].HostPath, &got))
+		if got.Dev == root.Dev && got.Ino == root.Ino {
+			t.Fatal("the subPath's bind is the node's root")
+		}
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("%d bound, %d refused", bound, refused)
 }
