@@ -235,6 +235,10 @@ func TestSubPathRacesASwapOfItsDirectory(t *testing.T) {
 			}
 		}
 	})
+	defer func() {
+		close(stop)
+		wg.Wait()
+	}()
 	<-started
 	bound, refused := 0, 0
 	for n := 0; n < 300 || (bound == 0 || refused == 0) && n < 20000; n++ {
@@ -253,7 +257,5 @@ func TestSubPathRacesASwapOfItsDirectory(t *testing.T) {
 			t.Fatal("the subPath's bind is the node's root")
 		}
 	}
-	close(stop)
-	wg.Wait()
 	t.Logf("%d bound, %d refused", bound, refused)
 }

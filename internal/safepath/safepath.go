@@ -172,6 +172,17 @@ func walk(root int, rel string) (int, error) {
 	return last, nil
 }
 
+// OpenDir is Open for a directory to read: rel resolved as Open resolves
+// it, reopened O_RDONLY|O_DIRECTORY (an O_PATH descriptor cannot list);
+// ENOTDIR when it is not a directory (a FIFO is never opened for reading).
+func OpenDir(root *os.File, rel string) (*os.File, error) {
+	fd, err := openDirBeneath(int(root.Fd()), rel)
+	if err != nil {
+		return nil, &os.PathError{Op: "open beneath " + root.Name(), Path: rel, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path.Join(root.Name(), rel)), nil
+}
+
 // readlink reads the target of the symlink fd (opened O_PATH|O_NOFOLLOW).
 func readlink(fd int) (string, error) {
 	for size := 256; ; size *= 2 {

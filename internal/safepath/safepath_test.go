@@ -148,6 +148,31 @@ func TestOpen(t *testing.T) {
 	})
 }
 
+func TestOpenDir(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		root, rf := newRoot(t)
+		must(t, os.MkdirAll(filepath.Join(root, "dir", "sub"), 0o755))
+		must(t, unix.Mkfifo(filepath.Join(root, "fifo"), 0o644))
+		must(t, os.Symlink("dir", filepath.Join(root, "in")))
+		must(t, os.Symlink("/", filepath.Join(root, "abs")))
+		d, err := OpenDir(rf, "in")
+		must(t, err)
+		names, err := d.Readdirnames(-1)
+		d.Close()
+		if err != nil || len(names) != 1 || names[0] != "sub" {
+			t.Errorf("OpenDir(in) lists %v, %v; want [sub]", names, err)
+		}
+		for rel, want := range map[string]error{"fifo": unix.ENOTDIR, "abs": ErrEscape} {
+			if d, err := OpenDir(rf, rel); !errors.Is(err, want) {
+				t.Errorf("OpenDir(%q) = %v, want %v", rel, err, want)
+				if d != nil {
+					d.Close()
+				}
+			}
+		}
+	})
+}
+
 // TestOpenRacesASwap swaps a directory and a symlink out of the root (to
 // "/" and to a relative climb) while Open resolves through it: an open
 // either finds the directory or fails, never lands outside.

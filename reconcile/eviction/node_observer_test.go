@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -328,5 +329,58 @@ func TestNewNodeObserverRefuses(t *testing.T) {
 	}
 	if _, err := NewNodeObserver(&fakeStatsRuntime{}, NodeObserverConfig{}); err == nil {
 		t.Error("no data dir accepted")
+	}
+}
+
+// A pod swapping a directory of its emptyDir and a symlink to the node's
+// root while its volumes are measured: the walk never goes through the
+// symlink, so it counts at most the volume's own inodes (the directory's
+// twice, seen under both names as it moves).
+func TestDiskUsageDoesNotFollowASwappedSymlink(t *testing.T) {
+	root := t.TempDir()
+	d, l := filepath.Join(root, "d"), filepath.Join(root, "l")
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if err := os.WriteFile(filepath.Join(d, fmt.Sprint(i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("/", l); err != nil {
+		t.Fatal(err)
+	}
+	const most = 23 // root, d, l, d's ten files under each name
+	stop, started := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := unix.Renameat2(unix.AT_FDCWD, d, unix.AT_FDCWD, l, unix.RENAME_EXCHANGE); err != nil {
+				t.Errorf("swap: %v", err)
+				return
+			}
+			if i == 0 {
+				close(started)
+			}
+		}
+	})
+	defer func() {
+		close(stop)
+		wg.Wait()
+	}()
+	<-started
+	for range 5000 {
+		u, err := diskUsage(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Inodes > most {
+			t.Fatalf("diskUsage counted %d inodes under a volume of %d: it walked through the symlink", u.Inodes, most)
+		}
 	}
 }
