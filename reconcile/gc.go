@@ -166,8 +166,12 @@ func (m *Kuberuntime) removePodDirs(gone func(uid string) bool, left map[string]
 			}
 			// A removal never goes through a mount: it would empty the
 			// volume (or the host's directory) bound there.
-			if mounts, err := mountinfo.Under(m.podDataDir(uid)); err != nil || len(mounts) > 0 {
-				errs = append(errs, fmt.Errorf("pod %s: data dir kept, mounts left in it %v: %w", uid, mounts, err))
+			mounts, err := mountinfo.Under(m.podDataDir(uid))
+			if err == nil && len(mounts) > 0 {
+				err = fmt.Errorf("pod %s: data dir kept, mounts left in it: %v", uid, mounts)
+			}
+			if err != nil {
+				errs = append(errs, err)
 				continue
 			}
 			if err := os.RemoveAll(m.podDataDir(uid)); err != nil {
