@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jetlet/jetlet/internal/mountinfo"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/poll"
 )
 
 // subPathPod is a pod of the baseline level (an emptyDir, no hostPath):
@@ -78,5 +80,21 @@ func TestASubPathCannotLeaveItsVolume(t *testing.T) {
 	})
 	if c := app(st); c.ExitCode != 0 || strings.TrimSpace(c.Message) != "inside inside file sub /l\n/new" {
 		t.Errorf("the app of subPaths inside the volume exited %d saying %q, want 0 and %q", c.ExitCode, c.Message, "inside inside file sub /l\n/new")
+	}
+
+	// The binds are jetlet's, under the pod's data dir; a delete collects
+	// the pod's volumes, the binds unmounted first.
+	pod := filepath.Join(dataDir, "pods", "fine")
+	if mounted, err := mountinfo.IsMountPoint(filepath.Join(pod, "volume-subpaths", "ed", "app", "0")); err != nil || !mounted {
+		t.Fatalf("the bind of subPath dir: mounted %v, %v", mounted, err)
+	}
+	n.publish("fine", deleteJSON("fine", 2, 5))
+	poll.Until(t, 60*time.Second, poll.Msg("the deleted pod's data dir removed"), func() bool {
+		_, err := os.Stat(pod)
+		return os.IsNotExist(err)
+	})
+	// The attack pods have no bind: nothing is mounted under pods/.
+	if mounts, err := mountinfo.Under(filepath.Dir(pod)); err != nil || len(mounts) > 0 {
+		t.Errorf("mounts left under the pods' data dirs: %v %v", mounts, err)
 	}
 }
