@@ -13,8 +13,7 @@ import (
 )
 
 // ContainerCgroupFile reads a file of the cgroup a running container's
-// process is in, found through its verbose CRI status (the embedded
-// runtime and containerd both put the pid in info["info"]) and
+// process is in, found through its pid (ContainerPID) and
 // /proc/<pid>/cgroup: v1name in the controller's hierarchy under cgroup v1,
 // v2name under v2 (memory: memory.limit_in_bytes, memory.max).
 func ContainerCgroupFile(t testing.TB, status *runtimeapi.ContainerStatusResponse, controller, v1name, v2name string) string {
@@ -36,13 +35,8 @@ func PodCgroupFile(t testing.TB, status *runtimeapi.ContainerStatusResponse, con
 // (v2, then v2 is true).
 func ContainerCgroupDir(t testing.TB, status *runtimeapi.ContainerStatusResponse, controller string) (dir string, v2 bool) {
 	t.Helper()
-	var info struct {
-		PID int `json:"pid"`
-	}
-	if err := json.Unmarshal([]byte(status.GetInfo()["info"]), &info); err != nil || info.PID == 0 {
-		t.Fatalf("no pid in the container's verbose status (%v): %v", err, status.GetInfo())
-	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", info.PID))
+	pid := ContainerPID(t, status)
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,8 +56,22 @@ func ContainerCgroupDir(t testing.TB, status *runtimeapi.ContainerStatusResponse
 			return filepath.Join("/sys/fs/cgroup", parts[1], parts[2]), false
 		}
 	}
-	t.Fatalf("no %s cgroup of pid %d: %s", controller, info.PID, data)
+	t.Fatalf("no %s cgroup of pid %d: %s", controller, pid, data)
 	return "", false
+}
+
+// ContainerPID is the host pid of a running container's process, from its
+// verbose CRI status (the embedded runtime and containerd both put it in
+// info["info"]).
+func ContainerPID(t testing.TB, status *runtimeapi.ContainerStatusResponse) int {
+	t.Helper()
+	var info struct {
+		PID int `json:"pid"`
+	}
+	if err := json.Unmarshal([]byte(status.GetInfo()["info"]), &info); err != nil || info.PID == 0 {
+		t.Fatalf("no pid in the container's verbose status (%v): %v", err, status.GetInfo())
+	}
+	return info.PID
 }
 
 func readCgroupFile(t testing.TB, dir, v1name, v2name string, v2 bool) string {

@@ -92,6 +92,10 @@ type runConfig struct {
 	clusterDNS    []string
 	clusterDomain string
 	resolvConf    string
+	// defaultHostUsers: pods that leave hostUsers unset run with the host's
+	// users (kubelet's); false gives them a user namespace of their own
+	// where the runtime supports them (reconcile.Config.UserNamespacesByDefault).
+	defaultHostUsers bool
 }
 
 func NewRunCommand() *cobra.Command {
@@ -145,6 +149,7 @@ admits anyone. Without
 	fs.StringVar(&cfg.resolvConf, "resolv-conf", reconcile.DefaultResolvConf, "the node's resolver file, the DNS of dnsPolicy Default pods (and the searches ClusterFirst pods add)")
 	fs.StringVar(&cfg.runtimeShim, "runtime-shim", "", "the embedded runtime's per-pod shim binary; empty: jetlet-shim beside jetlet, else built on first use for a development build, else jetlet itself")
 	fs.Int64Var(&cfg.podMaxPids, "pod-max-pids", defaultPodMaxPids, "most processes (threads included) a pod of the embedded runtime may run, all its containers together, through its pod cgroup (kubelet's --pod-max-pids, whose default is no limit); -1: no limit")
+	fs.BoolVar(&cfg.defaultHostUsers, "default-host-users", true, "pods that leave spec.hostUsers unset run with the host's users, as with kubelet; false runs them in a user namespace of their own (as hostUsers: false) where the runtime supports user namespaces, unless they share a host namespace or run a privileged container; a running pod keeps what it started with (docs/security.md)")
 	fs.BoolVar(&cfg.hostPrograms, "host-programs", false, "the embedded runtime runs the host's programs instead of images (the program an image's reference names, in the host's tree with its secrets hidden); isolation partial")
 	fs.StringSliceVar(&cfg.insecureRegistries, "insecure-registry", nil, "registry hosts (host or host:port, comma-separated) the embedded runtime pulls from over plain HTTP; localhost and 127.0.0.0/8 always are")
 	fs.StringVar(&cfg.imageCredentials, "image-credentials", "", "registry credentials of image pulls, in Docker's config.json format (default: <data-dir>/"+defaultCredentialsFile+" when present); re-read when it changes")
