@@ -51,7 +51,9 @@ func TestAPodsPidLimitStopsItsForks(t *testing.T) {
 	requireRoot(t)
 	n := startNode(t, shortDir(t), "", "--pod-max-pids", "64")
 	n.publish("forks", podJSON("forks", 1, "Never", `i=0; while [ $i -lt 200 ]; do sleep 3600 & i=$((i+1)); done; echo all forked`))
-	st := n.waitStatus("forks", 60*time.Second, func(st *schemas.PodStatus) bool { return st.Phase == schemas.PhaseFailed || st.Phase == schemas.PhaseSucceeded })
+	st := n.waitStatus("forks", 60*time.Second, func(st *schemas.PodStatus) bool {
+		return st.Phase == schemas.PhaseFailed || st.Phase == schemas.PhaseSucceeded
+	})
 	log := n.containerLog(t, "forks")
 	if st.Phase != schemas.PhaseFailed || st.Containers[0].ExitCode != 2 || !strings.Contains(log, "can't fork: Resource temporarily unavailable") || strings.Contains(log, "all forked") {
 		t.Errorf("200 forks under a limit of 64: %s, exit %d, log %q; want Failed, exit 2, can't fork", st.Phase, st.Containers[0].ExitCode, log)

@@ -22,14 +22,6 @@ func ContainerCgroupFile(t testing.TB, status *runtimeapi.ContainerStatusRespons
 	return readCgroupFile(t, dir, v1name, v2name, v2)
 }
 
-// PodCgroupFile is ContainerCgroupFile of the pod's cgroup, the parent of
-// the container's (the embedded runtime's layout).
-func PodCgroupFile(t testing.TB, status *runtimeapi.ContainerStatusResponse, controller, v1name, v2name string) string {
-	t.Helper()
-	dir, v2 := ContainerCgroupDir(t, status, controller)
-	return readCgroupFile(t, filepath.Dir(dir), v1name, v2name, v2)
-}
-
 // ContainerCgroupDir is the directory of the cgroup a running container's
 // process is in, in the controller's hierarchy (v1) or the unified one
 // (v2, then v2 is true).
