@@ -126,6 +126,12 @@ type Config struct {
 	// pods with hostUsers false, 65536 a pod. Default
 	// userns.DefaultNodeRange (kubelet's).
 	UserNamespaces userns.NodeRange
+	// UserNamespacesByDefault gives a pod that does not set hostUsers a user
+	// namespace of its own, as hostUsers false, when its first sandbox is
+	// made (jetlet run --default-host-users=false, on a runtime that
+	// supports them); see withDefaultHostUsers. Off: kubelet's default, the
+	// host's users.
+	UserNamespacesByDefault bool
 	// Logger is used with component=reconcile. The zero value logs nothing.
 	Logger zerolog.Logger
 }

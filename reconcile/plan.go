@@ -23,6 +23,7 @@ func (m *Kuberuntime) PlanPod(pod *corev1.Pod, status *kubecontainer.PodStatus, 
 	if status == nil {
 		status = &kubecontainer.PodStatus{}
 	}
+	pod = m.withDefaultHostUsers(pod, status)
 	a := ComputePodActions(pod, status, Probes{Liveness: m.cfg.Liveness, Startup: m.cfg.Startup})
 	plan.Sandbox = sandboxStep(a, status)
 	kills := map[string]ContainerToKill{}

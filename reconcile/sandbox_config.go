@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/reconcile/userns"
 )
 
@@ -118,6 +119,43 @@ func optionalInt64(p *int64) *runtimeapi.Int64Value {
 		return nil
 	}
 	return &runtimeapi.Int64Value{Value: *p}
+}
+
+// withDefaultHostUsers is pod with hostUsers set when it leaves it unset
+// and could run in a user namespace (it shares none of the host's
+// namespaces, which the API server forbids with hostUsers false, and runs
+// no privileged container, which asks for the host's powers). The pod's
+// newest sandbox decides, whatever its state, so that a node whose default
+// changed neither restarts a running pod nor moves a pod between its
+// sandboxes; without one, Config.UserNamespacesByDefault. Other pods are
+// returned as they are.
+func (m *Kuberuntime) withDefaultHostUsers(pod *corev1.Pod, status *kubecontainer.PodStatus) *corev1.Pod {
+	s := &pod.Spec
+	if s.HostUsers != nil || s.HostNetwork || s.HostPID || s.HostIPC || hasPrivileged(s) {
+		return pod
+	}
+	hostUsers := !m.cfg.UserNamespacesByDefault
+	if status != nil && len(status.SandboxStatuses) > 0 {
+		hostUsers = !inUserNamespace(status.SandboxStatuses[0])
+	}
+	if hostUsers {
+		return pod // nil is the host's users
+	}
+	defaulted := *pod
+	defaulted.Spec.HostUsers = &hostUsers
+	return &defaulted
+}
+
+// hasPrivileged reports whether a container of the pod is privileged.
+func hasPrivileged(s *corev1.PodSpec) bool {
+	for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
+		for i := range cs {
+			if sc := cs[i].SecurityContext; sc != nil && sc.Privileged != nil && *sc.Privileged {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // podUserNamespace is the pod's user namespace (kubelet's

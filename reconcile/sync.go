@@ -43,7 +43,7 @@ func (m *Kuberuntime) SyncPod(ctx context.Context, pod *corev1.Pod, status *kube
 	if status == nil {
 		status = &kubecontainer.PodStatus{UID: string(pod.UID), Name: pod.Name, Namespace: pod.Namespace}
 	}
-	s := m.newPodOperation(pod, status)
+	s := m.newPodOperation(m.withDefaultHostUsers(pod, status), status)
 	s.sync(ctx)
 	return s.result
 }

@@ -69,6 +69,9 @@ func TestDecodeIntentErrors(t *testing.T) {
 			podOf(m)["metadata"].(map[string]any)["name"] = strings.Repeat("a", 254)
 		}), target, "pod.metadata.name", ErrInvalid},
 		{"image white space", intentJSON(func(m map[string]any) { container0(m)["image"] = " nginx" }), target, "pod.spec.containers[0].image", ErrInvalid},
+		{"image reference unparsable", intentJSON(func(m map[string]any) { container0(m)["image"] = "Busy Box:?" }), target, "pod.spec.containers[0].image", ErrInvalid},
+		{"image repository upper case", intentJSON(func(m map[string]any) { container0(m)["image"] = "BusyBox:1.36" }), target, "pod.spec.containers[0].image", ErrInvalid},
+		{"image digest short", intentJSON(func(m map[string]any) { container0(m)["image"] = "nginx@sha256:0123" }), target, "pod.spec.containers[0].image", ErrInvalid},
 		{"labels not strings", intentJSON(func(m map[string]any) {
 			podOf(m)["metadata"].(map[string]any)["labels"] = map[string]any{"app": 1}
 		}), target, "pod.metadata.labels[app]", ErrInvalid},

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/jetlet/jetlet/schemas/imageref"
 )
 
 // validateContainer checks one container of the pod's spec s, an init
@@ -65,6 +67,12 @@ func validateImage(e *errs, p, image string, pull corev1.PullPolicy) {
 		e.invalid(p+".image", "required")
 	case strings.TrimSpace(image) != image:
 		e.invalid(p+".image", "must not have leading or trailing white space")
+	default:
+		// kubelet finds it only once the pod's sandbox runs (its container
+		// waits with InvalidImageName); refused here, no sandbox is made.
+		if _, err := imageref.Parse(image); err != nil {
+			e.invalid(p+".image", "not an image reference the runtime can pull (kubelet's InvalidImageName): "+err.Error())
+		}
 	}
 	switch pull {
 	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:

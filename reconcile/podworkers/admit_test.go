@@ -192,3 +192,35 @@ func TestAnEvictedPodIsKilledAndStaysFailed(t *testing.T) {
 		t.Errorf("a new intent after the eviction: %+v, SyncPod calls %d → %d; want it synced", rep, calls, len(m.calls))
 	}
 }
+
+// A pod deleted after admission refused it is Terminated, as a deleted pod
+// is: its refusal does not stay in jetlet_status (and in `jetlet get pods`)
+// after the delete succeeded. A delete of a pod whose deletion finished
+// before stores nothing.
+func TestARefusedPodDeletedIsTerminated(t *testing.T) {
+	m := &scriptedManager{running: map[string]bool{}}
+	w, statuses := admittingWorkers(t, m, 0)
+	if err := w.Start(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if rep := w.Sync(t.Context(), applyOf("b", 1, "")); rep.Refused == nil || rep.Refused.Reason != "OutOfpods" {
+		t.Fatalf("b: %+v, want refused OutOfpods", rep)
+	}
+	del := applyOf("b", 2, "")
+	del.Intent.Op, del.Intent.Revision = schemas.OpDelete, 2
+	rep := w.Sync(t.Context(), del)
+	if rep.Err != nil || len(rep.Actions) != 0 {
+		t.Fatalf("delete b: %+v, want done without actions", rep)
+	}
+	last := statuses.statuses[len(statuses.statuses)-1]
+	if last.UID != "b" || last.Phase != schemas.PhaseTerminated || last.IntentSeq != 2 || last.Revision != 2 || last.Reason != "OutOfpods" {
+		t.Errorf("b's status once deleted %+v: want Terminated, of the delete, the refusal's reason", last)
+	}
+	stored := len(statuses.statuses)
+	if rep := w.Sync(t.Context(), del); rep.Err != nil {
+		t.Fatalf("delete b again: %+v", rep)
+	}
+	if len(statuses.statuses) != stored {
+		t.Errorf("a second delete stored %+v", statuses.statuses[stored:])
+	}
+}

@@ -131,6 +131,21 @@ func startTime(status *kubecontainer.PodStatus) time.Time {
 	return time.Now()
 }
 
+// deletedWithoutRunning is the Terminated status of a pod deleted without
+// having run here (its stored status says why: admission refused it), or
+// nil when there is none to replace.
+func (s *podSync) deletedWithoutRunning() *schemas.PodStatus {
+	last := s.p.lastStatus
+	if last == nil || last.Phase == schemas.PhaseTerminated {
+		return nil
+	}
+	final := *last
+	final.Phase = schemas.PhaseTerminated
+	final.Revision, final.IntentSeq = s.want.Intent.Revision, s.want.IntentSeq
+	final.ObservedAt = time.Now().UTC()
+	return &final
+}
+
 // delete kills the pod with its grace period, removes what is left of it and
 // reports it gone: Terminating while it runs, Terminated at the end.
 func (s *podSync) delete(ctx context.Context) Report {
@@ -141,9 +156,11 @@ func (s *podSync) delete(ctx context.Context) Report {
 		return Report{Actions: []schemas.ActionResult{}, Err: err}
 	}
 	if len(status.SandboxStatuses) == 0 && len(status.ContainerStatuses) == 0 {
-		// Nothing of the pod on the node: nothing to do, and no status to
-		// replace the one its actual deletion left.
-		return Report{Actions: []schemas.ActionResult{}, gone: true}
+		// Nothing of the pod on the node: nothing to kill. A pod admission
+		// refused still shows its refusal, which is replaced as a deleted
+		// pod's is; one whose deletion finished before has no worker state
+		// left, so the status that deletion stored stays.
+		return Report{Actions: []schemas.ActionResult{}, Status: s.deletedWithoutRunning(), gone: true}
 	}
 	terminating := s.terminating(status)
 	s.w.putStatus(s.p, terminating)

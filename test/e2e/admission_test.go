@@ -152,6 +152,15 @@ func TestPodSecurityAtTheNode(t *testing.T) {
 				t.Errorf("error %q does not name %s", r.Error, want)
 			}
 		}
+		// Deleted, it is Terminated, as a deleted pod: `jetlet get pods`
+		// lists it no more (it showed PodSecurity after the delete).
+		n.publish("hostile", deleteJSON("hostile", 2, 0))
+		if r := n.results("hostile", 2)[1]; r.Outcome != schemas.OutcomeSynced {
+			t.Fatalf("delete: %s %s", r.Outcome, r.Error)
+		}
+		n.waitStatus("hostile", 30*time.Second, func(st *schemas.PodStatus) bool {
+			return st.Phase == schemas.PhaseTerminated && st.Revision == 2
+		})
 	})
 	t.Run("privileged", func(t *testing.T) {
 		n := startNode(t, shortDir(t), "", "--pod-security", "privileged")

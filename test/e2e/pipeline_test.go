@@ -78,6 +78,9 @@ func TestBadIntentsAreAnsweredAndOthersCarryOn(t *testing.T) {
 		  "containers":[{"name":"app","image":"busybox","command":["true"]}]}}}`, "persistentVolumeClaim"},
 		"priv": {`{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","pod":{"metadata":{"name":"p","namespace":"default","uid":"priv"},
 		  "spec":{"containers":[{"name":"app","image":"busybox","command":["true"],"securityContext":{"privileged":true}}]}}}`, "privileged"},
+		// kubelet would make its sandbox first, then wait with InvalidImageName.
+		"badimage": {`{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","pod":{"metadata":{"name":"p","namespace":"default","uid":"badimage"},
+		  "spec":{"containers":[{"name":"app","image":"Busy Box:?","command":["true"]}]}}}`, `pod.spec.containers[0].image: invalid: not an image reference`},
 	}
 	for uid, c := range bad {
 		n.publish(uid, c.body)
@@ -93,6 +96,9 @@ func TestBadIntentsAreAnsweredAndOthersCarryOn(t *testing.T) {
 			t.Errorf("%s: %s %q, want Rejected naming %q", uid, r.Outcome, r.Error, c.want)
 		}
 		n.waitEvent(uid, schemas.EventIntentRejected, 10*time.Second, nil)
+		if made := readMsgs[schemas.LifecycleEvent](t, n.js, schemas.StreamEvents, "jetlet.event."+n.name+"."+uid+".SandboxCreated"); len(made) != 0 {
+			t.Errorf("%s: a rejected intent got a sandbox: %+v", uid, made)
+		}
 	}
 	if r := n.results("fine", 1)[0]; r.Outcome != schemas.OutcomeSynced {
 		t.Errorf("fine: %s %s", r.Outcome, r.Error)

@@ -13,19 +13,22 @@ import (
 )
 
 // ContainerCgroupFile reads a file of the cgroup a running container's
-// process is in, found through its verbose CRI status (the embedded
-// runtime and containerd both put the pid in info["info"]) and
+// process is in, found through its pid (ContainerPID) and
 // /proc/<pid>/cgroup: v1name in the controller's hierarchy under cgroup v1,
 // v2name under v2 (memory: memory.limit_in_bytes, memory.max).
 func ContainerCgroupFile(t testing.TB, status *runtimeapi.ContainerStatusResponse, controller, v1name, v2name string) string {
 	t.Helper()
-	var info struct {
-		PID int `json:"pid"`
-	}
-	if err := json.Unmarshal([]byte(status.GetInfo()["info"]), &info); err != nil || info.PID == 0 {
-		t.Fatalf("no pid in the container's verbose status (%v): %v", err, status.GetInfo())
-	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", info.PID))
+	dir, v2 := ContainerCgroupDir(t, status, controller)
+	return readCgroupFile(t, dir, v1name, v2name, v2)
+}
+
+// ContainerCgroupDir is the directory of the cgroup a running container's
+// process is in, in the controller's hierarchy (v1) or the unified one
+// (v2, then v2 is true).
+func ContainerCgroupDir(t testing.TB, status *runtimeapi.ContainerStatusResponse, controller string) (dir string, v2 bool) {
+	t.Helper()
+	pid := ContainerPID(t, status)
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,19 +37,44 @@ func ContainerCgroupFile(t testing.TB, status *runtimeapi.ContainerStatusRespons
 		if len(parts) != 3 {
 			continue
 		}
-		var file string
 		switch {
 		case parts[0] == "0" && parts[1] == "":
-			file = filepath.Join("/sys/fs/cgroup", parts[2], v2name)
+			// The unified hierarchy: the one in use only when it is mounted
+			// at the root (a hybrid host keeps its controllers in v1).
+			if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+				return filepath.Join("/sys/fs/cgroup", parts[2]), true
+			}
 		case slices.Contains(strings.Split(parts[1], ","), controller):
-			file = filepath.Join("/sys/fs/cgroup", parts[1], parts[2], v1name)
-		default:
-			continue
-		}
-		if v, err := os.ReadFile(file); err == nil {
-			return strings.TrimSpace(string(v))
+			return filepath.Join("/sys/fs/cgroup", parts[1], parts[2]), false
 		}
 	}
-	t.Fatalf("no %s cgroup file of pid %d: %s", controller, info.PID, data)
-	return ""
+	t.Fatalf("no %s cgroup of pid %d: %s", controller, pid, data)
+	return "", false
+}
+
+// ContainerPID is the host pid of a running container's process, from its
+// verbose CRI status (the embedded runtime and containerd both put it in
+// info["info"]).
+func ContainerPID(t testing.TB, status *runtimeapi.ContainerStatusResponse) int {
+	t.Helper()
+	var info struct {
+		PID int `json:"pid"`
+	}
+	if err := json.Unmarshal([]byte(status.GetInfo()["info"]), &info); err != nil || info.PID == 0 {
+		t.Fatalf("no pid in the container's verbose status (%v): %v", err, status.GetInfo())
+	}
+	return info.PID
+}
+
+func readCgroupFile(t testing.TB, dir, v1name, v2name string, v2 bool) string {
+	t.Helper()
+	name := v1name
+	if v2 {
+		name = v2name
+	}
+	v, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(v))
 }

@@ -64,7 +64,7 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	if err := a.buildPublishers(p, js, reg); err != nil {
 		return err
 	}
-	if err := a.buildPodSync(p, js, client, reg); err != nil {
+	if err := a.buildPodSync(ctx, p, js, client, reg); err != nil {
 		return err
 	}
 	if err := a.buildNodeManagers(p, client); err != nil {
@@ -94,6 +94,10 @@ type pipeline struct {
 	workers  *podworkers.Workers
 	imageGC  *images.ImageGCManager
 	eviction *eviction.Manager
+
+	// userNamespaces: the runtime said at start it runs pods in user
+	// namespaces of their own.
+	userNamespaces bool
 
 	rotation *containerlogs.Rotator
 	consumer *consumer.Consumer
@@ -137,7 +141,7 @@ func (a *agent) buildPublishers(p *pipeline, js jetstream.JetStream, reg prometh
 
 // buildPodSync makes kubelet's half: the prober, the runtime manager, the
 // relist and the pod workers.
-func (a *agent) buildPodSync(p *pipeline, js jetstream.JetStream, client *runtime.Client, reg prometheus.Registerer) (err error) {
+func (a *agent) buildPodSync(ctx context.Context, p *pipeline, js jetstream.JetStream, client *runtime.Client, reg prometheus.Registerer) (err error) {
 	hostIP := nodeIP()
 	p.log.Info().Str("node_ip", hostIP).Msg("node address: the IP of hostNetwork pods and the downward API's status.hostIP")
 	if p.node, err = newNode(a.cfg, hostIP); err != nil {
@@ -156,6 +160,8 @@ func (a *agent) buildPodSync(p *pipeline, js jetstream.JetStream, client *runtim
 	if err != nil {
 		return err
 	}
+	p.userNamespaces = runtimeSupportsUserNamespaces(ctx, client, p.log)
+	byDefault := userNamespacesByDefault(a.cfg.defaultHostUsers, p.userNamespaces, p.log)
 	kuberuntime, err := reconcile.New(client, p.emit, reconcile.Config{
 		NodeName:        a.cfg.node,
 		NodeIP:          hostIP,
@@ -174,6 +180,8 @@ func (a *agent) buildPodSync(p *pipeline, js jetstream.JetStream, client *runtim
 		ResolvConf:      a.cfg.resolvConf,
 		UserNamespaces:  usernsRange,
 		Logger:          p.log,
+
+		UserNamespacesByDefault: byDefault,
 	})
 	if err != nil {
 		return err
@@ -251,7 +259,7 @@ func (a *agent) buildServices(ctx context.Context, p *pipeline, js jetstream.Jet
 		// the durable at every restart of jetlet's embedded server.
 		DurableInMemory:  a.cfg.intakeReplicas == 1 && a.cfg.streams.Replicas > 1,
 		NoMemoryEmptyDir: noTmpfs,
-		NoUserNamespaces: !runtimeSupportsUserNamespaces(ctx, client, p.log),
+		NoUserNamespaces: !p.userNamespaces,
 		Logger:           p.log,
 		Denials:          &a.denials,
 		Registerer:       reg,

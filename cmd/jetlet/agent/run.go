@@ -29,6 +29,13 @@ import (
 	"github.com/jetlet/jetlet/schemas/bus"
 )
 
+// defaultPodMaxPids is --pod-max-pids' default, where kubelet's is no limit:
+// one pod's fork bomb must not take the node's last pid. Under the kernel's
+// own pid_max of 32768 seven pods at the limit still leave the host about
+// 4000 (systemd raises pid_max to 4194304 on 64-bit hosts), and it is far
+// above what a pod runs (a busy JVM: a few hundred threads).
+const defaultPodMaxPids = 4096
+
 // runConfig is everything `jetlet run` is told on its command line.
 type runConfig struct {
 	node                  string
@@ -85,6 +92,10 @@ type runConfig struct {
 	clusterDNS    []string
 	clusterDomain string
 	resolvConf    string
+	// defaultHostUsers: pods that leave hostUsers unset run with the host's
+	// users (kubelet's); false gives them a user namespace of their own
+	// where the runtime supports them (reconcile.Config.UserNamespacesByDefault).
+	defaultHostUsers bool
 }
 
 func NewRunCommand() *cobra.Command {
@@ -137,7 +148,8 @@ admits anyone. Without
 	fs.StringVar(&cfg.clusterDomain, "cluster-domain", reconcile.DefaultClusterDomain, "the cluster's DNS domain: ClusterFirst pods search <namespace>.svc.<domain>, svc.<domain> and <domain>, and a pod with a subdomain is named <hostname>.<subdomain>.<namespace>.svc.<domain>")
 	fs.StringVar(&cfg.resolvConf, "resolv-conf", reconcile.DefaultResolvConf, "the node's resolver file, the DNS of dnsPolicy Default pods (and the searches ClusterFirst pods add)")
 	fs.StringVar(&cfg.runtimeShim, "runtime-shim", "", "the embedded runtime's per-pod shim binary; empty: jetlet-shim beside jetlet, else built on first use for a development build, else jetlet itself")
-	fs.Int64Var(&cfg.podMaxPids, "pod-max-pids", -1, "most processes a pod of the embedded runtime may run, through its pids cgroup (kubelet's --pod-max-pids); -1: no limit")
+	fs.Int64Var(&cfg.podMaxPids, "pod-max-pids", defaultPodMaxPids, "most processes (threads included) a pod of the embedded runtime may run, all its containers together, through its pod cgroup (kubelet's --pod-max-pids, whose default is no limit); -1: no limit")
+	fs.BoolVar(&cfg.defaultHostUsers, "default-host-users", true, "pods that leave spec.hostUsers unset run with the host's users, as with kubelet; false runs them in a user namespace of their own (as hostUsers: false) where the runtime supports user namespaces, unless they share a host namespace or run a privileged container; a running pod keeps what it started with (docs/security.md)")
 	fs.BoolVar(&cfg.hostPrograms, "host-programs", false, "the embedded runtime runs the host's programs instead of images (the program an image's reference names, in the host's tree with its secrets hidden); isolation partial")
 	fs.StringSliceVar(&cfg.insecureRegistries, "insecure-registry", nil, "registry hosts (host or host:port, comma-separated) the embedded runtime pulls from over plain HTTP; localhost and 127.0.0.0/8 always are")
 	fs.StringVar(&cfg.imageCredentials, "image-credentials", "", "registry credentials of image pulls, in Docker's config.json format (default: <data-dir>/"+defaultCredentialsFile+" when present); re-read when it changes")
@@ -390,6 +402,9 @@ func (a *agent) run(ctx context.Context) error {
 		defer embeddedRuntime.Stop()
 		level, _ := embeddedRuntime.Isolation()
 		a.isolation = schemas.IsolationLevel(level)
+	} else if a.cfg.podMaxPids > 0 {
+		// The CRI carries no pids limit, and jetlet makes no pod cgroups there.
+		a.log.Info().Int64("pod_max_pids", a.cfg.podMaxPids).Msg("--pod-max-pids applies to the embedded runtime only: with --runtime-endpoint a pod's processes are limited by that runtime's own config")
 	}
 
 	runErr := a.provision(ctx, js)

@@ -37,7 +37,7 @@ func TestRunFlagDefaultsAreTheDocumentedOnes(t *testing.T) {
 		{"container-log-max-files", "5", "running.md Pod sync (kubelet's containerLogMaxFiles)"},
 		{"container-log-monitor-interval", "10s", "running.md Pod sync (kubelet's containerLogMonitorInterval)"},
 		{"runtime-shim", "", "running.md Pod sync: jetlet-shim beside jetlet"},
-		{"pod-max-pids", "-1", "running.md Pod sync (kubelet's --pod-max-pids): no limit"},
+		{"pod-max-pids", "4096", "CONTRACT 15, running.md Pod sync (kubelet's --pod-max-pids, whose default is no limit)"},
 		{"cluster-dns", "", "running.md Pod sync (kubelet's --cluster-dns): none, ClusterFirst falls back to the node's resolver"},
 		{"cluster-domain", "cluster.local", "running.md Pod sync (kubelet's --cluster-domain, as kubeadm sets it)"},
 		{"resolv-conf", "/etc/resolv.conf", "running.md Pod sync (kubelet's --resolv-conf)"},
@@ -45,6 +45,7 @@ func TestRunFlagDefaultsAreTheDocumentedOnes(t *testing.T) {
 		{"image-registry-listen", "127.0.0.1:5050", "CONTRACT 13, running.md Images over the bus, containerd.md's hosts.toml"},
 		{"insecure-registry", "", "running.md Pod sync: none (loopback registries are plain HTTP anyway)"},
 		{"host-programs", "false", "running.md Pod sync: off (images)"},
+		{"default-host-users", "true", "running.md Pod sync, security.md: the host's users, as kubelet's hostUsers default"},
 		{"shutdown-timeout", "30s", "running.md Pod sync, Shutdown"},
 		// CONTRACT.md section 12, docs/node.md: kubelet's node settings.
 		{"max-pods", "110", "CONTRACT 12, node.md (kubelet's --max-pods)"},

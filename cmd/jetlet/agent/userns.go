@@ -39,6 +39,23 @@ func supportsUserNamespaces(st *runtimeapi.StatusResponse) bool {
 	return false
 }
 
+// userNamespacesByDefault is whether pods that leave hostUsers unset get a
+// user namespace: --default-host-users=false on a runtime that supports
+// them. On one that does not, such pods run with the host's users, as they
+// would without the flag (refusing them would make every pod of the node
+// unrunnable for want of a default), and the node says so once.
+func userNamespacesByDefault(defaultHostUsers, supported bool, log zerolog.Logger) bool {
+	switch {
+	case defaultHostUsers:
+		return false
+	case !supported:
+		log.Warn().Msg("--default-host-users=false: the runtime does not support user namespaces, so pods that leave hostUsers unset run with the host's users")
+		return false
+	}
+	log.Info().Msg("--default-host-users=false: pods that leave hostUsers unset get a user namespace of their own")
+	return true
+}
+
 // runtimeSupportsUserNamespaces asks the runtime once, at start: a runtime
 // that cannot answer is taken for one without them.
 func runtimeSupportsUserNamespaces(ctx context.Context, client *runtime.Client, log zerolog.Logger) bool {

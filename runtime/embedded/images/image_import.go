@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/jetlet/jetlet/schemas/imageref"
 )
 
 // Import stores the images of an OCI image-layout tar or a `docker save`
@@ -28,8 +30,8 @@ func (s *Store) Import(ctx context.Context, r io.Reader) ([]*Image, error) {
 		names := ai.Refs
 		if ai.digest.Hex != "" {
 			for _, n := range ai.Refs {
-				if r, err := parseRef(n); err == nil && r.tag != "" {
-					names = append(names, r.repo()+"@"+ai.digest.String())
+				if r, err := imageref.Parse(n); err == nil && r.Tag != "" {
+					names = append(names, r.Repo()+"@"+ai.digest.String())
 				}
 			}
 		}

@@ -17,6 +17,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/rs/zerolog"
+
+	"github.com/jetlet/jetlet/schemas/imageref"
 )
 
 // Auth is a registry credential, as the CRI's AuthConfig.
@@ -68,7 +70,7 @@ const layerJobs = 3
 // one refusing the credentials, ErrUnauthorized. Errors name the reference
 // and never carry the credentials.
 func (s *Store) Pull(ctx context.Context, ref string, auth *Auth) (*Image, error) {
-	r, err := parseRef(ref)
+	r, err := imageref.Parse(ref)
 	if err != nil {
 		return nil, fmt.Errorf("pull %s: %w", ref, err)
 	}
@@ -94,10 +96,10 @@ func authKey(a *Auth) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func (s *Store) pull(ctx context.Context, r imageRef, auth *Auth) (*Image, error) {
+func (s *Store) pull(ctx context.Context, r imageref.Reference, auth *Auth) (*Image, error) {
 	log := s.log.With().Str("image", r.String()).Logger()
 	start := time.Now()
-	if s.mirror != "" && !strings.EqualFold(s.mirror, r.domain) {
+	if s.mirror != "" && !strings.EqualFold(s.mirror, r.Domain) {
 		// The mirror is anonymous: the credentials are the registry's.
 		im, err := s.pullFrom(ctx, r, s.mirror, nil)
 		if err == nil {
@@ -113,7 +115,7 @@ func (s *Store) pull(ctx context.Context, r imageRef, auth *Auth) (*Image, error
 		}
 		ev.Str("mirror", s.mirror).Str("error", err.Error()).Msg("pull from the mirror failed; pulling from the registry")
 	}
-	im, err := s.pullFrom(ctx, r, r.domain, auth)
+	im, err := s.pullFrom(ctx, r, r.Domain, auth)
 	if err != nil {
 		return nil, err
 	}
@@ -122,22 +124,22 @@ func (s *Store) pull(ctx context.Context, r imageRef, auth *Auth) (*Image, error
 }
 
 // pullFrom pulls r from host, the reference's registry or the mirror.
-func (s *Store) pullFrom(ctx context.Context, r imageRef, host string, auth *Auth) (*Image, error) {
+func (s *Store) pullFrom(ctx context.Context, r imageref.Reference, host string, auth *Auth) (*Image, error) {
 	var nameOpts []name.Option
 	if s.plainHTTP(host) {
 		nameOpts = append(nameOpts, name.Insecure)
 	}
-	src := host + "/" + r.path + ":" + r.tag
-	if r.digest != "" {
-		src = host + "/" + r.path + "@" + r.digest
+	src := host + "/" + r.Path + ":" + r.Tag
+	if r.Digest != "" {
+		src = host + "/" + r.Path + "@" + r.Digest
 	}
 	gref, err := name.ParseReference(src, nameOpts...)
 	if err != nil {
 		return nil, err
 	}
 	rt := &registryTransport{base: s.transport, plainHTTP: s.plainHTTP}
-	if host != r.domain {
-		rt.mirror, rt.ns = host, r.domain
+	if host != r.Domain {
+		rt.mirror, rt.ns = host, r.Domain
 	}
 	var authenticator authn.Authenticator = authn.Anonymous
 	if !auth.empty() {
@@ -169,8 +171,8 @@ func (s *Store) pullFrom(ctx context.Context, r imageRef, host string, auth *Aut
 		return nil, err
 	}
 	names := []string{r.String()}
-	if r.tag != "" {
-		names = append(names, r.repo()+"@"+desc.Digest.String())
+	if r.Tag != "" {
+		names = append(names, r.Repo()+"@"+desc.Digest.String())
 	}
 	return s.store(ctx, img, manifestSize(m), names)
 }
