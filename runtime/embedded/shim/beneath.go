@@ -200,15 +200,14 @@ func (r *containerRoot) bindIn(src, dst *os.File, path string, links int, flags 
 // is st's file now (a container swapped the path meanwhile).
 func (r *containerRoot) reopenMount(path string, links int, st *unix.Stat_t) (*os.File, error) {
 	top, err := r.open(path, links)
-	if err == nil && top == nil {
-		err = os.ErrNotExist
-	}
 	if err != nil {
 		return nil, err
 	}
 	var now unix.Stat_t
-	if err := unix.Fstat(int(top.Fd()), &now); err != nil || now.Dev != st.Dev || now.Ino != st.Ino {
-		top.Close()
+	if top == nil || unix.Fstat(int(top.Fd()), &now) != nil || now.Dev != st.Dev || now.Ino != st.Ino {
+		if top != nil {
+			top.Close()
+		}
 		return nil, fmt.Errorf("%s changed while it was mounted", path)
 	}
 	return top, nil

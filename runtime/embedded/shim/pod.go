@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -146,8 +145,7 @@ func setUpPod(spec *PodSpec) error {
 		}
 	}
 	for k, v := range spec.Sysctls {
-		p := filepath.Join("/proc/sys", strings.ReplaceAll(k, ".", "/"))
-		if err := os.WriteFile(p, []byte(v), 0); err != nil {
+		if err := writeSysctl(k, v); err != nil {
 			return fmt.Errorf("sysctl %s=%s: %w", k, v, err)
 		}
 	}

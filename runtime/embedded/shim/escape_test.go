@@ -1,0 +1,178 @@
+package shim
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// These tests play a container that tries runc's published escapes on the
+// shim's own defences; test/escapes attacks through jetlet run.
+
+// inMountNamespace runs f on a thread of its own in a new mount namespace
+// whose mounts reach nowhere else, and fails t with what f returns. The
+// thread ends with f: its namespace goes with it.
+func inMountNamespace(t *testing.T, f func() error) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("namespaces and mounts need root")
+	}
+	done := make(chan error)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+			done <- err
+			return
+		}
+		if err := unix.Mount("", "/", "", unix.MS_SLAVE|unix.MS_REC, ""); err != nil {
+			done <- err
+			return
+		}
+		done <- f()
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A container sharing a volume with this one swaps the mount target for a
+// link to the host between the init's look and its mount (CVE-2021-30465):
+// the mount lands on the directory the init opened, inside the root, and a
+// read-only bind that finds another file at the path when it reopens it
+// fails rather than leave the volume writable.
+func TestAMountLandsOnTheTargetOpenedInTheRoot(t *testing.T) {
+	root, outside, src := t.TempDir(), t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "vol/sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "marker"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inMountNamespace(t, func() error {
+		r, err := openContainerRoot(root)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		dst, err := r.mountPoint("/vol/sub", followLinks, true)
+		if err != nil {
+			return err
+		}
+		defer dst.Close()
+		// The sibling's swap.
+		if err := os.Rename(filepath.Join(root, "vol/sub"), filepath.Join(root, "vol/moved")); err != nil {
+			return err
+		}
+		if err := os.Symlink(outside, filepath.Join(root, "vol/sub")); err != nil {
+			return err
+		}
+		s, err := os.Open(src)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		err = r.bindIn(s, dst, "/vol/sub", followLinks, 0, true)
+		if err == nil || !strings.Contains(err.Error(), "changed while it was mounted") {
+			return errors.New("the read-only bind of a swapped path did not fail: " + errString(err))
+		}
+		if _, err := os.Stat(filepath.Join(outside, "marker")); err == nil {
+			return errors.New("the bind followed the swapped link out of the root")
+		}
+		if _, err := os.Stat(filepath.Join(root, "vol/moved/marker")); err != nil {
+			return errors.New("the bind is not on the directory the init opened: " + err.Error())
+		}
+		return nil
+	})
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "no error"
+	}
+	return err.Error()
+}
+
+// A volume mounted on /dev whose null is a link to a host file (planted by
+// the image or a sibling container) must not make a mask a bind of that file
+// (CVE-2025-31133): masks bind the null device, checked as such.
+func TestShimMaskIsTheNullDeviceWhateverDevHolds(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("HOST SECRET\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dev := t.TempDir()
+	if err := os.Symlink(secret, filepath.Join(dev, "null")); err != nil {
+		t.Fatal(err)
+	}
+	iso := &Isolation{
+		Capabilities: capsOf(defaultCapabilities),
+		Mounts:       []Mount{{Source: dev, Destination: "/dev"}},
+		MaskedPaths:  []string{"/proc/version"},
+	}
+	dir := newContainer(t, iso, nil, sh("cat /proc/version; echo end")...)
+	res := runTestPod(t, podStep{Dir: dir})[0]
+	wantRun(t, res)
+	if res.Output != "end\n" {
+		t.Errorf("the masked /proc/version reads:\n%s", res.Output)
+	}
+}
+
+// A masked path that is a symbolic link is refused: a mask on its target
+// would leave the path open (CVE-2023-27561).
+func TestShimRefusesAMaskedPathThatIsALink(t *testing.T) {
+	vol := t.TempDir()
+	if err := os.Symlink("/proc/cpuinfo", filepath.Join(vol, "link")); err != nil {
+		t.Fatal(err)
+	}
+	iso := &Isolation{
+		Capabilities: capsOf(defaultCapabilities),
+		Mounts:       []Mount{{Source: vol, Destination: "/data"}},
+		MaskedPaths:  []string{"/data/link"},
+	}
+	dir := newContainer(t, iso, nil, "true")
+	res := runTestPod(t, podStep{Dir: dir})[0]
+	if want := "masked path /data/link: a symbolic link"; !strings.HasPrefix(res.StartErr, want) {
+		t.Errorf("start error %q, want %q...", res.StartErr, want)
+	}
+}
+
+// An image whose /proc is a link to a host path gets no procfs mounted
+// there (CVE-2019-16884): the container does not start.
+func TestShimRefusesAnImageWhoseProcIsALink(t *testing.T) {
+	layers := imageLayers(t)
+	if err := os.Symlink(t.TempDir(), filepath.Join(layers[1], "proc")); err != nil {
+		t.Fatal(err)
+	}
+	rootfs, _ := imageRoot(t, layers)
+	dir := newContainer(t, &Isolation{Capabilities: capsOf(defaultCapabilities), Rootfs: rootfs}, nil, "ls", "/proc")
+	res := runTestPod(t, podStep{Dir: dir})[0]
+	if want := "/proc: a symbolic link"; !strings.HasPrefix(res.StartErr, want) {
+		t.Errorf("start error %q (output %q), want %q...", res.StartErr, res.Output, want)
+	}
+}
+
+// A sysctl is written only to procfs: a mount over /proc/sys does not
+// take the write.
+func TestSysctlIsWrittenToProcfsOnly(t *testing.T) {
+	inMountNamespace(t, func() error {
+		if err := unix.Mount("tmpfs", "/proc/sys", "tmpfs", 0, ""); err != nil {
+			return err
+		}
+		if err := os.MkdirAll("/proc/sys/kernel", 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile("/proc/sys/kernel/shmmax", nil, 0o644); err != nil {
+			return err
+		}
+		err := writeSysctl("kernel.shmmax", "1")
+		if err == nil || !strings.Contains(err.Error(), "not on procfs") {
+			return errors.New("a sysctl was written to a tmpfs: " + errString(err))
+		}
+		return nil
+	})
+}
