@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 	if plan := os.Getenv(testPodEnv); plan != "" {
 		os.Exit(testPodMain(plan))
 	}
+	if os.Getenv(testWriteExeEnv) != "" {
+		os.Exit(testWriteExe())
+	}
 	os.Exit(m.Run())
 }
 

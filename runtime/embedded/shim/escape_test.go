@@ -2,7 +2,9 @@ package shim
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -175,4 +177,80 @@ func TestSysctlIsWrittenToProcfsOnly(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// testWriteExeEnv makes the test binary, run by a container as the shim
+// binary is by "#!/proc/self/exe", try to open its own binary for writing.
+const testWriteExeEnv = "JETLET_SHIM_TEST_WRITE_EXE"
+
+func testWriteExe() int {
+	// While any process runs the binary, opening it for writing fails with
+	// ETXTBSY first; what stops a write once none runs it is its mount.
+	var fs unix.Statfs_t
+	if err := unix.Statfs("/proc/self/exe", &fs); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	if fs.Flags&unix.ST_RDONLY == 0 {
+		fmt.Println("the shim binary is on a writable mount")
+		return 0
+	}
+	fmt.Println("the shim binary is on a read-only mount")
+	return 0
+}
+
+// sealedExe's binary cannot be opened for writing.
+func TestSealedExeIsReadOnly(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("open_tree needs root")
+	}
+	path := filepath.Join(t.TempDir(), "binary")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := sealedExe(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exe.Close()
+	f, err := os.OpenFile(fdPath(exe), os.O_WRONLY|os.O_APPEND, 0)
+	if err == nil {
+		f.Close()
+	}
+	if !errors.Is(err, unix.EROFS) {
+		t.Errorf("open the sealed binary for writing: %v, want EROFS", err)
+	}
+}
+
+// A container whose command, or an exec's, is a script run by
+// "#!/proc/self/exe" runs the shim binary the init was executed from
+// (CVE-2019-5736): that binary is on a read-only mount, so it cannot be
+// opened for writing even once no process runs it (a busy text file can).
+func TestShimContainerCannotWriteTheShimBinary(t *testing.T) {
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "run"), []byte("#!/proc/self/exe\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	iso := &Isolation{Capabilities: capsOf(defaultCapabilities), Mounts: []Mount{{Source: bin, Destination: "/x"}}}
+	if nsenter, err := exec.LookPath("nsenter"); err == nil {
+		iso.Nsenter = nsenter
+	}
+	env := func(s *ContainerSpec) { s.Env = append(s.Env, testWriteExeEnv+"=1", "GORACE=atexit_sleep_ms=0") }
+	script := newContainer(t, iso, env, "/x/run")
+	running := newContainer(t, iso, env, sh("echo ready && exec sleep 1000")...)
+	res := runTestPod(t,
+		podStep{Dir: script},
+		podStep{Dir: running, Keep: true},
+		podStep{Dir: running, Exec: []string{"/x/run"}},
+	)
+	want := "the shim binary is on a read-only mount\n"
+	for i, step := range []string{"the container's command", "", "an exec"} {
+		if step == "" {
+			continue
+		}
+		wantRun(t, res[i])
+		if res[i].Output != want {
+			t.Errorf("%s run as the shim binary: %q, want %q", step, res[i].Output, want)
+		}
+	}
 }

@@ -24,7 +24,8 @@ const (
 	// An exec's init reads the container's spec from initSpecFD
 	// (ExtraFiles[1]): entered into the container's mount namespace, it may
 	// not see the container's directory. initExeFD (ExtraFiles[2]) is the
-	// shim binary nsenter executes it from.
+	// shim binary the init is executed from (sealedExe), itself or by
+	// nsenter.
 	initSpecFD = 4
 	initExeFD  = 5
 )
@@ -70,7 +71,7 @@ func initContainer(dir string, sync *os.File) error {
 	case execPID != "":
 		specFD, exeFD, nsFD = initSpecFD, initExeFD, -1
 	default:
-		specFD, exeFD, nsFD = -1, -1, -1
+		specFD, exeFD, nsFD = -1, initExeFD, -1
 	}
 	spec, err := readInitSpec(dir, specFD, exeFD, nsFD)
 	if err != nil {
@@ -155,7 +156,7 @@ func readInitSpec(dir string, specFD, exeFD, nsFD int) (*ContainerSpec, error) {
 	if err := json.Unmarshal(data, &spec); err != nil {
 		return nil, fmt.Errorf("read %s/spec.json: %w", dir, err)
 	}
-	if exeFD >= 0 && spec.Isolation != nil && spec.Isolation.Nsenter != "" {
+	if exeFD >= 0 {
 		if err := unix.Close(exeFD); err != nil {
 			return nil, fmt.Errorf("close the shim binary: %w", err)
 		}
