@@ -254,3 +254,24 @@ func TestShimContainerCannotWriteTheShimBinary(t *testing.T) {
 		}
 	}
 }
+
+// A host directory's descriptor that reaches the init (a bug's leak) is
+// neither inherited by the command nor a working dir out of the root
+// (CVE-2024-21626).
+func TestShimLeakedDescriptorIsNoWayOut(t *testing.T) {
+	host := t.TempDir()
+	if err := os.WriteFile(filepath.Join(host, "host-file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	iso := &Isolation{Capabilities: capsOf(defaultCapabilities)}
+	viaFD := newContainer(t, iso, func(s *ContainerSpec) { s.WorkDir = fmt.Sprintf("/proc/self/fd/%d", leakedFD) }, "ls")
+	fds := newContainer(t, iso, nil, sh("ls /proc/$$/fd")...)
+	res := runTestPod(t, podStep{Leak: host}, podStep{Dir: viaFD}, podStep{Dir: fds})
+	if want := fmt.Sprintf("working dir /proc/self/fd/%d is outside the container's root", leakedFD); res[1].StartErr != want {
+		t.Errorf("start in the leaked directory: error %q, output %q; want %q", res[1].StartErr, res[1].Output, want)
+	}
+	wantRun(t, res[2])
+	if res[2].Output != "0\n1\n2\n" {
+		t.Errorf("the command's descriptors: %q, want 0 1 2", res[2].Output)
+	}
+}

@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"math"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -174,11 +176,14 @@ func readInitSpec(dir string, specFD, exeFD, nsFD int) (*ContainerSpec, error) {
 // only on failure. Credentials, capabilities and the filter are per thread:
 // they are set on this locked thread, the one that executes.
 func execCommand(spec *ContainerSpec, args []string) error {
+	if err := closeOnExec(); err != nil {
+		return err
+	}
 	wd := spec.WorkDir
 	if wd == "" {
 		wd = "/"
 	}
-	if err := os.Chdir(wd); err != nil {
+	if err := enterWorkDir(wd); err != nil {
 		return err
 	}
 	path, err := lookPath(args[0], spec.Env)
@@ -210,6 +215,45 @@ func execCommand(spec *ContainerSpec, args []string) error {
 	}
 	err = unix.Exec(path, args, spec.Env)
 	return fmt.Errorf("exec %s: %w", path, err)
+}
+
+// closeOnExec marks every descriptor above stderr close-on-exec: the
+// command inherits no file of the runtime's, whatever leaked into the init
+// (runc's CVE-2024-21626). The sync socket stays open until the execve.
+func closeOnExec() error {
+	err := unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
+	if !errors.Is(err, unix.ENOSYS) { // Linux before 5.11: each one
+		return err
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return err
+	}
+	for _, fd := range fds {
+		if n, err := strconv.Atoi(fd.Name()); err == nil && n > 2 {
+			syscall.CloseOnExec(n) // the directory's own, closed since, fails harmlessly
+		}
+	}
+	return nil
+}
+
+// enterWorkDir makes dir the working dir and checks that it lies in the
+// container's root: a descriptor of the host's that the init still holds
+// must not be a way out ("/proc/self/fd/7", runc's CVE-2024-21626), and
+// the kernel names a directory outside the root "(unreachable)...".
+func enterWorkDir(dir string) error {
+	if err := os.Chdir(dir); err != nil {
+		return err
+	}
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Getcwd(buf)
+	if err != nil {
+		return fmt.Errorf("working dir %s: %w", dir, err)
+	}
+	if cwd := string(buf[:n]); !strings.HasPrefix(cwd, "/") {
+		return fmt.Errorf("working dir %s is outside the container's root", dir)
+	}
+	return nil
 }
 
 // lookPath resolves name against the PATH of env, as a shell would in the
