@@ -1,6 +1,7 @@
 package shim
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -273,5 +274,47 @@ func TestShimLeakedDescriptorIsNoWayOut(t *testing.T) {
 	wantRun(t, res[2])
 	if res[2].Output != "0\n1\n2\n" {
 		t.Errorf("the command's descriptors: %q, want 0 1 2", res[2].Output)
+	}
+}
+
+// The command's inheritable set is the ambient capabilities asked for,
+// none by default (containerd's since CVE-2022-29162): a program whose
+// file capabilities are inheritable ones gains none of them, and file
+// capabilities never pass the bounding set.
+func TestShimFileCapabilitiesGainNothingBeyondTheContainers(t *testing.T) {
+	grep, err := os.ReadFile("/usr/bin/grep")
+	if err != nil {
+		t.Skip("no /usr/bin/grep on this host:", err)
+	}
+	bin := t.TempDir()
+	inh, perm := filepath.Join(bin, "inh-grep"), filepath.Join(bin, "perm-grep")
+	// vfs_cap_data revision 2: magic and flags, then (permitted, inheritable)
+	// for capabilities 0-31 and 32-63.
+	const sysAdmin, netRaw = 1 << 21, 1 << 13
+	for path, c := range map[string][5]uint32{
+		inh:  {0x02000000, 0, sysAdmin | netRaw, 0, 0}, // inheritable only
+		perm: {0x02000001, sysAdmin | netRaw, 0, 0, 0}, // permitted and effective
+	} {
+		if err := os.WriteFile(path, grep, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		xattr := make([]byte, 0, 20)
+		for _, w := range c {
+			xattr = binary.LittleEndian.AppendUint32(xattr, w)
+		}
+		if err := unix.Setxattr(path, "security.capability", xattr, 0); err != nil {
+			t.Skip("file capabilities refused here:", err)
+		}
+	}
+	iso := &Isolation{Capabilities: capsOf(defaultCapabilities), Mounts: []Mount{{Source: bin, Destination: "/x"}}}
+	dir := newContainer(t, iso, func(s *ContainerSpec) { s.User = &User{UID: 1000, GID: 1000} },
+		sh("grep CapInh /proc/self/status; /x/inh-grep CapPrm /proc/self/status; /x/perm-grep CapPrm /proc/self/status 2>&1; true")...)
+	res := runTestPod(t, podStep{Dir: dir})[0]
+	// sys_admin is not in the container's bounding set: the kernel refuses
+	// to run a program whose effective capabilities it cannot all grant.
+	wantRun(t, res)
+	want := "CapInh:\t0000000000000000\nCapPrm:\t0000000000000000\n"
+	if !strings.HasPrefix(res.Output, want) || !strings.Contains(res.Output, "perm-grep: Operation not permitted") {
+		t.Errorf("capabilities:\n%s\nwant:\n%s<shell>: /x/perm-grep: Operation not permitted", res.Output, want)
 	}
 }
