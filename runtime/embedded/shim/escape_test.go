@@ -318,3 +318,31 @@ func TestShimFileCapabilitiesGainNothingBeyondTheContainers(t *testing.T) {
 		t.Errorf("capabilities:\n%s\nwant:\n%s<shell>: /x/perm-grep: Operation not permitted", res.Output, want)
 	}
 }
+
+// A container cannot set a cgroup v1 hierarchy's release_agent, a program
+// the host's kernel runs as root (CVE-2022-0492): it cannot mount one, and
+// in a user and cgroup namespace of its own, where it can (no seccomp
+// filter stops unshare), the kernel refuses the write (Linux 5.17, and
+// stable kernels' backports). The agent written is the one already there,
+// so that a vulnerable host is found, not changed.
+func TestShimContainerCannotSetACgroupReleaseAgent(t *testing.T) {
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("no unshare:", err)
+	}
+	try := `for o in rdma memory cpu pids devices none,name=jetlet; do
+		mount -t cgroup -o $o cgroup /mnt 2>/dev/null || continue
+		if [ -e /mnt/release_agent ]; then
+			agent=$(cat /mnt/release_agent)
+			echo "$agent" 2>/dev/null >/mnt/release_agent && echo "$0: $o release_agent written"
+		fi
+		umount /mnt
+	done`
+	iso := &Isolation{Capabilities: capsOf(defaultCapabilities)}
+	dir := newContainer(t, iso, nil, "sh", "-c",
+		`sh -c "$0" container; unshare -UrmC sh -c "$0" "own namespaces" 2>/dev/null; echo done`, try)
+	res := runTestPod(t, podStep{Dir: dir})[0]
+	wantRun(t, res)
+	if res.Output != "done\n" {
+		t.Errorf("output:\n%s", res.Output)
+	}
+}
