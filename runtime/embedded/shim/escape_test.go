@@ -346,3 +346,37 @@ func TestShimContainerCannotSetACgroupReleaseAgent(t *testing.T) {
 		t.Errorf("output:\n%s", res.Output)
 	}
 }
+
+// The runtime opens an exec's terminal under the container's root: a
+// container whose /dev/ptmx and /dev/pts are links to the host's makes it
+// open nothing of the host (CVE-2025-52565).
+func TestOpenPtyFollowsNoLinkOutOfTheContainer(t *testing.T) {
+	if _, err := os.Stat("/dev/pts/ptmx"); err != nil {
+		t.Skip("no devpts on this host:", err)
+	}
+	master, slave, err := OpenPty("/") // the shim's, the host's here
+	if err != nil {
+		t.Fatal(err)
+	}
+	master.Close()
+	slave.Close()
+
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "dev"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{"dev/ptmx": "/dev/ptmx", "dev/pts": "/dev/pts"} {
+		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	master, slave, err = OpenPty(root)
+	if err == nil {
+		master.Close()
+		slave.Close()
+		t.Fatal("a terminal was opened through the container's links to the host's devpts")
+	}
+	if want := root + "/dev/pts: not a directory"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q, want %q", err, want)
+	}
+}

@@ -378,7 +378,7 @@ func openContainerIO(spec *ContainerSpec) (Stdio, containerIO, error) {
 	if spec.Tty {
 		// From the shim's /dev: the container's own is not mounted yet, so
 		// the command's terminal has no name in it.
-		master, slave, err := OpenPty("/dev")
+		master, slave, err := OpenPty("/")
 		if err != nil {
 			return Stdio{}, containerIO{}, err
 		}
