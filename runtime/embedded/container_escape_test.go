@@ -35,3 +35,29 @@ func TestADefaultContainerHasNoWayOut(t *testing.T) {
 		t.Errorf("exit %d, stdout:\n%s\nstderr:\n%s\nwant stdout:\n%s", resp.GetExitCode(), got, resp.GetStderr(), want)
 	}
 }
+
+// Root of a pod in a user namespace, even with CAP_SYS_ADMIN there, cannot
+// mount a cgroup v1 hierarchy and set its release_agent, which the host's
+// kernel runs as the host's root (CVE-2022-0492): the cgroup namespace is
+// the host's user namespace's, and the write needs CAP_SYS_ADMIN there.
+func TestAPodInAUserNamespaceCannotSetACgroupReleaseAgent(t *testing.T) {
+	h := newHarness(t)
+	requireUserns(t, h)
+	sb, sbCfg := h.usernsPod("agent", testUsernsBase)
+	got := h.runImage(sb, sbCfg, "c", testImage, func(c *runtimeapi.ContainerConfig) {
+		c.Command = []string{"sh", "-c", `for o in rdma memory cpu pids devices none,name=jetlet; do
+			mount -t cgroup -o $o cgroup /mnt 2>/dev/null || continue
+			echo "$o mounted"
+			if [ -e /mnt/release_agent ]; then
+				agent=$(cat /mnt/release_agent)
+				echo "$agent" 2>/dev/null >/mnt/release_agent && echo "$o release_agent written"
+			fi
+			umount /mnt
+		done; echo done`}
+		inPodUserns(c, sbCfg)
+		c.Linux.SecurityContext.Capabilities = &runtimeapi.Capability{AddCapabilities: []string{"SYS_ADMIN"}}
+	})
+	if got != "done\n" {
+		t.Errorf("the pod's root printed:\n%s", got)
+	}
+}
