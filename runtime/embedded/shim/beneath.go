@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -227,4 +228,34 @@ func openDevNull() (*os.File, error) {
 		return nil, fmt.Errorf("/dev/null is not the null device (%v)", err)
 	}
 	return os.NewFile(uintptr(fd), "/dev/null"), nil
+}
+
+// procMountTargets are the files of /proc a volume may cover: lxcfs's,
+// runc's list. Any other mount over /proc, or over the container's /proc
+// itself, is refused as runc refuses it: the init and its execs read /proc
+// after the pivot, and a container's files there would be taken for the
+// kernel's.
+var procMountTargets = []string{
+	"/proc/cpuinfo", "/proc/diskstats", "/proc/meminfo", "/proc/stat", "/proc/swaps",
+	"/proc/uptime", "/proc/loadavg", "/proc/slabinfo", "/proc/net/dev", "/proc/sys/kernel/ns_last_pid",
+}
+
+// refuseProc fails unless dst, a mount point opened in r, is off procfs or
+// one of procMountTargets.
+func (r *containerRoot) refuseProc(dst *os.File) error {
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(int(dst.Fd()), &fs); err != nil {
+		return err
+	}
+	if fs.Type != unix.PROC_SUPER_MAGIC {
+		return nil
+	}
+	p, err := os.Readlink(fdPath(dst))
+	if err != nil {
+		return err
+	}
+	if p = "/" + strings.TrimLeft(strings.TrimPrefix(p, r.real), "/"); slices.Contains(procMountTargets, p) {
+		return nil
+	}
+	return fmt.Errorf("%s is in the container's /proc, where only lxcfs's files may be mounted over", p)
 }

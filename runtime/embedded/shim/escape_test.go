@@ -380,3 +380,36 @@ func TestOpenPtyFollowsNoLinkOutOfTheContainer(t *testing.T) {
 		t.Errorf("error %q, want %q", err, want)
 	}
 }
+
+// A volume over a file of the container's /proc is refused, but for
+// lxcfs's: one over /proc/sys/kernel/cap_last_cap saying 0 made the init
+// keep every capability in the bounding set, and the command, root, had
+// them all (CapEff 000001fffeffffff, mount allowed).
+func TestShimRefusesAMountOverProc(t *testing.T) {
+	fake := filepath.Join(t.TempDir(), "fake")
+	if err := os.WriteFile(fake, []byte("0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	iso := func(dst string) *Isolation {
+		return &Isolation{Capabilities: capsOf(defaultCapabilities), Mounts: []Mount{{Source: fake, Destination: dst}}}
+	}
+	capLastCap := newContainer(t, iso("/proc/sys/kernel/cap_last_cap"), nil, "true")
+	uptime := newContainer(t, iso("/proc/uptime"), nil, "cat", "/proc/uptime")
+	res := runTestPod(t, podStep{Dir: capLastCap}, podStep{Dir: uptime})
+	if want := "mount /proc/sys/kernel/cap_last_cap: /proc/sys/kernel/cap_last_cap is in the container's /proc, where only lxcfs's files may be mounted over"; res[0].StartErr != want {
+		t.Errorf("start error %q, want %q", res[0].StartErr, want)
+	}
+	wantRun(t, res[1], "0\n")
+}
+
+// lastCapability is the kernel's, asked without /proc.
+func TestLastCapability(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	if err != nil {
+		t.Skip(err)
+	}
+	got, err := lastCapability()
+	if err != nil || fmt.Sprint(got)+"\n" != string(b) {
+		t.Errorf("lastCapability %d, %v; /proc says %s", got, err, b)
+	}
+}

@@ -383,6 +383,9 @@ func bindHostPath(r *containerRoot, src, path string, links int, readOnly bool) 
 		return err
 	}
 	defer dst.Close()
+	if err := r.refuseProc(dst); err != nil {
+		return err
+	}
 	return r.bindIn(s, dst, path, links, 0, readOnly)
 }
 
@@ -497,6 +500,9 @@ func mountVolume(r *containerRoot, m Mount, clone *os.File, u *podUserns) error 
 			return err
 		}
 		defer dst.Close()
+		if err := r.refuseProc(dst); err != nil {
+			return err
+		}
 		var flags uintptr = unix.MS_NOSUID | unix.MS_NODEV
 		if m.ReadOnly {
 			flags |= unix.MS_RDONLY
@@ -546,6 +552,9 @@ func mountVolume(r *containerRoot, m Mount, clone *os.File, u *podUserns) error 
 		return err
 	}
 	defer dst.Close()
+	if err := r.refuseProc(dst); err != nil {
+		return err
+	}
 	if detached {
 		err = unix.MoveMount(int(clone.Fd()), "", int(dst.Fd()), "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
 	} else {
