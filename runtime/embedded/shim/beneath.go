@@ -85,10 +85,11 @@ func (r *containerRoot) open(path string, links int) (*os.File, error) {
 	return r.checked(os.NewFile(uintptr(fd), filepath.Join(r.path, rel)), links)
 }
 
-// mountPoint opens path in r as open does, creating what is missing: directories, and the last component a directory when dir,
-// else an empty file. What it creates is made one component at a time
-// under the descriptor of its parent, following no link: a link that
-// appears meanwhile fails it.
+// mountPoint opens path in r as open does, creating what is missing:
+// directories, and the last component a directory when dir, else an empty
+// file. What it creates is made one component at a time under the
+// descriptor of its parent, following no link: a link that appears
+// meanwhile fails it.
 func (r *containerRoot) mountPoint(path string, links int, dir bool) (*os.File, error) {
 	f, err := r.open(path, links)
 	if f != nil || err != nil {
@@ -111,7 +112,7 @@ func (r *containerRoot) walk(path string, links int, create *bool) (*os.File, er
 		resolved = strings.TrimPrefix(p, r.path)
 	}
 	parts := strings.FieldsFunc(resolved, func(c rune) bool { return c == '/' })
-	dir, err := unix.Dup(int(r.fd.Fd()))
+	dir, err := unix.FcntlInt(r.fd.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
