@@ -41,7 +41,7 @@ func (r *Runtime) execStreaming(ctx context.Context, id string, cmd []string, in
 		if st == nil {
 			return fmt.Errorf("exec: container %s is not running", c.id)
 		}
-		err = stdio.openTerminal(fmt.Sprintf("/proc/%d/root/dev", st.PID), in, out, resize, hangUp)
+		err = stdio.openTerminal(fmt.Sprintf("/proc/%d/root", st.PID), in, out, resize, hangUp)
 	} else {
 		err = stdio.openPipes(in, out, errOut, hangUp)
 	}
@@ -99,11 +99,11 @@ func (e *execIO) openPipes(in io.Reader, out, errOut io.Writer, hangUp context.C
 	return e.fillDevNull()
 }
 
-// openTerminal makes a terminal of the devpts instance under dev: its slave
-// is the exec's stdio, its master carries the client's input and output and
-// takes its window sizes.
-func (e *execIO) openTerminal(dev string, in io.Reader, out io.Writer, resize <-chan remotecommand.TerminalSize, hangUp context.CancelFunc) error {
-	master, slave, err := shim.OpenPty(dev)
+// openTerminal makes a terminal of the devpts instance at root/dev/pts
+// (shim.OpenPty): its slave is the exec's stdio, its master carries the
+// client's input and output and takes its window sizes.
+func (e *execIO) openTerminal(root string, in io.Reader, out io.Writer, resize <-chan remotecommand.TerminalSize, hangUp context.CancelFunc) error {
+	master, slave, err := shim.OpenPty(root)
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,8 @@
 package shim
 
 import (
+	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -73,13 +71,22 @@ func parseCapSet(names []string) (capSet, error) {
 
 func (s capSet) has(i int) bool { return s&(1<<i) != 0 }
 
-// lastCapability is the highest capability number the running kernel knows.
+// lastCapability is the highest capability number the running kernel
+// knows, as the kernel answers PR_CAPBSET_READ (EINVAL past it). Not
+// /proc/sys/kernel/cap_last_cap: the init reads after the pivot, in the
+// container's /proc, where a volume over that file would keep every
+// capability above the number it says in the bounding set, and a root
+// command would gain them all at execve.
 func lastCapability() (int, error) {
-	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
-	if err != nil {
-		return 0, err
+	for i := 0; i < 64; i++ {
+		if _, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(i), 0, 0, 0); err != nil {
+			if errors.Is(err, unix.EINVAL) && i > 0 {
+				return i - 1, nil
+			}
+			return 0, fmt.Errorf("capability %d: %w", i, err)
+		}
 	}
-	return strconv.Atoi(strings.TrimSpace(string(b)))
+	return 63, nil
 }
 
 // capabilities are a process's capability sets, parsed.

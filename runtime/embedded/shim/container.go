@@ -113,23 +113,29 @@ func (p initProcess) start() (*exec.Cmd, int, error) {
 	parent := os.NewFile(uintptr(fds[0]), "init-sync")
 	child := os.NewFile(uintptr(fds[1]), "init-sync")
 	defer parent.Close()
+	exe, err := sealedExe(p.exe)
+	if err != nil {
+		child.Close()
+		return nil, 0, fmt.Errorf("the shim binary: %w", err)
+	}
+	defer exe.Close()
 
 	cmd := &exec.Cmd{
-		Path:        p.exe,
-		Args:        append([]string{"jetlet-init"}, p.execArgs...),
-		Env:         []string{ModeEnv + "=" + ModeInit, DirEnv + "=" + p.dir},
-		ExtraFiles:  []*os.File{child}, // fd 3: initSyncFD
+		Path: fmt.Sprintf("/proc/self/fd/%d", initExeFD), // the child's, once its files are in place
+		Args: append([]string{"jetlet-init"}, p.execArgs...),
+		Env:  []string{ModeEnv + "=" + ModeInit, DirEnv + "=" + p.dir},
+		// fd 3: initSyncFD; 4: initSpecFD, an exec's only (prepareExec);
+		// 5: initExeFD.
+		ExtraFiles:  []*os.File{child, nil, exe},
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Setctty: p.stdio.Tty, Cloneflags: p.cloneflags},
 	}
 	if p.execArgs != nil {
-		files, err := p.prepareExec(cmd)
-		for _, f := range files {
-			defer f.Close()
-		}
+		spec, err := p.prepareExec(cmd)
 		if err != nil {
 			child.Close()
 			return nil, 0, err
 		}
+		defer spec.Close()
 	}
 	// Setctty takes Ctty, fd 0 (stdin), as the terminal (kept across
 	// nsenter's exec of the init). A nil *os.File in an io.Reader or
@@ -169,24 +175,18 @@ func (p initProcess) start() (*exec.Cmd, int, error) {
 
 // prepareExec makes cmd an exec's init: it passes the container's spec
 // (initSpecFD) and, with nsenter, runs the init through it from the shim
-// binary's descriptor (initExeFD), since the binary's path may not exist in
-// the container's mount namespace. It returns the files to close once cmd
-// has started.
-func (p initProcess) prepareExec(cmd *exec.Cmd) ([]*os.File, error) {
+// binary's descriptor (initExeFD). It returns the spec's file, to close
+// once cmd has started.
+func (p initProcess) prepareExec(cmd *exec.Cmd) (*os.File, error) {
 	cmd.Env = append(cmd.Env, initExecPIDEnv+"="+strconv.Itoa(p.execPID))
 	spec, err := os.Open(filepath.Join(p.dir, "spec.json"))
 	if err != nil {
 		return nil, err
 	}
-	cmd.ExtraFiles = append(cmd.ExtraFiles, spec)
+	cmd.ExtraFiles[initSpecFD-3] = spec
 	if p.nsenter == "" {
-		return []*os.File{spec}, nil
+		return spec, nil
 	}
-	exe, err := os.Open(p.exe)
-	if err != nil {
-		return []*os.File{spec}, err
-	}
-	cmd.ExtraFiles = append(cmd.ExtraFiles, exe)
 	cmd.Path = p.nsenter
 	cmd.Args = []string{"nsenter", fmt.Sprintf("--mount=/proc/%d/ns/mnt", p.execPID)}
 	if p.userns {
@@ -194,7 +194,32 @@ func (p initProcess) prepareExec(cmd *exec.Cmd) ([]*os.File, error) {
 		cmd.Args = append(cmd.Args, fmt.Sprintf("--user=/proc/%d/ns/user", p.execPID))
 	}
 	cmd.Args = append(append(cmd.Args, "--", fmt.Sprintf("/proc/self/fd/%d", initExeFD)), p.execArgs...)
-	return []*os.File{spec, exe}, nil
+	return spec, nil
+}
+
+// sealedExe opens the shim binary at path through a read-only mount of its
+// own: a detached copy of the binary's mount (open_tree), made read-only.
+// The init is executed from it, so its /proc/self/exe, and a command's that
+// a container has run through it ("#!/proc/self/exe" as the container's
+// command or an exec's), opens for writing with EROFS and never reaches
+// the host's binary (runc's CVE-2019-5736). A copy of a mount is cheap:
+// nothing of the binary is copied, unlike runc's sealed memfd. Where the
+// copy cannot be had (not root, Linux before 5.12), the binary itself.
+func sealedExe(path string) (*os.File, error) {
+	fd, err := unix.OpenTree(unix.AT_FDCWD, path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err == nil {
+		err = unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY})
+		if err != nil {
+			unix.Close(fd)
+		}
+	}
+	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
+		return os.Open(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), path), nil
 }
 
 // joinCgroups writes pid into each cgroup.procs file.

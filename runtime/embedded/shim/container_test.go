@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 	if plan := os.Getenv(testPodEnv); plan != "" {
 		os.Exit(testPodMain(plan))
 	}
+	if os.Getenv(testWriteExeEnv) != "" {
+		os.Exit(testWriteExe())
+	}
 	os.Exit(m.Run())
 }
 
@@ -44,7 +47,13 @@ type podStep struct {
 	Exec []string
 	// Pod, when set, is run by the test pod itself, in its own namespaces.
 	Pod []string
+	// Leak, when set, is a host directory the test pod opens as leakedFD,
+	// not close-on-exec, for the steps that follow: a descriptor a bug
+	// lets a container's init inherit.
+	Leak string
 }
+
+const leakedFD = 100
 
 // stepResult is what a step did.
 type stepResult struct {
@@ -92,6 +101,13 @@ func testPodMain(planPath string) int {
 
 func runStep(exe string, step podStep, hostPIDs map[string]int) (stepResult, error) {
 	var res stepResult
+	if step.Leak != "" {
+		fd, err := unix.Open(step.Leak, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err == nil {
+			err = unix.Dup3(fd, leakedFD, 0)
+		}
+		return res, err
+	}
 	if step.Pod != nil {
 		out, err := exec.Command(step.Pod[0], step.Pod[1:]...).CombinedOutput()
 		res.Output = string(out)

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -24,7 +26,8 @@ const (
 	// An exec's init reads the container's spec from initSpecFD
 	// (ExtraFiles[1]): entered into the container's mount namespace, it may
 	// not see the container's directory. initExeFD (ExtraFiles[2]) is the
-	// shim binary nsenter executes it from.
+	// shim binary the init is executed from (sealedExe), itself or by
+	// nsenter.
 	initSpecFD = 4
 	initExeFD  = 5
 )
@@ -70,7 +73,7 @@ func initContainer(dir string, sync *os.File) error {
 	case execPID != "":
 		specFD, exeFD, nsFD = initSpecFD, initExeFD, -1
 	default:
-		specFD, exeFD, nsFD = -1, -1, -1
+		specFD, exeFD, nsFD = -1, initExeFD, -1
 	}
 	spec, err := readInitSpec(dir, specFD, exeFD, nsFD)
 	if err != nil {
@@ -155,7 +158,7 @@ func readInitSpec(dir string, specFD, exeFD, nsFD int) (*ContainerSpec, error) {
 	if err := json.Unmarshal(data, &spec); err != nil {
 		return nil, fmt.Errorf("read %s/spec.json: %w", dir, err)
 	}
-	if exeFD >= 0 && spec.Isolation != nil && spec.Isolation.Nsenter != "" {
+	if exeFD >= 0 {
 		if err := unix.Close(exeFD); err != nil {
 			return nil, fmt.Errorf("close the shim binary: %w", err)
 		}
@@ -173,11 +176,14 @@ func readInitSpec(dir string, specFD, exeFD, nsFD int) (*ContainerSpec, error) {
 // only on failure. Credentials, capabilities and the filter are per thread:
 // they are set on this locked thread, the one that executes.
 func execCommand(spec *ContainerSpec, args []string) error {
+	if err := closeOnExec(); err != nil {
+		return err
+	}
 	wd := spec.WorkDir
 	if wd == "" {
 		wd = "/"
 	}
-	if err := os.Chdir(wd); err != nil {
+	if err := enterWorkDir(wd); err != nil {
 		return err
 	}
 	path, err := lookPath(args[0], spec.Env)
@@ -209,6 +215,45 @@ func execCommand(spec *ContainerSpec, args []string) error {
 	}
 	err = unix.Exec(path, args, spec.Env)
 	return fmt.Errorf("exec %s: %w", path, err)
+}
+
+// closeOnExec marks every descriptor above stderr close-on-exec: the
+// command inherits no file of the runtime's, whatever leaked into the init
+// (runc's CVE-2024-21626). The sync socket stays open until the execve.
+func closeOnExec() error {
+	err := unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
+	if !errors.Is(err, unix.ENOSYS) { // Linux before 5.11: each one
+		return err
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return err
+	}
+	for _, fd := range fds {
+		if n, err := strconv.Atoi(fd.Name()); err == nil && n > 2 {
+			syscall.CloseOnExec(n) // the directory's own, closed since, fails harmlessly
+		}
+	}
+	return nil
+}
+
+// enterWorkDir makes dir the working dir and checks that it lies in the
+// container's root: a descriptor of the host's that the init still holds
+// must not be a way out ("/proc/self/fd/7", runc's CVE-2024-21626), and
+// the kernel names a directory outside the root "(unreachable)...".
+func enterWorkDir(dir string) error {
+	if err := os.Chdir(dir); err != nil {
+		return err
+	}
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Getcwd(buf)
+	if err != nil {
+		return fmt.Errorf("working dir %s: %w", dir, err)
+	}
+	if cwd := string(buf[:n]); !strings.HasPrefix(cwd, "/") {
+		return fmt.Errorf("working dir %s is outside the container's root", dir)
+	}
+	return nil
 }
 
 // lookPath resolves name against the PATH of env, as a shell would in the

@@ -55,7 +55,14 @@ func setUpMountNamespace(dir string, iso *Isolation, u *podUserns) error {
 		if root, layers, err = overlayHostTree(filepath.Join(dir, "rootfs"), hostMounts, dir); err != nil {
 			return err
 		}
-		hidden, err := hidePaths(root, iso.HiddenPaths)
+	}
+	r, err := openContainerRoot(root)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if iso.Rootfs == nil {
+		hidden, err := hidePaths(r, iso.HiddenPaths)
 		if err != nil {
 			return err
 		}
@@ -68,34 +75,27 @@ func setUpMountNamespace(dir string, iso *Isolation, u *podUserns) error {
 			return fmt.Errorf("mount /tmp: %w", err)
 		}
 	}
-	if err := mountKernelFS(root, hostMounts, iso.WritableSysfs); err != nil {
+	if err := mountKernelFS(r, hostMounts, iso.WritableSysfs); err != nil {
 		return err
 	}
-	if err := mountDev(root, iso.Devices, iso.DeviceNodes, u); err != nil {
+	if err := mountDev(r, iso.Devices, iso.DeviceNodes, u); err != nil {
 		return err
 	}
 	for i, m := range iso.Mounts {
 		if m.Type == "image" {
-			err = mountImageVolume(root, m, filepath.Join(dir, "image-volumes", strconv.Itoa(i)), u)
+			err = mountImageVolume(r, m, filepath.Join(dir, "image-volumes", strconv.Itoa(i)), u)
 		} else {
-			err = mountVolume(root, m, clones[i], u)
+			err = mountVolume(r, m, clones[i], u)
 		}
 		if err != nil {
 			return fmt.Errorf("mount %s: %w", m.Destination, err)
 		}
 	}
-	if err := maskPaths(root, iso.MaskedPaths); err != nil {
+	if err := maskPaths(r, iso.MaskedPaths); err != nil {
 		return err
 	}
 	for _, p := range iso.ReadonlyPaths {
-		dst, err := resolveIn(root, p)
-		if err != nil {
-			return fmt.Errorf("read-only path %s: %w", p, err)
-		}
-		if _, err := os.Lstat(dst); errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err := bindReadOnly(dst, dst, true); err != nil {
+		if err := readonlyPath(r, p); err != nil {
 			return fmt.Errorf("read-only path %s: %w", p, err)
 		}
 	}
@@ -304,55 +304,89 @@ func mountOverlay(base string, n int, lower, dst string) error {
 // fresh directory of the container's own would be), anything else /dev/null.
 // It is how the host's secrets stay out of a container whose root is the
 // host's tree. It returns the tmpfs mount points.
-func hidePaths(root string, paths []string) (tmpfs []string, err error) {
+func hidePaths(r *containerRoot, paths []string) (tmpfs []string, err error) {
+	null, err := openDevNull()
+	if err != nil {
+		return nil, err
+	}
+	defer null.Close()
 	for _, p := range paths {
-		dst, err := resolveIn(root, p)
-		if err != nil {
+		if tmpfs, err = hidePath(r, p, null, tmpfs); err != nil {
 			return nil, fmt.Errorf("hidden path %s: %w", p, err)
 		}
-		var st unix.Stat_t
-		err = unix.Stat(dst, &st)
-		if errors.Is(err, unix.ENOENT) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("hidden path %s: %w", p, err)
-		}
-		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			if err := bindReadOnly("/dev/null", dst, true); err != nil {
-				return nil, fmt.Errorf("hidden path %s: %w", p, err)
-			}
-			continue
-		}
-		opts := fmt.Sprintf("mode=%o,uid=%d,gid=%d", st.Mode&0o7777, st.Uid, st.Gid)
-		if err := unix.Mount("tmpfs", dst, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-			return nil, fmt.Errorf("hidden path %s: %w", p, err)
-		}
-		tmpfs = append(tmpfs, dst)
 	}
 	return tmpfs, nil
 }
 
+// hidePath empties p in r (see hidePaths), appending its tmpfs to tmpfs.
+func hidePath(r *containerRoot, p string, null *os.File, tmpfs []string) ([]string, error) {
+	dst, err := r.open(p, followLinks)
+	if dst == nil || err != nil {
+		return tmpfs, err
+	}
+	defer dst.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(dst.Fd()), &st); err != nil {
+		return tmpfs, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return tmpfs, r.bindIn(null, dst, p, followLinks, 0, true)
+	}
+	opts := fmt.Sprintf("mode=%o,uid=%d,gid=%d", st.Mode&0o7777, st.Uid, st.Gid)
+	if err := unix.Mount("tmpfs", fdPath(dst), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return tmpfs, err
+	}
+	real, err := os.Readlink(fdPath(dst))
+	return append(tmpfs, real), err
+}
+
 // mountKernelFS mounts the pod's /proc and binds the host's /sys tree,
 // read-only unless writableSys.
-func mountKernelFS(root string, hostMounts []string, writableSys bool) error {
-	for _, d := range []string{"proc", "sys"} { // an image need not have them
-		if err := os.MkdirAll(filepath.Join(root, d), 0o555); err != nil {
-			return err
-		}
+// Their mount points are real directories of the root, never symbolic links
+// (an image's /proc linked elsewhere is runc's CVE-2019-16884), made when
+// the image lacks them.
+func mountKernelFS(r *containerRoot, hostMounts []string, writableSys bool) error {
+	proc, err := r.mountPoint("proc", noLinks, true)
+	if err != nil {
+		return fmt.Errorf("/proc: %w", err)
 	}
-	if err := unix.Mount("proc", filepath.Join(root, "proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+	defer proc.Close()
+	if err := unix.Mount("proc", fdPath(proc), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
 	}
 	for _, mp := range hostMounts {
 		if !under(mp, "/sys") {
 			continue
 		}
-		if err := bindReadOnly(mp, filepath.Join(root, mp), !writableSys); err != nil {
+		if err := bindHostPath(r, mp, mp, noLinks, !writableSys); err != nil {
 			return fmt.Errorf("bind %s: %w", mp, err)
 		}
 	}
 	return nil
+}
+
+// bindHostPath binds the host's src (not recursively) on path in r, made
+// a directory when src is one, and makes it read-only when readOnly.
+func bindHostPath(r *containerRoot, src, path string, links int, readOnly bool) error {
+	fd, err := unix.Open(src, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	s := os.NewFile(uintptr(fd), src)
+	defer s.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	dst, err := r.mountPoint(path, links, st.Mode&unix.S_IFMT == unix.S_IFDIR)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	if err := r.refuseProc(dst); err != nil {
+		return err
+	}
+	return r.bindIn(s, dst, path, links, 0, readOnly)
 }
 
 // defaultDevices are the host devices every container's /dev holds (runc's
@@ -365,11 +399,16 @@ var defaultDevices = []string{"null", "zero", "full", "random", "urandom", "tty"
 // devices (the CRI's, each bound from the host where it asks). Unless
 // nodes, a device node made in it does not open (nodev; the bound ones are
 // mounts of their own). With u, /dev is the pod's root's.
-func mountDev(root string, devices []Device, nodes bool, u *podUserns) error {
-	dev := filepath.Join(root, "dev")
-	if err := os.MkdirAll(dev, 0o755); err != nil {
-		return err
+//
+// Its own files are made by path: the tmpfs is new, and nothing of the
+// container's runs or is mounted yet.
+func mountDev(r *containerRoot, devices []Device, nodes bool, u *podUserns) error {
+	devDir, err := r.mountPoint("dev", noLinks, true)
+	if err != nil {
+		return fmt.Errorf("/dev: %w", err)
 	}
+	defer devDir.Close()
+	dev := filepath.Join(r.path, "dev")
 	flags := uintptr(unix.MS_NOSUID | unix.MS_STRICTATIME)
 	if !nodes {
 		flags |= unix.MS_NODEV
@@ -382,7 +421,7 @@ func mountDev(root string, devices []Device, nodes bool, u *podUserns) error {
 		}
 		opts += fmt.Sprintf(",uid=%d,gid=%d", uid, gid)
 	}
-	if err := unix.Mount("tmpfs", dev, "tmpfs", flags, opts); err != nil {
+	if err := unix.Mount("tmpfs", fdPath(devDir), "tmpfs", flags, opts); err != nil {
 		return fmt.Errorf("mount /dev: %w", err)
 	}
 	for _, name := range defaultDevices {
@@ -419,14 +458,7 @@ func mountDev(root string, devices []Device, nodes bool, u *podUserns) error {
 		}
 	}
 	for _, d := range devices {
-		dst, err := resolveIn(root, d.ContainerPath)
-		if err != nil {
-			return fmt.Errorf("device %s: %w", d.ContainerPath, err)
-		}
-		if err := makeMountPoint(dst, false); err != nil {
-			return fmt.Errorf("device %s: %w", d.ContainerPath, err)
-		}
-		if err := bindReadOnly(d.HostPath, dst, false); err != nil {
+		if err := bindHostPath(r, d.HostPath, d.ContainerPath, followLinks, false); err != nil {
 			return fmt.Errorf("device %s: bind %s: %w", d.ContainerPath, d.HostPath, err)
 		}
 	}
@@ -456,60 +488,29 @@ func cloneSharedVolumes(mounts []Mount) (map[int]*os.File, error) {
 	return clones, nil
 }
 
-// mountVolume applies one of the spec's mounts in root; clone, when set, is
+// mountVolume applies one of the spec's mounts in r; clone, when set, is
 // the copy of its source to attach (see cloneSharedVolumes). With u, a bind
 // is an idmapped copy of its source: the pod's root owns what the host's
 // root owns there, and what the pod's root writes is the host's root's, as
 // containerd binds a volume into a pod in a user namespace.
-func mountVolume(root string, m Mount, clone *os.File, u *podUserns) error {
-	dst, err := resolveIn(root, m.Destination)
-	if err != nil {
-		return err
-	}
+func mountVolume(r *containerRoot, m Mount, clone *os.File, u *podUserns) error {
 	if m.Type == "tmpfs" {
-		if err := os.MkdirAll(dst, 0o755); err != nil {
+		dst, err := r.mountPoint(m.Destination, followLinks, true)
+		if err != nil {
+			return err
+		}
+		defer dst.Close()
+		if err := r.refuseProc(dst); err != nil {
 			return err
 		}
 		var flags uintptr = unix.MS_NOSUID | unix.MS_NODEV
 		if m.ReadOnly {
 			flags |= unix.MS_RDONLY
 		}
-		return unix.Mount("tmpfs", dst, "tmpfs", flags, "mode=1777")
+		return unix.Mount("tmpfs", fdPath(dst), "tmpfs", flags, "mode=1777")
 	}
 	if m.Type != "" && m.Type != "bind" {
 		return fmt.Errorf("unknown mount type %q", m.Type)
-	}
-	fi, err := os.Stat(m.Source)
-	if err != nil {
-		return err
-	}
-	if err := makeMountPoint(dst, fi.IsDir()); err != nil {
-		return err
-	}
-	switch {
-	case u != nil && clone != nil:
-		if err = u.idmap(clone, true); err != nil {
-			clone.Close()
-			return err
-		}
-		err = attach(clone, dst)
-	case u != nil:
-		if clone, err = u.idmapped(m.Source, true); err != nil {
-			return err
-		}
-		err = attach(clone, dst)
-	case clone != nil:
-		err = attach(clone, dst)
-	default:
-		err = unix.Mount(m.Source, dst, "", unix.MS_BIND|unix.MS_REC, "")
-	}
-	if err != nil {
-		return err
-	}
-	if m.ReadOnly {
-		if err := remountReadOnly(dst); err != nil {
-			return err
-		}
 	}
 	var propagation uintptr
 	switch m.Propagation {
@@ -522,15 +523,65 @@ func mountVolume(root string, m Mount, clone *os.File, u *podUserns) error {
 	default:
 		return fmt.Errorf("unknown propagation %q", m.Propagation)
 	}
-	return unix.Mount("", dst, "", propagation|unix.MS_REC, "")
+	detached := clone != nil || u != nil // a tree to move, not a path to bind
+	var err error
+	switch {
+	case u != nil && clone != nil:
+		if err = u.idmap(clone, true); err != nil {
+			clone.Close()
+			return err
+		}
+	case u != nil:
+		if clone, err = u.idmapped(m.Source, true); err != nil {
+			return err
+		}
+	case clone == nil:
+		fd, err := unix.Open(m.Source, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		clone = os.NewFile(uintptr(fd), m.Source) // not a copy: bound below
+	}
+	defer clone.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(clone.Fd()), &st); err != nil {
+		return err
+	}
+	dst, err := r.mountPoint(m.Destination, followLinks, st.Mode&unix.S_IFMT == unix.S_IFDIR)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	if err := r.refuseProc(dst); err != nil {
+		return err
+	}
+	if detached {
+		err = unix.MoveMount(int(clone.Fd()), "", int(dst.Fd()), "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
+	} else {
+		err = unix.Mount(fdPath(clone), fdPath(dst), "", unix.MS_BIND|unix.MS_REC, "")
+	}
+	if err != nil {
+		return err
+	}
+	top, err := r.reopenMount(m.Destination, followLinks, &st)
+	if err != nil {
+		return err
+	}
+	defer top.Close()
+	if m.ReadOnly {
+		if err := remountReadOnly(fdPath(top)); err != nil {
+			return err
+		}
+	}
+	return unix.Mount("", fdPath(top), "", propagation|unix.MS_REC, "")
 }
 
-// mountImageVolume mounts m's image read-only in root: its layers stacked
+// mountImageVolume mounts m's image read-only in r: its layers stacked
 // on stack, a dir outside the root (one layer is bound as it is: an overlay
 // without an upper dir needs two), then m.SubPath of it bound on
 // m.Destination. Neither is ever writable, and neither holds device nodes
 // that open or setuid programs. With u, the layers are idmapped copies.
-func mountImageVolume(root string, m Mount, stack string, u *podUserns) error {
+func mountImageVolume(r *containerRoot, m Mount, stack string, u *podUserns) error {
 	if len(m.Layers) == 0 {
 		return errors.New("the image has no layers")
 	}
@@ -541,14 +592,11 @@ func mountImageVolume(root string, m Mount, stack string, u *podUserns) error {
 			return fmt.Errorf("the image's layers: %w", err)
 		}
 	}
-	dst, err := resolveIn(root, m.Destination)
-	if err != nil {
-		return err
-	}
 	if err := os.MkdirAll(stack, 0o700); err != nil {
 		return err
 	}
 	flags := uintptr(unix.MS_RDONLY | unix.MS_NODEV | unix.MS_NOSUID)
+	var err error
 	if len(layers) == 1 {
 		if err = unix.Mount(layers[0], stack, "", unix.MS_BIND, ""); err == nil {
 			err = unix.Mount("", stack, "", unix.MS_BIND|unix.MS_REMOUNT|flags, "")
@@ -559,74 +607,66 @@ func mountImageVolume(root string, m Mount, stack string, u *podUserns) error {
 	if err != nil {
 		return fmt.Errorf("stack the image's layers: %w", err)
 	}
-	src, err := resolveIn(stack, m.SubPath)
+	src, err := resolveIn(stack, m.SubPath) // the image's files: read-only, no container changes them
 	if err != nil {
 		return err
 	}
-	fi, err := os.Stat(src)
-	if err != nil {
-		return fmt.Errorf("sub path %q of the image: %w", m.SubPath, err)
-	}
-	if err := makeMountPoint(dst, fi.IsDir()); err != nil {
-		return err
-	}
-	if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
-		return err
-	}
-	return remountReadOnly(dst)
-}
-
-// makeMountPoint creates dst as a directory or an empty file.
-func makeMountPoint(dst string, dir bool) error {
-	if dir {
-		return os.MkdirAll(dst, 0o755)
-	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(dst, os.O_CREATE|os.O_RDONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	return f.Close()
-}
-
-// maskPaths hides each path that exists in root: a directory under an empty
-// read-only tmpfs, anything else under /dev/null.
-func maskPaths(root string, paths []string) error {
-	for _, p := range paths {
-		dst, err := resolveIn(root, p)
-		if err != nil {
-			return fmt.Errorf("masked path %s: %w", p, err)
-		}
-		fi, err := os.Stat(dst)
+	if err := bindHostPath(r, src, m.Destination, followLinks, true); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			continue
+			return fmt.Errorf("sub path %q of the image: %w", m.SubPath, err)
 		}
-		if err != nil {
-			return fmt.Errorf("masked path %s: %w", p, err)
-		}
-		if fi.IsDir() {
-			err = unix.Mount("tmpfs", dst, "tmpfs", unix.MS_RDONLY, "")
-		} else {
-			err = unix.Mount(filepath.Join(root, "dev/null"), dst, "", unix.MS_BIND, "")
-		}
-		if err != nil {
+		return err
+	}
+	return nil
+}
+
+// maskPaths hides each path that exists in r: a directory under an empty
+// read-only tmpfs, anything else under the null device. A masked path
+// that is a symbolic link is refused, not followed (runc's CVE-2023-27561).
+func maskPaths(r *containerRoot, paths []string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	null, err := openDevNull()
+	if err != nil {
+		return err
+	}
+	defer null.Close()
+	for _, p := range paths {
+		if err := maskPath(r, p, null); err != nil {
 			return fmt.Errorf("masked path %s: %w", p, err)
 		}
 	}
 	return nil
 }
 
-// bindReadOnly binds src on dst (not recursively), read-only when readOnly.
-func bindReadOnly(src, dst string, readOnly bool) error {
-	if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
+func maskPath(r *containerRoot, p string, null *os.File) error {
+	dst, err := r.open(p, keepLast)
+	if dst == nil || err != nil {
 		return err
 	}
-	if !readOnly {
-		return nil
+	defer dst.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(dst.Fd()), &st); err != nil {
+		return err
 	}
-	return remountReadOnly(dst)
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFLNK:
+		return errors.New("a symbolic link: refused, a mask on its target would leave the path itself open")
+	case unix.S_IFDIR:
+		return unix.Mount("tmpfs", fdPath(dst), "tmpfs", unix.MS_RDONLY, "")
+	}
+	return unix.Mount(fdPath(null), fdPath(dst), "", unix.MS_BIND, "")
+}
+
+// readonlyPath binds p in r read-only onto itself, when it exists.
+func readonlyPath(r *containerRoot, p string) error {
+	dst, err := r.open(p, followLinks)
+	if dst == nil || err != nil {
+		return err
+	}
+	defer dst.Close()
+	return r.bindIn(dst, dst, p, followLinks, 0, true)
 }
 
 // remountReadOnly makes the mount on path read-only, keeping its other flags

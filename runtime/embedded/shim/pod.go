@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -146,8 +145,7 @@ func setUpPod(spec *PodSpec) error {
 		}
 	}
 	for k, v := range spec.Sysctls {
-		p := filepath.Join("/proc/sys", strings.ReplaceAll(k, ".", "/"))
-		if err := os.WriteFile(p, []byte(v), 0); err != nil {
+		if err := writeSysctl(k, v); err != nil {
 			return fmt.Errorf("sysctl %s=%s: %w", k, v, err)
 		}
 	}
@@ -380,7 +378,7 @@ func openContainerIO(spec *ContainerSpec) (Stdio, containerIO, error) {
 	if spec.Tty {
 		// From the shim's /dev: the container's own is not mounted yet, so
 		// the command's terminal has no name in it.
-		master, slave, err := OpenPty("/dev")
+		master, slave, err := OpenPty("/")
 		if err != nil {
 			return Stdio{}, containerIO{}, err
 		}
