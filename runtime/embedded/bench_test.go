@@ -100,6 +100,47 @@ func BenchmarkCreateStart(b *testing.B) {
 	}
 }
 
+// BenchmarkRunPodSandbox times a pod's start on the host's network: its
+// shim, with a pid namespace its containers share (the CRI's default, a
+// pod with shareProcessNamespace) and with one of their own each
+// (kubelet's default), and, apart, its stop.
+func BenchmarkRunPodSandbox(b *testing.B) {
+	h := newHarness(b)
+	ctx := ctxT(b)
+	for _, mode := range []runtimeapi.NamespaceMode{runtimeapi.NamespaceMode_POD, runtimeapi.NamespaceMode_CONTAINER} {
+		b.Run(strings.ToLower(mode.String())+" pids", func(b *testing.B) {
+			var run, stop []time.Duration
+			i := 0
+			for b.Loop() {
+				cfg := podConfig(fmt.Sprintf("p-%s-%d", strings.ToLower(mode.String()), i), nil)
+				cfg.Linux = &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+					NamespaceOptions: &runtimeapi.NamespaceOption{Pid: mode},
+				}}
+				t0 := time.Now()
+				resp, err := h.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
+				if err != nil {
+					b.Fatal(err)
+				}
+				run = append(run, time.Since(t0))
+				i++
+				b.StopTimer()
+				t1 := time.Now()
+				if _, err := h.rs.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: resp.GetPodSandboxId()}); err != nil {
+					b.Fatal(err)
+				}
+				stop = append(stop, time.Since(t1))
+				if _, err := h.rs.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: resp.GetPodSandboxId()}); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(percentileMs(run, 0.50), "run-p50-ms")
+			b.ReportMetric(percentileMs(run, 0.99), "run-p99-ms")
+			b.ReportMetric(percentileMs(stop, 0.50), "stop-p50-ms")
+		})
+	}
+}
+
 // BenchmarkRunPodSandboxCNI is what a pod's own network costs: a namespace
 // and the CNI ADD of a bridge + host-local network (three plugin runs, with
 // loopback), then, apart, the StopPodSandbox that runs the DEL.
