@@ -61,3 +61,72 @@ func TestAPodInAUserNamespaceCannotSetACgroupReleaseAgent(t *testing.T) {
 		t.Errorf("the pod's root printed:\n%s", got)
 	}
 }
+
+// In a pod whose containers share a pid namespace (shareProcessNamespace),
+// PID 1 is the pause, not the shim: a container that adds CAP_SYS_PTRACE
+// (the privileged Pod Security level allows it) finds a process of no
+// capability, on no root, holding nothing; and no process of the host's
+// (the shim) is in the namespace, for an exec either.
+func TestASharedPIDNamespaceShowsNothingOfTheHost(t *testing.T) {
+	h := newHarness(t)
+	sb, sbCfg := h.pod("shared", nil)
+	// podConfig's pid mode, unset, is POD already; said for the reader.
+	sbCfg.Linux = &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+		NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_POD},
+	}}
+	sleeper := h.run(sb, sbCfg, "sleeper", "sleep", "1000")
+	got := h.runImage(sb, sbCfg, "tracer", testImage, func(c *runtimeapi.ContainerConfig) {
+		c.Command = []string{"sh", "-c", `
+			echo "comm $(cat /proc/1/comm)"
+			grep -E '^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs)' /proc/1/status | tr -s '\t' ' '
+			for d in /proc/1/root /proc/1/root/.. /proc/1/root/../.. /proc/1/cwd /proc/1/cwd/..; do
+				echo "$d: $(ls -A $d 2>&1)"
+			done
+			echo "environ: $(tr '\0' ' ' < /proc/1/environ)"
+			echo "fds: $(ls /proc/1/fd | tr '\n' ' ')"
+			for f in /proc/1/fd/*; do [ "$(readlink $f)" = /dev/null ] || echo "$f: $(readlink $f)"; done
+			echo x 2>/dev/null >> /proc/1/exe || echo "exe not writable"
+			for p in /proc/[0-9]*; do cat $p/comm; done | grep -x jetlet-shim
+			echo done`}
+		c.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+			Capabilities: &runtimeapi.Capability{AddCapabilities: []string{"SYS_PTRACE"}},
+		}}
+	})
+	want := `comm pause
+Uid: 65535 65535 65535 65535
+Gid: 65535 65535 65535 65535
+Groups: 
+CapInh: 0000000000000000
+CapPrm: 0000000000000000
+CapEff: 0000000000000000
+CapBnd: 0000000000000000
+CapAmb: 0000000000000000
+NoNewPrivs: 1
+/proc/1/root: 
+/proc/1/root/..: 
+/proc/1/root/../..: 
+/proc/1/cwd: 
+/proc/1/cwd/..: 
+environ: JETLET_PROC_SHIM=pause-reap 
+fds: 0 1 2 
+exe not writable
+done
+`
+	if got != want {
+		t.Errorf("a container with CAP_SYS_PTRACE saw of its PID 1:\n%s\nwant:\n%s", got, want)
+	}
+	// Without CAP_SYS_PTRACE, not even that.
+	got = h.runImage(sb, sbCfg, "default", testImage, func(c *runtimeapi.ContainerConfig) {
+		c.Command = []string{"sh", "-c", `ls /proc/1/root/ 2>&1; cat /proc/1/environ 2>&1; readlink /proc/1/fd/0 || echo "fd 0 unreadable"`}
+	})
+	if want := "ls: /proc/1/root/: Permission denied\ncat: can't open '/proc/1/environ': Permission denied\nfd 0 unreadable\n"; got != want {
+		t.Errorf("a default container saw of its PID 1:\n%s\nwant:\n%s", got, want)
+	}
+	resp, err := h.rs.ExecSync(ctxT(t), &runtimeapi.ExecSyncRequest{ContainerId: sleeper, Timeout: 30, Cmd: []string{"sh", "-c", `cat /proc/1/comm; for p in /proc/[0-9]*; do cat $p/comm; done | grep -x jetlet-shim; true`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(resp.GetStdout()); got != "pause\n" {
+		t.Errorf("an exec saw PID 1 and the shim as %q, want only the pause", got)
+	}
+}

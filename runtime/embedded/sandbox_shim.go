@@ -24,7 +24,7 @@ import (
 // defaultShmSize is a pod's /dev/shm, as Docker's and containerd's default.
 const defaultShmSize = 64 << 20
 
-// podNamespaces are the namespaces of its own s's shim runs in (as clone
+// podNamespaces are the namespaces of its own s's pod gets (as clone
 // flags), as far as this host grants them: UTS, and IPC and PID unless the
 // pod shares the host's. The shim stays in the host's mount namespace: each
 // container gets its own from there, so a bidirectional volume can still
@@ -42,10 +42,16 @@ func (r *Runtime) podNamespaces(s *sandbox) uintptr {
 }
 
 // podSpec decides the namespaces s's shim runs in (podNamespaces) and what
-// it sets up in them, from the sandbox config.
+// it sets up in them, from the sandbox config. A pid namespace the pod's
+// containers share is the pause's, not the shim's (shim.PodSpec.SharedPIDs):
+// a container that may ptrace its PID 1 must not find the host's root there.
 func (r *Runtime) podSpec(s *sandbox) (uintptr, *shim.PodSpec, error) {
 	flags := r.podNamespaces(s)
 	spec := &shim.PodSpec{}
+	if flags&syscall.CLONE_NEWPID != 0 && s.config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid() == runtimeapi.NamespaceMode_POD {
+		flags &^= syscall.CLONE_NEWPID
+		spec.SharedPIDs = true
+	}
 	if flags&syscall.CLONE_NEWUTS != 0 {
 		// As containerd: without one asked for, the pod is named like the host
 		// (kubelet always asks, with the pod's name cut to 63 bytes).

@@ -1,9 +1,12 @@
 package embedded
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -116,4 +119,64 @@ func TestContainersOfAPodShareShmButNotTmp(t *testing.T) {
 	if _, err := os.Stat("/dev/shm/pod-shm"); err == nil {
 		t.Fatal("the pod's shared memory reached the host's /dev/shm")
 	}
+}
+
+// The pause of a pod whose containers share a pid namespace is its shim's:
+// a restart of the runtime leaves both to the pod, its stop ends both, and
+// a pause that dies takes the pod's processes and its shim along, which
+// marks the sandbox NOTREADY (kubelet then makes it anew, as for a dead
+// pause container).
+func TestAPodsPauseLivesAndEndsWithItsShim(t *testing.T) {
+	h := newHarness(t)
+	sb, sbCfg := h.pod("paused", nil)
+	sleeper := h.run(sb, sbCfg, "sleeper", "sleep", "1000")
+	pause := h.pausePID(sb)
+
+	h.restart()
+
+	if got := h.pausePID(sb); got != pause {
+		t.Fatalf("pause pid %d after a restart, was %d", got, pause)
+	}
+	resp, err := h.rs.ExecSync(ctxT(t), &runtimeapi.ExecSyncRequest{ContainerId: sleeper, Timeout: 30, Cmd: []string{"cat", "/proc/1/comm"}})
+	if err != nil || string(resp.GetStdout()) != "pause\n" {
+		t.Fatalf("PID 1 after a restart: %q, %v", resp.GetStdout(), err)
+	}
+	if _, err := h.rs.StopPodSandbox(ctxT(t), &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the pause ends with its pod", func() bool { return !processAlive(pause) })
+
+	sb, sbCfg = h.pod("unpaused", nil)
+	sleeper = h.run(sb, sbCfg, "sleeper", "sleep", "1000")
+	sleeperPID := h.pid(sleeper)
+	if err := syscall.Kill(h.pausePID(sb), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the pod's processes end with its pause", func() bool { return !processAlive(sleeperPID) })
+	eventually(t, "the sandbox is not ready once its pause ended", func() bool {
+		st, err := h.rs.PodSandboxStatus(ctxT(t), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb})
+		return err == nil && st.GetStatus().GetState() == runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	})
+}
+
+// pausePID is the host pid of the pause of sandbox sb: its shim's child
+// named pause.
+func (h *harness) pausePID(sb string) int {
+	h.t.Helper()
+	s, err := h.rt.getSandbox(sb)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", s.shimPID))
+	for _, f := range tasks {
+		data, _ := os.ReadFile(f)
+		for _, pid := range strings.Fields(string(data)) {
+			if comm, _ := os.ReadFile("/proc/" + pid + "/comm"); string(comm) == "pause\n" {
+				n, _ := strconv.Atoi(pid)
+				return n
+			}
+		}
+	}
+	h.t.Fatalf("sandbox %s: no pause among the children of its shim (pid %d)", sb, s.shimPID)
+	return 0
 }

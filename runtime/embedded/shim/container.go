@@ -29,19 +29,21 @@ type Started struct {
 // dir/spec.json) as a child of this process, in a new mount namespace when
 // spec.Isolation is set, and returns once the command has been executed (or
 // failed to be). exe is the binary to re-execute as the container's init
-// (this process's own /proc/self/exe). The command gets its own session, so
-// its process group is its host pid. A command that cannot run returns an
-// error naming what failed (the container's StartError message), its init
-// killed and reaped.
-func StartContainer(exe, dir string, spec *ContainerSpec, stdio Stdio) (*Started, error) {
+// (this process's own /proc/self/exe). podPIDs, when not nil, is the pod's
+// shared pid namespace, which the container joins (without a pid namespace
+// of its own). The command gets its own session, so its process group is
+// its host pid. A command that cannot run returns an error naming what
+// failed (the container's StartError message), its init killed and reaped.
+func StartContainer(exe, dir string, spec *ContainerSpec, podPIDs *os.File, stdio Stdio) (*Started, error) {
 	if len(spec.Args) == 0 {
 		return nil, errors.New("spec has no command")
 	}
-	p := initProcess{exe: exe, dir: dir, stdio: stdio, cgroupProcs: spec.CgroupProcs}
+	p := initProcess{exe: exe, dir: dir, stdio: stdio, cgroupProcs: spec.CgroupProcs, pidNamespace: podPIDs}
 	if spec.Isolation != nil {
 		p.cloneflags = unix.CLONE_NEWNS
 		if spec.Isolation.OwnPIDs {
 			p.cloneflags |= unix.CLONE_NEWPID
+			p.pidNamespace = nil
 		}
 	}
 	cmd, hostPID, err := p.start()
@@ -52,21 +54,27 @@ func StartContainer(exe, dir string, spec *ContainerSpec, stdio Stdio) (*Started
 }
 
 // StartExec runs args in the running container whose command has host pid
-// hostPID: in its mount namespace (or its root, see Isolation.Nsenter), with
-// its environment, working dir, user, capabilities and cgroups, in a session
-// of its own. This process is already in the pod's other namespaces. It
-// returns once args has been executed, or an error naming what failed.
-func StartExec(exe, dir string, spec *ContainerSpec, hostPID int, args []string, stdio Stdio) (*exec.Cmd, error) {
+// hostPID: in its mount namespace (or its root, see Isolation.Nsenter) and
+// its pid namespace (its own, or podPIDs, the pod's), with its environment,
+// working dir, user, capabilities and cgroups, in a session of its own.
+// This process is already in the pod's other namespaces. It returns once
+// args has been executed, or an error naming what failed.
+func StartExec(exe, dir string, spec *ContainerSpec, hostPID int, podPIDs *os.File, args []string, stdio Stdio) (*exec.Cmd, error) {
 	if len(args) == 0 {
 		return nil, errors.New("exec command is empty")
 	}
 	p := initProcess{
 		exe: exe, dir: dir, execArgs: args, execPID: hostPID,
-		stdio: stdio, cgroupProcs: spec.CgroupProcs,
+		stdio: stdio, cgroupProcs: spec.CgroupProcs, pidNamespace: podPIDs,
 	}
 	if iso := spec.Isolation; iso != nil {
 		if iso.OwnPIDs {
-			p.pidNamespace = fmt.Sprintf("/proc/%d/ns/pid", hostPID)
+			own, err := os.Open(fmt.Sprintf("/proc/%d/ns/pid", hostPID))
+			if err != nil {
+				return nil, fmt.Errorf("container's pid namespace: %w", err)
+			}
+			defer own.Close()
+			p.pidNamespace = own
 		}
 		p.nsenter = iso.Nsenter
 		p.userns = iso.UserNamespace != nil
@@ -93,8 +101,8 @@ type initProcess struct {
 	cgroupProcs []string
 	cloneflags  uintptr
 	// pidNamespace, when set, is the pid namespace the init is started in
-	// (an exec joining its container's).
-	pidNamespace string
+	// (the pod's shared one, or an exec joining its container's own).
+	pidNamespace *os.File
 	// nsenter, when set, starts an exec's init through nsenter in the mount
 	// namespace of execPID, and with userns in its user namespace too.
 	nsenter string
@@ -149,7 +157,7 @@ func (p initProcess) start() (*exec.Cmd, int, error) {
 	if p.stdio.Err != nil {
 		cmd.Stderr = p.stdio.Err
 	}
-	if p.pidNamespace != "" {
+	if p.pidNamespace != nil {
 		err = startInPIDNamespace(p.pidNamespace, cmd)
 	} else {
 		err = cmd.Start()
@@ -281,16 +289,11 @@ func initMsgError(line string) error {
 	return fmt.Errorf("container init sent %q", line)
 }
 
-// startInPIDNamespace starts cmd as a member of the pid namespace at nsPath:
+// startInPIDNamespace starts cmd as a member of the pid namespace target:
 // a thread's children are created in the pid namespace it joined, so cmd is
 // forked from a locked thread that joins it and then goes back. A thread that
 // cannot go back is left locked, and Go ends it with its goroutine.
-func startInPIDNamespace(nsPath string, cmd *exec.Cmd) error {
-	target, err := os.Open(nsPath)
-	if err != nil {
-		return fmt.Errorf("container's pid namespace: %w", err)
-	}
-	defer target.Close()
+func startInPIDNamespace(target *os.File, cmd *exec.Cmd) error {
 	runtime.LockOSThread()
 	own, err := os.Open("/proc/thread-self/ns/pid_for_children")
 	if err != nil {

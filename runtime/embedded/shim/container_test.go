@@ -133,10 +133,10 @@ func runStep(exe string, step podStep, hostPIDs map[string]int) (stepResult, err
 	var cmd *exec.Cmd
 	begin := time.Now()
 	if step.Exec != nil {
-		cmd, err = StartExec(exe, step.Dir, &spec, hostPIDs[step.Dir], step.Exec, Stdio{Out: outW, Err: outW})
+		cmd, err = StartExec(exe, step.Dir, &spec, hostPIDs[step.Dir], nil, step.Exec, Stdio{Out: outW, Err: outW})
 	} else {
 		var st *Started
-		if st, err = StartContainer(exe, step.Dir, &spec, Stdio{Out: outW, Err: outW}); err == nil {
+		if st, err = StartContainer(exe, step.Dir, &spec, nil, Stdio{Out: outW, Err: outW}); err == nil {
 			cmd, res.HostPID = st.Cmd, st.HostPID
 			hostPIDs[step.Dir] = st.HostPID
 		}
@@ -563,7 +563,7 @@ func TestShimWithoutIsolation(t *testing.T) {
 		t.Fatal(err)
 	}
 	nope := newContainer(t, nil, nil, "nope")
-	if _, err := StartContainer(exe, nope, &ContainerSpec{Args: []string{"nope"}}, Stdio{}); err == nil ||
+	if _, err := StartContainer(exe, nope, &ContainerSpec{Args: []string{"nope"}}, nil, Stdio{}); err == nil ||
 		err.Error() != `exec: "nope": executable file not found in $PATH` {
 		t.Errorf("unknown command: %v", err)
 	}
@@ -615,7 +615,7 @@ func runUnisolated(t *testing.T, dir string) (*Started, string) {
 	if err := json.Unmarshal(data, &spec); err != nil {
 		t.Fatal(err)
 	}
-	st, err := StartContainer(exe, dir, &spec, Stdio{Out: out, Err: out})
+	st, err := StartContainer(exe, dir, &spec, nil, Stdio{Out: out, Err: out})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ const (
 //	}
 func Requested() bool {
 	m := os.Getenv(ModeEnv)
-	return m == ModePod || m == ModeInit || m == ModeProbe || m == ModeHold
+	return m == ModePod || m == ModeInit || m == ModeProbe || m == ModeHold || m == modePause || m == modePauseReap
 }
 
 // Main runs the mode ModeEnv names and returns the process's exit code.
@@ -50,6 +50,10 @@ func Main() int {
 	case ModeProbe:
 	case ModeHold:
 		err = hold()
+	case modePause:
+		err = runPause()
+	case modePauseReap:
+		err = runPauseReap()
 	default:
 		err = fmt.Errorf("%s=%q is not a shim mode", ModeEnv, os.Getenv(ModeEnv))
 	}

@@ -25,14 +25,18 @@ const drainTimeout = 2 * time.Second
 
 // podShim is one pod's supervisor. Started by the runtime in the pod's new
 // namespaces, it is their first process (PID 1 of the pod's pid namespace
-// unless the pod shares the host's): it reaps whatever is orphaned in the pod,
-// starts containers and execs as its children, copies their output to the
-// CRI logs and records their exits. It ends when the runtime kills it, and the
-// kernel then kills everything left in the pod.
+// when each container has its own inside it; with one the containers share,
+// the pause is, and the shim stays in the host's): it reaps whatever is
+// orphaned in the pod, starts containers and execs as its children, copies
+// their output to the CRI logs and records their exits. It ends when the
+// runtime kills it, and the kernel then kills everything left in the pod.
 type podShim struct {
 	dir     string
 	exe     string // this binary, re-executed as each container's init
 	hostPID int    // this process in the runtime's pid namespace
+	// podPIDs is the pid namespace the pod's containers share, held by the
+	// pause (PodSpec.SharedPIDs); nil without. Set before the shim serves.
+	podPIDs *os.File
 
 	// reapMu is held from a child's fork until it is registered in waiters, so
 	// the reaper cannot take its exit for an orphan's.
@@ -121,6 +125,11 @@ func runPod(dir string, report *os.File) (err error) {
 	sigchld := make(chan os.Signal, 16)
 	signal.Notify(sigchld, syscall.SIGCHLD)
 	go p.reap(sigchld)
+	if spec.SharedPIDs {
+		if err := p.startPause(); err != nil {
+			return err
+		}
+	}
 
 	_ = os.Remove(SocketName)
 	lis, err := listenUnix(SocketName)
@@ -326,7 +335,7 @@ func (p *podShim) startLocked(dir string, lock *os.File) (*State, error) {
 	var started *Started
 	pid, exited, err := p.spawn(func() (int, error) {
 		var err error
-		started, err = StartContainer(p.exe, dir, &spec, child)
+		started, err = StartContainer(p.exe, dir, &spec, p.podPIDs, child)
 		if err != nil {
 			return 0, err
 		}
@@ -498,7 +507,7 @@ func (p *podShim) exec(conn *os.File, req Request, files []*os.File) (int32, err
 		return 0, fmt.Errorf("container %s is not running", filepath.Base(req.Dir))
 	}
 	pid, exited, err := p.spawn(func() (int, error) {
-		cmd, err := StartExec(p.exe, req.Dir, r.spec, r.hostPID, req.Args, Stdio{In: files[0], Out: files[1], Err: files[2], Tty: req.Tty})
+		cmd, err := StartExec(p.exe, req.Dir, r.spec, r.hostPID, p.podPIDs, req.Args, Stdio{In: files[0], Out: files[1], Err: files[2], Tty: req.Tty})
 		if err != nil {
 			return 0, err
 		}

@@ -42,4 +42,8 @@ type PodSpec struct {
 	// Sysctls are written under /proc/sys in the pod's namespaces; the runtime
 	// admits only those the pod's own namespaces scope.
 	Sysctls map[string]string `json:"sysctls,omitempty"`
+	// SharedPIDs gives the pod one pid namespace its containers share (the
+	// CRI's NamespaceMode POD), held by a pause (see modePause); the shim
+	// stays out of it.
+	SharedPIDs bool `json:"shared_pids,omitempty"`
 }
