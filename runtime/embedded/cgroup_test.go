@@ -3,8 +3,10 @@ package embedded
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -284,5 +286,69 @@ func TestOOMKilledThroughThePodShim(t *testing.T) {
 	st := h.oomContainer(false)
 	if st.GetReason() != reasonOOMKilled || st.GetExitCode() != 137 {
 		t.Fatalf("exit = %d %q, want 137 %q", st.GetExitCode(), st.GetReason(), reasonOOMKilled)
+	}
+}
+
+// A container sees its own cgroup under /sys/fs/cgroup, as containerd's
+// do: no other pod's (their uids name their cgroups), its own limit, and
+// read-only; on cgroup v2 in a cgroup namespace, so /proc/self/cgroup
+// says "0::/", for an exec too. A privileged container's is writable
+// (on v1 still its own; on v2 it sees the host's tree, as containerd's).
+func TestAContainerSeesItsOwnCgroupOnly(t *testing.T) {
+	h := cgroupHarness(t)
+	other, otherCfg := h.uniquePod("other")
+	h.run(other, otherCfg, "c", "sleep", "1000")
+	sb, sbCfg := h.uniquePod("own")
+	v2 := h.rt.cgroups.Mode() == cgroups.V2
+	memory, limit, line := "/sys/fs/cgroup/memory", "memory.limit_in_bytes", ":memory:"
+	if v2 {
+		memory, limit, line = "/sys/fs/cgroup", "memory.max", "^0::"
+	}
+	script := `
+		find /sys/fs/cgroup | grep -e '` + otherCfg.GetMetadata().GetUid() + `' -e '` + sbCfg.GetMetadata().GetUid() + `' | head -3
+		echo "limit $(cat ` + memory + `/` + limit + `)"
+		mkdir ` + memory + `/sub 2>/dev/null && rmdir ` + memory + `/sub && echo writable || echo read-only
+		echo "cgroup $(grep -e '` + line + `' /proc/self/cgroup | cut -d: -f3)"
+		sleep 1000`
+	for _, privileged := range []bool{false, true} {
+		cfg := containerConfig(fmt.Sprintf("c-%v", privileged), nil, "sh", "-c", script)
+		cfg.Linux = &runtimeapi.LinuxContainerConfig{
+			Resources:       &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: 96 << 20},
+			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{Privileged: privileged},
+		}
+		id := h.create(sb, sbCfg, cfg)
+		h.startC(id)
+		lines := h.waitLog(h.status(id).GetLogPath(), "cgroup ")
+		var got []string
+		for _, l := range lines {
+			_, content, _ := strings.Cut(l, " stdout F ")
+			got = append(got, content)
+		}
+		want := []string{"limit 100663296", "read-only", "cgroup /"}
+		switch {
+		case privileged && v2: // the host's tree, the host's cgroup namespace
+			if len(got) != 3 || got[1] != "writable" || got[2] == "cgroup /" {
+				t.Errorf("privileged on v2 saw %q, want the host's tree, writable", got)
+			}
+			continue
+		case privileged:
+			want[1] = "writable"
+		}
+		if !v2 {
+			c, err := h.rt.getContainer(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[2] = "cgroup " + c.cgroup.Paths()["memory"]
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("privileged %v saw %q, want %q", privileged, got, want)
+		}
+		if v2 && !privileged {
+			resp, err := h.rs.ExecSync(ctxT(t), &runtimeapi.ExecSyncRequest{ContainerId: id, Timeout: 30, Cmd: []string{"cat", "/proc/self/cgroup"}})
+			if err != nil || string(resp.GetStdout()) != "0::/\n" {
+				t.Errorf("an exec's /proc/self/cgroup: %q, %v; want 0::/", resp.GetStdout(), err)
+			}
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/jetlet/jetlet/internal/atomicfile"
+	"github.com/jetlet/jetlet/runtime/embedded/cgroups"
 	"github.com/jetlet/jetlet/runtime/embedded/shim"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -136,6 +137,13 @@ func (r *Runtime) buildSpec(c *container, s *sandbox) (*shim.ContainerSpec, erro
 			return nil, err
 		}
 		iso.OwnPIDs = s.config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetPid() == runtimeapi.NamespaceMode_CONTAINER
+		// As containerd: on cgroup v2 a cgroup namespace, but for a
+		// privileged container, which sees the host's tree.
+		if r.cgroups.Mode() == cgroups.V2 {
+			privileged := cfg.GetLinux().GetSecurityContext().GetPrivileged()
+			iso.CgroupNamespace = c.cgroup != nil && !privileged
+			iso.HostCgroups = privileged
+		}
 		iso.Nsenter = r.iso.nsenter
 		if c.images != nil {
 			iso.Rootfs = r.imageRootfs(c)

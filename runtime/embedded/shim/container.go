@@ -78,6 +78,7 @@ func StartExec(exe, dir string, spec *ContainerSpec, hostPID int, podPIDs *os.Fi
 		}
 		p.nsenter = iso.Nsenter
 		p.userns = iso.UserNamespace != nil
+		p.cgroupns = iso.CgroupNamespace
 	}
 	cmd, _, err := p.start()
 	return cmd, err
@@ -104,9 +105,11 @@ type initProcess struct {
 	// (the pod's shared one, or an exec joining its container's own).
 	pidNamespace *os.File
 	// nsenter, when set, starts an exec's init through nsenter in the mount
-	// namespace of execPID, and with userns in its user namespace too.
-	nsenter string
-	userns  bool
+	// namespace of execPID, with cgroupns in its cgroup namespace, and
+	// with userns in its user namespace too.
+	nsenter  string
+	cgroupns bool
+	userns   bool
 }
 
 // start starts the init and runs the parent's half of the init protocol (see
@@ -197,6 +200,9 @@ func (p initProcess) prepareExec(cmd *exec.Cmd) (*os.File, error) {
 	}
 	cmd.Path = p.nsenter
 	cmd.Args = []string{"nsenter", fmt.Sprintf("--mount=/proc/%d/ns/mnt", p.execPID)}
+	if p.cgroupns {
+		cmd.Args = append(cmd.Args, fmt.Sprintf("--cgroup=/proc/%d/ns/cgroup", p.execPID))
+	}
 	if p.userns {
 		// nsenter enters it last, once the host's root has entered the rest.
 		cmd.Args = append(cmd.Args, fmt.Sprintf("--user=/proc/%d/ns/user", p.execPID))

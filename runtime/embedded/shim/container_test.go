@@ -721,3 +721,67 @@ func TestShimDev(t *testing.T) {
 		t.Errorf("/dev holds %s\nwant %s", got, want)
 	}
 }
+
+// A container sees its own cgroup at /sys/fs/cgroup and no other: in the
+// hierarchy it has one in, that one (here the pids hierarchy on v1, the
+// unified one on v2), elsewhere nothing; with CgroupNamespace (the
+// runtime's choice on v2, tried here whatever the host's version) its
+// command and its execs, through nsenter or not, see "/" as their cgroup.
+func TestShimContainerSeesItsOwnCgroup(t *testing.T) {
+	own, view, line := testCgroup(t)
+	nsenter, _ := exec.LookPath("nsenter")
+	for _, nsenter := range []string{"", nsenter} {
+		iso := &Isolation{Capabilities: capsOf(defaultCapabilities), CgroupNamespace: true, Nsenter: nsenter, OwnPIDs: true}
+		dir := newContainer(t, iso, func(s *ContainerSpec) {
+			s.CgroupProcs = []string{filepath.Join(own, "cgroup.procs")}
+		}, sh(`echo "$(test -e `+view+`/cgroup.procs && find `+view+` -mindepth 1 -type d | wc -l) $(grep '`+line+`' /proc/self/cgroup | cut -d: -f3)"; exec sleep 1000`)...)
+		res := runTestPod(t,
+			podStep{Dir: dir, Keep: true},
+			podStep{Dir: dir, Exec: sh(`grep '` + line + `' /proc/self/cgroup | cut -d: -f3`)},
+		)
+		// Its own cgroup has no child cgroup; any other above it has one.
+		wantRun(t, res[0])
+		if res[0].Output != "0 /\n" {
+			t.Errorf("nsenter %q: the container saw %q, want no cgroup below its own, and / as its own", nsenter, res[0].Output)
+		}
+		if res[1].StartErr != "" || res[1].Output != "/\n" {
+			t.Errorf("nsenter %q: an exec's cgroup: %q (%s), want /", nsenter, res[1].Output, res[1].StartErr)
+		}
+	}
+}
+
+// testCgroup makes a cgroup under this process's in the pids hierarchy
+// (cgroup v1) or the unified one (v2), removed at the end of the test. It
+// returns its directory, where a container sees it, and the line of
+// /proc/self/cgroup that names it.
+func testCgroup(t *testing.T) (dir, view, line string) {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mp, path string
+	for _, l := range strings.Split(string(data), "\n") {
+		f := strings.SplitN(l, ":", 3)
+		if len(f) == 3 && f[1] == "pids" {
+			mp, path, view, line = "/sys/fs/cgroup/pids", f[2], "/sys/fs/cgroup/pids", ":pids:"
+			break
+		}
+		if len(f) == 3 && f[0] == "0" && isCgroupHierarchy("/sys/fs/cgroup") {
+			mp, path, view, line = "/sys/fs/cgroup", f[2], "/sys/fs/cgroup", "^0::"
+		}
+	}
+	if mp == "" {
+		t.Skip("no cgroup v1 pids hierarchy nor cgroup v2 at /sys/fs/cgroup")
+	}
+	dir = filepath.Join(mp, path, fmt.Sprintf("jetlet-shim-test-%d", os.Getpid()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.Remove(dir); err != nil {
+			t.Errorf("remove the test's cgroup: %v", err)
+		}
+	})
+	return dir, view, line
+}

@@ -101,6 +101,11 @@ func initContainer(dir string, sync *os.File) error {
 			// This process shares the pod's other namespaces already; only
 			// the container's mount view is missing, and without nsenter
 			// its root is the nearest thing (see Isolation.Nsenter).
+			if spec.Isolation.CgroupNamespace {
+				if err := joinCgroupNamespace(execPID); err != nil {
+					return err
+				}
+			}
 			if err := unix.Chroot("/proc/" + execPID + "/root"); err != nil {
 				return fmt.Errorf("enter the container's root: %w", err)
 			}
@@ -114,12 +119,12 @@ func initContainer(dir string, sync *os.File) error {
 		if err != nil {
 			return err
 		}
-		if err := setUpMountNamespace(dir, spec.Isolation, u); err != nil {
+		if err := setUpMountNamespace(dir, spec.Isolation, spec.CgroupProcs, u); err != nil {
 			return err
 		}
 		return enterUserNamespace(h, sync)
 	case spec.Isolation != nil:
-		if err := setUpMountNamespace(dir, spec.Isolation, nil); err != nil {
+		if err := setUpMountNamespace(dir, spec.Isolation, spec.CgroupProcs, nil); err != nil {
 			return err
 		}
 	}
@@ -133,6 +138,12 @@ func initContainer(dir string, sync *os.File) error {
 	line, err := bufio.NewReader(sync).ReadString('\n')
 	if err != nil || line != "go\n" {
 		return fmt.Errorf("waiting for the parent: got %q, %v", line, err)
+	}
+	if spec.Isolation != nil && spec.Isolation.CgroupNamespace && execPID == "" {
+		// Now that the parent has put this process in its cgroups.
+		if err := unshareCgroupNamespace(); err != nil {
+			return err
+		}
 	}
 	return execCommand(spec, args)
 }

@@ -29,7 +29,7 @@ import (
 // idmapped to it, what the init makes for the container is owned by the
 // pod's root, and the root is made the working directory instead: the
 // init enters the namespace before it pivots (see pivotRootHere).
-func setUpMountNamespace(dir string, iso *Isolation, u *podUserns) error {
+func setUpMountNamespace(dir string, iso *Isolation, cgroupProcs []string, u *podUserns) error {
 	clones, err := cloneSharedVolumes(iso.Mounts)
 	if err != nil {
 		return err
@@ -75,7 +75,7 @@ func setUpMountNamespace(dir string, iso *Isolation, u *podUserns) error {
 			return fmt.Errorf("mount /tmp: %w", err)
 		}
 	}
-	if err := mountKernelFS(r, hostMounts, iso.WritableSysfs); err != nil {
+	if err := mountKernelFS(r, hostMounts, iso, cgroupProcs); err != nil {
 		return err
 	}
 	if err := mountDev(r, iso.Devices, iso.DeviceNodes, u); err != nil {
@@ -341,11 +341,12 @@ func hidePath(r *containerRoot, p string, null *os.File, tmpfs []string) ([]stri
 }
 
 // mountKernelFS mounts the pod's /proc and binds the host's /sys tree,
-// read-only unless writableSys.
+// read-only unless iso.WritableSysfs, each cgroup hierarchy in it as the
+// container's own cgroup there (cgroupview.go).
 // Their mount points are real directories of the root, never symbolic links
 // (an image's /proc linked elsewhere is runc's CVE-2019-16884), made when
 // the image lacks them.
-func mountKernelFS(r *containerRoot, hostMounts []string, writableSys bool) error {
+func mountKernelFS(r *containerRoot, hostMounts []string, iso *Isolation, cgroupProcs []string) error {
 	proc, err := r.mountPoint("proc", noLinks, true)
 	if err != nil {
 		return fmt.Errorf("/proc: %w", err)
@@ -358,7 +359,13 @@ func mountKernelFS(r *containerRoot, hostMounts []string, writableSys bool) erro
 		if !under(mp, "/sys") {
 			continue
 		}
-		if err := bindHostPath(r, mp, mp, noLinks, !writableSys); err != nil {
+		src := mp
+		if !iso.HostCgroups && isCgroupHierarchy(mp) {
+			if src = ownCgroupIn(mp, cgroupProcs); src == "" {
+				continue // left an empty directory
+			}
+		}
+		if err := bindHostPath(r, src, mp, noLinks, !iso.WritableSysfs); err != nil {
 			return fmt.Errorf("bind %s: %w", mp, err)
 		}
 	}

@@ -85,8 +85,16 @@ type Isolation struct {
 	// NoNewPrivs sets PR_SET_NO_NEW_PRIVS (allowPrivilegeEscalation: false).
 	NoNewPrivs bool `json:"no_new_privs,omitempty"`
 	// WritableSysfs leaves the host's /sys tree writable (a privileged
-	// container); otherwise it is bound read-only.
+	// container), its cgroups too; otherwise it is bound read-only.
 	WritableSysfs bool `json:"writable_sysfs,omitempty"`
+	// CgroupNamespace runs the command in a cgroup namespace of its own,
+	// rooted at its cgroup, and its execs in it (cgroup v2, as containerd;
+	// see cgroupview.go).
+	CgroupNamespace bool `json:"cgroup_namespace,omitempty"`
+	// HostCgroups shows the host's whole cgroup tree under /sys/fs/cgroup
+	// (a privileged container on cgroup v2, as containerd); otherwise each
+	// hierarchy shows the container's own cgroup, or nothing.
+	HostCgroups bool `json:"host_cgroups,omitempty"`
 	// DeviceNodes lets device nodes made in /dev open (a privileged
 	// container, whose devices cgroup allows every device); otherwise /dev
 	// is nodev and holds the defaults and Devices only.
