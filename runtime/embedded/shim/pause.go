@@ -48,9 +48,12 @@ const (
 	pauseUID = 65535
 )
 
-// startPause starts the pod's pause and returns its pid namespace. The
-// pause is a child of this shim, which ends when the pause does: the pod's
-// processes were killed with it, as a pod whose pause container died.
+// startPause starts the pod's pause. What can fail before the fork fails
+// the shim's start; the rest runs while the shim serves, off the pod's
+// start: the handshake, after which podPIDNamespace returns the pause's pid
+// namespace, and the wait for the pause's end. The shim ends when the pause
+// does, or fails to start: the pod's processes were killed with it, as a
+// pod whose pause container died.
 func (p *podShim) startPause() error {
 	var sync *os.File
 	pid, exited, err := p.spawn(func() (int, error) {
@@ -64,20 +67,31 @@ func (p *podShim) startPause() error {
 	if err != nil {
 		return fmt.Errorf("start the pod's pause: %w", err)
 	}
-	defer sync.Close()
-	pidns, err := pauseHandshake(sync, pid)
-	if err != nil {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		<-exited
-		return fmt.Errorf("the pod's pause: %w", err)
-	}
-	p.podPIDs = pidns
+	p.pauseReady = make(chan struct{})
 	go func() {
+		pidns, err := pauseHandshake(sync, pid)
+		sync.Close()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "jetlet-shim %s: the pod's pause: %v\n", p.dir, err)
+			os.Exit(1) // the pause dies with this process
+		}
+		p.podPIDs = pidns
+		close(p.pauseReady)
 		ws := <-exited
 		fmt.Fprintf(os.Stderr, "jetlet-shim %s: the pod's pause ended (exit code %d): the pod's processes are gone\n", p.dir, exitCode(ws))
 		os.Exit(1)
 	}()
 	return nil
+}
+
+// podPIDNamespace is the pid namespace the pod's containers share, once
+// the pause holds it; nil when they share none (see PodSpec.SharedPIDs).
+func (p *podShim) podPIDNamespace() *os.File {
+	if p.pauseReady == nil {
+		return nil
+	}
+	<-p.pauseReady
+	return p.podPIDs
 }
 
 // forkPause forks the pause's first stage from a thread locked for the rest

@@ -34,9 +34,12 @@ type podShim struct {
 	dir     string
 	exe     string // this binary, re-executed as each container's init
 	hostPID int    // this process in the runtime's pid namespace
-	// podPIDs is the pid namespace the pod's containers share, held by the
-	// pause (PodSpec.SharedPIDs); nil without. Set before the shim serves.
-	podPIDs *os.File
+	// pauseReady, made before the shim serves when the pod's containers
+	// share a pid namespace (PodSpec.SharedPIDs), is closed once the
+	// pause holds it; podPIDs, that namespace, is written before and read
+	// after (podPIDNamespace).
+	pauseReady chan struct{}
+	podPIDs    *os.File
 
 	// reapMu is held from a child's fork until it is registered in waiters, so
 	// the reaper cannot take its exit for an orphan's.
@@ -333,9 +336,10 @@ func (p *podShim) startLocked(dir string, lock *os.File) (*State, error) {
 		return nil, err
 	}
 	var started *Started
+	pidns := p.podPIDNamespace()
 	pid, exited, err := p.spawn(func() (int, error) {
 		var err error
-		started, err = StartContainer(p.exe, dir, &spec, p.podPIDs, child)
+		started, err = StartContainer(p.exe, dir, &spec, pidns, child)
 		if err != nil {
 			return 0, err
 		}
@@ -506,8 +510,9 @@ func (p *podShim) exec(conn *os.File, req Request, files []*os.File) (int32, err
 	if r == nil {
 		return 0, fmt.Errorf("container %s is not running", filepath.Base(req.Dir))
 	}
+	pidns := p.podPIDNamespace()
 	pid, exited, err := p.spawn(func() (int, error) {
-		cmd, err := StartExec(p.exe, req.Dir, r.spec, r.hostPID, p.podPIDs, req.Args, Stdio{In: files[0], Out: files[1], Err: files[2], Tty: req.Tty})
+		cmd, err := StartExec(p.exe, req.Dir, r.spec, r.hostPID, pidns, req.Args, Stdio{In: files[0], Out: files[1], Err: files[2], Tty: req.Tty})
 		if err != nil {
 			return 0, err
 		}
