@@ -27,8 +27,9 @@ import (
 //     into an empty read-only tmpfs mounted nowhere (emptyRoot: ".." from
 //     its root stays there), sets no_new_privs, empties its bounding set,
 //     becomes pauseUID with no capability left, and executes the second
-//     stage from the sealed binary (on one thread: no_new_privs and the
-//     bounding set are a thread's, and the exec leaves that thread alone).
+//     stage from the sealed binary (from one thread: no_new_privs and the
+//     bounding set are a thread's, and execve keeps only the calling one,
+//     whose state every thread of the new image inherits).
 //   - modePauseReap: not dumpable, SIGKILLed when the shim's thread that
 //     forked it ends (the shim's end), it tells the shim it is ready on the
 //     sync socket and, on "go", reaps children until SIGTERM or SIGINT.
@@ -225,8 +226,9 @@ func dropToPause() error {
 	if err := none.dropBounding(); err != nil {
 		return err
 	}
-	// Go changes the ids of every thread; the uid change clears their
-	// effective, permitted and ambient sets, apply the inheritable one.
+	// Go changes the ids of every thread, which clears their effective,
+	// permitted and ambient sets; apply clears this thread's inheritable
+	// set, the one the exec keeps.
 	if err := syscall.Setgroups(nil); err != nil {
 		return fmt.Errorf("drop groups: %w", err)
 	}
