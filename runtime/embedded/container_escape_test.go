@@ -65,7 +65,8 @@ func TestAPodInAUserNamespaceCannotSetACgroupReleaseAgent(t *testing.T) {
 // In a pod whose containers share a pid namespace (shareProcessNamespace),
 // PID 1 is the pause, not the shim: a container that adds CAP_SYS_PTRACE
 // (the privileged Pod Security level allows it) finds a process of no
-// capability, on no root, holding nothing; and no process of the host's
+// capability, on no root, holding nothing, in a mount namespace of nothing
+// else (CAP_SYS_ADMIN lets it enter that); and no process of the host's
 // (the shim) is in the namespace, for an exec either.
 func TestASharedPIDNamespaceShowsNothingOfTheHost(t *testing.T) {
 	h := newHarness(t)
@@ -86,10 +87,12 @@ func TestASharedPIDNamespaceShowsNothingOfTheHost(t *testing.T) {
 			echo "fds: $(ls /proc/1/fd | tr '\n' ' ')"
 			for f in /proc/1/fd/*; do [ "$(readlink $f)" = /dev/null ] || echo "$f: $(readlink $f)"; done
 			echo x 2>/dev/null >> /proc/1/exe || echo "exe not writable"
+			echo "mounts: $(cut -d' ' -f5,8 /proc/1/mountinfo)"
+			nsenter -m/proc/1/ns/mnt ls / 2>&1
 			for p in /proc/[0-9]*; do cat $p/comm; done | grep -x jetlet-shim
 			echo done`}
 		c.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
-			Capabilities: &runtimeapi.Capability{AddCapabilities: []string{"SYS_PTRACE"}},
+			Capabilities: &runtimeapi.Capability{AddCapabilities: []string{"SYS_PTRACE", "SYS_ADMIN"}},
 		}}
 	})
 	want := `comm pause
@@ -110,6 +113,8 @@ NoNewPrivs: 1
 environ: JETLET_PROC_SHIM=pause-reap 
 fds: 0 1 2 
 exe not writable
+mounts: / tmpfs
+nsenter: can't execute 'ls': No such file or directory
 done
 `
 	if got != want {

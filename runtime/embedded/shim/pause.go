@@ -23,10 +23,10 @@ import (
 // through the shim's /proc/1/root and could ptrace the host's root. The
 // pause is the shim binary, run in two stages:
 //
-//   - modePause, as the host's root in the new pid namespace: it chroots
-//     into an empty read-only tmpfs mounted nowhere (emptyRoot: ".." from
-//     its root stays there), sets no_new_privs, empties its bounding set,
-//     becomes pauseUID with no capability left, and executes the second
+//   - modePause, as the host's root in the new pid and mount namespaces:
+//     it pivots into an empty read-only tmpfs, the only mount left in its
+//     namespace (enterEmptyRoot), sets no_new_privs, empties its bounding
+//     set, becomes pauseUID with no capability left, and executes the second
 //     stage from the sealed binary (from one thread: no_new_privs and the
 //     bounding set are a thread's, and execve keeps only the calling one,
 //     whose state every thread of the new image inherits).
@@ -143,7 +143,7 @@ func startPauseProcess(exe string) (*exec.Cmd, *os.File, error) {
 		Args:        []string{"pause"},
 		Env:         []string{ModeEnv + "=" + modePause},
 		ExtraFiles:  []*os.File{child, root, bin},
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Cloneflags: syscall.CLONE_NEWPID},
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS},
 	}
 	if err := cmd.Start(); err != nil {
 		parent.Close()
@@ -152,9 +152,8 @@ func startPauseProcess(exe string) (*exec.Cmd, *os.File, error) {
 	return cmd, parent, nil
 }
 
-// emptyRoot is the pause's root: a new tmpfs, read-only and empty, mounted
-// nowhere. Outside every mount tree, ".." from its root stays at its root,
-// so /proc/1/root/.. leads nowhere either.
+// emptyRoot is the pause's root: a new tmpfs, read-only and empty, not
+// mounted yet (enterEmptyRoot mounts it in the pause's namespace).
 func emptyRoot() (*os.File, error) {
 	fs, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
 	if err != nil {
@@ -210,11 +209,8 @@ func runPause() error {
 
 func dropToPause() error {
 	runtime.LockOSThread() // never unlocked: this thread executes the second stage
-	if err := unix.Fchdir(pauseRootFD); err != nil {
-		return fmt.Errorf("enter the empty root: %w", err)
-	}
-	if err := unix.Chroot("."); err != nil {
-		return fmt.Errorf("chroot into the empty root: %w", err)
+	if err := enterEmptyRoot(); err != nil {
+		return err
 	}
 	if err := unix.Close(pauseRootFD); err != nil {
 		return err
@@ -261,6 +257,41 @@ func dropToPause() error {
 	_, _, errno := unix.Syscall6(unix.SYS_EXECVEAT, pauseExeFD, uintptr(unsafe.Pointer(empty)),
 		uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])), unix.AT_EMPTY_PATH, 0)
 	return fmt.Errorf("execute the pause: %w", errno)
+}
+
+// enterEmptyRoot makes the empty tmpfs (pauseRootFD) this process's root
+// and working dir, alone in its mount namespace (a copy of the host's, made
+// at its clone): attached, pivoted into, the old root detached, so that a
+// container allowed to setns into /proc/1/ns/mnt finds nothing either.
+// Where pivot_root is refused (an initramfs root), it is detached again and
+// chrooted into: ".." from its root still leads nowhere, but the namespace
+// is the host's copy.
+func enterEmptyRoot() error {
+	// Nothing unmounted here reaches the host.
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make the mounts private: %w", err)
+	}
+	if err := unix.MoveMount(pauseRootFD, "", unix.AT_FDCWD, "/proc", unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("attach the empty root: %w", err)
+	}
+	if err := unix.Fchdir(pauseRootFD); err != nil {
+		return fmt.Errorf("enter the empty root: %w", err)
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+			return fmt.Errorf("detach the empty root (pivot_root refused): %w", err)
+		}
+		if err := unix.Chroot("."); err != nil {
+			return fmt.Errorf("chroot into the empty root (pivot_root refused): %w", err)
+		}
+		return nil
+	}
+	// The old root is stacked on the new one: detached, it takes every
+	// mount of the host's with it.
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detach the old root: %w", err)
+	}
+	return unix.Chdir("/")
 }
 
 // runPauseReap is the pause's second stage.
