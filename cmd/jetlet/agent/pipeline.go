@@ -388,7 +388,7 @@ func (a *agent) nodeRecord(ctx context.Context, p *pipeline, client *runtime.Cli
 		Pods:              p.workers.PodCounts(),
 		StartedAt:         p.startedAt,
 	}
-	p.node.record(&rec, p.workers.Allocated(), p.eviction.Conditions(), p.startedAt)
+	p.node.record(&rec, p.workers.Allocated(), p.eviction.Conditions(), a.runtimeNetwork.Load(), p.startedAt)
 	rec.Images = p.imageGC.NodeImages(ctx)
 	return rec
 }
