@@ -176,7 +176,7 @@ func runNetProbe(t *testing.T, n *node, uid string, during func(), args ...strin
 		err = json.Unmarshal(data, &r)
 	}
 	if st.Phase != schemas.PhaseSucceeded || err != nil {
-		t.Fatalf("netprobe: %v, %s\n%+v", err, data, st)
+		t.Fatalf("netprobe: %v, %s\n%+v\n%s", err, data, st, n.containerLog(t, uid))
 	}
 	return r
 }
@@ -202,13 +202,15 @@ func acceptAll(t *testing.T, network, addr string) net.Listener {
 }
 
 // egressTarget is a TCP listener on an address of the host that is on no
-// pod network: a dummy interface's, which a pod reaches through its default
-// route, the bridge (the machine has no other network to go out to).
+// pod network: one end of a veth pair of its own, which a pod reaches
+// through its default route, the bridge (the machine has no other network
+// to go out to).
 func egressTarget(t *testing.T) string {
 	t.Helper()
 	link := fmt.Sprintf("jlteg%d", os.Getpid()%100000)
 	addr := fmt.Sprintf("198.18.%d.1", os.Getpid()%250)
-	for _, args := range [][]string{{"link", "add", link, "type", "dummy"}, {"addr", "add", addr + "/32", "dev", link}, {"link", "set", link, "up"}} {
+	for _, args := range [][]string{{"link", "add", link, "type", "veth", "peer", "name", link + "p"},
+		{"addr", "add", addr + "/32", "dev", link}, {"link", "set", link + "p", "up"}, {"link", "set", link, "up"}} {
 		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
 			_ = exec.Command("ip", "link", "del", link).Run()
 			t.Fatalf("ip %v: %v %s", args, err, out)
@@ -220,7 +222,9 @@ func egressTarget(t *testing.T) string {
 
 func portOf(t *testing.T, hostPort string) string {
 	t.Helper()
-	hostPort = strings.TrimPrefix(hostPort, "nats://")
+	if _, rest, ok := strings.Cut(hostPort, "://"); ok {
+		hostPort = rest
+	}
 	_, port, err := net.SplitHostPort(hostPort)
 	if err != nil {
 		t.Fatal(err)
