@@ -153,9 +153,8 @@ func runNetProbe(t *testing.T, n *node, uid string, during func(), args ...strin
 	if during != nil {
 		args = append(args, "-ready", filepath.Join(dir, "ready"), "-stop", filepath.Join(dir, "stop"))
 	}
-	script := bin + " " + strings.Join(args, " ") + " > " + out
 	n.publish(uid, sharing(t, netPodJSON(t, uid, false, corev1.RestartPolicyNever, corev1.Container{
-		Name: "app", Command: []string{"/bin/sh", "-c", script},
+		Name: "app", Command: append([]string{bin, "-out", out}, args...),
 	}), dir, filepath.Dir(bin)))
 	if during != nil {
 		poll.Until(t, 90*time.Second, func() string { return "netprobe's capture to run" }, func() bool {

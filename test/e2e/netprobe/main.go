@@ -1,7 +1,8 @@
 // Command netprobe is what the network tests run in a pod: it reports, as
 // JSON on stdout, the pod's network namespace, which TCP addresses and
 // abstract unix sockets it reaches, and whether an AF_PACKET capture on its
-// lo sees a marker the host sends on the host's loopback.
+// lo sees a marker the host sends on the host's loopback; -out names a file
+// to write it to instead.
 package main
 
 import (
@@ -9,6 +10,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"log"
 	"net"
 	"os"
 	"strings"
@@ -38,6 +40,7 @@ func main() {
 	marker := flag.String("capture-lo", "", "capture on lo until -stop exists and report whether this marker and its own passed")
 	ready := flag.String("ready", "", "file made once the capture runs")
 	stop := flag.String("stop", "", "file whose existence ends the capture")
+	out := flag.String("out", "", "write the report to this file (written whole: a temporary file renamed) instead of stdout")
 	flag.Parse()
 
 	r := report{Dials: map[string]string{}}
@@ -52,7 +55,17 @@ func main() {
 	if *marker != "" {
 		r.SawHostMarker, r.SawOwnMarker, r.CaptureError = capture(*marker, *ready, *stop)
 	}
-	_ = json.NewEncoder(os.Stdout).Encode(r)
+	data, _ := json.Marshal(r)
+	if *out == "" {
+		fmt.Println(string(data))
+		return
+	}
+	if err := os.WriteFile(*out+".tmp", data, 0o644); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.Rename(*out+".tmp", *out); err != nil {
+		log.Fatal(err)
+	}
 }
 
 func split(s string) []string {
