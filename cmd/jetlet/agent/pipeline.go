@@ -159,6 +159,7 @@ func (a *agent) buildPodSync(p *pipeline, js jetstream.JetStream, client *runtim
 	kuberuntime, err := reconcile.New(client, p.emit, reconcile.Config{
 		NodeName:        a.cfg.node,
 		NodeIP:          hostIP,
+		PodNetworkDown:  a.podNetworkDown,
 		NodeAllocatable: p.node.allocatable,
 		DataDir:         a.cfg.dataDir,
 		AllowPrivileged: p.node.level == admission.LevelPrivileged,

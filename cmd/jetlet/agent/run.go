@@ -440,7 +440,7 @@ func (a *agent) serve(ctx context.Context, js jetstream.JetStream, endpoint stri
 		return err
 	}
 	defer client.Close()
-	go watchRuntime(ctx, client, &a.runtimeHealth, &a.runtimeNetwork)
+	watchRuntime(ctx, client, &a.runtimeHealth, &a.runtimeNetwork)
 
 	pipeCtx, stopPipe := context.WithCancelCause(ctx)
 	defer stopPipe(nil)

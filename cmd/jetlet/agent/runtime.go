@@ -147,7 +147,9 @@ func (a *agent) connectRuntime(ctx context.Context, endpoint string, observe fun
 
 // watchRuntime keeps /readyz's runtime condition current (the runtime must
 // answer Status and report itself ready) and the node's NetworkUnavailable
-// condition, the runtime's NetworkReady.
+// condition, the runtime's NetworkReady. The first check is done when it
+// returns, so that pods are synced knowing the network's state; the next
+// run in the background until ctx is done.
 func watchRuntime(ctx context.Context, client *runtime.Client, healthy *atomic.Pointer[error], network *atomic.Pointer[schemas.NodeCondition]) {
 	check := func() {
 		callCtx, cancel := context.WithTimeout(ctx, runtimeStatusPeriod)
@@ -175,7 +177,14 @@ func watchRuntime(ctx context.Context, client *runtime.Client, healthy *atomic.P
 		healthy.Store(&result)
 	}
 	check()
-	periodic.Every(ctx, runtimeStatusPeriod, check)
+	go periodic.Every(ctx, runtimeStatusPeriod, check)
+}
+
+// podNetworkDown says whether the runtime's last Status had NetworkReady
+// false.
+func (a *agent) podNetworkDown() bool {
+	c := a.runtimeNetwork.Load()
+	return c != nil && c.Status == corev1.ConditionTrue
 }
 
 // networkCondition is the node's NetworkUnavailable for the runtime's
