@@ -351,6 +351,19 @@ func TestWithoutPluginsAPodHasOnlyLoopback(t *testing.T) {
 	if st, _ := n.status("lo"); len(sandboxIPs(st)) != 0 {
 		t.Errorf("pod IPs %v, want none", sandboxIPs(st))
 	}
+
+	// A running pod keeps its sandbox through later syncs: one without an IP
+	// is what the runtime gives while its network is down, not one to make
+	// again (kubelet's rule for a failed network plugin).
+	n.publish("sleeper", podJSON("sleeper", 1, "Always", "exec sleep 600"))
+	first := n.waitStatus("sleeper", 60*time.Second, func(st *schemas.PodStatus) bool { return st.Phase == schemas.PhaseRunning })
+	n.publish("sleeper", podJSON("sleeper", 2, "Always", "exec sleep 600"))
+	n.results("sleeper", 2)
+	if again, _ := n.status("sleeper"); again.Sandbox == nil || first.Sandbox == nil || again.Sandbox.ID != first.Sandbox.ID ||
+		again.Containers[0].ContainerID != first.Containers[0].ContainerID {
+		t.Errorf("the pod without IP got a new sandbox or container on its next sync: %+v, then %+v", first, again)
+	}
+
 	rec := n.waitRecord(t, 30*time.Second, func(rec schemas.NodeRecord) bool { return hasCondition(rec, corev1.NodeNetworkUnavailable) })
 	for _, c := range rec.Conditions {
 		if c.Type == corev1.NodeNetworkUnavailable && (c.Reason != "NetworkPluginNotReady" || !strings.Contains(c.Message, `failed to find plugin "bridge"`)) {
