@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
@@ -288,4 +289,59 @@ func TestWithoutPluginsAPodHasOnlyLoopback(t *testing.T) {
 		t.Fatalf("dial the pod's own loopback: %v", err)
 	}
 	conn.Close()
+}
+
+// portmap turns on route_localnet on the bridge, so that a hostPort answers
+// on 127.0.0.1; a pod that routes 127.0.0.1 to its gateway (what root with
+// CAP_NET_ADMIN in its own namespace may do) would then reach what listens
+// on the host's loopback (CVE-2020-8558), but for the rule the runtime adds.
+// A datagram is what gets through without it (a TCP handshake does not
+// complete, but its SYN is delivered).
+func TestAPodCannotReachTheHostsLoopbackThroughTheBridge(t *testing.T) {
+	cnitest.Require(t)
+	h := newHarness(t)
+	cfg := podConfig("hp", nil)
+	cfg.PortMappings = []*runtimeapi.PortMapping{{HostPort: 18080, ContainerPort: 80}}
+	resp, err := h.rs.RunPodSandbox(ctxT(t), &runtimeapi.RunPodSandboxRequest{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, netns := h.sandboxInfo(resp.GetPodSandboxId())
+	if got, _ := os.ReadFile("/proc/sys/net/ipv4/conf/" + h.bridge + "/route_localnet"); strings.TrimSpace(string(got)) != "1" {
+		t.Fatalf("portmap left route_localnet %q on the bridge, where the guard was made for 1", got)
+	}
+	conn, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	inPod := func(script string) {
+		t.Helper()
+		if out, err := exec.Command("nsenter", "--net="+netns, "bash", "-c", script).CombinedOutput(); err != nil {
+			t.Fatalf("in the pod: %s: %v %s", script, err, out)
+		}
+	}
+	gw := strings.TrimSuffix(h.cidr, "0/24") + "1"
+	inPod("sysctl -qw net.ipv4.conf.eth0.route_localnet=1 && ip route del local 127.0.0.1 table local && " +
+		"ip route del local 127.0.0.0/8 table local && ip route add 127.0.0.1/32 via " + gw + " dev eth0")
+	send := func(what string) {
+		inPod(fmt.Sprintf("echo %s > /dev/udp/127.0.0.1/%d", what, conn.LocalAddr().(*net.UDPAddr).Port))
+	}
+	send("guarded")
+	// The same without the rule gets through: the path it closes is real,
+	// and the first datagram the host reads says whether the guarded one did.
+	rule := append([]string{"-w", "-D", "INPUT"}, network.Bridge{Name: h.bridge}.LoopbackGuard()...)
+	if out, err := exec.Command("iptables", rule...).CombinedOutput(); err != nil {
+		t.Fatalf("remove the guard: %v %s", err, out)
+	}
+	send("unguarded")
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	buf := make([]byte, 64)
+	n, _, err := conn.ReadFrom(buf)
+	if err != nil {
+		t.Fatalf("without the guard the pod's datagram does not reach the host's loopback either (the test proves nothing): %v", err)
+	}
+	if got := strings.TrimSpace(string(buf[:n])); got != "unguarded" {
+		t.Fatalf("the host's 127.0.0.1 got %q from the pod through the bridge with the guard in place", got)
+	}
 }
