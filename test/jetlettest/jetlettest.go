@@ -93,14 +93,33 @@ func StartEnv(t testing.TB, env []string, args ...string) *Process {
 // life so that a restart on a data dir finds its pods' bridge.
 var podBridges = struct {
 	sync.Mutex
-	byDir map[string][]string
-}{byDir: map[string][]string{}}
+	byDir map[string][2]string
+}{byDir: map[string][2]string{}}
 
-// podNetworkEnv gives the embedded runtime of `jetlet run` a bridge and a
-// subnet of its own (cnitest.Bridge), one per data dir: nodes of one test,
-// and of tests of other processes, would otherwise share jetlet0 with IP
-// stores of their own and hand out the same addresses. A test that names
-// its network, or runs another runtime, gets nothing.
+// PodNetwork is the bridge and the subnet of the embedded runtime's pod
+// network on dir (cnitest.Bridge), the same for every start on dir within
+// the test: nodes of one test, and of tests of other processes, would
+// otherwise share jetlet0 with IP stores of their own and hand out the same
+// addresses.
+func PodNetwork(t testing.TB, dir string) (bridge, cidr string) {
+	podBridges.Lock()
+	defer podBridges.Unlock()
+	n, ok := podBridges.byDir[dir]
+	if !ok {
+		n[0], n[1] = cnitest.Bridge(t)
+		podBridges.byDir[dir] = n
+		t.Cleanup(func() {
+			podBridges.Lock()
+			delete(podBridges.byDir, dir)
+			podBridges.Unlock()
+		})
+	}
+	return n[0], n[1]
+}
+
+// podNetworkEnv gives the embedded runtime of `jetlet run` its data dir's
+// PodNetwork. A test that names its network, or runs another runtime, gets
+// nothing.
 func podNetworkEnv(t testing.TB, args []string) []string {
 	if len(args) == 0 || args[0] != "run" || os.Geteuid() != 0 {
 		return nil
@@ -116,20 +135,8 @@ func podNetworkEnv(t testing.TB, args []string) []string {
 			dir = strings.TrimPrefix(a, "--data-dir=")
 		}
 	}
-	podBridges.Lock()
-	defer podBridges.Unlock()
-	env, ok := podBridges.byDir[dir]
-	if !ok {
-		bridge, cidr := cnitest.Bridge(t)
-		env = []string{"JETLET_POD_BRIDGE=" + bridge, "JETLET_POD_CIDR=" + cidr}
-		podBridges.byDir[dir] = env
-		t.Cleanup(func() {
-			podBridges.Lock()
-			delete(podBridges.byDir, dir)
-			podBridges.Unlock()
-		})
-	}
-	return env
+	bridge, cidr := PodNetwork(t, dir)
+	return []string{"JETLET_POD_BRIDGE=" + bridge, "JETLET_POD_CIDR=" + cidr}
 }
 
 func (p *Process) read(r io.Reader) {

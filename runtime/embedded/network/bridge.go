@@ -89,7 +89,7 @@ func (b Bridge) Write() error {
 // Replies of the host's own connections to a hostPort are let through.
 func (b Bridge) LoopbackGuard() []string {
 	return []string{"-i", b.Name, "-d", "127.0.0.0/8", "-m", "conntrack", "!", "--ctstate", "RELATED,ESTABLISHED,DNAT",
-		"-m", "comment", "--comment", "jetlet: pods do not reach the host's loopback", "-j", "DROP"}
+		"-m", "comment", "--comment", "jetlet: keep pods off the host loopback", "-j", "DROP"}
 }
 
 // Guard inserts LoopbackGuard unless it is there.
