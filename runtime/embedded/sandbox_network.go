@@ -50,7 +50,7 @@ func (r *Runtime) loadNetwork(ctx context.Context) error {
 	}
 	n, err := r.loadCNI(ctx, b.ConfDir)
 	if err == nil {
-		err = b.Guard(ctx)
+		err = b.Firewall(ctx)
 	}
 	if err != nil {
 		r.net = network.LoopbackOnly{}

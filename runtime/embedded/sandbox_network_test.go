@@ -249,6 +249,10 @@ func TestDefaultNetworkIsTheNodeLocalBridge(t *testing.T) {
 	if out, err := exec.Command("iptables", rule...).CombinedOutput(); err != nil {
 		t.Fatalf("the loopback guard of %s is not in INPUT: %v %s", h.bridge, err, out)
 	}
+	nat, _ := exec.Command("iptables", "-w", "-t", "nat", "-S", "POSTROUTING").Output()
+	if want := "-A POSTROUTING -s " + h.cidr + " ! -o " + h.bridge; !strings.Contains(string(nat), want) || !strings.Contains(string(nat), "MASQUERADE") {
+		t.Fatalf("no masquerade of the pods' egress (%s ... MASQUERADE):\n%s", want, nat)
+	}
 }
 
 // With no plugin usable, a pod still gets a namespace of its own, with only

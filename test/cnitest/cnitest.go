@@ -111,11 +111,13 @@ func Bridge(t testing.TB) (bridge, cidr string) {
 	bridge = fmt.Sprintf("jltest%d", slot)
 	t.Cleanup(func() {
 		_ = exec.Command("ip", "link", "del", bridge).Run()
-		out, _ := exec.Command("iptables", "-w", "-S", "INPUT").Output()
-		for _, rule := range strings.Split(string(out), "\n") {
-			if strings.HasPrefix(rule, "-A INPUT ") && strings.Contains(rule, " -i "+bridge+" ") {
-				// -S quotes the rule as a shell would read it.
-				_ = exec.Command("sh", "-c", "iptables -w -D"+strings.TrimPrefix(rule, "-A")).Run()
+		for _, tc := range [][2]string{{"filter", "INPUT"}, {"nat", "POSTROUTING"}} {
+			out, _ := exec.Command("iptables", "-w", "-t", tc[0], "-S", tc[1]).Output()
+			for _, rule := range strings.Split(string(out), "\n") {
+				if strings.HasPrefix(rule, "-A ") && (strings.Contains(rule, " -i "+bridge+" ") || strings.Contains(rule, " -o "+bridge+" ")) {
+					// -S quotes the rule as a shell would read it.
+					_ = exec.Command("sh", "-c", "iptables -w -t "+tc[0]+" -D"+strings.TrimPrefix(rule, "-A")).Run()
+				}
 			}
 		}
 	})
