@@ -20,6 +20,7 @@ import (
 
 	"github.com/jetlet/jetlet/internal/atomicfile"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/cnitest"
 	"github.com/jetlet/jetlet/test/poll"
 )
 
@@ -59,7 +60,10 @@ func benchThousand(b *testing.B, pods int) {
 		}
 		quiet = d
 	}
-	n := startNode(b, shortDir(b), "", "--workers", "16", "--profiling")
+	// A subnet for a thousand pods (a test's own is a /24), on a bridge of
+	// the bench's own.
+	bridge, _ := cnitest.Bridge(b)
+	n := startNode(b, shortDir(b), "", "--workers", "16", "--profiling", "--pod-bridge", bridge, "--pod-cidr", "10.89.0.0/20")
 	b.Logf("jetlet serves /metrics and /debug/pprof/ on %s", n.proc.HTTPAddr())
 	nc := natsConn(b, n)
 	statuses := watchStatuses(b, n)
