@@ -36,6 +36,8 @@ func (r *Runtime) loadNetwork(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("proc: %w", err)
 		}
+		r.log.Info().Str("network", n.Name()).Str("config", n.File()).Strs("bin_dirs", r.cfg.CNIBinDirs).
+			Msg("pods get their own network namespace through CNI")
 		r.net = n
 		return nil
 	}
@@ -73,8 +75,6 @@ func (r *Runtime) loadCNI(ctx context.Context, dir string) (*network.Network, er
 	for _, s := range n.Skipped() {
 		r.log.Warn().Str("skipped", s).Msg("CNI config not usable")
 	}
-	r.log.Info().Str("network", n.Name()).Str("config", n.File()).Strs("bin_dirs", r.cfg.CNIBinDirs).
-		Msg("pods get their own network namespace through CNI")
 	return n, nil
 }
 
