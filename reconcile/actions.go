@@ -140,7 +140,9 @@ func podSandboxChanged(pod *corev1.Pod, status *kubecontainer.PodStatus) (bool, 
 		// unlike an API server's pod): a new sandbox, the old one is not
 		// reused.
 		return true, attempt + 1, ""
-	case !pod.Spec.HostNetwork && newest.GetNetwork().GetIp() == "":
+	case !pod.Spec.HostNetwork && newest.GetNetwork().GetIp() == "" && !status.NetworkDown:
+		// kubelet's: the network plugin failed. With the network down, a
+		// sandbox has no IP by design (kubelet would start no such pod).
 		return true, attempt + 1, newest.Id
 	}
 	return false, attempt, newest.Id

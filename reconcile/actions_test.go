@@ -209,6 +209,14 @@ func TestComputePodActions(t *testing.T) {
 			want:   plan{KillPod: true, CreateSandbox: true, SandboxID: "sandboxID", Attempt: 1, Start: []int{0, 1, 2}},
 		},
 		{
+			name: "sandbox without IP while the runtime's pod network is down: kept (only lo)",
+			mutate: func(_ *corev1.Pod, s *kubecontainer.PodStatus) {
+				s.SandboxStatuses[0].Network.Ip = ""
+				s.NetworkDown = true
+			},
+			want: plan{SandboxID: "sandboxID"},
+		},
+		{
 			name: "host network pod without IP: fine",
 			mutate: func(p *corev1.Pod, s *kubecontainer.PodStatus) {
 				p.Spec.HostNetwork = true

@@ -54,6 +54,11 @@ type Config struct {
 	NodeName string
 	// NodeIP is the downward API's status.hostIP; empty when unknown.
 	NodeIP string
+	// PodNetworkDown reports whether the runtime says its pod network is
+	// not ready (CRI NetworkReady false): a pod's sandbox without an IP is
+	// then what the runtime gives (the embedded runtime's pods with only
+	// lo), not one to make again. nil: the network is taken to be ready.
+	PodNetworkDown func() bool
 	// NodeAllocatable is what the downward API's resourceFieldRef reads for a
 	// cpu, memory or ephemeral-storage limit a container does not set, as
 	// kubelet reads the node's allocatable. cmd/jetlet sets the node's

@@ -136,6 +136,8 @@ func (m *Kuberuntime) GetPodStatus(ctx context.Context, uid, name, namespace str
 		}
 	}
 
+	status.NetworkDown = m.cfg.PodNetworkDown != nil && m.cfg.PodNetworkDown()
+
 	containers, err := m.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: selector})
 	if err != nil {
 		return nil, fmt.Errorf("list containers of pod %s: %w", uid, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/embedded"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/cnitest"
 	"github.com/jetlet/jetlet/test/gobuild"
 	"github.com/jetlet/jetlet/test/testimages"
 )
@@ -84,11 +85,13 @@ type env struct {
 	// withShared exchange files: a container's /tmp and root are its own.
 	shared string
 	sock   string
-	rt     *embedded.Runtime
-	client *runtime.Client
-	mgr    *reconcile.Kuberuntime
-	clock  *offsetClock
-	events *recorder
+	// bridge and cidr are the runtime's pod network, the env's own.
+	bridge, cidr string
+	rt           *embedded.Runtime
+	client       *runtime.Client
+	mgr          *reconcile.Kuberuntime
+	clock        *offsetClock
+	events       *recorder
 }
 
 func newEnv(t *testing.T) *env {
@@ -112,7 +115,11 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) startRuntime() {
 	e.t.Helper()
-	rt, err := embedded.New(embedded.Config{Dir: filepath.Join(e.dir, "proc"), ShimPath: gobuild.Shim.Path(e.t), ImageMirror: testimages.ServeLibrary(e.t)})
+	if e.bridge == "" {
+		e.bridge, e.cidr = cnitest.Bridge(e.t)
+	}
+	rt, err := embedded.New(embedded.Config{Dir: filepath.Join(e.dir, "proc"), ShimPath: gobuild.Shim.Path(e.t), ImageMirror: testimages.ServeLibrary(e.t),
+		PodBridge: e.bridge, PodCIDR: e.cidr})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -303,7 +310,14 @@ func TestSyncPodStartsNewPod(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if want := "hello-world-$(WHO) world web default n1 127.0.0.1\n"; string(got) != want {
+	// status.podIP: the pod's address on the runtime's pod network.
+	var podIP string
+	if api.Sandbox != nil && len(api.Sandbox.IPs) == 1 && strings.HasPrefix(api.Sandbox.IPs[0], strings.TrimSuffix(e.cidr, "0/24")) {
+		podIP = api.Sandbox.IPs[0]
+	} else {
+		t.Errorf("sandbox %+v: want one IP in %s", api.Sandbox, e.cidr)
+	}
+	if want := "hello-world-$(WHO) world web default n1 " + podIP + "\n"; string(got) != want {
 		t.Errorf("container wrote %q, want %q", got, want)
 	}
 	logFile := filepath.Join(e.dir, "data", "logs", "default_web_uid-web", "app", "0.log")

@@ -579,7 +579,7 @@ func (g *schemaGen) output(t reflect.Type, kind string) obj {
 		for _, prop := range []string{"capacity", "allocatable", "allocated"} {
 			g.set("", prop, obj{"propertyNames": obj{"pattern": nodeResourceNamePattern}})
 		}
-		g.set("NodeCondition", "type", enumOf(corev1.NodeReady, corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure))
+		g.set("NodeCondition", "type", enumOf(corev1.NodeReady, corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure, corev1.NodeNetworkUnavailable))
 		g.set("NodeCondition", "status", enumOf(corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown))
 	}
 	if _, ok := g.defs["PodCounts"]; ok {

@@ -412,7 +412,7 @@ type SealedSecret struct {
 }
 
 // NodeCondition is one of the node's conditions (Ready, MemoryPressure,
-// DiskPressure, PIDPressure), as Kubernetes' NodeCondition without its
+// DiskPressure, PIDPressure, NetworkUnavailable), as Kubernetes' NodeCondition without its
 // heartbeat time (the record's heartbeatAt says it).
 type NodeCondition struct {
 	Type               corev1.NodeConditionType `json:"type"`

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/embedded"
+	"github.com/jetlet/jetlet/test/cnitest"
 	"github.com/jetlet/jetlet/test/gobuild"
 	"github.com/jetlet/jetlet/test/leftovers"
 	"github.com/jetlet/jetlet/test/testimages"
@@ -33,7 +34,8 @@ func embeddedRuntime(t *testing.T) (*runtime.Client, string) {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(dir, "cri.sock")
-	rt, err := embedded.New(embedded.Config{Dir: filepath.Join(dir, "state"), ShimPath: gobuild.Shim.Path(t)})
+	bridge, cidr := cnitest.Bridge(t)
+	rt, err := embedded.New(embedded.Config{Dir: filepath.Join(dir, "state"), ShimPath: gobuild.Shim.Path(t), PodBridge: bridge, PodCIDR: cidr})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,6 +54,9 @@ type PodStatus struct {
 	SandboxStatuses []*runtimeapi.PodSandboxStatus
 	// ContainerStatuses, every instance of every container, newest first.
 	ContainerStatuses []*ContainerStatus
+	// NetworkDown: the runtime's pod network was not ready when the status
+	// was read, so a sandbox without an IP is expected.
+	NetworkDown bool
 }
 
 // ContainerStatus is one container instance as reconcile sees it, after

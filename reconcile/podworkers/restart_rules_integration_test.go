@@ -52,9 +52,11 @@ func TestARestartRuleRestartsOnItsExitCodeOnly(t *testing.T) {
 	if !n.w.WillRestart("rules", "app", 42) || n.w.WillRestart("rules", "app", 1) {
 		t.Errorf("WillRestart after 42, after 1 = %t, %t; want true, false", n.w.WillRestart("rules", "app", 42), n.w.WillRestart("rules", "app", 1))
 	}
-	poll.Until(t, 30*time.Second, poll.Msg("the pod to fail after its second exit"), func() bool {
+	// Failed is published before the worker has killed the sandbox (its
+	// network's teardown takes a while): wait for both.
+	poll.Until(t, 30*time.Second, poll.Msg("the pod to fail after its second exit, its sandbox killed"), func() bool {
 		st := n.sink.lastStatus("rules")
-		return st != nil && st.Phase == schemas.PhaseFailed
+		return st != nil && st.Phase == schemas.PhaseFailed && st.Sandbox != nil && st.Sandbox.State == schemas.SandboxNotReady
 	})
 	c := n.sink.lastStatus("rules").Containers[0]
 	if c.State != schemas.ContainerExited || c.ExitCode != 1 || c.RestartCount != 1 || c.LastState == nil || c.LastState.ExitCode != 42 {

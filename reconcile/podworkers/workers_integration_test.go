@@ -22,6 +22,7 @@ import (
 	"github.com/jetlet/jetlet/runtime/embedded"
 	"github.com/jetlet/jetlet/runtime/probe"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/cnitest"
 	"github.com/jetlet/jetlet/test/gobuild"
 	"github.com/jetlet/jetlet/test/poll"
 	"github.com/jetlet/jetlet/test/testimages"
@@ -94,7 +95,9 @@ func newNode(t *testing.T) *node {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(dir, "cri.sock")
-	rt, err := embedded.New(embedded.Config{Dir: filepath.Join(dir, "proc"), ShimPath: gobuild.Shim.Path(t), Logger: zerolog.Nop(), ImageMirror: testimages.ServeLibrary(t)})
+	bridge, cidr := cnitest.Bridge(t)
+	rt, err := embedded.New(embedded.Config{Dir: filepath.Join(dir, "proc"), ShimPath: gobuild.Shim.Path(t), Logger: zerolog.Nop(), ImageMirror: testimages.ServeLibrary(t),
+		PodBridge: bridge, PodCIDR: cidr})
 	if err != nil {
 		t.Fatal(err)
 	}

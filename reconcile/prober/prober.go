@@ -219,7 +219,7 @@ func (m *Prober) UpdatePod(pod *corev1.Pod, status *kubecontainer.PodStatus) {
 		if _, ok := running[key]; ok {
 			continue
 		}
-		w := newWorker(m, key.kind, t, status, podIP)
+		w := newWorker(m, key.kind, t, status, podIP, podIP == "" && !pod.Spec.HostNetwork)
 		if running == nil {
 			running = map[workerKey]*worker{}
 			m.pods[uid] = running

@@ -412,6 +412,43 @@ func TestHandlers(t *testing.T) {
 	})
 }
 
+// A pod on a network of its own without an IP (the runtime's pod network is
+// down) is not probed at an empty host, which would dial the node's own
+// ports; a hostNetwork pod without one is (its ports are the node's), and
+// so is an explicit host.
+func TestNoProbeGoesToTheNodeForAPodWithoutIP(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, runner, _ := harness(t)
+		c := corev1.Container{Name: "app",
+			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(5432)}}, PeriodSeconds: 1},
+			LivenessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Host: "10.9.9.9", Path: "/x", Port: intstr.FromInt32(80)}}, PeriodSeconds: 1},
+		}
+		runner.set("tcp :5432", true)
+		st := running("app", "c1")
+		st.IPs = nil
+		m.UpdatePod(testPod(c), st)
+		time.Sleep(1500 * time.Millisecond)
+		synctest.Wait()
+		if len(runner.probed("tcp :5432")) != 0 || get(m.Readiness(), "c1") == kubecontainer.ProbeSuccess {
+			t.Fatalf("the pod without IP was probed at the node: %v, readiness %v", runner.probed("tcp :5432"), get(m.Readiness(), "c1"))
+		}
+		if len(runner.probed("http://10.9.9.9:80/x")) == 0 {
+			t.Fatal("the probe with a host of its own was not run")
+		}
+
+		host := testPod(c)
+		host.UID, host.Spec.HostNetwork = "u2", true
+		st = running("app", "c2")
+		st.UID, st.IPs = "u2", nil
+		m.UpdatePod(host, st)
+		time.Sleep(1500 * time.Millisecond)
+		synctest.Wait()
+		if get(m.Readiness(), "c2") != kubecontainer.ProbeSuccess {
+			t.Fatalf("the hostNetwork pod without IP: readiness %v, probed %v", get(m.Readiness(), "c2"), runner.probed("tcp :5432"))
+		}
+	})
+}
+
 // A pod's probes failing for hours: the first 25 Unhealthy events pass
 // (client-go's spam filter's burst), then one per 5 minutes; from the tenth
 // distinct message on, each comes folded (the aggregator).

@@ -30,12 +30,16 @@ type worker struct {
 	m    *Prober
 	kind schemas.ProbeKind
 	// Immutable after newWorker.
-	probe        *corev1.Probe
-	container    *corev1.Container
-	pod          *kubecontainer.PodStatus // uid, namespace and name, for events
-	instance     *kubecontainer.ContainerStatus
-	containerID  string
-	podIP        string
+	probe       *corev1.Probe
+	container   *corev1.Container
+	pod         *kubecontainer.PodStatus // uid, namespace and name, for events
+	instance    *kubecontainer.ContainerStatus
+	containerID string
+	podIP       string
+	// noPodIP: the pod is on a network of its own but has no IP (the
+	// runtime's pod network is down): what would go to the pod's IP fails
+	// rather than reach the node's own ports, where an empty host dials.
+	noPodIP      bool
 	startedAt    time.Time
 	initialDelay time.Duration
 	period       time.Duration
@@ -58,7 +62,7 @@ type worker struct {
 	verdict kubecontainer.ProbeResult // the last result set in the cache by this worker
 }
 
-func newWorker(m *Prober, kind schemas.ProbeKind, t target, pod *kubecontainer.PodStatus, podIP string) *worker {
+func newWorker(m *Prober, kind schemas.ProbeKind, t target, pod *kubecontainer.PodStatus, podIP string, noPodIP bool) *worker {
 	p, c, cs := t.probe, t.container, t.instance
 	w := &worker{
 		m: m, kind: kind, probe: p, container: c,
@@ -66,6 +70,7 @@ func newWorker(m *Prober, kind schemas.ProbeKind, t target, pod *kubecontainer.P
 		instance:     cs,
 		containerID:  cs.ID,
 		podIP:        podIP,
+		noPodIP:      noPodIP,
 		startedAt:    cs.StartedAt,
 		initialDelay: seconds(p.InitialDelaySeconds, 0),
 		period:       seconds(p.PeriodSeconds, defaultPeriod),
@@ -188,7 +193,10 @@ func (w *worker) probeOnce() bool {
 	return true
 }
 
-var errNoHandler = errors.New("the probe has no handler (exec, httpGet, tcpSocket or grpc)")
+var (
+	errNoHandler = errors.New("the probe has no handler (exec, httpGet, tcpSocket or grpc)")
+	errNoPodIP   = errors.New("the pod has no IP: the runtime's pod network is not ready")
+)
 
 // handle runs the probe's handler against the instance, within the timeout.
 func (w *worker) handle() (kubecontainer.HandlerOutcome, error) {
@@ -196,6 +204,8 @@ func (w *worker) handle() (kubecontainer.HandlerOutcome, error) {
 	switch {
 	case p.Exec != nil:
 		return r.Exec(ctx, w.containerID, p.Exec.Command, w.timeout)
+	case w.noPodIP && (p.HTTPGet != nil && p.HTTPGet.Host == "" || p.TCPSocket != nil && p.TCPSocket.Host == "" || p.GRPC != nil):
+		return kubecontainer.HandlerOutcome{}, errNoPodIP
 	case p.HTTPGet != nil:
 		u, header, err := kubecontainer.ResolveHTTPGet(p.HTTPGet, w.container, w.podIP)
 		if err != nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/test/cnitest"
 )
 
 // Figures for the closing note: CRI calls per second over the socket
@@ -142,16 +144,40 @@ func BenchmarkRunPodSandbox(b *testing.B) {
 }
 
 // BenchmarkRunPodSandboxCNI is what a pod's own network costs: a namespace
-// and the CNI ADD of a bridge + host-local network (three plugin runs, with
-// loopback), then, apart, the StopPodSandbox that runs the DEL.
+// and the CNI ADD, then, apart, the StopPodSandbox that runs the DEL. cni is
+// a bridge + host-local network (three plugin runs, with loopback); default
+// the runtime's own (bridge with masquerade, host-local, portmap); lo a
+// namespace with only lo (no plugin usable); host no namespace (hostNetwork).
 func BenchmarkRunPodSandboxCNI(b *testing.B) {
-	h, _ := cniHarness(b)
+	b.Run("net=cni", func(b *testing.B) {
+		h, _ := cniHarness(b)
+		benchRunPodSandbox(b, h, nil)
+	})
+	b.Run("net=default", func(b *testing.B) {
+		cnitest.Require(b)
+		benchRunPodSandbox(b, newHarness(b), nil)
+	})
+	b.Run("net=lo", func(b *testing.B) {
+		cnitest.Require(b)
+		empty := b.TempDir()
+		benchRunPodSandbox(b, newHarnessWith(b, func(c *Config) { c.CNIBinDirs = []string{empty} }), nil)
+	})
+	b.Run("net=host", func(b *testing.B) {
+		benchRunPodSandbox(b, newHarness(b), &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE},
+		}})
+	})
+}
+
+func benchRunPodSandbox(b *testing.B, h *harness, linux *runtimeapi.LinuxPodSandboxConfig) {
 	ctx := ctxT(b)
 	var run, stop []time.Duration
 	i := 0
 	for b.Loop() {
 		t0 := time.Now()
-		resp, err := h.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: podConfig(fmt.Sprintf("p%d", i), nil)})
+		cfg := podConfig(fmt.Sprintf("p%d", i), nil)
+		cfg.Linux = linux
+		resp, err := h.rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
 		if err != nil {
 			b.Fatal(err)
 		}

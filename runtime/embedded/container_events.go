@@ -152,7 +152,7 @@ func (r *Runtime) eventLocked(c *container, typ runtimeapi.ContainerEventType) *
 		ContainersStatuses: []*runtimeapi.ContainerStatus{},
 	}
 	if s, ok := r.sandboxes[c.sandboxID]; ok {
-		ev.PodSandboxStatus = s.statusLocked()
+		ev.PodSandboxStatus = s.statusLocked(r.net == nil)
 	}
 	var siblings []*container
 	for _, o := range r.containers {

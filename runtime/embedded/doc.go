@@ -34,6 +34,7 @@
 //	containers/<id>/shim.json         written by the shim once the command runs
 //	containers/<id>/exit.json         written by the shim when the command exits
 //	netns/, cni/                      pods' network namespaces, the CNI cache
+//	cni/net.d/, cni/networks/         the node-local pod network's config and addresses
 //
 // Every record is written to a temporary file and renamed into place.
 package embedded

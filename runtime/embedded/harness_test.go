@@ -13,6 +13,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/jetlet/jetlet/test/cnitest"
 	"github.com/jetlet/jetlet/test/gobuild"
 	"github.com/jetlet/jetlet/test/leftovers"
 	"github.com/jetlet/jetlet/test/testimages"
@@ -45,6 +46,9 @@ type harness struct {
 	registry string
 	// configure, when set, adjusts the Config of every start.
 	configure func(*Config)
+	// bridge and cidr are the pod network's (PodBridge, PodCIDR): the
+	// harness's own, so that tests of several processes never share one.
+	bridge, cidr string
 }
 
 func newHarness(t testing.TB) *harness { return newHarnessWith(t, nil) }
@@ -63,6 +67,7 @@ func newHarnessWith(t testing.TB, configure func(*Config)) *harness {
 	}
 	h := &harness{t: t, dir: dir, sock: filepath.Join(dir, "cri.sock"), logs: filepath.Join(dir, "logs"),
 		shared: filepath.Join(dir, "shared"), configure: configure, registry: testRegistry(t)}
+	h.bridge, h.cidr = cnitest.Bridge(t)
 	if err := os.Mkdir(h.shared, 0o777); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +82,7 @@ func newHarnessWith(t testing.TB, configure func(*Config)) *harness {
 func (h *harness) start() {
 	h.t.Helper()
 	cfg := Config{Dir: filepath.Join(h.dir, "state"), ShimPath: gobuild.Shim.Path(h.t), Logger: zerolog.New(zerolog.NewTestWriter(h.t)).Level(zerolog.InfoLevel),
-		ImageMirror: h.registry}
+		ImageMirror: h.registry, PodBridge: h.bridge, PodCIDR: h.cidr}
 	if h.configure != nil {
 		h.configure(&cfg)
 	}

@@ -64,12 +64,19 @@ type Config struct {
 	PodPidsLimit int64
 	// CNIConfDir, when set, gives each pod sandbox that does not ask for the
 	// node's network its own network namespace, set up with the first network
-	// config in it (see package network). Empty: every pod is on the host's
-	// network.
+	// config in it (see package network). Empty: the runtime, as root, puts
+	// those pods on a node-local bridge network of its own (PodBridge,
+	// PodCIDR), or in a namespace with only lo when its plugins are not
+	// usable; not root, every pod is on the host's network.
 	CNIConfDir string
 	// CNIBinDirs are searched for the CNI plugins. Default: Debian's
 	// /usr/lib/cni, then /opt/cni/bin.
 	CNIBinDirs []string
+	// PodBridge and PodCIDR are the bridge and the IPv4 subnet of the
+	// node-local network (without CNIConfDir). Defaults: DefaultPodBridge,
+	// DefaultPodCIDR.
+	PodBridge string
+	PodCIDR   string
 	// HiddenPaths are host paths no container may see in its root (the
 	// host's tree): jetlet's data dir, binary and credentials. Dir, ShimPath
 	// and the host's private paths are hidden anyway (see hiddenHostPaths).
@@ -94,12 +101,27 @@ type Config struct {
 // upstream release tarball put the plugins.
 var DefaultCNIBinDirs = []string{"/usr/lib/cni", "/opt/cni/bin"}
 
+// DefaultPodBridge and DefaultPodCIDR are the node-local pod network's. The
+// subnet is none of the usual defaults (podman's and containerd's
+// 10.88.0.0/16, Docker's 172.17.0.0/16, flannel's 10.244.0.0/16, k3s'
+// 10.42.0.0/16), so that it clashes with none of them on the same host.
+const (
+	DefaultPodBridge = "jetlet0"
+	DefaultPodCIDR   = "10.77.0.0/16"
+)
+
 func (c *Config) setDefaults() {
 	if c.StartTimeout <= 0 {
 		c.StartTimeout = 30 * time.Second
 	}
 	if len(c.CNIBinDirs) == 0 {
 		c.CNIBinDirs = DefaultCNIBinDirs
+	}
+	if c.PodBridge == "" {
+		c.PodBridge = DefaultPodBridge
+	}
+	if c.PodCIDR == "" {
+		c.PodCIDR = DefaultPodCIDR
 	}
 }
 
@@ -110,6 +132,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ShimPath == "" {
 		return fmt.Errorf("%w: ShimPath is required", ErrInvalidConfig)
+	}
+	if err := (network.Bridge{Name: c.PodBridge, Subnet: c.PodCIDR}).Validate(); c.CNIConfDir == "" && err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	if c.PodPidsLimit < -1 {
 		return fmt.Errorf("%w: PodPidsLimit %d: want -1 (no limit) or more", ErrInvalidConfig, c.PodPidsLimit)
@@ -128,9 +153,12 @@ type Runtime struct {
 	// cgroups makes the pods' and containers' cgroups; set by Start before it
 	// serves, read-only after.
 	cgroups *cgroups.Hierarchy
-	// net is the CNI network of pods, loaded by Start; nil without
-	// Config.CNIConfDir. Read-only once serving.
-	net *network.Network
+	// net is the network of pods, chosen by Start: the CNI network, or
+	// network.LoopbackOnly when it is not usable; nil when pods share the
+	// host's (not root). netDown says why pods have no usable network, empty
+	// when they have. Both read-only once serving.
+	net     podNetwork
+	netDown string
 
 	// mu guards the maps, the mutable state of sandboxes and containers (state,
 	// shim, exit) and the name reservations.
@@ -271,10 +299,8 @@ func (r *Runtime) Start(ctx context.Context, socketPath string) error {
 			r.locks.close()
 		}
 	}()
-	if r.cfg.CNIConfDir != "" {
-		if err := r.loadNetwork(ctx); err != nil {
-			return err
-		}
+	if err := r.loadNetwork(ctx); err != nil {
+		return err
 	}
 	r.recover()
 
@@ -372,3 +398,5 @@ func (r *Runtime) containersDir() string { return filepath.Join(r.cfg.Dir, "cont
 func (r *Runtime) imagesFile() string    { return filepath.Join(r.cfg.Dir, "images.json") }
 func (r *Runtime) netnsDir() string      { return filepath.Join(r.cfg.Dir, "netns") }
 func (r *Runtime) cniCacheDir() string   { return filepath.Join(r.cfg.Dir, "cni") }
+func (r *Runtime) cniConfDir() string    { return filepath.Join(r.cfg.Dir, "cni", "net.d") }
+func (r *Runtime) cniIPAMDir() string    { return filepath.Join(r.cfg.Dir, "cni", "networks") }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/jetlet/jetlet/test/cnitest"
 	"github.com/jetlet/jetlet/test/gobuild"
 )
 
@@ -24,8 +25,9 @@ func TestStartClosesItsDir(t *testing.T) {
 	if err := os.Mkdir(existing, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	bridge, cidr := cnitest.Bridge(t)
 	for _, dir := range []string{filepath.Join(base, "new", "state"), existing} {
-		rt, err := New(Config{Dir: dir, ShimPath: gobuild.Shim.Path(t), Logger: zerolog.New(zerolog.NewTestWriter(t))})
+		rt, err := New(Config{Dir: dir, ShimPath: gobuild.Shim.Path(t), Logger: zerolog.New(zerolog.NewTestWriter(t)), PodBridge: bridge, PodCIDR: cidr})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,13 +7,20 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// Status reports RuntimeReady and NetworkReady: processes share the host's
-// network, which is always there.
+// networkNotReady is the reason of NetworkReady false, as containerd's.
+const networkNotReady = "NetworkPluginNotReady"
+
+// Status reports RuntimeReady and NetworkReady: false, with the reason, when
+// pods have no usable network of their own (only lo, or the host's).
 func (r *Runtime) Status(ctx context.Context, req *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
+	netReady := &runtimeapi.RuntimeCondition{Type: runtimeapi.NetworkReady, Status: r.netDown == ""}
+	if r.netDown != "" {
+		netReady.Reason, netReady.Message = networkNotReady, r.netDown
+	}
 	resp := &runtimeapi.StatusResponse{
 		Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
 			{Type: runtimeapi.RuntimeReady, Status: true},
-			{Type: runtimeapi.NetworkReady, Status: true},
+			netReady,
 		}},
 		RuntimeHandlers: []*runtimeapi.RuntimeHandler{{
 			Name: "",
@@ -44,6 +51,7 @@ func (r *Runtime) Status(ctx context.Context, req *runtimeapi.StatusRequest) (*r
 			"podPidsLimit":            r.cfg.PodPidsLimit,
 			"userNamespaces":          r.usernsOff == nil,
 			"userNamespacesOffReason": usernsOffReason,
+			"podNetworkDownReason":    r.netDown,
 		})
 		resp.Info = map[string]string{"config": string(info)}
 	}
@@ -59,8 +67,8 @@ func (r *Runtime) RuntimeConfig(ctx context.Context, req *runtimeapi.RuntimeConf
 	}, nil
 }
 
-// UpdateRuntimeConfig accepts the pod CIDR and ignores it: there is no pod
-// network.
+// UpdateRuntimeConfig accepts the pod CIDR and ignores it: the pod network's
+// subnet is the runtime's config (Config.PodCIDR or the CNI config).
 func (r *Runtime) UpdateRuntimeConfig(ctx context.Context, req *runtimeapi.UpdateRuntimeConfigRequest) (*runtimeapi.UpdateRuntimeConfigResponse, error) {
 	return &runtimeapi.UpdateRuntimeConfigResponse{}, nil
 }

@@ -13,27 +13,74 @@ import (
 	"github.com/jetlet/jetlet/runtime/embedded/network"
 )
 
-// loadNetwork loads and checks the CNI network of Config.CNIConfDir: a dir
-// with no usable config, or plugins missing, fail Start.
+// podNetwork attaches pods to their network: network.Network (CNI) or
+// network.LoopbackOnly.
+type podNetwork interface {
+	Add(ctx context.Context, pod network.Pod) ([]string, error)
+	Del(ctx context.Context, pod network.Pod) error
+}
+
+// loadNetwork chooses the pods' network. With Config.CNIConfDir it is the
+// first config there, checked: a dir with no usable config, or plugins
+// missing, fail Start. Without, as root, it is the node-local bridge
+// network, written under Dir; when its plugins (or iptables) are not
+// usable, pods get a namespace with only lo, and netDown says why. Not
+// root, no namespace can be made: pods share the host's network.
 func (r *Runtime) loadNetwork(ctx context.Context) error {
-	if os.Geteuid() != 0 {
-		return errors.New("proc: pod networks through CNI need root (network namespaces are made and mounted)")
+	root := os.Geteuid() == 0
+	if r.cfg.CNIConfDir != "" {
+		if !root {
+			return errors.New("proc: pod networks through CNI need root (network namespaces are made and mounted)")
+		}
+		n, err := r.loadCNI(ctx, r.cfg.CNIConfDir)
+		if err != nil {
+			return fmt.Errorf("proc: %w", err)
+		}
+		r.log.Info().Str("network", n.Name()).Str("config", n.File()).Strs("bin_dirs", r.cfg.CNIBinDirs).
+			Msg("pods get their own network namespace through CNI")
+		r.net = n
+		return nil
 	}
-	n, err := network.Load(ctx, network.Config{ConfDir: r.cfg.CNIConfDir, BinDirs: r.cfg.CNIBinDirs, CacheDir: r.cniCacheDir()})
+	if !root {
+		r.netDown = "not root: pods share the host's network (no network namespace can be made)"
+		r.log.Warn().Msg("pods share the host's network: " + r.netDown)
+		return nil
+	}
+	b := network.Bridge{Name: r.cfg.PodBridge, Subnet: r.cfg.PodCIDR, ConfDir: r.cniConfDir(), IPAMDir: r.cniIPAMDir()}
+	if err := b.Write(); err != nil {
+		return fmt.Errorf("proc: write the pod network's CNI config: %w", err)
+	}
+	n, err := r.loadCNI(ctx, b.ConfDir)
+	if err == nil {
+		err = b.Firewall(ctx)
+	}
 	if err != nil {
-		return fmt.Errorf("proc: %w", err)
+		r.net = network.LoopbackOnly{}
+		r.netDown = "the node-local pod network is not usable, pods get a network namespace with only lo (no address, no egress): " + err.Error()
+		r.log.Warn().Err(err).Str("bin_dirs", strings.Join(r.cfg.CNIBinDirs, ":")).
+			Msg("pods get a network namespace with only lo: the node-local pod network is not usable")
+		return nil
 	}
-	for _, s := range n.Skipped() {
-		r.log.Warn().Str("skipped", s).Msg("CNI config not usable")
-	}
-	r.log.Info().Str("network", n.Name()).Str("config", n.File()).Strs("bin_dirs", r.cfg.CNIBinDirs).
-		Msg("pods get their own network namespace through CNI")
+	r.log.Info().Str("bridge", b.Name).Str("pod_cidr", b.Subnet).Msg("pods get their own network namespace on the node-local bridge")
 	r.net = n
 	return nil
 }
 
-// wantsOwnNetwork: with CNI configured, every sandbox but those asking for
-// the node's network (hostNetwork) gets a namespace of its own.
+// loadCNI loads and checks the first CNI config of dir.
+func (r *Runtime) loadCNI(ctx context.Context, dir string) (*network.Network, error) {
+	n, err := network.Load(ctx, network.Config{ConfDir: dir, BinDirs: r.cfg.CNIBinDirs, CacheDir: r.cniCacheDir()})
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range n.Skipped() {
+		r.log.Warn().Str("skipped", s).Msg("CNI config not usable")
+	}
+	return n, nil
+}
+
+// wantsOwnNetwork: unless pods share the host's network (not root), every
+// sandbox but those asking for the node's network (hostNetwork) gets a
+// namespace of its own.
 func (r *Runtime) wantsOwnNetwork(cfg *runtimeapi.PodSandboxConfig) bool {
 	return r.net != nil && cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() != runtimeapi.NamespaceMode_NODE
 }
@@ -90,12 +137,14 @@ func (r *Runtime) tearDownNetwork(ctx context.Context, s *sandbox) error {
 	if netns == "" {
 		return nil
 	}
-	if r.net == nil {
-		// Started without --cni-conf-dir: nothing can run the DEL.
+	if _, cni := r.net.(*network.Network); !cni && len(s.ips) > 0 {
+		// Its network is not loaded now: nothing can run the DEL.
 		r.log.Warn().Str("sandbox", s.id).Str("netns", netns).
 			Msg("sandbox has a CNI network but no CNI config is loaded: removing its namespace without CNI DEL; the network may keep its address")
-	} else if err := r.net.Del(ctx, podOf(s)); err != nil {
-		return err
+	} else if r.net != nil {
+		if err := r.net.Del(ctx, podOf(s)); err != nil {
+			return err
+		}
 	}
 	if err := network.Remove(netns); err != nil {
 		return err

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
@@ -196,5 +198,154 @@ func TestStartRefusesAnUnusableCNIConfig(t *testing.T) {
 			}
 			t.Log(err)
 		})
+	}
+}
+
+// networkReady is the runtime's NetworkReady condition.
+func (h *harness) networkReady() *runtimeapi.RuntimeCondition {
+	h.t.Helper()
+	resp, err := h.rs.Status(ctxT(h.t), &runtimeapi.StatusRequest{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, c := range resp.GetStatus().GetConditions() {
+		if c.GetType() == runtimeapi.NetworkReady {
+			return c
+		}
+	}
+	h.t.Fatal("no NetworkReady condition")
+	return nil
+}
+
+// Without a CNI config dir the runtime, as root, puts a pod on the bridge
+// network it writes itself: an address in PodCIDR, the bridge its gateway,
+// a config under its dir, and the rule that keeps the bridge off the host's
+// loopback.
+func TestDefaultNetworkIsTheNodeLocalBridge(t *testing.T) {
+	cnitest.Require(t)
+	h := newHarness(t)
+	if c := h.networkReady(); !c.GetStatus() {
+		t.Fatalf("NetworkReady %v", c)
+	}
+	sb, sbCfg := h.pod("net", nil)
+	st, netns := h.sandboxInfo(sb)
+	prefix := strings.TrimSuffix(h.cidr, "0/24")
+	if ip := st.GetNetwork().GetIp(); !strings.HasPrefix(ip, prefix) || !network.IsNamespace(netns) {
+		t.Fatalf("sandbox network %v, netns %q: want an IP in %s and a namespace", st.GetNetwork(), netns, h.cidr)
+	}
+	c := h.run(sb, sbCfg, "app", "sleep", "1000")
+	out, err := h.rs.ExecSync(ctxT(t), &runtimeapi.ExecSyncRequest{ContainerId: c, Cmd: []string{"cat", "/proc/net/route"}})
+	// The default route goes through the bridge's address, the subnet's
+	// first (/proc/net/route writes it in hex, least significant byte first).
+	gw := net.ParseIP(prefix + "1").To4()
+	want := fmt.Sprintf("eth0\t00000000\t%02X%02X%02X%02X", gw[3], gw[2], gw[1], gw[0])
+	if err != nil || !strings.Contains(string(out.GetStdout()), want) {
+		t.Fatalf("pod routes, want %q: %v\n%s", want, err, out.GetStdout())
+	}
+	if _, err := os.Stat(filepath.Join(h.dir, "state", "cni", "net.d", network.BridgeConfFile)); err != nil {
+		t.Fatal(err)
+	}
+	rule := append([]string{"-w", "-C", "INPUT"}, network.Bridge{Name: h.bridge}.LoopbackGuard()...)
+	if out, err := exec.Command("iptables", rule...).CombinedOutput(); err != nil {
+		t.Fatalf("the loopback guard of %s is not in INPUT: %v %s", h.bridge, err, out)
+	}
+	nat, _ := exec.Command("iptables", "-w", "-t", "nat", "-S", "POSTROUTING").Output()
+	if want := "-A POSTROUTING -s " + h.cidr + " ! -o " + h.bridge; !strings.Contains(string(nat), want) || !strings.Contains(string(nat), "MASQUERADE") {
+		t.Fatalf("no masquerade of the pods' egress (%s ... MASQUERADE):\n%s", want, nat)
+	}
+}
+
+// With no plugin usable, a pod still gets a namespace of its own, with only
+// lo (up) and no address, and NetworkReady is false with the reason.
+func TestWithoutPluginsAPodHasOnlyLoopback(t *testing.T) {
+	cnitest.Require(t)
+	empty := t.TempDir()
+	h := newHarnessWith(t, func(c *Config) { c.CNIBinDirs = []string{empty} })
+	if c := h.networkReady(); c.GetStatus() || c.GetReason() != "NetworkPluginNotReady" || !strings.Contains(c.GetMessage(), "only lo") {
+		t.Fatalf("NetworkReady %v, want false with the reason", c)
+	}
+	sb, sbCfg := h.pod("lo", nil)
+	st, netns := h.sandboxInfo(sb)
+	if st.GetNetwork().GetIp() != "" || !network.IsNamespace(netns) {
+		t.Fatalf("sandbox network %v, netns %q: want no IP and a namespace", st.GetNetwork(), netns)
+	}
+	c := h.run(sb, sbCfg, "app", "sleep", "1000")
+	if got := nsInode(t, fmt.Sprintf("/proc/%d/ns/net", h.pid(c))); got != nsInode(t, netns) || got == nsInode(t, "/proc/self/ns/net") {
+		t.Fatal("the container is not in the sandbox's own network namespace")
+	}
+	out, err := h.rs.ExecSync(ctxT(t), &runtimeapi.ExecSyncRequest{ContainerId: c, Cmd: []string{"cat", "/proc/net/dev"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var links []string
+	for _, l := range strings.Split(string(out.GetStdout()), "\n")[2:] {
+		if name, _, ok := strings.Cut(strings.TrimSpace(l), ":"); ok {
+			links = append(links, name)
+		}
+	}
+	if len(links) != 1 || links[0] != "lo" {
+		t.Fatalf("pod's links %v, want only lo", links)
+	}
+	// lo is up: the pod reaches itself on 127.0.0.1.
+	port := h.runEchoServer(sb, sbCfg)
+	conn, err := network.DialLoopback(netns, port)
+	if err != nil {
+		t.Fatalf("dial the pod's own loopback: %v", err)
+	}
+	conn.Close()
+}
+
+// portmap turns on route_localnet on the bridge, so that a hostPort answers
+// on 127.0.0.1; a pod that routes 127.0.0.1 to its gateway (what root with
+// CAP_NET_ADMIN in its own namespace may do) would then reach what listens
+// on the host's loopback (CVE-2020-8558), but for the rule the runtime adds.
+// A datagram is what gets through without it (a TCP handshake does not
+// complete, but its SYN is delivered).
+func TestAPodCannotReachTheHostsLoopbackThroughTheBridge(t *testing.T) {
+	cnitest.Require(t)
+	h := newHarness(t)
+	cfg := podConfig("hp", nil)
+	cfg.PortMappings = []*runtimeapi.PortMapping{{HostPort: 18080, ContainerPort: 80}}
+	resp, err := h.rs.RunPodSandbox(ctxT(t), &runtimeapi.RunPodSandboxRequest{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, netns := h.sandboxInfo(resp.GetPodSandboxId())
+	if got, _ := os.ReadFile("/proc/sys/net/ipv4/conf/" + h.bridge + "/route_localnet"); strings.TrimSpace(string(got)) != "1" {
+		t.Fatalf("portmap left route_localnet %q on the bridge, where the guard was made for 1", got)
+	}
+	conn, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	inPod := func(script string) {
+		t.Helper()
+		if out, err := exec.Command("nsenter", "--net="+netns, "bash", "-c", script).CombinedOutput(); err != nil {
+			t.Fatalf("in the pod: %s: %v %s", script, err, out)
+		}
+	}
+	gw := strings.TrimSuffix(h.cidr, "0/24") + "1"
+	inPod("sysctl -qw net.ipv4.conf.eth0.route_localnet=1 && ip route del local 127.0.0.1 table local && " +
+		"ip route del local 127.0.0.0/8 table local && ip route add 127.0.0.1/32 via " + gw + " dev eth0")
+	send := func(what string) {
+		inPod(fmt.Sprintf("echo %s > /dev/udp/127.0.0.1/%d", what, conn.LocalAddr().(*net.UDPAddr).Port))
+	}
+	send("guarded")
+	// The same without the rule gets through: the path it closes is real,
+	// and the first datagram the host reads says whether the guarded one did.
+	rule := append([]string{"-w", "-D", "INPUT"}, network.Bridge{Name: h.bridge}.LoopbackGuard()...)
+	if out, err := exec.Command("iptables", rule...).CombinedOutput(); err != nil {
+		t.Fatalf("remove the guard: %v %s", err, out)
+	}
+	send("unguarded")
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	buf := make([]byte, 64)
+	n, _, err := conn.ReadFrom(buf)
+	if err != nil {
+		t.Fatalf("without the guard the pod's datagram does not reach the host's loopback either (the test proves nothing): %v", err)
+	}
+	if got := strings.TrimSpace(string(buf[:n])); got != "unguarded" {
+		t.Fatalf("the host's 127.0.0.1 got %q from the pod through the bridge with the guard in place", got)
 	}
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // portForward connects stream to port on the pod's loopback: in the pod's
-// network namespace when it has one (CNI), else the host's, which the pod
+// network namespace when it has one, else the host's, which the pod
 // shares. It returns when the pod's side of the connection ends, or, as
 // containerd, at most a second after the client's side ended (half-closing
 // the connection to the pod). The library passes no context that ends.

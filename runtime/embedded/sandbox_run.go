@@ -12,12 +12,12 @@ import (
 	"github.com/jetlet/jetlet/runtime/embedded/network"
 )
 
-// RunPodSandbox creates a sandbox: a directory, a persisted record, with
-// CNI configured and unless the pod asks for the node's network a network
-// namespace of its own attached to the CNI network, and the pod's shim,
+// RunPodSandbox creates a sandbox: a directory, a persisted record, unless
+// the pod asks for the node's network a network namespace of its own
+// attached to the pods' network (see loadNetwork), and the pod's shim,
 // started in the pod's own namespaces (as far as this host grants them, see
-// Isolation). Without CNI the pod shares the host's network and is reachable
-// at 127.0.0.1.
+// Isolation). A runtime that is not root makes no namespace: the pod shares
+// the host's network and is reachable at 127.0.0.1.
 func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
 	cfg := req.GetConfig()
 	md := cfg.GetMetadata()

@@ -93,8 +93,9 @@ func TestSysctlsThePodDoesNotScopeAreRefused(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg := podConfig("p-"+strings.ReplaceAll(name, " ", "-"), nil)
 			cfg.Linux = &runtimeapi.LinuxPodSandboxConfig{
-				Sysctls:         map[string]string{sysctl: "1"},
-				SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: &runtimeapi.NamespaceOption{Ipc: runtimeapi.NamespaceMode_NODE}},
+				Sysctls: map[string]string{sysctl: "1"},
+				SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: &runtimeapi.NamespaceOption{
+					Ipc: runtimeapi.NamespaceMode_NODE, Network: runtimeapi.NamespaceMode_NODE}},
 			}
 			_, err := h.rs.RunPodSandbox(ctxT(t), &runtimeapi.RunPodSandboxRequest{Config: cfg})
 			if err == nil || !strings.Contains(err.Error(), sysctl) {

@@ -8,21 +8,21 @@ import (
 )
 
 // loopbackIP is where a process of a sandbox put on the host's network for
-// want of CNI is reachable.
+// want of network namespaces (not root) is reachable.
 const loopbackIP = "127.0.0.1"
 
 // PodSandboxStatus returns the sandbox's state, the namespace options its
-// config asked for (only the network's is applied, with CNI) and its
-// address: the CNI network's; none for a sandbox that asked for the node's
-// network (the client gives it the node's, as with containerd); else
-// 127.0.0.1.
+// config asked for (only the network's is applied) and its address: the
+// CNI network's; none for a sandbox that asked for the node's network (the
+// client gives it the node's, as with containerd) or that has only lo;
+// 127.0.0.1 when pods share the host's network.
 func (r *Runtime) PodSandboxStatus(ctx context.Context, req *runtimeapi.PodSandboxStatusRequest) (*runtimeapi.PodSandboxStatusResponse, error) {
 	s, err := r.getSandbox(req.GetPodSandboxId())
 	if err != nil {
 		return nil, err
 	}
 	r.mu.RLock()
-	st := s.statusLocked()
+	st := s.statusLocked(r.net == nil)
 	r.mu.RUnlock()
 	resp := &runtimeapi.PodSandboxStatusResponse{
 		Status:    st,
@@ -43,17 +43,18 @@ func (r *Runtime) PodSandboxStatus(ctx context.Context, req *runtimeapi.PodSandb
 	return resp, nil
 }
 
-// statusLocked is s's CRI status, as PodSandboxStatus reports it; r.mu must be
-// held.
-func (s *sandbox) statusLocked() *runtimeapi.PodSandboxStatus {
+// statusLocked is s's CRI status, as PodSandboxStatus reports it; onHost
+// says pods share the host's network. r.mu must be held.
+func (s *sandbox) statusLocked(onHost bool) *runtimeapi.PodSandboxStatus {
 	nsOpts := s.config.GetLinux().GetSecurityContext().GetNamespaceOptions()
 	if nsOpts == nil {
 		nsOpts = &runtimeapi.NamespaceOption{}
 	}
-	network := &runtimeapi.PodSandboxNetworkStatus{Ip: loopbackIP}
+	network := &runtimeapi.PodSandboxNetworkStatus{}
 	switch {
 	case nsOpts.GetNetwork() == runtimeapi.NamespaceMode_NODE:
-		network.Ip = ""
+	case onHost:
+		network.Ip = loopbackIP
 	case len(s.ips) > 0:
 		network.Ip = s.ips[0]
 		for _, ip := range s.ips[1:] {

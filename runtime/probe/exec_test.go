@@ -14,6 +14,7 @@ import (
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/embedded"
 	"github.com/jetlet/jetlet/runtime/probe"
+	"github.com/jetlet/jetlet/test/cnitest"
 	"github.com/jetlet/jetlet/test/gobuild"
 	"github.com/jetlet/jetlet/test/testimages"
 )
@@ -30,8 +31,9 @@ func runningContainer(t *testing.T) (*runtime.Client, string) {
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
+	bridge, cidr := cnitest.Bridge(t)
 	rt, err := embedded.New(embedded.Config{Dir: filepath.Join(dir, "state"), ShimPath: gobuild.Shim.Path(t), Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
-		ImageMirror: testimages.ServeLibrary(t)})
+		ImageMirror: testimages.ServeLibrary(t), PodBridge: bridge, PodCIDR: cidr})
 	if err != nil {
 		t.Fatal(err)
 	}

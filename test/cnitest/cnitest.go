@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -98,4 +99,27 @@ func lockSlot(t testing.TB) int {
 func (n Net) Reserved(ip string) bool {
 	_, err := os.Stat(filepath.Join(n.Store, NetworkName, ip))
 	return err == nil
+}
+
+// Bridge gives a node-local pod network (the embedded runtime's default) a
+// bridge and a /24 of its own, as Network does: jetlet's --pod-bridge and
+// --pod-cidr, or the runtime's PodBridge and PodCIDR. At cleanup the bridge
+// and the iptables rules that name it go.
+func Bridge(t testing.TB) (bridge, cidr string) {
+	t.Helper()
+	slot := lockSlot(t)
+	bridge = fmt.Sprintf("jltest%d", slot)
+	t.Cleanup(func() {
+		_ = exec.Command("ip", "link", "del", bridge).Run()
+		for _, tc := range [][2]string{{"filter", "INPUT"}, {"nat", "POSTROUTING"}} {
+			out, _ := exec.Command("iptables", "-w", "-t", tc[0], "-S", tc[1]).Output()
+			for _, rule := range strings.Split(string(out), "\n") {
+				if strings.HasPrefix(rule, "-A ") && (strings.Contains(rule, " -i "+bridge+" ") || strings.Contains(rule, " -o "+bridge+" ")) {
+					// -S quotes the rule as a shell would read it.
+					_ = exec.Command("sh", "-c", "iptables -w -t "+tc[0]+" -D"+strings.TrimPrefix(rule, "-A")).Run()
+				}
+			}
+		}
+	})
+	return bridge, fmt.Sprintf("10.88.%d.0/24", 100+slot)
 }

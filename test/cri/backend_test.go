@@ -14,6 +14,7 @@ import (
 
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/embedded"
+	"github.com/jetlet/jetlet/test/cnitest"
 	"github.com/jetlet/jetlet/test/gobuild"
 	"github.com/jetlet/jetlet/test/testimages"
 )
@@ -101,11 +102,12 @@ func embeddedBackend(t testing.TB) *backend {
 	stateDir := filepath.Join(dir, "state")
 	sock := filepath.Join(dir, "cri.sock")
 	shimPath := gobuild.Shim.Path(t)
+	bridge, cidr := cnitest.Bridge(t)
 	var rt *embedded.Runtime
 	start := func(t testing.TB) {
 		t.Helper()
 		r, err := embedded.New(embedded.Config{Dir: stateDir, ShimPath: shimPath, Logger: testLogger().With().Str("backend", "embedded").Logger(),
-			ImageMirror: testimages.ServeLibrary(t)})
+			ImageMirror: testimages.ServeLibrary(t), PodBridge: bridge, PodCIDR: cidr})
 		if err != nil {
 			t.Fatal(err)
 		}

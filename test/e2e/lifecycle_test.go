@@ -89,7 +89,13 @@ func TestSidecarRunsBesideTheAppAndStopsAfterIt(t *testing.T) {
 		return st.Phase == schemas.PhaseRunning && len(st.InitContainers) == 1 && st.InitContainers[0].State == schemas.ContainerRunning &&
 			st.Containers[0].State == schemas.ContainerRunning
 	})
-	if got := strings.Join(readLines(t, filepath.Join(dir, "started")), ","); got != "side,app" {
+	// Running is reported once a process runs, maybe before its first line.
+	var started []string
+	poll.Until(t, 30*time.Second, func() string { return fmt.Sprintf("both containers to write; started %v", started) }, func() bool {
+		started = readLines(t, filepath.Join(dir, "started"))
+		return len(started) >= 2
+	})
+	if got := strings.Join(started, ","); got != "side,app" {
 		t.Errorf("started %q, want the sidecar first", got)
 	}
 	if st.InitContainers[0].RestartCount != 0 {

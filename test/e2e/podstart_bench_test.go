@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/jetlettest"
@@ -27,22 +28,30 @@ const podStartRate = 50
 // publish to its ContainerStarted event (p50, p99), and what the pods' shims
 // cost once their containers run: RSS and PSS per pod. shim=light runs the
 // light jetlet-shim (the default); shim=jetlet runs jetlet itself as each
-// pod's shim, for comparison.
+// pod's shim, for comparison. The pods have a network of their own (the
+// node-local bridge) but with net=host, where they are hostNetwork pods:
+// the difference is what a pod's network costs.
 //
 //	go test -run '^$' -bench PodStart -benchtime 100x ./test/e2e
 func BenchmarkPodStart(b *testing.B) {
-	for _, shim := range []string{"light", "jetlet"} {
-		b.Run("shim="+shim, func(b *testing.B) {
+	for _, c := range []struct {
+		name        string
+		hostNetwork bool
+	}{{"shim=light", false}, {"shim=light,net=host", true}, {"shim=jetlet", false}} {
+		b.Run(c.name, func(b *testing.B) {
 			var extra []string
-			if shim == "jetlet" {
+			if strings.Contains(c.name, "shim=jetlet") {
 				extra = append(extra, "--runtime-shim", jetlettest.Binary(b))
 			}
-			benchPodStart(b, extra)
+			if c.hostNetwork {
+				extra = append(extra, mountsTheHost...) // hostNetwork is privileged
+			}
+			benchPodStart(b, c.hostNetwork, extra)
 		})
 	}
 }
 
-func benchPodStart(b *testing.B, extra []string) {
+func benchPodStart(b *testing.B, hostNetwork bool, extra []string) {
 	if b.N > 500 {
 		b.Skipf("%d pods: run with -benchtime 100x", b.N)
 	}
@@ -79,7 +88,11 @@ func benchPodStart(b *testing.B, extra []string) {
 		mu.Lock()
 		sent[uid] = time.Now()
 		mu.Unlock()
-		if err := nc.Publish("jetlet.intent.n1."+uid, []byte(podJSON(uid, 1, "Always", "exec sleep 3600"))); err != nil {
+		body := podJSON(uid, 1, "Always", "exec sleep 3600")
+		if hostNetwork {
+			body = editPod(b, body, func(p *corev1.Pod) { p.Spec.HostNetwork = true })
+		}
+		if err := nc.Publish("jetlet.intent.n1."+uid, []byte(body)); err != nil {
 			b.Fatal(err)
 		}
 	}

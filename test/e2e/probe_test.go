@@ -133,7 +133,7 @@ func TestHTTPReadinessFlipsReadyBothWays(t *testing.T) {
 	port := freePort(t)
 	n.publish("web", sharing(t, probePodJSON(t, "web", 1, corev1.Container{
 		Name:    "app",
-		Command: []string{bin, "-http", "127.0.0.1:" + strconv.Itoa(port), "-ready-file", ready},
+		Command: []string{bin, "-http", ":" + strconv.Itoa(port), "-ready-file", ready},
 		Ports:   []corev1.ContainerPort{{Name: "http", ContainerPort: int32(port)}},
 		ReadinessProbe: &corev1.Probe{
 			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http")}},
@@ -230,13 +230,13 @@ func TestTCPSocketAndGRPCProbes(t *testing.T) {
 	n.publish("net", sharing(t, probePodJSON(t, "net", 1,
 		corev1.Container{
 			Name:    "tcp",
-			Command: []string{bin, "-http", "127.0.0.1:" + strconv.Itoa(tcpPort)},
+			Command: []string{bin, "-http", ":" + strconv.Itoa(tcpPort)},
 			ReadinessProbe: &corev1.Probe{PeriodSeconds: 1,
 				ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt(tcpPort)}}},
 		},
 		corev1.Container{
 			Name:    "grpc",
-			Command: []string{bin, "-grpc", "127.0.0.1:" + strconv.Itoa(grpcPort)},
+			Command: []string{bin, "-grpc", ":" + strconv.Itoa(grpcPort)},
 			ReadinessProbe: &corev1.Probe{PeriodSeconds: 1,
 				ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: int32(grpcPort)}}},
 			// A health service that does not exist: the liveness probe

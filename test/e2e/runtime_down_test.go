@@ -20,7 +20,9 @@ import (
 // sock, over dir; the returned function stops serving (containers live on).
 func startRuntime(t *testing.T, dir, sock string) func() {
 	t.Helper()
-	rt, err := embedded.New(embedded.Config{Dir: dir, ShimPath: gobuild.Shim.Path(t), Logger: zerolog.Nop(), ImageMirror: testimages.ServeLibrary(t)})
+	bridge, cidr := jetlettest.PodNetwork(t, dir)
+	rt, err := embedded.New(embedded.Config{Dir: dir, ShimPath: gobuild.Shim.Path(t), Logger: zerolog.Nop(), ImageMirror: testimages.ServeLibrary(t),
+		PodBridge: bridge, PodCIDR: cidr})
 	if err != nil {
 		t.Fatal(err)
 	}

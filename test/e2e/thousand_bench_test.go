@@ -20,6 +20,7 @@ import (
 
 	"github.com/jetlet/jetlet/internal/atomicfile"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/cnitest"
 	"github.com/jetlet/jetlet/test/poll"
 )
 
@@ -59,7 +60,11 @@ func benchThousand(b *testing.B, pods int) {
 		}
 		quiet = d
 	}
-	n := startNode(b, shortDir(b), "", "--workers", "16", "--profiling")
+	// A subnet for a thousand pods (a test's own is a /24), on a bridge of
+	// the bench's own.
+	bridge, _ := cnitest.Bridge(b)
+	// --max-pods above the 1,000: admission counts pods (kubelet's 110).
+	n := startNode(b, shortDir(b), "", "--workers", "16", "--profiling", "--max-pods", "1100", "--pod-bridge", bridge, "--pod-cidr", "10.89.0.0/20")
 	b.Logf("jetlet serves /metrics and /debug/pprof/ on %s", n.proc.HTTPAddr())
 	nc := natsConn(b, n)
 	statuses := watchStatuses(b, n)

@@ -22,8 +22,11 @@ import (
 // the test's removal of dataDir could go through them. Call it before Start.
 func RemovePodsOnCleanup(t testing.TB, dataDir string) {
 	t.Helper()
+	// Taken now, its bridge goes after the pods on it.
+	bridge, cidr := PodNetwork(t, dataDir)
 	t.Cleanup(func() {
-		rt, err := embedded.New(embedded.Config{Dir: filepath.Join(dataDir, "runtime"), ShimPath: gobuild.Shim.Path(t), Logger: zerolog.Nop()})
+		rt, err := embedded.New(embedded.Config{Dir: filepath.Join(dataDir, "runtime"), ShimPath: gobuild.Shim.Path(t), Logger: zerolog.Nop(),
+			PodBridge: bridge, PodCIDR: cidr})
 		if err != nil {
 			t.Error(err)
 			return

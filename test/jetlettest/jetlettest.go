@@ -18,6 +18,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/jetlet/jetlet/test/cnitest"
 	"github.com/jetlet/jetlet/test/gobuild"
 )
 
@@ -59,6 +60,7 @@ func StartEnv(t testing.TB, env []string, args ...string) *Process {
 	// registry of the bus (127.0.0.1:5050): each gets a free one unless the
 	// test says otherwise (a flag wins over the environment).
 	p.cmd.Env = append(append(os.Environ(), "JETLET_IMAGE_REGISTRY_LISTEN=127.0.0.1:0"), env...)
+	p.cmd.Env = append(p.cmd.Env, podNetworkEnv(t, args)...)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +87,56 @@ func StartEnv(t testing.TB, env []string, args ...string) *Process {
 		}
 	})
 	return p
+}
+
+// podBridges are the pod networks given to data dirs, kept for the test's
+// life so that a restart on a data dir finds its pods' bridge.
+var podBridges = struct {
+	sync.Mutex
+	byDir map[string][2]string
+}{byDir: map[string][2]string{}}
+
+// PodNetwork is the bridge and the subnet of the embedded runtime's pod
+// network on dir (cnitest.Bridge), the same for every start on dir within
+// the test: nodes of one test, and of tests of other processes, would
+// otherwise share jetlet0 with IP stores of their own and hand out the same
+// addresses.
+func PodNetwork(t testing.TB, dir string) (bridge, cidr string) {
+	podBridges.Lock()
+	defer podBridges.Unlock()
+	n, ok := podBridges.byDir[dir]
+	if !ok {
+		n[0], n[1] = cnitest.Bridge(t)
+		podBridges.byDir[dir] = n
+		t.Cleanup(func() {
+			podBridges.Lock()
+			delete(podBridges.byDir, dir)
+			podBridges.Unlock()
+		})
+	}
+	return n[0], n[1]
+}
+
+// podNetworkEnv gives the embedded runtime of `jetlet run` its data dir's
+// PodNetwork. A test that names its network, or runs another runtime, gets
+// nothing.
+func podNetworkEnv(t testing.TB, args []string) []string {
+	if len(args) == 0 || args[0] != "run" || os.Geteuid() != 0 {
+		return nil
+	}
+	dir := ""
+	for i, a := range args {
+		switch {
+		case strings.HasPrefix(a, "--pod-bridge"), strings.HasPrefix(a, "--cni-conf-dir"), strings.HasPrefix(a, "--runtime-endpoint"):
+			return nil
+		case a == "--data-dir" && i+1 < len(args):
+			dir = args[i+1]
+		case strings.HasPrefix(a, "--data-dir="):
+			dir = strings.TrimPrefix(a, "--data-dir=")
+		}
+	}
+	bridge, cidr := PodNetwork(t, dir)
+	return []string{"JETLET_POD_BRIDGE=" + bridge, "JETLET_POD_CIDR=" + cidr}
 }
 
 func (p *Process) read(r io.Reader) {

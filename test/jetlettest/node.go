@@ -15,8 +15,9 @@ import (
 // CheckNodeRecord checks what a `jetlet run` with the default node flags
 // says of itself in jetlet_nodes (CONTRACT section 12), whatever its
 // runtime: kubelet's labels, a capacity of the host's, allocatable less the
-// default hard eviction threshold of memory (100Mi), Ready and the three
-// pressure conditions False, its addresses, and an image named image among
+// default hard eviction threshold of memory (100Mi), Ready, the three
+// pressure conditions and NetworkUnavailable False (the runtime has a pod
+// network), its addresses, and an image named image among
 // those it holds. It logs the record, as `jetlet get nodes -o json` prints it.
 func CheckNodeRecord(t testing.TB, rec schemas.NodeRecord, image string) {
 	t.Helper()
@@ -44,6 +45,7 @@ func CheckNodeRecord(t testing.TB, rec schemas.NodeRecord, image string) {
 	want := map[corev1.NodeConditionType]corev1.ConditionStatus{
 		corev1.NodeReady: corev1.ConditionTrue, corev1.NodeMemoryPressure: corev1.ConditionFalse,
 		corev1.NodeDiskPressure: corev1.ConditionFalse, corev1.NodePIDPressure: corev1.ConditionFalse,
+		corev1.NodeNetworkUnavailable: corev1.ConditionFalse,
 	}
 	for _, c := range rec.Conditions {
 		if want[c.Type] != c.Status || c.Reason == "" || c.LastTransitionTime.IsZero() {

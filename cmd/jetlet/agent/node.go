@@ -87,8 +87,9 @@ func (n *nodeInfo) forAdmission(pressure []corev1.NodeConditionType) admission.N
 
 // record fills in the node's status in its record: allocated is what the
 // admitted pods hold now, pressure the eviction manager's conditions,
-// readySince when jetlet started.
-func (n *nodeInfo) record(rec *schemas.NodeRecord, allocated corev1.ResourceList, pressure []schemas.NodeCondition, readySince time.Time) {
+// network the runtime's NetworkUnavailable (nil: not known yet), readySince
+// when jetlet started.
+func (n *nodeInfo) record(rec *schemas.NodeRecord, allocated corev1.ResourceList, pressure []schemas.NodeCondition, network *schemas.NodeCondition, readySince time.Time) {
 	rec.Labels = maps.Clone(n.labels)
 	rec.Taints = slices.Clone(n.taints)
 	rec.Unschedulable = n.cordon.On()
@@ -101,4 +102,7 @@ func (n *nodeInfo) record(rec *schemas.NodeRecord, allocated corev1.ResourceList
 		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
 		Message: "jetlet is posting ready status", LastTransitionTime: readySince,
 	}}, pressure...)
+	if network != nil {
+		rec.Conditions = append(rec.Conditions, *network)
+	}
 }

@@ -165,6 +165,7 @@ func (a *agent) buildPodSync(ctx context.Context, p *pipeline, js jetstream.JetS
 	kuberuntime, err := reconcile.New(client, p.emit, reconcile.Config{
 		NodeName:        a.cfg.node,
 		NodeIP:          hostIP,
+		PodNetworkDown:  a.podNetworkDown,
 		NodeAllocatable: p.node.allocatable,
 		DataDir:         a.cfg.dataDir,
 		AllowPrivileged: p.node.level == admission.LevelPrivileged,
@@ -396,7 +397,7 @@ func (a *agent) nodeRecord(ctx context.Context, p *pipeline, client *runtime.Cli
 		Pods:              p.workers.PodCounts(),
 		StartedAt:         p.startedAt,
 	}
-	p.node.record(&rec, p.workers.Allocated(), p.eviction.Conditions(), p.startedAt)
+	p.node.record(&rec, p.workers.Allocated(), p.eviction.Conditions(), a.runtimeNetwork.Load(), p.startedAt)
 	rec.Images = p.imageGC.NodeImages(ctx)
 	return rec
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/jetlet/jetlet/runtime/busregistry"
 	"github.com/jetlet/jetlet/runtime/containerlogs"
 	"github.com/jetlet/jetlet/runtime/embedded"
+	"github.com/jetlet/jetlet/runtime/embedded/network"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/schemas/bus"
 )
@@ -76,9 +77,12 @@ type runConfig struct {
 	imageRegistryListen    string
 	imageRegistryListenSet bool
 
-	// The embedded runtime's CNI network (empty: pods on the host's network).
+	// The embedded runtime's CNI network (empty: its node-local bridge
+	// network, podBridge and podCIDR).
 	cniConfDir string
 	cniBinDirs []string
+	podBridge  string
+	podCIDR    string
 	// insecureRegistries are pulled from over plain HTTP by the embedded
 	// runtime (localhost and 127.0.0.0/8 always are).
 	insecureRegistries []string
@@ -137,8 +141,10 @@ admits anyone. Without
 	fs.IntVar(&cfg.natsMaxPingsOut, "nats-max-pings-out", 2, "unanswered pings after which jetlet leaves its NATS server for another")
 	fs.StringVar(&cfg.runtimeEndpoint, "runtime-endpoint", "", "CRI runtime endpoint (unix:///run/containerd/containerd.sock); empty starts the embedded process runtime")
 	fs.DurationVar(&cfg.runtimeRequestTimeout, "runtime-request-timeout", 2*time.Minute, "timeout of every CRI call but image pulls")
-	fs.StringVar(&cfg.cniConfDir, "cni-conf-dir", "", "CNI network config dir of the embedded runtime: each pod not on the host network gets its own network namespace, set up with the first config in it (.conflist, .conf, .json; lexical order); empty puts every pod on the host's network")
+	fs.StringVar(&cfg.cniConfDir, "cni-conf-dir", "", "CNI network config dir of the embedded runtime: each pod not on the host network gets its own network namespace, set up with the first config in it (.conflist, .conf, .json; lexical order); empty: the node-local bridge network (--pod-bridge, --pod-cidr)")
 	fs.StringSliceVar(&cfg.cniBinDirs, "cni-bin-dir", embedded.DefaultCNIBinDirs, "directories searched for the CNI plugins, in order (comma-separated)")
+	fs.StringVar(&cfg.podBridge, "pod-bridge", embedded.DefaultPodBridge, "bridge of the embedded runtime's node-local pod network (without --cni-conf-dir)")
+	fs.StringVar(&cfg.podCIDR, "pod-cidr", embedded.DefaultPodCIDR, "IPv4 subnet of the embedded runtime's node-local pod network (without --cni-conf-dir); the bridge takes its first address")
 	fs.IntVar(&cfg.workers, "workers", 16, "pods synced concurrently")
 	fs.IntVar(&cfg.intakeReplicas, "intake-replicas", 1, "replicas of the node's durable consumer on JETLET_INTENTS: 1 keeps it on one server, in memory where the streams are replicated (--replicas above 1), and makes it anew when that server is lost or restarted (a third of a replicated consumer's cost: docs/scaling.md); 0 gives it the stream's replicas (a Raft group per node)")
 	fs.StringVar(&cfg.httpListen, "http-listen", "127.0.0.1:9464", "address of /healthz, /readyz and /metrics (port 0 picks a free port)")
@@ -217,6 +223,12 @@ func (c *runConfig) validate() error {
 	if c.cniConfDir != "" && c.runtimeEndpoint != "" {
 		return errors.New("--cni-conf-dir configures the embedded runtime's network; with --runtime-endpoint that runtime's own CNI config applies")
 	}
+	if c.runtimeEndpoint != "" && (c.podBridge != embedded.DefaultPodBridge || c.podCIDR != embedded.DefaultPodCIDR) {
+		return errors.New("--pod-bridge and --pod-cidr configure the embedded runtime's network; with --runtime-endpoint that runtime's own CNI config applies")
+	}
+	if err := (network.Bridge{Name: c.podBridge, Subnet: c.podCIDR}).Validate(); err != nil {
+		return fmt.Errorf("--pod-bridge, --pod-cidr: %w", err)
+	}
 	if c.runtimeRequestTimeout <= 0 {
 		return fmt.Errorf("--runtime-request-timeout %s: must be positive", c.runtimeRequestTimeout)
 	}
@@ -288,6 +300,9 @@ type agent struct {
 	// (jetlet_permission_denied_total{what}).
 	deniedTotal   *prometheus.CounterVec
 	runtimeHealth atomic.Pointer[error] // nil until the runtime answered once
+	// runtimeNetwork is the node's NetworkUnavailable, kept by watchRuntime;
+	// nil until the runtime answered once.
+	runtimeNetwork atomic.Pointer[schemas.NodeCondition]
 	// isolation is the embedded runtime's isolation level, for the node
 	// record; set before serving, empty with another runtime.
 	isolation schemas.IsolationLevel
@@ -440,7 +455,7 @@ func (a *agent) serve(ctx context.Context, js jetstream.JetStream, endpoint stri
 		return err
 	}
 	defer client.Close()
-	go watchRuntime(ctx, client, &a.runtimeHealth)
+	watchRuntime(ctx, client, &a.runtimeHealth, &a.runtimeNetwork)
 
 	pipeCtx, stopPipe := context.WithCancelCause(ctx)
 	defer stopPipe(nil)

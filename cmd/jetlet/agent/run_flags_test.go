@@ -23,8 +23,10 @@ func TestRunFlagDefaultsAreTheDocumentedOnes(t *testing.T) {
 		{"allow-privileged", "false", "CONTRACT 7, node.md: --pod-security privileged"},
 		{"nats-insecure", "false", "CONTRACT 7 (cluster issue)"},
 		{"rename-node", "false", "CONTRACT 7 (event-ledger issue)"},
-		{"cni-conf-dir", "", "CONTRACT 7 (embedded-runtime issue): pods on the host network"},
+		{"cni-conf-dir", "", "CONTRACT 7 (embedded-runtime issue); CONTRACT 15: the node-local bridge network"},
 		{"cni-bin-dir", "/usr/lib/cni,/opt/cni/bin", "running.md Pod sync"},
+		{"pod-bridge", "jetlet0", "running.md Pod sync: the node-local pod network's bridge"},
+		{"pod-cidr", "10.77.0.0/16", "running.md Pod sync: none of podman's, containerd's, Docker's, flannel's or k3s' defaults"},
 		// docs/running.md, Pod sync: kubelet's settings.
 		{"workers", "16", "running.md Pod sync"},
 		{"intake-replicas", "1", "running.md Pod sync, scaling.md"},

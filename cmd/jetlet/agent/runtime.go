@@ -14,12 +14,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
+	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/internal/periodic"
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/crierr"
 	"github.com/jetlet/jetlet/runtime/embedded"
+	"github.com/jetlet/jetlet/schemas"
 )
 
 // runtimeStatusPeriod is how often /readyz's runtime condition is refreshed.
@@ -78,6 +80,8 @@ func (a *agent) startEmbeddedRuntime(ctx context.Context) (*embedded.Runtime, st
 		PodPidsLimit: a.cfg.podMaxPids,
 		CNIConfDir:   a.cfg.cniConfDir,
 		CNIBinDirs:   a.cfg.cniBinDirs,
+		PodBridge:    a.cfg.podBridge,
+		PodCIDR:      a.cfg.podCIDR,
 		HiddenPaths:  a.hostSecrets(),
 
 		HostPrograms:       a.cfg.hostPrograms,
@@ -141,9 +145,12 @@ func (a *agent) connectRuntime(ctx context.Context, endpoint string, observe fun
 	return client, nil
 }
 
-// watchRuntime keeps /readyz's runtime condition current: the runtime must
-// answer Status and report itself ready.
-func watchRuntime(ctx context.Context, client *runtime.Client, healthy *atomic.Pointer[error]) {
+// watchRuntime keeps /readyz's runtime condition current (the runtime must
+// answer Status and report itself ready) and the node's NetworkUnavailable
+// condition, the runtime's NetworkReady. The first check is done when it
+// returns, so that pods are synced knowing the network's state; the next
+// run in the background until ctx is done.
+func watchRuntime(ctx context.Context, client *runtime.Client, healthy *atomic.Pointer[error], network *atomic.Pointer[schemas.NodeCondition]) {
 	check := func() {
 		callCtx, cancel := context.WithTimeout(ctx, runtimeStatusPeriod)
 		defer cancel()
@@ -154,13 +161,49 @@ func watchRuntime(ctx context.Context, client *runtime.Client, healthy *atomic.P
 			result = err
 		default:
 			for _, c := range st.GetStatus().GetConditions() {
-				if c.Type == "RuntimeReady" && !c.Status {
+				switch {
+				case c.Type == "RuntimeReady" && !c.Status:
 					result = fmt.Errorf("runtime not ready: %s %s", c.Reason, c.Message)
+				case c.Type == "NetworkReady":
+					prev := network.Load()
+					cond := networkCondition(c, prev, time.Now().UTC())
+					if cond.Status == corev1.ConditionTrue && (prev == nil || prev.Status != cond.Status) {
+						logger.Warn().Str("reason", cond.Reason).Str("message", cond.Message).Msg("the runtime's pod network is not ready: the node reports NetworkUnavailable")
+					}
+					network.Store(cond)
 				}
 			}
 		}
 		healthy.Store(&result)
 	}
 	check()
-	periodic.Every(ctx, runtimeStatusPeriod, check)
+	go periodic.Every(ctx, runtimeStatusPeriod, check)
+}
+
+// podNetworkDown says whether the runtime's last Status had NetworkReady
+// false.
+func (a *agent) podNetworkDown() bool {
+	c := a.runtimeNetwork.Load()
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+// networkCondition is the node's NetworkUnavailable for the runtime's
+// NetworkReady c: kubelet turns a runtime's network not ready into Ready
+// false and runs no pod but hostNetwork ones; jetlet runs them with only lo
+// (the embedded runtime) and says so with the condition Kubernetes has for a
+// node whose network is not set up. prev's transition time stays while the
+// status does.
+func networkCondition(c *runtimeapi.RuntimeCondition, prev *schemas.NodeCondition, now time.Time) *schemas.NodeCondition {
+	cond := &schemas.NodeCondition{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionFalse,
+		Reason: "RuntimeNetworkReady", Message: "the runtime reports its pod network ready", LastTransitionTime: now}
+	if !c.Status {
+		cond.Status, cond.Reason, cond.Message = corev1.ConditionTrue, c.Reason, c.Message
+		if cond.Reason == "" {
+			cond.Reason = "NetworkPluginNotReady"
+		}
+	}
+	if prev != nil && prev.Status == cond.Status {
+		cond.LastTransitionTime = prev.LastTransitionTime
+	}
+	return cond
 }

@@ -2,6 +2,7 @@ package network
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 	types100 "github.com/containernetworking/cni/pkg/types/100"
+	"golang.org/x/sys/unix"
 )
 
 const (
@@ -17,10 +19,6 @@ const (
 	PodInterface = "eth0"
 	loInterface  = "lo"
 )
-
-// loopbackConfig brings up lo in every pod namespace, as kubelet and
-// containerd do with the standard loopback plugin.
-var loopbackConfig = []byte(`{"cniVersion": "1.0.0", "name": "cni-loopback", "plugins": [{"type": "loopback"}]}`)
 
 // Config says where the network config and the plugins are.
 type Config struct {
@@ -36,11 +34,14 @@ type Config struct {
 
 // Network is the CNI network pods join, loaded and checked by Load.
 type Network struct {
-	cni      *libcni.CNIConfig
-	list     *libcni.NetworkConfigList
-	loopback *libcni.NetworkConfigList
-	file     string
-	skipped  []string
+	cni  *libcni.CNIConfig
+	list *libcni.NetworkConfigList
+	// noPorts is list without its portmap plugin, for pods without a
+	// hostPort (portmap has nothing to do for them; a process less at their
+	// start and stop); list itself when it has none.
+	noPorts *libcni.NetworkConfigList
+	file    string
+	skipped []string
 }
 
 // Pod identifies a pod sandbox to the plugins.
@@ -65,8 +66,7 @@ type PortMapping struct {
 }
 
 // Load reads the first usable network config in cfg.ConfDir and checks that
-// its plugins and the loopback plugin are in cfg.BinDirs and speak its CNI
-// version. A file that is not a usable config is skipped (Skipped says why),
+// its plugins are in cfg.BinDirs and speak its CNI version. A file that is not a usable config is skipped (Skipped says why),
 // as kubelet does.
 func Load(ctx context.Context, cfg Config) (*Network, error) {
 	files, err := libcni.ConfFiles(cfg.ConfDir, []string{".conflist", ".conf", ".json"})
@@ -91,15 +91,35 @@ func Load(ctx context.Context, cfg Config) (*Network, error) {
 		}
 		return nil, errors.New(msg)
 	}
-	if n.loopback, err = libcni.ConfListFromBytes(loopbackConfig); err != nil {
+	if _, err := n.cni.ValidateNetworkList(ctx, n.list); err != nil {
+		return nil, fmt.Errorf("CNI network %q (%s): plugins not usable from %s: %w", n.list.Name, n.file, strings.Join(cfg.BinDirs, ":"), err)
+	}
+	if n.noPorts, err = withoutPortmap(n.list); err != nil {
 		return nil, err
 	}
-	for _, l := range []*libcni.NetworkConfigList{n.list, n.loopback} {
-		if _, err := n.cni.ValidateNetworkList(ctx, l); err != nil {
-			return nil, fmt.Errorf("CNI network %q (%s): plugins not usable from %s: %w", l.Name, n.file, strings.Join(cfg.BinDirs, ":"), err)
-		}
-	}
 	return n, nil
+}
+
+// withoutPortmap is list without its portmap plugins; list when it has none.
+func withoutPortmap(list *libcni.NetworkConfigList) (*libcni.NetworkConfigList, error) {
+	var raw map[string]any
+	if err := json.Unmarshal(list.Bytes, &raw); err != nil {
+		return nil, err
+	}
+	plugins, _ := raw["plugins"].([]any)
+	kept := slices.DeleteFunc(slices.Clone(plugins), func(p any) bool {
+		m, _ := p.(map[string]any)
+		return m["type"] == "portmap"
+	})
+	if len(kept) == len(plugins) || len(kept) == 0 {
+		return list, nil
+	}
+	raw["plugins"] = kept
+	data, err := json.Marshal(raw)
+	if err != nil {
+		return nil, err
+	}
+	return libcni.ConfListFromBytes(data)
 }
 
 func loadFile(path string) (*libcni.NetworkConfigList, error) {
@@ -129,13 +149,21 @@ func (n *Network) File() string { return n.file }
 // Skipped lists the files before File that were not usable, with the reason.
 func (n *Network) Skipped() []string { return n.skipped }
 
-// Add attaches the pod to the network (and brings up its lo) and returns its
-// IPs, IPv4 first. On failure the caller undoes what was done with Del.
+// Add brings up the pod's lo, attaches the pod to the network and returns
+// its IPs, IPv4 first. On failure the caller undoes what was done with Del.
+// lo is brought up in process, where kubelet and containerd run the
+// loopback plugin (which does only that): a process less per pod start and
+// stop. Sandboxes added before still have its attachment cached, which Del
+// removes.
 func (n *Network) Add(ctx context.Context, pod Pod) ([]string, error) {
-	if _, err := n.cni.AddNetworkList(ctx, n.loopback, n.runtimeConf(pod, loInterface)); err != nil {
-		return nil, fmt.Errorf("CNI loopback: %w", err)
+	if err := in([]Namespace{{Path: pod.NetNS, Type: unix.CLONE_NEWNET}}, upLoopback); err != nil {
+		return nil, err
 	}
-	res, err := n.cni.AddNetworkList(ctx, n.list, n.runtimeConf(pod, PodInterface))
+	list := n.list
+	if len(pod.PortMappings) == 0 {
+		list = n.noPorts
+	}
+	res, err := n.cni.AddNetworkList(ctx, list, n.runtimeConf(pod, PodInterface))
 	if err != nil {
 		return nil, fmt.Errorf("CNI network %q: %w", n.list.Name, err)
 	}
@@ -168,8 +196,9 @@ func podIPs(r *types100.Result) []string {
 }
 
 // Del detaches the pod: every attachment libcni cached for it is deleted with
-// the config it was made with, and the current network and loopback with the
-// current config where none was cached (an ADD that failed half-way). It is
+// the config it was made with (so without portmap when it was added
+// without), and the current network with the current config where none was
+// cached (an ADD that failed half-way). It is
 // idempotent, and a namespace that is already gone is no error: the plugins
 // then release what they hold outside it (host-local's addresses).
 func (n *Network) Del(ctx context.Context, pod Pod) error {
@@ -197,15 +226,9 @@ func (n *Network) Del(ctx context.Context, pod Pod) error {
 		}
 		done[a.Network+"/"+a.IfName] = true
 	}
-	for _, l := range []struct {
-		list   *libcni.NetworkConfigList
-		ifName string
-	}{{n.list, PodInterface}, {n.loopback, loInterface}} {
-		if done[l.list.Name+"/"+l.ifName] {
-			continue
-		}
-		if err := n.cni.DelNetworkList(ctx, l.list, n.runtimeConf(pod, l.ifName)); err != nil {
-			errs = append(errs, fmt.Errorf("CNI network %q: %w", l.list.Name, err))
+	if !done[n.list.Name+"/"+PodInterface] {
+		if err := n.cni.DelNetworkList(ctx, n.list, n.runtimeConf(pod, PodInterface)); err != nil {
+			errs = append(errs, fmt.Errorf("CNI network %q: %w", n.list.Name, err))
 		}
 	}
 	return errors.Join(errs...)

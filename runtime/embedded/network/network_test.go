@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containernetworking/cni/libcni"
 	"golang.org/x/sys/unix"
 
 	"github.com/jetlet/jetlet/test/cnitest"
@@ -290,5 +291,27 @@ func BenchmarkCreateRemove(b *testing.B) {
 			b.Fatal(err)
 		}
 		i++
+	}
+}
+
+// A pod without a hostPort is attached without portmap, which would have
+// nothing to do; a config without portmap is used as it is.
+func TestWithoutPortmap(t *testing.T) {
+	with, err := libcni.ConfListFromBytes([]byte(`{"cniVersion": "1.0.0", "name": "n", "plugins": [
+  {"type": "bridge", "bridge": "b0", "ipam": {"type": "host-local", "subnet": "10.1.0.0/24"}},
+  {"type": "portmap", "capabilities": {"portMappings": true}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := withoutPortmap(with)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Name != "n" || got.CNIVersion != "1.0.0" || len(got.Plugins) != 1 || got.Plugins[0].Network.Type != "bridge" ||
+		!strings.Contains(string(got.Plugins[0].Bytes), `"subnet":"10.1.0.0/24"`) {
+		t.Fatalf("without portmap: %s", got.Bytes)
+	}
+	if again, err := withoutPortmap(got); err != nil || again != got {
+		t.Fatalf("a list without portmap: %v, %v", again, err)
 	}
 }

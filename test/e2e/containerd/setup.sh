@@ -186,7 +186,8 @@ cat >"$WORK/cni/net.d/10-jetlet-e2e.conflist" <<CNI
         "routes": [{"dst": "0.0.0.0/0"}],
         "dataDir": "$WORK/cni/ipam"
       }
-    }
+    },
+    {"type": "portmap", "capabilities": {"portMappings": true}}
   ]
 }
 CNI
