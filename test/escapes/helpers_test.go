@@ -356,15 +356,13 @@ func hashFile(t *testing.T, path string) string {
 // of jetlet's changed, the host's state changed.
 func (c *canaries) check(outputs ...string) {
 	c.t.Helper()
-	for _, out := range outputs {
-		if strings.Contains(out, c.secret) {
-			c.t.Errorf("ESCAPE: the host's secret file %s (outside the data dir) reached the pod's output:\n%s", c.secretPath, out)
-		}
-		if strings.Contains(out, c.name) {
-			c.t.Errorf("ESCAPE: the pod listed the host's dir %s:\n%s", c.secretDir, out)
-		}
-		if strings.Contains(out, c.seed) {
-			c.t.Errorf("ESCAPE: the data dir's NATS seed reached the pod's output:\n%s", out)
+	for what, canary := range map[string]string{
+		"the host's secret file " + c.secretPath + " (outside the data dir)": c.secret,
+		"a listing of the host's dir " + c.secretDir:                         c.name,
+		"the data dir's NATS seed":                                           c.seed,
+	} {
+		if line, ok := lineWith(outputs, canary); ok {
+			c.t.Errorf("ESCAPE: %s reached the pod's output: %q", what, line)
 		}
 	}
 	if entries, _ := os.ReadDir(c.sentinel); len(entries) != 0 {
@@ -380,6 +378,18 @@ func (c *canaries) check(outputs ...string) {
 		}
 	}
 	c.hostState.check(c.t, readHostState(c.t))
+}
+
+// lineWith is the first line of outputs that holds s.
+func lineWith(outputs []string, s string) (string, bool) {
+	for _, out := range outputs {
+		for line := range strings.Lines(out) {
+			if strings.Contains(line, s) {
+				return strings.TrimSpace(line), true
+			}
+		}
+	}
+	return "", false
 }
 
 // hostState is what a pod must not be able to change on the host.

@@ -119,9 +119,22 @@ func (n *node) raceStarts(uid string, victims []string, starts int32) []string {
 	var outs []string
 	for _, v := range victims {
 		out := n.logs(uid, v)
-		n.t.Logf("%s/%s (%d starts printed %q): %s", uid, v, strings.Count(out, done), done, out)
+		n.t.Logf("%s/%s: %d starts printed %q; the lines they printed:\n%s", uid, v, strings.Count(out, done), done, uniqueLines(out))
 		outs = append(outs, out)
 	}
 	n.t.Logf("%s: %d restarts, last states %v", uid, total, seen)
 	return outs
+}
+
+// uniqueLines is out with each line once, in the order first seen.
+func uniqueLines(out string) string {
+	seen := map[string]bool{}
+	var b strings.Builder
+	for line := range strings.Lines(out) {
+		if !seen[line] {
+			seen[line] = true
+			b.WriteString(line)
+		}
+	}
+	return b.String()
 }

@@ -7,8 +7,8 @@
 package main
 
 import (
-	"errors"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"os"
