@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -138,7 +139,13 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 // success it appends a marker (an ELF binary still runs with it, and its
 // hash shows it).
 func exeWatch(max time.Duration) {
-	self, _ := os.Readlink("/proc/self/exe")
+	// The container's own programs, whatever their names now.
+	var own []os.FileInfo
+	for _, p := range []string{"/proc/self/exe", "/bin/busybox"} {
+		if fi, err := os.Stat(p); err == nil {
+			own = append(own, fi)
+		}
+	}
 	seen := map[string]bool{}
 	var held []int
 	fmt.Println("exewatch: watching")
@@ -151,7 +158,8 @@ func exeWatch(max time.Duration) {
 			}
 			exe := fmt.Sprintf("/proc/%d/exe", pid)
 			target, err := os.Readlink(exe)
-			if err != nil || target == self || target == "/bin/busybox" || seen[target] {
+			fi, statErr := os.Stat(exe)
+			if err != nil || statErr != nil || seen[target] || slices.ContainsFunc(own, func(o os.FileInfo) bool { return os.SameFile(o, fi) }) {
 				continue
 			}
 			seen[target] = true
