@@ -2,6 +2,8 @@ package escapes_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,13 +25,19 @@ func TestProcSelfExeOverwrite(t *testing.T) {
 	n.importTool()
 	c := plant(t, n)
 	script := `rm /bin/sh && printf '#!/proc/self/exe\n' > /bin/sh && chmod 755 /bin/sh && echo "replaced /bin/sh";
-	  /bin/escapetool exewatch 20s; echo ` + done + `; exec /bin/busybox sleep 3600`
-	n.apply("exe", `"restartPolicy":"Never","containers":[`+container("app", toolImage, script,
+	  /bin/escapetool exewatch /ed/stop 60s; echo ` + done + `; exec /bin/busybox sleep 3600`
+	n.apply("exe", `"restartPolicy":"Never","volumes":[{"name":"ed","emptyDir":{}}],"containers":[`+container("app", toolImage, script,
+		`"volumeMounts":[{"name":"ed","mountPath":"/ed"}]`,
 		`"readinessProbe":{"exec":{"command":["/bin/sh"]},"periodSeconds":1,"failureThreshold":1000}`)+`]`)
 	poll.Until(t, 60*time.Second, poll.Msg("the watcher to start"), func() bool { return strings.Contains(n.logs("exe", "app"), "exewatch: watching") })
-	for i := range 3 {
+	// Until the watcher has seen a process not of the container's (each
+	// exec's lives a few milliseconds), at most 10 times.
+	for i := 0; i < 10 && !strings.Contains(n.logs("exe", "app"), "exewatch: pid "); i++ {
 		out, err := n.exec("exe", "app", "/bin/sh", "-c", "true")
 		t.Logf("jetlet exec %d of /bin/sh: %v: %s", i, err, out)
+	}
+	if err := os.WriteFile(filepath.Join(n.emptyDir("exe", "ed"), "stop"), nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	out, _ := n.attempt("exe", "app", 60*time.Second)
 	report(t, "exe", out, "")

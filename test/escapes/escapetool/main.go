@@ -41,7 +41,7 @@ func main() {
 	case "sniff":
 		sniff(args[0], args[1], mustDuration(args[2]))
 	case "exewatch":
-		exeWatch(mustDuration(args[0]))
+		exeWatch(args[0], mustDuration(args[1]))
 	case "setcap":
 		setcap(args[0], args[1])
 	case "cgroup":
@@ -132,13 +132,14 @@ func sniff(out, stop string, max time.Duration) {
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
-// exeWatch looks at every process it sees in /proc for max, and for one
+// exeWatch looks at every process it sees in /proc until the file stop
+// exists or max passes, and for one
 // whose executable is not its own nor busybox (a runtime's binary entering
 // the container: runc's CVE-2019-5736), opens that executable for reading,
 // then keeps trying to reopen it for writing through the descriptor; on
 // success it appends a marker (an ELF binary still runs with it, and its
 // hash shows it).
-func exeWatch(max time.Duration) {
+func exeWatch(stop string, max time.Duration) {
 	// The container's own programs, whatever their names now.
 	var own []os.FileInfo
 	for _, p := range []string{"/proc/self/exe", "/bin/busybox"} {
@@ -150,6 +151,9 @@ func exeWatch(max time.Duration) {
 	var held []int
 	fmt.Println("exewatch: watching")
 	for deadline := time.Now().Add(max); time.Now().Before(deadline); {
+		if _, err := os.Stat(stop); err == nil {
+			break
+		}
 		entries, _ := os.ReadDir("/proc")
 		for _, e := range entries {
 			pid, err := strconv.Atoi(e.Name())
