@@ -336,7 +336,7 @@ func (c *canaries) loot(n *node) string {
 	  echo "loot $1: secret: $(cat "$1%[1]s" 2>&1)"
 	  echo "loot $1: seed: $(cat "$1%[2]s" 2>&1)"
 	  echo "loot $1: listing: $(ls -a "$1%[3]s" 2>&1 | tr '\n' ' ')"
-	  touch "$1%[4]s/pwned" 2>/dev/null && echo "loot $1: sentinel written" || echo "loot $1: sentinel refused"
+	  touch "$1%[4]s/pwned-$(hostname)-$$" 2>/dev/null && echo "loot $1: sentinel written" || echo "loot $1: sentinel refused"
 	}
 	`, c.secretPath, filepath.Join(n.dataDir, "nats-client.nk"), c.secretDir, c.sentinel)
 }
