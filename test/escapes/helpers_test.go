@@ -330,13 +330,13 @@ func plant(t *testing.T, n *node) *canaries {
 // through ROOT, a path the pod hopes is the host's root: read the secret,
 // the data dir's seed, list the secret's dir, write in the sentinel dir.
 // The canary's name is not in it: only a pod that lists the host's dir
-// prints it.
+// prints it. (Not $$: jetlet expands a command's $$ to $, as kubelet.)
 func (c *canaries) loot(n *node) string {
 	return fmt.Sprintf(`loot() {
 	  echo "loot $1: secret: $(cat "$1%[1]s" 2>&1)"
 	  echo "loot $1: seed: $(cat "$1%[2]s" 2>&1)"
 	  echo "loot $1: listing: $(ls -a "$1%[3]s" 2>&1 | tr '\n' ' ')"
-	  touch "$1%[4]s/pwned-$(hostname)-$$" 2>/dev/null && echo "loot $1: sentinel written" || echo "loot $1: sentinel refused"
+	  touch "$1%[4]s/pwned-$(hostname)-$RANDOM" 2>/dev/null && echo "loot $1: sentinel written" || echo "loot $1: sentinel refused"
 	}
 	`, c.secretPath, filepath.Join(n.dataDir, "nats-client.nk"), c.secretDir, c.sentinel)
 }
