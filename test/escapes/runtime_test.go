@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/jetlet/jetlet/test/poll"
 )
 
@@ -55,22 +57,34 @@ func TestProcSelfExeOverwrite(t *testing.T) {
 // directory left open in the process that starts the container, reached
 // as the working dir /proc/self/fd/N (N from 3 to 10) or through
 // /proc/<pid>/fd of every process the container sees, and in a process
-// `jetlet exec` starts. From none may the host be reached.
+// `jetlet exec` starts. From none may the host be reached. jetlet itself
+// inherits a descriptor of the host's / (not close-on-exec, as a shell or a
+// CI runner may leave one): the runtime must not hand it on either.
 func TestLeakedFdWorkingDir(t *testing.T) {
+	inherited, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Registered first, so closed after jetlet is gone.
+	t.Cleanup(func() { unix.Close(inherited) })
 	n := startNode(t)
 	c := plant(t, n)
 	up := strings.Repeat("../", 12)
 	throughFds := c.loot(n) + `for f in /proc/[0-9]*/fd/*; do
 	    [ -d "$f" ] || continue; echo "fd $f -> $(readlink $f)"; loot "$f/` + up + `"; done`
 	var ctrs []string
-	for fd := 3; fd <= 10; fd++ {
+	fds := []int{3, 4, 5, 6, 7, 8, 9, 10}
+	if inherited > 10 {
+		fds = append(fds, inherited)
+	}
+	for _, fd := range fds {
 		ctrs = append(ctrs, container(fmt.Sprintf("wd%d", fd), "", c.loot(n)+`echo "cwd: $(pwd)"; loot `+up+`; echo `+done,
 			fmt.Sprintf(`"workingDir":"/proc/self/fd/%d"`, fd)))
 	}
 	ctrs = append(ctrs, container("fds", "", throughFds+"; echo "+done+"; exec sleep 3600"))
 	n.apply("fds", `"restartPolicy":"Never","containers":[`+strings.Join(ctrs, ",")+`]`)
 	var outs []string
-	for fd := 3; fd <= 10; fd++ {
+	for _, fd := range fds {
 		out, refusal := n.attempt("fds", fmt.Sprintf("wd%d", fd), 90*time.Second)
 		report(t, fmt.Sprintf("workingDir /proc/self/fd/%d", fd), out, refusal)
 		outs = append(outs, out)
