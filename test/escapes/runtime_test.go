@@ -146,7 +146,8 @@ var (
 // them (and a pty over /dev/console); a pod whose /dev is a volume of its
 // own (an emptyDir where /dev/null and /dev/console are symbolic links to
 // /proc/sys/kernel/core_pattern) would have the runtime bind the host's
-// core_pattern there instead, writable. The masked paths must read as
+// core_pattern there instead, writable; also as a race against a
+// runtime that checks /dev/null first. The masked paths must read as
 // nothing, and the host's core_pattern and sysrq stay as they were after
 // the container writes through them.
 func TestMaskedPathRedirect(t *testing.T) {
@@ -167,21 +168,42 @@ func TestMaskedPathRedirect(t *testing.T) {
 	  "containers":[`+container("devvol", "", probe.String(), `"volumeMounts":[{"name":"dev","mountPath":"/dev"}]`)+`,
 	    `+container("tty", "", probe.String(), `"tty":true,"stdin":true,"volumeMounts":[{"name":"dev","mountPath":"/dev"}]`)+`,
 	    `+container("plain", "", probe.String())+`]`)
+	// The same as a race: a container swaps /dev/null in the volume between
+	// the real device and the link while others are started again and
+	// again (a runtime that checks what /dev/null is before it binds it).
+	swap := `cd /ed && while :; do rm -f null; mknod null c 1 3; rm -f null; ln -s /proc/sys/kernel/core_pattern null; done`
+	victims := []string{"r1", "r2", "r3", "r4"}
+	ctrs := []string{container("swapper", "", swap, `"volumeMounts":[{"name":"dev","mountPath":"/ed"}]`)}
+	for _, v := range victims {
+		ctrs = append(ctrs, container(v, "", probe.String()+"; exit 1", `"volumeMounts":[{"name":"dev","mountPath":"/dev"}]`))
+	}
+	n.apply("masked-race", `"restartPolicy":"Always","volumes":[{"name":"dev","emptyDir":{}}],"containers":[`+strings.Join(ctrs, ",")+`]`)
 	var outs []string
 	for _, ctr := range []string{"devvol", "tty", "plain"} {
 		out, refusal := n.attempt("masked", ctr, 90*time.Second)
 		report(t, "masked/"+ctr, out, refusal)
 		outs = append(outs, out)
-		for line := range strings.Lines(out) {
-			f := strings.Fields(line)
-			if len(f) == 3 && f[0] == "masked" {
-				if count, err := strconv.Atoi(f[2]); err == nil && count > 0 {
-					t.Errorf("ESCAPE: %s: %s is not masked: %s", ctr, strings.TrimSuffix(f[1], ":"), strings.TrimSpace(line))
-				}
+		checkMasked(t, ctr, out)
+	}
+	for i, out := range n.raceStarts("masked-race", victims, 8) {
+		outs = append(outs, out)
+		checkMasked(t, victims[i], out)
+	}
+	c.check(outs...)
+}
+
+// checkMasked fails the test for each masked path the probe found
+// content in.
+func checkMasked(t *testing.T, ctr, out string) {
+	t.Helper()
+	for line := range strings.Lines(out) {
+		f := strings.Fields(line)
+		if len(f) == 3 && f[0] == "masked" {
+			if count, err := strconv.Atoi(f[2]); err == nil && count > 0 {
+				t.Errorf("ESCAPE: %s: %s is not masked: %s", ctr, strings.TrimSuffix(f[1], ":"), strings.TrimSpace(line))
 			}
 		}
 	}
-	c.check(outs...)
 }
 
 // TestInheritableCapabilities is runc's and containerd's CVE-2022-29162
