@@ -232,18 +232,6 @@ func restartOf(path string) int {
 	return n
 }
 
-// waitDone waits for the container to have printed done and returns its
-// output.
-func (n *node) waitDone(uid, ctr string, timeout time.Duration) string {
-	n.t.Helper()
-	var out string
-	poll.Until(n.t, timeout, func() string { return fmt.Sprintf("%s/%s to print %q; so far:\n%s", uid, ctr, done, out) }, func() bool {
-		out = n.logs(uid, ctr)
-		return strings.Contains(out, done)
-	})
-	return out
-}
-
 // emptyDir is where the pod's emptyDir vol is on the host.
 func (n *node) emptyDir(uid, vol string) string {
 	return filepath.Join(n.dataDir, "pods", uid, "volumes", "kubernetes.io~empty-dir", vol)
