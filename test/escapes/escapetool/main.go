@@ -29,6 +29,12 @@ func main() {
 		os.Exit(2)
 	}
 	args := os.Args[2:]
+	// The arguments each command needs at least.
+	need := map[string]int{"sniff": 3, "exewatch": 2, "setcap": 2, "cgroup": 3, "userns-cgroup": 3}
+	if len(args) < need[os.Args[1]] {
+		fmt.Fprintf(os.Stderr, "escapetool %s: want %d arguments, have %d\n", os.Args[1], need[os.Args[1]], len(args))
+		os.Exit(2)
+	}
 	switch os.Args[1] {
 	case "abstract":
 		for _, name := range args {
