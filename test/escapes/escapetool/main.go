@@ -155,6 +155,7 @@ func exeWatch(stop string, max time.Duration) {
 	}
 	seen := map[string]bool{}
 	var held []int
+	heldTarget := map[int]string{}
 	fmt.Println("exewatch: watching")
 	for deadline := time.Now().Add(max); time.Now().Before(deadline); {
 		if _, err := os.Stat(stop); err == nil {
@@ -177,6 +178,7 @@ func exeWatch(stop string, max time.Duration) {
 			fmt.Printf("exewatch: pid %d runs %s: open for reading: %v\n", pid, target, errno(err))
 			if err == nil {
 				held = append(held, fd)
+				heldTarget[fd] = target
 			}
 			if w, err := unix.Open(exe, unix.O_WRONLY|unix.O_APPEND|unix.O_CLOEXEC, 0); err == nil {
 				mark(w, target)
@@ -192,6 +194,18 @@ func exeWatch(stop string, max time.Duration) {
 				i--
 			}
 		}
+	}
+	// Whether each binary still held lies on a read-only mount (runc's
+	// fix, or a copy sealed for the container): a writable one is written
+	// once nothing runs it any more, which the watch may not live to see.
+	for _, fd := range held {
+		var st unix.Statfs_t
+		err := unix.Fstatfs(fd, &st)
+		mode := "writable"
+		if st.Flags&unix.ST_RDONLY != 0 {
+			mode = "read-only"
+		}
+		fmt.Printf("exewatch: held %s: its mount is %s (%v)\n", heldTarget[fd], mode, errno(err))
 	}
 	fmt.Printf("exewatch: done, %d executables seen\n", len(seen))
 }
