@@ -224,3 +224,14 @@ func derive(base func() (v1.Image, error), edit func(*v1.Config), layers ...muta
 	edit(&cf.Config)
 	return mutate.ConfigFile(img, cf)
 }
+
+// WithProgram is Busybox with a second layer holding program at
+// /bin/<name> (0755, root's): how tests run a static helper they built in
+// a pod whose Pod Security level admits no hostPath to bring it in.
+func WithProgram(name string, program []byte) (v1.Image, error) {
+	l, err := newLayer([]entry{dir("bin", 0o755), {Path: "bin/" + name, Type: tar.TypeReg, Mode: 0o755, Content: program}})
+	if err != nil {
+		return nil, err
+	}
+	return derive(busybox, func(*v1.Config) {}, addendum(l, "the test's program /bin/"+name))
+}

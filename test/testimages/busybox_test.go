@@ -198,3 +198,18 @@ func digestOfLayers(t *testing.T, img v1.Image) []v1.Hash {
 	}
 	return ds
 }
+
+// WithProgram is Busybox's layer and one more with /bin and the program.
+func TestWithProgramAddsALayerOverBusybox(t *testing.T) {
+	img, err := WithProgram("tool", []byte("#!/bin/sh\necho tool\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, base := digestOfLayers(t, img), digestOfLayers(t, must(t, Busybox)); len(got) != 2 || got[0] != base[0] {
+		t.Fatalf("layers %v, want Busybox's %v and one more", got, base)
+	}
+	files, order := layerFiles(t, img, 1)
+	if f := files["bin/tool"]; !slices.Equal(order, []string{"bin", "bin/tool"}) || f.hdr.Mode != 0o755 || f.content != "#!/bin/sh\necho tool\n" {
+		t.Fatalf("second layer %v, bin/tool %+v", order, f.hdr)
+	}
+}

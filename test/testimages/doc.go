@@ -12,6 +12,8 @@
 //   - NonRoot: Busybox that runs as jetlet (1000) in /home/jetlet;
 //   - Layered: Busybox and a layer with a whiteout, an opaque dir, a hard
 //     link and a symlink, for an unpacker's tests;
+//   - WithProgram: Busybox and a test's own static program at /bin/<name>
+//     (not kept: each call builds it);
 //   - Critest: an image for each reference critest v1.37.0 pulls, built as
 //     critest expects (content, user, entrypoint, ports).
 //

@@ -3,9 +3,9 @@
 # (setup.sh): debian (Debian 12's containerd 1.6) and v2 (containerd 2
 # built from the Go module proxy), one after the other. For each it starts a
 # private containerd (setup.sh), runs the CRI conformance suite against it
-# through jetlet's client, then the pod scenarios in test/e2e/containerd, and
-# always tears containerd down again (trap EXIT), whether the tests pass or
-# not.
+# through jetlet's client, then the pod scenarios in test/e2e/containerd and
+# the escape suite's rows that run on any runtime (test/escapes), and always
+# tears containerd down again (trap EXIT), whether the tests pass or not.
 #
 # A flavour fails when a suite fails, when a test is skipped that neither
 # skips.allowed nor skips-<flavour>.allowed names (the external backend with
@@ -122,3 +122,17 @@ else
 	echo "== containerd stage [$flavour]: no pod scenarios yet (no *_test.go in test/e2e/containerd/pods)"
 fi
 # ---- end of pod scenarios ----
+
+# 3. The escape suite (test/escapes) against this containerd: the rows that
+# need only busybox (subPath symlink and races, mount target race, leaked
+# fd working dir, masked path redirect) run through jetlet run
+# --runtime-endpoint; the others skip (skips.allowed says why). Its pods are
+# on the host's network like the scenarios', at the privileged level.
+echo "== containerd stage [$flavour]: escape suite (./test/escapes) against $JETLET_CRI_ENDPOINT"
+gotest escapes ./test/escapes/
+out=$logs/escapes.log
+check_skips "$out" "${allowed[@]}" || exit 1
+if ! grep -qE -- '--- (PASS|FAIL): Test' "$out"; then
+	echo "== FAIL [$flavour]: no escape row ran against containerd"
+	exit 1
+fi

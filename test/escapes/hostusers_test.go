@@ -1,0 +1,85 @@
+package escapes_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jetlet/jetlet/test/poll"
+)
+
+// TestProcRootFromTheHostUser: a process of the host running as the pod's
+// runAsUser (1001) tries the pod through /proc/<pid>/root (a file in the
+// container's root), /proc/<pid>/environ and a write into the pod's
+// emptyDir through its root. With hostUsers false the pod's 1001 is
+// another id of the host, and each is refused. The same pod on the host's
+// users is tried too, and what it gives is only logged: sharing the
+// host's uids is what that mode is. (A node-wide default of hostUsers
+// false, which issue #34 adds as a flag of jetlet run, is the mode this
+// row asserts; until then the pod asks for it.)
+func TestProcRootFromTheHostUser(t *testing.T) {
+	embeddedOnly(t, "it finds the pod's processes among the host's")
+	n := startNode(t)
+	for _, c := range []struct {
+		name, spec string
+		assert     bool
+	}{
+		{"userns", `"hostUsers":false,`, true},
+		{"hostusers", ``, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			marker := "jetlet-escape-marker-" + randomHex(t, 8)
+			inPod := "jetlet-pod-secret-" + randomHex(t, 8)
+			uid := "uid1001-" + c.name
+			n.apply(uid, c.spec+`"restartPolicy":"Never","securityContext":{"runAsUser":1001,"runAsGroup":1001},
+			  "volumes":[{"name":"ed","emptyDir":{}}],
+			  "containers":[`+container("app", "", fmt.Sprintf(`echo %s > /tmp/podfile; echo ready; exec sleep 3600`, inPod),
+				fmt.Sprintf(`"env":[{"name":"MARKER","value":%q}],"volumeMounts":[{"name":"ed","mountPath":"/ed"}]`, marker))+`]`)
+			var pid int
+			poll.Until(t, 90*time.Second, poll.Msg("the pod's sleep among the host's processes"), func() bool {
+				pid = findPid(marker)
+				return pid > 0 && strings.Contains(n.logs(uid, "app"), "ready")
+			})
+			script := fmt.Sprintf(`echo "root file: $(cat /proc/%[1]d/root/tmp/podfile 2>&1)"
+			  echo "environ: $(tr '\0' ' ' < /proc/%[1]d/environ 2>&1)"
+			  echo x > /proc/%[1]d/root/ed/host-wrote 2>&1 && echo "emptyDir: written" || echo "emptyDir: refused"`, pid)
+			cmd := exec.Command("/bin/busybox", "sh", "-c", script)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 1001, Gid: 1001}}
+			cmd.Dir = "/"
+			out, err := cmd.CombinedOutput()
+			t.Logf("as uid 1001 on the host, pid %d of the pod (%v):\n%s", pid, err, out)
+			_, wrote := os.Stat(filepath.Join(n.emptyDir(uid, "ed"), "host-wrote"))
+			if !c.assert {
+				return
+			}
+			if bytes.Contains(out, []byte(inPod)) || bytes.Contains(out, []byte(marker)) || wrote == nil {
+				t.Errorf("ESCAPE (into the pod): the host's uid 1001 read the pod's root or environment, or wrote its emptyDir (written: %v):\n%s", wrote == nil, out)
+			}
+		})
+	}
+}
+
+// findPid is the host pid of a process whose environment holds marker (as
+// MARKER=) and which runs sleep, or 0.
+func findPid(marker string) int {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if bytes.Contains(env, []byte("MARKER="+marker)) && bytes.HasPrefix(cmdline, []byte("sleep")) {
+			return pid
+		}
+	}
+	return 0
+}
