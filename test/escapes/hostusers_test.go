@@ -18,21 +18,20 @@ import (
 // TestProcRootFromTheHostUser: a process of the host running as the pod's
 // runAsUser (1001) tries the pod through /proc/<pid>/root (a file in the
 // container's root), /proc/<pid>/environ and a write into the pod's
-// emptyDir through its root. With hostUsers false the pod's 1001 is
-// another id of the host, and each is refused. The same pod on the host's
-// users is tried too, and what it gives is only logged: sharing the
-// host's uids is what that mode is. (A node-wide default of hostUsers
-// false, which issue #34 adds as a flag of jetlet run, is the mode this
-// row asserts; until then the pod asks for it.)
+// emptyDir through its root. On a node with --default-host-users=false, a
+// pod that says nothing of hostUsers is in a user namespace of its own, its
+// 1001 another id of the host, and each is refused. A pod that asks for the
+// host's users (hostUsers: true) is tried too, and what it gives is only
+// logged: sharing the host's uids is what that mode is (docs/security.md).
 func TestProcRootFromTheHostUser(t *testing.T) {
 	embeddedOnly(t, "it finds the pod's processes among the host's")
-	n := startNode(t)
+	n := startNode(t, "--default-host-users=false")
 	for _, c := range []struct {
 		name, spec string
 		assert     bool
 	}{
-		{"userns", `"hostUsers":false,`, true},
-		{"hostusers", ``, false},
+		{"userns", ``, true},
+		{"hostusers", `"hostUsers":true,`, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			marker := "jetlet-escape-marker-" + randomHex(t, 8)
