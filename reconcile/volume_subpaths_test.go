@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -16,6 +15,7 @@ import (
 	"github.com/jetlet/jetlet/internal/mountinfo"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/test/fakecri"
+	"github.com/jetlet/jetlet/test/pathswap"
 )
 
 // subPathTest is a pod of one container whose volume "ed" is an emptyDir,
@@ -216,30 +216,7 @@ func TestSubPathRacesASwapOfItsDirectory(t *testing.T) {
 	must(t, os.Symlink("/", filepath.Join(st.ed, "l")))
 	var root unix.Stat_t
 	must(t, unix.Stat("/", &root))
-	stop, started := make(chan struct{}), make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		d, l := filepath.Join(st.ed, "d"), filepath.Join(st.ed, "l")
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := unix.Renameat2(unix.AT_FDCWD, d, unix.AT_FDCWD, l, unix.RENAME_EXCHANGE); err != nil {
-				t.Errorf("swap: %v", err)
-				return
-			}
-			if i == 0 {
-				close(started)
-			}
-		}
-	})
-	defer func() {
-		close(stop)
-		wg.Wait()
-	}()
-	<-started
+	pathswap.Start(t, filepath.Join(st.ed, "d"), filepath.Join(st.ed, "l"))
 	bound, refused := 0, 0
 	for n := 0; n < 300 || (bound == 0 || refused == 0) && n < 20000; n++ {
 		ms, err := st.mounts()

@@ -6,10 +6,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jetlet/jetlet/test/pathswap"
 )
 
 // bothWays runs f with openat2 and with the walk of kernels without it.
@@ -212,29 +213,7 @@ func TestOpenRacesASwap(t *testing.T) {
 // loop while try runs; it counts try's true and false.
 func swapWhile(t *testing.T, root string, try func() bool) (yes, no int) {
 	t.Helper()
-	stop, started := make(chan struct{}), make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		defer close(started)
-		d, l := filepath.Join(root, "d"), filepath.Join(root, "l")
-		first := true
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := unix.Renameat2(unix.AT_FDCWD, d, unix.AT_FDCWD, l, unix.RENAME_EXCHANGE); err != nil {
-				t.Errorf("swap: %v", err)
-				return
-			}
-			if first {
-				first = false
-				started <- struct{}{}
-			}
-		}
-	})
-	<-started
+	stop := pathswap.Start(t, filepath.Join(root, "d"), filepath.Join(root, "l"))
 	// At least 3000 tries, and on until both outcomes were seen (the
 	// swapper may not get a core at once on a busy machine).
 	for n := 0; n < 3000 || (yes == 0 || no == 0) && n < 200000; n++ {
@@ -244,8 +223,7 @@ func swapWhile(t *testing.T, root string, try func() bool) (yes, no int) {
 			no++
 		}
 	}
-	close(stop)
-	wg.Wait()
+	stop()
 	return yes, no
 }
 

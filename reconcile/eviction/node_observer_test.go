@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -15,6 +14,7 @@ import (
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/crierr"
 	"github.com/jetlet/jetlet/runtime/crilabels"
+	"github.com/jetlet/jetlet/test/pathswap"
 )
 
 // The observer's roles are the CRI client's calls as they are.
@@ -351,29 +351,7 @@ func TestDiskUsageDoesNotFollowASwappedSymlink(t *testing.T) {
 		t.Fatal(err)
 	}
 	const most = 23 // root, d, l, d's ten files under each name
-	stop, started := make(chan struct{}), make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := unix.Renameat2(unix.AT_FDCWD, d, unix.AT_FDCWD, l, unix.RENAME_EXCHANGE); err != nil {
-				t.Errorf("swap: %v", err)
-				return
-			}
-			if i == 0 {
-				close(started)
-			}
-		}
-	})
-	defer func() {
-		close(stop)
-		wg.Wait()
-	}()
-	<-started
+	pathswap.Start(t, d, l)
 	for range 5000 {
 		u, err := diskUsage(root)
 		if err != nil {
