@@ -53,11 +53,11 @@ func (m *Kuberuntime) bindSubPath(sp subPathMount) (string, error) {
 	}
 	root := os.NewFile(uintptr(rfd), sp.volumePath)
 	defer root.Close()
-	f, err := safepath.Open(root, sp.subPath)
+	f, err := safepath.Open(root, sp.subPath, safepath.Beneath)
 	if errors.Is(err, unix.ENOENT) && sp.create {
 		var st unix.Stat_t
 		if err = unix.Fstat(rfd, &st); err == nil {
-			f, err = safepath.MkdirAll(root, sp.subPath, fileMode(st.Mode))
+			f, err = safepath.MkdirAll(root, sp.subPath, fileMode(st.Mode), safepath.Beneath)
 		}
 	}
 	if err != nil {

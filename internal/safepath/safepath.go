@@ -1,20 +1,24 @@
-// Package safepath opens paths beneath a root directory without ever
-// following a symlink out of it: the resolution kubelet does for a volume's
-// subPath after CVE-2017-1002101 and CVE-2021-25741
-// (pkg/volume/util/subpath), for any directory whose content someone else
-// controls (a pod's volume).
+// Package safepath opens and makes paths beneath a root directory without
+// ever following a symlink out of it: the resolution kubelet does for a
+// volume's subPath after CVE-2017-1002101 and CVE-2021-25741
+// (pkg/volume/util/subpath), and runc for a mount target in a container's
+// root after CVE-2021-30465 (securejoin), for any directory whose content
+// someone else controls.
 //
-// A path is resolved as openat2(2)'s RESOLVE_BENEATH resolves it: symlinks
-// whose targets stay beneath the root are followed; an absolute path, an
-// absolute symlink, or a ".." (written or in a symlink) that climbs above
-// the root is refused with ErrEscape, never re-rooted (RESOLVE_IN_ROOT would
-// turn a pod's link to "/" into the volume itself; kubelet refuses such a
-// subPath, and so does this package). Magic links (/proc/<pid>/fd/N and the
-// like) are refused. Mount points beneath the root are crossed: a hostPath
-// volume's tree may hold mounts, which kubelet crosses too, and a pod cannot
-// mount on the host. On kernels without openat2 (before 5.6) the path is
-// walked one component at a time with openat(O_PATH|O_NOFOLLOW), each
-// symlink read and resolved by hand under the same rules.
+// A Mode says how a symlink is taken. Beneath resolves as openat2(2)'s
+// RESOLVE_BENEATH: symlinks whose targets stay beneath the root are
+// followed; an absolute path, an absolute symlink, or a ".." (written or
+// in a symlink) that climbs above the root is refused with ErrEscape, never
+// re-rooted (a pod's link to "/" in its volume is the host's /, not the
+// volume: kubelet refuses such a subPath). InRoot resolves as
+// RESOLVE_IN_ROOT, as if the root were /: an absolute path or symlink
+// starts again at the root and ".." stops there (a container's root, whose
+// links name the container's own paths). Magic links (/proc/<pid>/fd/N and
+// the like) are refused in both. Mount points beneath the root are crossed
+// unless the mode says NoXDev. On kernels without openat2 (before 5.6) the
+// path is walked one component at a time with openat(O_PATH|O_NOFOLLOW),
+// each symlink read and resolved by hand under the same rules; what is
+// made is made that way too.
 //
 // What is returned is a descriptor of the object found, held open: the
 // caller acts on it (fstat, bind-mount /proc/self/fd/N, fchmod), so that
@@ -33,8 +37,28 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ErrEscape is the error of a path that resolves outside its root.
+// ErrEscape is the error of a path that resolves outside its root (or, with
+// NoXDev, crosses a mount point).
 var ErrEscape = errors.New("resolves outside its root")
+
+// Mode is how a path is resolved: Beneath or InRoot, with any of NoFollow,
+// NoSymlinks and NoXDev.
+type Mode uint8
+
+const (
+	// Beneath refuses an escape: see the package's doc.
+	Beneath Mode = 0
+	// InRoot resolves as if the root were /: see the package's doc.
+	InRoot Mode = 1 << iota
+	// NoFollow opens a trailing symlink itself (O_NOFOLLOW).
+	NoFollow
+	// NoSymlinks refuses any symlink on the way with ELOOP
+	// (RESOLVE_NO_SYMLINKS).
+	NoSymlinks
+	// NoXDev refuses to cross a mount point with ErrEscape
+	// (RESOLVE_NO_XDEV); the walk compares devices.
+	NoXDev
+)
 
 // maxSymlinks is the number of symlinks one resolution may follow, the
 // kernel's (MAXSYMLINKS).
@@ -48,41 +72,96 @@ const maxRetries = 128
 // resolution walks. Tests set it to run the walk.
 var noOpenat2 atomic.Bool
 
-// Open resolves rel beneath the directory root and returns an O_PATH
-// descriptor of what it names: a directory, a file or anything else, never
-// a symlink (a trailing symlink that stays beneath root is followed). An
-// empty rel or "." is root itself. It fails with ErrEscape (errors.Is) when
-// the resolution would leave root, with ENOENT when something is missing.
-// The returned file's name is root's name joined with rel.
-func Open(root *os.File, rel string) (*os.File, error) {
-	fd, err := openBeneath(int(root.Fd()), rel)
+// Open resolves rel beneath the directory root as m says and returns a
+// descriptor (O_PATH) of what it names: a directory, a file or anything
+// else, a symlink only with NoFollow. An empty rel or "." is root itself.
+// It fails with ErrEscape (errors.Is) when the resolution would leave root,
+// with ENOENT when something is missing. The returned file's name is root's
+// name joined with rel.
+func Open(root *os.File, rel string, m Mode) (*os.File, error) {
+	fd, err := open(int(root.Fd()), rel, m, nil)
+	return file(root, rel, fd, err, "open")
+}
+
+// OpenDir is Open for a directory to read: rel resolved as Open resolves
+// it, reopened O_RDONLY|O_DIRECTORY (an O_PATH descriptor cannot list);
+// ENOTDIR when it is not a directory (a FIFO is never opened for reading).
+func OpenDir(root *os.File, rel string, m Mode) (*os.File, error) {
+	fd, err := reopenDir(open(int(root.Fd()), rel, m, nil))
+	return file(root, rel, fd, err, "open")
+}
+
+// MkdirAll makes the directory rel beneath root as kubelet's doSafeMakeDir:
+// rel resolved as Open resolves it, each missing component created with
+// mkdirat in its parent's descriptor, then opened O_NOFOLLOW and given perm
+// with fchmod (the umask does not apply). A symlink swapped in for a new
+// directory is never followed; one that was there is resolved as m says.
+// It returns the final directory, open (O_RDONLY|O_DIRECTORY), existing or
+// made; ENOTDIR when a component is not a directory.
+func MkdirAll(root *os.File, rel string, perm os.FileMode, m Mode) (*os.File, error) {
+	fd, err := reopenDir(open(int(root.Fd()), rel, m, &making{perm: perm}))
+	return file(root, rel, fd, err, "mkdir")
+}
+
+// MkfileAll is MkdirAll for a file: the missing directories are made as
+// MkdirAll makes them, with dirPerm, and rel, when missing, as an empty
+// regular file with perm. It returns a descriptor of rel, whatever rel is.
+func MkfileAll(root *os.File, rel string, dirPerm, perm os.FileMode, m Mode) (*os.File, error) {
+	fd, err := open(int(root.Fd()), rel, m, &making{perm: dirPerm, file: true, filePerm: perm})
+	return file(root, rel, fd, err, "make")
+}
+
+func file(root *os.File, rel string, fd int, err error, op string) (*os.File, error) {
 	if err != nil {
-		return nil, &os.PathError{Op: "open beneath " + root.Name(), Path: rel, Err: err}
+		return nil, &os.PathError{Op: op + " beneath " + root.Name(), Path: rel, Err: err}
 	}
 	return os.NewFile(uintptr(fd), path.Join(root.Name(), rel)), nil
 }
 
-func openBeneath(root int, rel string) (int, error) {
-	if path.IsAbs(rel) {
+// making is what open makes where a component is missing.
+type making struct {
+	perm     os.FileMode // a directory's
+	file     bool        // the last component a regular file
+	filePerm os.FileMode
+}
+
+// open resolves rel beneath root as m says, making what is missing with
+// mk: openat2 first, the walk where a component is missing (to make it) or
+// openat2 is not there.
+func open(root int, rel string, m Mode, mk *making) (int, error) {
+	if m&InRoot == 0 && path.IsAbs(rel) {
 		return -1, ErrEscape
 	}
 	if !noOpenat2.Load() {
-		fd, err := openat2(root, rel)
-		if !errors.Is(err, unix.ENOSYS) {
+		fd, err := openat2(root, rel, m)
+		switch {
+		case errors.Is(err, unix.ENOSYS):
+			noOpenat2.Store(true)
+		case errors.Is(err, unix.ENOENT) && mk != nil:
+		default:
 			return fd, err
 		}
-		noOpenat2.Store(true)
 	}
-	return walk(root, rel)
+	return walk(root, rel, m, mk)
 }
 
-func openat2(root int, rel string) (int, error) {
+func openat2(root int, rel string, m Mode) (int, error) {
+	rel = strings.TrimLeft(rel, "/") // InRoot's; Beneath refused it
 	if rel == "" {
 		rel = "."
 	}
-	how := unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
+	if m&InRoot != 0 {
+		how.Resolve = unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS
+	}
+	if m&NoFollow != 0 {
+		how.Flags |= unix.O_NOFOLLOW
+	}
+	if m&NoSymlinks != 0 {
+		how.Resolve |= unix.RESOLVE_NO_SYMLINKS
+	}
+	if m&NoXDev != 0 {
+		how.Resolve |= unix.RESOLVE_NO_XDEV
 	}
 	for range maxRetries {
 		fd, err := unix.Openat2(root, rel, &how)
@@ -99,16 +178,23 @@ func openat2(root int, rel string) (int, error) {
 	return -1, fmt.Errorf("raced by renames %d times: %w", maxRetries, unix.EAGAIN)
 }
 
-// walk is openat2's RESOLVE_BENEATH done by hand, as kubelet's doSafeOpen
-// (which refuses every symlink; this follows those that stay beneath root):
-// each component opened O_PATH|O_NOFOLLOW from its parent's descriptor, so
-// that a symlink is seen, never followed by the kernel; a symlink's target
-// is put in front of what is left of the path; ".." goes back to the
-// descriptor of the directory the walk came through, and above root it is
-// an escape.
-func walk(root int, rel string) (int, error) {
+// walk is openat2 done by hand, as kubelet's doSafeOpen (which refuses
+// every symlink; this follows those m allows): each component opened
+// O_PATH|O_NOFOLLOW from its parent's descriptor, so that a symlink is
+// seen, never followed by the kernel; a symlink's target is put in front of
+// what is left of the path, and an absolute one starts again at root
+// (InRoot) or is an escape; ".." goes back to the descriptor of the
+// directory the walk came through, and above root it stays at root (InRoot)
+// or is an escape. A missing component is made with mk, in its parent's
+// descriptor.
+func walk(root int, rel string, m Mode, mk *making) (int, error) {
 	first, err := unix.Openat(root, ".", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
+		return -1, err
+	}
+	var rootSt unix.Stat_t
+	if err := unix.Fstat(first, &rootSt); err != nil {
+		unix.Close(first)
 		return -1, err
 	}
 	// dirs is the walk's way down: dirs[0] is root, the last is the
@@ -121,23 +207,37 @@ func walk(root int, rel string) (int, error) {
 			}
 		}
 	}()
-	rest := strings.Split(rel, "/")
+	up := func(keep int) {
+		for _, fd := range dirs[keep:] {
+			unix.Close(fd)
+		}
+		dirs = dirs[:keep]
+	}
+	rest := strings.Split(strings.TrimLeft(rel, "/"), "/")
 	links := 0
 	for len(rest) > 0 {
 		name := rest[0]
 		rest = rest[1:]
-		switch name {
-		case "", ".":
+		switch {
+		case name == "" || name == ".":
 			continue
-		case "..":
-			if len(dirs) == 1 {
-				return -1, ErrEscape
-			}
-			unix.Close(dirs[len(dirs)-1])
-			dirs = dirs[:len(dirs)-1]
+		case name == ".." && len(dirs) > 1:
+			up(len(dirs) - 1)
 			continue
+		case name == ".." && m&InRoot != 0:
+			continue
+		case name == "..":
+			return -1, ErrEscape
 		}
 		fd, err := unix.Openat(dirs[len(dirs)-1], name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) && mk != nil {
+			fd, err = mk.make(dirs[len(dirs)-1], name, len(rest) == 0)
+			if errors.Is(err, unix.EEXIST) {
+				// Made by someone else since, or a dangling symlink:
+				// resolved once more, as it is now.
+				fd, err = unix.Openat(dirs[len(dirs)-1], name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			}
+		}
 		if err != nil {
 			return -1, err
 		}
@@ -146,7 +246,11 @@ func walk(root int, rel string) (int, error) {
 			unix.Close(fd)
 			return -1, err
 		}
-		if st.Mode&unix.S_IFMT != unix.S_IFLNK {
+		if m&NoXDev != 0 && st.Dev != rootSt.Dev {
+			unix.Close(fd)
+			return -1, ErrEscape
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFLNK || len(rest) == 0 && m&NoFollow != 0 {
 			if len(rest) > 0 && st.Mode&unix.S_IFMT != unix.S_IFDIR {
 				unix.Close(fd)
 				return -1, unix.ENOTDIR
@@ -159,11 +263,14 @@ func walk(root int, rel string) (int, error) {
 		if err != nil {
 			return -1, err
 		}
-		if links++; links > maxSymlinks {
+		if links++; links > maxSymlinks || m&NoSymlinks != 0 {
 			return -1, unix.ELOOP
 		}
 		if path.IsAbs(target) {
-			return -1, ErrEscape
+			if m&InRoot == 0 {
+				return -1, ErrEscape
+			}
+			up(1)
 		}
 		rest = append(strings.Split(target, "/"), rest...)
 	}
@@ -172,15 +279,27 @@ func walk(root int, rel string) (int, error) {
 	return last, nil
 }
 
-// OpenDir is Open for a directory to read: rel resolved as Open resolves
-// it, reopened O_RDONLY|O_DIRECTORY (an O_PATH descriptor cannot list);
-// ENOTDIR when it is not a directory (a FIFO is never opened for reading).
-func OpenDir(root *os.File, rel string) (*os.File, error) {
-	fd, err := openDirBeneath(int(root.Fd()), rel)
-	if err != nil {
-		return nil, &os.PathError{Op: "open beneath " + root.Name(), Path: rel, Err: err}
+// make makes name in the directory parent, a directory or, last and
+// mk.file, an empty file, and opens it without following a symlink swapped
+// in since; it gets its permissions whatever the umask.
+func (mk *making) make(parent int, name string, last bool) (int, error) {
+	var fd int
+	var err error
+	perm := mk.perm
+	if last && mk.file {
+		perm = mk.filePerm
+		fd, err = unix.Openat(parent, name, unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_RDONLY|unix.O_CLOEXEC, uint32(perm.Perm()))
+	} else if err = unix.Mkdirat(parent, name, uint32(perm.Perm())); err == nil {
+		fd, err = unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	}
-	return os.NewFile(uintptr(fd), path.Join(root.Name(), rel)), nil
+	if err != nil {
+		return -1, err
+	}
+	if err := unix.Fchmod(fd, kernelMode(perm)); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
 }
 
 // readlink reads the target of the symlink fd (opened O_PATH|O_NOFOLLOW).
@@ -197,67 +316,14 @@ func readlink(fd int) (string, error) {
 	}
 }
 
-// MkdirAll makes the directory rel beneath root as kubelet's doSafeMakeDir:
-// each missing component created with mkdirat in its parent's descriptor
-// (the parent resolved as Open resolves it), then opened O_NOFOLLOW and
-// given perm with fchmod (the umask does not apply). A symlink swapped in
-// for a new directory is never followed; one that was there is followed as
-// Open follows it, beneath root only. It returns the final directory, open
-// (O_RDONLY|O_DIRECTORY), existing or made; ENOTDIR when a component is not
-// a directory.
-func MkdirAll(root *os.File, rel string, perm os.FileMode) (*os.File, error) {
-	if path.IsAbs(rel) {
-		return nil, &os.PathError{Op: "mkdir beneath " + root.Name(), Path: rel, Err: ErrEscape}
-	}
-	fd, err := mkdirAll(int(root.Fd()), path.Clean(rel), perm)
-	if err != nil {
-		return nil, &os.PathError{Op: "mkdir beneath " + root.Name(), Path: rel, Err: err}
-	}
-	return os.NewFile(uintptr(fd), path.Join(root.Name(), rel)), nil
-}
-
-func mkdirAll(root int, rel string, perm os.FileMode) (int, error) {
-	parent, err := unix.Openat(root, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+// reopenDir turns fd, open's answer (a descriptor or its error), into a
+// descriptor that reads the directory (and may fchmod it), closing fd;
+// ENOTDIR when it is not one.
+func reopenDir(fd int, err error) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	if rel == "." {
-		return parent, nil
-	}
-	parts := strings.Split(rel, "/")
-	for i, name := range parts {
-		fd, err := openDirBeneath(root, strings.Join(parts[:i+1], "/"))
-		if errors.Is(err, unix.ENOENT) {
-			fd, err = mkdirat(parent, name, perm)
-			if errors.Is(err, unix.EEXIST) {
-				// Made by someone else since, or a dangling symlink:
-				// resolved once more, as it is now.
-				fd, err = openDirBeneath(root, strings.Join(parts[:i+1], "/"))
-			}
-		}
-		unix.Close(parent)
-		if err != nil {
-			return -1, err
-		}
-		parent = fd
-	}
-	return parent, nil
-}
-
-// openDirBeneath opens the directory rel beneath root O_RDONLY, resolved as
-// Open resolves it (O_PATH first: opening a FIFO for reading would block).
-func openDirBeneath(root int, rel string) (int, error) {
-	p, err := openBeneath(root, rel)
-	if err != nil {
-		return -1, err
-	}
-	defer unix.Close(p)
-	return reopenDir(p)
-}
-
-// reopenDir turns the O_PATH descriptor of a directory into one that reads
-// it (and may fchmod it); ENOTDIR when it is not one.
-func reopenDir(fd int) (int, error) {
+	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return -1, err
@@ -266,23 +332,6 @@ func reopenDir(fd int) (int, error) {
 		return -1, unix.ENOTDIR
 	}
 	return unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-}
-
-// mkdirat makes name in parent and opens it without following a symlink
-// swapped in since; it gets perm whatever the umask.
-func mkdirat(parent int, name string, perm os.FileMode) (int, error) {
-	if err := unix.Mkdirat(parent, name, uint32(perm.Perm())); err != nil {
-		return -1, err
-	}
-	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1, err
-	}
-	if err := unix.Fchmod(fd, kernelMode(perm)); err != nil {
-		unix.Close(fd)
-		return -1, err
-	}
-	return fd, nil
 }
 
 // kernelMode is perm as chmod(2) takes it.

@@ -126,7 +126,7 @@ func TestOpen(t *testing.T) {
 			{rel: "dir/file/x", err: unix.ENOTDIR},
 			{rel: "loop", err: unix.ELOOP},
 		} {
-			f, err := Open(rf, tc.rel)
+			f, err := Open(rf, tc.rel, Beneath)
 			if tc.err != nil {
 				if !errors.Is(err, tc.err) {
 					t.Errorf("Open(%q) = %v, want %v", tc.rel, err, tc.err)
@@ -156,7 +156,7 @@ func TestOpenDir(t *testing.T) {
 		must(t, unix.Mkfifo(filepath.Join(root, "fifo"), 0o644))
 		must(t, os.Symlink("dir", filepath.Join(root, "in")))
 		must(t, os.Symlink("/", filepath.Join(root, "abs")))
-		d, err := OpenDir(rf, "in")
+		d, err := OpenDir(rf, "in", Beneath)
 		must(t, err)
 		names, err := d.Readdirnames(-1)
 		d.Close()
@@ -164,7 +164,7 @@ func TestOpenDir(t *testing.T) {
 			t.Errorf("OpenDir(in) lists %v, %v; want [sub]", names, err)
 		}
 		for rel, want := range map[string]error{"fifo": unix.ENOTDIR, "abs": ErrEscape} {
-			if d, err := OpenDir(rf, rel); !errors.Is(err, want) {
+			if d, err := OpenDir(rf, rel, Beneath); !errors.Is(err, want) {
 				t.Errorf("OpenDir(%q) = %v, want %v", rel, err, want)
 				if d != nil {
 					d.Close()
@@ -187,7 +187,7 @@ func TestOpenRacesASwap(t *testing.T) {
 			found, refused := swapWhile(t, root, func() bool {
 				rel := []string{"d", "d/etc"}[i%2]
 				i++
-				f, err := Open(rf, rel)
+				f, err := Open(rf, rel, Beneath)
 				if err != nil {
 					if !errors.Is(err, ErrEscape) {
 						t.Errorf("Open(%q): %v, want a success or ErrEscape", rel, err)
@@ -240,7 +240,7 @@ func TestMkdirAll(t *testing.T) {
 
 		old := unix.Umask(0o022)
 		defer unix.Umask(old)
-		f, err := MkdirAll(rf, "a/b/c", 0o777)
+		f, err := MkdirAll(rf, "a/b/c", 0o777, Beneath)
 		must(t, err)
 		if got, want := fdPath(t, f), filepath.Join(root, "a/b/c"); got != want {
 			t.Errorf("MkdirAll opened %s, want %s", got, want)
@@ -253,13 +253,13 @@ func TestMkdirAll(t *testing.T) {
 				t.Errorf("%s: mode %v, want 0777 whatever the umask", p, fi.Mode())
 			}
 		}
-		f, err = MkdirAll(rf, "in/x", 0o755)
+		f, err = MkdirAll(rf, "in/x", 0o755, Beneath)
 		must(t, err)
 		if got, want := fdPath(t, f), filepath.Join(root, "dir/x"); got != want {
 			t.Errorf("MkdirAll through a symlink inside opened %s, want %s", got, want)
 		}
 		f.Close()
-		f, err = MkdirAll(rf, "dir", 0o755)
+		f, err = MkdirAll(rf, "dir", 0o755, Beneath)
 		must(t, err)
 		f.Close()
 
@@ -274,7 +274,7 @@ func TestMkdirAll(t *testing.T) {
 			{"file", unix.ENOTDIR},
 			{"file/x", unix.ENOTDIR},
 		} {
-			f, err := MkdirAll(rf, tc.rel, 0o777)
+			f, err := MkdirAll(rf, tc.rel, 0o777, Beneath)
 			if !errors.Is(err, tc.err) {
 				t.Errorf("MkdirAll(%q) = %v, want %v", tc.rel, err, tc.err)
 			}
@@ -298,7 +298,7 @@ func TestMkdirAllRacesASwap(t *testing.T) {
 		must(t, os.Mkdir(filepath.Join(root, "d"), 0o755))
 		must(t, os.Symlink("../outside", filepath.Join(root, "l")))
 		made, refused := swapWhile(t, root, func() bool {
-			f, err := MkdirAll(rf, "d/new/x", 0o777)
+			f, err := MkdirAll(rf, "d/new/x", 0o777, Beneath)
 			if err != nil {
 				return false
 			}
@@ -316,5 +316,189 @@ func TestMkdirAllRacesASwap(t *testing.T) {
 			t.Errorf("MkdirAll made %v outside the root while a swap ran", entries)
 		}
 		t.Logf("%d made inside, %d refused", made, refused)
+	})
+}
+
+// TestOpenInRoot resolves as if the root were /: absolute links and ".."
+// above the root stay in it, where Beneath refuses them.
+func TestOpenInRoot(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		root, rf := newRoot(t)
+		outside := filepath.Join(filepath.Dir(root), "outside")
+		must(t, os.Mkdir(outside, 0o755))
+		must(t, os.MkdirAll(filepath.Join(root, "dir", "sub"), 0o755))
+		must(t, os.WriteFile(filepath.Join(root, "dir", "file"), []byte("x"), 0o644))
+		for link, target := range map[string]string{
+			"abs":       "/",
+			"rootabs":   "/dir/sub",
+			"rel":       "../../../../../../../..",
+			"out":       "../outside",
+			"climb":     "dir/../..",
+			"in":        "dir",
+			"loop":      "loop",
+			"absinside": filepath.Join(root, "dir"), // the host's path: not the root's
+			"dir/up":    "../../dir/file",
+		} {
+			must(t, os.Symlink(target, filepath.Join(root, link)))
+		}
+		for _, tc := range []struct {
+			rel  string
+			mode Mode
+			want string // relative to root; "" with err
+			err  error
+		}{
+			{rel: "/", want: "."},
+			{rel: "abs", want: "."},
+			{rel: "abs/dir/file", want: "dir/file"},
+			{rel: "rootabs", want: "dir/sub"},
+			{rel: "rel/dir", want: "dir"},
+			{rel: "climb/in/sub", want: "dir/sub"},
+			{rel: "..", want: "."},
+			{rel: "/../../dir", want: "dir"},
+			{rel: "dir/up", want: "dir/file"},
+			{rel: "out", err: unix.ENOENT},
+			{rel: "absinside", err: unix.ENOENT},
+			{rel: "/etc", err: unix.ENOENT},
+			{rel: "dir/file/x", err: unix.ENOTDIR},
+			{rel: "loop", err: unix.ELOOP},
+			// NoFollow opens a trailing link itself, and follows the others.
+			{rel: "abs", mode: NoFollow, want: "abs"},
+			{rel: "abs/in", mode: NoFollow, want: "in"},
+			{rel: "abs/in/sub", mode: NoFollow, want: "dir/sub"},
+			// NoSymlinks refuses every link.
+			{rel: "dir/sub", mode: NoSymlinks, want: "dir/sub"},
+			{rel: "in/sub", mode: NoSymlinks, err: unix.ELOOP},
+			{rel: "abs", mode: NoSymlinks | NoFollow, want: "abs"}, // as the kernel does
+		} {
+			f, err := Open(rf, tc.rel, InRoot|tc.mode)
+			if tc.err != nil {
+				if !errors.Is(err, tc.err) {
+					t.Errorf("Open(%q, %b) = %v, want %v", tc.rel, tc.mode, err, tc.err)
+				}
+				if f != nil {
+					f.Close()
+				}
+				continue
+			}
+			if err != nil {
+				t.Errorf("Open(%q, %b): %v", tc.rel, tc.mode, err)
+				continue
+			}
+			if got, want := fdPath(t, f), filepath.Join(root, tc.want); got != want {
+				t.Errorf("Open(%q, %b) opened %s, want %s", tc.rel, tc.mode, got, want)
+			}
+			f.Close()
+		}
+		// Beneath with NoFollow: a trailing link out of the root is the
+		// link, not an escape.
+		f, err := Open(rf, "abs", Beneath|NoFollow)
+		must(t, err)
+		if got, want := fdPath(t, f), filepath.Join(root, "abs"); got != want {
+			t.Errorf("Open(abs, NoFollow) opened %s, want %s", got, want)
+		}
+		f.Close()
+	})
+}
+
+// TestMakeInRoot makes directories and files through links that name the
+// root's own paths: what is made is in the root, whatever the links say.
+func TestMakeInRoot(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		root, rf := newRoot(t)
+		outside := filepath.Join(filepath.Dir(root), "outside")
+		must(t, os.Mkdir(outside, 0o755))
+		must(t, os.MkdirAll(filepath.Join(root, "usr/lib"), 0o755))
+		must(t, os.WriteFile(filepath.Join(root, "file"), nil, 0o644))
+		for link, target := range map[string]string{"lib": "/usr/lib", "out": outside, "up": "../../..", "dangling": "/made"} {
+			must(t, os.Symlink(target, filepath.Join(root, link)))
+		}
+		old := unix.Umask(0o022)
+		defer unix.Umask(old)
+		for p, want := range map[string]string{
+			"/lib/new/dir": "usr/lib/new/dir", // through the link inside the root
+			"/out/x":       strings.TrimPrefix(outside, "/") + "/x",
+			"/up/etc":      "etc",
+			"dangling/d":   "made/d",
+		} {
+			f, err := MkdirAll(rf, p, 0o770, InRoot)
+			if err != nil {
+				t.Errorf("MkdirAll(%q): %v", p, err)
+				continue
+			}
+			if got := fdPath(t, f); got != filepath.Join(root, want) {
+				t.Errorf("MkdirAll(%q) opened %s, want %s", p, got, filepath.Join(root, want))
+			}
+			f.Close()
+			if fi, err := os.Stat(filepath.Join(root, want)); err != nil || fi.Mode().Perm() != 0o770 {
+				t.Errorf("%s: %v, %v; want 0770 whatever the umask", want, fi, err)
+			}
+		}
+		f, err := MkfileAll(rf, "/up/new/file", 0o700, 0o640, InRoot)
+		must(t, err)
+		if got := fdPath(t, f); got != filepath.Join(root, "new/file") {
+			t.Errorf("MkfileAll opened %s, want %s", got, filepath.Join(root, "new/file"))
+		}
+		f.Close()
+		for p, perm := range map[string]os.FileMode{"new": 0o700, "new/file": 0o640} {
+			if fi, err := os.Lstat(filepath.Join(root, p)); err != nil || fi.Mode() != perm && fi.Mode() != perm|os.ModeDir {
+				t.Errorf("%s: %v, %v; want %v", p, fi, err, perm)
+			}
+		}
+		// An existing file is opened, whatever it is; MkdirAll wants a
+		// directory.
+		f, err = MkfileAll(rf, "lib", 0o755, 0o644, InRoot)
+		must(t, err)
+		if got := fdPath(t, f); got != filepath.Join(root, "usr/lib") {
+			t.Errorf("MkfileAll(lib) opened %s", got)
+		}
+		f.Close()
+		if _, err := MkdirAll(rf, "file/x", 0o755, InRoot); !errors.Is(err, unix.ENOTDIR) {
+			t.Errorf("MkdirAll(file/x) = %v, want ENOTDIR", err)
+		}
+		if _, err := MkdirAll(rf, "lib", 0o755, InRoot|NoSymlinks); !errors.Is(err, unix.ELOOP) {
+			t.Errorf("MkdirAll(lib, NoSymlinks) = %v, want ELOOP", err)
+		}
+		if entries, _ := os.ReadDir(outside); len(entries) > 0 {
+			t.Errorf("made %v outside the root", entries)
+		}
+	})
+}
+
+// TestInRootRacesASwap swaps a directory and a link to the host's / while
+// Open and MkdirAll resolve InRoot through it: both land in the root, by
+// the directory or by the link re-rooted, and make nothing outside.
+func TestInRootRacesASwap(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		root, rf := newRoot(t)
+		must(t, os.MkdirAll(filepath.Join(root, "d", "etc"), 0o755))
+		must(t, os.Mkdir(filepath.Join(root, "etc"), 0o755))
+		must(t, os.Symlink("/", filepath.Join(root, "l")))
+		i := 0
+		viaDir, viaLink := swapWhile(t, root, func() bool {
+			i++
+			var f *os.File
+			var err error
+			if i%2 == 0 {
+				f, err = Open(rf, "d/etc", InRoot)
+			} else {
+				f, err = MkdirAll(rf, "d/etc/new", 0o755, InRoot)
+			}
+			if err != nil {
+				t.Errorf("in the root: %v", err)
+				return false
+			}
+			p := fdPath(t, f)
+			f.Close()
+			if !within(p, root) {
+				t.Errorf("escaped to %s while a swap ran", p)
+			}
+			return strings.HasPrefix(p, filepath.Join(root, "d")+"/")
+		})
+		if viaDir == 0 || viaLink == 0 {
+			t.Errorf("%d through the directory, %d through the link: the swap did not race the opens", viaDir, viaLink)
+		}
+		if _, err := os.Stat("/etc/new"); err == nil {
+			t.Error("/etc/new was made on the host")
+		}
 	})
 }

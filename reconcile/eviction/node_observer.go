@@ -412,7 +412,7 @@ func diskUsage(root string) (DiskUsage, error) {
 	for len(dirs) > 0 {
 		rel := dirs[len(dirs)-1]
 		dirs = dirs[:len(dirs)-1]
-		d, err := safepath.OpenDir(r, rel)
+		d, err := safepath.OpenDir(r, rel, safepath.Beneath)
 		if err != nil {
 			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, safepath.ErrEscape) {
 				continue // gone or swapped meanwhile

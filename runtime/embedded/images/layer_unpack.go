@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jetlet/jetlet/internal/safepath"
 )
 
 const (
@@ -41,20 +43,22 @@ var errEscape = errors.New("escapes the layer")
 // the runtime.
 //
 // Nothing is written outside dir: every path is resolved below dir's file
-// descriptor with openat2(RESOLVE_BENEATH), so an entry climbing out with
+// descriptor by internal/safepath (openat2's RESOLVE_BENEATH, crossing no
+// mount point, or its walk on kernels before 5.6), so an entry climbing out with
 // "..", or through a symlink pointing out of the layer (absolute, or
 // climbing with ".."), is refused, as is a hard link to a file outside the
 // layer; the last component is never followed. Leading "/" in names are
 // dropped: a layer's names are relative to its root.
 func extractLayer(dir string, r io.Reader) error {
-	root, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", dir, err)
 	}
-	defer unix.Close(root)
+	root := os.NewFile(uintptr(fd), dir)
+	defer root.Close()
 	// The root's mode when the layer has no "./" entry, as docker and
 	// containerd leave it.
-	if err := unix.Fchmod(root, 0o755); err != nil {
+	if err := unix.Fchmod(fd, 0o755); err != nil {
 		return fmt.Errorf("chmod %s: %w", dir, err)
 	}
 	x := &extractor{root: root, rootPath: dir, whiteouts: make(map[string]bool)}
@@ -78,15 +82,15 @@ func extractLayer(dir string, r io.Reader) error {
 		}
 	}
 	// Everything on disk before the layer is renamed into place.
-	if err := unix.Syncfs(root); err != nil {
+	if err := unix.Syncfs(fd); err != nil {
 		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
 }
 
 type extractor struct {
-	root     int    // the layer directory
-	rootPath string // its path, for the root's own times
+	root     *os.File // the layer directory
+	rootPath string   // its path, for the root's own times
 	dirTimes []dirTime
 	// whiteouts are the paths this layer whited out: a directory made
 	// there later hides the lower layers' one (it is made opaque), as the
@@ -119,7 +123,7 @@ func (x *extractor) entry(hdr *tar.Header, r io.Reader) error {
 		if hdr.Typeflag != tar.TypeDir {
 			return nil
 		}
-		if err := x.setAttrs(x.root, hdr); err != nil {
+		if err := x.setAttrs(int(x.root.Fd()), hdr); err != nil {
 			return err
 		}
 		x.dirTimes = append(x.dirTimes, dirTime{".", hdr})
@@ -139,11 +143,12 @@ func (x *extractor) entry(hdr *tar.Header, r io.Reader) error {
 		return x.whiteout(dir, base)
 	}
 
-	pfd, err := x.openDir(dir, true)
+	pdir, err := x.openDir(dir, true)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(pfd)
+	defer pdir.Close()
+	pfd := int(pdir.Fd())
 	switch hdr.Typeflag {
 	case tar.TypeDir:
 		return x.mkdir(pfd, p, base, hdr)
@@ -199,11 +204,12 @@ func (x *extractor) entry(hdr *tar.Header, r io.Reader) error {
 
 // whiteout converts the whiteout entry base in dir.
 func (x *extractor) whiteout(dir, base string) error {
-	pfd, err := x.openDir(dir, true)
+	pdir, err := x.openDir(dir, true)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(pfd)
+	defer pdir.Close()
+	pfd := int(pdir.Fd())
 	if base == whiteoutOpaque {
 		if err := unix.Fsetxattr(pfd, opaqueXattr, []byte("y"), 0); err != nil {
 			return fmt.Errorf("mark %s opaque: %w", dir, err)
@@ -282,11 +288,12 @@ func (x *extractor) link(pfd int, p, base string, hdr *tar.Header) error {
 		return fmt.Errorf("hard link to the layer root")
 	}
 	tdir, tbase := path.Split(target)
-	tfd, err := x.openDir(path.Clean("./"+tdir), false)
+	td, err := x.openDir(path.Clean("./"+tdir), false)
 	if err != nil {
 		return fmt.Errorf("hard link target %q: %w", hdr.Linkname, err)
 	}
-	defer unix.Close(tfd)
+	defer td.Close()
+	tfd := int(td.Fd())
 	var tst, st unix.Stat_t
 	if err := unix.Fstatat(tfd, tbase, &tst, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return fmt.Errorf("hard link target %q is not in the layer: %w", hdr.Linkname, err)
@@ -335,11 +342,12 @@ func (x *extractor) setTimes(p string, hdr *tar.Header) error {
 		return unix.UtimesNanoAt(unix.AT_FDCWD, x.rootPath, entryTimes(hdr), unix.AT_SYMLINK_NOFOLLOW)
 	}
 	dir, base := path.Split(p)
-	pfd, err := x.openDir(path.Clean("./"+dir), false)
+	pdir, err := x.openDir(path.Clean("./"+dir), false)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(pfd)
+	defer pdir.Close()
+	pfd := int(pdir.Fd())
 	return x.setTimesAt(pfd, base, hdr)
 }
 
@@ -363,69 +371,27 @@ func timespec(t time.Time) unix.Timespec {
 }
 
 // openDir opens the directory p (clean, relative to the layer root)
-// without leaving the layer: symlinks in p are followed only while they
-// stay below the root. With create, missing directories are made (0755,
-// root-owned, as docker and containerd make a parent a layer does not
-// list).
-func (x *extractor) openDir(p string, create bool) (int, error) {
-	fd, err := openBeneath(x.root, p)
-	if err == nil || !create || !errors.Is(err, unix.ENOENT) {
-		return fd, err
+// without leaving the layer (safepath.Beneath, crossing no mount point):
+// symlinks in p are followed only while they stay below the root. With
+// create, missing directories are made (0755, root-owned, as docker and
+// containerd make a parent a layer does not list).
+func (x *extractor) openDir(p string, create bool) (*os.File, error) {
+	var d *os.File
+	var err error
+	if create {
+		d, err = safepath.MkdirAll(x.root, p, 0o755, safepath.Beneath|safepath.NoXDev)
+	} else {
+		d, err = safepath.OpenDir(x.root, p, safepath.Beneath|safepath.NoXDev)
 	}
-	parent := "."
-	for comp := range strings.SplitSeq(p, "/") {
-		cur := path.Join(parent, comp)
-		fd, err := openBeneath(x.root, cur)
-		if err == nil {
-			unix.Close(fd)
-			parent = cur
-			continue
-		}
-		if !errors.Is(err, unix.ENOENT) {
-			return -1, err
-		}
-		pfd, err := openBeneath(x.root, parent)
-		if err != nil {
-			return -1, err
-		}
-		err = unix.Mkdirat(pfd, comp, 0o755)
-		if err == nil {
-			err = unix.Fchmodat(pfd, comp, 0o755, 0)
-		}
-		unix.Close(pfd)
-		if err != nil && !errors.Is(err, unix.EEXIST) {
-			return -1, fmt.Errorf("mkdir %s: %w", cur, err)
-		}
-		parent = cur
+	switch {
+	case errors.Is(err, safepath.ErrEscape):
+		return nil, fmt.Errorf("directory %q: %w", p, errEscape)
+	case errors.Is(err, unix.ELOOP):
+		return nil, fmt.Errorf("directory %q: a symlink loop or magic link: %w", p, unix.ELOOP)
+	case err != nil:
+		return nil, fmt.Errorf("directory %q: %w", p, errors.Unwrap(err))
 	}
-	return openBeneath(x.root, p)
-}
-
-// openBeneath opens the directory p below root, refusing a resolution
-// that leaves it.
-func openBeneath(root int, p string) (int, error) {
-	how := unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
-	}
-	for {
-		fd, err := unix.Openat2(root, p, &how)
-		switch {
-		case err == nil:
-			return fd, nil
-		case errors.Is(err, unix.EINTR), errors.Is(err, unix.EAGAIN):
-			// EAGAIN: a rename elsewhere raced the resolution.
-			continue
-		case errors.Is(err, unix.EXDEV):
-			return -1, fmt.Errorf("directory %q: %w", p, errEscape)
-		case errors.Is(err, unix.ELOOP):
-			return -1, fmt.Errorf("directory %q: a symlink loop or magic link: %w", p, err)
-		case errors.Is(err, unix.ENOSYS):
-			return -1, fmt.Errorf("directory %q: openat2 is needed to unpack layers safely (Linux 5.6 or newer): %w", p, err)
-		default:
-			return -1, fmt.Errorf("directory %q: %w", p, err)
-		}
-	}
+	return d, nil
 }
 
 // removeAt removes name from dirfd, a directory with all it holds; a

@@ -4,12 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jetlet/jetlet/internal/safepath"
 )
 
 // containerRoot is the container's root while its init builds it. Every
@@ -21,7 +22,7 @@ import (
 type containerRoot struct {
 	path string   // as the init names it
 	fd   *os.File // O_PATH
-	real string   // as /proc/self/fd shows it, for the beneath check
+	real string   // as /proc/self/fd shows it, for refuseProc
 }
 
 func openContainerRoot(path string) (*containerRoot, error) {
@@ -43,141 +44,54 @@ func (r *containerRoot) Close() error { return r.fd.Close() }
 // happened to the path f was opened by since.
 func fdPath(f *os.File) string { return "/proc/self/fd/" + strconv.Itoa(int(f.Fd())) }
 
-// How open resolves a path in the root.
+// How open resolves a path in the root: as if the root were /, through no
+// magic link of /proc (safepath.InRoot).
 const (
-	followLinks = iota // symbolic links followed, inside the root
-	keepLast           // the last component not followed (masked paths)
-	noLinks            // no symbolic link anywhere (the kernel's file systems' mount points)
+	followLinks = safepath.InRoot                       // symbolic links followed, inside the root
+	keepLast    = safepath.InRoot | safepath.NoFollow   // the last component not followed (masked paths)
+	noLinks     = safepath.InRoot | safepath.NoSymlinks // no symbolic link anywhere (the kernel's file systems' mount points)
 )
 
-// open returns an O_PATH descriptor of path in r, resolved as if r were /,
-// through no magic link of /proc; nil and no error when it does not exist.
-// A symbolic link is refused where links says so.
-func (r *containerRoot) open(path string, links int) (*os.File, error) {
-	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
-	switch links {
-	case keepLast:
-		how.Flags |= unix.O_NOFOLLOW
-	case noLinks:
-		how.Resolve |= unix.RESOLVE_NO_SYMLINKS
-	}
-	rel := strings.TrimLeft(path, "/")
-	if rel == "" {
-		rel = "."
-	}
-	var fd int
-	var err error
-	for range 16 { // EAGAIN: a rename or mount raced the lookup
-		if fd, err = unix.Openat2(int(r.fd.Fd()), rel, &how); err != unix.EAGAIN {
-			break
-		}
-	}
-	switch {
-	case errors.Is(err, unix.ENOENT):
-		return nil, nil
-	case errors.Is(err, unix.ENOSYS): // Linux before 5.6
-		return r.walk(path, links, nil)
-	case errors.Is(err, unix.ELOOP) && links == noLinks:
-		return nil, errors.New("a symbolic link in the container's root, where a directory must be")
-	case err != nil:
-		return nil, err
-	}
-	return r.checked(os.NewFile(uintptr(fd), filepath.Join(r.path, rel)), links)
+// open returns an O_PATH descriptor of path in r, resolved as links says;
+// nil and no error when it does not exist.
+func (r *containerRoot) open(path string, links safepath.Mode) (*os.File, error) {
+	f, err := safepath.Open(r.fd, path, links)
+	return found(f, err, links)
 }
 
 // mountPoint opens path in r as open does, creating what is missing:
 // directories, and the last component a directory when dir, else an empty
 // file. What it creates is made one component at a time under the
-// descriptor of its parent, following no link: a link that appears
-// meanwhile fails it.
-func (r *containerRoot) mountPoint(path string, links int, dir bool) (*os.File, error) {
+// descriptor of its parent (safepath.MkdirAll), following no link out of
+// the root.
+func (r *containerRoot) mountPoint(path string, links safepath.Mode, dir bool) (*os.File, error) {
 	f, err := r.open(path, links)
 	if f != nil || err != nil {
 		return f, err
 	}
-	return r.walk(path, links, &dir)
+	if dir {
+		f, err = safepath.MkdirAll(r.fd, path, 0o755, links)
+	} else {
+		f, err = safepath.MkfileAll(r.fd, path, 0o755, 0o644, links)
+	}
+	return found(f, err, links)
 }
 
-// walk opens path in r one component at a time, the links resolved first
-// inside r (resolveIn) and none followed after, creating what is missing
-// when create is set (*create: the last component is a directory). It is
-// how mountPoint creates, and how open resolves without openat2.
-func (r *containerRoot) walk(path string, links int, create *bool) (*os.File, error) {
-	resolved := filepath.Clean("/" + path)
-	if links == followLinks {
-		p, err := resolveIn(r.path, path)
-		if err != nil {
-			return nil, err
-		}
-		resolved = strings.TrimPrefix(p, r.path)
+// found is open's answer from safepath's: nil and no error for a missing
+// path, and a symbolic link where links refuses one said so.
+func found(f *os.File, err error, links safepath.Mode) (*os.File, error) {
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return nil, nil
+	case errors.Is(err, unix.ELOOP) && links == noLinks:
+		return nil, errors.New("a symbolic link in the container's root, where a directory must be")
 	}
-	parts := strings.FieldsFunc(resolved, func(c rune) bool { return c == '/' })
-	dir, err := unix.FcntlInt(r.fd.Fd(), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	for i, name := range parts {
-		last := i == len(parts)-1
-		flags := unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC
-		if !last {
-			flags |= unix.O_DIRECTORY
-		}
-		fd, err := unix.Openat(dir, name, flags, 0)
-		if errors.Is(err, unix.ENOENT) && create != nil {
-			if last && !*create {
-				err = makeFileAt(dir, name)
-			} else {
-				err = unix.Mkdirat(dir, name, 0o755)
-			}
-			if err == nil || errors.Is(err, unix.EEXIST) {
-				fd, err = unix.Openat(dir, name, flags, 0)
-			}
-		}
-		unix.Close(dir)
-		if errors.Is(err, unix.ENOENT) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s in the container's root: %w", filepath.Join(parts[:i+1]...), err)
-		}
-		dir = fd
-	}
-	return r.checked(os.NewFile(uintptr(dir), filepath.Join(r.path, resolved)), links)
-}
-
-// makeFileAt creates the empty file name in the directory dir, following
-// no link.
-func makeFileAt(dir int, name string) error {
-	fd, err := unix.Openat(dir, name, unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_RDONLY|unix.O_CLOEXEC, 0o644)
-	if err != nil {
-		return err
-	}
-	return unix.Close(fd)
-}
-
-// checked returns f once it is sure f lies beneath r, and, but where links
-// is keepLast, is no symbolic link; else it closes it and fails.
-func (r *containerRoot) checked(f *os.File, links int) (*os.File, error) {
-	p, err := os.Readlink(fdPath(f))
-	if err == nil && !under(p, r.real) {
-		err = fmt.Errorf("%s resolved to %s, out of the container's root", f.Name(), p)
-	}
-	if err == nil && links != keepLast {
-		var st unix.Stat_t
-		if err = unix.Fstat(int(f.Fd()), &st); err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
-			err = fmt.Errorf("%s: %w", f.Name(), unix.ELOOP)
-		}
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
+	return f, err
 }
 
 // bindIn binds src (an O_PATH descriptor) on dst, path's in r, with the
 // further flags (MS_REC), and makes the new mount read-only when readOnly.
-func (r *containerRoot) bindIn(src, dst *os.File, path string, links int, flags uintptr, readOnly bool) error {
+func (r *containerRoot) bindIn(src, dst *os.File, path string, links safepath.Mode, flags uintptr, readOnly bool) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(src.Fd()), &st); err != nil {
 		return err
@@ -200,7 +114,7 @@ func (r *containerRoot) bindIn(src, dst *os.File, path string, links int, flags 
 // there: dst's descriptor still names the file under the mount, and a flag
 // changed through it would change that file's mount. It fails unless path
 // is st's file now (a container swapped the path meanwhile).
-func (r *containerRoot) reopenMount(path string, links int, st *unix.Stat_t) (*os.File, error) {
+func (r *containerRoot) reopenMount(path string, links safepath.Mode, st *unix.Stat_t) (*os.File, error) {
 	top, err := r.open(path, links)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jetlet/jetlet/internal/safepath"
 )
 
 // setUpMountNamespace builds the container's root in this process's new mount
@@ -374,7 +376,7 @@ func mountKernelFS(r *containerRoot, hostMounts []string, iso *Isolation, cgroup
 
 // bindHostPath binds the host's src (not recursively) on path in r, made
 // a directory when src is one, and makes it read-only when readOnly.
-func bindHostPath(r *containerRoot, src, path string, links int, readOnly bool) error {
+func bindHostPath(r *containerRoot, src, path string, links safepath.Mode, readOnly bool) error {
 	fd, err := unix.Open(src, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
