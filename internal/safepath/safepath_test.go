@@ -32,21 +32,23 @@ func bothWays(t *testing.T, f func(t *testing.T)) {
 	}
 }
 
-// newRoot makes a root directory (its path free of symlinks) and opens it.
-func newRoot(t *testing.T) (string, *os.File) {
+// newRoot makes a root directory (its path free of symlinks) and opens it,
+// and an empty directory outside it, its sibling.
+func newRoot(t *testing.T) (root string, rf *os.File, outside string) {
 	t.Helper()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := filepath.Join(dir, "root")
+	root, outside = filepath.Join(dir, "root"), filepath.Join(dir, "outside")
 	must(t, os.Mkdir(root, 0o755))
-	f, err := os.Open(root)
+	must(t, os.Mkdir(outside, 0o755))
+	rf, err = os.Open(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { f.Close() })
-	return root, f
+	t.Cleanup(func() { rf.Close() })
+	return root, rf, outside
 }
 
 func must(t *testing.T, err error) {
@@ -72,9 +74,7 @@ func within(p, root string) bool {
 
 func TestOpen(t *testing.T) {
 	bothWays(t, func(t *testing.T) {
-		root, rf := newRoot(t)
-		outside := filepath.Join(filepath.Dir(root), "outside")
-		must(t, os.Mkdir(outside, 0o755))
+		root, rf, _ := newRoot(t)
 		must(t, os.MkdirAll(filepath.Join(root, "dir", "sub"), 0o755))
 		must(t, os.WriteFile(filepath.Join(root, "dir", "file"), []byte("x"), 0o644))
 		must(t, os.Mkdir(filepath.Join(root, "deep"), 0o755))
@@ -89,15 +89,14 @@ func TestOpen(t *testing.T) {
 			"climb":     "dir/../..",
 			"loop":      "loop",
 			"dangling":  "nothing",
-			"absinside": filepath.Join(root, "dir"),
+			"absinside": filepath.Join(root, "dir"), // the host's path: not the root's
+			"rootabs":   "/dir/sub",
+			"dir/up":    "../../dir/file",
+			"dir/top":   "/dir/file",
 		} {
 			must(t, os.Symlink(target, filepath.Join(root, link)))
 		}
-		for _, tc := range []struct {
-			rel  string
-			want string // relative to root; "" with err
-			err  error
-		}{
+		wantOpens(t, rf, root, Beneath, []openCase{
 			{rel: "", want: "."},
 			{rel: ".", want: "."},
 			{rel: "dir", want: "dir"},
@@ -125,33 +124,81 @@ func TestOpen(t *testing.T) {
 			{rel: "dangling", err: unix.ENOENT},
 			{rel: "dir/file/x", err: unix.ENOTDIR},
 			{rel: "loop", err: unix.ELOOP},
-		} {
-			f, err := Open(rf, tc.rel, Beneath)
-			if tc.err != nil {
-				if !errors.Is(err, tc.err) {
-					t.Errorf("Open(%q) = %v, want %v", tc.rel, err, tc.err)
-				}
-				if f != nil {
-					t.Errorf("Open(%q) returned a file with %v: %s", tc.rel, err, fdPath(t, f))
-					f.Close()
-				}
-				continue
-			}
-			if err != nil {
-				t.Errorf("Open(%q): %v", tc.rel, err)
-				continue
-			}
-			if got, want := fdPath(t, f), filepath.Join(root, tc.want); got != want {
-				t.Errorf("Open(%q) opened %s, want %s", tc.rel, got, want)
-			}
-			f.Close()
-		}
+			{rel: "rootabs", err: ErrEscape},
+			{rel: "dir/up", err: ErrEscape},
+			{rel: "dir/top", err: ErrEscape},
+			// NoFollow: a trailing link out of the root is the link, not an
+			// escape.
+			{rel: "abs", mode: NoFollow, want: "abs"},
+		})
+		// InRoot resolves as if the root were /: absolute links and ".."
+		// above the root stay in it, where Beneath refuses them.
+		wantOpens(t, rf, root, InRoot, []openCase{
+			{rel: "/", want: "."},
+			{rel: "abs", want: "."},
+			{rel: "abs/dir/file", want: "dir/file"},
+			{rel: "rootabs", want: "dir/sub"},
+			{rel: "rel/dir", want: "dir"},
+			{rel: "climb/in/sub", want: "dir/sub"},
+			{rel: "..", want: "."},
+			{rel: "/../../dir", want: "dir"},
+			{rel: "dir/up", want: "dir/file"},
+			{rel: "dir/top", want: "dir/file"},
+			{rel: "deep/esc", err: unix.ENOENT},
+			{rel: "absinside", err: unix.ENOENT},
+			{rel: "/etc", err: unix.ENOENT},
+			{rel: "dir/file/x", err: unix.ENOTDIR},
+			{rel: "loop", err: unix.ELOOP},
+			// NoFollow opens a trailing link itself, and follows the others.
+			{rel: "abs", mode: NoFollow, want: "abs"},
+			{rel: "abs/in", mode: NoFollow, want: "in"},
+			{rel: "abs/in/sub", mode: NoFollow, want: "dir/sub"},
+			// NoSymlinks refuses every link.
+			{rel: "dir/sub", mode: NoSymlinks, want: "dir/sub"},
+			{rel: "in/sub", mode: NoSymlinks, err: unix.ELOOP},
+			{rel: "abs", mode: NoSymlinks | NoFollow, want: "abs"}, // as the kernel does
+		})
 	})
+}
+
+// openCase is an Open of rel with mode added to the test's, and what it
+// opens: want, relative to the root, or err.
+type openCase struct {
+	rel  string
+	mode Mode
+	want string
+	err  error
+}
+
+// wantOpens checks each Open of cases beneath rf, whose path is root.
+func wantOpens(t *testing.T, rf *os.File, root string, mode Mode, cases []openCase) {
+	t.Helper()
+	for _, tc := range cases {
+		f, err := Open(rf, tc.rel, mode|tc.mode)
+		if tc.err != nil {
+			if !errors.Is(err, tc.err) {
+				t.Errorf("Open(%q, %b) = %v, want %v", tc.rel, mode|tc.mode, err, tc.err)
+			}
+			if f != nil {
+				t.Errorf("Open(%q, %b) returned a file with %v: %s", tc.rel, mode|tc.mode, err, fdPath(t, f))
+				f.Close()
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("Open(%q, %b): %v", tc.rel, mode|tc.mode, err)
+			continue
+		}
+		if got, want := fdPath(t, f), filepath.Join(root, tc.want); got != want {
+			t.Errorf("Open(%q, %b) opened %s, want %s", tc.rel, mode|tc.mode, got, want)
+		}
+		f.Close()
+	}
 }
 
 func TestOpenDir(t *testing.T) {
 	bothWays(t, func(t *testing.T) {
-		root, rf := newRoot(t)
+		root, rf, _ := newRoot(t)
 		must(t, os.MkdirAll(filepath.Join(root, "dir", "sub"), 0o755))
 		must(t, unix.Mkfifo(filepath.Join(root, "fifo"), 0o644))
 		must(t, os.Symlink("dir", filepath.Join(root, "in")))
@@ -180,7 +227,7 @@ func TestOpenDir(t *testing.T) {
 func TestOpenRacesASwap(t *testing.T) {
 	bothWays(t, func(t *testing.T) {
 		for _, target := range []string{"/", "../../../../../../.."} {
-			root, rf := newRoot(t)
+			root, rf, _ := newRoot(t)
 			must(t, os.MkdirAll(filepath.Join(root, "d", "etc"), 0o755))
 			must(t, os.Symlink(target, filepath.Join(root, "l")))
 			i := 0
@@ -229,9 +276,7 @@ func swapWhile(t *testing.T, root string, try func() bool) (yes, no int) {
 
 func TestMkdirAll(t *testing.T) {
 	bothWays(t, func(t *testing.T) {
-		root, rf := newRoot(t)
-		outside := filepath.Join(filepath.Dir(root), "outside")
-		must(t, os.Mkdir(outside, 0o755))
+		root, rf, outside := newRoot(t)
 		must(t, os.Mkdir(filepath.Join(root, "dir"), 0o755))
 		must(t, os.WriteFile(filepath.Join(root, "file"), nil, 0o644))
 		must(t, os.Symlink("dir", filepath.Join(root, "in")))
@@ -292,9 +337,7 @@ func TestMkdirAll(t *testing.T) {
 // a directory outside the root: nothing is ever made there.
 func TestMkdirAllRacesASwap(t *testing.T) {
 	bothWays(t, func(t *testing.T) {
-		root, rf := newRoot(t)
-		outside := filepath.Join(filepath.Dir(root), "outside")
-		must(t, os.Mkdir(outside, 0o755))
+		root, rf, outside := newRoot(t)
 		must(t, os.Mkdir(filepath.Join(root, "d"), 0o755))
 		must(t, os.Symlink("../outside", filepath.Join(root, "l")))
 		made, refused := swapWhile(t, root, func() bool {
@@ -319,94 +362,11 @@ func TestMkdirAllRacesASwap(t *testing.T) {
 	})
 }
 
-// TestOpenInRoot resolves as if the root were /: absolute links and ".."
-// above the root stay in it, where Beneath refuses them.
-func TestOpenInRoot(t *testing.T) {
-	bothWays(t, func(t *testing.T) {
-		root, rf := newRoot(t)
-		outside := filepath.Join(filepath.Dir(root), "outside")
-		must(t, os.Mkdir(outside, 0o755))
-		must(t, os.MkdirAll(filepath.Join(root, "dir", "sub"), 0o755))
-		must(t, os.WriteFile(filepath.Join(root, "dir", "file"), []byte("x"), 0o644))
-		for link, target := range map[string]string{
-			"abs":       "/",
-			"rootabs":   "/dir/sub",
-			"rel":       "../../../../../../../..",
-			"out":       "../outside",
-			"climb":     "dir/../..",
-			"in":        "dir",
-			"loop":      "loop",
-			"absinside": filepath.Join(root, "dir"), // the host's path: not the root's
-			"dir/up":    "../../dir/file",
-		} {
-			must(t, os.Symlink(target, filepath.Join(root, link)))
-		}
-		for _, tc := range []struct {
-			rel  string
-			mode Mode
-			want string // relative to root; "" with err
-			err  error
-		}{
-			{rel: "/", want: "."},
-			{rel: "abs", want: "."},
-			{rel: "abs/dir/file", want: "dir/file"},
-			{rel: "rootabs", want: "dir/sub"},
-			{rel: "rel/dir", want: "dir"},
-			{rel: "climb/in/sub", want: "dir/sub"},
-			{rel: "..", want: "."},
-			{rel: "/../../dir", want: "dir"},
-			{rel: "dir/up", want: "dir/file"},
-			{rel: "out", err: unix.ENOENT},
-			{rel: "absinside", err: unix.ENOENT},
-			{rel: "/etc", err: unix.ENOENT},
-			{rel: "dir/file/x", err: unix.ENOTDIR},
-			{rel: "loop", err: unix.ELOOP},
-			// NoFollow opens a trailing link itself, and follows the others.
-			{rel: "abs", mode: NoFollow, want: "abs"},
-			{rel: "abs/in", mode: NoFollow, want: "in"},
-			{rel: "abs/in/sub", mode: NoFollow, want: "dir/sub"},
-			// NoSymlinks refuses every link.
-			{rel: "dir/sub", mode: NoSymlinks, want: "dir/sub"},
-			{rel: "in/sub", mode: NoSymlinks, err: unix.ELOOP},
-			{rel: "abs", mode: NoSymlinks | NoFollow, want: "abs"}, // as the kernel does
-		} {
-			f, err := Open(rf, tc.rel, InRoot|tc.mode)
-			if tc.err != nil {
-				if !errors.Is(err, tc.err) {
-					t.Errorf("Open(%q, %b) = %v, want %v", tc.rel, tc.mode, err, tc.err)
-				}
-				if f != nil {
-					f.Close()
-				}
-				continue
-			}
-			if err != nil {
-				t.Errorf("Open(%q, %b): %v", tc.rel, tc.mode, err)
-				continue
-			}
-			if got, want := fdPath(t, f), filepath.Join(root, tc.want); got != want {
-				t.Errorf("Open(%q, %b) opened %s, want %s", tc.rel, tc.mode, got, want)
-			}
-			f.Close()
-		}
-		// Beneath with NoFollow: a trailing link out of the root is the
-		// link, not an escape.
-		f, err := Open(rf, "abs", Beneath|NoFollow)
-		must(t, err)
-		if got, want := fdPath(t, f), filepath.Join(root, "abs"); got != want {
-			t.Errorf("Open(abs, NoFollow) opened %s, want %s", got, want)
-		}
-		f.Close()
-	})
-}
-
 // TestMakeInRoot makes directories and files through links that name the
 // root's own paths: what is made is in the root, whatever the links say.
 func TestMakeInRoot(t *testing.T) {
 	bothWays(t, func(t *testing.T) {
-		root, rf := newRoot(t)
-		outside := filepath.Join(filepath.Dir(root), "outside")
-		must(t, os.Mkdir(outside, 0o755))
+		root, rf, outside := newRoot(t)
 		must(t, os.MkdirAll(filepath.Join(root, "usr/lib"), 0o755))
 		must(t, os.WriteFile(filepath.Join(root, "file"), nil, 0o644))
 		for link, target := range map[string]string{"lib": "/usr/lib", "out": outside, "up": "../../..", "dangling": "/made"} {
@@ -469,7 +429,7 @@ func TestMakeInRoot(t *testing.T) {
 // the directory or by the link re-rooted, and make nothing outside.
 func TestInRootRacesASwap(t *testing.T) {
 	bothWays(t, func(t *testing.T) {
-		root, rf := newRoot(t)
+		root, rf, _ := newRoot(t)
 		must(t, os.MkdirAll(filepath.Join(root, "d", "etc"), 0o755))
 		must(t, os.Mkdir(filepath.Join(root, "etc"), 0o755))
 		must(t, os.Symlink("/", filepath.Join(root, "l")))

@@ -616,17 +616,21 @@ func mountImageVolume(r *containerRoot, m Mount, stack string, u *podUserns) err
 	if err != nil {
 		return fmt.Errorf("stack the image's layers: %w", err)
 	}
-	src, err := resolveIn(stack, m.SubPath) // the image's files: read-only, no container changes them
+	top, err := os.Open(stack)
 	if err != nil {
 		return err
 	}
-	if err := bindHostPath(r, src, m.Destination, followLinks, true); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("sub path %q of the image: %w", m.SubPath, err)
+	defer top.Close()
+	src, err := safepath.Open(top, m.SubPath, safepath.InRoot) // the image's links name the image's paths
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
 		}
-		return err
+		return fmt.Errorf("sub path %q of the image: %w", m.SubPath, err)
 	}
-	return nil
+	defer src.Close()
+	return bindHostPath(r, fdPath(src), m.Destination, followLinks, true)
 }
 
 // maskPaths hides each path that exists in r: a directory under an empty
@@ -722,36 +726,6 @@ func pivotRoot(root string) error {
 		return fmt.Errorf("detach the old root: %w", err)
 	}
 	return unix.Chdir("/")
-}
-
-// resolveIn resolves path as if root were /: symbolic links, absolute ones
-// included, never lead out of root. Missing components are kept as they are.
-func resolveIn(root, path string) (string, error) {
-	const maxLinks = 40
-	links := 0
-	resolved := "/"                  // inside root
-	rest := strings.Split(path, "/") // not cleaned: ".." after a link is the link target's parent
-	for len(rest) > 0 {
-		part := rest[0]
-		rest = rest[1:]
-		if part == "" || part == "." {
-			continue
-		}
-		next := filepath.Join(resolved, part)
-		target, err := os.Readlink(filepath.Join(root, next))
-		if err != nil {
-			resolved = next // not a link, or missing: either way a plain component
-			continue
-		}
-		if links++; links > maxLinks {
-			return "", fmt.Errorf("%s: too many levels of symbolic links", path)
-		}
-		if filepath.IsAbs(target) {
-			resolved = "/"
-		}
-		rest = append(strings.Split(target, "/"), rest...)
-	}
-	return filepath.Join(root, resolved), nil
 }
 
 // under reports whether path is dir or below it.
