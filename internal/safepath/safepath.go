@@ -96,10 +96,11 @@ func OpenDir(root *os.File, rel string, m Mode) (*os.File, error) {
 // mkdirat in its parent's descriptor, then opened O_NOFOLLOW and given perm
 // with fchmod (the umask does not apply). A symlink swapped in for a new
 // directory is never followed; one that was there is resolved as m says.
-// It returns the final directory, open (O_RDONLY|O_DIRECTORY), existing or
-// made; ENOTDIR when a component is not a directory.
+// rel is cleaned first, so that "a/../b" makes no a. It returns the final
+// directory, open (O_RDONLY|O_DIRECTORY), existing or made; ENOTDIR when a
+// component is not a directory.
 func MkdirAll(root *os.File, rel string, perm os.FileMode, m Mode) (*os.File, error) {
-	fd, err := reopenDir(open(int(root.Fd()), rel, m, &making{perm: perm}))
+	fd, err := reopenDir(open(int(root.Fd()), path.Clean(rel), m, &making{perm: perm}))
 	return file(root, rel, fd, err, "mkdir")
 }
 
@@ -107,7 +108,7 @@ func MkdirAll(root *os.File, rel string, perm os.FileMode, m Mode) (*os.File, er
 // MkdirAll makes them, with dirPerm, and rel, when missing, as an empty
 // regular file with perm. It returns a descriptor of rel, whatever rel is.
 func MkfileAll(root *os.File, rel string, dirPerm, perm os.FileMode, m Mode) (*os.File, error) {
-	fd, err := open(int(root.Fd()), rel, m, &making{perm: dirPerm, file: true, filePerm: perm})
+	fd, err := open(int(root.Fd()), path.Clean(rel), m, &making{perm: dirPerm, file: true, filePerm: perm})
 	return file(root, rel, fd, err, "make")
 }
 

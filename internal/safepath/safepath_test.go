@@ -307,6 +307,12 @@ func TestMkdirAll(t *testing.T) {
 		f, err = MkdirAll(rf, "dir", 0o755, Beneath)
 		must(t, err)
 		f.Close()
+		f, err = MkdirAll(rf, "none/../made", 0o755, Beneath)
+		must(t, err)
+		f.Close()
+		if _, err := os.Stat(filepath.Join(root, "none")); err == nil {
+			t.Error(`MkdirAll("none/../made") made none`)
+		}
 
 		for _, tc := range []struct {
 			rel string

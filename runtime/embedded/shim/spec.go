@@ -2,8 +2,9 @@
 // per pod sandbox, started by the runtime in the pod's namespaces, that starts
 // the pod's containers as its children, copies their output to the CRI log
 // and records their exits. It is built into its own small binary
-// (cmd/jetlet-shim), so it imports nothing but the standard library and
-// golang.org/x/sys: no Kubernetes types, no NATS, no gRPC. The runtime
+// (cmd/jetlet-shim), so it imports nothing but the standard library,
+// golang.org/x/sys and the leaves internal/safepath and internal/atomicfile
+// (.ci/deprule): no Kubernetes types, no NATS, no gRPC. The runtime
 // (package proc) translates CRI requests into the specs below.
 package shim
 
