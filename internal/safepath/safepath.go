@@ -79,15 +79,15 @@ var noOpenat2 atomic.Bool
 // with ENOENT when something is missing. The returned file's name is root's
 // name joined with rel.
 func Open(root *os.File, rel string, m Mode) (*os.File, error) {
-	fd, err := open(int(root.Fd()), rel, m, nil)
+	fd, err := open(int(root.Fd()), rel, m, nil, false)
 	return file(root, rel, fd, err, "open")
 }
 
 // OpenDir is Open for a directory to read: rel resolved as Open resolves
-// it, reopened O_RDONLY|O_DIRECTORY (an O_PATH descriptor cannot list);
+// it, opened O_RDONLY|O_DIRECTORY (an O_PATH descriptor cannot list);
 // ENOTDIR when it is not a directory (a FIFO is never opened for reading).
 func OpenDir(root *os.File, rel string, m Mode) (*os.File, error) {
-	fd, err := reopenDir(open(int(root.Fd()), rel, m, nil))
+	fd, err := open(int(root.Fd()), rel, m, nil, true)
 	return file(root, rel, fd, err, "open")
 }
 
@@ -100,7 +100,7 @@ func OpenDir(root *os.File, rel string, m Mode) (*os.File, error) {
 // directory, open (O_RDONLY|O_DIRECTORY), existing or made; ENOTDIR when a
 // component is not a directory.
 func MkdirAll(root *os.File, rel string, perm os.FileMode, m Mode) (*os.File, error) {
-	fd, err := reopenDir(open(int(root.Fd()), path.Clean(rel), m, &making{perm: perm}))
+	fd, err := open(int(root.Fd()), path.Clean(rel), m, &making{perm: perm}, true)
 	return file(root, rel, fd, err, "mkdir")
 }
 
@@ -108,7 +108,7 @@ func MkdirAll(root *os.File, rel string, perm os.FileMode, m Mode) (*os.File, er
 // MkdirAll makes them, with dirPerm, and rel, when missing, as an empty
 // regular file with perm. It returns a descriptor of rel, whatever rel is.
 func MkfileAll(root *os.File, rel string, dirPerm, perm os.FileMode, m Mode) (*os.File, error) {
-	fd, err := open(int(root.Fd()), path.Clean(rel), m, &making{perm: dirPerm, file: true, filePerm: perm})
+	fd, err := open(int(root.Fd()), path.Clean(rel), m, &making{perm: dirPerm, file: true, filePerm: perm}, false)
 	return file(root, rel, fd, err, "make")
 }
 
@@ -128,13 +128,13 @@ type making struct {
 
 // open resolves rel beneath root as m says, making what is missing with
 // mk: openat2 first, the walk where a component is missing (to make it) or
-// openat2 is not there.
-func open(root int, rel string, m Mode, mk *making) (int, error) {
+// openat2 is not there. With dir it returns a directory open to read.
+func open(root int, rel string, m Mode, mk *making, dir bool) (int, error) {
 	if m&InRoot == 0 && path.IsAbs(rel) {
 		return -1, ErrEscape
 	}
 	if !noOpenat2.Load() {
-		fd, err := openat2(root, rel, m)
+		fd, err := openat2(root, rel, m, dir)
 		switch {
 		case errors.Is(err, unix.ENOSYS):
 			noOpenat2.Store(true)
@@ -143,15 +143,24 @@ func open(root int, rel string, m Mode, mk *making) (int, error) {
 			return fd, err
 		}
 	}
-	return walk(root, rel, m, mk)
+	fd, err := walk(root, rel, m, mk)
+	if dir {
+		return reopenDir(fd, err)
+	}
+	return fd, err
 }
 
-func openat2(root int, rel string, m Mode) (int, error) {
+// openat2 opens rel O_PATH, or with dir a directory to read (O_DIRECTORY: a
+// FIFO is never opened).
+func openat2(root int, rel string, m Mode, dir bool) (int, error) {
 	rel = strings.TrimLeft(rel, "/") // InRoot's; Beneath refused it
 	if rel == "" {
 		rel = "."
 	}
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
+	if dir {
+		how.Flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC
+	}
 	if m&InRoot != 0 {
 		how.Resolve = unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS
 	}
@@ -317,9 +326,9 @@ func readlink(fd int) (string, error) {
 	}
 }
 
-// reopenDir turns fd, open's answer (a descriptor or its error), into a
-// descriptor that reads the directory (and may fchmod it), closing fd;
-// ENOTDIR when it is not one.
+// reopenDir turns fd, the walk's answer (a descriptor or its error), into
+// a descriptor that reads the directory (and may fchmod it), closing fd;
+// ENOTDIR when it is not one (a FIFO is never opened for reading).
 func reopenDir(fd int, err error) (int, error) {
 	if err != nil {
 		return -1, err
