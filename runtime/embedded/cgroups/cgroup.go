@@ -41,9 +41,14 @@ func (m *Hierarchy) Create(paths Paths, res *runtimeapi.LinuxContainerResources,
 	if err != nil {
 		return nil, err
 	}
+	for _, d := range devices {
+		if d.Type == "" || d.Major == nil || d.Minor == nil {
+			return nil, fmt.Errorf("cgroup %s: device rule (type %q, access %q): a type and both numbers (or Wildcard) are needed", paths[""]+paths[string(cgroup1.Memory)], d.Type, d.Access)
+		}
+	}
 	if devices != nil {
 		// Deny all first: only the rules that follow remain.
-		spec.Devices = append([]DeviceRule{{Allow: false, Access: "rwm"}}, devices...)
+		spec.Devices = append([]DeviceRule{denyAllDevices}, devices...)
 	}
 	c := &Cgroup{m: m, paths: paths}
 	switch m.mode {

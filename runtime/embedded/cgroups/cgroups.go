@@ -56,18 +56,27 @@ var v1Controllers = map[cgroup1.Name]bool{
 	cgroup1.Devices: true,
 }
 
-// DeviceRule is one device access rule of a devices cgroup.
+// DeviceRule is one device access rule of a devices cgroup. Every field is
+// set: Type "a" for any type, Major or Minor Wildcard for any number. v1
+// writes a nil number as "*", but v2's eBPF filter (cgroup2.DeviceFilter)
+// dereferences both and rejects an empty Type.
 type DeviceRule = specs.LinuxDeviceCgroup
+
+// Wildcard is a DeviceRule's Major or Minor that matches any number.
+const Wildcard int64 = -1
+
+// denyAllDevices comes first in a cgroup's rules: only those after it allow.
+var denyAllDevices = DeviceRule{Allow: false, Type: "a", Major: ptr(Wildcard), Minor: ptr(Wildcard), Access: "rwm"}
 
 // DefaultDevices are the devices every container may use, runc's list: it
 // may create any device node (m), and read and write only null, zero, full,
 // random, urandom, tty, console, ptmx and its pseudo-terminals.
 var DefaultDevices = []DeviceRule{
-	{Allow: true, Type: "c", Access: "m"},
-	{Allow: true, Type: "b", Access: "m"},
+	{Allow: true, Type: "c", Major: ptr(Wildcard), Minor: ptr(Wildcard), Access: "m"},
+	{Allow: true, Type: "b", Major: ptr(Wildcard), Minor: ptr(Wildcard), Access: "m"},
 	charDevice(1, 3), charDevice(1, 5), charDevice(1, 7), charDevice(1, 8), charDevice(1, 9),
 	charDevice(5, 0), charDevice(5, 1), charDevice(5, 2),
-	{Allow: true, Type: "c", Major: ptr(int64(136)), Access: "rwm"}, // /dev/pts/*
+	charDevice(136, Wildcard), // /dev/pts/*
 }
 
 func charDevice(major, minor int64) DeviceRule {
