@@ -37,20 +37,20 @@ func (m *Hierarchy) Create(paths Paths, res *runtimeapi.LinuxContainerResources,
 	if m.mode == Off {
 		return nil, fmt.Errorf("%w: cgroups are off: %s", ErrUnsupported, m.reason)
 	}
+	c := &Cgroup{m: m, paths: paths}
+	for _, d := range devices {
+		if d.Type == "" || d.Major == nil || d.Minor == nil {
+			return nil, fmt.Errorf("cgroup %s: device rule (type %q, access %q): a type and both numbers (or Wildcard) are needed", c, d.Type, d.Access)
+		}
+	}
 	spec, err := m.spec(res, pidsLimit)
 	if err != nil {
 		return nil, err
-	}
-	for _, d := range devices {
-		if d.Type == "" || d.Major == nil || d.Minor == nil {
-			return nil, fmt.Errorf("cgroup %s: device rule (type %q, access %q): a type and both numbers (or Wildcard) are needed", paths[""]+paths[string(cgroup1.Memory)], d.Type, d.Access)
-		}
 	}
 	if devices != nil {
 		// Deny all first: only the rules that follow remain.
 		spec.Devices = append([]DeviceRule{denyAllDevices}, devices...)
 	}
-	c := &Cgroup{m: m, paths: paths}
 	switch m.mode {
 	case V1:
 		_, err = cgroup1.New(m.v1Path(paths), spec, m.v1Opts()...)
