@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# run.sh [PKG...]: runs Go test packages as root in a qemu guest with
+# systemd as PID 1 and the unified cgroup hierarchy only (cgroup v2): a host
+# CI's own machine is not (cgroup v1 controllers, no systemd). Default
+# package: ./runtime/embedded/cgroups.
+#
+# It installs qemu-system-x86 and debootstrap when missing; builds the guest
+# once (image.sh: Debian 12, its 6.1 kernel, systemd) into
+# $JETLET_VM_CACHE/vm-<hash of image.sh> (default /var/cache/jetlet-ci), or
+# reuses it; compiles each package with `go test -c` (static, cgo off: the
+# guest has no Go toolchain); and boots the guest under software emulation
+# (tcg: this kind of machine's /dev/kvm does not boot a stock kernel) with a
+# throwaway copy-on-write layer over the cached disk. The binaries and a
+# script reach the guest over virtio-9p (mounted at /mnt/jetlet); systemd
+# runs the script at boot (jetlet-guest.service), which runs each binary with
+# -test.v=test2json, leaves its output and status in the shared directory and
+# powers off. The host turns the output into `go test -json` and judges it
+# with test/gotestcheck against test/vm/skips.allowed: a failure, a package
+# that did not finish, or a skip the list does not name fails the run.
+#
+# Environment: JETLET_VM_ACCEL (default tcg,thread=multi), JETLET_VM_MEM
+# (default 3G), JETLET_VM_TIMEOUT (the whole boot, default 15m),
+# JETLET_VM_RUN (a -test.run filter for every package), JETLET_VM_KEEP=1
+# (keep the shared directory, for its logs).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+cd "$repo"
+export PATH=/usr/local/go/bin:$PATH
+CACHE=${JETLET_VM_CACHE:-/var/cache/jetlet-ci}
+start=$SECONDS
+if [ "$(id -u)" != 0 ]; then
+	echo "== guest: needs root (debootstrap, and tests that run as root)"
+	exit 1
+fi
+pkgs=("$@")
+[ ${#pkgs[@]} -gt 0 ] || pkgs=(./runtime/embedded/cgroups)
+
+missing=
+for pkg in qemu-system-x86 debootstrap e2fsprogs; do
+	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $pkg"
+done
+if [ -n "$missing" ]; then
+	echo "== guest: apt-get install$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get -qq -o DPkg::Lock::Timeout=300 update
+	# shellcheck disable=SC2086
+	apt-get -qq -y -o DPkg::Lock::Timeout=300 --no-install-recommends install $missing >/dev/null
+fi
+
+image=$CACHE/vm-$(sha256sum "$here/image.sh" | cut -c1-16)
+if [ ! -f "$image/rootfs.img" ]; then
+	echo "== guest: building the image into $image (debootstrap, once per image.sh)"
+	t=$SECONDS
+	bash "$here/image.sh" "$image"
+	echo "== guest: image built in $((SECONDS - t))s"
+fi
+echo "== guest: image $image, kernel $(cat "$image/kernel-version")"
+
+share=$(mktemp -d /var/tmp/jetlet-vm.XXXXXX)
+if [ "${JETLET_VM_KEEP:-}" = 1 ]; then
+	echo "== guest: shared directory kept: $share"
+else
+	trap 'rm -rf "$share"' EXIT
+fi
+mkdir -p "$share/bin" "$share/out"
+t=$SECONDS
+names=()
+for pkg in "${pkgs[@]}"; do
+	name=$(go list "$pkg" | tr / _)
+	CGO_ENABLED=0 go test -c -o "$share/bin/$name.test" "$pkg"
+	names+=("$name")
+done
+echo "== guest: go test -c of ${pkgs[*]} in $((SECONDS - t))s"
+cp "$here/guest.sh" "$share/guest.sh"
+printf '%s\n' "${JETLET_VM_RUN:-}" >"$share/run-filter"
+
+t=$SECONDS
+rc=0
+timeout "${JETLET_VM_TIMEOUT:-15m}" qemu-system-x86_64 \
+	-accel "${JETLET_VM_ACCEL:-tcg,thread=multi}" -cpu max -smp 2 -m "${JETLET_VM_MEM:-3G}" \
+	-kernel "$image/vmlinuz" -initrd "$image/initrd.img" \
+	-append "root=/dev/vda rw console=ttyS0 panic=-1 systemd.unified_cgroup_hierarchy=1 cgroup_no_v1=all systemd.show_status=0 loglevel=4" \
+	-drive "file=$image/rootfs.img,format=raw,if=virtio,snapshot=on" \
+	-virtfs "local,path=$share,mount_tag=jetlet,security_model=none,id=jetlet" \
+	-nic none -display none -monitor none -serial stdio -no-reboot </dev/null >"$share/console.log" 2>&1 || rc=$?
+boot=$SECONDS
+if [ $rc != 0 ] || [ ! -f "$share/out/done" ]; then
+	echo "== guest: FAIL: qemu exited $rc after $((boot - t))s without the guest's results; its console:"
+	tail -n 60 "$share/console.log"
+	exit 1
+fi
+echo "== guest: $(cat "$share/out/uptime")"
+
+# The guest's test2json streams, as go test -json, judged as CI's main stage.
+go build -o "$share/gotestcheck" ./test/gotestcheck
+for i in "${!names[@]}"; do
+	pkg=$(go list "${pkgs[$i]}")
+	go tool test2json -p "$pkg" -t <"$share/out/${names[$i]}.log"
+	if [ "$(cat "$share/out/${names[$i]}.rc")" != 0 ] && ! grep -q -- '^--- FAIL\|^FAIL' "$share/out/${names[$i]}.log"; then
+		# A binary that died without a FAIL line (a panic is one) still fails.
+		printf '{"Action":"fail","Package":"%s"}\n' "$pkg"
+	fi
+	echo "== guest: $pkg exit $(cat "$share/out/${names[$i]}.rc") in $(cat "$share/out/${names[$i]}.secs")s" >&2
+done | "$share/gotestcheck" -skips "$here/skips.allowed" || rc=$?
+echo "== guest: qemu $((boot - t))s (boot, tests, power-off), whole run $((SECONDS - start))s, exit $rc"
+exit $rc
