@@ -57,7 +57,11 @@ func (m *Hierarchy) Create(paths Paths, res *runtimeapi.LinuxContainerResources,
 	case V2:
 		res := cgroup2.ToResources(spec)
 		res.Devices = spec.Devices // not converted by ToResources; an eBPF filter
-		_, err = cgroup2.NewManager(m.unified, paths[""], res)
+		var mgr *cgroup2.Manager
+		if mgr, err = cgroup2.NewManager(m.unified, paths[""], res); err == nil {
+			// NewManager enables only the controllers of the limits set.
+			err = mgr.ToggleControllers(m.controllers, cgroup2.Enable)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("create cgroup %s: %w", c, err)

@@ -102,6 +102,9 @@ type Hierarchy struct {
 	v1     []cgroup1.Subsystem // the v1 hierarchies in use
 	// unified is the v2 hierarchy's mount point.
 	unified string
+	// controllers (v2) are enabled above every cgroup the runtime makes:
+	// its usage and pids.current are read whether or not a limit is set.
+	controllers []string
 }
 
 // Setup detects the cgroup mode and creates the runtime's parent cgroup,
@@ -212,7 +215,7 @@ func setupV2(name string) *Hierarchy {
 	if err := enableV2(own, want); err != nil {
 		return off(err.Error())
 	}
-	m := &Hierarchy{mode: V2, parent: Paths{"": filepath.Join(own, name)}, unified: unifiedRoot}
+	m := &Hierarchy{mode: V2, parent: Paths{"": filepath.Join(own, name)}, unified: unifiedRoot, controllers: want}
 	if _, err := cgroup2.NewManager(m.unified, m.parent[""], &cgroup2.Resources{}); err != nil {
 		return off(fmt.Sprintf("create cgroup %s: %v", m.parent[""], err))
 	}

@@ -386,8 +386,12 @@ func TestContainerDevices(t *testing.T) {
 	if err := open(c, "/dev/kmsg"); err == nil {
 		t.Error("opened /dev/kmsg in the container's cgroup: it is not a default device")
 	}
-	if err := open(pod, "/dev/kmsg"); err != nil {
-		t.Errorf("open /dev/kmsg in the pod's cgroup (no device rules): %v", err)
+	privileged, err := m.Create(Child(pod.Paths(), "privileged"), nil, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := open(privileged, "/dev/kmsg"); err != nil {
+		t.Errorf("open /dev/kmsg in a cgroup without device rules: %v", err)
 	}
 }
 
