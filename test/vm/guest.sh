@@ -16,6 +16,8 @@ if [ "$(stat -fc %T /sys/fs/cgroup)" != cgroup2fs ] || grep -q ' cgroup ' /proc/
 	exit 1
 fi
 filter=$(cat "$share/run-filter")
+prebuilt=
+[ ! -d "$share/cmd" ] || prebuilt=$share/cmd
 for bin in "$share"/bin/*.test; do
 	name=$(basename "$bin" .test)
 	dir=$(mktemp -d /var/tmp/"$name".XXXXXX)
@@ -23,6 +25,7 @@ for bin in "$share"/bin/*.test; do
 	# In a unit of its own with its cgroup delegated, as jetlet runs
 	# (docs/deploy.md): the runtime makes its cgroups below its own.
 	systemd-run --quiet --wait --pipe --collect --unit="jetlet-test-$name" -p Delegate=yes \
+		${prebuilt:+--setenv=JETLET_GOBUILD_DIR="$prebuilt"} \
 		--working-directory="$dir" -- "$bin" -test.v=test2json -test.count=1 -test.timeout=10m \
 		${filter:+-test.run "$filter"} </dev/null >"$share/out/$name.log" 2>&1
 	echo $? >"$share/out/$name.rc"

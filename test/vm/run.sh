@@ -20,7 +20,9 @@
 #
 # Environment: JETLET_VM_ACCEL (default tcg,thread=multi), JETLET_VM_MEM
 # (default 3G), JETLET_VM_TIMEOUT (the whole boot, default 15m),
-# JETLET_VM_RUN (a -test.run filter for every package), JETLET_VM_KEEP=1
+# JETLET_VM_RUN (a -test.run filter for every package), JETLET_VM_COMMANDS
+# (the main packages built for test/gobuild when a package uses it, default
+# ./cmd/jetlet-shim), JETLET_VM_KEEP=1
 # (keep the shared directory, for its logs).
 set -euo pipefail
 
@@ -72,6 +74,13 @@ for pkg in "${pkgs[@]}"; do
 	CGO_ENABLED=0 go test -c -o "$share/bin/$name.test" "$pkg"
 	names+=("$name")
 done
+# The commands tests build with test/gobuild, prebuilt: the guest has no Go
+# toolchain (gobuild.PrebuiltEnv points the tests at them).
+if go list -deps -test "${pkgs[@]}" | grep -qx github.com/jetlet/jetlet/test/gobuild; then
+	mkdir -p "$share/cmd"
+	# shellcheck disable=SC2086
+	CGO_ENABLED=0 go build -o "$share/cmd/" ${JETLET_VM_COMMANDS:-./cmd/jetlet-shim}
+fi
 echo "== guest: go test -c of ${pkgs[*]} in $((SECONDS - t))s"
 cp "$here/guest.sh" "$share/guest.sh"
 printf '%s\n' "${JETLET_VM_RUN:-}" >"$share/run-filter"
