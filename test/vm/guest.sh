@@ -16,17 +16,20 @@ if [ "$(stat -fc %T /sys/fs/cgroup)" != cgroup2fs ] || grep -q ' cgroup ' /proc/
 	exit 1
 fi
 filter=$(cat "$share/run-filter")
+timeout=$(cat "$share/test-timeout")
 prebuilt=
 [ ! -d "$share/cmd" ] || prebuilt=$share/cmd
 for bin in "$share"/bin/*.test; do
 	name=$(basename "$bin" .test)
+	# Its package's directory, as go test runs it (testdata, from the host).
 	dir=$(mktemp -d /var/tmp/"$name".XXXXXX)
+	cp -r "$share/pkg/$name/." "$dir/"
 	start=$(date +%s)
 	# In a unit of its own with its cgroup delegated, as jetlet runs
 	# (docs/deploy.md): the runtime makes its cgroups below its own.
 	systemd-run --quiet --wait --pipe --collect --unit="jetlet-test-$name" -p Delegate=yes \
 		${prebuilt:+--setenv=JETLET_GOBUILD_DIR="$prebuilt"} \
-		--working-directory="$dir" -- "$bin" -test.v=test2json -test.count=1 -test.timeout=10m \
+		--working-directory="$dir" -- "$bin" -test.v=test2json -test.count=1 -test.timeout="$timeout" \
 		${filter:+-test.run "$filter"} </dev/null >"$share/out/$name.log" 2>&1
 	echo $? >"$share/out/$name.rc"
 	echo $(($(date +%s) - start)) >"$share/out/$name.secs"

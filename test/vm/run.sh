@@ -20,6 +20,7 @@
 #
 # Environment: JETLET_VM_ACCEL (default tcg,thread=multi), JETLET_VM_MEM
 # (default 3G), JETLET_VM_TIMEOUT (the whole boot, default 15m),
+# JETLET_VM_TEST_TIMEOUT (each test binary's -test.timeout, default 10m),
 # JETLET_VM_RUN (a -test.run filter for every package), JETLET_VM_COMMANDS
 # (the main packages built for test/gobuild when a package uses it, default
 # ./cmd/jetlet-shim), JETLET_VM_KEEP=1
@@ -72,6 +73,10 @@ names=()
 for pkg in "${pkgs[@]}"; do
 	name=$(go list "$pkg" | tr / _)
 	CGO_ENABLED=0 go test -c -o "$share/bin/$name.test" "$pkg"
+	# go test runs a test in its package's directory: its testdata too.
+	mkdir -p "$share/pkg/$name"
+	dir=$(go list -f '{{.Dir}}' "$pkg")
+	[ ! -d "$dir/testdata" ] || cp -r "$dir/testdata" "$share/pkg/$name/"
 	names+=("$name")
 done
 # The commands tests build with test/gobuild, prebuilt: the guest has no Go
@@ -84,6 +89,14 @@ fi
 echo "== guest: go test -c of ${pkgs[*]} in $((SECONDS - t))s"
 cp "$here/guest.sh" "$share/guest.sh"
 printf '%s\n' "${JETLET_VM_RUN:-}" >"$share/run-filter"
+printf '%s\n' "${JETLET_VM_TEST_TIMEOUT:-10m}" >"$share/test-timeout"
+# The allow-list's entries of the packages run: another's would be stale.
+skips=$share/skips.allowed
+for pkg in "${pkgs[@]}"; do
+	rel=$(go list "$pkg")
+	rel=${rel#github.com/jetlet/jetlet/}
+	grep -E "^$rel " "$here/skips.allowed" || true
+done >"$skips"
 
 t=$SECONDS
 rc=0
@@ -93,7 +106,7 @@ timeout "${JETLET_VM_TIMEOUT:-15m}" qemu-system-x86_64 \
 	-append "root=/dev/vda rw console=ttyS0 panic=-1 systemd.unified_cgroup_hierarchy=1 cgroup_no_v1=all systemd.show_status=0 loglevel=4" \
 	-drive "file=$image/rootfs.img,format=raw,if=virtio,snapshot=on" \
 	-virtfs "local,path=$share,mount_tag=jetlet,security_model=none,id=jetlet" \
-	-nic none -display none -monitor none -serial stdio -no-reboot </dev/null >"$share/console.log" 2>&1 || rc=$?
+	-device virtio-rng-pci -nic none -display none -monitor none -serial stdio -no-reboot </dev/null >"$share/console.log" 2>&1 || rc=$?
 boot=$SECONDS
 if [ $rc != 0 ] || [ ! -f "$share/out/done" ]; then
 	echo "== guest: FAIL: qemu exited $rc after $((boot - t))s without the guest's results; its console:"
@@ -112,6 +125,6 @@ for i in "${!names[@]}"; do
 		printf '{"Action":"fail","Package":"%s"}\n' "$pkg"
 	fi
 	echo "== guest: $pkg exit $(cat "$share/out/${names[$i]}.rc") in $(cat "$share/out/${names[$i]}.secs")s" >&2
-done | "$share/gotestcheck" -skips "$here/skips.allowed" || rc=$?
+done | "$share/gotestcheck" -skips "$skips" || rc=$?
 echo "== guest: qemu $((boot - t))s (boot, tests, power-off), whole run $((SECONDS - start))s, exit $rc"
 exit $rc

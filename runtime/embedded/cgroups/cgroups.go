@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -199,6 +200,11 @@ func setupV2(name string) *Hierarchy {
 	if err != nil {
 		return off(fmt.Sprintf("read own cgroup: %v", err))
 	}
+	if path.Base(own) == runtimeLeaf {
+		// Moved there by an earlier Setup of this process: its cgroup is
+		// the leaf's parent (or every Setup would nest one more leaf).
+		own = path.Dir(own)
+	}
 	avail, err := readControllers(filepath.Join(unifiedRoot, own, "cgroup.controllers"))
 	if err != nil {
 		return off(fmt.Sprintf("own cgroup %s: %v", own, err))
@@ -224,6 +230,9 @@ func setupV2(name string) *Hierarchy {
 	return m
 }
 
+// runtimeLeaf is the v2 cgroup the runtime moves itself to (enableV2).
+const runtimeLeaf = "jetlet-runtime"
+
 // enableV2 enables controllers for the children of own. A cgroup other than
 // the root cannot both hold processes and hand controllers down, so when this
 // process sits in own (a systemd unit with Delegate=yes, say) it first moves
@@ -241,7 +250,7 @@ func enableV2(own string, controllers []string) error {
 		}
 		return nil
 	}
-	leaf := filepath.Join(unifiedRoot, own, "jetlet-runtime")
+	leaf := filepath.Join(unifiedRoot, own, runtimeLeaf)
 	if err := os.MkdirAll(leaf, 0o755); err != nil {
 		return fmt.Errorf("create cgroup %s: %w", leaf, err)
 	}

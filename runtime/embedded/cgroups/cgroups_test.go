@@ -402,3 +402,14 @@ func TestDeviceRuleWithoutNumbers(t *testing.T) {
 		t.Fatalf("Create with a rule without numbers: %v, want an error naming the rule", err)
 	}
 }
+
+// A second runtime in the process makes its cgroups beside the first's: on
+// v2 the first moved the process to its leaf, which is no new parent.
+func TestSetupTwiceSameParent(t *testing.T) {
+	first, second := setup(t), setup(t)
+	for name, p := range first.parent {
+		if filepath.Dir(p) != filepath.Dir(second.parent[name]) {
+			t.Errorf("%q: the runtimes' parents %s and %s are not siblings", name, p, second.parent[name])
+		}
+	}
+}
