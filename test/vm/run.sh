@@ -81,7 +81,7 @@ for pkg in "${pkgs[@]}"; do
 done
 # The commands tests build with test/gobuild, prebuilt: the guest has no Go
 # toolchain (gobuild.PrebuiltEnv points the tests at them).
-if go list -deps -test "${pkgs[@]}" | grep -qx github.com/jetlet/jetlet/test/gobuild; then
+if go list -deps -test "${pkgs[@]}" | grep -x github.com/jetlet/jetlet/test/gobuild >/dev/null; then
 	mkdir -p "$share/cmd"
 	# shellcheck disable=SC2086
 	CGO_ENABLED=0 go build -o "$share/cmd/" ${JETLET_VM_COMMANDS:-./cmd/jetlet-shim}
