@@ -60,6 +60,9 @@ chroot "$root" systemctl enable jetlet-guest.service >/dev/null 2>&1
 # No login prompts, no timers: the guest runs one job.
 chroot "$root" systemctl mask getty@tty1.service serial-getty@ttyS0.service \
 	apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer >/dev/null 2>&1 || true
+# No root password: a shell by hand (docs/testing.md) is systemd's
+# emergency shell, which asks for none then. The guest has no network.
+chroot "$root" passwd -qd root
 chroot "$root" update-initramfs -u -k all >/dev/null
 
 kernel=$(cd "$root/boot" && ls vmlinuz-* | head -n1)
