@@ -34,11 +34,20 @@ type Command struct {
 	err  error
 }
 
+// PrebuiltEnv names a directory of commands built beforehand, each named
+// by its Name (Beside's next to it): where tests run without a Go toolchain
+// (test/vm's guest), Path returns the one there and builds nothing.
+const PrebuiltEnv = "JETLET_GOBUILD_DIR"
+
 // Path builds the command the first time it is asked for (go.mod's versions,
 // nothing downloaded) and returns the binary's path.
 func (c *Command) Path(t testing.TB) string {
 	t.Helper()
 	c.once.Do(func() {
+		if dir := os.Getenv(PrebuiltEnv); dir != "" {
+			c.path, c.err = prebuilt(dir, c.Name)
+			return
+		}
 		removeDeadBuilds(c.Name)
 		dir, err := os.MkdirTemp("", fmt.Sprintf("%s-bin-%d-", c.Name, os.Getpid()))
 		if err != nil {
@@ -66,6 +75,14 @@ func (c *Command) Path(t testing.TB) string {
 		t.Fatal(c.err)
 	}
 	return c.path
+}
+
+func prebuilt(dir, name string) (string, error) {
+	path := filepath.Join(dir, name)
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("%s is set: %w", PrebuiltEnv, err)
+	}
+	return path, nil
 }
 
 // removeDeadBuilds removes the build dirs of name that test processes no

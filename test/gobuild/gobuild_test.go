@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -29,5 +30,21 @@ func TestRemoveDeadBuildsKeepsTheLivingOnes(t *testing.T) {
 		if _, err := os.Stat(dir); (err == nil) != want {
 			t.Errorf("%s: exists %v, want %v", filepath.Base(dir), err == nil, want)
 		}
+	}
+}
+
+// With PrebuiltEnv set, Path is the binary in that directory, built or not.
+func TestPrebuiltDir(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(PrebuiltEnv, dir)
+	there := &Command{Pkg: "example.invalid/nothing", Name: "there"}
+	if err := os.WriteFile(filepath.Join(dir, "there"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := there.Path(t); got != filepath.Join(dir, "there") {
+		t.Errorf("Path = %s, want the prebuilt one", got)
+	}
+	if _, err := prebuilt(dir, "missing"); err == nil || !strings.Contains(err.Error(), PrebuiltEnv) {
+		t.Errorf("a missing prebuilt command: %v, want an error naming %s", err, PrebuiltEnv)
 	}
 }

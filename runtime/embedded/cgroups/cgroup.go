@@ -37,22 +37,31 @@ func (m *Hierarchy) Create(paths Paths, res *runtimeapi.LinuxContainerResources,
 	if m.mode == Off {
 		return nil, fmt.Errorf("%w: cgroups are off: %s", ErrUnsupported, m.reason)
 	}
+	c := &Cgroup{m: m, paths: paths}
+	for _, d := range devices {
+		if d.Type == "" || d.Major == nil || d.Minor == nil {
+			return nil, fmt.Errorf("cgroup %s: device rule (type %q, access %q): a type and both numbers (or Wildcard) are needed", c, d.Type, d.Access)
+		}
+	}
 	spec, err := m.spec(res, pidsLimit)
 	if err != nil {
 		return nil, err
 	}
 	if devices != nil {
 		// Deny all first: only the rules that follow remain.
-		spec.Devices = append([]DeviceRule{{Allow: false, Access: "rwm"}}, devices...)
+		spec.Devices = append([]DeviceRule{denyAllDevices}, devices...)
 	}
-	c := &Cgroup{m: m, paths: paths}
 	switch m.mode {
 	case V1:
 		_, err = cgroup1.New(m.v1Path(paths), spec, m.v1Opts()...)
 	case V2:
 		res := cgroup2.ToResources(spec)
 		res.Devices = spec.Devices // not converted by ToResources; an eBPF filter
-		_, err = cgroup2.NewManager(m.unified, paths[""], res)
+		var mgr *cgroup2.Manager
+		if mgr, err = cgroup2.NewManager(m.unified, paths[""], res); err == nil {
+			// NewManager enables only the controllers of the limits set.
+			err = mgr.ToggleControllers(m.controllers, cgroup2.Enable)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("create cgroup %s: %w", c, err)

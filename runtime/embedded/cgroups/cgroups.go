@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -56,18 +57,27 @@ var v1Controllers = map[cgroup1.Name]bool{
 	cgroup1.Devices: true,
 }
 
-// DeviceRule is one device access rule of a devices cgroup.
+// DeviceRule is one device access rule of a devices cgroup. Every field is
+// set: Type "a" for any type, Major or Minor Wildcard for any number. v1
+// writes a nil number as "*", but v2's eBPF filter (cgroup2.DeviceFilter)
+// dereferences both and rejects an empty Type.
 type DeviceRule = specs.LinuxDeviceCgroup
+
+// Wildcard is a DeviceRule's Major or Minor that matches any number.
+const Wildcard int64 = -1
+
+// denyAllDevices comes first in a cgroup's rules: only those after it allow.
+var denyAllDevices = DeviceRule{Allow: false, Type: "a", Major: ptr(Wildcard), Minor: ptr(Wildcard), Access: "rwm"}
 
 // DefaultDevices are the devices every container may use, runc's list: it
 // may create any device node (m), and read and write only null, zero, full,
 // random, urandom, tty, console, ptmx and its pseudo-terminals.
 var DefaultDevices = []DeviceRule{
-	{Allow: true, Type: "c", Access: "m"},
-	{Allow: true, Type: "b", Access: "m"},
+	{Allow: true, Type: "c", Major: ptr(Wildcard), Minor: ptr(Wildcard), Access: "m"},
+	{Allow: true, Type: "b", Major: ptr(Wildcard), Minor: ptr(Wildcard), Access: "m"},
 	charDevice(1, 3), charDevice(1, 5), charDevice(1, 7), charDevice(1, 8), charDevice(1, 9),
 	charDevice(5, 0), charDevice(5, 1), charDevice(5, 2),
-	{Allow: true, Type: "c", Major: ptr(int64(136)), Access: "rwm"}, // /dev/pts/*
+	charDevice(136, Wildcard), // /dev/pts/*
 }
 
 func charDevice(major, minor int64) DeviceRule {
@@ -93,6 +103,9 @@ type Hierarchy struct {
 	v1     []cgroup1.Subsystem // the v1 hierarchies in use
 	// unified is the v2 hierarchy's mount point.
 	unified string
+	// controllers (v2) are enabled above every cgroup the runtime makes:
+	// its usage and pids.current are read whether or not a limit is set.
+	controllers []string
 }
 
 // Setup detects the cgroup mode and creates the runtime's parent cgroup,
@@ -187,6 +200,11 @@ func setupV2(name string) *Hierarchy {
 	if err != nil {
 		return off(fmt.Sprintf("read own cgroup: %v", err))
 	}
+	if path.Base(own) == runtimeLeaf {
+		// Moved there by an earlier Setup of this process: its cgroup is
+		// the leaf's parent (or every Setup would nest one more leaf).
+		own = path.Dir(own)
+	}
 	avail, err := readControllers(filepath.Join(unifiedRoot, own, "cgroup.controllers"))
 	if err != nil {
 		return off(fmt.Sprintf("own cgroup %s: %v", own, err))
@@ -203,7 +221,7 @@ func setupV2(name string) *Hierarchy {
 	if err := enableV2(own, want); err != nil {
 		return off(err.Error())
 	}
-	m := &Hierarchy{mode: V2, parent: Paths{"": filepath.Join(own, name)}, unified: unifiedRoot}
+	m := &Hierarchy{mode: V2, parent: Paths{"": filepath.Join(own, name)}, unified: unifiedRoot, controllers: want}
 	if _, err := cgroup2.NewManager(m.unified, m.parent[""], &cgroup2.Resources{}); err != nil {
 		return off(fmt.Sprintf("create cgroup %s: %v", m.parent[""], err))
 	}
@@ -211,6 +229,9 @@ func setupV2(name string) *Hierarchy {
 	m.swap = err == nil
 	return m
 }
+
+// runtimeLeaf is the v2 cgroup the runtime moves itself to (enableV2).
+const runtimeLeaf = "jetlet-runtime"
 
 // enableV2 enables controllers for the children of own. A cgroup other than
 // the root cannot both hold processes and hand controllers down, so when this
@@ -229,7 +250,7 @@ func enableV2(own string, controllers []string) error {
 		}
 		return nil
 	}
-	leaf := filepath.Join(unifiedRoot, own, "jetlet-runtime")
+	leaf := filepath.Join(unifiedRoot, own, runtimeLeaf)
 	if err := os.MkdirAll(leaf, 0o755); err != nil {
 		return fmt.Errorf("create cgroup %s: %w", leaf, err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	cgroupsv3 "github.com/containerd/cgroups/v3"
 	"github.com/containerd/cgroups/v3/cgroup1"
+	"github.com/containerd/cgroups/v3/cgroup2"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/test/poll"
@@ -345,5 +346,70 @@ func TestV2Tree(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(hybridUnified, m.parent[""])); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("v2 parent left behind: %v", err)
+	}
+}
+
+// The device rules a container gets compile to v2's eBPF filter: on any host,
+// though the filter is loaded on v2 alone (it dereferenced a rule's missing
+// numbers there).
+func TestDeviceRulesCompileForV2(t *testing.T) {
+	if _, _, err := cgroup2.DeviceFilter(append([]DeviceRule{denyAllDevices}, DefaultDevices...)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A container's process opens the default devices and no other, on v1 and v2.
+func TestContainerDevices(t *testing.T) {
+	m := setup(t)
+	pod, err := m.Create(m.PodPaths("", "devices"), nil, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := m.Create(Child(pod.Paths(), "ctr"), nil, 0, DefaultDevices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// dd count=0 opens the device and reads nothing. /dev/kmsg (c 1:11) is
+	// not a default device; the test's own process may open it.
+	open := func(c *Cgroup, dev string) error {
+		if c == nil {
+			return exec.Command("dd", "if="+dev, "of=/dev/null", "count=0").Run()
+		}
+		return runIn(t, c, "dd if="+dev+" of=/dev/null count=0 2>/dev/null").Wait()
+	}
+	if err := open(nil, "/dev/kmsg"); err != nil {
+		t.Fatalf("open /dev/kmsg outside the container's cgroup: %v", err)
+	}
+	if err := open(c, "/dev/null"); err != nil {
+		t.Errorf("open /dev/null in the container's cgroup: %v", err)
+	}
+	if err := open(c, "/dev/kmsg"); err == nil {
+		t.Error("opened /dev/kmsg in the container's cgroup: it is not a default device")
+	}
+	privileged, err := m.Create(Child(pod.Paths(), "privileged"), nil, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := open(privileged, "/dev/kmsg"); err != nil {
+		t.Errorf("open /dev/kmsg in a cgroup without device rules: %v", err)
+	}
+}
+
+func TestDeviceRuleWithoutNumbers(t *testing.T) {
+	m := setup(t)
+	_, err := m.Create(m.PodPaths("", "badrule"), nil, 0, []DeviceRule{{Allow: true, Type: "c", Access: "rwm"}})
+	if err == nil || !strings.Contains(err.Error(), "device rule") {
+		t.Fatalf("Create with a rule without numbers: %v, want an error naming the rule", err)
+	}
+}
+
+// A second runtime in the process makes its cgroups beside the first's: on
+// v2 the first moved the process to its leaf, which is no new parent.
+func TestSetupTwiceSameParent(t *testing.T) {
+	first, second := setup(t), setup(t)
+	for name, p := range first.parent {
+		if filepath.Dir(p) != filepath.Dir(second.parent[name]) {
+			t.Errorf("%q: the runtimes' parents %s and %s are not siblings", name, p, second.parent[name])
+		}
 	}
 }
