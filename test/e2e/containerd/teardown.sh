@@ -94,6 +94,11 @@ fi
 
 # 5. state; keep crictl and the image tarballs for the next setup.
 rm -rf "$WORK/root" "$WORK/state" "$WORK/runc" "$WORK/opt" "$WORK/cni/ipam" "$SOCK" "$SOCK.ttrpc" "$WORK/env.sh" "$WORK/containerd.bindir"
-ip link del jetlet-e2e0 2>/dev/null
+# The pod network's guard (every copy: an interrupted setup may have left
+# one) and bridge.
+# shellcheck source=network.sh
+source "$(dirname "$0")/network.sh"
+while iptables -D INPUT "${LOOPBACK_GUARD[@]}" 2>/dev/null; do :; done
+ip link del "$CNI_BRIDGE" 2>/dev/null
 log "done"
 exit 0
