@@ -122,11 +122,14 @@ func TestHostPort(t *testing.T) {
 		}
 	}
 	n := startNode(t)
-	script := `httpd -f -p 81 -h /var/www & for i in $(seq 100); do netstat -ltn | grep -q ':81 ' && break; usleep 50000; done
+	script := `mkdir -p /var/www; httpd -f -p 81 -h /var/www & for i in $(seq 100); do netstat -ltn | grep -q ':81 ' && break; usleep 50000; done
 	  echo "listening: $(netstat -ltn | grep ':81 ')"; echo ` + done + `; wait`
 	n.apply("port81", `"restartPolicy":"Never","containers":[`+container("app", "", script)+`]`)
 	out, refusal := n.attempt("port81", "app", 90*time.Second)
 	report(t, "port81", out, refusal)
+	if !strings.Contains(out, "listening: tcp") {
+		t.Fatalf("the pod did not listen on its port 81, so the row tells nothing: %s", out)
+	}
 	for _, a := range addrs {
 		if c, err := net.DialTimeout("tcp", a, 2*time.Second); err == nil {
 			c.Close()
