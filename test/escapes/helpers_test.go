@@ -552,6 +552,17 @@ func (n *node) attempt(uid, ctr string, timeout time.Duration) (out, refusal str
 	return out, refusal
 }
 
+// ran fails t when the container was refused a start, where the row's
+// container starts as any other and tries its escape once running: one
+// that never ran tried nothing (an image the runtime cannot run, say).
+func ran(t *testing.T, what, refusal string) bool {
+	t.Helper()
+	if refusal != "" {
+		t.Errorf("%s: refused a start, so it tried nothing: %s", what, refusal)
+	}
+	return refusal == ""
+}
+
 // report logs what the attack got, for the suite's table.
 func report(t *testing.T, what, out, refusal string) {
 	t.Helper()

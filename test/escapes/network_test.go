@@ -44,6 +44,7 @@ func TestHostAbstractSocket(t *testing.T) {
 	n.apply("abstract", `"restartPolicy":"Never","containers":[`+container("app", toolImage, "/bin/escapetool abstract "+name+"; echo "+done)+`]`)
 	out, refusal := n.attempt("abstract", "app", 90*time.Second)
 	report(t, "abstract", out, refusal)
+	ran(t, "abstract", refusal)
 	if strings.Contains(out, "connected") || accepted.Load() > 0 {
 		t.Errorf("ESCAPE: the pod connected to the host's abstract socket @%s (%d accepted): %s", name, accepted.Load(), strings.TrimSpace(out))
 	}
