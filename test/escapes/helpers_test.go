@@ -8,13 +8,15 @@
 // The pods report on their standard output, which the tests read from the
 // container logs under the data dir; the host side plants canaries first (a
 // secret file outside the data dir, a sentinel dir, the hashes of jetlet's
-// binaries, the host's mounts) and checks them after.
+// binaries and the runtime's, the host's mounts) and checks them after.
 //
 // The embedded runtime by default; with JETLET_CRI_ENDPOINT (and
 // JETLET_CRI_IMAGE, a busybox the runtime holds) the rows that do not need
 // the embedded runtime run against that runtime through
 // `jetlet run --runtime-endpoint` (the containerd stage,
-// test/e2e/containerd/run.sh).
+// test/e2e/containerd/run.sh), at the same default level: that runtime
+// must give pods a network of their own (a CNI conflist), and the tool
+// image is imported into it with ctr.
 package escapes_test
 
 import (
@@ -75,15 +77,6 @@ func currentRuntime(t *testing.T) runtimeUnderTest {
 	return r
 }
 
-// embeddedOnly skips a row on another runtime: it tries the embedded
-// runtime's own code (its init, its shim) or needs the tool image.
-func embeddedOnly(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("JETLET_CRI_ENDPOINT") != "" {
-		t.Skip("embedded runtime only: " + why)
-	}
-}
-
 // node is a `jetlet run` at the default Pod Security level and a
 // connection to its NATS.
 type node struct {
@@ -109,9 +102,7 @@ func startNode(t *testing.T, extra ...string) *node {
 	args := []string{"run", "--node", n.name, "--data-dir", n.dataDir, "--http-listen", "127.0.0.1:0",
 		"--nats-listen", "127.0.0.1:0", "--eviction-hard", "imagefs.available<1%,nodefs.available<1%"}
 	if n.rt.endpoint != "" {
-		// The containerd stage's runtime has no pod network: its pods are
-		// on the host's, which only the privileged level admits.
-		args = append(args, "--runtime-endpoint", n.rt.endpoint, "--pod-security", "privileged")
+		args = append(args, "--runtime-endpoint", n.rt.endpoint)
 		t.Cleanup(func() { jetlettest.RemoveAllPods(t, n.rt.endpoint) })
 	} else {
 		jetlettest.RemovePodsOnCleanup(t, n.dataDir)
@@ -129,7 +120,9 @@ func startNode(t *testing.T, extra ...string) *node {
 	return n
 }
 
-// importTool loads toolImage into the embedded runtime.
+// importTool loads toolImage into the runtime: `jetlet image import` for
+// the embedded one, `ctr images import` into containerd's CRI namespace
+// for another (ctr of the containerd stage's flavour is on PATH).
 func (n *node) importTool() {
 	n.t.Helper()
 	program, err := os.ReadFile(escapeTool.Path(n.t))
@@ -146,20 +139,27 @@ func (n *node) importTool() {
 	}
 	cmd := exec.Command(jetlettest.Binary(n.t), "image", "import", "--data-dir", n.dataDir, "-")
 	cmd.Stdin = &archive
+	if n.rt.endpoint != "" {
+		sock, ok := strings.CutPrefix(n.rt.endpoint, "unix://")
+		if !ok {
+			n.t.Fatalf("JETLET_CRI_ENDPOINT %q: the tool image is imported with ctr, which wants a unix:// socket", n.rt.endpoint)
+		}
+		tar := filepath.Join(n.t.TempDir(), "escapetool.tar")
+		if err := os.WriteFile(tar, archive.Bytes(), 0o600); err != nil {
+			n.t.Fatal(err)
+		}
+		cmd = exec.Command("ctr", "--address", sock, "--namespace", "k8s.io", "images", "import", tar)
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
-		n.t.Fatalf("jetlet image import: %v\n%s", err, out)
+		n.t.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
 	}
 }
 
 // apply publishes an apply intent for a pod of spec (its JSON members),
-// whose containers' image "BUSYBOX" is the runtime's busybox; on another
-// runtime the pod is on the host's network (see startNode).
+// whose containers' image "BUSYBOX" is the runtime's busybox.
 func (n *node) apply(uid, spec string) uint64 {
 	n.t.Helper()
 	spec = strings.ReplaceAll(spec, `"image":"BUSYBOX"`, fmt.Sprintf(`"image":%q`, n.rt.image))
-	if n.rt.endpoint != "" {
-		spec += `,"hostNetwork":true`
-	}
 	body := fmt.Sprintf(`{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","revision":1,
 	  "pod":{"metadata":{"name":"p-%s","namespace":"default","uid":"%s"},"spec":{"terminationGracePeriodSeconds":1,%s}}}`, uid, uid, spec)
 	ack, err := n.js.Publish(n.t.Context(), "jetlet.intent."+n.name+"."+uid, []byte(body))
@@ -185,6 +185,22 @@ func (n *node) result(uid string, seq uint64) schemas.SyncResult {
 		return i >= 0
 	})
 	return r
+}
+
+// noUserNamespaces is why jetlet refused the pod of intent seq when the
+// runtime has no user namespaces (the error names pod.spec.hostUsers), on
+// another runtime; any other refusal fails t, as that one does on the
+// embedded runtime, which has them.
+func (n *node) noUserNamespaces(t *testing.T, uid string, seq uint64) (string, bool) {
+	t.Helper()
+	r := n.result(uid, seq)
+	if r.Outcome != schemas.OutcomeRejected {
+		return "", false
+	}
+	if n.rt.endpoint == "" || !strings.Contains(r.Error, "pod.spec.hostUsers") {
+		t.Fatalf("%s: %s %s %q: the row cannot try it", uid, r.Outcome, r.Reason, r.Error)
+	}
+	return r.Error, true
 }
 
 // container is a container's JSON: name, the runtime's busybox (or
@@ -302,7 +318,16 @@ func plant(t *testing.T, n *node) *canaries {
 	}
 	c.seed = strings.TrimSpace(string(seed))
 	bin := jetlettest.Binary(t)
-	for _, p := range []string{bin, filepath.Join(filepath.Dir(bin), "jetlet-shim")} {
+	bins := []string{bin, filepath.Join(filepath.Dir(bin), "jetlet-shim")}
+	if n.rt.endpoint != "" {
+		// What runs a container's exec on containerd (on its PATH).
+		for _, name := range []string{"runc", "containerd-shim-runc-v2"} {
+			if p, err := exec.LookPath(name); err == nil {
+				bins = append(bins, p)
+			}
+		}
+	}
+	for _, p := range bins {
 		c.binaries[p] = hashFile(t, p)
 	}
 	c.name = "jetlet-canary-name-" + randomHex(t, 8)
@@ -525,6 +550,17 @@ func (n *node) attempt(uid, ctr string, timeout time.Duration) (out, refusal str
 		return ok
 	})
 	return out, refusal
+}
+
+// ran fails t when the container was refused a start, where the row's
+// container starts as any other and tries its escape once running: one
+// that never ran tried nothing (an image the runtime cannot run, say).
+func ran(t *testing.T, what, refusal string) bool {
+	t.Helper()
+	if refusal != "" {
+		t.Errorf("%s: refused a start, so it tried nothing: %s", what, refusal)
+	}
+	return refusal == ""
 }
 
 // report logs what the attack got, for the suite's table.

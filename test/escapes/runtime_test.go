@@ -3,6 +3,7 @@ package escapes_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,7 +23,6 @@ import (
 // tries to write it. jetlet's and jetlet-shim's binaries must be unchanged,
 // and any binary the container holds must be on a read-only mount.
 func TestProcSelfExeOverwrite(t *testing.T) {
-	embeddedOnly(t, "it attacks the embedded runtime's exec (its shim binary)")
 	n := startNode(t)
 	n.importTool()
 	c := plant(t, n)
@@ -110,10 +110,10 @@ func TestLeakedFdWorkingDir(t *testing.T) {
 // hierarchies (memory, which the host has mounted, and net_cls, which it
 // has not) and writes release_agent and notify_on_release, as root, in new
 // user, mount and cgroup namespaces of its own (unshare -UrmC), and again
-// in a pod with hostUsers false. The host's release agents must be
-// unchanged and no write may succeed.
+// in a pod with hostUsers false (on another runtime jetlet may refuse that
+// pod, naming the field: one without user namespaces). The host's release
+// agents must be unchanged and no write may succeed.
 func TestCgroupReleaseAgent(t *testing.T) {
-	embeddedOnly(t, "it needs the tool image")
 	n := startNode(t)
 	n.importTool()
 	c := plant(t, n)
@@ -124,13 +124,19 @@ func TestCgroupReleaseAgent(t *testing.T) {
 	    echo %[1]s > /tmp/b/release_agent && echo "unshare -Urm: write release_agent: ok"' 2>&1
 	  echo %[2]s`, agent, done)
 	pods := map[string]string{"cgroup": "", "cgroup-userns": `"hostUsers":false,`}
+	seqs := map[string]uint64{}
 	for uid, spec := range pods {
-		n.apply(uid, spec+`"restartPolicy":"Never","containers":[`+container("app", toolImage, script)+`]`)
+		seqs[uid] = n.apply(uid, spec+`"restartPolicy":"Never","containers":[`+container("app", toolImage, script)+`]`)
 	}
 	var outs []string
 	for uid := range pods {
+		if why, ok := n.noUserNamespaces(t, uid, seqs[uid]); ok {
+			t.Logf("%s: refused, the runtime has no user namespaces: %s", uid, why)
+			continue
+		}
 		out, refusal := n.attempt(uid, "app", 90*time.Second)
 		report(t, uid, out, refusal)
+		ran(t, uid, refusal)
 		outs = append(outs, out)
 		if line, ok := lineWith([]string{out}, "write release_agent: ok"); ok {
 			t.Errorf("ESCAPE: %s wrote a cgroup's release agent: %s", uid, line)
@@ -155,9 +161,18 @@ var (
 // runtime that checks /dev/null first. The masked paths must read as
 // nothing, and the host's core_pattern and sysrq stay as they were after
 // the container writes through them.
+//
+// On another runtime whose runc predates the fix (runcUnfixed), masked
+// paths that read as something are runc's escape, not jetlet's: the row
+// logs them and skips, naming runc's version; the host's canaries fail it
+// all the same.
 func TestMaskedPathRedirect(t *testing.T) {
 	n := startNode(t)
 	c := plant(t, n)
+	unfixed := ""
+	if n.rt.endpoint != "" {
+		unfixed = runcUnfixed(t)
+	}
 	var probe strings.Builder
 	for _, p := range maskedFiles {
 		// 2>&-, not 2>/dev/null: /dev/null may be the attack's.
@@ -183,32 +198,64 @@ func TestMaskedPathRedirect(t *testing.T) {
 		ctrs = append(ctrs, container(v, "", probe.String()+"; exit 1", `"volumeMounts":[{"name":"dev","mountPath":"/dev"}]`))
 	}
 	n.apply("masked-race", `"restartPolicy":"Always","volumes":[{"name":"dev","emptyDir":{}}],"containers":[`+strings.Join(ctrs, ",")+`]`)
-	var outs []string
+	var outs, unmasked []string
 	for _, ctr := range []string{"devvol", "tty", "plain"} {
 		out, refusal := n.attempt("masked", ctr, 90*time.Second)
 		report(t, "masked/"+ctr, out, refusal)
 		outs = append(outs, out)
-		checkMasked(t, ctr, out)
+		unmasked = append(unmasked, notMasked(ctr, out)...)
 	}
 	for i, out := range n.raceStarts("masked-race", victims, 8) {
 		outs = append(outs, out)
-		checkMasked(t, victims[i], out)
+		unmasked = append(unmasked, notMasked(victims[i], out)...)
 	}
 	c.check(outs...)
+	for _, u := range unmasked {
+		if unfixed == "" {
+			t.Errorf("ESCAPE: %s", u)
+		} else {
+			t.Logf("runc's escape: %s", u)
+		}
+	}
+	if unfixed != "" && len(unmasked) > 0 && !t.Failed() {
+		t.Skipf("%s: masked paths were not masked (logged above); the host is unchanged", unfixed)
+	}
 }
 
-// checkMasked fails the test for each masked path the probe found
-// content in.
-func checkMasked(t *testing.T, ctr, out string) {
-	t.Helper()
+// notMasked says, for each masked path the probe found content in, what
+// the container read.
+func notMasked(ctr, out string) []string {
+	var found []string
 	for line := range strings.Lines(out) {
 		f := strings.Fields(line)
 		if len(f) == 3 && f[0] == "masked" {
 			if count, err := strconv.Atoi(f[2]); err == nil && count > 0 {
-				t.Errorf("ESCAPE: %s: %s is not masked: %s", ctr, strings.TrimSuffix(f[1], ":"), strings.TrimSpace(line))
+				found = append(found, fmt.Sprintf("%s: %s is not masked: %s", ctr, strings.TrimSuffix(f[1], ":"), strings.TrimSpace(line)))
 			}
 		}
 	}
+	return found
+}
+
+// runcUnfixed names the runc on PATH (the one containerd runs) when it
+// predates the fix of CVE-2025-31133, CVE-2025-52565 and CVE-2025-52881
+// (runc 1.2.8, 1.3.3, 1.4.0), and is "" otherwise or without a runc.
+func runcUnfixed(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("runc", "--version").Output()
+	if err != nil {
+		t.Logf("runc --version: %v: the masked path row counts any unmasked path as an escape", err)
+		return ""
+	}
+	first, _, _ := strings.Cut(string(out), "\n")
+	var major, minor, patch int
+	if _, err := fmt.Sscanf(first, "runc version %d.%d.%d", &major, &minor, &patch); err != nil {
+		t.Fatalf("runc --version: cannot read %q: %v", first, err)
+	}
+	if major == 1 && (minor < 2 || minor == 2 && patch < 8 || minor == 3 && patch < 3) {
+		return fmt.Sprintf("%s predates the fix of CVE-2025-31133, CVE-2025-52565 and CVE-2025-52881 (runc 1.2.8, 1.3.3, 1.4.0)", strings.TrimSpace(first))
+	}
+	return ""
 }
 
 // TestInheritableCapabilities is runc's and containerd's CVE-2022-29162
@@ -217,7 +264,6 @@ func checkMasked(t *testing.T, ctr, out string) {
 // capabilities are all gains none; and a file with every permitted file
 // capability gains nothing beyond the container's bounding set.
 func TestInheritableCapabilities(t *testing.T) {
-	embeddedOnly(t, "it needs the tool image")
 	n := startNode(t)
 	n.importTool()
 	// caps [PROGRAM]: the capability sets of grep run by PROGRAM (a
@@ -234,7 +280,7 @@ func TestInheritableCapabilities(t *testing.T) {
 	for _, ctr := range []string{"root", "nonroot"} {
 		out, refusal := n.attempt("caps", ctr, 90*time.Second)
 		report(t, "caps/"+ctr, out, refusal)
-		if refusal != "" {
+		if !ran(t, "caps/"+ctr, refusal) {
 			continue
 		}
 		sets := map[string]map[string]uint64{}

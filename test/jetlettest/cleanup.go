@@ -2,6 +2,7 @@ package jetlettest
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/jetlet/jetlet/runtime/embedded"
 	"github.com/jetlet/jetlet/test/gobuild"
 	"github.com/jetlet/jetlet/test/leftovers"
+	"github.com/jetlet/jetlet/test/poll"
 )
 
 // RemovePodsOnCleanup arranges for every pod of the embedded runtime under
@@ -65,9 +67,13 @@ func RemoveAllPods(t testing.TB, endpoint string) {
 		return
 	}
 	for _, sb := range sandboxes {
-		if err := client.StopPodSandbox(ctx, sb.Id); err != nil {
-			t.Errorf("cleanup: stop sandbox %s: %v", sb.Id, err)
-		}
+		// containerd 1.6 may answer "ttrpc: closed" to a kill that meets
+		// the container's own exit; a second stop finds it stopped.
+		var err error
+		poll.Until(t, 30*time.Second, func() string { return fmt.Sprintf("cleanup: stop sandbox %s: %v", sb.Id, err) }, func() bool {
+			err = client.StopPodSandbox(ctx, sb.Id)
+			return err == nil
+		})
 		if err := client.RemovePodSandbox(ctx, sb.Id); err != nil {
 			t.Errorf("cleanup: remove sandbox %s: %v", sb.Id, err)
 		}

@@ -41,9 +41,9 @@ func TestBusyboxHoldsWhatItsDocSays(t *testing.T) {
 		linkname string
 	}{
 		{"bin/busybox", tar.TypeReg, 0o755, 0, string(program), ""},
-		{"bin/sh", tar.TypeLink, 0o644, 0, "", "bin/busybox"},
-		{"bin/ls", tar.TypeLink, 0o644, 0, "", "bin/busybox"},
-		{"usr/sbin/httpd", tar.TypeLink, 0o644, 0, "", "bin/busybox"},
+		{"bin/sh", tar.TypeLink, 0o755, 0, "", "bin/busybox"},
+		{"bin/ls", tar.TypeLink, 0o755, 0, "", "bin/busybox"},
+		{"usr/sbin/httpd", tar.TypeLink, 0o755, 0, "", "bin/busybox"},
 		{"etc/passwd", tar.TypeReg, 0o644, 0, BusyboxPasswd, ""},
 		{"etc/group", tar.TypeReg, 0o644, 0, BusyboxGroup, ""},
 		{"var/www/index.html", tar.TypeReg, 0o644, 0, IndexHTML, ""},

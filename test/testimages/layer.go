@@ -42,8 +42,10 @@ func symlink(p, target string) entry {
 	return entry{Path: p, Type: tar.TypeSymlink, Mode: 0o777, Linkname: target}
 }
 
+// hardlink is p, a hard link to target; its header gets target's mode and
+// owner (layerTar).
 func hardlink(p, target string) entry {
-	return entry{Path: p, Type: tar.TypeLink, Mode: 0o644, Linkname: target}
+	return entry{Path: p, Type: tar.TypeLink, Linkname: target}
 }
 
 // owned returns e owned by uid:gid.
@@ -67,23 +69,31 @@ func layerTar(entries []entry) ([]byte, error) {
 		}
 		return strings.Compare(a.Path, b.Path)
 	})
-	seen := make(map[string]bool, len(entries))
+	// seen holds each entry written so far, by path.
+	seen := make(map[string]entry, len(entries))
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, e := range entries {
 		if e.Path == "" || strings.HasPrefix(e.Path, "/") || strings.HasSuffix(e.Path, "/") || path.Clean(e.Path) != e.Path {
 			return nil, fmt.Errorf("layer entry %q: not a clean relative path", e.Path)
 		}
-		if seen[e.Path] {
+		if hasEntry(seen, e.Path) {
 			return nil, fmt.Errorf("layer entry %q: twice", e.Path)
 		}
-		if parent := path.Dir(e.Path); parent != "." && !seen[parent] {
+		if parent := path.Dir(e.Path); parent != "." && !hasEntry(seen, parent) {
 			return nil, fmt.Errorf("layer entry %q: its directory %q is not in the layer", e.Path, parent)
 		}
-		if e.Type == tar.TypeLink && !seen[e.Linkname] {
-			return nil, fmt.Errorf("layer entry %q: a hard link to %q, which is not in the layer", e.Path, e.Linkname)
+		if e.Type == tar.TypeLink {
+			// The file's mode and owner, as tar writes a hard link:
+			// containerd applies a link's header mode to the file (one
+			// inode), so 0644 there made busybox itself 0644.
+			f, ok := seen[e.Linkname]
+			if !ok {
+				return nil, fmt.Errorf("layer entry %q: a hard link to %q, which is not in the layer", e.Path, e.Linkname)
+			}
+			e.Mode, e.UID, e.GID = f.Mode, f.UID, f.GID
 		}
-		seen[e.Path] = true
+		seen[e.Path] = e
 		h := &tar.Header{
 			Name: e.Path, Typeflag: e.Type, Mode: e.Mode, Uid: e.UID, Gid: e.GID,
 			Linkname: e.Linkname, ModTime: Epoch, Format: tar.FormatPAX,
@@ -108,6 +118,11 @@ func layerTar(entries []entry) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+func hasEntry(m map[string]entry, p string) bool {
+	_, ok := m[p]
+	return ok
 }
 
 // newLayer is entries as an OCI layer, gzip-compressed without a name or

@@ -4,7 +4,7 @@
 # built from the Go module proxy), one after the other. For each it starts a
 # private containerd (setup.sh), runs the CRI conformance suite against it
 # through jetlet's client, then the pod scenarios in test/e2e/containerd and
-# the escape suite's rows that run on any runtime (test/escapes), and always
+# the escape suite (test/escapes), and always
 # tears containerd down again (trap EXIT), whether the tests pass or not.
 #
 # A flavour fails when a suite fails, when a test is skipped that neither
@@ -123,11 +123,10 @@ else
 fi
 # ---- end of pod scenarios ----
 
-# 3. The escape suite (test/escapes) against this containerd: the rows that
-# need only busybox (subPath symlink and races, mount target race, leaked
-# fd working dir, masked path redirect) run through jetlet run
-# --runtime-endpoint; the others skip (skips.allowed says why). Its pods are
-# on the host's network like the scenarios', at the privileged level.
+# 3. The escape suite (test/escapes) against this containerd, through
+# jetlet run --runtime-endpoint: every row, its pods at the default level
+# on the stage's pod network (setup.sh), its tool image imported with ctr;
+# a row that cannot apply skips, and skips.allowed says why.
 echo "== containerd stage [$flavour]: escape suite (./test/escapes) against $JETLET_CRI_ENDPOINT"
 gotest escapes ./test/escapes/
 out=$logs/escapes.log

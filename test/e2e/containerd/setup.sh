@@ -31,7 +31,9 @@
 # Idempotent: a containerd this script started before is torn down first
 # (teardown.sh), then everything is started afresh; packages, crictl and the
 # image tarballs are reused. Nothing outside the work dir is touched besides
-# the packages, the bridge jetlet-e2e0 and the netns/cgroups runc makes.
+# the packages, the pod network's bridge, its loopback guard's iptables rule
+# (network.sh), the NAT rules the bridge plugin adds per pod and the
+# netns/cgroups runc makes.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -48,6 +50,8 @@ CRICTL_VERSION=v1.37.0
 # jetlet running on the machine may hold; nothing else in the stage listens
 # on a fixed port.
 BUS_REGISTRY=127.0.0.1:5051
+# shellcheck source=network.sh
+source "$here/network.sh"
 FLAVOUR=${JETLET_CONTAINERD_FLAVOUR:-debian}
 # The newest v2 release that builds with this Go (1.26) when it was chosen.
 CONTAINERD_V2_VERSION=v2.4.2
@@ -69,7 +73,7 @@ v2) bindir=$CACHE/containerd-v2-$CONTAINERD_V2_VERSION ;;
 esac
 
 # --- 1. packages ---------------------------------------------------------
-pkgs="runc containernetworking-plugins busybox-static gcc libc6-dev iproute2"
+pkgs="runc containernetworking-plugins busybox-static gcc libc6-dev iproute2 iptables jq"
 [ "$FLAVOUR" = debian ] && pkgs="containerd $pkgs"
 missing=
 for p in $pkgs; do
@@ -168,29 +172,22 @@ rm -rf "$build"
 find "$WORK/images" -name '*.tar' ! -name "${bb_tar##*/}" ! -name "${pause_tar##*/}" -delete
 
 # --- 5. config ---------------------------------------------------------------
+# The pod network: deploy/containerd/10-jetlet.conflist, the one
+# docs/containerd.md gives operators, with the stage's own network name,
+# bridge, subnet and address store (teardown.sh removes them), and the
+# loopback guard docs/containerd.md has operators add: without it, portmap's
+# route_localnet lets a pod reach the host's 127.0.0.1 through the bridge
+# (network.sh). The escape suite's pods run on it, at the
+# default level; the pod scenarios are hostNetwork on purpose, and the CRI
+# conformance suite's sandboxes are the node's network.
 mkdir -p "$WORK/cni/net.d"
-cat >"$WORK/cni/net.d/10-jetlet-e2e.conflist" <<CNI
-{
-  "cniVersion": "1.0.0",
-  "name": "jetlet-e2e",
-  "plugins": [
-    {
-      "type": "bridge",
-      "bridge": "jetlet-e2e0",
-      "isGateway": true,
-      "ipMasq": false,
-      "hairpinMode": true,
-      "ipam": {
-        "type": "host-local",
-        "ranges": [[{"subnet": "10.217.0.0/24"}]],
-        "routes": [{"dst": "0.0.0.0/0"}],
-        "dataDir": "$WORK/cni/ipam"
-      }
-    },
-    {"type": "portmap", "capabilities": {"portMappings": true}}
-  ]
-}
-CNI
+jq --arg name "$CNI_NAME" --arg bridge "$CNI_BRIDGE" --arg subnet "$CNI_SUBNET" --arg ipam "$WORK/cni/ipam" '
+	.name = $name
+	| .plugins[0].bridge = $bridge
+	| .plugins[0].ipam.ranges = [[{subnet: $subnet}]]
+	| .plugins[0].ipam.dataDir = $ipam' \
+	"$here/../../../deploy/containerd/10-jetlet.conflist" >"$WORK/cni/net.d/10-$CNI_NAME.conflist"
+iptables -C INPUT "${LOOPBACK_GUARD[@]}" 2>/dev/null || iptables -I INPUT "${LOOPBACK_GUARD[@]}"
 
 # Every pull asks the loopback registry of the bus first, then the image's
 # own registry (on 404 or no answer); as deploy/containerd/certs.d, with the

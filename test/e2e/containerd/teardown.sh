@@ -5,10 +5,11 @@
 # outlive containerd), stops containerd by its recorded pid (SIGTERM, a
 # bounded wait, then SIGKILL), deletes any runc container left in our runc
 # root, ends shims still serving our socket, unmounts what is left under the
-# work dir and removes its root and state. Kept for the next setup: crictl,
-# the image tarballs. Safe to run twice, or when nothing is running.
-# Never touches another containerd: everything is found through our socket,
-# our pid file, our runc root or our work dir.
+# work dir and removes its root and state, then the pod network's loopback
+# guard and bridge (network.sh). Kept for the next setup: crictl, the image
+# tarballs. Safe to run twice, or when nothing is running. Never touches
+# another containerd: everything is found through our socket, our pid
+# file, our runc root, our work dir or network.sh.
 set -uo pipefail
 
 export PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
@@ -94,6 +95,11 @@ fi
 
 # 5. state; keep crictl and the image tarballs for the next setup.
 rm -rf "$WORK/root" "$WORK/state" "$WORK/runc" "$WORK/opt" "$WORK/cni/ipam" "$SOCK" "$SOCK.ttrpc" "$WORK/env.sh" "$WORK/containerd.bindir"
-ip link del jetlet-e2e0 2>/dev/null
+# The pod network's guard (every copy: an interrupted setup may have left
+# one) and bridge.
+# shellcheck source=network.sh
+source "$(dirname "$0")/network.sh"
+while iptables -D INPUT "${LOOPBACK_GUARD[@]}" 2>/dev/null; do :; done
+ip link del "$CNI_BRIDGE" 2>/dev/null
 log "done"
 exit 0
