@@ -64,8 +64,9 @@ func TestASecondRunOnALockedDataDirIsRefused(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	second := exec.CommandContext(ctx, jetlettest.Binary(t), "run", "--node", first.name, "--data-dir", data,
-		"--nats-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")
+	args := []string{"run", "--node", first.name, "--data-dir", data, "--nats-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"}
+	second := exec.CommandContext(ctx, jetlettest.Binary(t), args...)
+	second.Env = append(second.Environ(), jetlettest.PodNetworkEnv(t, args)...)
 	var stdout, stderr bytes.Buffer
 	second.Stdout, second.Stderr = &stdout, &stderr
 	err := second.Run()

@@ -60,7 +60,7 @@ func StartEnv(t testing.TB, env []string, args ...string) *Process {
 	// registry of the bus (127.0.0.1:5050): each gets a free one unless the
 	// test says otherwise (a flag wins over the environment).
 	p.cmd.Env = append(append(os.Environ(), "JETLET_IMAGE_REGISTRY_LISTEN=127.0.0.1:0"), env...)
-	p.cmd.Env = append(p.cmd.Env, podNetworkEnv(t, args)...)
+	p.cmd.Env = append(p.cmd.Env, PodNetworkEnv(t, args)...)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -117,10 +117,11 @@ func PodNetwork(t testing.TB, dir string) (bridge, cidr string) {
 	return n[0], n[1]
 }
 
-// podNetworkEnv gives the embedded runtime of `jetlet run` its data dir's
-// PodNetwork. A test that names its network, or runs another runtime, gets
-// nothing.
-func podNetworkEnv(t testing.TB, args []string) []string {
+// PodNetworkEnv gives the embedded runtime of `jetlet run` its data dir's
+// PodNetwork, for a test that runs the binary itself (one that is refused
+// may have set up the network first). A test that names its network, or
+// runs another runtime, gets nothing.
+func PodNetworkEnv(t testing.TB, args []string) []string {
 	if len(args) == 0 || args[0] != "run" || os.Geteuid() != 0 {
 		return nil
 	}

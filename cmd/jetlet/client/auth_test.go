@@ -32,6 +32,7 @@ type cliRun struct {
 func runBinary(t *testing.T, bin string, cred *syscall.Credential, args ...string) cliRun {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(cmd.Environ(), jetlettest.PodNetworkEnv(t, args)...)
 	cmd.Dir = "/" // readable by any user
 	if cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}

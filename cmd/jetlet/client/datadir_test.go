@@ -83,8 +83,10 @@ func TestDataDirKeepsItsNode(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, jetlettest.Binary(t), "run", "--node", "n2", "--data-dir", dataDir,
-		"--nats-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0").CombinedOutput()
+	args := []string{"run", "--node", "n2", "--data-dir", dataDir, "--nats-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"}
+	second := exec.CommandContext(ctx, jetlettest.Binary(t), args...)
+	second.Env = append(second.Environ(), jetlettest.PodNetworkEnv(t, args)...)
+	out, err := second.CombinedOutput()
 	if err == nil {
 		t.Fatalf("jetlet run --node n2 on n1's data dir exited 0; output:\n%s", out)
 	}

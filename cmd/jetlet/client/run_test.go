@@ -179,8 +179,9 @@ func TestFlagsFromEnvironmentAndErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd := exec.Command(jetlettest.Binary(t), append([]string{"run", "--data-dir", t.TempDir()}, tt.args...)...)
-			cmd.Env = append(cmd.Environ(), tt.env...)
+			args := append([]string{"run", "--data-dir", t.TempDir()}, tt.args...)
+			cmd := exec.Command(jetlettest.Binary(t), args...)
+			cmd.Env = append(append(cmd.Environ(), jetlettest.PodNetworkEnv(t, args)...), tt.env...)
 			out, err := cmd.CombinedOutput()
 			if err == nil {
 				t.Fatalf("exit 0, want an error; output:\n%s", out)
