@@ -122,7 +122,34 @@ func Setup(name string) *Hierarchy {
 	case cgroupsv3.Unified:
 		return setupV2(name)
 	default:
-		return setupV1(name)
+		return setupV1(cgroup1.NestedPath(name), true)
+	}
+}
+
+// Root is the host's whole hierarchy, for cgroups at paths below the
+// controllers' roots (kubelet's pod cgroups on a CRI runtime, made by jetlet
+// and filled by that runtime): detected as Setup does, with the root as
+// parent, creating nothing; on v2 the controllers of the roots' children are
+// enabled.
+func Root() *Hierarchy {
+	if os.Geteuid() != 0 {
+		return off("not running as root")
+	}
+	switch cgroupsv3.Mode() {
+	case cgroupsv3.Unavailable:
+		return off("no cgroup filesystem at " + unifiedRoot)
+	case cgroupsv3.Unified:
+		avail, err := readControllers(filepath.Join(unifiedRoot, "cgroup.controllers"))
+		if err != nil {
+			return off(err.Error())
+		}
+		want := available(avail)
+		if err := enableV2("/", want); err != nil {
+			return off(err.Error())
+		}
+		return &Hierarchy{mode: V2, parent: Paths{"": "/"}, unified: unifiedRoot, controllers: want}
+	default:
+		return setupV1(cgroup1.StaticPath("/"), false)
 	}
 }
 
@@ -134,12 +161,13 @@ func (m *Hierarchy) Enabled() (bool, string) { return m.mode != Off, m.reason }
 // Mode is the cgroup version in use.
 func (m *Hierarchy) Mode() Mode { return m.mode }
 
-func setupV1(name string) *Hierarchy {
+// setupV1 uses the v1 hierarchies with the runtime's parent at own,
+// created when create is set.
+func setupV1(own cgroup1.Path, create bool) *Hierarchy {
 	all, err := cgroup1.Default()
 	if err != nil {
 		return off(fmt.Sprintf("list cgroup v1 hierarchies: %v", err))
 	}
-	own := cgroup1.NestedPath(name)
 	m := &Hierarchy{mode: V1, parent: Paths{}}
 	for _, s := range all {
 		if !v1Controllers[s.Name()] {
@@ -161,6 +189,9 @@ func setupV1(name string) *Hierarchy {
 	}
 	if _, ok := m.parent[string(cgroup1.Memory)]; !ok {
 		return off("no cgroup v1 memory hierarchy")
+	}
+	if !create {
+		return m
 	}
 	if _, err := cgroup1.New(m.v1Path(m.parent), &specs.LinuxResources{}, m.v1Opts()...); err != nil {
 		return off(fmt.Sprintf("create cgroup %s: %v", m.parent[string(cgroup1.Memory)], err))
@@ -209,12 +240,7 @@ func setupV2(name string) *Hierarchy {
 	if err != nil {
 		return off(fmt.Sprintf("own cgroup %s: %v", own, err))
 	}
-	var want []string
-	for _, c := range v2Controllers {
-		if avail[c] {
-			want = append(want, c)
-		}
-	}
+	want := available(avail)
 	if !avail["memory"] {
 		return off(fmt.Sprintf("the memory controller is not delegated to cgroup %s", own))
 	}
@@ -228,6 +254,17 @@ func setupV2(name string) *Hierarchy {
 	_, err = os.Stat(filepath.Join(m.unified, m.parent[""], "memory.swap.max"))
 	m.swap = err == nil
 	return m
+}
+
+// available are the v2Controllers among avail.
+func available(avail map[string]bool) []string {
+	var want []string
+	for _, c := range v2Controllers {
+		if avail[c] {
+			want = append(want, c)
+		}
+	}
+	return want
 }
 
 // runtimeLeaf is the v2 cgroup the runtime moves itself to (enableV2).
@@ -297,4 +334,22 @@ func Child(paths Paths, name string) Paths {
 		out[k] = filepath.Join(p, name)
 	}
 	return out
+}
+
+// PathsOf are the paths of the cgroup at path below the controllers' roots.
+func (m *Hierarchy) PathsOf(path string) Paths {
+	out := Paths{}
+	for k := range m.parent {
+		out[k] = path
+	}
+	return out
+}
+
+// Dir is the directory of the cgroup at paths: in the memory hierarchy on
+// v1, the unified one on v2.
+func (m *Hierarchy) Dir(paths Paths) string {
+	if m.mode == V2 {
+		return filepath.Join(m.unified, paths[""])
+	}
+	return m.memoryDir(paths)
 }
