@@ -137,6 +137,10 @@ type Config struct {
 	// supports them); see withDefaultHostUsers. Off: kubelet's default, the
 	// host's users.
 	UserNamespacesByDefault bool
+	// PodCgroups makes the pods' cgroups on a CRI runtime (kubelet's pod
+	// cgroups with --cgroups-per-qos). Nil: none; the runtime places the
+	// pods itself (the embedded runtime, in its own subtree).
+	PodCgroups PodCgroups
 	// Logger is used with component=reconcile. The zero value logs nothing.
 	Logger zerolog.Logger
 }

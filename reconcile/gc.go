@@ -30,8 +30,8 @@ import (
 //     are the container's status.
 //  2. Sandboxes that are not ready and hold no container: of a pod that is
 //     gone, all; else all but the newest.
-//  3. Pod directories (logs, emptyDir volumes) of pods that are gone and have
-//     no sandbox left.
+//  3. Pod directories (logs, emptyDir volumes) and pod cgroups of pods that
+//     are gone and have no sandbox left.
 //
 // Before anything of a pod is removed, every fact its runtime state implies
 // (PodFacts: sandbox created, containers created, started, died) is emitted
@@ -72,6 +72,9 @@ func (m *Kuberuntime) collect(ctx context.Context, only string, pods kubecontain
 	left, removeErrs := m.removeDead(ctx, plan, unrecorded)
 	errs = append(errs, removeErrs...)
 	errs = append(errs, m.removePodDirs(gone, left)...)
+	if err := m.removeGoneCgroups(ctx, gone, left); err != nil {
+		errs = append(errs, fmt.Errorf("gc: %w", err))
+	}
 	m.backOff.GC()
 	m.imageBackOff.GC()
 	return errors.Join(errs...)

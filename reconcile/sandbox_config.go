@@ -204,6 +204,7 @@ func (m *Kuberuntime) generateSandboxConfig(pod *corev1.Pod, attempt uint32) (*r
 	}
 	sc := &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: namespaceOptions(pod, ns)}
 	cfg.Linux = &runtimeapi.LinuxPodSandboxConfig{SecurityContext: sc}
+	m.withCgroupParent(cfg, pod)
 	if psc := pod.Spec.SecurityContext; psc != nil {
 		sc.RunAsUser = optionalInt64(psc.RunAsUser)
 		sc.RunAsGroup = optionalInt64(psc.RunAsGroup)

@@ -64,6 +64,11 @@ func (s *podOperation) sync(ctx context.Context) {
 		return
 	}
 
+	// Step 1c (kubelet's syncPod): the pod's cgroup, for what will run.
+	if (!actions.KillPod || actions.CreateSandbox) && pod.DeletionTimestamp == nil && !s.ensurePodCgroup(ctx) {
+		return
+	}
+
 	// Step 2: kill the pod when its sandbox changes or nothing is left to run.
 	if actions.KillPod {
 		message := "All containers of the pod are dead"

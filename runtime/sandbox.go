@@ -27,6 +27,17 @@ func (c *Client) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusRe
 		&runtimeapi.StatusRequest{Verbose: verbose}, conn.runtime.Status)
 }
 
+// RuntimeConfig asks the runtime for its configuration: its cgroup driver
+// (KEP-4033). A runtime without the call answers crierr.ErrUnimplemented.
+func (c *Client) RuntimeConfig(ctx context.Context) (*runtimeapi.RuntimeConfigResponse, error) {
+	conn, err := c.connection("RuntimeConfig")
+	if err != nil {
+		return nil, err
+	}
+	return call(ctx, c, conn, "RuntimeConfig", readOnly, c.cfg.RequestTimeout,
+		&runtimeapi.RuntimeConfigRequest{}, conn.runtime.RuntimeConfig)
+}
+
 // RunPodSandbox creates and starts a pod sandbox and returns its id.
 func (c *Client) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (string, error) {
 	conn, err := c.connection("RunPodSandbox")

@@ -2,8 +2,11 @@ package embedded
 
 import (
 	"errors"
+	"fmt"
+	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -49,6 +52,17 @@ func (r *Runtime) cgroupsEnabled() (bool, string) {
 // is not there (removing it is no error), never a cgroup no record names.
 func (r *Runtime) podCgroup(s *sandbox) *cgroups.Cgroup {
 	return r.cgroups.Load(r.cgroups.PodPaths(s.config.GetLinux().GetCgroupParent(), s.config.GetMetadata().GetUid()))
+}
+
+// checkCgroupParent refuses a sandbox's cgroup_parent in the systemd
+// driver's form (slice:prefix:name, or a path of .slice units): the
+// runtime's driver is cgroupfs (RuntimeConfig), and it makes a parent's
+// path itself, which systemd would not know of.
+func checkCgroupParent(parent string) error {
+	if strings.Contains(parent, ":") || strings.HasSuffix(path.Base(parent), ".slice") {
+		return fmt.Errorf("cgroup_parent %q is a systemd slice: this runtime's cgroup driver is cgroupfs (RuntimeConfig), whose parent is a path below the controllers' roots (/kubepods/burstable)", parent)
+	}
+	return nil
 }
 
 // createPodCgroup makes s's pod cgroup, with the pod pids limit. A failure

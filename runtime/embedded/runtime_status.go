@@ -58,9 +58,9 @@ func (r *Runtime) Status(ctx context.Context, req *runtimeapi.StatusRequest) (*r
 	return resp, nil
 }
 
-// RuntimeConfig reports the cgroupfs driver: jetlet-proc writes the cgroup
-// files itself (a sandbox's cgroup_parent is a path under the controllers'
-// roots).
+// RuntimeConfig reports the cgroupfs driver: the runtime writes the cgroup
+// files itself, and a sandbox's cgroup_parent is a path under the
+// controllers' roots (one in the systemd driver's form is refused).
 func (r *Runtime) RuntimeConfig(ctx context.Context, req *runtimeapi.RuntimeConfigRequest) (*runtimeapi.RuntimeConfigResponse, error) {
 	return &runtimeapi.RuntimeConfigResponse{
 		Linux: &runtimeapi.LinuxRuntimeConfiguration{CgroupDriver: runtimeapi.CgroupDriver_CGROUPFS},

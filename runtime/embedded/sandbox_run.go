@@ -27,6 +27,9 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	if err := checkSandboxSeccomp(cfg); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "sandbox %q: %v", md.GetName(), err)
 	}
+	if err := checkCgroupParent(cfg.GetLinux().GetCgroupParent()); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "sandbox %q: %v", md.GetName(), err)
+	}
 	userns, err := podUserns(cfg)
 	if err == nil && userns != nil && r.usernsOff != nil {
 		err = fmt.Errorf("user namespaces are not supported by this runtime: %w", r.usernsOff)

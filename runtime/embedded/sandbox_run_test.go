@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -75,4 +76,25 @@ func TestRunPodSandboxNeedsMetadata(t *testing.T) {
 	h := newHarness(t)
 	_, err := h.rs.RunPodSandbox(ctxT(t), &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{}})
 	wantCode(t, err, codes.InvalidArgument)
+}
+
+// The runtime's driver is cgroupfs: a parent in the systemd driver's form is
+// refused, not made as directories systemd does not know.
+func TestRunPodSandboxRefusesASystemdCgroupParent(t *testing.T) {
+	h := newHarness(t)
+	for _, parent := range []string{
+		"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1.slice",
+		"kubepods-pod1.slice",
+		"system.slice:cri-containerd:abc",
+	} {
+		cfg := &runtimeapi.PodSandboxConfig{
+			Metadata: &runtimeapi.PodSandboxMetadata{Name: "p", Namespace: "default", Uid: "1"},
+			Linux:    &runtimeapi.LinuxPodSandboxConfig{CgroupParent: parent},
+		}
+		_, err := h.rs.RunPodSandbox(ctxT(t), &runtimeapi.RunPodSandboxRequest{Config: cfg})
+		wantCode(t, err, codes.InvalidArgument)
+		if err != nil && !strings.Contains(err.Error(), "cgroup driver is cgroupfs") {
+			t.Errorf("%s: %v, want it to say the driver", parent, err)
+		}
+	}
 }

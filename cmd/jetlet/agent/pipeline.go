@@ -21,6 +21,7 @@ import (
 	"github.com/jetlet/jetlet/consumer/status"
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/internal/periodic"
+	"github.com/jetlet/jetlet/internal/podcgroups"
 	"github.com/jetlet/jetlet/reconcile"
 	"github.com/jetlet/jetlet/reconcile/admission"
 	"github.com/jetlet/jetlet/reconcile/eviction"
@@ -67,6 +68,9 @@ func (a *agent) servePipeline(ctx context.Context, js jetstream.JetStream, clien
 	if err := a.buildPodSync(ctx, p, js, client, reg); err != nil {
 		return err
 	}
+	if p.podCgroups != nil {
+		defer p.podCgroups.Close()
+	}
 	if err := a.buildNodeManagers(p, client); err != nil {
 		return err
 	}
@@ -94,6 +98,10 @@ type pipeline struct {
 	workers  *podworkers.Workers
 	imageGC  *images.ImageGCManager
 	eviction *eviction.Manager
+
+	// podCgroups makes the pods' cgroups on a CRI runtime; nil on the
+	// embedded runtime.
+	podCgroups *podcgroups.Manager
 
 	// userNamespaces: the runtime said at start it runs pods in user
 	// namespaces of their own.
@@ -162,7 +170,10 @@ func (a *agent) buildPodSync(ctx context.Context, p *pipeline, js jetstream.JetS
 	}
 	p.userNamespaces = runtimeSupportsUserNamespaces(ctx, client, p.log)
 	byDefault := userNamespacesByDefault(a.cfg.defaultHostUsers, p.userNamespaces, p.log)
-	kuberuntime, err := reconcile.New(client, p.emit, reconcile.Config{
+	if p.podCgroups, err = a.startPodCgroups(ctx, client, p.node, p.log); err != nil {
+		return err
+	}
+	rcfg := reconcile.Config{
 		NodeName:        a.cfg.node,
 		NodeIP:          hostIP,
 		PodNetworkDown:  a.podNetworkDown,
@@ -183,7 +194,11 @@ func (a *agent) buildPodSync(ctx context.Context, p *pipeline, js jetstream.JetS
 		Logger:          p.log,
 
 		UserNamespacesByDefault: byDefault,
-	})
+	}
+	if p.podCgroups != nil {
+		rcfg.PodCgroups = p.podCgroups
+	}
+	kuberuntime, err := reconcile.New(client, p.emit, rcfg)
 	if err != nil {
 		return err
 	}

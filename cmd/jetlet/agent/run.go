@@ -21,6 +21,7 @@ import (
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/consumer"
+	"github.com/jetlet/jetlet/internal/podcgroups"
 	"github.com/jetlet/jetlet/reconcile"
 	"github.com/jetlet/jetlet/runtime/busregistry"
 	"github.com/jetlet/jetlet/runtime/containerlogs"
@@ -53,6 +54,8 @@ type runConfig struct {
 	httpListen            string
 	allowPrivileged       bool
 	podMaxPids            int64
+	cgroupDriver          string
+	cgroupsPerQOS         bool
 	runtimeShim           string
 	imageCredentials      string
 	renameNode            bool
@@ -154,7 +157,9 @@ admits anyone. Without
 	fs.StringVar(&cfg.clusterDomain, "cluster-domain", reconcile.DefaultClusterDomain, "the cluster's DNS domain: ClusterFirst pods search <namespace>.svc.<domain>, svc.<domain> and <domain>, and a pod with a subdomain is named <hostname>.<subdomain>.<namespace>.svc.<domain>")
 	fs.StringVar(&cfg.resolvConf, "resolv-conf", reconcile.DefaultResolvConf, "the node's resolver file, the DNS of dnsPolicy Default pods (and the searches ClusterFirst pods add)")
 	fs.StringVar(&cfg.runtimeShim, "runtime-shim", "", "the embedded runtime's per-pod shim binary; empty: jetlet-shim beside jetlet, else built on first use for a development build, else jetlet itself")
-	fs.Int64Var(&cfg.podMaxPids, "pod-max-pids", defaultPodMaxPids, "most processes (threads included) a pod of the embedded runtime may run, all its containers together, through its pod cgroup (kubelet's --pod-max-pids, whose default is no limit); -1: no limit")
+	fs.Int64Var(&cfg.podMaxPids, "pod-max-pids", defaultPodMaxPids, "most processes (threads included) a pod may run, all its containers together, through its pod cgroup (kubelet's --pod-max-pids, whose default is no limit); -1: no limit")
+	fs.StringVar(&cfg.cgroupDriver, "cgroup-driver", string(podcgroups.Cgroupfs), "how pod cgroups are made on a CRI runtime that does not say (CRI RuntimeConfig): cgroupfs or systemd, as the runtime's (containerd's SystemdCgroup); a runtime that says overrides it, as with kubelet")
+	fs.BoolVar(&cfg.cgroupsPerQOS, "cgroups-per-qos", true, "on a CRI runtime, make kubelet's pod cgroups (kubepods, its QoS levels, one per pod with the pod's resources) and put each pod's sandbox in its own (kubelet's --cgroups-per-qos); needs root")
 	fs.BoolVar(&cfg.defaultHostUsers, "default-host-users", true, "pods that leave spec.hostUsers unset run with the host's users, as with kubelet; false runs them in a user namespace of their own (as hostUsers: false) where the runtime supports user namespaces, unless they share a host namespace or run a privileged container; a running pod keeps what it started with (docs/security.md)")
 	fs.BoolVar(&cfg.hostPrograms, "host-programs", false, "the embedded runtime runs the host's programs instead of images (the program an image's reference names, in the host's tree with its secrets hidden); isolation partial")
 	fs.StringSliceVar(&cfg.insecureRegistries, "insecure-registry", nil, "registry hosts (host or host:port, comma-separated) the embedded runtime pulls from over plain HTTP; localhost and 127.0.0.0/8 always are")
@@ -219,6 +224,9 @@ func (c *runConfig) validate() error {
 	}
 	if c.podMaxPids < -1 {
 		return fmt.Errorf("--pod-max-pids %d: want -1 (no limit) or more", c.podMaxPids)
+	}
+	if _, err := podcgroups.ParseDriver(c.cgroupDriver); err != nil {
+		return fmt.Errorf("--cgroup-driver: %w", err)
 	}
 	if c.cniConfDir != "" && c.runtimeEndpoint != "" {
 		return errors.New("--cni-conf-dir configures the embedded runtime's network; with --runtime-endpoint that runtime's own CNI config applies")
@@ -417,9 +425,9 @@ func (a *agent) run(ctx context.Context) error {
 		defer embeddedRuntime.Stop()
 		level, _ := embeddedRuntime.Isolation()
 		a.isolation = schemas.IsolationLevel(level)
-	} else if a.cfg.podMaxPids > 0 {
-		// The CRI carries no pids limit, and jetlet makes no pod cgroups there.
-		a.log.Info().Int64("pod_max_pids", a.cfg.podMaxPids).Msg("--pod-max-pids applies to the embedded runtime only: with --runtime-endpoint a pod's processes are limited by that runtime's own config")
+	} else if a.cfg.podMaxPids > 0 && !a.cfg.cgroupsPerQOS {
+		// The CRI carries no pids limit: the pod cgroup jetlet makes holds it.
+		a.log.Info().Int64("pod_max_pids", a.cfg.podMaxPids).Msg("--pod-max-pids is not applied with --cgroups-per-qos=false: a pod's processes are limited by the runtime's own config")
 	}
 
 	runErr := a.provision(ctx, js)
