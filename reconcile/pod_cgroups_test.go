@@ -18,7 +18,7 @@ import (
 type fakeCgroups struct {
 	mu   sync.Mutex
 	pods map[string]bool // uid: its cgroup exists
-	fail error            // Ensure's answer when set
+	fail error           // Ensure's answer when set
 }
 
 func (f *fakeCgroups) Parent(pod *corev1.Pod) string { return "/kubepods/pod" + string(pod.UID) }
