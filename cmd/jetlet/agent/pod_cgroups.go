@@ -54,10 +54,13 @@ func cgroupDriver(resp *runtimeapi.RuntimeConfigResponse, err error, flag string
 	if err != nil {
 		return "", "", fmt.Errorf("ask the runtime for its cgroup driver (CRI RuntimeConfig): %w", err)
 	}
-	switch resp.GetLinux().GetCgroupDriver() {
-	case runtimeapi.CgroupDriver_SYSTEMD:
-		return podcgroups.Systemd, "the runtime's RuntimeConfig", nil
-	default: // CGROUPFS, the enum's zero
-		return podcgroups.Cgroupfs, "the runtime's RuntimeConfig", nil
+	if resp.GetLinux() == nil {
+		// The enum's zero is SYSTEMD: an answer without it says nothing.
+		d, err := podcgroups.ParseDriver(flag)
+		return d, "--cgroup-driver (the runtime's RuntimeConfig has no Linux part)", err
 	}
+	if resp.GetLinux().GetCgroupDriver() == runtimeapi.CgroupDriver_SYSTEMD {
+		return podcgroups.Systemd, "the runtime's RuntimeConfig", nil
+	}
+	return podcgroups.Cgroupfs, "the runtime's RuntimeConfig", nil
 }

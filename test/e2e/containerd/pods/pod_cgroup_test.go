@@ -27,7 +27,7 @@ func podCgroupPath(t *testing.T, s *suite, uid string) string {
 	if err != nil && !errors.Is(err, crierr.ErrUnimplemented) {
 		t.Fatal(err)
 	}
-	if resp.GetLinux().GetCgroupDriver() == runtimeapi.CgroupDriver_SYSTEMD {
+	if resp.GetLinux() != nil && resp.GetLinux().GetCgroupDriver() == runtimeapi.CgroupDriver_SYSTEMD { // SYSTEMD is the enum's zero
 		u := strings.ReplaceAll(uid, "-", "_")
 		return "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + u + ".slice"
 	}
