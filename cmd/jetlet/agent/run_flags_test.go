@@ -40,6 +40,8 @@ func TestRunFlagDefaultsAreTheDocumentedOnes(t *testing.T) {
 		{"container-log-monitor-interval", "10s", "running.md Pod sync (kubelet's containerLogMonitorInterval)"},
 		{"runtime-shim", "", "running.md Pod sync: jetlet-shim beside jetlet"},
 		{"pod-max-pids", "4096", "CONTRACT 15, running.md Pod sync (kubelet's --pod-max-pids, whose default is no limit)"},
+		{"cgroup-driver", "cgroupfs", "running.md Pod sync, containerd.md (kubelet's --cgroup-driver; the runtime's RuntimeConfig wins)"},
+		{"cgroups-per-qos", "true", "running.md Pod sync, containerd.md (kubelet's --cgroups-per-qos)"},
 		{"cluster-dns", "", "running.md Pod sync (kubelet's --cluster-dns): none, ClusterFirst falls back to the node's resolver"},
 		{"cluster-domain", "cluster.local", "running.md Pod sync (kubelet's --cluster-domain, as kubeadm sets it)"},
 		{"resolv-conf", "/etc/resolv.conf", "running.md Pod sync (kubelet's --resolv-conf)"},
