@@ -21,6 +21,22 @@ if [ "$(stat -fc %T /sys/fs/cgroup)" != cgroup2fs ] || grep -q ' cgroup ' /proc/
 	echo "guest: not a pure cgroup v2 host" | tee -a "$share/out/uptime"
 	exit 1
 fi
+# What the tests need running first (run.sh's JETLET_VM_SETUP), and the
+# environment it leaves them.
+setenv=()
+if [ -f "$share/setup/setup.sh" ]; then
+	read -r t0 _ </proc/uptime
+	if ! bash "$share/setup/setup.sh" "$share" >"$share/out/setup.$boot.log" 2>&1; then
+		echo "guest: setup failed on boot $boot (out/setup.$boot.log)" | tee -a "$share/out/uptime"
+		tail -n 40 "$share/out/setup.$boot.log"
+		exit 1
+	fi
+	read -r t1 _ </proc/uptime
+	echo "boot $boot: setup.sh took $(awk "BEGIN{print $t1 - $t0}")s" >>"$share/out/uptime"
+	while IFS= read -r line; do
+		[ -z "$line" ] || setenv+=("--setenv=$line")
+	done <"$share/out/setup.env"
+fi
 filter=$(cat "$share/run-filter")
 timeout=$(cat "$share/test-timeout")
 prebuilt=
@@ -36,7 +52,7 @@ for bin in "$share"/bin/*.test; do
 	# (docs/deploy.md): the runtime makes its cgroups below its own.
 	systemd-run --quiet --wait --pipe --collect --unit="jetlet-test-$name" -p Delegate=yes \
 		${prebuilt:+--setenv=JETLET_GOBUILD_DIR="$prebuilt"} \
-		--setenv=JETLET_VM_BOOT="$boot" --setenv=JETLET_VM_SHARE="$share" \
+		--setenv=JETLET_VM_BOOT="$boot" --setenv=JETLET_VM_SHARE="$share" "${setenv[@]}" \
 		--working-directory="$dir" -- "$bin" -test.v=test2json -test.count=1 -test.timeout="$timeout" \
 		${filter:+-test.run "$filter"} </dev/null >"$share/out/$name.log" 2>&1
 	status=$?

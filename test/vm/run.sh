@@ -32,7 +32,10 @@
 # (the main packages built for test/gobuild and test/vm/vmguest when a
 # package uses either, default ./cmd/jetlet-shim), JETLET_VM_BOOTS (most
 # boots, default 4), JETLET_VM_KEEP=1 (keep the shared directory, for its
-# logs).
+# logs), JETLET_VM_SETUP (a directory copied into the guest whose setup.sh
+# runs as root at each boot before the tests, with the share as its
+# argument; each NAME=value line it writes to out/setup.env is in the
+# tests' environment).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -98,6 +101,10 @@ if go list -tags jetlet_vm -deps -test "${pkgs[@]}" | grep -E -x 'github.com/jet
 fi
 echo "== guest: go test -c of ${pkgs[*]} in $((SECONDS - t))s"
 cp "$here/guest.sh" "$share/guest.sh"
+# What the tests need running first (a containerd: test/e2e/containerd/vm.sh).
+if [ -n "${JETLET_VM_SETUP:-}" ]; then
+	cp -r "$JETLET_VM_SETUP" "$share/setup"
+fi
 printf '%s\n' "${JETLET_VM_RUN:-}" >"$share/run-filter"
 printf '%s\n' "${JETLET_VM_TEST_TIMEOUT:-10m}" >"$share/test-timeout"
 # The allow-list's entries of the tests run (by package, and by

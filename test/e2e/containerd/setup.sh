@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # setup.sh: install and start a private containerd for jetlet's e2e tests.
 #
+# JETLET_CONTAINERD_SYSTEMD_CGROUP=true writes SystemdCgroup = true in the v2
+# flavour's config (vm.sh, for the guest).
+#
 # JETLET_CONTAINERD_FLAVOUR picks the containerd:
 #   debian  Debian's package (1.6 on Debian 12), config version 2 (default)
 #   v2      containerd $CONTAINERD_V2_VERSION built from the Go module proxy
@@ -57,6 +60,9 @@ FLAVOUR=${JETLET_CONTAINERD_FLAVOUR:-debian}
 CONTAINERD_V2_VERSION=v2.4.2
 CACHE=${JETLET_CONTAINERD_CACHE:-/var/cache/jetlet-ci}
 READY_TIMEOUT=${JETLET_CONTAINERD_READY_TIMEOUT:-60} # seconds
+# The v2 flavour's runc cgroup driver: true (systemd) for the guest, where
+# vm.sh moves the config; this host has no systemd.
+SYSTEMD_CGROUP=${JETLET_CONTAINERD_SYSTEMD_CGROUP:-false}
 
 log() { printf '== setup [%3ds]: %s\n' "$SECONDS" "$*"; }
 die() { printf '== setup: FAILED: %s\n' "$*" >&2; exit 1; }
@@ -320,7 +326,7 @@ $servers
 
       [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
         Root = "$WORK/runc"
-        SystemdCgroup = false
+        SystemdCgroup = $SYSTEMD_CGROUP
 
   [plugins."io.containerd.cri.v1.runtime".cni]
     bin_dirs = ["/usr/lib/cni"]
