@@ -14,7 +14,7 @@
 # jetlet and jetlet-shim prebuilt. JETLET_VM_RUN narrows the scenarios.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../.." && pwd)
+repo=$(cd "$here/../../.." && pwd)
 WORK=${JETLET_CONTAINERD_DIR:-/tmp/jetlet-containerd}
 export JETLET_CONTAINERD_DIR=$WORK
 start=$SECONDS

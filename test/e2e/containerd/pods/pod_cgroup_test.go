@@ -78,6 +78,7 @@ func TestPodRunsInItsPodCgroup(t *testing.T) {
 	if got := filepath.Dir(dir); !strings.HasSuffix(got, path) {
 		t.Fatalf("the container's cgroup is %s; want it under the pod cgroup %s", dir, path)
 	}
+	t.Logf("the container's cgroup: %s (v2: %v)", dir, v2)
 	// The pod cgroup's file: the container's cgroup's parent, in the
 	// controller's hierarchy.
 	read := func(controller, name string) string {
