@@ -41,7 +41,9 @@ func TestRuntimeDownAnswersFailedThenConverges(t *testing.T) {
 		defer stop()
 		jetlettest.RemoveAllPods(t, "unix://"+sock)
 	})
-	n := startNode(t, filepath.Join(dir, "jet"), "", "--runtime-endpoint", "unix://"+sock)
+	// The embedded runtime makes its own pod cgroups: none of kubelet's on
+	// this host's /kubepods, which nothing would remove after the test.
+	n := startNode(t, filepath.Join(dir, "jet"), "", "--runtime-endpoint", "unix://"+sock, "--cgroups-per-qos=false")
 
 	stop()
 	n.publish("late", podJSON("late", 1, "Always", "exec sleep 600"))

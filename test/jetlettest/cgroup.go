@@ -2,6 +2,7 @@ package jetlettest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -77,4 +78,37 @@ func readCgroupFile(t testing.TB, dir, v1name, v2name string, v2 bool) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(v))
+}
+
+// RemovePodCgroups removes what is left of kubelet's pod cgroup of pod uid in
+// the cgroupfs layout (/kubepods[/burstable|/besteffort]/pod<uid>, in every
+// hierarchy), which jetlet makes on a CRI runtime: a test that removes its
+// pods from the runtime behind jetlet's back, jetlet stopped, leaves none
+// behind. (The systemd driver's slices go with the guest they run in.)
+func RemovePodCgroups(t testing.TB, uid string) {
+	t.Helper()
+	for _, root := range cgroupRoots() {
+		for _, level := range []string{"kubepods", "kubepods/burstable", "kubepods/besteffort"} {
+			err := os.Remove(filepath.Join(root, level, "pod"+uid))
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				t.Logf("cleanup: pod cgroup of %s: %v", uid, err)
+			}
+		}
+	}
+}
+
+// cgroupRoots are the hierarchies' roots: the v2 one, or each v1 one (not
+// the links, as cpu to cpu,cpuacct).
+func cgroupRoots() []string {
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		return []string{"/sys/fs/cgroup"}
+	}
+	entries, _ := os.ReadDir("/sys/fs/cgroup")
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, filepath.Join("/sys/fs/cgroup", e.Name()))
+		}
+	}
+	return out
 }

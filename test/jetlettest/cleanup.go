@@ -76,6 +76,8 @@ func RemoveAllPods(t testing.TB, endpoint string) {
 		})
 		if err := client.RemovePodSandbox(ctx, sb.Id); err != nil {
 			t.Errorf("cleanup: remove sandbox %s: %v", sb.Id, err)
+			continue
 		}
+		RemovePodCgroups(t, sb.GetMetadata().GetUid())
 	}
 }

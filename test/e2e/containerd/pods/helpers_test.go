@@ -133,6 +133,10 @@ func (s *suite) sweep() {
 	for _, p := range left {
 		s.t.Logf("sweep: removed sandbox %s (%s/%s, %s)", p.Id, p.Metadata.GetNamespace(), p.Metadata.GetName(), p.State)
 	}
+	// And the pod cgroups jetlet made, where it had no time to.
+	for _, uid := range s.uids {
+		jetlettest.RemovePodCgroups(s.t, uid)
+	}
 }
 
 // removeRun stops and removes every sandbox of this run, behind jetlet's

@@ -54,19 +54,10 @@ func cgroupDirs(path string) []string {
 // the pod's limits (kubelet's ResourceConfigForPod and --pod-max-pids), and
 // which is gone once the pod is deleted.
 func TestPodRunsInItsPodCgroup(t *testing.T) {
-	var leftover string
-	t.Cleanup(func() { // after the sweep (registered before it): what a failure left
-		if leftover != "" {
-			for _, d := range cgroupDirs(leftover) {
-				_ = os.Remove(d)
-			}
-		}
-	})
 	s := newSuite(t)
 	n := s.startNode("--pod-max-pids", "321")
 	uid := s.uid("cgroup")
 	path := podCgroupPath(t, s, uid)
-	leftover = path
 	// Burstable (requests below limits): shares of 50m, a quota of 200m, a
 	// memory limit of 64Mi, every container having both limits.
 	st := n.applyRunning(uid, s.resizableJSON(uid, 1, "64Mi"))
@@ -123,5 +114,4 @@ func TestPodRunsInItsPodCgroup(t *testing.T) {
 		}
 		return true
 	})
-	leftover = ""
 }
