@@ -19,7 +19,6 @@ import (
 	"reflect"
 	"sync"
 
-	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/jetlet/jetlet/reconcile/admission"
@@ -58,7 +57,6 @@ type Config struct {
 	// DisableCPUQuota leaves pods without a CFS quota (kubelet's
 	// --cpu-cfs-quota=false).
 	DisableCPUQuota bool
-	Logger          zerolog.Logger
 }
 
 // backend makes cgroups with one driver.
@@ -135,9 +133,6 @@ func (m *Manager) Close() {
 		m.b.close()
 	}
 }
-
-// Driver is the driver in use.
-func (m *Manager) Driver() Driver { return m.cfg.Driver }
 
 // name is pod's cgroup.
 func (m *Manager) name(pod *corev1.Pod) Name {

@@ -30,7 +30,6 @@ func (a *agent) startPodCgroups(ctx context.Context, client *runtime.Client, n *
 		Driver:       driver,
 		PodPidsLimit: a.cfg.podMaxPids,
 		Allocatable:  nodestatus.Allocatable(n.capacity, a.cfg.nodeStatus.reserved...),
-		Logger:       log,
 	})
 	if err != nil {
 		return nil, err
