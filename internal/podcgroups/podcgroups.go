@@ -54,9 +54,6 @@ type Config struct {
 	// Allocatable limits kubepods: the node's capacity less what is
 	// reserved (kubelet's --enforce-node-allocatable=pods).
 	Allocatable corev1.ResourceList
-	// DisableCPUQuota leaves pods without a CFS quota (kubelet's
-	// --cpu-cfs-quota=false).
-	DisableCPUQuota bool
 }
 
 // backend makes cgroups with one driver.
@@ -158,7 +155,7 @@ func (m *Manager) Ensure(ctx context.Context, pod *corev1.Pod) error {
 		return err
 	}
 	qos := admission.PodQOS(pod)
-	res := podResources(pod, qos, !m.cfg.DisableCPUQuota, defaultCPUPeriod)
+	res := podResources(pod, qos, defaultCPUPeriod)
 	if m.cfg.PodPidsLimit > 0 {
 		res.PidsLimit = &m.cfg.PodPidsLimit
 	}

@@ -48,11 +48,11 @@ func milliCPUToQuota(m, period int64) int64 {
 }
 
 // podResources is kubelet's ResourceConfigForPod: CPU shares from the pod's
-// requests; a CPU quota (unless enforceQuota is off) and a memory limit from
+// requests; a CPU quota and a memory limit from
 // its limits, for a Burstable pod only when every container sets that limit;
 // BestEffort pods get the minimum shares only. Overhead counts, as kubelet's.
 // No huge pages and no memory QoS (kubelet's MemoryQoS gate, off).
-func podResources(pod *corev1.Pod, qos corev1.PodQOSClass, enforceQuota bool, period uint64) Resources {
+func podResources(pod *corev1.Pod, qos corev1.PodQOSClass, period uint64) Resources {
 	cpuLimited, memLimited := true, true
 	for i := range pod.Spec.Containers {
 		l := pod.Spec.Containers[i].Resources.Limits
@@ -66,9 +66,6 @@ func podResources(pod *corev1.Pod, qos corev1.PodQOSClass, enforceQuota bool, pe
 	limits := resource.PodLimits(pod, resource.PodResourcesOptions{})
 	shares := milliCPUToShares(cpuRequestMilli(pod))
 	quota := milliCPUToQuota(limits.Cpu().MilliValue(), int64(period))
-	if !enforceQuota {
-		quota = -1
-	}
 	memory := limits.Memory().Value()
 	switch qos {
 	case corev1.PodQOSGuaranteed:

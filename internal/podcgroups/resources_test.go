@@ -32,29 +32,26 @@ func TestPodResources(t *testing.T) {
 	guaranteed := corev1.ResourceRequirements{Requests: list("cpu", "2", "memory", "1Gi"), Limits: list("cpu", "2", "memory", "1Gi")}
 	cpuOnlyLimit := corev1.ResourceRequirements{Limits: list("cpu", "100m")}
 	for _, tc := range []struct {
-		name    string
-		pod     *corev1.Pod
-		qos     corev1.PodQOSClass
-		noQuota bool
-		want    Resources
+		name string
+		pod  *corev1.Pod
+		qos  corev1.PodQOSClass
+		want Resources
 	}{
-		{"best effort: minimum shares only", pod(corev1.ResourceRequirements{}), corev1.PodQOSBestEffort, false,
+		{"best effort: minimum shares only", pod(corev1.ResourceRequirements{}), corev1.PodQOSBestEffort,
 			Resources{CPUShares: u64(2)}},
-		{"guaranteed: shares, quota, memory", pod(guaranteed), corev1.PodQOSGuaranteed, false,
+		{"guaranteed: shares, quota, memory", pod(guaranteed), corev1.PodQOSGuaranteed,
 			Resources{CPUShares: u64(2048), CPUQuota: i64(200000), CPUPeriod: u64(100000), Memory: i64(1 << 30)}},
-		{"guaranteed without quota", pod(guaranteed), corev1.PodQOSGuaranteed, true,
-			Resources{CPUShares: u64(2048), CPUQuota: i64(-1), CPUPeriod: u64(100000), Memory: i64(1 << 30)}},
-		{"burstable, every container limited", pod(both, both), corev1.PodQOSBurstable, false,
+		{"burstable, every container limited", pod(both, both), corev1.PodQOSBurstable,
 			Resources{CPUShares: u64(1024), CPUQuota: i64(200000), CPUPeriod: u64(100000), Memory: i64(256 << 20)}},
-		{"burstable, one container unlimited: shares only", pod(both, reqOnly), corev1.PodQOSBurstable, false,
+		{"burstable, one container unlimited: shares only", pod(both, reqOnly), corev1.PodQOSBurstable,
 			Resources{CPUShares: u64(768)}},
-		{"burstable, cpu limit only (no request: minimum shares): quota, no memory", pod(cpuOnlyLimit), corev1.PodQOSBurstable, false,
+		{"burstable, cpu limit only (no request: minimum shares): quota, no memory", pod(cpuOnlyLimit), corev1.PodQOSBurstable,
 			Resources{CPUShares: u64(2), CPUQuota: i64(10000), CPUPeriod: u64(100000)}},
-		{"a tiny limit gets kubelet's 1 ms quota", pod(corev1.ResourceRequirements{Limits: list("cpu", "1m")}), corev1.PodQOSBurstable, false,
+		{"a tiny limit gets kubelet's 1 ms quota", pod(corev1.ResourceRequirements{Limits: list("cpu", "1m")}), corev1.PodQOSBurstable,
 			Resources{CPUShares: u64(2), CPUQuota: i64(1000), CPUPeriod: u64(100000)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := podResources(tc.pod, tc.qos, !tc.noQuota, defaultCPUPeriod)
+			got := podResources(tc.pod, tc.qos, defaultCPUPeriod)
 			if s := diff(got, tc.want); s != "" {
 				t.Error(s)
 			}
@@ -65,7 +62,7 @@ func TestPodResources(t *testing.T) {
 func TestPodResourcesCountOverhead(t *testing.T) {
 	p := pod(corev1.ResourceRequirements{Requests: list("cpu", "1", "memory", "1Gi"), Limits: list("cpu", "1", "memory", "1Gi")})
 	p.Spec.Overhead = list("cpu", "250m", "memory", "64Mi")
-	got := podResources(p, corev1.PodQOSGuaranteed, true, defaultCPUPeriod)
+	got := podResources(p, corev1.PodQOSGuaranteed, defaultCPUPeriod)
 	want := Resources{CPUShares: u64(1280), CPUQuota: i64(125000), CPUPeriod: u64(100000), Memory: i64(1<<30 + 64<<20)}
 	if s := diff(got, want); s != "" {
 		t.Error(s)
