@@ -64,8 +64,23 @@ func TestGracefulNodeShutdown(t *testing.T) {
 	poll.Until(t, 60*time.Second, func() string { return fmt.Sprintf("the lock released; held by %q", l.Held()) }, func() bool {
 		return len(l.Held()) == 0
 	})
-	// Stored before the lock was released: read once, not waited for.
+	// Stored before the lock was released (NATS's clock is this host's).
+	released := l.Released()
+	events, err := n.js.Stream(t.Context(), schemas.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, uid := range []string{"web", "critical"} {
+		if e, err := n.statusKV.Get(t.Context(), n.name+"."+uid); err != nil {
+			t.Error(err)
+		} else if e.Created().After(released) {
+			t.Errorf("%s's status stored at %v, after the lock was released at %v", uid, e.Created(), released)
+		}
+		if last, err := events.GetLastMsgForSubject(t.Context(), "jetlet.event."+n.name+"."+uid+".>"); err != nil {
+			t.Error(err)
+		} else if last.Time.After(released) {
+			t.Errorf("%s's last event (%s) stored at %v, after the lock was released at %v", uid, last.Subject, last.Time, released)
+		}
 		st, ok := n.status(uid)
 		if !ok || st.Phase != schemas.PhaseFailed || st.Reason != "Terminated" ||
 			st.Message != "Pod was terminated in response to imminent node shutdown." {

@@ -53,10 +53,14 @@ type Logind struct {
 }
 
 // lock is one inhibitor lock: the pipe whose write end the caller got.
+// Once the caller is seen holding it, this logind closes its own copy of
+// that end, and a read of the other end ends the moment the caller closes
+// its copy: the release, exactly (guarded by Logind.mu but r).
 type lock struct {
 	What, Who, Why, Mode string
-	r, w                 *os.File
+	r, w                 *os.File // w: nil once closed here
 	ino                  uint64
+	released             time.Time
 }
 
 // Start runs a dbus-daemon in a directory of the test's and a logind on it
@@ -97,7 +101,9 @@ func Start(t testing.TB, delay time.Duration) *Logind {
 		defer l.mu.Unlock()
 		for _, k := range l.locks {
 			k.r.Close()
-			k.w.Close()
+			if k.w != nil {
+				k.w.Close()
+			}
 		}
 	})
 	for _, name := range []string{"org.freedesktop.login1", "org.freedesktop.systemd1"} {
@@ -135,18 +141,45 @@ func (l *Logind) PrepareForShutdown(t testing.TB, down bool) {
 	}
 }
 
-// Held is the delay locks of shutdown held now (their pipes open in a
-// process besides this logind's ends), and who holds them.
+// Held is the delay locks of shutdown held now, and who holds them.
 func (l *Logind) Held() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var held []string
 	for _, k := range l.locks {
-		if k.What == "shutdown" && k.Mode == "delay" && openElsewhere(k) {
+		if k.w != nil && openElsewhere(k) {
+			// The caller has its end: from now on the pipe tells when it
+			// lets go.
+			k.w.Close()
+			k.w = nil
+			go l.waitRelease(k)
+		}
+		if k.What == "shutdown" && k.Mode == "delay" && k.w == nil && k.released.IsZero() {
 			held = append(held, k.Who)
 		}
 	}
 	return held
+}
+
+// Released is when the last lock released was, by its holder's close.
+func (l *Logind) Released() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var last time.Time
+	for _, k := range l.locks {
+		if k.released.After(last) {
+			last = k.released
+		}
+	}
+	return last
+}
+
+func (l *Logind) waitRelease(k *lock) {
+	var b [1]byte
+	k.r.Read(b[:]) // EOF once no write end is open
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k.released = time.Now()
 }
 
 // Taken is how many locks were asked for in all.
@@ -205,7 +238,7 @@ func (l *Logind) killUnit(unit, who string, signal int32) *dbus.Error {
 }
 
 // openElsewhere reports whether a file descriptor other than this logind's
-// two refers to k's pipe, in any process.
+// two refers to k's pipe, in any process; the caller holds l.mu.
 func openElsewhere(k *lock) bool {
 	want := fmt.Sprintf("pipe:[%d]", k.ino)
 	self := os.Getpid()
