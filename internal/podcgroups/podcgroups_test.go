@@ -3,6 +3,7 @@ package podcgroups
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -148,5 +149,23 @@ func TestNewRefusesABadConfig(t *testing.T) {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("New(%+v): no error", cfg)
 		}
+	}
+}
+
+// The pod workers ensure pods' cgroups at once: the burstable level ends
+// with every pod's share.
+func TestManagerEnsuresConcurrently(t *testing.T) {
+	m, b := newTestManager(t)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			if err := m.Ensure(context.Background(), burstablePod(fmt.Sprint("p", i), "125m")); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := b.shares("/kubepods/burstable"); got != 1024 {
+		t.Errorf("burstable shares of 8 pods of 125m = %d, want 1024", got)
 	}
 }
