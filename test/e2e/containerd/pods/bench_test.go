@@ -72,6 +72,7 @@ func benchCRI(b *testing.B, pods int) {
 	s := newSuite(b)
 	logRoot := shortDir(b)
 	ctx := context.Background()
+	parent := s.directCgroupParent(b)
 	startPod := func(i int) time.Duration {
 		name := fmt.Sprintf("cri-%03d-%s", i, s.runID)
 		sb := &runtimeapi.PodSandboxConfig{
@@ -79,6 +80,7 @@ func benchCRI(b *testing.B, pods int) {
 			LogDirectory: filepath.Join(logRoot, name),
 			Labels:       map[string]string{runLabel: s.runID, labelPodUID: name},
 			Linux: &runtimeapi.LinuxPodSandboxConfig{
+				CgroupParent: parent,
 				SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
 					NamespaceOptions: &runtimeapi.NamespaceOption{
 						Network: runtimeapi.NamespaceMode_NODE,

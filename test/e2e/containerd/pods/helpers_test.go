@@ -26,6 +26,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/runtime"
+	"github.com/jetlet/jetlet/runtime/crierr"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/poll"
@@ -158,6 +159,29 @@ func (s *suite) removeRun(timeout time.Duration) []*runtimeapi.PodSandbox {
 		}
 	}
 	return pods
+}
+
+// systemdDriver reports whether the runtime's cgroup driver is systemd, as
+// its RuntimeConfig says (containerd 1.6 has none: cgroupfs, jetlet's
+// --cgroup-driver default).
+func (s *suite) systemdDriver(t testing.TB) bool {
+	t.Helper()
+	resp, err := s.cri.RuntimeConfig(context.Background())
+	if err != nil && !errors.Is(err, crierr.ErrUnimplemented) {
+		t.Fatal(err)
+	}
+	// SYSTEMD is the enum's zero: an answer without its Linux part says none.
+	return resp.GetLinux() != nil && resp.GetLinux().GetCgroupDriver() == runtimeapi.CgroupDriver_SYSTEMD
+}
+
+// directCgroupParent is the cgroup_parent of a sandbox a test makes through
+// the CRI itself: none with cgroupfs (containerd's /k8s.io/<id>); with the
+// systemd driver a slice, which runc then requires.
+func (s *suite) directCgroupParent(t testing.TB) string {
+	if s.systemdDriver(t) {
+		return "system.slice"
+	}
+	return ""
 }
 
 // node is a `jetlet run` against the runtime and a connection to its

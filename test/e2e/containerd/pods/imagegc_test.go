@@ -91,7 +91,7 @@ func TestImageGarbageCollectionOnContainerd(t *testing.T) {
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: "imagegc-" + s.runID, Uid: s.uid("imagegc"), Namespace: "default"},
 		Labels:       map[string]string{runLabel: s.runID},
 		LogDirectory: shortDir(t),
-		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+		Linux: &runtimeapi.LinuxPodSandboxConfig{CgroupParent: s.directCgroupParent(t), SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
 			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE},
 		}},
 	}

@@ -2,32 +2,22 @@ package containerd_test
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/jetlet/jetlet/runtime/crierr"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/poll"
 )
 
 // podCgroupPath is where kubelet's (and jetlet's) cgroup of the Burstable
-// pod uid is, below the hierarchy's root, with the runtime's cgroup driver:
-// what RuntimeConfig says, else cgroupfs (jetlet's --cgroup-driver default;
-// containerd 1.6 has no RuntimeConfig).
+// pod uid is, below the hierarchy's root, with the runtime's cgroup driver.
 func podCgroupPath(t *testing.T, s *suite, uid string) string {
 	t.Helper()
-	resp, err := s.cri.RuntimeConfig(context.Background())
-	if err != nil && !errors.Is(err, crierr.ErrUnimplemented) {
-		t.Fatal(err)
-	}
-	if resp.GetLinux() != nil && resp.GetLinux().GetCgroupDriver() == runtimeapi.CgroupDriver_SYSTEMD { // SYSTEMD is the enum's zero
+	if s.systemdDriver(t) {
 		u := strings.ReplaceAll(uid, "-", "_")
 		return "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + u + ".slice"
 	}
