@@ -21,7 +21,7 @@ import (
 // admittingWorkers are Workers over m admitting against a node of 1Gi of
 // memory and maxPods pods, with the relist their syncs read running until
 // the test ends; their statuses go to the log returned.
-func admittingWorkers(t *testing.T, m *scriptedManager, maxPods int64) (*Workers, *statusLog) {
+func admittingWorkers(t testing.TB, m *scriptedManager, maxPods int64) (*Workers, *statusLog) {
 	t.Helper()
 	relister, err := pleg.New(m, discard{}, pleg.Config{Node: "n1", Period: time.Second, Logger: zerolog.Nop()})
 	if err != nil {

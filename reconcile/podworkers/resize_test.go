@@ -10,6 +10,8 @@ import (
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/poll"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // eventLog keeps the events emitted.
@@ -119,11 +121,13 @@ func TestResizeIsAdmittedDeferredOrInfeasible(t *testing.T) {
 type checkpoints struct {
 	mu     sync.Mutex
 	allocs map[string]map[string]corev1.ResourceRequirements
+	stores int // records written: a disk write each in jetlet
 }
 
 func (c *checkpoints) StoreAllocation(pod *corev1.Pod) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.stores++
 	alloc := map[string]corev1.ResourceRequirements{}
 	for _, ct := range pod.Spec.Containers {
 		alloc[ct.Name] = ct.Resources
@@ -176,5 +180,67 @@ func TestAnInfeasibleResizeStaysPendingAcrossARestart(t *testing.T) {
 	m.mu.Unlock()
 	if c := pendingOf(rep.Status); c == nil || c.Reason != "Infeasible" || synced != "200Mi" {
 		t.Fatalf("after a restart: pending %+v, synced %s; want Infeasible, the allocated 200Mi", c, synced)
+	}
+}
+
+// An intent that changes no resources (every no-op intent decodes to a new
+// pod value) records no allocation: only the first sync and a resize the
+// node takes write one.
+func TestOnlyAChangedAllocationIsRecorded(t *testing.T) {
+	m := &scriptedManager{running: map[string]bool{}}
+	store := &checkpoints{allocs: map[string]map[string]corev1.ResourceRequirements{}}
+	w, _ := admittingWorkers(t, m, 110)
+	w.cfg.Allocations = store
+	if err := w.Start(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	stores := func() int {
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		return store.stores
+	}
+	for seq, memory := range []string{"200Mi", "200Mi", "200Mi", "300Mi", "300Mi"} {
+		if rep := w.Sync(t.Context(), applyOf("a", uint64(seq+1), memory)); rep.Err != nil || rep.Refused != nil {
+			t.Fatalf("intent %d: %+v", seq+1, rep)
+		}
+		m.mu.Lock()
+		m.running["a"] = true
+		m.mu.Unlock()
+	}
+	if got := stores(); got != 2 {
+		t.Errorf("%d allocations recorded for 5 intents, want 2: the first and the resize", got)
+	}
+	store.mu.Lock()
+	got := store.allocs["a"]["app"].Requests[corev1.ResourceMemory]
+	store.mu.Unlock()
+	if got.String() != "300Mi" {
+		t.Errorf("recorded %s, want the resize's 300Mi", got.String())
+	}
+}
+
+// sameResources says what equality.Semantic.DeepEqual says of two
+// containers' resources.
+func TestSameResourcesIsSemanticEquality(t *testing.T) {
+	q := resource.MustParse
+	rows := []struct {
+		name string
+		a, b corev1.ResourceRequirements
+	}{
+		{"both empty", corev1.ResourceRequirements{}, corev1.ResourceRequirements{}},
+		{"nil and empty lists", corev1.ResourceRequirements{Limits: corev1.ResourceList{}}, corev1.ResourceRequirements{}},
+		{"equal by value", corev1.ResourceRequirements{Requests: corev1.ResourceList{"memory": q("1Gi")}},
+			corev1.ResourceRequirements{Requests: corev1.ResourceList{"memory": q("1024Mi")}}},
+		{"another amount", corev1.ResourceRequirements{Requests: corev1.ResourceList{"memory": q("1Gi")}},
+			corev1.ResourceRequirements{Requests: corev1.ResourceList{"memory": q("1G")}}},
+		{"request or limit", corev1.ResourceRequirements{Requests: corev1.ResourceList{"cpu": q("1")}},
+			corev1.ResourceRequirements{Limits: corev1.ResourceList{"cpu": q("1")}}},
+		{"another resource", corev1.ResourceRequirements{Limits: corev1.ResourceList{"cpu": q("1")}},
+			corev1.ResourceRequirements{Limits: corev1.ResourceList{"memory": q("1")}}},
+		{"claims", corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}}, corev1.ResourceRequirements{}},
+	}
+	for _, row := range rows {
+		if got, want := sameResources(row.a, row.b), equality.Semantic.DeepEqual(row.a, row.b); got != want {
+			t.Errorf("%s: sameResources %v, Semantic.DeepEqual %v", row.name, got, want)
+		}
 	}
 }
