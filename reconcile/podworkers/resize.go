@@ -3,13 +3,11 @@ package podworkers
 import (
 	"context"
 	"encoding/json"
-	"maps"
 	"slices"
 	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/jetlet/jetlet/reconcile/admission"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
@@ -73,7 +71,7 @@ func (w *Workers) allocateLocked(p *pod) []schemas.LifecycleEvent {
 	v := admission.Verdict{Admit: true}
 	if w.cfg.Admission != nil {
 		node := w.cfg.Admission()
-		v = admission.AdmitResize(&node, want, slices.DeleteFunc(w.activeLocked(), func(o *corev1.Pod) bool { return o.UID == want.UID }))
+		v = admission.AdmitResize(&node, want, w.held)
 	}
 	if !v.Admit {
 		p.allocated = previous
@@ -122,20 +120,10 @@ func (w *Workers) checkpointAllocation(p *pod) {
 func sameAllocation(a, b *corev1.Pod) bool {
 	same := func(x, y []corev1.Container) bool {
 		return slices.EqualFunc(x, y, func(c, d corev1.Container) bool {
-			return c.Name == d.Name && sameResources(c.Resources, d.Resources)
+			return c.Name == d.Name && admission.SameResources(c.Resources, d.Resources)
 		})
 	}
 	return same(a.Spec.InitContainers, b.Spec.InitContainers) && same(a.Spec.Containers, b.Spec.Containers)
-}
-
-// sameResources is equality.Semantic.DeepEqual of two containers'
-// resources (quantities equal by value, a nil list an empty one) without
-// its reflection: it runs at every sync.
-func sameResources(a, b corev1.ResourceRequirements) bool {
-	sameList := func(x, y corev1.ResourceList) bool {
-		return maps.EqualFunc(x, y, func(p, q resource.Quantity) bool { return p.Cmp(q) == 0 })
-	}
-	return sameList(a.Limits, b.Limits) && sameList(a.Requests, b.Requests) && slices.Equal(a.Claims, b.Claims)
 }
 
 // loadAllocations reads the recorded allocations of the running pods, by
@@ -228,7 +216,7 @@ func withAllocation(want, allocated *corev1.Pod) *corev1.Pod {
 	} {
 		for i, c := range kind(want) {
 			j := slices.IndexFunc(kind(allocated), func(a corev1.Container) bool { return a.Name == c.Name })
-			if j < 0 || sameResources(c.Resources, kind(allocated)[j].Resources) {
+			if j < 0 || admission.SameResources(c.Resources, kind(allocated)[j].Resources) {
 				continue
 			}
 			if out == nil {

@@ -10,8 +10,6 @@ import (
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/poll"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // eventLog keeps the events emitted.
@@ -215,32 +213,5 @@ func TestOnlyAChangedAllocationIsRecorded(t *testing.T) {
 	store.mu.Unlock()
 	if got.String() != "300Mi" {
 		t.Errorf("recorded %s, want the resize's 300Mi", got.String())
-	}
-}
-
-// sameResources says what equality.Semantic.DeepEqual says of two
-// containers' resources.
-func TestSameResourcesIsSemanticEquality(t *testing.T) {
-	q := resource.MustParse
-	rows := []struct {
-		name string
-		a, b corev1.ResourceRequirements
-	}{
-		{"both empty", corev1.ResourceRequirements{}, corev1.ResourceRequirements{}},
-		{"nil and empty lists", corev1.ResourceRequirements{Limits: corev1.ResourceList{}}, corev1.ResourceRequirements{}},
-		{"equal by value", corev1.ResourceRequirements{Requests: corev1.ResourceList{"memory": q("1Gi")}},
-			corev1.ResourceRequirements{Requests: corev1.ResourceList{"memory": q("1024Mi")}}},
-		{"another amount", corev1.ResourceRequirements{Requests: corev1.ResourceList{"memory": q("1Gi")}},
-			corev1.ResourceRequirements{Requests: corev1.ResourceList{"memory": q("1G")}}},
-		{"request or limit", corev1.ResourceRequirements{Requests: corev1.ResourceList{"cpu": q("1")}},
-			corev1.ResourceRequirements{Limits: corev1.ResourceList{"cpu": q("1")}}},
-		{"another resource", corev1.ResourceRequirements{Limits: corev1.ResourceList{"cpu": q("1")}},
-			corev1.ResourceRequirements{Limits: corev1.ResourceList{"memory": q("1")}}},
-		{"claims", corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}}, corev1.ResourceRequirements{}},
-	}
-	for _, row := range rows {
-		if got, want := sameResources(row.a, row.b), equality.Semantic.DeepEqual(row.a, row.b); got != want {
-			t.Errorf("%s: sameResources %v, Semantic.DeepEqual %v", row.name, got, want)
-		}
 	}
 }
