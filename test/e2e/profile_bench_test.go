@@ -15,8 +15,9 @@ import (
 // The benchmarks that run jetlet measure it from outside; to see where its
 // time goes, JETLET_E2E_PROFILE=<dir> runs every node with --profiling and
 // lets a benchmark profile a load (profileLoad): a CPU profile over the
-// load's first JETLET_E2E_PROFILE_SECONDS (default 5), and the allocs, mutex
-// and block profiles before and after it (read with go tool pprof -base
+// load's first JETLET_E2E_PROFILE_SECONDS (default 5), every goroutine's
+// stack halfway through it, and the allocs, mutex and block profiles before
+// and after it (read with go tool pprof -base
 // <name>-allocs-before.pb.gz <name>-allocs-after.pb.gz). Without it, a load
 // still reports what it cost jetlet per intent in counts that do not depend
 // on how busy the machine is (loadCost).
@@ -66,11 +67,19 @@ func profileLoad(b *testing.B, n *node, name string) (end func()) {
 		defer close(cpu)
 		save(fmt.Sprintf("profile?seconds=%d", seconds), name+"-cpu.pb.gz")
 	}()
+	// Where every goroutine waits, halfway through the CPU profile's window:
+	// what serialises the load.
+	stacks := make(chan struct{})
+	time.AfterFunc(time.Duration(seconds)*time.Second/2, func() {
+		defer close(stacks)
+		save("goroutine?debug=1", name+"-goroutines.txt")
+	})
 	return func() {
 		for _, p := range []string{"allocs", "mutex", "block"} {
 			save(p, name+"-"+p+"-after.pb.gz")
 		}
 		<-cpu
+		<-stacks
 		b.Logf("profiles of %s in %s", name, dir)
 	}
 }
