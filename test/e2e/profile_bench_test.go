@@ -114,7 +114,8 @@ func costOf(b *testing.B, n *node) loadCost {
 	return loadCost{cpu: self, mallocs: metric(b, n, "go_memstats_mallocs_total"), rwCalls: calls}
 }
 
-// report reports what the load since c cost per intent, count intents.
+// report reports what the load since c cost per intent (or pod), count of
+// them.
 func (c loadCost) report(b *testing.B, n *node, count int) {
 	b.Helper()
 	now := costOf(b, n)
