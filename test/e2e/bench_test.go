@@ -251,7 +251,7 @@ func benchNoOp(b *testing.B, rate int, env []string) {
 		"jetlet.result.n1.>", intentSeqOf)
 	b.StopTimer()
 	end()
-	cost.report(b, n, b.N)
+	cost.report(b, n, b.N, "intent")
 	report(b, jet, bare)
 }
 

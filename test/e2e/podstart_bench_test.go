@@ -108,7 +108,7 @@ func benchPodStart(b *testing.B, hostNetwork bool, extra []string) {
 	}
 	b.StopTimer()
 	end()
-	cost.report(b, n, b.N)
+	cost.report(b, n, b.N, "pod")
 
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")

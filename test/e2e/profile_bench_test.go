@@ -114,12 +114,12 @@ func costOf(b *testing.B, n *node) loadCost {
 	return loadCost{cpu: self, mallocs: metric(b, n, "go_memstats_mallocs_total"), rwCalls: calls}
 }
 
-// report reports what the load since c cost per intent (or pod), count of
-// them.
-func (c loadCost) report(b *testing.B, n *node, count int) {
+// report reports what the load since c cost per unit (an intent, a pod),
+// count of them.
+func (c loadCost) report(b *testing.B, n *node, count int, unit string) {
 	b.Helper()
 	now := costOf(b, n)
-	b.ReportMetric(float64((now.cpu-c.cpu).Microseconds())/float64(count), "jetlet-cpu-µs/intent")
-	b.ReportMetric((now.mallocs-c.mallocs)/float64(count), "jetlet-allocs/intent")
-	b.ReportMetric(float64(now.rwCalls-c.rwCalls)/float64(count), "jetlet-rw-syscalls/intent")
+	b.ReportMetric(float64((now.cpu-c.cpu).Microseconds())/float64(count), "jetlet-cpu-µs/"+unit)
+	b.ReportMetric((now.mallocs-c.mallocs)/float64(count), "jetlet-allocs/"+unit)
+	b.ReportMetric(float64(now.rwCalls-c.rwCalls)/float64(count), "jetlet-rw-syscalls/"+unit)
 }
