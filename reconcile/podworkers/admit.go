@@ -40,11 +40,15 @@ func (p *pod) active() bool {
 
 // holdLocked brings w.held in step with p, after a change of what p.active
 // reads or of p's allocation: what admission decides against is kept as
-// pods change, not summed anew for each decision. The caller holds w.mu.
+// pods change, not summed anew for each decision. A pod no longer in
+// w.pods was unset as it left, and its UID may be another's now. The caller
+// holds w.mu.
 func (w *Workers) holdLocked(p *pod) {
-	if w.pods[p.uid] == p && p.active() {
+	switch {
+	case w.pods[p.uid] != p:
+	case p.active():
 		w.held.Set(p.allocatedPod())
-	} else {
+	default:
 		w.held.Unset(types.UID(p.uid))
 	}
 }
