@@ -17,10 +17,10 @@ func Write(path string, data []byte, perm os.FileMode) error {
 
 // Replace is Write without its two fsyncs: a reader still sees the old
 // content or the new one, but after a crash the file may hold either, or
-// nothing. It is for a file
-// made anew before each use (a pod's managed /etc/hosts, written at every
-// container creation, as kubelet writes it without a sync), where the syncs
-// cost a start time and buy nothing.
+// nothing. It is for a file made anew before each use (a pod's managed
+// /etc/hosts, written at every container creation, as kubelet writes it
+// without a sync; a sandbox's hostname, hosts and resolv.conf, as
+// containerd's), where the syncs cost a pod's start and buy nothing.
 func Replace(path string, data []byte, perm os.FileMode) error {
 	return write(path, data, perm, false)
 }
