@@ -88,11 +88,11 @@ mkdir -p "$share/bin" "$share/out" "$share/run-filter"
 t=$SECONDS
 names=()
 for pkg in "${pkgs[@]}"; do
-	name=$(go list "$pkg" | tr / _)
+	name=$(go list -tags jetlet_vm "$pkg" | tr / _)
 	CGO_ENABLED=0 go test -c -tags jetlet_vm -o "$share/bin/$name.test" "$pkg"
 	# go test runs a test in its package's directory: its testdata too.
 	mkdir -p "$share/pkg/$name"
-	dir=$(go list -f '{{.Dir}}' "$pkg")
+	dir=$(go list -tags jetlet_vm -f '{{.Dir}}' "$pkg")
 	[ ! -d "$dir/testdata" ] || cp -r "$dir/testdata" "$share/pkg/$name/"
 	printf '%s\n' "${filters[${#names[@]}]}" >"$share/run-filter/$name"
 	names+=("$name")
@@ -116,7 +116,7 @@ printf '%s\n' "${JETLET_VM_TEST_TIMEOUT:-10m}" >"$share/test-timeout"
 skips=$share/skips.allowed
 for i in "${!pkgs[@]}"; do
 	filter=${filters[$i]}
-	rel=$(go list "${pkgs[$i]}")
+	rel=$(go list -tags jetlet_vm "${pkgs[$i]}")
 	rel=${rel#github.com/jetlet/jetlet/}
 	grep -E "^$rel " "$here/skips.allowed" | while read -r _ test _; do
 		if [ -z "$filter" ] || grep -qE -- "$filter" <<<"${test%%/*}"; then
@@ -164,7 +164,7 @@ echo "== guest: $(cat "$share/out/uptime")"
 # The guest's test2json streams, as go test -json, judged as CI's main stage.
 go build -o "$share/gotestcheck" ./test/gotestcheck
 for i in "${!names[@]}"; do
-	pkg=$(go list "${pkgs[$i]}")
+	pkg=$(go list -tags jetlet_vm "${pkgs[$i]}")
 	go tool test2json -p "$pkg" -t <"$share/out/${names[$i]}.log"
 	if [ "$(cat "$share/out/${names[$i]}.rc")" != 0 ] && ! grep -q -- '^--- FAIL\|^FAIL' "$share/out/${names[$i]}.log"; then
 		# A binary that died without a FAIL line (a panic is one) still fails.
