@@ -33,9 +33,7 @@ const socket = "/var/lib/jetlet/cri.sock"
 // docs/deploy.md installs it (Delegate=yes: its pods' cgroups are made below
 // the unit's). As in the critest stage (run.sh, sandbox.sh) every image
 // critest pulls is served by testimages in the guest, skips.txt says which
-// specs are skipped and skipcheck judges the run. JETLET_VM_CRITEST_FOCUS,
-// when set, runs only the specs it matches (a ginkgo focus), as
-// JETLET_CRITEST_FOCUS does: the skip file is then not checked.
+// specs are skipped and skipcheck judges the run.
 func TestCritestAgainstJetletService(t *testing.T) {
 	dir := t.TempDir()
 	skipFile := filepath.Join(dir, "skips.txt")
@@ -94,10 +92,6 @@ func TestCritestAgainstJetletService(t *testing.T) {
 	skip := strings.TrimSpace(run(t, dir, skipcheck, append([]string{"plan"}, check...)...))
 	args := []string{"-runtime-endpoint", "unix://" + socket, "-image-endpoint", "unix://" + socket,
 		"-test-images-file", images, "-ginkgo.no-color", "-ginkgo.skip", skip, "-ginkgo.json-report", filepath.Join(dir, "report.json")}
-	focus := os.Getenv("JETLET_VM_CRITEST_FOCUS")
-	if focus != "" {
-		args = append(args, "-ginkgo.focus", focus)
-	}
 	c := exec.Command(critest, args...)
 	c.Dir = dir
 	out, critestErr := c.CombinedOutput()
@@ -105,10 +99,7 @@ func TestCritestAgainstJetletService(t *testing.T) {
 	t.Logf("critest exited %v; its last lines:\n%s", critestErr, strings.Join(lines[max(0, len(lines)-6):], "\n"))
 	verdict, err := exec.Command(skipcheck, append([]string{"check", "-report", filepath.Join(dir, "report.json")}, check...)...).CombinedOutput()
 	t.Logf("skipcheck:\n%s", verdict)
-	switch {
-	case focus != "" && critestErr != nil:
-		t.Errorf("critest -ginkgo.focus %q: %v", focus, critestErr)
-	case focus == "" && err != nil:
+	if err != nil {
 		t.Errorf("skipcheck: %v (critest: %v)", err, critestErr)
 	}
 	if t.Failed() {
