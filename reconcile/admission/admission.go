@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/jetlet/jetlet/reconcile/eviction"
+	"github.com/jetlet/jetlet/reconcile/nodeshutdown"
 )
 
 // The reasons of a refusal, kubelet's words (a refusal for want of a
@@ -19,6 +20,9 @@ const (
 	// ReasonEvicted is the eviction manager's: the node is under pressure.
 	ReasonEvicted           = eviction.Reason
 	ReasonNodeUnschedulable = "NodeUnschedulable"
+	// ReasonNodeShutdown is the node shutdown manager's: the host is
+	// shutting down.
+	ReasonNodeShutdown = nodeshutdown.NotAdmittedReason
 )
 
 // Node is what admission knows of the node at the moment of the decision.
@@ -28,6 +32,8 @@ type Node struct {
 	Taints []corev1.Taint
 	// Unschedulable is a cordoned node's (CONTRACT section 14).
 	Unschedulable bool
+	// ShuttingDown: the host is shutting down (the node shutdown manager).
+	ShuttingDown bool
 	// Allocatable is what pods may request in all: cpu, memory,
 	// ephemeral-storage, hugepages-*, pods, extended resources. A resource
 	// it lacks has none to give.
@@ -66,6 +72,7 @@ var checks = []check{
 	checkPodCount,
 	checkNodePressure,
 	checkCordon,
+	checkNodeShutdown,
 }
 
 // Admit decides whether pod may start on node, given the pods already

@@ -124,6 +124,7 @@ func TestAdmitOrder(t *testing.T) {
 			node.Conditions = []corev1.NodeConditionType{corev1.NodeDiskPressure}
 		}},
 		{ReasonNodeUnschedulable, func(node *Node, _ *corev1.Pod, _ *[]*corev1.Pod) { node.Unschedulable = true }},
+		{ReasonNodeShutdown, func(node *Node, _ *corev1.Pod, _ *[]*corev1.Pod) { node.ShuttingDown = true }},
 	}
 	for i, earlier := range failures {
 		for _, later := range failures[i:] {

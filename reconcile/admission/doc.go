@@ -17,6 +17,7 @@
 //  7. pod count against allocatable pods     OutOfpods
 //  8. node pressure                          Evicted
 //  9. cordon                                 NodeUnschedulable
+//  10. the host shutting down                NodeShutdown
 //
 // The package does no I/O and keeps no state: the caller serialises
 // admissions (one lock over the decision and the record of the pod admitted),

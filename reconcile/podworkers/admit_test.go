@@ -193,6 +193,33 @@ func TestAnEvictedPodIsKilledAndStaysFailed(t *testing.T) {
 	}
 }
 
+// A pod ended for the node's shutdown is killed and Failed with the
+// shutdown's reason and message, as an evicted one, but an intent coming
+// while the node goes down does not start it again.
+func TestAPodEndedForShutdownStaysEnded(t *testing.T) {
+	m := &scriptedManager{running: map[string]bool{"web": true}}
+	w, statuses := admittingWorkers(t, m, 110)
+	if err := w.Start(t.Context(), []Desired{applyOf("web", 1, "100Mi")}); err != nil {
+		t.Fatal(err)
+	}
+	const message = "Pod was terminated in response to imminent node shutdown."
+	if err := w.EndForShutdown(t.Context(), "web", 20, "Terminated", message); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.killed) != 1 || m.killed[0] != "KillEvicted web" {
+		t.Errorf("kills %v, want KillEvicted web", m.killed)
+	}
+	last := statuses.statuses[len(statuses.statuses)-1]
+	if last.Phase != schemas.PhaseFailed || last.Reason != "Terminated" || last.Message != message {
+		t.Errorf("status %+v: want Failed, Terminated, the message", last)
+	}
+	calls := len(m.calls)
+	rep := w.Sync(t.Context(), applyOf("web", 2, "100Mi"))
+	if len(m.calls) != calls || rep.Status == nil || rep.Status.Reason != "Terminated" {
+		t.Errorf("a new intent while the node goes down: %+v, SyncPod calls %d → %d; want it still ended", rep, calls, len(m.calls))
+	}
+}
+
 // A pod deleted after admission refused it is Terminated, as a deleted pod
 // is: its refusal does not stay in jetlet_status (and in `jetlet get pods`)
 // after the delete succeeded. A delete of a pod whose deletion finished

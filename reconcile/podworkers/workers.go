@@ -90,7 +90,7 @@ type PodSyncer interface {
 	KillPod(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, gracePeriodOverride *int64) kubecontainer.PodSyncResult
 	KillOrphan(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, gracePeriodOverride *int64) kubecontainer.PodSyncResult
 	KillPastDeadline(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus) kubecontainer.PodSyncResult
-	KillEvicted(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, message string, grace int64) kubecontainer.PodSyncResult
+	KillEvicted(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, reason, message string, grace int64) kubecontainer.PodSyncResult
 	GarbageCollect(ctx context.Context, pods kubecontainer.PodStateProvider) error
 	GarbageCollectPod(ctx context.Context, uid string, pods kubecontainer.PodStateProvider) error
 	ToAPIStatus(pod *corev1.Pod, status *kubecontainer.PodStatus) *schemas.PodStatus
@@ -265,8 +265,8 @@ type pod struct {
 	// restart of jetlet), else the first sync; deadline wakes the pod then.
 	startTime time.Time
 	deadline  *time.Timer
-	// evicted: the eviction manager ended the pod (evict.go); cleared by
-	// the next intent for it.
+	// evicted: the eviction manager or the node's shutdown ended the pod
+	// (evict.go); cleared by the next intent for it, but for a shutdown's.
 	evicted *eviction
 	// resizing: a resize was taken and its ResizeCompleted is not said yet.
 	resizing bool
@@ -565,7 +565,11 @@ func (w *Workers) Sync(ctx context.Context, want Desired) Report {
 	}
 	p.desired, p.orphan = &want, false
 	w.mu.Unlock()
-	p.evicted = nil // a new intent is a new start, as a new pod replacing an evicted one
+	if p.evicted == nil || !p.evicted.shutdown {
+		// A new intent is a new start, as a new pod replacing an evicted
+		// one; but not while the node goes down.
+		p.evicted = nil
+	}
 	p.span = trace.SpanContextFromContext(ctx)
 	return w.syncLocked(ctx, p)
 }
