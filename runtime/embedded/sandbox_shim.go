@@ -149,9 +149,18 @@ func writePodFiles(s *sandbox, spec *shim.PodSpec) error {
 }
 
 // mountPodShm mounts the pod's /dev/shm, a tmpfs its containers bind, as
-// containerd mounts a sandbox's on the host.
+// containerd mounts a sandbox's on the host. In a user namespace the pod's
+// root owns it (uid=, gid=), so that its containers bind it as it is: a
+// tmpfs cannot be idmapped before Linux 6.3.
 func mountPodShm(s *sandbox) error {
 	opts := fmt.Sprintf("mode=1777,size=%d", defaultShmSize)
+	userns, err := podUserns(s.config)
+	if err != nil {
+		return err
+	}
+	if userns != nil {
+		opts += fmt.Sprintf(",uid=%d,gid=%d", userns.GetUids()[0].GetHostId(), userns.GetGids()[0].GetHostId())
+	}
 	if err := unix.Mount("shm", filepath.Join(s.dir, "shm"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, opts); err != nil {
 		return fmt.Errorf("mount the pod's /dev/shm: %w", err)
 	}

@@ -22,13 +22,13 @@ if [ "$(stat -fc %T /sys/fs/cgroup)" != cgroup2fs ] || grep -q ' cgroup ' /proc/
 	echo "guest: not a pure cgroup v2 host" | tee -a "$share/out/uptime"
 	exit 1
 fi
-filter=$(cat "$share/run-filter")
 timeout=$(cat "$share/test-timeout")
 prebuilt=
 [ ! -d "$share/cmd" ] || prebuilt=$share/cmd
 for bin in "$share"/bin/*.test; do
 	name=$(basename "$bin" .test)
 	[ ! -f "$share/out/$name.rc" ] || continue
+	filter=$(cat "$share/run-filter/$name")
 	runs=$(($(cat "$share/out/$name.runs" 2>/dev/null || echo 0) + 1))
 	echo "$runs" >"$share/out/$name.runs"
 	# Its package's directory, as go test runs it (testdata, from the host).
