@@ -59,7 +59,7 @@ type Verdict struct {
 var admitted = Verdict{Admit: true}
 
 // check is one of admission's checks: admitted, or why not.
-type check func(node *Node, pod *corev1.Pod, active []*corev1.Pod) Verdict
+type check func(node *Node, pod *corev1.Pod, held *Held) Verdict
 
 // checks are run in CONTRACT section 12's order; the first refusal decides.
 var checks = []check{
@@ -75,11 +75,12 @@ var checks = []check{
 	checkNodeShutdown,
 }
 
-// Admit decides whether pod may start on node, given the pods already
-// admitted there and not terminal (active, which must not hold pod itself).
-func Admit(node *Node, pod *corev1.Pod, active []*corev1.Pod) Verdict {
+// Admit decides whether pod may start on node, given what the pods
+// already admitted there and not terminal hold (held; a part of pod itself
+// in it is left out).
+func Admit(node *Node, pod *corev1.Pod, held *Held) Verdict {
 	for _, c := range checks {
-		if v := c(node, pod, active); !v.Admit {
+		if v := c(node, pod, held); !v.Admit {
 			return v
 		}
 	}

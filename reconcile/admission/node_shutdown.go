@@ -8,7 +8,7 @@ import (
 
 // checkNodeShutdown refuses every new pod while the host shuts down, as
 // kubelet's node shutdown manager's Admit.
-func checkNodeShutdown(node *Node, _ *corev1.Pod, _ []*corev1.Pod) Verdict {
+func checkNodeShutdown(node *Node, _ *corev1.Pod, _ *Held) Verdict {
 	if !node.ShuttingDown {
 		return admitted
 	}

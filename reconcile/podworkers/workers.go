@@ -220,6 +220,9 @@ type Workers struct {
 
 	mu   sync.Mutex
 	pods map[string]*pod // guarded by mu
+	// held is what the active pods hold, for admission (holdLocked keeps
+	// it); guarded by mu.
+	held *admission.Held
 	// running: background syncs may start (Run saw Start and is not
 	// stopping); bgCtx is theirs. Both guarded by mu.
 	running bool
@@ -301,6 +304,7 @@ func New(mgr PodSyncer, cache *pleg.Relister, emit kubecontainer.Emitter, status
 		allocated: make(chan struct{}, 1),
 		sem:       make(chan struct{}, cfg.Workers),
 		pods:      map[string]*pod{},
+		held:      admission.NewHeld(),
 	}
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(podsCollector{w.PodCounts})
@@ -365,6 +369,7 @@ func (w *Workers) Start(ctx context.Context, desired []Desired) error {
 	}
 	for uid, p := range w.pods {
 		p.lastStatus = stored[uid]
+		w.holdLocked(p)
 	}
 	w.mu.Unlock()
 	// No sync of these pods runs before started is closed (and none after:
@@ -564,6 +569,7 @@ func (w *Workers) Sync(ctx context.Context, want Desired) Report {
 		w.allocationChanged()
 	}
 	p.desired, p.orphan = &want, false
+	w.holdLocked(p)
 	w.mu.Unlock()
 	if p.evicted == nil || !p.evicted.shutdown {
 		// A new intent is a new start, as a new pod replacing an evicted
@@ -603,6 +609,7 @@ func (w *Workers) syncLocked(ctx context.Context, p *pod) Report {
 	start := time.Now()
 	w.mu.Lock()
 	decided := w.allocateLocked(p)
+	w.holdLocked(p)
 	w.mu.Unlock()
 	w.checkpointAllocation(p)
 	w.emitAll(ctx, p, decided)
@@ -639,6 +646,7 @@ func (w *Workers) syncLocked(ctx context.Context, p *pod) Report {
 		w.mu.Lock()
 		if w.pods[p.uid] == p {
 			delete(w.pods, p.uid)
+			w.held.Unset(types.UID(p.uid))
 		}
 		w.wakeDeferredLocked()
 		w.mu.Unlock()
@@ -704,6 +712,7 @@ func (w *Workers) putStatus(p *pod, st *schemas.PodStatus) {
 	finished := isTerminal(st.Phase) && (p.lastStatus == nil || !isTerminal(p.lastStatus.Phase))
 	w.mu.Lock()
 	p.lastStatus = st
+	w.holdLocked(p)
 	w.mu.Unlock()
 	if finished && p.admitted {
 		w.allocationChanged()

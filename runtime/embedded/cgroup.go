@@ -27,15 +27,20 @@ const (
 )
 
 // setupCgroups detects the host's cgroups and makes the runtime's parent
-// cgroup; without them (not root, no delegation) pods run unlimited, which is
-// said once here.
-func (r *Runtime) setupCgroups() {
-	r.cgroups = cgroups.Setup(cgroupsDir)
+// cgroup; without them (not root, no controllers) pods run unlimited, which
+// is said once here. A v2 cgroup not delegated to the runtime is an error
+// (cgroups.ErrNotDelegated): its pods would fail later.
+func (r *Runtime) setupCgroups() error {
+	var err error
+	if r.cgroups, err = cgroups.Setup(cgroupsDir); err != nil {
+		return err
+	}
 	if ok, why := r.cgroups.Enabled(); !ok {
 		r.log.Warn().Str("reason", why).Msg("no cgroups: resource limits are not enforced, OOM kills are not reported and stats are empty")
-		return
+		return nil
 	}
 	r.log.Info().Stringer("cgroups", r.cgroups.Mode()).Msg("pods and containers get cgroups")
+	return nil
 }
 
 // cgroupsEnabled reports whether pods get cgroups and, when not, why.

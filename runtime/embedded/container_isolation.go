@@ -391,11 +391,11 @@ func containerMounts(cfg *runtimeapi.ContainerConfig, sb *runtimeapi.PodSandboxC
 	readonly := cfg.GetLinux().GetSecurityContext().GetReadonlyRootfs()
 	var pod []shim.Mount
 	if !mounted("/dev/shm") {
-		shm := filepath.Join(sandboxDir, "shm")
+		shm := shim.Mount{Source: filepath.Join(sandboxDir, "shm"), Destination: "/dev/shm", PodOwned: true}
 		if sb.GetLinux().GetSecurityContext().GetNamespaceOptions().GetIpc() == runtimeapi.NamespaceMode_NODE {
-			shm = "/dev/shm" // hostIPC: the host's
+			shm = shim.Mount{Source: "/dev/shm", Destination: "/dev/shm"} // hostIPC: the host's
 		}
-		pod = append(pod, shim.Mount{Source: shm, Destination: "/dev/shm"})
+		pod = append(pod, shm)
 	}
 	for _, f := range []string{"resolv.conf", "hostname", "hosts"} {
 		dst := "/etc/" + f

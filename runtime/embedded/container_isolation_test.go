@@ -189,7 +189,7 @@ func TestContainerIsolation(t *testing.T) {
 				iso.Mounts = []shim.Mount{
 					{Source: "/h/data", Destination: "/data", Propagation: "rshared"},
 					{Source: "/h/x", Destination: "/x", ReadOnly: true, Propagation: "rslave"},
-					{Source: filepath.Join(dir, "shm"), Destination: "/dev/shm"},
+					{Source: filepath.Join(dir, "shm"), Destination: "/dev/shm", PodOwned: true},
 					{Source: "/h/c", Destination: "/data/b/c", Propagation: "rprivate"},
 				}
 			},
@@ -268,7 +268,7 @@ func TestContainerIsolation(t *testing.T) {
 				Capabilities:  caps(shim.DefaultCapabilities()),
 				MaskedPaths:   defaultMaskedPaths,
 				ReadonlyPaths: defaultReadonlyPaths,
-				Mounts:        []shim.Mount{{Source: filepath.Join(sandboxDir, "shm"), Destination: "/dev/shm"}},
+				Mounts:        []shim.Mount{{Source: filepath.Join(sandboxDir, "shm"), Destination: "/dev/shm", PodOwned: true}},
 			}
 			wantUsr := &shim.User{Groups: []uint32{0}}
 			if tc.want != nil {

@@ -270,7 +270,9 @@ func (r *Runtime) Start(ctx context.Context, socketPath string) error {
 		r.log.Warn().Str("isolation", r.iso.level).Strs("missing", r.iso.missing).
 			Msg("pods are not fully isolated from this host")
 	}
-	r.setupCgroups()
+	if err := r.setupCgroups(); err != nil {
+		return fmt.Errorf("proc: %w", err)
+	}
 	r.hidden = hiddenHostPaths(r.cfg, hostConfigDir)
 	if r.isolated() && !r.cfg.HostPrograms {
 		r.store, err = images.Open(images.Options{

@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/internal/kernel"
 )
 
 // testUsernsBase is the first host id of the test pods' user namespace.
@@ -56,7 +58,8 @@ func requireUserns(t *testing.T, h *harness) {
 // it writes in its root is owned by that id on the host. Its image and its
 // volumes appear owned as on the host (idmapped mounts), and what it writes
 // in a volume is owned on the host by the uid it has in the pod, as
-// containerd does it. An exec joins the namespace.
+// containerd does it. Its /dev/shm, a tmpfs, is its root's on the host (a
+// tmpfs takes no idmap before Linux 6.3). An exec joins the namespace.
 func TestAPodInAUserNamespace(t *testing.T) {
 	h := newHarness(t)
 	requireUserns(t, h)
@@ -73,14 +76,14 @@ func TestAPodInAUserNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := containerConfig("c", nil, "sh", "-c",
-		`echo "uid $(id -u) image $(stat -c %u /etc/passwd) volume $(stat -c %u /data)"; touch /in-root; echo hi > /data/f; stat -c "wrote %u" /data/f; echo ready; exec sleep 1000`)
+		`echo "uid $(id -u) image $(stat -c %u /etc/passwd) volume $(stat -c %u /data) shm $(stat -c %u /dev/shm)"; touch /in-root /dev/shm/f; echo hi > /data/f; stat -c "wrote %u" /data/f; echo ready; exec sleep 1000`)
 	inPodUserns(cfg, sbCfg)
 	cfg.Mounts = []*runtimeapi.Mount{{HostPath: volume, ContainerPath: "/data"}}
 	id := h.create(sb, sbCfg, cfg)
 	h.startC(id)
 	lines := h.waitLog(filepath.Join(h.logs, "userns", "c.log"), "ready")
 	out := strings.Join(lines, "\n")
-	for _, want := range []string{"uid 0 image 0 volume 0", "wrote 0"} {
+	for _, want := range []string{"uid 0 image 0 volume 0 shm 0", "wrote 0"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the container printed\n%s\nwant %q", out, want)
 		}
@@ -101,6 +104,7 @@ func TestAPodInAUserNamespace(t *testing.T) {
 	for path, want := range map[string]uint32{
 		filepath.Join(h.rt.containerDir(id), "upper", "in-root"): testUsernsBase,
 		filepath.Join(volume, "f"):                               0,
+		filepath.Join(h.rt.sandboxDir(sb), "shm", "f"):           testUsernsBase,
 	} {
 		var st unix.Stat_t
 		if err := unix.Stat(path, &st); err != nil || st.Uid != want {
@@ -155,6 +159,38 @@ func TestUnmaskedProcInAUserNamespace(t *testing.T) {
 		if got != want {
 			t.Errorf("%s: /proc/keys is a %q, want %q", name, got, want)
 		}
+	}
+}
+
+// A volume on a tmpfs (a secret's, a Memory emptyDir's) is idmapped into a
+// pod's user namespace where the kernel can (Linux 6.3); before, its
+// container does not start, with a message that says why, as on containerd.
+func TestATmpfsVolumeInAUserNamespace(t *testing.T) {
+	h := newHarness(t)
+	requireUserns(t, h)
+	volume := filepath.Join(h.dir, "tmpfs")
+	if err := os.Mkdir(volume, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", volume, "tmpfs", 0, "mode=755"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(volume, unix.MNT_DETACH) })
+	sb, sbCfg := h.usernsPod("tmpfs", testUsernsBase)
+	cfg := containerConfig("c", nil, "sh", "-c", `echo "volume $(stat -c %u /data)"; exec sleep 1000`)
+	inPodUserns(cfg, sbCfg)
+	cfg.Mounts = []*runtimeapi.Mount{{HostPath: volume, ContainerPath: "/data"}}
+	id := h.create(sb, sbCfg, cfg)
+	_, err := h.rs.StartContainer(ctxT(t), &runtimeapi.StartContainerRequest{ContainerId: id})
+	if kernel.AtLeast(6, 3) {
+		if err != nil {
+			t.Fatalf("StartContainer on Linux %s: %v", kernel.Release(), err)
+		}
+		h.waitLog(filepath.Join(h.logs, "tmpfs", "c.log"), "volume 0")
+		return
+	}
+	if err == nil || !strings.Contains(err.Error(), volume+" is a tmpfs, which this kernel (Linux "+kernel.Release()+") cannot idmap") {
+		t.Errorf("StartContainer on Linux %s: %v, want it refused: a tmpfs it cannot idmap", kernel.Release(), err)
 	}
 }
 

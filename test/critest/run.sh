@@ -26,8 +26,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 cd "$repo"
 export PATH=/usr/local/go/bin:$PATH
-CRITEST_VERSION=v1.37.0
-cache=${JETLET_CRITEST_CACHE:-/var/cache/jetlet-ci}
 logs=${JETLET_CRITEST_LOGS:-/tmp/jetlet-critest-logs}
 limit=${JETLET_CRITEST_TIMEOUT:-15m}
 
@@ -65,16 +63,9 @@ finish() {
 }
 trap finish EXIT
 
-# 1. critest, built once per machine and version.
+# 1. critest, built once per machine and version (build.sh).
 t=$SECONDS
-critest=$cache/critest-$CRITEST_VERSION
-if [ ! -x "$critest" ]; then
-	echo "== building critest $CRITEST_VERSION (cached as $critest)"
-	mkdir -p "$cache"
-	src=$(cd "$WORK" && go mod download -json "sigs.k8s.io/cri-tools@$CRITEST_VERSION" | sed -nE 's/^\t"Dir": "(.*)",$/\1/p')
-	(cd "$src" && go test -c -o "$critest.tmp" ./cmd/critest)
-	mv "$critest.tmp" "$critest"
-fi
+critest=$(bash "$here/build.sh")
 cp "$critest" "$WORK/bin/critest"
 
 # 2. jetlet (and jetlet-shim once there is one), the skip-file checker, and

@@ -38,13 +38,13 @@ if [ -f "$share/setup/setup.sh" ]; then
 		[ -z "$line" ] || setenv+=("--setenv=$line")
 	done <"$share/out/setup.env"
 fi
-filter=$(cat "$share/run-filter")
 timeout=$(cat "$share/test-timeout")
 prebuilt=
 [ ! -d "$share/cmd" ] || prebuilt=$share/cmd
 for bin in "$share"/bin/*.test; do
 	name=$(basename "$bin" .test)
 	[ ! -f "$share/out/$name.rc" ] || continue
+	filter=$(cat "$share/run-filter/$name")
 	runs=$(($(cat "$share/out/$name.runs" 2>/dev/null || echo 0) + 1))
 	echo "$runs" >"$share/out/$name.runs"
 	# Its package's directory, as go test runs it (testdata, from the host).

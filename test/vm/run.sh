@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# run.sh [PKG...]: runs Go test packages as root in a qemu guest with
-# systemd as PID 1 and the unified cgroup hierarchy only (cgroup v2): a host
-# CI's own machine is not (cgroup v1 controllers, no systemd). Default
-# package: ./runtime/embedded/cgroups.
+# run.sh [PKG[=REGEXP]...]: runs Go test packages as root in a qemu guest
+# with systemd as PID 1 and the unified cgroup hierarchy only (cgroup v2): a
+# host CI's own machine is not (cgroup v1 controllers, no systemd). Default
+# package: ./runtime/embedded/cgroups. PKG=REGEXP runs only that package's
+# tests REGEXP matches (its -test.run), in place of JETLET_VM_RUN.
 #
 # It installs qemu-system-x86 and debootstrap when missing; builds the guest
 # once (image.sh: Debian 12, its 6.1 kernel, systemd) into
@@ -30,7 +31,8 @@
 # JETLET_VM_TEST_TIMEOUT (each test binary's -test.timeout, default 10m),
 # JETLET_VM_RUN (a -test.run filter for every package), JETLET_VM_COMMANDS
 # (the main packages built for test/gobuild and test/vm/vmguest when a
-# package uses either, default ./cmd/jetlet-shim), JETLET_VM_BOOTS (most
+# package uses either, default ./cmd/jetlet-shim), JETLET_VM_FILES (more
+# executables put beside them, critest say), JETLET_VM_BOOTS (most
 # boots, default 4), JETLET_VM_KEEP=1 (keep the shared directory, for its
 # logs), JETLET_VM_SETUP (a directory copied into the guest whose setup.sh
 # runs as root at each boot before the tests, with the share as its
@@ -48,8 +50,15 @@ if [ "$(id -u)" != 0 ]; then
 	echo "== guest: needs root (debootstrap, and tests that run as root)"
 	exit 1
 fi
-pkgs=("$@")
-[ ${#pkgs[@]} -gt 0 ] || pkgs=(./runtime/embedded/cgroups)
+pkgs=() filters=()
+for arg in "${@:-./runtime/embedded/cgroups}"; do
+	pkgs+=("${arg%%=*}")
+	if [ "$arg" != "${arg#*=}" ]; then
+		filters+=("${arg#*=}")
+	else
+		filters+=("${JETLET_VM_RUN:-}")
+	fi
+done
 
 missing=
 for pkg in qemu-system-x86 qemu-utils debootstrap e2fsprogs; do
@@ -78,16 +87,17 @@ if [ "${JETLET_VM_KEEP:-}" = 1 ]; then
 else
 	trap 'rm -rf "$share"' EXIT
 fi
-mkdir -p "$share/bin" "$share/out"
+mkdir -p "$share/bin" "$share/out" "$share/run-filter"
 t=$SECONDS
 names=()
 for pkg in "${pkgs[@]}"; do
-	name=$(go list "$pkg" | tr / _)
+	name=$(go list -tags jetlet_vm "$pkg" | tr / _)
 	CGO_ENABLED=0 go test -c -tags jetlet_vm -o "$share/bin/$name.test" "$pkg"
 	# go test runs a test in its package's directory: its testdata too.
 	mkdir -p "$share/pkg/$name"
-	dir=$(go list -f '{{.Dir}}' "$pkg")
+	dir=$(go list -tags jetlet_vm -f '{{.Dir}}' "$pkg")
 	[ ! -d "$dir/testdata" ] || cp -r "$dir/testdata" "$share/pkg/$name/"
+	printf '%s\n' "${filters[${#names[@]}]}" >"$share/run-filter/$name"
 	names+=("$name")
 done
 # The commands tests build with test/gobuild, or install with test/vm/vmguest,
@@ -97,6 +107,8 @@ if go list -tags jetlet_vm -deps -test "${pkgs[@]}" | grep -E -x 'github.com/jet
 	mkdir -p "$share/cmd"
 	# shellcheck disable=SC2086
 	CGO_ENABLED=0 go build -o "$share/cmd/" ${JETLET_VM_COMMANDS:-./cmd/jetlet-shim}
+	# shellcheck disable=SC2086
+	[ -z "${JETLET_VM_FILES:-}" ] || cp ${JETLET_VM_FILES} "$share/cmd/"
 	cp -r deploy "$share/deploy"
 fi
 echo "== guest: go test -c of ${pkgs[*]} in $((SECONDS - t))s"
@@ -105,16 +117,16 @@ cp "$here/guest.sh" "$share/guest.sh"
 if [ -n "${JETLET_VM_SETUP:-}" ]; then
 	cp -r "$JETLET_VM_SETUP" "$share/setup"
 fi
-printf '%s\n' "${JETLET_VM_RUN:-}" >"$share/run-filter"
 printf '%s\n' "${JETLET_VM_TEST_TIMEOUT:-10m}" >"$share/test-timeout"
-# The allow-list's entries of the tests run (by package, and by
-# JETLET_VM_RUN's pattern, read as an ERE): another's would be stale.
+# The allow-list's entries of the tests run (by package, and by its
+# filter, read as an ERE): another's would be stale.
 skips=$share/skips.allowed
-for pkg in "${pkgs[@]}"; do
-	rel=$(go list "$pkg")
+for i in "${!pkgs[@]}"; do
+	filter=${filters[$i]}
+	rel=$(go list -tags jetlet_vm "${pkgs[$i]}")
 	rel=${rel#github.com/jetlet/jetlet/}
 	grep -E "^$rel " "$here/skips.allowed" | while read -r _ test _; do
-		if [ -z "${JETLET_VM_RUN:-}" ] || grep -qE -- "$JETLET_VM_RUN" <<<"${test%%/*}"; then
+		if [ -z "$filter" ] || grep -qE -- "$filter" <<<"${test%%/*}"; then
 			grep -E "^$rel $test " "$here/skips.allowed"
 		fi
 	done || true
@@ -159,7 +171,7 @@ echo "== guest: $(cat "$share/out/uptime")"
 # The guest's test2json streams, as go test -json, judged as CI's main stage.
 go build -o "$share/gotestcheck" ./test/gotestcheck
 for i in "${!names[@]}"; do
-	pkg=$(go list "${pkgs[$i]}")
+	pkg=$(go list -tags jetlet_vm "${pkgs[$i]}")
 	go tool test2json -p "$pkg" -t <"$share/out/${names[$i]}.log"
 	if [ "$(cat "$share/out/${names[$i]}.rc")" != 0 ] && ! grep -q -- '^--- FAIL\|^FAIL' "$share/out/${names[$i]}.log"; then
 		# A binary that died without a FAIL line (a panic is one) still fails.

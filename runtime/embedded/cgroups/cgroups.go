@@ -19,6 +19,7 @@ import (
 	"github.com/containerd/cgroups/v3/cgroup1"
 	"github.com/containerd/cgroups/v3/cgroup2"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 )
 
 // Mode is the cgroup version in use.
@@ -108,21 +109,28 @@ type Hierarchy struct {
 	controllers []string
 }
 
+// ErrNotDelegated is Setup's refusal: on a v2 host the runtime's own cgroup
+// is not its to write below (read-only, or not delegated by systemd, which
+// would move or remove what the runtime makes there).
+var ErrNotDelegated = errors.New("the runtime's cgroup is not delegated to it")
+
 // Setup detects the cgroup mode and creates the runtime's parent cgroup,
 // <its own cgroup>/<name> in each hierarchy, so that the runtime stays inside
 // whatever subtree it was delegated. When that fails, the Hierarchy is Off and
-// Enabled says why; nothing else changes.
-func Setup(name string) *Hierarchy {
+// Enabled says why; nothing else changes. On a v2 host whose cgroup is not
+// delegated to the runtime it returns an error wrapping ErrNotDelegated
+// instead, having changed nothing: pods would fail there later.
+func Setup(name string) (*Hierarchy, error) {
 	if os.Geteuid() != 0 {
-		return off("not running as root")
+		return off("not running as root"), nil
 	}
 	switch cgroupsv3.Mode() {
 	case cgroupsv3.Unavailable:
-		return off("no cgroup filesystem at " + unifiedRoot)
+		return off("no cgroup filesystem at " + unifiedRoot), nil
 	case cgroupsv3.Unified:
 		return setupV2(name)
 	default:
-		return setupV1(cgroup1.NestedPath(name), true)
+		return setupV1(cgroup1.NestedPath(name), true), nil
 	}
 }
 
@@ -226,34 +234,74 @@ func (m *Hierarchy) v1Path(paths Paths) cgroup1.Path {
 // v2Controllers are enabled for the runtime's subtree.
 var v2Controllers = []string{"cpu", "cpuset", "memory", "pids", "hugetlb"}
 
-func setupV2(name string) *Hierarchy {
+func setupV2(name string) (*Hierarchy, error) {
 	own, err := cgroup2.NestedGroupPath("")
 	if err != nil {
-		return off(fmt.Sprintf("read own cgroup: %v", err))
+		return off(fmt.Sprintf("read own cgroup: %v", err)), nil
 	}
 	if path.Base(own) == runtimeLeaf {
 		// Moved there by an earlier Setup of this process: its cgroup is
 		// the leaf's parent (or every Setup would nest one more leaf).
 		own = path.Dir(own)
 	}
+	if err := checkDelegated(unifiedRoot, own, systemdBooted()); err != nil {
+		return nil, err
+	}
 	avail, err := readControllers(filepath.Join(unifiedRoot, own, "cgroup.controllers"))
 	if err != nil {
-		return off(fmt.Sprintf("own cgroup %s: %v", own, err))
+		return off(fmt.Sprintf("own cgroup %s: %v", own, err)), nil
 	}
 	want := available(avail)
 	if !avail["memory"] {
-		return off(fmt.Sprintf("the memory controller is not delegated to cgroup %s", own))
+		return off(fmt.Sprintf("the memory controller is not delegated to cgroup %s", own)), nil
 	}
 	if err := enableV2(own, want); err != nil {
-		return off(err.Error())
+		return off(err.Error()), nil
 	}
 	m := &Hierarchy{mode: V2, parent: Paths{"": filepath.Join(own, name)}, unified: unifiedRoot, controllers: want}
 	if _, err := cgroup2.NewManager(m.unified, m.parent[""], &cgroup2.Resources{}); err != nil {
-		return off(fmt.Sprintf("create cgroup %s: %v", m.parent[""], err))
+		return off(fmt.Sprintf("create cgroup %s: %v", m.parent[""], err)), nil
 	}
 	_, err = os.Stat(filepath.Join(m.unified, m.parent[""], "memory.swap.max"))
 	m.swap = err == nil
-	return m
+	return m, nil
+}
+
+// systemdBooted reports whether systemd is the host's init, and so the
+// owner of the cgroup tree (sd_booted's test).
+func systemdBooted() bool {
+	st, err := os.Stat("/run/systemd/system")
+	return err == nil && st.IsDir()
+}
+
+// checkDelegated returns an error wrapping ErrNotDelegated unless the v2
+// cgroup own (below the hierarchy mounted at unified) is the runtime's to
+// write below: writable, and, when systemd owns the tree, inside a
+// delegated unit (own or an ancestor carries systemd's trusted.delegate or
+// user.delegate mark, set for Delegate=yes). A cgroup namespace's root is
+// its manager's to delegate: it passes.
+func checkDelegated(unified, own string, systemd bool) error {
+	dir := filepath.Join(unified, own)
+	for _, f := range []string{"cgroup.procs", "cgroup.subtree_control"} {
+		if err := unix.Access(filepath.Join(dir, f), unix.W_OK); err != nil {
+			return fmt.Errorf("%w: cannot write %s: %v", ErrNotDelegated, filepath.Join(dir, f), err)
+		}
+	}
+	if !systemd || own == "/" {
+		return nil
+	}
+	for p := own; p != "/"; p = path.Dir(p) {
+		for _, attr := range []string{"trusted.delegate", "user.delegate"} {
+			buf := make([]byte, 8)
+			n, err := unix.Getxattr(filepath.Join(unified, p), attr, buf)
+			if err == nil && string(buf[:n]) == "1" {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("%w: cgroup %s is systemd's, which moves or removes the cgroups the embedded runtime makes below it: "+
+		"run jetlet in a unit with Delegate=yes (deploy/systemd/jetlet.service, docs/deploy.md), "+
+		"or by hand with systemd-run --scope -p Delegate=yes", ErrNotDelegated, own)
 }
 
 // available are the v2Controllers among avail.

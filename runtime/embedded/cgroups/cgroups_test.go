@@ -16,6 +16,7 @@ import (
 	cgroupsv3 "github.com/containerd/cgroups/v3"
 	"github.com/containerd/cgroups/v3/cgroup1"
 	"github.com/containerd/cgroups/v3/cgroup2"
+	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/test/poll"
@@ -29,7 +30,10 @@ func setup(t *testing.T) *Hierarchy {
 	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	m := Setup("jetlet-test-" + hex.EncodeToString(b[:]))
+	m, err := Setup("jetlet-test-" + hex.EncodeToString(b[:]))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if ok, why := m.Enabled(); !ok {
 		t.Skipf("cgroups unavailable here: %s", why)
 	}
@@ -276,7 +280,10 @@ func BenchmarkCreateDelete(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("needs root")
 	}
-	m := Setup("jetlet-bench")
+	m, err := Setup("jetlet-bench")
+	if err != nil {
+		b.Fatal(err)
+	}
 	if ok, why := m.Enabled(); !ok {
 		b.Skip(why)
 	}
@@ -411,5 +418,63 @@ func TestSetupTwiceSameParent(t *testing.T) {
 		if filepath.Dir(p) != filepath.Dir(second.parent[name]) {
 			t.Errorf("%q: the runtimes' parents %s and %s are not siblings", name, p, second.parent[name])
 		}
+	}
+}
+
+// A v2 cgroup is the runtime's to write below only when it is writable and,
+// under systemd, inside a unit with Delegate=yes (systemd's mark on it or an
+// ancestor); else Setup refuses, saying how to run it. The tree here is a
+// copy of a v2 tree's shape, with systemd's marks set as systemd sets them.
+func TestCheckDelegated(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: trusted xattrs and a read-only mount")
+	}
+	unified := t.TempDir()
+	unit := "/system.slice/jetlet.service"
+	for _, d := range []string{"/", unit, unit + "/jetlet-runtime", "/system.slice/other.service"} {
+		if err := os.MkdirAll(filepath.Join(unified, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"cgroup.procs", "cgroup.subtree_control"} {
+			if err := os.WriteFile(filepath.Join(unified, d, f), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := unix.Setxattr(filepath.Join(unified, unit), "trusted.delegate", []byte("1"), 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		own     string
+		systemd bool
+		want    string // "": delegated
+	}{
+		{own: unit, systemd: true},
+		{own: unit + "/jetlet-runtime", systemd: true},
+		{own: "/", systemd: true},
+		{own: "/system.slice/other.service", systemd: false},
+		{own: "/system.slice/other.service", systemd: true, want: "cgroup /system.slice/other.service is systemd's"},
+	} {
+		err := checkDelegated(unified, tc.own, tc.systemd)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s (systemd %v): %v, want it delegated", tc.own, tc.systemd, err)
+		case tc.want != "" && (!errors.Is(err, ErrNotDelegated) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "Delegate=yes")):
+			t.Errorf("%s (systemd %v): %v, want ErrNotDelegated saying %q and Delegate=yes", tc.own, tc.systemd, err, tc.want)
+		}
+	}
+
+	// Read-only (a container's /sys/fs/cgroup mounted ro): refused with or
+	// without systemd.
+	if err := unix.Mount(unified, unified, "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(unified, unix.MNT_DETACH) })
+	if err := unix.Mount("", unified, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+		t.Fatal(err)
+	}
+	err := checkDelegated(unified, unit, false)
+	if !errors.Is(err, ErrNotDelegated) || !strings.Contains(err.Error(), "cannot write") {
+		t.Errorf("a read-only cgroup: %v, want ErrNotDelegated: cannot write", err)
 	}
 }

@@ -1,12 +1,13 @@
 package seccomp
 
 import (
-	"fmt"
 	"runtime"
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/jetlet/jetlet/internal/kernel"
 )
 
 // The RuntimeDefault profile is containerd's (v2, contrib/seccomp): the
@@ -101,7 +102,7 @@ func DefaultProfile(bounding []string) *specs.LinuxSeccomp {
 	for _, persona := range []uint64{0x0, 0x0008, 0x20000, 0x20008, 0xffffffff} {
 		p.Syscalls = append(p.Syscalls, argEquals("personality", 0, persona, specs.OpEqualTo))
 	}
-	if kernelAtLeast(4, 8) {
+	if kernel.AtLeast(4, 8) {
 		p.Syscalls = append(p.Syscalls, allow("process_vm_readv", "process_vm_writev", "ptrace"))
 	}
 	switch runtime.GOARCH {
@@ -130,17 +131,4 @@ func DefaultProfile(bounding []string) *specs.LinuxSeccomp {
 		p.Syscalls = append(p.Syscalls, specs.LinuxSyscall{Names: []string{"clone3"}, Action: specs.ActErrno, ErrnoRet: &nosys})
 	}
 	return p
-}
-
-// kernelAtLeast reports whether the running kernel is at least major.minor.
-func kernelAtLeast(major, minor int) bool {
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
-		return false
-	}
-	var maj, min int
-	if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &maj, &min); err != nil {
-		return false
-	}
-	return maj > major || maj == major && min >= minor
 }

@@ -501,8 +501,12 @@ func cloneSharedVolumes(mounts []Mount) (map[int]*os.File, error) {
 // the copy of its source to attach (see cloneSharedVolumes). With u, a bind
 // is an idmapped copy of its source: the pod's root owns what the host's
 // root owns there, and what the pod's root writes is the host's root's, as
-// containerd binds a volume into a pod in a user namespace.
+// containerd binds a volume into a pod in a user namespace; unless m is
+// PodOwned.
 func mountVolume(r *containerRoot, m Mount, clone *os.File, u *podUserns) error {
+	if m.PodOwned {
+		u = nil
+	}
 	if m.Type == "tmpfs" {
 		dst, err := r.mountPoint(m.Destination, followLinks, true)
 		if err != nil {

@@ -171,6 +171,10 @@ type Mount struct {
 	// Propagation is "rprivate" (the default), "rslave" (host to container)
 	// or "rshared" (bidirectional), as the CRI's MountPropagation asks.
 	Propagation string `json:"propagation,omitempty"`
+	// PodOwned says the source is already owned by the pod's ids (its
+	// /dev/shm, a tmpfs mounted for its root): in a user namespace it is
+	// bound as it is, not idmapped, which a tmpfs takes only from Linux 6.3.
+	PodOwned bool `json:"pod_owned,omitempty"`
 }
 
 // Capabilities are a process's capability sets, by name.

@@ -1,6 +1,7 @@
 package shim
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jetlet/jetlet/internal/kernel"
 )
 
 // initUsernsEnv, when set, tells a container's init that it was executed
@@ -63,7 +66,14 @@ func (u *podUserns) idmap(tree *os.File, recursive bool) error {
 		flags |= unix.AT_RECURSIVE
 	}
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(u.ns.Fd())}
-	if err := unix.MountSetattr(int(tree.Fd()), "", uint(flags), &attr); err != nil {
+	err := unix.MountSetattr(int(tree.Fd()), "", uint(flags), &attr)
+	var fs unix.Statfs_t
+	if errors.Is(err, unix.EINVAL) && unix.Fstatfs(int(tree.Fd()), &fs) == nil && fs.Type == unix.TMPFS_MAGIC {
+		// As kubelet and containerd, no fallback: the pod's root could not
+		// write its own volume (secret, projected, Memory emptyDir).
+		return fmt.Errorf("%s is a tmpfs, which this kernel (Linux %s) cannot idmap to the pod's user namespace (Linux 6.3 can): run the pod with hostUsers: true, or on a newer kernel", tree.Name(), kernel.Release())
+	}
+	if err != nil {
 		return fmt.Errorf("idmap %s to the pod's user namespace (its file system must support idmapped mounts): %w", tree.Name(), err)
 	}
 	return nil
