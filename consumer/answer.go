@@ -121,7 +121,9 @@ func (c *Consumer) apply(ctx context.Context, p *podQueue, d *delivery, in *sche
 	c.mu.Unlock()
 
 	syncCtx, span := tracer.Start(ctx, "sync")
-	rep := c.sync.Sync(syncCtx, podworkers.Desired{UID: p.uid, Intent: in, IntentSeq: d.seq, ReceivedAt: d.receivedAt})
+	want := podworkers.Desired{UID: p.uid, Intent: in, IntentSeq: d.seq, ReceivedAt: d.receivedAt}
+	rep := c.sync.Sync(syncCtx, want)
+	c.record(want, rep)
 	if rep.Err != nil {
 		span.SetStatus(codes.Error, rep.Err.Error())
 	}
