@@ -91,18 +91,22 @@ func (c *Consumer) recordAll(desired []podworkers.Desired) {
 	}
 }
 
-// record keeps want, applied, in the checkpoint (refused: dropped).
-func (c *Consumer) record(want podworkers.Desired, rep podworkers.Report) {
+// record keeps want, about to be applied, in the checkpoint.
+func (c *Consumer) record(want podworkers.Desired) {
 	if c.cfg.Checkpoint == nil {
 		return
 	}
-	var err error
-	if rep.Refused != nil {
-		err = c.cfg.Checkpoint.Forget(want.UID)
-	} else {
-		err = c.cfg.Checkpoint.Record(want)
-	}
-	if err != nil {
+	if err := c.cfg.Checkpoint.Record(want); err != nil {
 		c.log.Error().Err(err).Str("uid", want.UID).Msg("checkpoint not written: a start without the bus would run this pod's older intent")
+	}
+}
+
+// forget drops pod uid from the checkpoint: admission refused it.
+func (c *Consumer) forget(uid string) {
+	if c.cfg.Checkpoint == nil {
+		return
+	}
+	if err := c.cfg.Checkpoint.Forget(uid); err != nil {
+		c.log.Error().Err(err).Str("uid", uid).Msg("checkpoint not removed: a start without the bus would run a pod refused at admission")
 	}
 }

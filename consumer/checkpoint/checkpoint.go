@@ -7,16 +7,16 @@
 package checkpoint
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
+
+	"k8s.io/utils/ptr"
 
 	"github.com/jetlet/jetlet/internal/atomicfile"
 	"github.com/jetlet/jetlet/reconcile/podworkers"
@@ -34,20 +34,21 @@ type record struct {
 }
 
 // Store is the checkpoint of one node. Its methods may be called from any
-// goroutine: mu guards written and orders the writes of one pod.
+// goroutine, but Record and Forget of one pod not at once (the consumer
+// calls them from the pod's worker): mu guards written only, so that pods'
+// writes run side by side.
 type Store struct {
 	dir string
 
 	mu sync.Mutex
-	// written holds, per pod, the digest of what its file says but the
-	// sequence (mu): an intent that changes nothing else (a no-op re-send)
-	// writes nothing.
-	written map[string][sha256.Size]byte
+	// written holds, per pod, the intent its file says (mu): an intent that
+	// changes nothing else (a no-op re-send) writes nothing.
+	written map[string]*schemas.PodIntent
 }
 
 // New returns the checkpoint kept under dataDir; it does no I/O before Load.
 func New(dataDir string) *Store {
-	return &Store{dir: filepath.Join(dataDir, Dir), written: map[string][sha256.Size]byte{}}
+	return &Store{dir: filepath.Join(dataDir, Dir), written: map[string]*schemas.PodIntent{}}
 }
 
 // Load reads every pod's applied intent. A file that does not parse is an
@@ -76,7 +77,7 @@ func (s *Store) Load() ([]podworkers.Desired, error) {
 		if r.Intent == nil || r.Intent.Pod == nil || (r.Intent.Op != schemas.OpApply && r.Intent.Op != schemas.OpDelete) {
 			return nil, fmt.Errorf("checkpoint: %s: no applied intent", e.Name())
 		}
-		s.written[uid] = digest(r.Intent)
+		s.written[uid] = r.Intent
 		out = append(out, podworkers.Desired{UID: uid, Intent: r.Intent, IntentSeq: r.IntentSeq})
 	}
 	return out, nil
@@ -85,23 +86,26 @@ func (s *Store) Load() ([]podworkers.Desired, error) {
 // Record keeps d as its pod's applied intent. The file is written (synced
 // and renamed into place) only when the intent differs from the one kept in
 // more than its sequence and revision, so a converged pod's no-op intents
-// cost a digest, not a write: its file may then name an older intent of
+// cost a comparison, not a write: its file may then name an older intent of
 // the same content.
 func (s *Store) Record(d podworkers.Desired) error {
-	sum := digest(d.Intent)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if prev, ok := s.written[d.UID]; ok && prev == sum {
+	prev := s.written[d.UID]
+	s.mu.Unlock()
+	if prev != nil && sameRun(prev, d.Intent) {
 		return nil
 	}
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	if err := atomicfile.WriteJSON(s.path(d.UID), record{IntentSeq: d.IntentSeq, Intent: d.Intent}); err != nil {
+	err := atomicfile.WriteJSON(s.path(d.UID), record{IntentSeq: d.IntentSeq, Intent: d.Intent})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
 		delete(s.written, d.UID) // its file may be either
 		return fmt.Errorf("checkpoint of pod %s: %w", d.UID, err)
 	}
-	s.written[d.UID] = sum
+	s.written[d.UID] = d.Intent
 	return nil
 }
 
@@ -142,12 +146,9 @@ func (s *Store) Replace(desired []podworkers.Desired) error {
 
 func (s *Store) path(uid string) string { return filepath.Join(s.dir, uid+".json") }
 
-// digest is what an intent says for the pod's run: all but its revision
-// (the consumer's staleness, which the stream decides again).
-func digest(in *schemas.PodIntent) [sha256.Size]byte {
-	c := *in
-	c.Revision = 0
-	var b bytes.Buffer
-	_ = json.NewEncoder(&b).Encode(&c) // a decoded intent always encodes
-	return sha256.Sum256(b.Bytes())
+// sameRun reports whether two intents say the same of the pod's run: all
+// but their revision (the consumer's staleness, which the stream decides
+// again).
+func sameRun(a, b *schemas.PodIntent) bool {
+	return a.Op == b.Op && ptr.Equal(a.GracePeriodSeconds, b.GracePeriodSeconds) && reflect.DeepEqual(a.Pod, b.Pod)
 }
