@@ -5,7 +5,8 @@
 # comes from the Debian mirror apt uses. At boot the guest mounts the host's
 # directory tagged "jetlet" (virtio-9p) at /mnt/jetlet, runs
 # /mnt/jetlet/guest.sh as root under systemd (jetlet-guest.service) and
-# powers off, whatever the script's status. run.sh caches OUT keyed by this
+# powers off, whatever the script's status, unless a test asked for a
+# shutdown of its own (out/shutdown-asked: test/vm/vmguest). run.sh caches OUT keyed by this
 # script's hash: a change here rebuilds the image.
 set -euo pipefail
 out=$1
@@ -20,9 +21,9 @@ mirror=${mirror:-http://deb.debian.org/debian}
 
 # busybox-static, CNI plugins and iptables: the embedded runtime's tests
 # use them as on the CI host; dbus and libpam-systemd: logind, for systemd's
-# cgroup driver and shutdown inhibitors.
+# cgroup driver and shutdown inhibitors; runc: containerd's runtime.
 debootstrap --variant=minbase \
-	--include=systemd,systemd-sysv,udev,dbus,libpam-systemd,kmod,linux-image-amd64,busybox-static,containernetworking-plugins,iptables,procps \
+	--include=systemd,systemd-sysv,udev,dbus,libpam-systemd,kmod,linux-image-amd64,busybox-static,containernetworking-plugins,iptables,procps,runc \
 	bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1 || {
 	tail -n 30 "$work/debootstrap.log"
 	exit 1
@@ -43,12 +44,13 @@ cat >"$root/etc/systemd/system/jetlet-guest.service" <<'UNIT'
 Description=Run the host's tests (/mnt/jetlet/guest.sh), then power off
 Requires=mnt-jetlet.mount
 After=mnt-jetlet.mount multi-user.target
-SuccessAction=poweroff-force
-FailureAction=poweroff-force
 
 [Service]
 Type=oneshot
 ExecStart=/bin/bash /mnt/jetlet/guest.sh
+# Not SuccessAction=poweroff-force: stopped by a shutdown a test asked for,
+# the unit would cut that shutdown short, which the test is there to watch.
+ExecStopPost=/bin/sh -c 'test -f /mnt/jetlet/out/shutdown-asked || systemctl poweroff --no-block'
 StandardOutput=journal+console
 StandardError=journal+console
 TimeoutStartSec=infinity

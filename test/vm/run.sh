@@ -10,7 +10,8 @@
 # reuses it; compiles each package with `go test -c` (static, cgo off: the
 # guest has no Go toolchain); and boots the guest under software emulation
 # (tcg: this kind of machine's /dev/kvm does not boot a stock kernel) with a
-# throwaway copy-on-write layer over the cached disk. The binaries and a
+# throwaway copy-on-write layer over the cached disk. The binaries (built
+# with -tags jetlet_vm: guest-only tests carry that build constraint) and a
 # script reach the guest over virtio-9p (mounted at /mnt/jetlet); systemd
 # runs the script at boot (jetlet-guest.service), which runs each binary with
 # -test.v=test2json, leaves its output and status in the shared directory and
@@ -18,13 +19,20 @@
 # with test/gotestcheck against test/vm/skips.allowed: a failure, a package
 # that did not finish, or a skip the list does not name fails the run.
 #
+# A test may power the guest off or reboot it (test/vm/vmguest: Poweroff,
+# Reboot): the guest then boots again from the same disk, its changes kept,
+# and its binary runs again, the test reading vmguest.Boot() for its phase;
+# only the last boot's output is judged. A boot that ends without the
+# results and without a test asking for it fails the run.
+#
 # Environment: JETLET_VM_ACCEL (default tcg,thread=multi), JETLET_VM_MEM
 # (default 3G), JETLET_VM_TIMEOUT (the whole boot, default 15m),
 # JETLET_VM_TEST_TIMEOUT (each test binary's -test.timeout, default 10m),
 # JETLET_VM_RUN (a -test.run filter for every package), JETLET_VM_COMMANDS
-# (the main packages built for test/gobuild when a package uses it, default
-# ./cmd/jetlet-shim), JETLET_VM_KEEP=1
-# (keep the shared directory, for its logs).
+# (the main packages built for test/gobuild and test/vm/vmguest when a
+# package uses either, default ./cmd/jetlet-shim), JETLET_VM_BOOTS (most
+# boots, default 4), JETLET_VM_KEEP=1 (keep the shared directory, for its
+# logs).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,7 +49,7 @@ pkgs=("$@")
 [ ${#pkgs[@]} -gt 0 ] || pkgs=(./runtime/embedded/cgroups)
 
 missing=
-for pkg in qemu-system-x86 debootstrap e2fsprogs; do
+for pkg in qemu-system-x86 qemu-utils debootstrap e2fsprogs; do
 	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $pkg"
 done
 if [ -n "$missing" ]; then
@@ -72,19 +80,21 @@ t=$SECONDS
 names=()
 for pkg in "${pkgs[@]}"; do
 	name=$(go list "$pkg" | tr / _)
-	CGO_ENABLED=0 go test -c -o "$share/bin/$name.test" "$pkg"
+	CGO_ENABLED=0 go test -c -tags jetlet_vm -o "$share/bin/$name.test" "$pkg"
 	# go test runs a test in its package's directory: its testdata too.
 	mkdir -p "$share/pkg/$name"
 	dir=$(go list -f '{{.Dir}}' "$pkg")
 	[ ! -d "$dir/testdata" ] || cp -r "$dir/testdata" "$share/pkg/$name/"
 	names+=("$name")
 done
-# The commands tests build with test/gobuild, prebuilt: the guest has no Go
-# toolchain (gobuild.PrebuiltEnv points the tests at them).
-if go list -deps -test "${pkgs[@]}" | grep -x github.com/jetlet/jetlet/test/gobuild >/dev/null; then
+# The commands tests build with test/gobuild, or install with test/vm/vmguest,
+# prebuilt: the guest has no Go toolchain (gobuild.PrebuiltEnv points the
+# tests at them). vmguest installs jetlet's units from deploy/.
+if go list -tags jetlet_vm -deps -test "${pkgs[@]}" | grep -E -x 'github.com/jetlet/jetlet/test/(gobuild|vm/vmguest)' >/dev/null; then
 	mkdir -p "$share/cmd"
 	# shellcheck disable=SC2086
 	CGO_ENABLED=0 go build -o "$share/cmd/" ${JETLET_VM_COMMANDS:-./cmd/jetlet-shim}
+	cp -r deploy "$share/deploy"
 fi
 echo "== guest: go test -c of ${pkgs[*]} in $((SECONDS - t))s"
 cp "$here/guest.sh" "$share/guest.sh"
@@ -103,21 +113,40 @@ for pkg in "${pkgs[@]}"; do
 	done || true
 done >"$skips"
 
+# The guest's disk: a copy-on-write layer over the cached image, kept across
+# the boots of this run and thrown away with the run's directory.
+disk=$share/disk.qcow2
+qemu-img create -q -f qcow2 -F raw -b "$image/rootfs.img" "$disk"
 t=$SECONDS
+boot=0
+while [ ! -f "$share/out/done" ]; do
+	boot=$((boot + 1))
+	if [ "$boot" -gt "${JETLET_VM_BOOTS:-4}" ]; then
+		echo "== guest: FAIL: still no results after $((boot - 1)) boots"
+		exit 1
+	fi
+	echo "$boot" >"$share/boot"
+	rm -f "$share/out/shutdown-asked"
+	rc=0
+	timeout "${JETLET_VM_TIMEOUT:-15m}" qemu-system-x86_64 \
+		-accel "${JETLET_VM_ACCEL:-tcg,thread=multi}" -cpu max -smp 2 -m "${JETLET_VM_MEM:-3G}" \
+		-kernel "$image/vmlinuz" -initrd "$image/initrd.img" \
+		-append "root=/dev/vda rw console=ttyS0 panic=-1 systemd.unified_cgroup_hierarchy=1 cgroup_no_v1=all systemd.show_status=0 loglevel=4" \
+		-drive "file=$disk,format=qcow2,if=virtio" \
+		-virtfs "local,path=$share,mount_tag=jetlet,security_model=none,id=jetlet" \
+		-device virtio-rng-pci -nic none -display none -monitor none -serial stdio -no-reboot </dev/null >"$share/console.$boot.log" 2>&1 || rc=$?
+	if [ -f "$share/out/done" ]; then
+		break
+	fi
+	if [ $rc != 0 ] || [ ! -f "$share/out/shutdown-asked" ]; then
+		echo "== guest: FAIL: qemu exited $rc after $((SECONDS - t))s (boot $boot) without the guest's results, and no test asked for a shutdown; its console:"
+		tail -n 60 "$share/console.$boot.log"
+		exit 1
+	fi
+	echo "== guest: boot $boot: $(cat "$share/out/shutdown-asked") asked for a shutdown at $((SECONDS - t))s; booting again"
+done
+boots=$boot
 rc=0
-timeout "${JETLET_VM_TIMEOUT:-15m}" qemu-system-x86_64 \
-	-accel "${JETLET_VM_ACCEL:-tcg,thread=multi}" -cpu max -smp 2 -m "${JETLET_VM_MEM:-3G}" \
-	-kernel "$image/vmlinuz" -initrd "$image/initrd.img" \
-	-append "root=/dev/vda rw console=ttyS0 panic=-1 systemd.unified_cgroup_hierarchy=1 cgroup_no_v1=all systemd.show_status=0 loglevel=4" \
-	-drive "file=$image/rootfs.img,format=raw,if=virtio,snapshot=on" \
-	-virtfs "local,path=$share,mount_tag=jetlet,security_model=none,id=jetlet" \
-	-device virtio-rng-pci -nic none -display none -monitor none -serial stdio -no-reboot </dev/null >"$share/console.log" 2>&1 || rc=$?
-boot=$SECONDS
-if [ $rc != 0 ] || [ ! -f "$share/out/done" ]; then
-	echo "== guest: FAIL: qemu exited $rc after $((boot - t))s without the guest's results; its console:"
-	tail -n 60 "$share/console.log"
-	exit 1
-fi
 echo "== guest: $(cat "$share/out/uptime")"
 
 # The guest's test2json streams, as go test -json, judged as CI's main stage.
@@ -131,5 +160,5 @@ for i in "${!names[@]}"; do
 	fi
 	echo "== guest: $pkg exit $(cat "$share/out/${names[$i]}.rc") in $(cat "$share/out/${names[$i]}.secs")s" >&2
 done | "$share/gotestcheck" -skips "$skips" || rc=$?
-echo "== guest: qemu $((boot - t))s (boot, tests, power-off), whole run $((SECONDS - start))s, exit $rc"
+echo "== guest: qemu $((SECONDS - t))s ($boots boot(s), tests, power-off), whole run $((SECONDS - start))s, exit $rc"
 exit $rc

@@ -1,0 +1,177 @@
+// Package vmguest is what a test running in CI's guest (test/vm) uses to
+// act as an operator of that host: install jetlet and nats-server as
+// docs/deploy.md does, drive systemd, and power the guest off or reboot it
+// to watch what a node does across a shutdown.
+//
+// Tests that use it run only in the guest: they carry the build constraint
+// `jetlet_vm`, which test/vm/run.sh sets, so the host neither builds nor
+// skips them. A test that crosses a boot runs alone (JETLET_VM_RUN=^TestX$):
+// the guest boots again from the same disk and runs the test's binary
+// again, and the test reads Boot to know its phase.
+package vmguest
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/jetlet/jetlet/test/gobuild"
+)
+
+// Boot is the guest's boot in this run: 1 first, 2 after the first
+// shutdown a test asked for, and so on; 0 outside the guest.
+func Boot() int {
+	n, err := strconv.Atoi(os.Getenv("JETLET_VM_BOOT"))
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// share is the host's directory the guest mounts (test/vm/guest.sh).
+func share(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("JETLET_VM_SHARE")
+	if dir == "" {
+		t.Fatal("JETLET_VM_SHARE is not set: this test runs in test/vm's guest only")
+	}
+	return dir
+}
+
+// StateDir is a directory of the test's own on the host's share: what it
+// keeps there survives the guest's boots (a test's temporary directories,
+// on the guest's disk, survive them too, but t.TempDir removes its own).
+func StateDir(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(share(t), "state", strings.ReplaceAll(t.Name(), "/", "_"))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// Command is the path of a command test/vm/run.sh built for the guest
+// (JETLET_VM_COMMANDS): jetlet, jetlet-shim, nats-server, ...
+func Command(t testing.TB, name string) string {
+	t.Helper()
+	dir := os.Getenv(gobuild.PrebuiltEnv)
+	if dir == "" {
+		t.Fatalf("%s is not set: this test runs in test/vm's guest only", gobuild.PrebuiltEnv)
+	}
+	path := filepath.Join(dir, name)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%v: add its package to JETLET_VM_COMMANDS", err)
+	}
+	return path
+}
+
+// Units is what InstallUnits installs.
+type Units struct {
+	// JetletEnv is /etc/jetlet/jetlet.env, one VAR=value a line
+	// (deploy/systemd/jetlet.env says which).
+	JetletEnv []string
+	// NATSConfig, when set, is /etc/nats/nats-server.conf, and
+	// nats-server.service is installed too, running as the user nats.
+	NATSConfig string
+}
+
+// InstallUnits installs jetlet (with jetlet-shim beside it) and, when asked,
+// nats-server as docs/deploy.md does: the binaries in /usr/local/bin, their
+// configuration, and the units of deploy/systemd, then reloads systemd. It
+// enables and starts nothing: the test does, with Systemctl.
+func InstallUnits(t testing.TB, u Units) {
+	t.Helper()
+	for _, name := range []string{"jetlet", "jetlet-shim"} {
+		install(t, Command(t, name), "/usr/local/bin/"+name, 0o755)
+	}
+	writeFile(t, "/etc/jetlet/jetlet.env", strings.Join(u.JetletEnv, "\n")+"\n", 0o600)
+	deploy := filepath.Join(share(t), "deploy", "systemd")
+	install(t, filepath.Join(deploy, "jetlet.service"), "/etc/systemd/system/jetlet.service", 0o644)
+	if u.NATSConfig != "" {
+		install(t, Command(t, "nats-server"), "/usr/local/bin/nats-server", 0o755)
+		if _, err := user.Lookup("nats"); errors.As(err, new(user.UnknownUserError)) {
+			run(t, "useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "nats")
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, "/etc/nats/nats-server.conf", u.NATSConfig, 0o644)
+		install(t, filepath.Join(deploy, "nats-server.service"), "/etc/systemd/system/nats-server.service", 0o644)
+	}
+	Systemctl(t, "daemon-reload")
+}
+
+// Systemctl runs systemctl with args and fails the test when it fails.
+func Systemctl(t testing.TB, args ...string) {
+	t.Helper()
+	run(t, "systemctl", args...)
+}
+
+// Poweroff powers the guest off as an operator would (`systemctl
+// poweroff`); test/vm/run.sh boots it again and runs the test's binary
+// again. It never returns: the shutdown ends the test's process.
+func Poweroff(t testing.TB) { shutdown(t, "poweroff") }
+
+// Reboot reboots the guest (`systemctl reboot`); as Poweroff otherwise.
+func Reboot(t testing.TB) { shutdown(t, "reboot") }
+
+func shutdown(t testing.TB, verb string) {
+	t.Helper()
+	// Said first: guest.sh and the host read it to tell a shutdown the
+	// test asked for from a crash.
+	writeFile(t, filepath.Join(share(t), "out", "shutdown-asked"), fmt.Sprintf("%s (systemctl %s)\n", t.Name(), verb), 0o644)
+	t.Logf("systemctl %s on boot %d", verb, Boot())
+	Systemctl(t, verb, "--no-block")
+	select {}
+}
+
+func run(t testing.TB, name string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+func install(t testing.TB, from, to string, mode os.FileMode) {
+	t.Helper()
+	src, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A new file renamed over the old one: a running binary stays intact.
+	tmp := to + ".new"
+	dst, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		t.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, to); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeFile(t testing.TB, path, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+}
