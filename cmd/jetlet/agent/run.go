@@ -376,6 +376,17 @@ func (a *agent) run(ctx context.Context) error {
 		}
 		return 0
 	}))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "jetlet_offline",
+		Help: "1 while the node runs its pods from its checkpoint, the bus not reached since start, else 0.",
+	}, func() float64 {
+		if c := a.attached.Load(); c != nil {
+			if _, ok := c.OfflineSince(); ok {
+				return 1
+			}
+		}
+		return 0
+	}))
 	web, err := listenHTTP(a.cfg.httpListen, &a.ready, reg, a.cfg.profiling)
 	if err != nil {
 		return err
