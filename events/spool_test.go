@@ -11,7 +11,7 @@ import (
 	"github.com/jetlet/jetlet/schemas"
 )
 
-func spoolEvent(t *testing.T, uid, id string, typ schemas.EventType) queuedEvent {
+func spoolEvent(t testing.TB, uid, id string, typ schemas.EventType) queuedEvent {
 	t.Helper()
 	data, err := json.Marshal(schemas.LifecycleEvent{UID: uid, ID: id, Type: typ})
 	if err != nil {
@@ -118,5 +118,24 @@ func TestSpoolDropsSettledSegments(t *testing.T) {
 	}
 	if want := len(all) - int(first.last-all[0].n+1); len(left) != want {
 		t.Errorf("reopened %d events, want %d", len(left), want)
+	}
+}
+
+// BenchmarkSpoolAppend is what keeping an event on disk adds to its Emit
+// and its settling once stored: one write (a sync at most once a second)
+// and a truncate.
+func BenchmarkSpoolAppend(b *testing.B) {
+	sp, _, err := openSpool(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := spoolEvent(b, "u1", "c1.ContainerStarted", schemas.EventContainerStarted)
+	for range b.N {
+		if err := sp.append(&e); err != nil {
+			b.Fatal(err)
+		}
+		if err := sp.settle(e.n); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
