@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -145,11 +146,22 @@ func bootTwo(t *testing.T, statePath string) {
 
 	// Intents stored while the node is away: a server on another port,
 	// on the store nats-server.service keeps.
-	away := exec.Command("runuser", "-u", "nats", "--", vmguest.Command(t, "nats-server"), "-c", "/etc/nats/nats-server.conf", "-p", "4333")
+	var awayLog strings.Builder
+	away := exec.Command("runuser", "-u", "nats", "--", "/usr/local/bin/nats-server", "-c", "/etc/nats/nats-server.conf", "-p", "4333")
 	away.Env = append(os.Environ(), "NATS_SERVER_NAME="+hostname(t))
+	away.Stdout, away.Stderr = &awayLog, &awayLog
 	if err := away.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() { _ = away.Wait(); close(exited) }()
+	poll.Until(t, 2*time.Minute, func() string { return "nats-server on port 4333; it said:\n" + awayLog.String() }, func() bool {
+		c, err := net.Dial("tcp", "127.0.0.1:4333")
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
 	js := connect(t, "nats://127.0.0.1:4333")
 	updated := publish(t, js, pods[0], podJSON(pods[0], 2, "exec sleep 3601"))
 	deleted := publish(t, js, "vm-crash", fmt.Sprintf(`{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","op":"delete","revision":2,"gracePeriodSeconds":1,
@@ -157,7 +169,7 @@ func bootTwo(t *testing.T, statePath string) {
 	st.Seqs = append(st.Seqs, updated, deleted)
 	js.Conn().Close()
 	_ = away.Process.Signal(syscall.SIGTERM)
-	_ = away.Wait()
+	<-exited
 
 	// The bus is back.
 	vmguest.Systemctl(t, "start", "nats-server.service")
