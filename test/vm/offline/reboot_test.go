@@ -146,16 +146,24 @@ func bootTwo(t *testing.T, statePath string) {
 
 	// Intents stored while the node is away: a server on another port,
 	// on the store nats-server.service keeps.
-	var awayLog strings.Builder
+	awayLog, err := os.CreateTemp("", "nats-away-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(awayLog.Name())
+	defer awayLog.Close()
 	away := exec.Command("runuser", "-u", "nats", "--", "/usr/local/bin/nats-server", "-c", "/etc/nats/nats-server.conf", "-p", "4333")
 	away.Env = append(os.Environ(), "NATS_SERVER_NAME="+hostname(t))
-	away.Stdout, away.Stderr = &awayLog, &awayLog
+	away.Stdout, away.Stderr = awayLog, awayLog
 	if err := away.Start(); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan struct{})
 	go func() { _ = away.Wait(); close(exited) }()
-	poll.Until(t, 2*time.Minute, func() string { return "nats-server on port 4333; it said:\n" + awayLog.String() }, func() bool {
+	poll.Until(t, 2*time.Minute, func() string {
+		said, _ := os.ReadFile(awayLog.Name())
+		return "nats-server on port 4333; it said:\n" + string(said)
+	}, func() bool {
 		c, err := net.Dial("tcp", "127.0.0.1:4333")
 		if err == nil {
 			c.Close()
