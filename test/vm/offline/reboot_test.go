@@ -172,8 +172,8 @@ func bootTwo(t *testing.T, statePath string) {
 	})
 	js := connect(t, "nats://127.0.0.1:4333")
 	updated := publish(t, js, pods[0], podJSON(pods[0], 2, "exec sleep 3601"))
-	deleted := publish(t, js, "vm-crash", fmt.Sprintf(`{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","op":"delete","revision":2,"gracePeriodSeconds":1,
-	  "pod":{"metadata":{"name":"p-vm-crash","namespace":"default","uid":"vm-crash"}}}`))
+	deleted := publish(t, js, "vm-crash", `{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","op":"delete","revision":2,"gracePeriodSeconds":1,
+	  "pod":{"metadata":{"name":"p-vm-crash","namespace":"default","uid":"vm-crash"}}}`)
 	st.Seqs = append(st.Seqs, updated, deleted)
 	js.Conn().Close()
 	_ = away.Process.Signal(syscall.SIGTERM)
