@@ -47,7 +47,7 @@ func (m *Kuberuntime) etcHostsMount(pod *corev1.Pod, c *corev1.Container, net po
 		return nil, err
 	}
 	file := filepath.Join(dir, "etc-hosts")
-	if err := atomicfile.Write(file, content, 0o644); err != nil {
+	if err := atomicfile.Replace(file, content, 0o644); err != nil {
 		return nil, fmt.Errorf("write the pod's hosts file: %w", err)
 	}
 	return &runtimeapi.Mount{ContainerPath: etcHostsPath, HostPath: file}, nil

@@ -49,12 +49,13 @@ func (m *Kuberuntime) KillPastDeadline(ctx context.Context, pod *corev1.Pod, sta
 	return s.result
 }
 
-// KillEvicted is KillPod for a pod the eviction manager evicts to relieve
-// node pressure: its ContainerKilled events carry reason Evicted and the
-// eviction's message; grace replaces the pod's grace period.
-func (m *Kuberuntime) KillEvicted(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, message string, grace int64) kubecontainer.PodSyncResult {
+// KillEvicted is KillPod for a pod ended for good, by the eviction manager
+// to relieve node pressure (reason Evicted) or by the node's shutdown
+// (reason Terminated): its ContainerKilled events carry reason and message;
+// grace replaces the pod's grace period.
+func (m *Kuberuntime) KillEvicted(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, reason, message string, grace int64) kubecontainer.PodSyncResult {
 	s := m.newPodOperation(pod, status)
-	s.killPod(ctx, killing{reason: schemas.ReasonEvicted, message: message, gracePeriodOverride: &grace})
+	s.killPod(ctx, killing{reason: reason, message: message, gracePeriodOverride: &grace})
 	return s.result
 }
 

@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/jetlet/jetlet/reconcile/eviction"
+	"github.com/jetlet/jetlet/reconcile/nodeshutdown"
 )
 
 // The reasons of a refusal, kubelet's words (a refusal for want of a
@@ -19,6 +20,9 @@ const (
 	// ReasonEvicted is the eviction manager's: the node is under pressure.
 	ReasonEvicted           = eviction.Reason
 	ReasonNodeUnschedulable = "NodeUnschedulable"
+	// ReasonNodeShutdown is the node shutdown manager's: the host is
+	// shutting down.
+	ReasonNodeShutdown = nodeshutdown.NotAdmittedReason
 )
 
 // Node is what admission knows of the node at the moment of the decision.
@@ -28,6 +32,8 @@ type Node struct {
 	Taints []corev1.Taint
 	// Unschedulable is a cordoned node's (CONTRACT section 14).
 	Unschedulable bool
+	// ShuttingDown: the host is shutting down (the node shutdown manager).
+	ShuttingDown bool
 	// Allocatable is what pods may request in all: cpu, memory,
 	// ephemeral-storage, hugepages-*, pods, extended resources. A resource
 	// it lacks has none to give.
@@ -53,7 +59,7 @@ type Verdict struct {
 var admitted = Verdict{Admit: true}
 
 // check is one of admission's checks: admitted, or why not.
-type check func(node *Node, pod *corev1.Pod, active []*corev1.Pod) Verdict
+type check func(node *Node, pod *corev1.Pod, held *Held) Verdict
 
 // checks are run in CONTRACT section 12's order; the first refusal decides.
 var checks = []check{
@@ -66,13 +72,15 @@ var checks = []check{
 	checkPodCount,
 	checkNodePressure,
 	checkCordon,
+	checkNodeShutdown,
 }
 
-// Admit decides whether pod may start on node, given the pods already
-// admitted there and not terminal (active, which must not hold pod itself).
-func Admit(node *Node, pod *corev1.Pod, active []*corev1.Pod) Verdict {
+// Admit decides whether pod may start on node, given what the pods
+// already admitted there and not terminal hold (held; a part of pod itself
+// in it is left out).
+func Admit(node *Node, pod *corev1.Pod, held *Held) Verdict {
 	for _, c := range checks {
-		if v := c(node, pod, active); !v.Admit {
+		if v := c(node, pod, held); !v.Admit {
 			return v
 		}
 	}

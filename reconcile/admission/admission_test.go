@@ -79,7 +79,7 @@ func TestAdmitAdmitsAPodThatFits(t *testing.T) {
 	for _, level := range []Level{LevelPrivileged, LevelBaseline, LevelRestricted} {
 		node := testNode()
 		node.PodSecurity = level
-		if v := Admit(node, pod, activePods(3, "cpu", "500m", "memory", "1Gi")); v != admitted {
+		if v := Admit(node, pod, NewHeld(activePods(3, "cpu", "500m", "memory", "1Gi")...)); v != admitted {
 			t.Errorf("at %s: %+v, want admitted", level, v)
 		}
 	}
@@ -124,6 +124,7 @@ func TestAdmitOrder(t *testing.T) {
 			node.Conditions = []corev1.NodeConditionType{corev1.NodeDiskPressure}
 		}},
 		{ReasonNodeUnschedulable, func(node *Node, _ *corev1.Pod, _ *[]*corev1.Pod) { node.Unschedulable = true }},
+		{ReasonNodeShutdown, func(node *Node, _ *corev1.Pod, _ *[]*corev1.Pod) { node.ShuttingDown = true }},
 	}
 	for i, earlier := range failures {
 		for _, later := range failures[i:] {
@@ -131,7 +132,7 @@ func TestAdmitOrder(t *testing.T) {
 				node, pod, active := testNode(), testPod("web"), []*corev1.Pod(nil)
 				later.apply(node, pod, &active)
 				earlier.apply(node, pod, &active)
-				v := Admit(node, pod, active)
+				v := Admit(node, pod, NewHeld(active...))
 				if v.Admit || v.Reason != earlier.reason {
 					t.Errorf("got %+v, want refused with %s", v, earlier.reason)
 				}

@@ -3,8 +3,9 @@
 // eviction manager's Admit), with the Pod Security Standards checked at the
 // node as the API server checks them.
 //
-// Admit is a pure function of what the node is (Node), the pod, and the pods
-// already admitted and not terminal. It runs the checks of CONTRACT section 12
+// Admit is a pure function of what the node is (Node), the pod, and what the
+// pods already admitted and not terminal hold (Held, which their owner keeps
+// as they come, change and go, so that a decision does not walk them). It runs the checks of CONTRACT section 12
 // in order; the first that fails decides, with kubelet's reason and a message
 // that says what did not fit:
 //
@@ -17,8 +18,9 @@
 //  7. pod count against allocatable pods     OutOfpods
 //  8. node pressure                          Evicted
 //  9. cordon                                 NodeUnschedulable
+//  10. the host shutting down                NodeShutdown
 //
-// The package does no I/O and keeps no state: the caller serialises
-// admissions (one lock over the decision and the record of the pod admitted),
-// so that two pods never both fit into the same room.
+// The package does no I/O, and Held is its caller's: the caller serialises
+// admissions (one lock over the decision and the record of the pod admitted,
+// Held among it), so that two pods never both fit into the same room.
 package admission

@@ -64,21 +64,17 @@ func hostPorts(pod *corev1.Pod) []hostPort {
 
 // checkHostPorts refuses a pod wanting a host port an active pod holds: the
 // same protocol and port, on the same IP or where either is 0.0.0.0.
-func checkHostPorts(_ *Node, pod *corev1.Pod, active []*corev1.Pod) Verdict {
-	wanted := hostPorts(pod)
-	if len(wanted) == 0 {
-		return admitted
-	}
-	for _, other := range active {
-		for _, used := range hostPorts(other) {
-			for _, want := range wanted {
-				if want.conflicts(used) {
-					return Verdict{
-						Reason: ReasonNodePorts,
-						Message: fmt.Sprintf("Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports: "+
-							"hostPort %s conflicts with %s of pod %s/%s", want, used, other.Namespace, other.Name),
-					}
-				}
+func checkHostPorts(_ *Node, pod *corev1.Pod, held *Held) Verdict {
+	for _, want := range hostPorts(pod) {
+		for _, used := range held.ports[portKey{want.protocol, want.port}] {
+			if used.uid == pod.UID || !want.conflicts(used.port) {
+				continue
+			}
+			other := held.parts[used.uid].pod
+			return Verdict{
+				Reason: ReasonNodePorts,
+				Message: fmt.Sprintf("Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports: "+
+					"hostPort %s conflicts with %s of pod %s/%s", want, used.port, other.Namespace, other.Name),
 			}
 		}
 	}

@@ -100,7 +100,7 @@ func TestHostPorts(t *testing.T) {
 		if message != "" {
 			message = prefix + message
 		}
-		assertVerdict(t, tt.name, checkHostPorts(testNode(), pod, active), ReasonNodePorts, message)
+		assertVerdict(t, tt.name, checkHostPorts(testNode(), pod, NewHeld(active...)), ReasonNodePorts, message)
 	}
 }
 
@@ -114,7 +114,7 @@ func TestHostPortsOfSidecarsWanted(t *testing.T) {
 	pod.Spec.InitContainers = []corev1.Container{sidecar}
 	other := testPod("other")
 	other.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 15001, HostPort: 15001}}
-	v := checkHostPorts(testNode(), pod, []*corev1.Pod{other})
+	v := checkHostPorts(testNode(), pod, NewHeld(other))
 	if v.Reason != ReasonNodePorts {
 		t.Errorf("got %+v, want refused with %s", v, ReasonNodePorts)
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // checkNodeName refuses a pod bound to another node.
-func checkNodeName(node *Node, pod *corev1.Pod, _ []*corev1.Pod) Verdict {
+func checkNodeName(node *Node, pod *corev1.Pod, _ *Held) Verdict {
 	if pod.Spec.NodeName == "" || pod.Spec.NodeName == node.Name {
 		return admitted
 	}
@@ -31,7 +31,7 @@ func checkNodeName(node *Node, pod *corev1.Pod, _ []*corev1.Pod) Verdict {
 // do (component-helpers' nodeaffinity), and on a mismatch says which
 // selector or which requirement of each term the node failed: kubelet says
 // only "didn't match Pod's node affinity/selector".
-func checkNodeAffinity(node *Node, pod *corev1.Pod, _ []*corev1.Pod) Verdict {
+func checkNodeAffinity(node *Node, pod *corev1.Pod, _ *Held) Verdict {
 	k8sNode := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name, Labels: node.Labels}}
 	if match, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(k8sNode); match {
 		return admitted

@@ -12,7 +12,7 @@ import (
 // pressure admits every pod; under pressure it admits critical pods, and under
 // memory pressure alone the pods that are not BestEffort or that tolerate the
 // memory-pressure taint; it refuses the rest, naming every condition.
-func checkNodePressure(node *Node, pod *corev1.Pod, _ []*corev1.Pod) Verdict {
+func checkNodePressure(node *Node, pod *corev1.Pod, _ *Held) Verdict {
 	if len(node.Conditions) == 0 || eviction.IsCritical(pod) {
 		return admitted
 	}

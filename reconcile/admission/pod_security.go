@@ -48,7 +48,7 @@ func newPodSecurityEvaluator() policy.Evaluator {
 // checkPodSecurity evaluates the pod against the Pod Security Standards at
 // the node's level and the latest version, and words a violation as the API
 // server does (pod-security-admission's admission.EvaluatePod).
-func checkPodSecurity(node *Node, pod *corev1.Pod, _ []*corev1.Pod) Verdict {
+func checkPodSecurity(node *Node, pod *corev1.Pod, _ *Held) Verdict {
 	level := node.PodSecurity
 	if level == "" {
 		level = LevelBaseline

@@ -258,7 +258,7 @@ func TestPodSecurityDefaultsToBaseline(t *testing.T) {
 	pod.Spec.HostNetwork = true
 	node := testNode()
 	node.PodSecurity = ""
-	got := Admit(node, pod, nil)
+	got := Admit(node, pod, NewHeld())
 	want := `violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true)`
 	if got.Reason != ReasonPodSecurity || got.Message != want {
 		t.Errorf("got %+v, want %s", got, want)

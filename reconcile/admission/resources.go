@@ -45,7 +45,7 @@ func Allocated(active []*corev1.Pod) corev1.ResourceList {
 // cpu, memory, ephemeral-storage, then the others by name. kubelet admits
 // requests of extended resources the node lacks (they may be the cluster's,
 // or DRA's); a jetlet node has neither, so it refuses them and says which.
-func checkResources(node *Node, pod *corev1.Pod, active []*corev1.Pod) Verdict {
+func checkResources(node *Node, pod *corev1.Pod, held *Held) Verdict {
 	requests := podRequests(pod)
 	var used corev1.ResourceList
 	for _, name := range requestOrder(requests) {
@@ -54,7 +54,7 @@ func checkResources(node *Node, pod *corev1.Pod, active []*corev1.Pod) Verdict {
 			continue
 		}
 		if used == nil {
-			used = Allocated(active)
+			used = held.usedBesides(pod.UID)
 		}
 		inUse, capacity := amount(name, used[name]), amount(name, node.Allocatable[name])
 		if requested > capacity-inUse {
@@ -65,10 +65,10 @@ func checkResources(node *Node, pod *corev1.Pod, active []*corev1.Pod) Verdict {
 }
 
 // checkPodCount refuses a pod beyond the node's allocatable pods (--max-pods).
-func checkPodCount(node *Node, _ *corev1.Pod, active []*corev1.Pod) Verdict {
+func checkPodCount(node *Node, pod *corev1.Pod, held *Held) Verdict {
 	capacity := amount(corev1.ResourcePods, node.Allocatable[corev1.ResourcePods])
-	if int64(len(active))+1 > capacity {
-		return insufficient(corev1.ResourcePods, 1, int64(len(active)), capacity)
+	if active := held.podsBesides(pod.UID); active+1 > capacity {
+		return insufficient(corev1.ResourcePods, 1, active, capacity)
 	}
 	return admitted
 }
@@ -121,12 +121,12 @@ const (
 var resizable = []corev1.ResourceName{corev1.ResourceMemory, corev1.ResourceCPU}
 
 // AdmitResize decides whether the node takes pod's new requests, pod being
-// admitted before with others (the other active pods, with what they were
-// allocated), as kubelet's canResizePod: Infeasible when the pod's memory
-// or cpu requests exceed what the node can allocate at all (it never fits
-// here), Deferred when they exceed what the others leave (retried when
-// resources free), with kubelet's messages.
-func AdmitResize(node *Node, pod *corev1.Pod, others []*corev1.Pod) Verdict {
+// admitted before, beside what the other active pods hold (held, where pod
+// may hold its allocation: it is left out), as kubelet's canResizePod:
+// Infeasible when the pod's memory or cpu requests exceed what the node can
+// allocate at all (it never fits here), Deferred when they exceed what the
+// others leave (retried when resources free), with kubelet's messages.
+func AdmitResize(node *Node, pod *corev1.Pod, held *Held) Verdict {
 	requests := podRequests(pod)
 	for _, name := range resizable {
 		if requested, capacity := amount(name, requests[name]), amount(name, node.Allocatable[name]); requested > capacity {
@@ -134,7 +134,7 @@ func AdmitResize(node *Node, pod *corev1.Pod, others []*corev1.Pod) Verdict {
 				"Node didn't have enough capacity: %s, requested: %d, capacity: %d", name, requested, capacity)}
 		}
 	}
-	if v := checkResources(node, pod, others); !v.Admit {
+	if v := checkResources(node, pod, held); !v.Admit {
 		v.Reason = ReasonResizeDeferred
 		return v
 	}

@@ -195,7 +195,7 @@ func TestResources(t *testing.T) {
 		if message != "" {
 			message = prefix + message
 		}
-		assertVerdict(t, tt.name, checkResources(node, pod, tt.active), tt.reason, message)
+		assertVerdict(t, tt.name, checkResources(node, pod, NewHeld(tt.active...)), tt.reason, message)
 	}
 }
 
@@ -216,7 +216,7 @@ func TestPodCount(t *testing.T) {
 		if tt.pods != "" {
 			node.Allocatable[corev1.ResourcePods] = resource.MustParse(tt.pods)
 		}
-		assertVerdict(t, tt.name, checkPodCount(node, testPod("web"), activePods(tt.active)), "OutOfpods", tt.message)
+		assertVerdict(t, tt.name, checkPodCount(node, testPod("web"), NewHeld(activePods(tt.active)...)), "OutOfpods", tt.message)
 	}
 }
 

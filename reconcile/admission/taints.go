@@ -17,7 +17,7 @@ const tolerationComparisonOperators = false
 // NoSchedule or NoExecute taints. kubelet checks only NoExecute, leaving
 // NoSchedule to the scheduler; with no scheduler of its own in front of it,
 // the node checks both, as the scheduler's TaintToleration filter would.
-func checkTaints(node *Node, pod *corev1.Pod, _ []*corev1.Pod) Verdict {
+func checkTaints(node *Node, pod *corev1.Pod, _ *Held) Verdict {
 	taint, untolerated := corev1helpers.FindMatchingUntoleratedTaint(logr.Discard(), node.Taints, pod.Spec.Tolerations,
 		func(t *corev1.Taint) bool {
 			return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
@@ -34,7 +34,7 @@ func checkTaints(node *Node, pod *corev1.Pod, _ []*corev1.Pod) Verdict {
 // checkCordon refuses a new pod on a cordoned node unless it tolerates
 // node.kubernetes.io/unschedulable:NoSchedule, as the scheduler's
 // NodeUnschedulable filter does (DaemonSet pods do).
-func checkCordon(node *Node, pod *corev1.Pod, _ []*corev1.Pod) Verdict {
+func checkCordon(node *Node, pod *corev1.Pod, _ *Held) Verdict {
 	if !node.Unschedulable || tolerates(pod, corev1.TaintNodeUnschedulable, corev1.TaintEffectNoSchedule) {
 		return admitted
 	}

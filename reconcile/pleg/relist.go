@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/internal/condwake"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
@@ -284,12 +285,15 @@ func (r *Relister) relist(ctx context.Context) {
 			continue
 		}
 		r.emitFacts(ctx, st)
-		if !r.put(uid, st, start) {
+		if !r.put(uid, st, start) && !r.cachedShows(uid, now[uid]) {
 			// A worker stored a status it began reading after this relist
-			// began, but it may have read the runtime before this relist
-			// did (a container that exited in between): this relist's
-			// change must not pass for seen, or a stale entry would stay
-			// until the pod changes again. The next relist reads it anew.
+			// began, but it read the runtime before this relist did (a
+			// container that exited in between: it shows other states
+			// than listed): this relist's change must not pass for seen,
+			// or a stale entry would stay until the pod changes again. The
+			// next relist reads it anew. One that shows what was listed
+			// is read no more: during a burst of starts most read-backs
+			// win, and each was read again.
 			now[uid] = r.seen[uid]
 		}
 		r.mu.Lock()
@@ -362,6 +366,32 @@ func (r *Relister) put(uid string, st *kubecontainer.PodStatus, at time.Time) bo
 		st = &kubecontainer.PodStatus{UID: uid}
 	}
 	r.cache[uid] = cacheEntry{status: st, at: at}
+	return true
+}
+
+// cachedShows reports whether the cached status of pod uid shows its
+// containers and sandboxes in the states listed (as relist keys them).
+func (r *Relister) cachedShows(uid string, listed map[string]kubecontainer.ContainerState) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.cache[uid].status
+	if st == nil || len(st.ContainerStatuses)+len(st.SandboxStatuses) != len(listed) {
+		return false
+	}
+	for _, c := range st.ContainerStatuses {
+		if state, ok := listed[c.ID]; !ok || state != c.State {
+			return false
+		}
+	}
+	for _, s := range st.SandboxStatuses {
+		state := kubecontainer.ContainerExited
+		if s.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
+			state = kubecontainer.ContainerRunning
+		}
+		if listed["sandbox/"+s.GetId()] != state {
+			return false
+		}
+	}
 	return true
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
@@ -232,5 +233,41 @@ func TestARelistBeatenByAStaleReadBackReadsThePodAgain(t *testing.T) {
 	st, err := r.Status(ctx, "u1", time.Time{})
 	if err != nil || st == nil || st.ContainerStatuses[0].State != kubecontainer.ContainerExited {
 		t.Fatalf("the pod's cached status after two relists: %+v, %v; want its container exited", st, err)
+	}
+}
+
+// readBackLister counts the status reads of each relist, and on the first
+// lets a pod worker store first what it read (as the read-back after its
+// sync does): the same states the list shows.
+type readBackLister struct {
+	fakeLister
+	r     *Relister
+	reads int
+	now   *kubecontainer.PodStatus
+}
+
+func (f *readBackLister) GetPodStatus(_ context.Context, uid, _, _ string) (*kubecontainer.PodStatus, error) {
+	f.reads++
+	if f.reads == 1 {
+		f.r.Store(uid, f.now, time.Now()) // began after the relist did
+	}
+	return f.now, nil
+}
+
+// A worker's read-back that beat a relist but shows what the relist listed
+// is up to date: the next relist does not read the pod again.
+func TestARelistBeatenByAnUpToDateReadBackReadsThePodOnce(t *testing.T) {
+	now := &kubecontainer.PodStatus{UID: "u1", Name: "web", Namespace: "default",
+		SandboxStatuses:   []*runtimeapi.PodSandboxStatus{{Id: "s1", State: runtimeapi.PodSandboxState_SANDBOX_READY}},
+		ContainerStatuses: []*kubecontainer.ContainerStatus{{ID: "c1", Name: "app", State: kubecontainer.ContainerRunning}}}
+	lister := &readBackLister{fakeLister: fakeLister{up: true, pods: []*kubecontainer.RuntimePod{{UID: "u1", Name: "web", Namespace: "default",
+		Sandboxes:  []*kubecontainer.Container{{ID: "s1", State: kubecontainer.ContainerRunning}},
+		Containers: []*kubecontainer.Container{{ID: "c1", State: kubecontainer.ContainerRunning}}}}}, now: now}
+	r := newRelister(t, lister, kubecontainer.EmitterFunc(func(context.Context, schemas.LifecycleEvent) {}), Config{Node: "n1", Period: time.Hour, Logger: zerolog.Nop()})
+	lister.r = r
+	r.relist(t.Context())
+	r.relist(t.Context())
+	if lister.reads != 1 {
+		t.Errorf("the pod's status read %d times by two relists, want once", lister.reads)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jetlet/jetlet/reconcile/admission"
 	"github.com/jetlet/jetlet/schemas"
@@ -26,17 +27,38 @@ func (w *Workers) admitLocked(pod *corev1.Pod) admission.Verdict {
 		return admission.Verdict{Admit: true}
 	}
 	node := w.cfg.Admission()
-	return admission.Admit(&node, pod, w.activeLocked())
+	return admission.Admit(&node, pod, w.held)
 }
 
-// activeLocked is the admitted pods that hold the node's resources, with
-// what they were allocated: not terminal (a pod being deleted holds them
-// until it is gone). The caller holds w.mu.
+// active reports whether p holds the node's resources: admitted and not
+// terminal (a pod being deleted holds them until it is gone). The caller
+// holds w.mu.
+func (p *pod) active() bool {
+	return p.admitted && p.desired != nil && p.desired.Intent.Pod != nil &&
+		(p.lastStatus == nil || !isTerminal(p.lastStatus.Phase))
+}
+
+// holdLocked brings w.held in step with p, after a change of what p.active
+// reads or of p's allocation: what admission decides against is kept as
+// pods change, not summed anew for each decision. A pod no longer in
+// w.pods was unset as it left, and its UID may be another's now. The caller
+// holds w.mu.
+func (w *Workers) holdLocked(p *pod) {
+	switch {
+	case w.pods[p.uid] != p:
+	case p.active():
+		w.held.Set(p.allocatedPod())
+	default:
+		w.held.Unset(types.UID(p.uid))
+	}
+}
+
+// activeLocked is the active pods, with what they were allocated. The
+// caller holds w.mu.
 func (w *Workers) activeLocked() []*corev1.Pod {
 	var active []*corev1.Pod
 	for _, p := range w.pods {
-		if p.admitted && p.desired != nil && p.desired.Intent.Pod != nil &&
-			(p.lastStatus == nil || !isTerminal(p.lastStatus.Phase)) {
+		if p.active() {
 			active = append(active, p.allocatedPod())
 		}
 	}
@@ -48,7 +70,7 @@ func (w *Workers) activeLocked() []*corev1.Pod {
 func (w *Workers) Allocated() corev1.ResourceList {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return admission.Allocated(w.activeLocked())
+	return w.held.Allocated()
 }
 
 // ActivePods is the admitted pods that are not terminal, for the eviction
@@ -67,6 +89,7 @@ func (w *Workers) admitRecoveredLocked(running map[string]bool) []refusal {
 	for uid := range running {
 		if p, ok := w.pods[uid]; ok {
 			p.admitted = true
+			w.holdLocked(p)
 		}
 	}
 	var waiting []*pod
@@ -84,6 +107,7 @@ func (w *Workers) admitRecoveredLocked(running map[string]bool) []refusal {
 			continue
 		}
 		p.admitted = true
+		w.holdLocked(p)
 	}
 	return refused
 }

@@ -21,7 +21,7 @@ import (
 // admittingWorkers are Workers over m admitting against a node of 1Gi of
 // memory and maxPods pods, with the relist their syncs read running until
 // the test ends; their statuses go to the log returned.
-func admittingWorkers(t *testing.T, m *scriptedManager, maxPods int64) (*Workers, *statusLog) {
+func admittingWorkers(t testing.TB, m *scriptedManager, maxPods int64) (*Workers, *statusLog) {
 	t.Helper()
 	relister, err := pleg.New(m, discard{}, pleg.Config{Node: "n1", Period: time.Second, Logger: zerolog.Nop()})
 	if err != nil {
@@ -193,6 +193,33 @@ func TestAnEvictedPodIsKilledAndStaysFailed(t *testing.T) {
 	}
 }
 
+// A pod ended for the node's shutdown is killed and Failed with the
+// shutdown's reason and message, as an evicted one, but an intent coming
+// while the node goes down does not start it again.
+func TestAPodEndedForShutdownStaysEnded(t *testing.T) {
+	m := &scriptedManager{running: map[string]bool{"web": true}}
+	w, statuses := admittingWorkers(t, m, 110)
+	if err := w.Start(t.Context(), []Desired{applyOf("web", 1, "100Mi")}); err != nil {
+		t.Fatal(err)
+	}
+	const message = "Pod was terminated in response to imminent node shutdown."
+	if err := w.EndForShutdown(t.Context(), "web", 20, "Terminated", message); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.killed) != 1 || m.killed[0] != "KillEvicted web" {
+		t.Errorf("kills %v, want KillEvicted web", m.killed)
+	}
+	last := statuses.statuses[len(statuses.statuses)-1]
+	if last.Phase != schemas.PhaseFailed || last.Reason != "Terminated" || last.Message != message {
+		t.Errorf("status %+v: want Failed, Terminated, the message", last)
+	}
+	calls := len(m.calls)
+	rep := w.Sync(t.Context(), applyOf("web", 2, "100Mi"))
+	if len(m.calls) != calls || rep.Status == nil || rep.Status.Reason != "Terminated" {
+		t.Errorf("a new intent while the node goes down: %+v, SyncPod calls %d → %d; want it still ended", rep, calls, len(m.calls))
+	}
+}
+
 // A pod deleted after admission refused it is Terminated, as a deleted pod
 // is: its refusal does not stay in jetlet_status (and in `jetlet get pods`)
 // after the delete succeeded. A delete of a pod whose deletion finished
@@ -222,5 +249,69 @@ func TestARefusedPodDeletedIsTerminated(t *testing.T) {
 	}
 	if len(statuses.statuses) != stored {
 		t.Errorf("a second delete stored %+v", statuses.statuses[stored:])
+	}
+}
+
+// What admission decides against is kept as pods change (Workers.held):
+// after each admission, resize (taken, deferred, infeasible), pod that
+// finishes, delete and refusal it is what a walk of every active pod sums.
+func TestHeldIsWhatTheActivePodsSum(t *testing.T) {
+	m := &scriptedManager{running: map[string]bool{}}
+	w, _ := admittingWorkers(t, m, 4)
+	if err := w.Start(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	check := func(step string) {
+		t.Helper()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		kept, walked := w.held.Allocated(), admission.Allocated(w.activeLocked())
+		same := len(kept) == len(walked)
+		for name, q := range walked {
+			k, ok := kept[name]
+			same = same && ok && k.Cmp(q) == 0
+		}
+		if !same {
+			t.Errorf("after %s: kept %v, a walk of the active pods %v", step, kept, walked)
+		}
+	}
+	sync := func(step string, want Desired) Report {
+		t.Helper()
+		rep := w.Sync(t.Context(), want)
+		if rep.Err != nil {
+			t.Fatalf("%s: %+v", step, rep)
+		}
+		m.mu.Lock()
+		m.running[want.UID] = want.Intent.Op == schemas.OpApply && rep.Refused == nil
+		m.mu.Unlock()
+		check(step)
+		return rep
+	}
+	deleteOf := func(uid string, seq uint64) Desired {
+		d := applyOf(uid, seq, "")
+		d.Intent.Op = schemas.OpDelete
+		return d
+	}
+	sync("a admitted", applyOf("a", 1, "200Mi"))
+	sync("b admitted", applyOf("b", 2, "300Mi"))
+	sync("a's no-op intent", applyOf("a", 3, "200Mi"))
+	sync("a's resize taken", applyOf("a", 4, "400Mi"))
+	sync("b's resize deferred", applyOf("b", 5, "700Mi"))
+	sync("b's resize infeasible", applyOf("b", 6, "2Gi"))
+	if rep := sync("c refused", applyOf("c", 7, "900Mi")); rep.Refused == nil {
+		t.Fatalf("c admitted beside 700Mi on a 1Gi node")
+	}
+	sync("a deleted", deleteOf("a", 8))
+	sync("c admitted", applyOf("c", 9, "100Mi"))
+
+	m.mu.Lock()
+	m.exitedAt = time.Now() // every pod's container has exited: Succeeded
+	m.mu.Unlock()
+	sync("c finished", applyOf("c", 10, "100Mi"))
+	sync("b deleted", deleteOf("b", 11))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if n := len(w.activeLocked()); n != 0 {
+		t.Errorf("%d pods active at the end, want none", n)
 	}
 }

@@ -15,7 +15,7 @@ import (
 // cannot be read: desired is each pod's applied intent as the node kept it.
 // Its pods are started or adopted and synced as after Start (restart
 // policies, back-off, probes, garbage collection), but the runtime's pods it
-// does not name are held: neither synced nor collected, since the stream
+// does not name are left unclaimed: neither synced nor collected, since the stream
 // may still want them. The stored statuses are not read. Resume hands over
 // the stream's desired state once it can be read.
 func (w *Workers) StartOffline(ctx context.Context, desired []Desired) error {
@@ -27,7 +27,7 @@ func (w *Workers) StartOffline(ctx context.Context, desired []Desired) error {
 // the gap. Every pod whose desired state is not the stream's is synced to
 // it as an applied intent is (a pod new to the node admitted first), and
 // the pods the stream does not want (a checkpoint's pod whose intents the
-// stream no longer keeps, a held pod) are deleted as orphans. It returns
+// stream no longer keeps, an unclaimed pod) are deleted as orphans. It returns
 // once each of those syncs is done, or ctx is.
 func (w *Workers) Resume(ctx context.Context, desired []Desired) error {
 	running, err := w.mgr.GetPods(ctx, true)
@@ -39,7 +39,7 @@ func (w *Workers) Resume(ctx context.Context, desired []Desired) error {
 	w.mu.Lock()
 	for _, d := range desired {
 		wants[d.UID] = true
-		if w.held[d.UID] != nil {
+		if w.unclaimed[d.UID] != nil {
 			w.podLocked(d.UID).admitted = true // it ran: admitted as it is
 		}
 		if p, ok := w.pods[d.UID]; !ok || p.orphan || p.desired == nil || p.desired.IntentSeq != d.IntentSeq {
@@ -61,7 +61,7 @@ func (w *Workers) Resume(ctx context.Context, desired []Desired) error {
 		}
 	}
 	orphans := slices.Collect(maps.Values(orphanOf))
-	clear(w.held)
+	clear(w.unclaimed)
 	w.mu.Unlock()
 
 	for _, rp := range orphans {
@@ -71,6 +71,7 @@ func (w *Workers) Resume(ctx context.Context, desired []Desired) error {
 		p.sync.Lock()
 		w.mu.Lock()
 		w.orphanLocked(rp)
+		w.holdLocked(p)
 		w.mu.Unlock()
 		p.sync.Unlock()
 		w.wake(rp.UID)

@@ -2,7 +2,6 @@ package podworkers
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,8 +37,7 @@ func (w *Workers) Plan(ctx context.Context, uid string, intent *schemas.PodInten
 	case allocated != nil && w.cfg.Admission != nil && withAllocation(pod, allocated) != pod:
 		// A resize: admission's verdict on it, as the sync would decide it.
 		node := w.cfg.Admission()
-		others := slices.DeleteFunc(w.activeLocked(), func(o *corev1.Pod) bool { return o.UID == pod.UID })
-		if v := admission.AdmitResize(&node, pod, others); !v.Admit {
+		if v := admission.AdmitResize(&node, pod, w.held); !v.Admit {
 			plan.Admission = &schemas.PlanAdmission{Reason: v.Reason, Message: "resize pending: " + v.Message}
 		}
 	}

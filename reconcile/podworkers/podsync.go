@@ -37,7 +37,7 @@ func (s *podSync) run(ctx context.Context) Report {
 	api := mgr.ToAPIStatus(pod, status)
 	if s.p.evicted != nil {
 		return s.endForGood(ctx, status, s.p.evicted.reason, s.p.evicted.message, func(status *kubecontainer.PodStatus) kubecontainer.PodSyncResult {
-			return mgr.KillEvicted(ctx, pod, status, s.p.evicted.message, s.p.evicted.grace)
+			return mgr.KillEvicted(ctx, pod, status, s.p.evicted.reason, s.p.evicted.message, s.p.evicted.grace)
 		})
 	}
 	if at, ok := s.p.activeDeadline(); ok && !time.Now().Before(at) && !(isTerminal(api.Phase) && exitedBefore(status, at)) {

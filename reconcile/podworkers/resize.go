@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/jetlet/jetlet/reconcile/admission"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
@@ -72,7 +71,7 @@ func (w *Workers) allocateLocked(p *pod) []schemas.LifecycleEvent {
 	v := admission.Verdict{Admit: true}
 	if w.cfg.Admission != nil {
 		node := w.cfg.Admission()
-		v = admission.AdmitResize(&node, want, slices.DeleteFunc(w.activeLocked(), func(o *corev1.Pod) bool { return o.UID == want.UID }))
+		v = admission.AdmitResize(&node, want, w.held)
 	}
 	if !v.Admit {
 		p.allocated = previous
@@ -96,10 +95,17 @@ func (w *Workers) allocateLocked(p *pod) []schemas.LifecycleEvent {
 	return []schemas.LifecycleEvent{w.resizeEvent(p, schemas.EventResizeStarted, "", resizeMessage("Pod resize started", want, ""))}
 }
 
-// checkpointAllocation records p's allocation when it changed; a failure
-// is said and tried again at the next sync. The caller holds p.sync.
+// checkpointAllocation records p's allocation when its containers'
+// resources changed; a failure is said and tried again at the next sync.
+// Every intent is a new pod value, so the allocation is compared by what
+// the record holds: a no-op intent writes nothing (two fsyncs per sync
+// otherwise). The caller holds p.sync.
 func (w *Workers) checkpointAllocation(p *pod) {
 	if p.allocated == nil || p.allocated == p.checkpointed {
+		return
+	}
+	if p.checkpointed != nil && sameAllocation(p.allocated, p.checkpointed) {
+		p.checkpointed = p.allocated
 		return
 	}
 	if err := w.cfg.Allocations.StoreAllocation(p.allocated); err != nil {
@@ -107,6 +113,17 @@ func (w *Workers) checkpointAllocation(p *pod) {
 		return
 	}
 	p.checkpointed = p.allocated
+}
+
+// sameAllocation reports whether a and b give their containers, by name,
+// the same resources: what StoreAllocation records of either is the same.
+func sameAllocation(a, b *corev1.Pod) bool {
+	same := func(x, y []corev1.Container) bool {
+		return slices.EqualFunc(x, y, func(c, d corev1.Container) bool {
+			return c.Name == d.Name && admission.SameResources(c.Resources, d.Resources)
+		})
+	}
+	return same(a.Spec.InitContainers, b.Spec.InitContainers) && same(a.Spec.Containers, b.Spec.Containers)
 }
 
 // loadAllocations reads the recorded allocations of the running pods, by
@@ -199,7 +216,7 @@ func withAllocation(want, allocated *corev1.Pod) *corev1.Pod {
 	} {
 		for i, c := range kind(want) {
 			j := slices.IndexFunc(kind(allocated), func(a corev1.Container) bool { return a.Name == c.Name })
-			if j < 0 || equality.Semantic.DeepEqual(c.Resources, kind(allocated)[j].Resources) {
+			if j < 0 || admission.SameResources(c.Resources, kind(allocated)[j].Resources) {
 				continue
 			}
 			if out == nil {

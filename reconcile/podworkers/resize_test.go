@@ -119,11 +119,13 @@ func TestResizeIsAdmittedDeferredOrInfeasible(t *testing.T) {
 type checkpoints struct {
 	mu     sync.Mutex
 	allocs map[string]map[string]corev1.ResourceRequirements
+	stores int // records written: a disk write each in jetlet
 }
 
 func (c *checkpoints) StoreAllocation(pod *corev1.Pod) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.stores++
 	alloc := map[string]corev1.ResourceRequirements{}
 	for _, ct := range pod.Spec.Containers {
 		alloc[ct.Name] = ct.Resources
@@ -176,5 +178,40 @@ func TestAnInfeasibleResizeStaysPendingAcrossARestart(t *testing.T) {
 	m.mu.Unlock()
 	if c := pendingOf(rep.Status); c == nil || c.Reason != "Infeasible" || synced != "200Mi" {
 		t.Fatalf("after a restart: pending %+v, synced %s; want Infeasible, the allocated 200Mi", c, synced)
+	}
+}
+
+// An intent that changes no resources (every no-op intent decodes to a new
+// pod value) records no allocation: only the first sync and a resize the
+// node takes write one.
+func TestOnlyAChangedAllocationIsRecorded(t *testing.T) {
+	m := &scriptedManager{running: map[string]bool{}}
+	store := &checkpoints{allocs: map[string]map[string]corev1.ResourceRequirements{}}
+	w, _ := admittingWorkers(t, m, 110)
+	w.cfg.Allocations = store
+	if err := w.Start(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	stores := func() int {
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		return store.stores
+	}
+	for seq, memory := range []string{"200Mi", "200Mi", "200Mi", "300Mi", "300Mi"} {
+		if rep := w.Sync(t.Context(), applyOf("a", uint64(seq+1), memory)); rep.Err != nil || rep.Refused != nil {
+			t.Fatalf("intent %d: %+v", seq+1, rep)
+		}
+		m.mu.Lock()
+		m.running["a"] = true
+		m.mu.Unlock()
+	}
+	if got := stores(); got != 2 {
+		t.Errorf("%d allocations recorded for 5 intents, want 2: the first and the resize", got)
+	}
+	store.mu.Lock()
+	got := store.allocs["a"]["app"].Requests[corev1.ResourceMemory]
+	store.mu.Unlock()
+	if got.String() != "300Mi" {
+		t.Errorf("recorded %s, want the resize's 300Mi", got.String())
 	}
 }

@@ -151,7 +151,7 @@ func (m *scriptedManager) KillPastDeadline(_ context.Context, pod *corev1.Pod, _
 	return m.kill("KillPastDeadline", pod)
 }
 
-func (m *scriptedManager) KillEvicted(_ context.Context, pod *corev1.Pod, _ *kubecontainer.PodStatus, _ string, _ int64) kubecontainer.PodSyncResult {
+func (m *scriptedManager) KillEvicted(_ context.Context, pod *corev1.Pod, _ *kubecontainer.PodStatus, _, _ string, _ int64) kubecontainer.PodSyncResult {
 	return m.kill("KillEvicted", pod)
 }
 

@@ -90,7 +90,7 @@ type PodSyncer interface {
 	KillPod(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, gracePeriodOverride *int64) kubecontainer.PodSyncResult
 	KillOrphan(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, gracePeriodOverride *int64) kubecontainer.PodSyncResult
 	KillPastDeadline(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus) kubecontainer.PodSyncResult
-	KillEvicted(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, message string, grace int64) kubecontainer.PodSyncResult
+	KillEvicted(ctx context.Context, pod *corev1.Pod, status *kubecontainer.PodStatus, reason, message string, grace int64) kubecontainer.PodSyncResult
 	GarbageCollect(ctx context.Context, pods kubecontainer.PodStateProvider) error
 	GarbageCollectPod(ctx context.Context, uid string, pods kubecontainer.PodStateProvider) error
 	ToAPIStatus(pod *corev1.Pod, status *kubecontainer.PodStatus) *schemas.PodStatus
@@ -220,9 +220,13 @@ type Workers struct {
 
 	mu   sync.Mutex
 	pods map[string]*pod // guarded by mu
-	// held are the pods the runtime ran at StartOffline that the checkpoint
-	// did not name: neither synced nor collected until Resume; mu.
-	held map[string]*kubecontainer.RuntimePod
+	// held is what the active pods hold, for admission (holdLocked keeps
+	// it); guarded by mu.
+	held *admission.Held
+	// unclaimed are the pods the runtime ran at StartOffline that the
+	// checkpoint did not name: neither synced nor collected until Resume;
+	// mu.
+	unclaimed map[string]*kubecontainer.RuntimePod
 	// running: background syncs may start (Run saw Start and is not
 	// stopping); bgCtx is theirs. Both guarded by mu.
 	running bool
@@ -268,8 +272,8 @@ type pod struct {
 	// restart of jetlet), else the first sync; deadline wakes the pod then.
 	startTime time.Time
 	deadline  *time.Timer
-	// evicted: the eviction manager ended the pod (evict.go); cleared by
-	// the next intent for it.
+	// evicted: the eviction manager or the node's shutdown ended the pod
+	// (evict.go); cleared by the next intent for it, but for a shutdown's.
 	evicted *eviction
 	// resizing: a resize was taken and its ResizeCompleted is not said yet.
 	resizing bool
@@ -304,7 +308,8 @@ func New(mgr PodSyncer, cache *pleg.Relister, emit kubecontainer.Emitter, status
 		allocated: make(chan struct{}, 1),
 		sem:       make(chan struct{}, cfg.Workers),
 		pods:      map[string]*pod{},
-		held:      map[string]*kubecontainer.RuntimePod{},
+		held:      admission.NewHeld(),
+		unclaimed: map[string]*kubecontainer.RuntimePod{},
 	}
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(podsCollector{w.PodCounts})
@@ -325,7 +330,7 @@ func (w *Workers) Start(ctx context.Context, desired []Desired) error {
 
 // start is Start, or StartOffline when offline: then the stored statuses
 // are not read (the bus is away) and the runtime's pods that no desired
-// state names are held, not deleted, until Resume.
+// state names are left unclaimed, not deleted, until Resume.
 func (w *Workers) start(ctx context.Context, desired []Desired, offline bool) error {
 	running, err := w.mgr.GetPods(ctx, true)
 	if err != nil {
@@ -368,13 +373,14 @@ func (w *Workers) start(ctx context.Context, desired []Desired, offline bool) er
 		if offline {
 			w.log.Warn().Str("uid", rp.UID).Str("pod", rp.Namespace+"/"+rp.Name).
 				Msg("the runtime runs a pod the checkpoint does not name; left as it is until the intents stream says")
-			w.held[rp.UID] = rp
+			w.unclaimed[rp.UID] = rp
 			continue
 		}
 		w.orphanLocked(rp)
 	}
 	for uid, p := range w.pods {
 		p.lastStatus = stored[uid]
+		w.holdLocked(p)
 	}
 	w.mu.Unlock()
 	// No sync of these pods runs before started is closed (and none after:
@@ -588,8 +594,13 @@ func (w *Workers) Sync(ctx context.Context, want Desired) Report {
 		w.allocationChanged()
 	}
 	p.desired, p.orphan = &want, false
+	w.holdLocked(p)
 	w.mu.Unlock()
-	p.evicted = nil // a new intent is a new start, as a new pod replacing an evicted one
+	if p.evicted == nil || !p.evicted.shutdown {
+		// A new intent is a new start, as a new pod replacing an evicted
+		// one; but not while the node goes down.
+		p.evicted = nil
+	}
 	p.span = trace.SpanContextFromContext(ctx)
 	return w.syncLocked(ctx, p)
 }
@@ -623,6 +634,7 @@ func (w *Workers) syncLocked(ctx context.Context, p *pod) Report {
 	start := time.Now()
 	w.mu.Lock()
 	decided := w.allocateLocked(p)
+	w.holdLocked(p)
 	w.mu.Unlock()
 	w.checkpointAllocation(p)
 	w.emitAll(ctx, p, decided)
@@ -659,6 +671,7 @@ func (w *Workers) syncLocked(ctx context.Context, p *pod) Report {
 		w.mu.Lock()
 		if w.pods[p.uid] == p {
 			delete(w.pods, p.uid)
+			w.held.Unset(types.UID(p.uid))
 		}
 		w.wakeDeferredLocked()
 		w.mu.Unlock()
@@ -724,6 +737,7 @@ func (w *Workers) putStatus(p *pod, st *schemas.PodStatus) {
 	finished := isTerminal(st.Phase) && (p.lastStatus == nil || !isTerminal(p.lastStatus.Phase))
 	w.mu.Lock()
 	p.lastStatus = st
+	w.holdLocked(p)
 	w.mu.Unlock()
 	if finished && p.admitted {
 		w.allocationChanged()
@@ -767,7 +781,7 @@ func (w *Workers) wanted(uid string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	p, ok := w.pods[uid]
-	return ok && p.desired != nil && p.desired.Intent.Op != schemas.OpDelete || w.held[uid] != nil
+	return ok && p.desired != nil && p.desired.Intent.Op != schemas.OpDelete || w.unclaimed[uid] != nil
 }
 
 // collectGarbage removes what pods no longer wanted left behind, and dead

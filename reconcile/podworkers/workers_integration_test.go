@@ -2,6 +2,7 @@ package podworkers_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -257,9 +258,13 @@ func TestStartDeletesOrphansAndAdoptsThePodsItIsGiven(t *testing.T) {
 	if term := n.sink.ofType("orphan", schemas.EventPodTerminated)[0]; term.Reason != schemas.ReasonOrphaned {
 		t.Errorf("PodTerminated reason %q, message %q; want Orphaned", term.Reason, term.Message)
 	}
-	if st := n.sink.lastStatus("orphan"); st == nil || st.Phase != schemas.PhaseTerminated {
-		t.Errorf("orphan's last status %+v, want Terminated", st)
-	}
+	// The delete emits PodTerminated, then its sync stores the status.
+	poll.Until(t, 10*time.Second, func() string {
+		return fmt.Sprintf("orphan's last status %+v, want Terminated", n.sink.lastStatus("orphan"))
+	}, func() bool {
+		st := n.sink.lastStatus("orphan")
+		return st != nil && st.Phase == schemas.PhaseTerminated
+	})
 
 	// The pod with an intent is adopted as it runs.
 	if !n.pods()["kept"] {

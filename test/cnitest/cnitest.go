@@ -109,6 +109,10 @@ func Bridge(t testing.TB) (bridge, cidr string) {
 	t.Helper()
 	slot := lockSlot(t)
 	bridge = fmt.Sprintf("jltest%d", slot)
+	// The slot is ours: a bridge of its name is a killed test's, whose
+	// address may not be the one this test's network gives it (a
+	// thousand-pod bench failed every sandbox on it).
+	_ = exec.Command("ip", "link", "del", bridge).Run()
 	t.Cleanup(func() {
 		_ = exec.Command("ip", "link", "del", bridge).Run()
 		for _, tc := range [][2]string{{"filter", "INPUT"}, {"nat", "POSTROUTING"}} {

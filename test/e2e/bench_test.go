@@ -240,6 +240,8 @@ func benchNoOp(b *testing.B, rate int, env []string) {
 	base := revision.next + 2
 	revision.next = base + int64(b.N)
 	revision.Unlock()
+	cost := costOf(b, n)
+	end := profileLoad(b, n, "noop")
 	jet := runLoad(b, n.js, nc, b.N, rate,
 		func(i int) string { return fmt.Sprintf("jetlet.intent.n1.bench-%03d", i%benchPods) },
 		func(i int) []byte {
@@ -248,6 +250,8 @@ func benchNoOp(b *testing.B, rate int, env []string) {
 		},
 		"jetlet.result.n1.>", intentSeqOf)
 	b.StopTimer()
+	end()
+	cost.report(b, n, b.N, "intent")
 	report(b, jet, bare)
 }
 

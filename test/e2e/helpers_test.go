@@ -60,6 +60,9 @@ func (n *node) start() {
 	} else {
 		args = append(args, "--nats-listen", "127.0.0.1:0")
 	}
+	if profileDir() != "" && !slices.Contains(n.extra, "--profiling") {
+		args = append(args, "--profiling")
+	}
 	n.proc = jetlettest.StartEnv(n.t, n.env, append(args, n.extra...)...)
 	n.proc.WaitReady(60 * time.Second)
 	url := n.url

@@ -30,7 +30,9 @@ const podStartRate = 50
 // light jetlet-shim (the default); shim=jetlet runs jetlet itself as each
 // pod's shim, for comparison. The pods have a network of their own (the
 // node-local bridge) but with net=host, where they are hostNetwork pods:
-// the difference is what a pod's network costs.
+// the difference is what a pod's network costs. It also reports what each
+// start cost jetlet's process (loadCost, per pod), and profiles it with
+// JETLET_E2E_PROFILE.
 //
 //	go test -run '^$' -bench PodStart -benchtime 100x ./test/e2e
 func BenchmarkPodStart(b *testing.B) {
@@ -81,6 +83,8 @@ func benchPodStart(b *testing.B, hostNetwork bool, extra []string) {
 	defer sub.Unsubscribe()
 
 	b.ResetTimer()
+	cost := costOf(b, n)
+	end := profileLoad(b, n, "podstart")
 	tick := time.NewTicker(time.Second / podStartRate)
 	for i := range b.N {
 		<-tick.C
@@ -103,6 +107,8 @@ func benchPodStart(b *testing.B, hostNetwork bool, extra []string) {
 		b.Fatalf("%d of %d pods started within 2 minutes", len(lat), b.N)
 	}
 	b.StopTimer()
+	end()
+	cost.report(b, n, b.N, "pod")
 
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")

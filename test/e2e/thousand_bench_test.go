@@ -81,9 +81,11 @@ func benchThousand(b *testing.B, pods int) {
 
 	b.ResetTimer()
 	relist0 := histogram(b, n, "jetlet_relist_duration_seconds")
+	end := profileLoad(b, n, fmt.Sprintf("thousand-%d-start", pods))
 	start := time.Now()
 	publishAll(b, n.js, uids, func(i int) []byte { return intents[i] })
 	statuses.await(b, uids, running, 3*time.Minute)
+	end()
 	b.ReportMetric(time.Since(start).Seconds(), "running-s")
 	relist1 := histogram(b, n, "jetlet_relist_duration_seconds")
 	b.ReportMetric(1000*relist1.since(relist0).quantile(0.5), "start-relist-p50-ms")
@@ -122,9 +124,11 @@ func benchThousand(b *testing.B, pods int) {
 	}
 
 	shims := podShims(b, n.dataDir)
+	end = profileLoad(b, n, fmt.Sprintf("thousand-%d-delete", pods))
 	start = time.Now()
 	publishAll(b, n.js, uids, func(i int) []byte { return []byte(deleteJSON(uids[i], 2, 30)) })
 	statuses.await(b, uids, func(st *schemas.PodStatus) bool { return st.Phase == schemas.PhaseTerminated }, 3*time.Minute)
+	end()
 	poll.Until(b, time.Minute, func() string { return fmt.Sprintf("%d pod shims to exit", len(shims.running())) }, func() bool {
 		return len(shims.running()) == 0
 	})

@@ -7,8 +7,9 @@
 #
 # A binary whose test asked for a shutdown (test/vm/vmguest writes
 # out/shutdown-asked) has no status: on the next boot it runs again, with
-# JETLET_VM_BOOT telling the test which boot it is in, and the binaries that
-# finished before it are not run again.
+# JETLET_VM_BOOT telling the test how many boots its binary has run in (1
+# the first), and the binaries that finished before it are not run again.
+# So several packages whose tests cross boots share one run's boots.
 set -u
 share=/mnt/jetlet
 boot=$(cat "$share/boot")
@@ -28,6 +29,8 @@ prebuilt=
 for bin in "$share"/bin/*.test; do
 	name=$(basename "$bin" .test)
 	[ ! -f "$share/out/$name.rc" ] || continue
+	runs=$(($(cat "$share/out/$name.runs" 2>/dev/null || echo 0) + 1))
+	echo "$runs" >"$share/out/$name.runs"
 	# Its package's directory, as go test runs it (testdata, from the host).
 	dir=$(mktemp -d /var/tmp/"$name".XXXXXX)
 	cp -r "$share/pkg/$name/." "$dir/"
@@ -36,14 +39,14 @@ for bin in "$share"/bin/*.test; do
 	# (docs/deploy.md): the runtime makes its cgroups below its own.
 	systemd-run --quiet --wait --pipe --collect --unit="jetlet-test-$name" -p Delegate=yes \
 		${prebuilt:+--setenv=JETLET_GOBUILD_DIR="$prebuilt"} \
-		--setenv=JETLET_VM_BOOT="$boot" --setenv=JETLET_VM_SHARE="$share" \
+		--setenv=JETLET_VM_BOOT="$runs" --setenv=JETLET_VM_SHARE="$share" \
 		--working-directory="$dir" -- "$bin" -test.v=test2json -test.count=1 -test.timeout="$timeout" \
 		${filter:+-test.run "$filter"} </dev/null >"$share/out/$name.log" 2>&1
 	status=$?
 	if [ -f "$share/out/shutdown-asked" ]; then
 		# The shutdown stopped the test's unit: its status says nothing,
 		# and the host boots the guest again.
-		cp "$share/out/$name.log" "$share/out/$name.boot$boot.log"
+		cp "$share/out/$name.log" "$share/out/$name.boot$runs.log"
 		echo "guest: $name asked for a shutdown on boot $boot"
 		exit 0
 	fi

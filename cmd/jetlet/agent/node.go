@@ -11,6 +11,7 @@ import (
 
 	"github.com/jetlet/jetlet/reconcile/admission"
 	"github.com/jetlet/jetlet/reconcile/eviction"
+	"github.com/jetlet/jetlet/reconcile/nodeshutdown"
 	"github.com/jetlet/jetlet/reconcile/nodestatus"
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -72,13 +73,15 @@ func newNode(cfg runConfig, ip string) (*nodeInfo, error) {
 	return n, nil
 }
 
-// forAdmission is the node as admission sees it, under pressure.
-func (n *nodeInfo) forAdmission(pressure []corev1.NodeConditionType) admission.Node {
+// forAdmission is the node as admission sees it, under pressure, and
+// shutting down or not.
+func (n *nodeInfo) forAdmission(pressure []corev1.NodeConditionType, shuttingDown bool) admission.Node {
 	return admission.Node{
 		Name:          n.name,
 		Labels:        n.labels,
 		Taints:        n.taints,
 		Unschedulable: n.cordon.On(),
+		ShuttingDown:  shuttingDown,
 		Allocatable:   n.allocatable,
 		Conditions:    pressure,
 		PodSecurity:   n.level,
@@ -88,8 +91,9 @@ func (n *nodeInfo) forAdmission(pressure []corev1.NodeConditionType) admission.N
 // record fills in the node's status in its record: allocated is what the
 // admitted pods hold now, pressure the eviction manager's conditions,
 // network the runtime's NetworkUnavailable (nil: not known yet), readySince
-// when jetlet started.
-func (n *nodeInfo) record(rec *schemas.NodeRecord, allocated corev1.ResourceList, pressure []schemas.NodeCondition, network *schemas.NodeCondition, readySince time.Time) {
+// when jetlet started, shutdownSince when the host began to shut down (zero:
+// it is not; the node is not Ready meanwhile, as kubelet's).
+func (n *nodeInfo) record(rec *schemas.NodeRecord, allocated corev1.ResourceList, pressure []schemas.NodeCondition, network *schemas.NodeCondition, readySince, shutdownSince time.Time) {
 	rec.Labels = maps.Clone(n.labels)
 	rec.Taints = slices.Clone(n.taints)
 	rec.Unschedulable = n.cordon.On()
@@ -98,10 +102,15 @@ func (n *nodeInfo) record(rec *schemas.NodeRecord, allocated corev1.ResourceList
 	rec.Allocated = allocated
 	rec.Addresses = slices.Clone(n.addresses)
 	rec.XKey = n.xkeyPub
-	rec.Conditions = append([]schemas.NodeCondition{{
+	ready := schemas.NodeCondition{
 		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
 		Message: "jetlet is posting ready status", LastTransitionTime: readySince,
-	}}, pressure...)
+	}
+	if !shutdownSince.IsZero() {
+		ready.Status, ready.Reason, ready.Message, ready.LastTransitionTime = corev1.ConditionFalse,
+			nodeshutdown.NotReadyReason, nodeshutdown.NotReadyMessage, shutdownSince
+	}
+	rec.Conditions = append([]schemas.NodeCondition{ready}, pressure...)
 	if network != nil {
 		rec.Conditions = append(rec.Conditions, *network)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/jetlet/jetlet/reconcile/admission"
 	"github.com/jetlet/jetlet/reconcile/eviction"
 	"github.com/jetlet/jetlet/reconcile/images"
+	"github.com/jetlet/jetlet/reconcile/nodeshutdown"
 	"github.com/jetlet/jetlet/reconcile/nodestatus"
 )
 
@@ -32,6 +33,10 @@ type nodeFlags struct {
 	evictionTransition                                                time.Duration
 	// Image garbage collection (reconcile/images).
 	imageGC images.Policy
+	// Graceful node shutdown (reconcile/nodeshutdown): the two-flag form
+	// and the by-priority form (PRIORITY=DURATION values).
+	shutdownGrace, shutdownGraceCritical time.Duration
+	shutdownGraceByPriority              []string
 
 	// Parsed by validate.
 	reserved []corev1.ResourceList // --kube-reserved, --system-reserved
@@ -40,6 +45,8 @@ type nodeFlags struct {
 	level    admission.Level
 	// thresholds are the eviction thresholds (--eviction-*).
 	thresholds []eviction.Threshold
+	// shutdown is the graceful node shutdown (--shutdown-grace-period*).
+	shutdown nodeshutdown.Config
 }
 
 func (n *nodeFlags) register(fs *pflag.FlagSet) {
@@ -58,6 +65,9 @@ func (n *nodeFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&n.imageGC.LowThresholdPercent, "image-gc-low-threshold", images.DefaultPolicy().LowThresholdPercent, "image file system use (percent) image garbage collection frees down to")
 	fs.DurationVar(&n.imageGC.MinAge, "image-minimum-gc-age", images.DefaultPolicy().MinAge, "youngest an unused image may be to be removed")
 	fs.DurationVar(&n.imageGC.MaxAge, "image-maximum-gc-age", images.DefaultPolicy().MaxAge, "an image unused for longer is removed whatever the disk use; 0: never")
+	fs.DurationVar(&n.shutdownGrace, "shutdown-grace-period", 0, "how long the host's shutdown waits for the node's pods to stop, through a systemd-logind delay inhibitor lock (kubelet's shutdownGracePeriod); 0: no graceful shutdown")
+	fs.DurationVar(&n.shutdownGraceCritical, "shutdown-grace-period-critical-pods", 0, "the part of --shutdown-grace-period kept for the critical pods (spec.priority >= 2000000000), stopped after the others")
+	fs.StringSliceVar(&n.shutdownGraceByPriority, "shutdown-grace-period-by-pod-priority", nil, "graceful shutdown by pod priority instead of the two flags above: PRIORITY=DURATION, repeated or comma-separated (0=60s,2000000000=10s); the pods of the lowest priority stop first, each group given its duration")
 	fs.StringVar(&n.podSecurity, "pod-security", string(admission.LevelBaseline), "the Pod Security Standards level pods must meet: privileged, baseline or restricted; --allow-privileged is privileged")
 }
 
@@ -97,6 +107,7 @@ func (n *nodeFlags) validate(allowPrivileged, levelSet bool) error {
 	if err := n.imageGC.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, n.validateShutdown())
 	if allowPrivileged {
 		switch {
 		case !levelSet:
@@ -106,4 +117,20 @@ func (n *nodeFlags) validate(allowPrivileged, levelSet bool) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateShutdown parses the --shutdown-grace-period* flags and applies
+// kubelet's rules to them.
+func (n *nodeFlags) validateShutdown() error {
+	n.shutdown = nodeshutdown.Config{GracePeriod: n.shutdownGrace, GracePeriodCriticalPods: n.shutdownGraceCritical}
+	var errs []error
+	for _, v := range n.shutdownGraceByPriority {
+		g, err := nodeshutdown.ParsePriorityGrace(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--shutdown-grace-period-by-pod-priority %w", err))
+			continue
+		}
+		n.shutdown.ByPodPriority = append(n.shutdown.ByPodPriority, g)
+	}
+	return errors.Join(append(errs, n.shutdown.Validate())...)
 }

@@ -31,6 +31,11 @@ func TestNodeFlags(t *testing.T) {
 		{name: "eviction", args: []string{"--eviction-hard", "memory.available>1Gi"}, wantErr: "--eviction-*"},
 		{name: "soft without grace", args: []string{"--eviction-soft", "memory.available<1Gi"}, wantErr: "--eviction-*"},
 		{name: "image gc", args: []string{"--image-gc-low-threshold", "90"}, wantErr: "image-gc"},
+		{name: "graceful shutdown", args: []string{"--shutdown-grace-period", "30s", "--shutdown-grace-period-critical-pods", "10s"}, wantLevel: admission.LevelBaseline},
+		{name: "by priority", args: []string{"--shutdown-grace-period-by-pod-priority", "0=60s,2000000000=10s", "--shutdown-grace-period-by-pod-priority", "1000=20s"}, wantLevel: admission.LevelBaseline},
+		{name: "critical above the whole", args: []string{"--shutdown-grace-period", "10s", "--shutdown-grace-period-critical-pods", "20s"}, wantErr: "--shutdown-grace-period-critical-pods 20s must be at most --shutdown-grace-period 10s"},
+		{name: "both forms", args: []string{"--shutdown-grace-period", "10s", "--shutdown-grace-period-by-pod-priority", "0=10s"}, wantErr: "cannot be given with --shutdown-grace-period"},
+		{name: "bad by priority", args: []string{"--shutdown-grace-period-by-pod-priority", "0:10s"}, wantErr: `--shutdown-grace-period-by-pod-priority "0:10s": want PRIORITY=DURATION`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var n nodeFlags

@@ -97,7 +97,7 @@ func TestNodeRecordCarriesTheNodeKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rec schemas.NodeRecord
-	n.record(&rec, nil, nil, nil, time.Now())
+	n.record(&rec, nil, nil, nil, time.Now(), time.Time{})
 	kp, err := LoadOrCreateNodeKey(nodeKeyPath(cfg.dataDir))
 	if err != nil {
 		t.Fatal(err)

@@ -22,12 +22,14 @@ import (
 	"github.com/jetlet/jetlet/consumer/results"
 	"github.com/jetlet/jetlet/consumer/status"
 	"github.com/jetlet/jetlet/events"
+	"github.com/jetlet/jetlet/internal/logind"
 	"github.com/jetlet/jetlet/internal/periodic"
 	"github.com/jetlet/jetlet/reconcile"
 	"github.com/jetlet/jetlet/reconcile/admission"
 	"github.com/jetlet/jetlet/reconcile/eviction"
 	"github.com/jetlet/jetlet/reconcile/images"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
+	"github.com/jetlet/jetlet/reconcile/nodeshutdown"
 	"github.com/jetlet/jetlet/reconcile/pleg"
 	"github.com/jetlet/jetlet/reconcile/podworkers"
 	"github.com/jetlet/jetlet/reconcile/prober"
@@ -100,6 +102,7 @@ type pipeline struct {
 	workers  *podworkers.Workers
 	imageGC  *images.ImageGCManager
 	eviction *eviction.Manager
+	shutdown *nodeshutdown.Manager
 
 	// userNamespaces: the runtime said at start it runs pods in user
 	// namespaces of their own.
@@ -211,8 +214,11 @@ func (a *agent) buildPodSync(ctx context.Context, p *pipeline, js jetstream.JetS
 		GCPeriod:     gcPeriod,
 		Prober:       p.probes,
 		Allocations:  kuberuntime,
-		// The eviction manager is made below, before anything runs.
-		Admission:  func() admission.Node { return p.node.forAdmission(p.eviction.Pressure()) },
+		// The eviction and shutdown managers are made below, before anything runs.
+		Admission: func() admission.Node {
+			_, down := p.shutdown.ShuttingDown()
+			return p.node.forAdmission(p.eviction.Pressure(), down)
+		},
 		Logger:     p.log,
 		Registerer: reg,
 	})
@@ -220,9 +226,11 @@ func (a *agent) buildPodSync(ctx context.Context, p *pipeline, js jetstream.JetS
 }
 
 // buildNodeManagers makes what keeps the node healthy, as kubelet's image
-// manager and eviction manager: image garbage collection, and node-pressure
-// eviction, which reclaims unused images and dead containers first, then
-// evicts pods through the pod workers.
+// manager, eviction manager and node shutdown manager: image garbage
+// collection; node-pressure eviction, which reclaims unused images and dead
+// containers first, then evicts pods through the pod workers; and the
+// graceful shutdown, which stops the pods through them before the host goes
+// down.
 func (a *agent) buildNodeManagers(p *pipeline, client *runtime.Client) (err error) {
 	if p.imageGC, err = images.New(client, images.Config{Policy: a.cfg.nodeStatus.imageGC, Logger: p.log}); err != nil {
 		return err
@@ -241,6 +249,18 @@ func (a *agent) buildNodeManagers(p *pipeline, client *runtime.Client) (err erro
 		MaxPodGracePeriodSeconds: a.cfg.nodeStatus.evictionMaxPodGrace,
 		Logger:                   p.log,
 	})
+	if err != nil {
+		return err
+	}
+	connect := func() (nodeshutdown.Logind, error) {
+		c, err := logind.Connect(logind.DefaultConfDir)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+	flush := func(ctx context.Context) error { return flushAll(ctx, p.events, p.statuses) }
+	p.shutdown, err = nodeshutdown.New(connect, p.workers, p.workers, flush, a.cfg.nodeStatus.shutdown, p.log)
 	return err
 }
 
@@ -315,9 +335,14 @@ func (a *agent) runPipeline(ctx context.Context, p *pipeline, js jetstream.JetSt
 	bg.Go(func() { wakeOnObjectChanges(bgCtx, p.objects, p.workers) })
 	bg.Go(func() { p.imageGC.Run(bgCtx) })
 	bg.Go(func() { p.eviction.Run(bgCtx) })
+	bg.Go(func() {
+		if err := p.shutdown.Run(bgCtx); err != nil {
+			p.log.Error().Err(err).Msg("graceful node shutdown is off: the host would shut down without stopping the pods first")
+		}
+	})
 	changed := make(chan struct{}, 1)
 	bg.Go(func() {
-		fanIn(bgCtx, changed, p.workers.AllocationChanged(), p.eviction.Changed(), p.node.cordon.Changed())
+		fanIn(bgCtx, changed, p.workers.AllocationChanged(), p.eviction.Changed(), p.node.cordon.Changed(), p.shutdown.Changed())
 	})
 	bg.Go(func() {
 		if a.awaitBus(bgCtx) {
@@ -397,22 +422,26 @@ func wakeOnObjectChanges(ctx context.Context, objs *objects.Objects, workers *po
 	}
 }
 
-// fanIn signals out (without blocking, coalesced) for each signal of a, b
-// or c, until ctx is done.
-func fanIn(ctx context.Context, out chan<- struct{}, a, b, c <-chan struct{}) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-a:
-		case <-b:
-		case <-c:
-		}
-		select {
-		case out <- struct{}{}:
-		default:
-		}
+// fanIn signals out (without blocking, coalesced) for each signal of ins,
+// until ctx is done.
+func fanIn(ctx context.Context, out chan<- struct{}, ins ...<-chan struct{}) {
+	var wg sync.WaitGroup
+	for _, in := range ins {
+		wg.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-in:
+				}
+				select {
+				case out <- struct{}{}:
+				default:
+				}
+			}
+		})
 	}
+	wg.Wait()
 }
 
 // nodeRecord is what the heartbeat stores in jetlet_nodes.
@@ -429,7 +458,8 @@ func (a *agent) nodeRecord(ctx context.Context, p *pipeline, client *runtime.Cli
 		Pods:              p.workers.PodCounts(),
 		StartedAt:         p.startedAt,
 	}
-	p.node.record(&rec, p.workers.Allocated(), p.eviction.Conditions(), a.runtimeNetwork.Load(), p.startedAt)
+	shutdownSince, _ := p.shutdown.ShuttingDown()
+	p.node.record(&rec, p.workers.Allocated(), p.eviction.Conditions(), a.runtimeNetwork.Load(), p.startedAt, shutdownSince)
 	rec.Images = p.imageGC.NodeImages(ctx)
 	return rec
 }

@@ -569,6 +569,9 @@ func (a *agent) startNATS() (*server.Server, []nats.Option, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if a.cfg.profiling {
+		sampleContention()
+	}
 	a.log.Info().Str("url", s.ClientURL()).Str("store", s.StoreDir()).Str("client_seed", cli.ClientSeedPath(a.cfg.dataDir)).
 		Msg("embedded NATS server listening")
 	return s, []nats.Option{nats.Nkey(ownKey, own.Sign)}, nil

@@ -66,6 +66,9 @@ func TestRunFlagDefaultsAreTheDocumentedOnes(t *testing.T) {
 		{"image-gc-low-threshold", "80", "CONTRACT 12, node.md (kubelet's)"},
 		{"image-minimum-gc-age", "2m", "CONTRACT 12, node.md (kubelet's)"},
 		{"image-maximum-gc-age", "0", "CONTRACT 12, node.md: never"},
+		{"shutdown-grace-period", "0", "node.md Graceful node shutdown (kubelet's shutdownGracePeriod): disabled"},
+		{"shutdown-grace-period-critical-pods", "0", "node.md Graceful node shutdown (kubelet's shutdownGracePeriodCriticalPods)"},
+		{"shutdown-grace-period-by-pod-priority", "", "node.md Graceful node shutdown (kubelet's shutdownGracePeriodByPodPriority): none"},
 		// docs/running.md, Streams and buckets.
 		{"subject-prefix", "jetlet", "running.md Streams and buckets"},
 		{"replicas", "1", "running.md Streams and buckets"},

@@ -42,7 +42,7 @@ type testRegistry struct {
 	requests []*http.Request // every request; guarded by mu
 }
 
-func newTestRegistry(t *testing.T, wrap func(http.Handler) http.Handler) *testRegistry {
+func newTestRegistry(t testing.TB, wrap func(http.Handler) http.Handler) *testRegistry {
 	t.Helper()
 	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	r := &testRegistry{gets: make(map[string]int)}
@@ -69,7 +69,7 @@ func newTestRegistry(t *testing.T, wrap func(http.Handler) http.Handler) *testRe
 
 // pushImage stores img as repoTag ("app:1") and returns the reference
 // pulls use.
-func (r *testRegistry) pushImage(t *testing.T, repoTag string, img v1.Image) string {
+func (r *testRegistry) pushImage(t testing.TB, repoTag string, img v1.Image) string {
 	t.Helper()
 	ref, err := name.ParseReference(r.push+"/"+repoTag, name.Insecure)
 	if err != nil {
@@ -81,7 +81,7 @@ func (r *testRegistry) pushImage(t *testing.T, repoTag string, img v1.Image) str
 	return r.host + "/" + repoTag
 }
 
-func (r *testRegistry) pushIndex(t *testing.T, repoTag string, idx v1.ImageIndex) string {
+func (r *testRegistry) pushIndex(t testing.TB, repoTag string, idx v1.ImageIndex) string {
 	t.Helper()
 	ref, err := name.ParseReference(r.push+"/"+repoTag, name.Insecure)
 	if err != nil {
@@ -148,7 +148,7 @@ func whiteout(name string) tentry {
 // layerTime is every test entry's modification time.
 var layerTime = time.Unix(1_700_000_000, 123_000_000)
 
-func layerTar(t *testing.T, entries ...tentry) []byte {
+func layerTar(t testing.TB, entries ...tentry) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -188,7 +188,7 @@ func layerTar(t *testing.T, entries ...tentry) []byte {
 	return buf.Bytes()
 }
 
-func layer(t *testing.T, entries ...tentry) v1.Layer {
+func layer(t testing.TB, entries ...tentry) v1.Layer {
 	t.Helper()
 	b := layerTar(t, entries...)
 	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
@@ -200,7 +200,7 @@ func layer(t *testing.T, entries ...tentry) v1.Layer {
 
 // testImage is an image of the layers for this machine's platform,
 // labelled so that images of the same layers differ.
-func testImage(t *testing.T, label string, layers ...v1.Layer) v1.Image {
+func testImage(t testing.TB, label string, layers ...v1.Layer) v1.Image {
 	t.Helper()
 	img, err := mutate.AppendLayers(empty.Image, layers...)
 	if err != nil {
@@ -227,11 +227,11 @@ func testImage(t *testing.T, label string, layers ...v1.Layer) v1.Image {
 	return img
 }
 
-func simpleImage(t *testing.T, label string) v1.Image {
+func simpleImage(t testing.TB, label string) v1.Image {
 	return testImage(t, label, layer(t, file("etc/label", label, 0o644)))
 }
 
-func configName(t *testing.T, img v1.Image) string {
+func configName(t testing.TB, img v1.Image) string {
 	t.Helper()
 	h, err := img.ConfigName()
 	if err != nil {
@@ -240,7 +240,7 @@ func configName(t *testing.T, img v1.Image) string {
 	return h.String()
 }
 
-func digestOf(t *testing.T, d interface{ Digest() (v1.Hash, error) }) v1.Hash {
+func digestOf(t testing.TB, d interface{ Digest() (v1.Hash, error) }) v1.Hash {
 	t.Helper()
 	h, err := d.Digest()
 	if err != nil {
@@ -267,7 +267,7 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-func openStore(t *testing.T, opts Options) *Store {
+func openStore(t testing.TB, opts Options) *Store {
 	t.Helper()
 	if opts.Dir == "" {
 		opts.Dir = filepath.Join(t.TempDir(), "images")
@@ -283,7 +283,7 @@ func openStore(t *testing.T, opts Options) *Store {
 }
 
 // layerEntries lists layers/ (temporary dirs included).
-func layerEntries(t *testing.T, s *Store) []string {
+func layerEntries(t testing.TB, s *Store) []string {
 	t.Helper()
 	entries, err := os.ReadDir(s.layersDir)
 	if err != nil {
@@ -298,7 +298,7 @@ func layerEntries(t *testing.T, s *Store) []string {
 
 // mountOverlay mounts a read-only overlay of the lower dirs (top first)
 // and returns where.
-func mountOverlay(t *testing.T, lower []string) string {
+func mountOverlay(t testing.TB, lower []string) string {
 	t.Helper()
 	mnt := t.TempDir()
 	if err := unix.Mount("overlay", mnt, "overlay", unix.MS_RDONLY, "lowerdir="+strings.Join(lower, ":")); err != nil {
@@ -314,7 +314,7 @@ func mountOverlay(t *testing.T, lower []string) string {
 
 // describeTree lists every path under root as "path type mode uid:gid
 // [-> target] [content]", sorted.
-func describeTree(t *testing.T, root string) []string {
+func describeTree(t testing.TB, root string) []string {
 	t.Helper()
 	var out []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {

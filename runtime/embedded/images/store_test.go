@@ -2,11 +2,14 @@ package images
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/jetlet/jetlet/internal/atomicfile"
 )
 
 func exists(t *testing.T, p string) bool {
@@ -222,5 +225,80 @@ func TestUsage(t *testing.T) {
 	}
 	if b2, i2, _ := s.Usage(); b2 != b1 || i2 != i1 {
 		t.Errorf("usage changed with nothing done: %d/%d then %d/%d", b1, i1, b2, i2)
+	}
+}
+
+// A store whose images.json holds the holds (as every store did before
+// holds got files of their own) keeps them across Open: they move to their
+// files, their layers stay, and a Release still frees them.
+func TestHoldsInImagesJSONAreKept(t *testing.T) {
+	reg := newTestRegistry(t, nil)
+	ref := reg.pushImage(t, "a:1", testImage(t, "a", layer(t, file("a", "a", 0o644))))
+	dir := filepath.Join(t.TempDir(), "images")
+	s := openStore(t, Options{Dir: dir})
+	im, err := s.Pull(t.Context(), ref, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Hold("ctr-1", im.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Remove(im.ID); err != nil {
+		t.Fatal(err)
+	}
+	// The store as an older jetlet left it: no hold files, images.json
+	// with no image and the hold.
+	if err := os.RemoveAll(filepath.Join(dir, holdsDir)); err != nil {
+		t.Fatal(err)
+	}
+	legacy := records{Images: []*Image{}, Holds: map[string]*hold{"ctr-1": {Image: im.ID, Layers: im.Layers}}}
+	if err := atomicfile.WriteJSON(filepath.Join(dir, recordsFile), legacy); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, Options{Dir: dir})
+	for _, d := range s.LayerDirs(im) {
+		if !exists(t, d) {
+			t.Errorf("layer %s, held in images.json, was removed by Open", d)
+		}
+	}
+	var rec records
+	if err := atomicfile.ReadJSON(filepath.Join(dir, recordsFile), &rec); err != nil || len(rec.Holds) != 0 {
+		t.Errorf("images.json after Open: %+v, %v; want no holds", rec, err)
+	}
+	if !exists(t, s.holdPath("ctr-1")) {
+		t.Error("the hold has no file of its own")
+	}
+	if err := s.Release("ctr-1"); err != nil {
+		t.Fatal(err)
+	}
+	if left := layerEntries(t, s); len(left) != 0 {
+		t.Errorf("layers/ holds %v after the release", left)
+	}
+}
+
+// BenchmarkHoldRelease is a container's hold and release beside 2,000
+// holds (1,000 pods of two containers): each rewrote images.json with
+// every hold under the store's lock (B/op and allocs/op grew with them);
+// now each writes and removes its own file.
+func BenchmarkHoldRelease(b *testing.B) {
+	reg := newTestRegistry(b, nil)
+	ref := reg.pushImage(b, "a:1", testImage(b, "a", layer(b, file("a", "a", 0o644))))
+	s := openStore(b, Options{Dir: filepath.Join(b.TempDir(), "images")})
+	if _, err := s.Pull(b.Context(), ref, nil); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 2000 {
+		if _, err := s.Hold(fmt.Sprintf("ctr-%d", i), ref); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Hold("new", ref); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Release("new"); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -5,9 +5,10 @@
 //
 // Tests that use it run only in the guest: they carry the build constraint
 // `jetlet_vm`, which test/vm/run.sh sets, so the host neither builds nor
-// skips them. A test that crosses a boot runs alone (JETLET_VM_RUN=^TestX$):
-// the guest boots again from the same disk and runs the test's binary
-// again, and the test reads Boot to know its phase.
+// skips them. A test that crosses a boot is alone in its binary's run
+// (JETLET_VM_RUN=^TestX$, or PKG=^TestX$ to test/vm/run.sh): the guest boots
+// again from the same disk and runs the binary again, and the test reads
+// Boot to know its phase.
 package vmguest
 
 import (
@@ -25,8 +26,11 @@ import (
 	"github.com/jetlet/jetlet/test/gobuild"
 )
 
-// Boot is the guest's boot in this run: 1 first, 2 after the first
-// shutdown a test asked for, and so on; 0 outside the guest.
+// Boot is the boot of the guest the test's binary runs in, counted from
+// the first that ran it: 1, then 2 after a shutdown it asked for, and so
+// on; 0 outside the guest. (Another package's test may have shut the guest
+// down before this one's first run: several packages whose tests cross
+// boots share one run.)
 func Boot() int {
 	n, err := strconv.Atoi(os.Getenv("JETLET_VM_BOOT"))
 	if err != nil {
