@@ -121,7 +121,12 @@ func (c *Consumer) apply(ctx context.Context, p *podQueue, d *delivery, in *sche
 	c.mu.Unlock()
 
 	syncCtx, span := tracer.Start(ctx, "sync")
-	rep := c.sync.Sync(syncCtx, podworkers.Desired{UID: p.uid, Intent: in, IntentSeq: d.seq, ReceivedAt: d.receivedAt})
+	want := podworkers.Desired{UID: p.uid, Intent: in, IntentSeq: d.seq, ReceivedAt: d.receivedAt}
+	c.record(want) // before the sync: a start without the bus goes on from it
+	rep := c.sync.Sync(syncCtx, want)
+	if rep.Refused != nil {
+		c.forget(p.uid)
+	}
 	if rep.Err != nil {
 		span.SetStatus(codes.Error, rep.Err.Error())
 	}

@@ -60,6 +60,17 @@ type Config struct {
 	Denials *bus.Denials
 	// Registerer receives the consumer's metrics; nil registers nothing.
 	Registerer prometheus.Registerer
+
+	// Checkpoint keeps each pod's applied intent on the node, for a start
+	// while the bus is away; nil keeps none (and never starts offline).
+	Checkpoint Checkpoint
+	// BusUp is closed once the streams can be used (provisioned); nil: at
+	// once. Run recovers only after it; when it is not closed within
+	// OfflineAfter, Run starts the pods from Checkpoint meanwhile.
+	BusUp <-chan struct{}
+	// OfflineAfter is how long Run waits for BusUp before it starts
+	// offline (default 5s).
+	OfflineAfter time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -80,6 +91,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxIntentBytes == 0 {
 		c.MaxIntentBytes = schemas.DefaultMaxIntentBytes
+	}
+	if c.OfflineAfter == 0 {
+		c.OfflineAfter = 5 * time.Second
 	}
 }
 

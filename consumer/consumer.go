@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -122,6 +123,9 @@ type Consumer struct {
 	out *outbox
 
 	attached atomic.Bool
+	// offlineSince is when the pods were started from the checkpoint, nil
+	// once the stream's desired state is handed over (or never offline).
+	offlineSince atomic.Pointer[time.Time]
 }
 
 // New returns a Consumer answering intents through results and emitting
@@ -130,6 +134,9 @@ func New(js jetstream.JetStream, results ResultStore, emit EventEmitter, syncer 
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if _, ok := syncer.(OfflineSyncer); cfg.Checkpoint != nil && !ok {
+		return nil, fmt.Errorf("%w: a checkpoint needs a Syncer that can start offline", ErrInvalidConfig)
 	}
 	c := &Consumer{
 		js:       js,
@@ -154,11 +161,15 @@ func New(js jetstream.JetStream, results ResultStore, emit EventEmitter, syncer 
 // Attached reports whether the durable consumer is attached (for /readyz).
 func (c *Consumer) Attached() bool { return c.attached.Load() }
 
-// Run recovers the desired state from the stream and hands it to the
-// Syncer, then starts the workers and consumes intents until ctx is done.
+// Run waits for the bus (starting the pods from the checkpoint meanwhile,
+// see awaitBus), recovers the desired state from the stream and hands it to
+// the Syncer, then starts the workers and consumes intents until ctx is done.
 // On return every intent it held is settled or handed back; in-flight syncs
 // get grace to finish.
 func (c *Consumer) Run(ctx context.Context, grace time.Duration) error {
+	if err := c.awaitBus(ctx); err != nil {
+		return nil // SIGTERM before the bus was there: a clean stop
+	}
 	if err := c.recoverWithRetry(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil // SIGTERM before recovery finished: a clean stop

@@ -240,12 +240,22 @@ const sweepPeriod = time.Minute
 
 // sweepTombstones forgets the pods deleted more than tombstoneTTL ago.
 func (c *Consumer) sweepTombstones() {
+	var swept []string
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	for uid, p := range c.queues {
 		if !p.busy && len(p.pending) == 0 && p.blockedAt == 0 && !p.deletedAt.IsZero() && time.Since(p.deletedAt) > tombstoneTTL {
 			delete(c.queues, uid)
 			c.results.Forget(uid)
+			swept = append(swept, uid)
+		}
+	}
+	c.mu.Unlock()
+	if c.cfg.Checkpoint == nil {
+		return
+	}
+	for _, uid := range swept {
+		if err := c.cfg.Checkpoint.Forget(uid); err != nil {
+			c.log.Warn().Err(err).Str("uid", uid).Msg("deleted pod's checkpoint not removed")
 		}
 	}
 }

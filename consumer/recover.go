@@ -57,7 +57,7 @@ func (c *Consumer) recover(ctx context.Context) error {
 			return fmt.Errorf("read the results of kept intents: %w", err)
 		}
 	}
-	if err := c.sync.Start(ctx, rec.desired()); err != nil {
+	if err := c.handOver(ctx, rec.desired()); err != nil {
 		return err
 	}
 

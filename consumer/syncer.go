@@ -18,6 +18,30 @@ type Syncer interface {
 	Sync(ctx context.Context, want podworkers.Desired) podworkers.Report
 }
 
+// OfflineSyncer is a Syncer that can run the node's pods from its
+// checkpoint while the intents stream cannot be read (podworkers.Workers).
+type OfflineSyncer interface {
+	Syncer
+	// StartOffline takes the checkpoint's desired state instead of Start;
+	// the runtime's pods it does not name are left as they are.
+	StartOffline(ctx context.Context, desired []podworkers.Desired) error
+	// Resume takes the complete desired state recovered from the stream
+	// after StartOffline, before any Sync.
+	Resume(ctx context.Context, desired []podworkers.Desired) error
+}
+
+// Checkpoint keeps each pod's applied intent on the node
+// (consumer/checkpoint on a real node).
+type Checkpoint interface {
+	Load() ([]podworkers.Desired, error)
+	// Record keeps d as its pod's applied intent.
+	Record(d podworkers.Desired) error
+	// Forget drops pod uid's.
+	Forget(uid string) error
+	// Replace keeps desired and nothing else.
+	Replace(desired []podworkers.Desired) error
+}
+
 // ResultStore stores the answer of each intent and says which are answered
 // (consumer/results on a real node).
 type ResultStore interface {

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
@@ -39,6 +40,10 @@ type Config struct {
 	// Denials ends at once a read-back NATS denies; nil leaves it to its
 	// timeout.
 	Denials *bus.Denials
+	// SpoolDir keeps the queued events on disk until they are stored, and
+	// queues again at start those a previous run left there; "" keeps them
+	// in memory only.
+	SpoolDir string
 }
 
 // SetDefaults fills what is unset.
@@ -82,6 +87,12 @@ type EventPublisher struct {
 	events  chan queuedEvent
 	dropped atomic.Bool
 	ledger  ledger // owned by Run
+
+	// spoolMu orders each event's append to the spool with its send on
+	// events (so both have one order), and guards spool and spoolOpened.
+	spoolMu     sync.Mutex
+	spool       *spool // nil: none, or it failed
+	spoolOpened bool
 }
 
 // New returns an EventPublisher; nothing is sent before Run.
@@ -123,17 +134,78 @@ func (p *EventPublisher) Emit(ctx context.Context, ev schemas.LifecycleEvent) {
 	ce := schemas.CloudEventOf(&ev)
 	ce.SetHeaders(msg.Header)
 	bus.InjectTrace(ctx, msg.Header)
-	p.out.Add(1)
-	select {
-	case p.events <- queuedEvent{uid: ev.UID, id: ev.ID, terminal: ev.Type == schemas.EventPodTerminated, msg: msg}:
-		p.cfg.Metrics.EventsBuffered.Inc()
-	default:
-		p.out.Add(-1)
+	p.enqueue(queuedEvent{uid: ev.UID, id: ev.ID, terminal: ev.Type == schemas.EventPodTerminated, msg: msg})
+}
+
+// enqueue spools e and queues it, unless the buffer is full: then it is
+// dropped and counted. Only enqueue sends on events, under spoolMu, so a
+// buffer with room keeps it.
+func (p *EventPublisher) enqueue(e queuedEvent) {
+	p.spoolMu.Lock()
+	defer p.spoolMu.Unlock()
+	p.openSpoolLocked()
+	if len(p.events) == cap(p.events) {
 		p.cfg.Metrics.EventsDropped.Inc()
 		if !p.dropped.Swap(true) {
-			p.out.Log().Error().Int("buffer", cap(p.events)).Str("event", ev.ID).
+			p.out.Log().Error().Int("buffer", cap(p.events)).Str("event", e.id).
 				Msg("event buffer full; dropping events until NATS catches up (the relist will derive them again)")
 		}
+		return
+	}
+	if p.spool != nil {
+		if err := p.spool.append(&e); err != nil {
+			p.spoolFailedLocked(err)
+		}
+	}
+	p.out.Add(1)
+	p.events <- e
+	p.cfg.Metrics.EventsBuffered.Inc()
+}
+
+// openSpoolLocked opens the spool once and queues the events a previous
+// run left in it, before any new one. The caller holds spoolMu.
+func (p *EventPublisher) openSpoolLocked() {
+	if p.spoolOpened || p.cfg.SpoolDir == "" {
+		return
+	}
+	p.spoolOpened = true
+	sp, left, err := openSpool(p.cfg.SpoolDir)
+	if err != nil {
+		p.spoolFailedLocked(err)
+		return
+	}
+	p.spool = sp
+	for _, e := range left {
+		if len(p.events) == cap(p.events) {
+			p.cfg.Metrics.EventsDropped.Inc()
+			p.dropped.Store(true)
+			continue
+		}
+		p.out.Add(1)
+		p.events <- e
+		p.cfg.Metrics.EventsBuffered.Inc()
+	}
+	if len(left) > 0 {
+		p.out.Log().Info().Int("events", len(left)).Str("dir", p.cfg.SpoolDir).Msg("queued again the events a previous run kept on disk")
+	}
+}
+
+// spoolFailedLocked gives up the spool: events are kept in memory only.
+// The caller holds spoolMu.
+func (p *EventPublisher) spoolFailedLocked(err error) {
+	p.out.Log().Error().Err(err).Str("dir", p.cfg.SpoolDir).Msg("event spool failed; queued events are kept in memory only from now on")
+	p.spool = nil
+}
+
+// settleSpool drops from the spool the events up to n, stored.
+func (p *EventPublisher) settleSpool(n uint64) {
+	p.spoolMu.Lock()
+	defer p.spoolMu.Unlock()
+	if p.spool == nil || n == 0 {
+		return
+	}
+	if err := p.spool.settle(n); err != nil {
+		p.spoolFailedLocked(err)
 	}
 }
 
@@ -155,10 +227,14 @@ type queuedEvent struct {
 	// can go once this is stored.
 	terminal bool
 	msg      *nats.Msg
+	n        uint64 // its number in the spool (0: not spooled)
 }
 
 // Run publishes queued events until ctx is done.
 func (p *EventPublisher) Run(ctx context.Context) {
+	p.spoolMu.Lock()
+	p.openSpoolLocked()
+	p.spoolMu.Unlock()
 	batch := make([]queuedEvent, 0, eventBatch)
 	for {
 		select {
@@ -180,6 +256,7 @@ func (p *EventPublisher) Run(ctx context.Context) {
 		if err := p.publishEvents(ctx, batch); err != nil {
 			return // ctx done
 		}
+		p.settleSpool(batch[len(batch)-1].n)
 		p.out.Add(-len(batch))
 	}
 }

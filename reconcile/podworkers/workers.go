@@ -223,6 +223,10 @@ type Workers struct {
 	// held is what the active pods hold, for admission (holdLocked keeps
 	// it); guarded by mu.
 	held *admission.Held
+	// unclaimed are the pods the runtime ran at StartOffline that the
+	// checkpoint did not name: neither synced nor collected until Resume;
+	// mu.
+	unclaimed map[string]*kubecontainer.RuntimePod
 	// running: background syncs may start (Run saw Start and is not
 	// stopping); bgCtx is theirs. Both guarded by mu.
 	running bool
@@ -305,6 +309,7 @@ func New(mgr PodSyncer, cache *pleg.Relister, emit kubecontainer.Emitter, status
 		sem:       make(chan struct{}, cfg.Workers),
 		pods:      map[string]*pod{},
 		held:      admission.NewHeld(),
+		unclaimed: map[string]*kubecontainer.RuntimePod{},
 	}
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(podsCollector{w.PodCounts})
@@ -320,12 +325,19 @@ func New(mgr PodSyncer, cache *pleg.Relister, emit kubecontainer.Emitter, status
 // nothing is collected that an intent still wants. Call it once, before any
 // Sync; on error nothing has changed and it may be called again.
 func (w *Workers) Start(ctx context.Context, desired []Desired) error {
+	return w.start(ctx, desired, false)
+}
+
+// start is Start, or StartOffline when offline: then the stored statuses
+// are not read (the bus is away) and the runtime's pods that no desired
+// state names are left unclaimed, not deleted, until Resume.
+func (w *Workers) start(ctx context.Context, desired []Desired, offline bool) error {
 	running, err := w.mgr.GetPods(ctx, true)
 	if err != nil {
 		return fmt.Errorf("list the runtime's pods: %w", err)
 	}
 	var stored map[string]*schemas.PodStatus
-	if r, ok := w.status.(StatusReader); ok {
+	if r, ok := w.status.(StatusReader); ok && !offline {
 		var uids []string
 		for _, d := range desired {
 			uids = append(uids, d.UID)
@@ -358,14 +370,13 @@ func (w *Workers) Start(ctx context.Context, desired []Desired) error {
 		if _, known := w.pods[rp.UID]; known {
 			continue
 		}
-		w.log.Warn().Str("uid", rp.UID).Str("pod", rp.Namespace+"/"+rp.Name).
-			Msg("deleting an orphaned pod: the runtime runs it and no intent wants it")
-		p := w.podLocked(rp.UID)
-		p.orphan, p.admitted = true, true
-		p.desired = &Desired{UID: rp.UID, ReceivedAt: time.Now(), Intent: &schemas.PodIntent{
-			APIVersion: schemas.APIVersion, Kind: schemas.KindPodIntent, Op: schemas.OpDelete,
-			Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(rp.UID), Name: rp.Name, Namespace: rp.Namespace}},
-		}}
+		if offline {
+			w.log.Warn().Str("uid", rp.UID).Str("pod", rp.Namespace+"/"+rp.Name).
+				Msg("the runtime runs a pod the checkpoint does not name; left as it is until the intents stream says")
+			w.unclaimed[rp.UID] = rp
+			continue
+		}
+		w.orphanLocked(rp)
 	}
 	for uid, p := range w.pods {
 		p.lastStatus = stored[uid]
@@ -380,6 +391,20 @@ func (w *Workers) Start(ctx context.Context, desired []Desired) error {
 	}
 	close(w.started)
 	return nil
+}
+
+// orphanLocked makes rp, which the runtime runs and no intent wants, a pod
+// to delete (reason Orphaned). The caller holds w.mu, and rp's sync lock
+// when a sync of it may run.
+func (w *Workers) orphanLocked(rp *kubecontainer.RuntimePod) {
+	w.log.Warn().Str("uid", rp.UID).Str("pod", rp.Namespace+"/"+rp.Name).
+		Msg("deleting an orphaned pod: the runtime runs it and no intent wants it")
+	p := w.podLocked(rp.UID)
+	p.orphan, p.admitted = true, true
+	p.desired = &Desired{UID: rp.UID, ReceivedAt: time.Now(), Intent: &schemas.PodIntent{
+		APIVersion: schemas.APIVersion, Kind: schemas.KindPodIntent, Op: schemas.OpDelete,
+		Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(rp.UID), Name: rp.Name, Namespace: rp.Namespace}},
+	}}
 }
 
 func (w *Workers) podLocked(uid string) *pod {
@@ -756,7 +781,7 @@ func (w *Workers) wanted(uid string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	p, ok := w.pods[uid]
-	return ok && p.desired != nil && p.desired.Intent.Op != schemas.OpDelete
+	return ok && p.desired != nil && p.desired.Intent.Op != schemas.OpDelete || w.unclaimed[uid] != nil
 }
 
 // collectGarbage removes what pods no longer wanted left behind, and dead

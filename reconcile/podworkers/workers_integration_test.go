@@ -145,6 +145,12 @@ func removeAll(client *runtime.Client) {
 // one's, as a restart would) and hands them desired.
 func (n *node) run(desired ...podworkers.Desired) {
 	n.t.Helper()
+	n.runWith((*podworkers.Workers).Start, desired)
+}
+
+// runWith is run with start handing desired over (Start or StartOffline).
+func (n *node) runWith(start func(*podworkers.Workers, context.Context, []podworkers.Desired) error, desired []podworkers.Desired) {
+	n.t.Helper()
 	if n.stop != nil {
 		n.stop()
 	}
@@ -174,7 +180,7 @@ func (n *node) run(desired ...podworkers.Desired) {
 	wg.Go(func() { relister.Run(ctx) })
 	wg.Go(func() { w.Run(ctx, 10*time.Second) })
 	n.stop = func() { cancel(); wg.Wait(); probes.Stop(); n.stop = nil }
-	if err := w.Start(n.t.Context(), desired); err != nil {
+	if err := start(w, n.t.Context(), desired); err != nil {
 		n.t.Fatal(err)
 	}
 	n.mgr, n.w = mgr, w

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/consumer"
+	"github.com/jetlet/jetlet/consumer/checkpoint"
 	"github.com/jetlet/jetlet/consumer/objects"
 	"github.com/jetlet/jetlet/consumer/results"
 	"github.com/jetlet/jetlet/consumer/status"
@@ -43,6 +45,10 @@ import (
 // gcPeriod is how often dead containers and gone pods are collected, as
 // kubelet's container GC period.
 const gcPeriod = time.Minute
+
+// eventSpoolDir, in the data dir, keeps the events queued and not yet
+// stored (events.Config.SpoolDir).
+const eventSpoolDir = "outbox/events"
 
 // rederiveCheck is how often jetlet looks whether events were dropped and,
 // once NATS is back, derives the facts again.
@@ -134,6 +140,7 @@ func (a *agent) buildPublishers(p *pipeline, js jetstream.JetStream, reg prometh
 		Metrics:       events.NewMetrics(reg),
 		Failures:      failures,
 		Denials:       &a.denials,
+		SpoolDir:      filepath.Join(a.cfg.dataDir, eventSpoolDir),
 	}); err != nil {
 		return err
 	}
@@ -299,6 +306,8 @@ func (a *agent) buildServices(ctx context.Context, p *pipeline, js jetstream.Jet
 		Logger:           p.log,
 		Denials:          &a.denials,
 		Registerer:       reg,
+		Checkpoint:       checkpoint.New(a.cfg.dataDir),
+		BusUp:            a.busUp,
 	}); err != nil {
 		return err
 	}
@@ -331,6 +340,9 @@ func (a *agent) runPipeline(ctx context.Context, p *pipeline, js jetstream.JetSt
 	defer stopBG()
 	syncing.Go(func() { p.workers.Run(bgCtx, a.cfg.shutdownTimeout) })
 	bg.Go(func() {
+		if !a.awaitBus(bgCtx) {
+			return
+		}
 		if err := p.objects.Run(bgCtx); err != nil {
 			p.log.Error().Err(err).Msg("ConfigMaps and Secrets are no longer read: pods that refer to them wait")
 		}
@@ -348,12 +360,21 @@ func (a *agent) runPipeline(ctx context.Context, p *pipeline, js jetstream.JetSt
 		fanIn(bgCtx, changed, p.workers.AllocationChanged(), p.eviction.Changed(), p.node.cordon.Changed(), p.shutdown.Changed())
 	})
 	bg.Go(func() {
-		status.RunHeartbeat(bgCtx, js, status.HeartbeatPeriod, func() schemas.NodeRecord { return a.nodeRecord(bgCtx, p, client) }, changed, p.log)
+		if a.awaitBus(bgCtx) {
+			status.RunHeartbeat(bgCtx, js, status.HeartbeatPeriod, func() schemas.NodeRecord { return a.nodeRecord(bgCtx, p, client) }, changed, p.log)
+		}
 	})
 	bg.Go(func() { rederiveAfterDrops(bgCtx, p.events, p.relister, a) })
 	bg.Go(func() { p.rotation.Run(bgCtx) })
-	bg.Go(func() { a.serveImageRegistry(bgCtx, js) })
 	bg.Go(func() {
+		if a.awaitBus(bgCtx) {
+			a.serveImageRegistry(bgCtx, js)
+		}
+	})
+	bg.Go(func() {
+		if !a.awaitBus(bgCtx) {
+			return
+		}
 		if err := p.nodeSvc.Run(bgCtx, js.Conn()); err != nil {
 			p.log.Warn().Err(err).Msg("node service (logs, exec) not served")
 		}
@@ -384,6 +405,17 @@ func (a *agent) drain(p *pipeline, js jetstream.JetStream, stopRelist func(), st
 	defer stopWatch()
 	if err := status.RemoveHeartbeat(removeCtx, js, a.cfg.node); err != nil {
 		p.log.Warn().Err(err).Msg("node record not removed from " + schemas.BucketNodes + "; it expires with the bucket's TTL")
+	}
+}
+
+// awaitBus waits until the streams are provisioned: false when ctx ended
+// first.
+func (a *agent) awaitBus(ctx context.Context) bool {
+	select {
+	case <-a.busUp:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

@@ -322,10 +322,13 @@ type agent struct {
 	// starts.
 	credentials reconcile.Credentials
 	attached    atomic.Pointer[consumer.Consumer]
+	// busUp is closed once the streams are provisioned: what needs the bus
+	// to start waits for it, the pods do not.
+	busUp chan struct{}
 }
 
 func newAgent(cfg runConfig) *agent {
-	return &agent{cfg: cfg, log: logger.With().Str("component", "agent").Str("node", cfg.node).Logger()}
+	return &agent{cfg: cfg, log: logger.With().Str("component", "agent").Str("node", cfg.node).Logger(), busUp: make(chan struct{})}
 }
 
 func (a *agent) run(ctx context.Context) error {
@@ -381,6 +384,17 @@ func (a *agent) run(ctx context.Context) error {
 		}
 		return 0
 	}))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "jetlet_offline",
+		Help: "1 while the node runs its pods from its checkpoint, the bus not reached since start, else 0.",
+	}, func() float64 {
+		if c := a.attached.Load(); c != nil {
+			if _, ok := c.OfflineSince(); ok {
+				return 1
+			}
+		}
+		return 0
+	}))
 	web, err := listenHTTP(a.cfg.httpListen, &a.ready, reg, a.cfg.profiling)
 	if err != nil {
 		return err
@@ -430,10 +444,17 @@ func (a *agent) run(ctx context.Context) error {
 		a.log.Info().Int64("pod_max_pids", a.cfg.podMaxPids).Msg("--pod-max-pids is not applied with --cgroups-per-qos=false: a pod's processes are limited by the runtime's own config")
 	}
 
-	runErr := a.provision(ctx, js)
-	if runErr == nil {
-		runErr = a.serve(ctx, js, endpoint, reg, webErr)
-	}
+	// The pods do not wait for the bus: the pipeline starts them from the
+	// checkpoint when it is away (docs/operations.md, Offline).
+	provisionErr := make(chan error, 1)
+	go func() {
+		if err := a.provision(ctx, js); err != nil {
+			provisionErr <- err
+			return
+		}
+		close(a.busUp)
+	}()
+	runErr := a.serve(ctx, js, endpoint, reg, webErr, provisionErr)
 	a.log.Info().Msg("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), a.cfg.shutdownTimeout)
 	defer cancel()
@@ -456,8 +477,9 @@ func (a *agent) run(ctx context.Context) error {
 }
 
 // serve connects the runtime and runs the pipeline until ctx is done or the
-// HTTP server dies (then the agent exits non-zero).
-func (a *agent) serve(ctx context.Context, js jetstream.JetStream, endpoint string, reg *prometheus.Registry, webErr <-chan error) error {
+// HTTP server dies or provisioning fails for good (then the agent exits
+// non-zero).
+func (a *agent) serve(ctx context.Context, js jetstream.JetStream, endpoint string, reg *prometheus.Registry, webErr, provisionErr <-chan error) error {
 	client, err := a.connectRuntime(ctx, endpoint, criObserver(reg, a.log))
 	if err != nil {
 		return err
@@ -471,6 +493,8 @@ func (a *agent) serve(ctx context.Context, js jetstream.JetStream, endpoint stri
 		select {
 		case err := <-webErr:
 			stopPipe(fmt.Errorf("http server: %w", err))
+		case err := <-provisionErr:
+			stopPipe(err)
 		case <-pipeCtx.Done():
 		}
 	}()
@@ -503,7 +527,14 @@ func (a *agent) addReadinessChecks() {
 		return nil
 	})
 	a.ready.add("consumer", func() error {
-		if c := a.attached.Load(); c == nil || !c.Attached() {
+		c := a.attached.Load()
+		if c == nil {
+			return errors.New("not consuming intents")
+		}
+		if since, ok := c.OfflineSince(); ok {
+			return fmt.Errorf("offline since %s: running the pods of the node's checkpoint; intents wait in the stream", since.UTC().Format(time.RFC3339))
+		}
+		if !c.Attached() {
 			return errors.New("not consuming intents")
 		}
 		return nil
