@@ -1,0 +1,228 @@
+//go:build jetlet_vm
+
+package restart
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/jetlettest"
+	"github.com/jetlet/jetlet/test/poll"
+	"github.com/jetlet/jetlet/test/vm/vmguest"
+)
+
+const (
+	node     = "guest"
+	uid      = "sleeper"
+	readyz   = "http://127.0.0.1:9464/readyz"
+	natsConf = `server_name: $NATS_SERVER_NAME
+listen: 127.0.0.1:4222
+jetstream {
+  store_dir: /var/lib/nats/jetstream
+}
+`
+	intent = `{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","revision":1,
+	  "pod":{"metadata":{"name":"sleeper","namespace":"default","uid":"sleeper"},
+	    "spec":{"restartPolicy":"Always","terminationGracePeriodSeconds":2,
+	      "containers":[{"name":"app","image":"busybox:1.36",
+	        "command":["/bin/sh","-c","trap 'exit 0' TERM; while :; do sleep 1; done"]}]}}}`
+)
+
+// jetlet installed as docs/deploy.md says, on systemd 252 with cgroup v2,
+// running a pod of the embedded runtime: `systemctl restart jetlet`, then a
+// SIGKILL of jetlet that Restart=on-failure answers. Each time jetlet must
+// come back ready and adopt the pod, its container the same one, not
+// restarted.
+func TestRestartUnderSystemd(t *testing.T) {
+	vmguest.InstallUnits(t, vmguest.Units{
+		NATSConfig: natsConf,
+		JetletEnv: []string{
+			"JETLET_NODE=" + node,
+			"JETLET_NATS_URL=nats://127.0.0.1:4222",
+			"JETLET_HTTP_LISTEN=127.0.0.1:9464",
+		},
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("systemctl status jetlet:\n%s", combined("systemctl", "status", "--no-pager", "-l", "jetlet.service"))
+			t.Logf("journalctl -u jetlet:\n%s", combined("journalctl", "-u", "jetlet.service", "--no-pager", "-o", "short-monotonic"))
+			t.Logf("cgroups:\n%s", combined("systemd-cgls", "--no-pager", "-a"))
+		}
+	})
+	vmguest.Systemctl(t, "start", "nats-server.service", "jetlet.service")
+	t.Cleanup(func() {
+		// The pod goes with jetlet's stop only once jetlet removed it.
+		combined("systemctl", "stop", "jetlet.service")
+	})
+	js := connect(t)
+	poll.Until(t, 2*time.Minute, poll.Msg("jetlet's image import socket"), func() bool {
+		_, err := os.Stat("/var/lib/jetlet/image-import.sock")
+		return err == nil
+	})
+	jetlettest.ImportTestImages(t, "/var/lib/jetlet")
+	if _, err := js.Publish(t.Context(), "jetlet.intent."+node+"."+uid, []byte(intent)); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(t.Context(), schemas.BucketStatus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deletePod(t, js, kv) })
+	first := running(t, kv)
+	pid := mainPID(t)
+
+	vmguest.Systemctl(t, "restart", "jetlet.service")
+	pid = comeBack(t, kv, first, pid, "systemctl restart")
+
+	run(t, "kill", "-KILL", strconv.Itoa(pid))
+	comeBack(t, kv, first, pid, "SIGKILL and Restart=on-failure")
+}
+
+// deletePod deletes the pod through the bus and waits for jetlet to say
+// it is gone.
+func deletePod(t *testing.T, js jetstream.JetStream, kv jetstream.KeyValue) {
+	del := `{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","op":"delete","revision":2,"gracePeriodSeconds":2,
+	  "pod":{"metadata":{"name":"sleeper","namespace":"default","uid":"sleeper"}}}`
+	if _, err := js.Publish(context.Background(), "jetlet.intent."+node+"."+uid, []byte(del)); err != nil {
+		t.Error(err)
+		return
+	}
+	poll.Until(t, 2*time.Minute, poll.Msg(uid+" terminated"), func() bool {
+		st, ok := status(t, kv)
+		return ok && st.Phase == schemas.PhaseTerminated
+	})
+}
+
+// comeBack waits for a new jetlet (a main pid other than before), ready,
+// reporting the pod running with the container it had: same ID, no restart.
+func comeBack(t *testing.T, kv jetstream.KeyValue, want schemas.ContainerStatus, before int, after string) int {
+	t.Helper()
+	var pid int
+	poll.Until(t, 2*time.Minute, func() string {
+		return after + ": jetlet running again: " + combined("systemctl", "show", "-p", "ActiveState,SubState,MainPID,ExecMainStatus,NRestarts", "jetlet.service")
+	}, func() bool {
+		pid = mainPID(t)
+		return pid != 0 && pid != before
+	})
+	poll.Until(t, 2*time.Minute, poll.Msg(after+": "+readyz+" 200"), func() bool {
+		resp, err := http.Get(readyz)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	// The new jetlet publishes the pod's status once it adopted it.
+	poll.Until(t, 2*time.Minute, poll.Msg(after+": the pod's status from the new jetlet"), func() bool {
+		st, ok := status(t, kv)
+		return ok && st.Phase == schemas.PhaseRunning && len(st.Containers) == 1 && st.ObservedAt.After(startedAt(t))
+	})
+	st, _ := status(t, kv)
+	if got := st.Containers[0]; got.ContainerID != want.ContainerID || got.RestartCount != 0 || got.StartedAt != want.StartedAt {
+		t.Fatalf("%s: container %+v; want %s still running, not restarted", after, got, want.ContainerID)
+	}
+	t.Logf("%s: jetlet %d -> %d, container %s adopted", after, before, pid, want.ContainerID)
+	return pid
+}
+
+// running waits for the pod to run and returns its container's status.
+func running(t *testing.T, kv jetstream.KeyValue) schemas.ContainerStatus {
+	t.Helper()
+	var st *schemas.PodStatus
+	poll.Until(t, 3*time.Minute, poll.Msg(uid+" running"), func() bool {
+		var ok bool
+		st, ok = status(t, kv)
+		return ok && st.Phase == schemas.PhaseRunning && len(st.Containers) == 1 && st.Containers[0].ContainerID != ""
+	})
+	return st.Containers[0]
+}
+
+func mainPID(t *testing.T) int {
+	t.Helper()
+	out := strings.TrimSpace(output(t, "systemctl", "show", "-p", "MainPID", "--value", "jetlet.service"))
+	pid, err := strconv.Atoi(out)
+	if err != nil {
+		t.Fatalf("jetlet's MainPID %q: %v", out, err)
+	}
+	return pid
+}
+
+// startedAt is when jetlet's current main process started.
+func startedAt(t *testing.T) time.Time {
+	t.Helper()
+	out := strings.TrimSpace(output(t, "systemctl", "show", "-p", "ExecMainStartTimestamp", "--value", "jetlet.service"))
+	at, err := time.Parse("Mon 2006-01-02 15:04:05 MST", out)
+	if err != nil {
+		t.Fatalf("jetlet's ExecMainStartTimestamp %q: %v", out, err)
+	}
+	return at
+}
+
+func connect(t *testing.T) jetstream.JetStream {
+	t.Helper()
+	var nc *nats.Conn
+	poll.Until(t, time.Minute, poll.Msg("nats-server on 127.0.0.1:4222"), func() bool {
+		var err error
+		nc, err = nats.Connect("nats://127.0.0.1:4222")
+		return err == nil
+	})
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 2*time.Minute, poll.Msg("jetlet's streams and buckets"), func() bool {
+		_, err := js.KeyValue(t.Context(), schemas.BucketStatus)
+		return err == nil
+	})
+	return js
+}
+
+func status(t *testing.T, kv jetstream.KeyValue) (*schemas.PodStatus, bool) {
+	t.Helper()
+	e, err := kv.Get(context.Background(), node+"."+uid)
+	if err != nil {
+		return nil, false
+	}
+	var st schemas.PodStatus
+	if err := json.Unmarshal(e.Value(), &st); err != nil {
+		t.Fatal(err)
+	}
+	return &st, true
+}
+
+func run(t *testing.T, name string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+func output(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// combined is a command's output and error, for the log.
+func combined(name string, args ...string) string {
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		return string(out) + err.Error()
+	}
+	return string(out)
+}
