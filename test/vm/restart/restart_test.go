@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -80,13 +81,35 @@ func TestRestartUnderSystemd(t *testing.T) {
 	}
 	t.Cleanup(func() { deletePod(t, js, kv) })
 	first := running(t, kv)
+	st, _ := status(t, kv)
+	scope := "jetlet-pod-" + st.Sandbox.ID + ".scope"
+	inScope(t, scope, "started")
 	pid := mainPID(t)
 
 	vmguest.Systemctl(t, "restart", "jetlet.service")
 	pid = comeBack(t, kv, first, pid, "systemctl restart")
+	inScope(t, scope, "after systemctl restart")
 
 	run(t, "kill", "-KILL", strconv.Itoa(pid))
 	comeBack(t, kv, first, pid, "SIGKILL and Restart=on-failure")
+	inScope(t, scope, "after SIGKILL")
+}
+
+// inScope checks that the pod lives outside jetlet's unit, in its scope
+// under jetlet.slice: the shim in the scope's leaf shim, its container in
+// the pod's cgroup beside it.
+func inScope(t *testing.T, scope, when string) {
+	t.Helper()
+	if got := strings.TrimSpace(output(t, "systemctl", "show", "-p", "ActiveState", "--value", scope)); got != "active" {
+		t.Fatalf("%s: %s is %q, want active", when, scope, got)
+	}
+	procs := strings.Fields(output(t, "systemd-cgls", "--no-pager", "-u", scope))
+	t.Logf("%s: %s: %v", when, scope, procs)
+	for _, want := range []string{"─shim", "/usr/local/bin/jetlet-shim", "─pod" + uid, "sleep"} {
+		if !slices.Contains(procs, want) && !slices.ContainsFunc(procs, func(f string) bool { return strings.HasSuffix(f, want) }) {
+			t.Errorf("%s: %s lacks %q", when, scope, want)
+		}
+	}
 }
 
 // deletePod deletes the pod through the bus and waits for jetlet to say
