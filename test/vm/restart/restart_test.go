@@ -63,8 +63,17 @@ func TestRestartUnderSystemd(t *testing.T) {
 	})
 	vmguest.Systemctl(t, "start", "nats-server.service", "jetlet.service")
 	t.Cleanup(func() {
-		// The pod goes with jetlet's stop only once jetlet removed it.
-		combined("systemctl", "stop", "jetlet.service")
+		// After the pod's removal (registered later, run first): the next
+		// test of the guest's run starts from no state.
+		combined("systemctl", "stop", "jetlet.service", "nats-server.service")
+		if t.Failed() {
+			return // a pod may still run from /var/lib/jetlet
+		}
+		for _, dir := range []string{"/var/lib/jetlet", "/var/lib/nats/jetstream"} {
+			if err := os.RemoveAll(dir); err != nil {
+				t.Error(err)
+			}
+		}
 	})
 	js := connect(t)
 	poll.Until(t, 2*time.Minute, poll.Msg("jetlet's image import socket"), func() bool {
