@@ -16,7 +16,7 @@ import (
 )
 
 // Dial connects to systemd's private socket (root, no D-Bus daemon needed),
-// as kubelet's runc does.
+// as kubelet's runc does. The connection closes when ctx is done.
 func Dial(ctx context.Context) (*systemd.Conn, error) {
 	conn, err := systemd.NewSystemdConnectionContext(ctx)
 	if err != nil {

@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	cgroupsv3 "github.com/containerd/cgroups/v3"
 	"github.com/containerd/cgroups/v3/cgroup1"
@@ -268,9 +267,8 @@ func SetupSystemd() (*Hierarchy, error) {
 	if !avail["memory"] {
 		return off("no memory controller in " + unifiedRoot), nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := systemdbus.Dial(ctx)
+	// The connection lives as long as its context: the Hierarchy's.
+	conn, err := systemdbus.Dial(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("systemd is this host's init and the embedded runtime puts each pod in a scope of its own, made through systemd: %w", err)
 	}
