@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -93,14 +94,15 @@ func TestRestartUnderSystemd(t *testing.T) {
 	st, _ := status(t, kv)
 	scope := "jetlet-pod-" + st.Sandbox.ID + ".scope"
 	inScope(t, scope, "started")
+	procPID := containerPID(t, scope)
 	pid := mainPID(t)
 
 	vmguest.Systemctl(t, "restart", "jetlet.service")
-	pid = comeBack(t, kv, first, pid, "systemctl restart")
+	pid = comeBack(t, kv, first, scope, procPID, pid, "systemctl restart")
 	inScope(t, scope, "after systemctl restart")
 
 	run(t, "kill", "-KILL", strconv.Itoa(pid))
-	comeBack(t, kv, first, pid, "SIGKILL and Restart=on-failure")
+	comeBack(t, kv, first, scope, procPID, pid, "SIGKILL and Restart=on-failure")
 	inScope(t, scope, "after SIGKILL")
 }
 
@@ -137,8 +139,9 @@ func deletePod(t *testing.T, js jetstream.JetStream, kv jetstream.KeyValue) {
 }
 
 // comeBack waits for a new jetlet (a main pid other than before), ready,
-// reporting the pod running with the container it had: same ID, no restart.
-func comeBack(t *testing.T, kv jetstream.KeyValue, want schemas.ContainerStatus, before int, after string) int {
+// and checks that the pod's container runs on: the same process in its
+// cgroup, the same container in the pod's status, no restart.
+func comeBack(t *testing.T, kv jetstream.KeyValue, want schemas.ContainerStatus, scope string, wantPID string, before int, after string) int {
 	t.Helper()
 	var pid int
 	poll.Until(t, 2*time.Minute, func() string {
@@ -155,17 +158,37 @@ func comeBack(t *testing.T, kv jetstream.KeyValue, want schemas.ContainerStatus,
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	// The new jetlet publishes the pod's status once it adopted it.
-	poll.Until(t, 2*time.Minute, poll.Msg(after+": the pod's status from the new jetlet"), func() bool {
-		st, ok := status(t, kv)
-		return ok && st.Phase == schemas.PhaseRunning && len(st.Containers) == 1 && st.ObservedAt.After(startedAt(t))
-	})
-	st, _ := status(t, kv)
-	if got := st.Containers[0]; got.ContainerID != want.ContainerID || got.RestartCount != 0 || got.StartedAt != want.StartedAt {
-		t.Fatalf("%s: container %+v; want %s still running, not restarted", after, got, want.ContainerID)
+	if got := containerPID(t, scope); got != wantPID {
+		t.Fatalf("%s: the container's process is %s, was %s", after, got, wantPID)
 	}
-	t.Logf("%s: jetlet %d -> %d, container %s adopted", after, before, pid, want.ContainerID)
+	st, _ := status(t, kv)
+	if got := st.Containers[0]; st.Phase != schemas.PhaseRunning || got.ContainerID != want.ContainerID || got.RestartCount != 0 || got.StartedAt != want.StartedAt {
+		t.Fatalf("%s: pod %s, container %+v; want %s still running, not restarted", after, st.Phase, got, want.ContainerID)
+	}
+	t.Logf("%s: jetlet %d -> %d, container %s (process %s) adopted", after, before, pid, want.ContainerID, wantPID)
 	return pid
+}
+
+// containerPID is the pod's container's shell, read from its cgroup in the
+// pod's scope.
+func containerPID(t *testing.T, scope string) string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("/sys/fs/cgroup/jetlet.slice", scope, "pod"+uid, "*", "cgroup.procs"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("the container's cgroup in %s: %v, %v", scope, files, err)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The shell, not the sleep it runs each second.
+	for _, pid := range strings.Fields(string(b)) {
+		if comm, err := os.ReadFile("/proc/" + pid + "/comm"); err == nil && string(comm) == "sh\n" {
+			return pid
+		}
+	}
+	t.Fatalf("no sh among the container's processes %q", b)
+	return ""
 }
 
 // running waits for the pod to run and returns its container's status.
@@ -188,17 +211,6 @@ func mainPID(t *testing.T) int {
 		t.Fatalf("jetlet's MainPID %q: %v", out, err)
 	}
 	return pid
-}
-
-// startedAt is when jetlet's current main process started.
-func startedAt(t *testing.T) time.Time {
-	t.Helper()
-	out := strings.TrimSpace(output(t, "systemctl", "show", "-p", "ExecMainStartTimestamp", "--value", "jetlet.service"))
-	at, err := time.Parse("Mon 2006-01-02 15:04:05 MST", out)
-	if err != nil {
-		t.Fatalf("jetlet's ExecMainStartTimestamp %q: %v", out, err)
-	}
-	return at
 }
 
 func connect(t *testing.T) jetstream.JetStream {
