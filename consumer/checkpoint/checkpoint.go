@@ -131,6 +131,9 @@ func (s *Store) Replace(desired []podworkers.Desired) error {
 		}
 	}
 	entries, err := os.ReadDir(s.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // nothing recorded yet, nothing desired: a new node
+	}
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}

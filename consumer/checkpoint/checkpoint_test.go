@@ -113,3 +113,12 @@ func BenchmarkRecordChanged(b *testing.B) {
 		}
 	}
 }
+
+// A new node's first recovery desires nothing and has recorded nothing:
+// Replace has no directory to read and nothing to do.
+func TestReplaceOnANewNode(t *testing.T) {
+	dir := t.TempDir()
+	if err := checkpoint.New(dir).Replace(nil); err != nil {
+		t.Fatalf("a new node's empty checkpoint: %v", err)
+	}
+}
