@@ -2,13 +2,13 @@ package podcgroups
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 
 	cgroupsv3 "github.com/containerd/cgroups/v3"
 	systemd "github.com/coreos/go-systemd/v22/dbus"
-	"github.com/godbus/dbus/v5"
+
+	"github.com/jetlet/jetlet/internal/systemdbus"
 )
 
 // systemdCgroups makes the cgroups as transient slices of systemd, with the
@@ -18,32 +18,15 @@ type systemdCgroups struct {
 	v2   bool // the unified hierarchy: v2's property names
 }
 
-// dialSystemd connects to systemd's private socket (root, no D-Bus daemon
-// needed), as kubelet's runc does.
 func dialSystemd(ctx context.Context) (*systemdCgroups, error) {
-	conn, err := systemd.NewSystemdConnectionContext(ctx)
+	conn, err := systemdbus.Dial(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("systemd cgroup driver: connect to systemd: %w", err)
+		return nil, fmt.Errorf("systemd cgroup driver: %w", err)
 	}
 	return &systemdCgroups{conn: conn, v2: cgroupsv3.Mode() == cgroupsv3.Unified}, nil
 }
 
 func (s *systemdCgroups) close() { s.conn.Close() }
-
-// Errors systemd answers with.
-const (
-	errUnitExists = "org.freedesktop.systemd1.UnitExists"
-	errNoSuchUnit = "org.freedesktop.systemd1.NoSuchUnit"
-)
-
-func isDBusError(err error, name string) bool {
-	var de dbus.Error
-	return errors.As(err, &de) && de.Name == name
-}
-
-func prop(name string, v any) systemd.Property {
-	return systemd.Property{Name: name, Value: dbus.MakeVariant(v)}
-}
 
 // infinity is systemd's "no limit".
 const infinity = uint64(math.MaxUint64)
@@ -54,9 +37,9 @@ func resourceProperties(res Resources, v2 bool) []systemd.Property {
 	var props []systemd.Property
 	if res.CPUShares != nil {
 		if v2 {
-			props = append(props, prop("CPUWeight", sharesToWeight(*res.CPUShares)))
+			props = append(props, systemdbus.Prop("CPUWeight", sharesToWeight(*res.CPUShares)))
 		} else {
-			props = append(props, prop("CPUShares", *res.CPUShares))
+			props = append(props, systemdbus.Prop("CPUShares", *res.CPUShares))
 		}
 	}
 	if res.CPUQuota != nil {
@@ -65,15 +48,15 @@ func resourceProperties(res Resources, v2 bool) []systemd.Property {
 			period = *res.CPUPeriod
 		}
 		if v2 {
-			props = append(props, prop("CPUQuotaPeriodUSec", period))
+			props = append(props, systemdbus.Prop("CPUQuotaPeriodUSec", period))
 		}
-		props = append(props, prop("CPUQuotaPerSecUSec", quotaPerSec(*res.CPUQuota, period)))
+		props = append(props, systemdbus.Prop("CPUQuotaPerSecUSec", quotaPerSec(*res.CPUQuota, period)))
 	}
 	if res.Memory != nil && *res.Memory > 0 {
 		if v2 {
-			props = append(props, prop("MemoryMax", uint64(*res.Memory)))
+			props = append(props, systemdbus.Prop("MemoryMax", uint64(*res.Memory)))
 		} else {
-			props = append(props, prop("MemoryLimit", uint64(*res.Memory)))
+			props = append(props, systemdbus.Prop("MemoryLimit", uint64(*res.Memory)))
 		}
 	}
 	if res.PidsLimit != nil {
@@ -81,7 +64,7 @@ func resourceProperties(res Resources, v2 bool) []systemd.Property {
 		if *res.PidsLimit > 0 {
 			limit = uint64(*res.PidsLimit)
 		}
-		props = append(props, prop("TasksMax", limit))
+		props = append(props, systemdbus.Prop("TasksMax", limit))
 	}
 	return props
 }
@@ -114,19 +97,19 @@ func (s *systemdCgroups) ensure(ctx context.Context, n Name, res Resources) erro
 	props := []systemd.Property{
 		systemd.PropDescription("jetlet pod cgroup " + unit),
 		systemd.PropWants(n.Parent().Unit()),
-		prop("DefaultDependencies", false),
-		prop("MemoryAccounting", true),
-		prop("CPUAccounting", true),
-		prop("TasksAccounting", true),
+		systemdbus.Prop("DefaultDependencies", false),
+		systemdbus.Prop("MemoryAccounting", true),
+		systemdbus.Prop("CPUAccounting", true),
+		systemdbus.Prop("TasksAccounting", true),
 	}
 	if s.v2 {
-		props = append(props, prop("IOAccounting", true))
+		props = append(props, systemdbus.Prop("IOAccounting", true))
 	} else {
-		props = append(props, prop("BlockIOAccounting", true))
+		props = append(props, systemdbus.Prop("BlockIOAccounting", true))
 	}
 	done := make(chan string, 1)
 	_, err := s.conn.StartTransientUnitContext(ctx, unit, "replace", append(props, resProps...), done)
-	if isDBusError(err, errUnitExists) {
+	if systemdbus.IsError(err, systemdbus.ErrUnitExists) {
 		if len(resProps) == 0 {
 			return nil
 		}
@@ -138,20 +121,7 @@ func (s *systemdCgroups) ensure(ctx context.Context, n Name, res Resources) erro
 	if err != nil {
 		return fmt.Errorf("systemd: start %s: %w", unit, err)
 	}
-	return waitJob(ctx, "start", unit, done)
-}
-
-// waitJob waits for a job's result: "done", or the failure systemd says.
-func waitJob(ctx context.Context, verb, unit string, done <-chan string) error {
-	select {
-	case r := <-done:
-		if r != "done" {
-			return fmt.Errorf("systemd: %s %s: job %s", verb, unit, r)
-		}
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("systemd: %s %s: %w", verb, unit, context.Cause(ctx))
-	}
+	return systemdbus.WaitJob(ctx, "start", unit, done)
 }
 
 // remove stops the pod's slice: systemd removes its cgroup (and stops what
@@ -160,13 +130,13 @@ func (s *systemdCgroups) remove(ctx context.Context, n Name) error {
 	unit := n.Unit()
 	done := make(chan string, 1)
 	_, err := s.conn.StopUnitContext(ctx, unit, "replace", done)
-	if isDBusError(err, errNoSuchUnit) {
+	if systemdbus.IsError(err, systemdbus.ErrNoSuchUnit) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("systemd: stop %s: %w", unit, err)
 	}
-	if err := waitJob(ctx, "stop", unit, done); err != nil {
+	if err := systemdbus.WaitJob(ctx, "stop", unit, done); err != nil {
 		return err
 	}
 	_ = s.conn.ResetFailedUnitContext(ctx, unit) // a slice that failed stays listed until reset

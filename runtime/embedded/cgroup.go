@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path"
@@ -28,15 +29,27 @@ const (
 
 // setupCgroups detects the host's cgroups and makes the runtime's parent
 // cgroup; without them (not root, no controllers) pods run unlimited, which
-// is said once here. A v2 cgroup not delegated to the runtime is an error
-// (cgroups.ErrNotDelegated): its pods would fail later.
+// is said once here. On a v2 host whose init is systemd each pod gets a
+// scope of its own instead (cgroups.SetupSystemd): the pods then live
+// outside the unit jetlet runs in, which systemd 252 could not start again
+// while they ran inside it. Elsewhere a v2 cgroup not delegated to the
+// runtime is an error (cgroups.ErrNotDelegated): its pods would fail later.
 func (r *Runtime) setupCgroups() error {
 	var err error
-	if r.cgroups, err = cgroups.Setup(cgroupsDir); err != nil {
+	if cgroups.Systemd() {
+		r.cgroups, err = cgroups.SetupSystemd()
+	} else {
+		r.cgroups, err = cgroups.Setup(cgroupsDir)
+	}
+	if err != nil {
 		return err
 	}
 	if ok, why := r.cgroups.Enabled(); !ok {
 		r.log.Warn().Str("reason", why).Msg("no cgroups: resource limits are not enforced, OOM kills are not reported and stats are empty")
+		return nil
+	}
+	if scope := r.cgroups.PodScope("<sandbox>"); scope != "" {
+		r.log.Info().Stringer("cgroups", r.cgroups.Mode()).Str("pods", scope).Msg("pods and containers get cgroups, each pod in a systemd scope of its own")
 		return nil
 	}
 	r.log.Info().Stringer("cgroups", r.cgroups.Mode()).Msg("pods and containers get cgroups")
@@ -51,12 +64,19 @@ func (r *Runtime) cgroupsEnabled() (bool, string) {
 	return r.cgroups.Enabled()
 }
 
-// podCgroup is where s's pod cgroup goes; nil without cgroups. It does no
-// I/O: the sandbox's record names the cgroup before createPodCgroup makes
-// it, so that a crash between the two leaves a record naming a cgroup that
-// is not there (removing it is no error), never a cgroup no record names.
+// podCgroup is where s's pod cgroup goes; nil without cgroups: under the
+// sandbox's cgroup_parent, else in its systemd scope on a systemd host
+// (cgroups.Hierarchy.PodScope), else under the runtime's parent. It does
+// no I/O: the sandbox's record names the cgroup before createPodCgroup
+// makes it, so that a crash between the two leaves a record naming a
+// cgroup that is not there (removing it is no error), never a cgroup no
+// record names.
 func (r *Runtime) podCgroup(s *sandbox) *cgroups.Cgroup {
-	return r.cgroups.Load(r.cgroups.PodPaths(s.config.GetLinux().GetCgroupParent(), s.config.GetMetadata().GetUid()))
+	parent := s.config.GetLinux().GetCgroupParent()
+	if parent == "" {
+		parent = r.cgroups.PodScope(s.id)
+	}
+	return r.cgroups.Load(r.cgroups.PodPaths(parent, s.config.GetMetadata().GetUid()))
 }
 
 // checkCgroupParent refuses a sandbox's cgroup_parent in the systemd
@@ -70,13 +90,22 @@ func checkCgroupParent(parent string) error {
 	return nil
 }
 
-// createPodCgroup makes s's pod cgroup, with the pod pids limit. A failure
-// is logged and the pod runs without one: cgroups never fail a pod.
-func (r *Runtime) createPodCgroup(s *sandbox) {
+// createPodCgroup makes s's pod cgroup, with the pod pids limit, once its
+// shim runs: in the shim's scope, started first, when the cgroup goes
+// there. A failure is logged and the pod runs without one: cgroups never
+// fail a pod.
+func (r *Runtime) createPodCgroup(ctx context.Context, s *sandbox) {
 	if s.cgroup == nil {
 		return
 	}
-	if _, err := r.cgroups.Create(s.cgroup.Paths(), nil, r.cfg.PodPidsLimit, nil); err != nil {
+	var err error
+	if s.config.GetLinux().GetCgroupParent() == "" && r.cgroups.PodScope(s.id) != "" {
+		err = r.cgroups.StartPodScope(ctx, s.id, s.shimPID)
+	}
+	if err == nil {
+		_, err = r.cgroups.Create(s.cgroup.Paths(), nil, r.cfg.PodPidsLimit, nil)
+	}
+	if err != nil {
 		r.log.Warn().Err(err).Str("sandbox", s.id).Msg("pod runs without a cgroup")
 		s.cgroup = nil
 	}

@@ -348,6 +348,9 @@ func (r *Runtime) Stop() {
 	if !r.stopped {
 		r.stopped = true
 		close(r.done)
+		if r.cgroups != nil {
+			r.cgroups.Close()
+		}
 	}
 	r.mu.Unlock()
 	if r.locks != nil {

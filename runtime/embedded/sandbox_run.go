@@ -78,7 +78,6 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 		undo()
 		return nil, status.Errorf(codes.Internal, "record sandbox: %v", err)
 	}
-	r.createPodCgroup(s)
 	switch {
 	case userns != nil: // its network too, made in its user namespace
 		if err := r.createPodUserns(ctx, s, userns); err != nil {
@@ -95,6 +94,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 		undo()
 		return nil, status.Errorf(codes.Unknown, "start sandbox %s: %v", s.name, err)
 	}
+	r.createPodCgroup(ctx, s)
 	if err := r.saveSandbox(s, true); err != nil {
 		undo()
 		return nil, status.Errorf(codes.Internal, "record sandbox: %v", err)

@@ -7,6 +7,7 @@
 package cgroups
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -18,8 +19,11 @@ import (
 	cgroupsv3 "github.com/containerd/cgroups/v3"
 	"github.com/containerd/cgroups/v3/cgroup1"
 	"github.com/containerd/cgroups/v3/cgroup2"
+	systemd "github.com/coreos/go-systemd/v22/dbus"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
+
+	"github.com/jetlet/jetlet/internal/systemdbus"
 )
 
 // Mode is the cgroup version in use.
@@ -107,6 +111,13 @@ type Hierarchy struct {
 	// controllers (v2) are enabled above every cgroup the runtime makes:
 	// its usage and pids.current are read whether or not a limit is set.
 	controllers []string
+	// systemd, on a host whose init is systemd (v2), puts each pod shim in
+	// a delegated scope of its own (StartPodScope), as runc's systemd
+	// driver does for a container: the pods live outside the runtime's
+	// unit, whose cgroup then hands no controllers down, so that systemd
+	// (before 254's DelegateSubgroup=) can start the unit again while they
+	// run. Nil elsewhere: the pods are below the runtime's own cgroup.
+	systemd *systemd.Conn
 }
 
 // ErrNotDelegated is Setup's refusal: on a v2 host the runtime's own cgroup
@@ -234,6 +245,96 @@ func (m *Hierarchy) v1Path(paths Paths) cgroup1.Path {
 // v2Controllers are enabled for the runtime's subtree.
 var v2Controllers = []string{"cpu", "cpuset", "memory", "pids", "hugetlb"}
 
+// podSlice holds the pods' scopes on a systemd host: /jetlet.slice.
+const podSlice = "jetlet.slice"
+
+// systemdControllers are the v2Controllers systemd 252 delegates to a scope
+// (hugetlb it does not manage: enabling it in its slice would be undone).
+var systemdControllers = []string{"cpu", "cpuset", "memory", "pids"}
+
+// SetupSystemd is Setup on a cgroup v2 host whose init is systemd
+// (Systemd): the parent is podSlice, each pod in a scope of its own there
+// (PodScope, StartPodScope), made through systemd's D-Bus API, whose
+// absence is an error. The runtime's own cgroup is left alone.
+func SetupSystemd() (*Hierarchy, error) {
+	if os.Geteuid() != 0 {
+		return off("not running as root"), nil
+	}
+	avail, err := readControllers(filepath.Join(unifiedRoot, "cgroup.controllers"))
+	if err != nil {
+		return off(err.Error()), nil
+	}
+	if !avail["memory"] {
+		return off("no memory controller in " + unifiedRoot), nil
+	}
+	// The connection lives as long as its context: the Hierarchy's.
+	conn, err := systemdbus.Dial(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("systemd is this host's init and the embedded runtime puts each pod in a scope of its own, made through systemd: %w", err)
+	}
+	var want []string
+	for _, c := range systemdControllers {
+		if avail[c] {
+			want = append(want, c)
+		}
+	}
+	// Kernel-wide: a unit's memory.swap.max is there when swap is accounted.
+	_, err = os.Stat(filepath.Join(unifiedRoot, "system.slice", "memory.swap.max"))
+	return &Hierarchy{mode: V2, parent: Paths{"": "/" + podSlice}, unified: unifiedRoot, controllers: want, swap: err == nil, systemd: conn}, nil
+}
+
+// Close lets go of systemd's connection, if any.
+func (m *Hierarchy) Close() {
+	if m.systemd != nil {
+		m.systemd.Close()
+	}
+}
+
+// PodScope is the cgroup of the scope of pod sandbox id: the parent of its
+// pod cgroup (PodPaths), made by StartPodScope; "" when pods get no scope.
+func (m *Hierarchy) PodScope(id string) string {
+	if m.systemd == nil {
+		return ""
+	}
+	return "/" + podSlice + "/" + scopeUnit(id)
+}
+
+func scopeUnit(id string) string { return "jetlet-pod-" + id + ".scope" }
+
+// shimLeaf is the cgroup of a pod's scope that its shim moves to, so that
+// the scope can hand the controllers down to the pod's cgroup.
+const shimLeaf = "shim"
+
+// StartPodScope puts pid, the shim of pod sandbox id, in a transient scope
+// with Delegate=yes under podSlice (runc's systemd driver's properties),
+// then in its leaf cgroup shim. The scope ends with the last process below
+// it, and systemd removes its cgroups then.
+func (m *Hierarchy) StartPodScope(ctx context.Context, id string, pid int) error {
+	unit := scopeUnit(id)
+	props := []systemd.Property{
+		systemd.PropDescription("jetlet pod shim of sandbox " + id),
+		systemd.PropSlice(podSlice),
+		systemd.PropPids(uint32(pid)),
+		systemdbus.Prop("Delegate", true),
+		systemdbus.Prop("DefaultDependencies", false),
+	}
+	done := make(chan string, 1)
+	if _, err := m.systemd.StartTransientUnitContext(ctx, unit, "replace", props, done); err != nil {
+		return fmt.Errorf("systemd: start %s: %w", unit, err)
+	}
+	if err := systemdbus.WaitJob(ctx, "start", unit, done); err != nil {
+		return err
+	}
+	leaf := filepath.Join(m.unified, m.PodScope(id), shimLeaf)
+	if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("create cgroup %s: %w", leaf, err)
+	}
+	if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(fmt.Sprint(pid)), 0); err != nil {
+		return fmt.Errorf("move pod shim %d to cgroup %s: %w", pid, leaf, err)
+	}
+	return nil
+}
+
 func setupV2(name string) (*Hierarchy, error) {
 	own, err := cgroup2.NestedGroupPath("")
 	if err != nil {
@@ -266,6 +367,10 @@ func setupV2(name string) (*Hierarchy, error) {
 	m.swap = err == nil
 	return m, nil
 }
+
+// Systemd reports whether the host's cgroups are v2 and its init systemd,
+// the owner of the tree: SetupSystemd's hosts.
+func Systemd() bool { return cgroupsv3.Mode() == cgroupsv3.Unified && systemdBooted() }
 
 // systemdBooted reports whether systemd is the host's init, and so the
 // owner of the cgroup tree (sd_booted's test).

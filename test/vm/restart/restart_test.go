@@ -1,0 +1,272 @@
+//go:build jetlet_vm
+
+package restart
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/jetlettest"
+	"github.com/jetlet/jetlet/test/poll"
+	"github.com/jetlet/jetlet/test/vm/vmguest"
+)
+
+const (
+	node     = "guest"
+	uid      = "sleeper"
+	readyz   = "http://127.0.0.1:9464/readyz"
+	natsConf = `server_name: $NATS_SERVER_NAME
+listen: 127.0.0.1:4222
+jetstream {
+  store_dir: /var/lib/nats/jetstream
+}
+`
+	intent = `{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","revision":1,
+	  "pod":{"metadata":{"name":"sleeper","namespace":"default","uid":"sleeper"},
+	    "spec":{"restartPolicy":"Always","terminationGracePeriodSeconds":2,
+	      "containers":[{"name":"app","image":"busybox:1.36",
+	        "command":["/bin/sh","-c","trap 'exit 0' TERM; while :; do sleep 1; done"]}]}}}`
+)
+
+// jetlet installed as docs/deploy.md says, on systemd 252 with cgroup v2,
+// running a pod of the embedded runtime: `systemctl restart jetlet`, then a
+// SIGKILL of jetlet that Restart=on-failure answers. Each time jetlet must
+// come back ready and adopt the pod, its container the same one, not
+// restarted.
+func TestRestartUnderSystemd(t *testing.T) {
+	vmguest.InstallUnits(t, vmguest.Units{
+		NATSConfig: natsConf,
+		JetletEnv: []string{
+			"JETLET_NODE=" + node,
+			"JETLET_NATS_URL=nats://127.0.0.1:4222",
+			"JETLET_HTTP_LISTEN=127.0.0.1:9464",
+		},
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("systemctl status jetlet:\n%s", combined("systemctl", "status", "--no-pager", "-l", "jetlet.service"))
+			t.Logf("journalctl -u jetlet:\n%s", combined("journalctl", "-u", "jetlet.service", "--no-pager", "-o", "short-monotonic"))
+			t.Logf("cgroups:\n%s", combined("systemd-cgls", "--no-pager", "-a"))
+		}
+	})
+	vmguest.Systemctl(t, "start", "nats-server.service", "jetlet.service")
+	t.Cleanup(func() {
+		// After the pod's removal (registered later, run first): the next
+		// test of the guest's run starts from no state.
+		combined("systemctl", "stop", "jetlet.service", "nats-server.service")
+		if t.Failed() {
+			return // a pod may still run from /var/lib/jetlet
+		}
+		for _, dir := range []string{"/var/lib/jetlet", "/var/lib/nats/jetstream"} {
+			if err := os.RemoveAll(dir); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	js := connect(t)
+	poll.Until(t, 2*time.Minute, poll.Msg("jetlet's image import socket"), func() bool {
+		_, err := os.Stat("/var/lib/jetlet/image-import.sock")
+		return err == nil
+	})
+	jetlettest.ImportTestImages(t, "/var/lib/jetlet")
+	if _, err := js.Publish(t.Context(), "jetlet.intent."+node+"."+uid, []byte(intent)); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(t.Context(), schemas.BucketStatus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deletePod(t, js, kv) })
+	first := running(t, kv)
+	st, _ := status(t, kv)
+	scope := "jetlet-pod-" + st.Sandbox.ID + ".scope"
+	inScope(t, scope, "started")
+	procPID := containerPID(t, scope)
+	pid := mainPID(t)
+
+	vmguest.Systemctl(t, "restart", "jetlet.service")
+	pid = comeBack(t, kv, first, scope, procPID, pid, "systemctl restart")
+	inScope(t, scope, "after systemctl restart")
+
+	run(t, "kill", "-KILL", strconv.Itoa(pid))
+	comeBack(t, kv, first, scope, procPID, pid, "SIGKILL and Restart=on-failure")
+	inScope(t, scope, "after SIGKILL")
+}
+
+// inScope checks that the pod lives outside jetlet's unit, in its scope
+// under jetlet.slice: the shim in the scope's leaf shim, its container in
+// the pod's cgroup beside it.
+func inScope(t *testing.T, scope, when string) {
+	t.Helper()
+	if got := strings.TrimSpace(output(t, "systemctl", "show", "-p", "ActiveState", "--value", scope)); got != "active" {
+		t.Fatalf("%s: %s is %q, want active", when, scope, got)
+	}
+	procs := strings.Fields(output(t, "systemd-cgls", "--no-pager", "-u", scope))
+	t.Logf("%s: %s: %v", when, scope, procs)
+	for _, want := range []string{"─shim", "/usr/local/bin/jetlet-shim", "─pod" + uid, "sleep"} {
+		if !slices.Contains(procs, want) && !slices.ContainsFunc(procs, func(f string) bool { return strings.HasSuffix(f, want) }) {
+			t.Errorf("%s: %s lacks %q", when, scope, want)
+		}
+	}
+}
+
+// deletePod deletes the pod through the bus and waits for jetlet to say
+// it is gone.
+func deletePod(t *testing.T, js jetstream.JetStream, kv jetstream.KeyValue) {
+	del := `{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","op":"delete","revision":2,"gracePeriodSeconds":2,
+	  "pod":{"metadata":{"name":"sleeper","namespace":"default","uid":"sleeper"}}}`
+	if _, err := js.Publish(context.Background(), "jetlet.intent."+node+"."+uid, []byte(del)); err != nil {
+		t.Error(err)
+		return
+	}
+	poll.Until(t, 2*time.Minute, poll.Msg(uid+" terminated"), func() bool {
+		st, ok := status(t, kv)
+		return ok && st.Phase == schemas.PhaseTerminated
+	})
+}
+
+// comeBack waits for a new jetlet (a main pid other than before), ready,
+// and checks that the pod's container runs on: the same process in its
+// cgroup, the same container in the pod's status, no restart.
+func comeBack(t *testing.T, kv jetstream.KeyValue, want schemas.ContainerStatus, scope string, wantPID string, before int, after string) int {
+	t.Helper()
+	var pid int
+	poll.Until(t, 2*time.Minute, func() string {
+		return after + ": jetlet running again: " + combined("systemctl", "show", "-p", "ActiveState,SubState,MainPID,ExecMainStatus,NRestarts", "jetlet.service")
+	}, func() bool {
+		pid = mainPID(t)
+		return pid != 0 && pid != before
+	})
+	poll.Until(t, 2*time.Minute, poll.Msg(after+": "+readyz+" 200"), func() bool {
+		resp, err := http.Get(readyz)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	if got := containerPID(t, scope); got != wantPID {
+		t.Fatalf("%s: the container's process is %s, was %s", after, got, wantPID)
+	}
+	st, _ := status(t, kv)
+	if got := st.Containers[0]; st.Phase != schemas.PhaseRunning || got.ContainerID != want.ContainerID || got.RestartCount != 0 || got.StartedAt != want.StartedAt {
+		t.Fatalf("%s: pod %s, container %+v; want %s still running, not restarted", after, st.Phase, got, want.ContainerID)
+	}
+	t.Logf("%s: jetlet %d -> %d, container %s (process %s) adopted", after, before, pid, want.ContainerID, wantPID)
+	return pid
+}
+
+// containerPID is the pod's container's shell, read from its cgroup in the
+// pod's scope.
+func containerPID(t *testing.T, scope string) string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("/sys/fs/cgroup/jetlet.slice", scope, "pod"+uid, "*", "cgroup.procs"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("the container's cgroup in %s: %v, %v", scope, files, err)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The shell, not the sleep it runs each second.
+	for _, pid := range strings.Fields(string(b)) {
+		if comm, err := os.ReadFile("/proc/" + pid + "/comm"); err == nil && string(comm) == "sh\n" {
+			return pid
+		}
+	}
+	t.Fatalf("no sh among the container's processes %q", b)
+	return ""
+}
+
+// running waits for the pod to run and returns its container's status.
+func running(t *testing.T, kv jetstream.KeyValue) schemas.ContainerStatus {
+	t.Helper()
+	var st *schemas.PodStatus
+	poll.Until(t, 3*time.Minute, poll.Msg(uid+" running"), func() bool {
+		var ok bool
+		st, ok = status(t, kv)
+		return ok && st.Phase == schemas.PhaseRunning && len(st.Containers) == 1 && st.Containers[0].ContainerID != ""
+	})
+	return st.Containers[0]
+}
+
+func mainPID(t *testing.T) int {
+	t.Helper()
+	out := strings.TrimSpace(output(t, "systemctl", "show", "-p", "MainPID", "--value", "jetlet.service"))
+	pid, err := strconv.Atoi(out)
+	if err != nil {
+		t.Fatalf("jetlet's MainPID %q: %v", out, err)
+	}
+	return pid
+}
+
+func connect(t *testing.T) jetstream.JetStream {
+	t.Helper()
+	var nc *nats.Conn
+	poll.Until(t, time.Minute, poll.Msg("nats-server on 127.0.0.1:4222"), func() bool {
+		var err error
+		nc, err = nats.Connect("nats://127.0.0.1:4222")
+		return err == nil
+	})
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 2*time.Minute, poll.Msg("jetlet's streams and buckets"), func() bool {
+		_, err := js.KeyValue(t.Context(), schemas.BucketStatus)
+		return err == nil
+	})
+	return js
+}
+
+func status(t *testing.T, kv jetstream.KeyValue) (*schemas.PodStatus, bool) {
+	t.Helper()
+	e, err := kv.Get(context.Background(), node+"."+uid)
+	if err != nil {
+		return nil, false
+	}
+	var st schemas.PodStatus
+	if err := json.Unmarshal(e.Value(), &st); err != nil {
+		t.Fatal(err)
+	}
+	return &st, true
+}
+
+func run(t *testing.T, name string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+func output(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// combined is a command's output and error, for the log.
+func combined(name string, args ...string) string {
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		return string(out) + err.Error()
+	}
+	return string(out)
+}
