@@ -121,8 +121,7 @@ type Hierarchy struct {
 }
 
 // ErrNotDelegated is Setup's refusal: on a v2 host the runtime's own cgroup
-// is not its to write below (read-only, or not delegated by systemd, which
-// would move or remove what the runtime makes there).
+// is not its to write below (read-only).
 var ErrNotDelegated = errors.New("the runtime's cgroup is not delegated to it")
 
 // Setup detects the cgroup mode and creates the runtime's parent cgroup,
@@ -345,7 +344,7 @@ func setupV2(name string) (*Hierarchy, error) {
 		// the leaf's parent (or every Setup would nest one more leaf).
 		own = path.Dir(own)
 	}
-	if err := checkDelegated(unifiedRoot, own, systemdBooted()); err != nil {
+	if err := checkDelegated(unifiedRoot, own); err != nil {
 		return nil, err
 	}
 	avail, err := readControllers(filepath.Join(unifiedRoot, own, "cgroup.controllers"))
@@ -380,33 +379,17 @@ func systemdBooted() bool {
 }
 
 // checkDelegated returns an error wrapping ErrNotDelegated unless the v2
-// cgroup own (below the hierarchy mounted at unified) is the runtime's to
-// write below: writable, and, when systemd owns the tree, inside a
-// delegated unit (own or an ancestor carries systemd's trusted.delegate or
-// user.delegate mark, set for Delegate=yes). A cgroup namespace's root is
-// its manager's to delegate: it passes.
-func checkDelegated(unified, own string, systemd bool) error {
+// cgroup own (below the hierarchy mounted at unified) is writable: the
+// runtime's to write below. (On a systemd host the runtime makes nothing
+// below its own cgroup: SetupSystemd.)
+func checkDelegated(unified, own string) error {
 	dir := filepath.Join(unified, own)
 	for _, f := range []string{"cgroup.procs", "cgroup.subtree_control"} {
 		if err := unix.Access(filepath.Join(dir, f), unix.W_OK); err != nil {
 			return fmt.Errorf("%w: cannot write %s: %v", ErrNotDelegated, filepath.Join(dir, f), err)
 		}
 	}
-	if !systemd || own == "/" {
-		return nil
-	}
-	for p := own; p != "/"; p = path.Dir(p) {
-		for _, attr := range []string{"trusted.delegate", "user.delegate"} {
-			buf := make([]byte, 8)
-			n, err := unix.Getxattr(filepath.Join(unified, p), attr, buf)
-			if err == nil && string(buf[:n]) == "1" {
-				return nil
-			}
-		}
-	}
-	return fmt.Errorf("%w: cgroup %s is systemd's, which moves or removes the cgroups the embedded runtime makes below it: "+
-		"run jetlet in a unit with Delegate=yes (deploy/systemd/jetlet.service, docs/deploy.md), "+
-		"or by hand with systemd-run --scope -p Delegate=yes", ErrNotDelegated, own)
+	return nil
 }
 
 // available are the v2Controllers among avail.
