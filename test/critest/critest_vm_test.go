@@ -26,12 +26,12 @@ var skips []byte
 
 // The guest's jetlet.service keeps its data dir, and so its CRI socket, in
 // /var/lib/jetlet (StateDirectory=jetlet).
-const socket = "/var/lib/jetlet/cri.sock"
+var socket = filepath.Join(vmguest.JetletDataDir, "cri.sock")
 
 // critest (built by build.sh, JETLET_VM_COMMANDS) against the embedded
 // runtime of `jetlet run` as the guest's systemd unit, installed as
-// docs/deploy.md installs it (Delegate=yes: its pods' cgroups are made below
-// the unit's). As in the critest stage (run.sh, sandbox.sh) every image
+// docs/deploy.md installs it (each pod in a systemd scope of its own under
+// jetlet.slice). As in the critest stage (run.sh, sandbox.sh) every image
 // critest pulls is served by testimages in the guest, skips.txt says which
 // specs are skipped and skipcheck judges the run.
 func TestCritestAgainstJetletService(t *testing.T) {
@@ -79,7 +79,7 @@ func TestCritestAgainstJetletService(t *testing.T) {
 	vmguest.Systemctl(t, "start", "jetlet")
 	t.Cleanup(func() {
 		jetlettest.RemoveAllPods(t, "unix://"+socket)
-		vmguest.Systemctl(t, "stop", "jetlet")
+		vmguest.Uninstall(t) // the next test of the run starts from no state
 	})
 	poll.Until(t, 2*time.Minute, func() string { return "jetlet.service serving " + socket + ": " + journal("jetlet") },
 		func() bool { _, err := os.Stat(socket); return err == nil })

@@ -26,13 +26,12 @@ import (
 	"github.com/jetlet/jetlet/runtime/crilabels"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/jetlettest"
-	"github.com/jetlet/jetlet/test/leftovers"
 	"github.com/jetlet/jetlet/test/poll"
 	"github.com/jetlet/jetlet/test/vm/vmguest"
 )
 
 const (
-	dataDir  = "/var/lib/jetlet" // jetlet.service's
+	dataDir  = vmguest.JetletDataDir
 	natsURL  = "nats://127.0.0.1:4222"
 	readyURL = "http://127.0.0.1:9464/readyz"
 	node     = "vm1"
@@ -123,11 +122,7 @@ func bootTwo(t *testing.T, statePath string) {
 			out, _ := exec.Command("journalctl", "-b", "-u", "jetlet.service", "--no-pager", "-n", "400").CombinedOutput()
 			t.Logf("jetlet.service's journal:\n%s", out)
 		}
-		// The pods go with their shims (each pod's PID 1).
-		vmguest.Systemctl(t, "stop", "jetlet.service")
-		for pid := range leftovers.Shims(dataDir) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
+		vmguest.Uninstall(t)
 	})
 	cri := criClient(t)
 	running := map[string]string{} // pod uid -> its running container

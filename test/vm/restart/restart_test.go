@@ -63,25 +63,14 @@ func TestRestartUnderSystemd(t *testing.T) {
 		}
 	})
 	vmguest.Systemctl(t, "start", "nats-server.service", "jetlet.service")
-	t.Cleanup(func() {
-		// After the pod's removal (registered later, run first): the next
-		// test of the guest's run starts from no state.
-		combined("systemctl", "stop", "jetlet.service", "nats-server.service")
-		if t.Failed() {
-			return // a pod may still run from /var/lib/jetlet
-		}
-		for _, dir := range []string{"/var/lib/jetlet", "/var/lib/nats/jetstream"} {
-			if err := os.RemoveAll(dir); err != nil {
-				t.Error(err)
-			}
-		}
-	})
+	// After the pod's removal (registered later, run first).
+	t.Cleanup(func() { vmguest.Uninstall(t) })
 	js := connect(t)
 	poll.Until(t, 2*time.Minute, poll.Msg("jetlet's image import socket"), func() bool {
-		_, err := os.Stat("/var/lib/jetlet/image-import.sock")
+		_, err := os.Stat(filepath.Join(vmguest.JetletDataDir, "image-import.sock"))
 		return err == nil
 	})
-	jetlettest.ImportTestImages(t, "/var/lib/jetlet")
+	jetlettest.ImportTestImages(t, vmguest.JetletDataDir)
 	if _, err := js.Publish(t.Context(), "jetlet.intent."+node+"."+uid, []byte(intent)); err != nil {
 		t.Fatal(err)
 	}

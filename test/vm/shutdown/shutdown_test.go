@@ -110,10 +110,10 @@ func beforePoweroff(t *testing.T) {
 	// busybox, imported as a user without a registry does, into the
 	// running jetlet's embedded runtime.
 	poll.Until(t, 2*time.Minute, poll.Msg("jetlet's image import socket"), func() bool {
-		_, err := os.Stat("/var/lib/jetlet/image-import.sock")
+		_, err := os.Stat(filepath.Join(vmguest.JetletDataDir, "image-import.sock"))
 		return err == nil
 	})
-	jetlettest.ImportTestImages(t, "/var/lib/jetlet")
+	jetlettest.ImportTestImages(t, vmguest.JetletDataDir)
 	for uid, body := range pods {
 		if _, err := js.Publish(t.Context(), "jetlet.intent."+node+"."+uid, []byte(body)); err != nil {
 			t.Fatal(err)
@@ -147,6 +147,7 @@ func beforePoweroff(t *testing.T) {
 }
 
 func afterPoweroff(t *testing.T) {
+	t.Cleanup(func() { vmguest.Uninstall(t) }) // the next test of the run starts from no state
 	t.Logf("jetlet on the boot before:\n%s", output(t, "journalctl", "-b", "-1", "-u", "jetlet.service", "--no-pager", "-o", "short-monotonic"))
 	if b, err := os.ReadFile("/etc/systemd/logind.conf.d/99-jetlet.conf"); err != nil || !strings.Contains(string(b), "InhibitDelayMaxSec=35\n") {
 		t.Errorf("jetlet's logind drop-in: %q, %v; want InhibitDelayMaxSec=35", b, err)

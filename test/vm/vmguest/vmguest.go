@@ -21,9 +21,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/jetlet/jetlet/test/gobuild"
+	"github.com/jetlet/jetlet/test/leftovers"
+	"github.com/jetlet/jetlet/test/poll"
 )
 
 // Boot is the boot of the guest the test's binary runs in, counted from
@@ -109,6 +113,38 @@ func InstallUnits(t testing.TB, u Units) {
 		install(t, filepath.Join(deploy, "nats-server.service"), "/etc/systemd/system/nats-server.service", 0o644)
 	}
 	Systemctl(t, "daemon-reload")
+}
+
+// Data dirs of the units InstallUnits installs (their StateDirectory=).
+const (
+	JetletDataDir = "/var/lib/jetlet"
+	natsStateDir  = "/var/lib/nats"
+)
+
+// Uninstall undoes what InstallUnits and a test's run of the units left, so
+// that the next test of the guest's run starts from no state (jetlet
+// refuses another node's data dir): both units stopped and disabled, the
+// pods' shims killed (each pod goes with its shim, its PID 1), the
+// mounts below jetlet's data dir undone, and both data dirs removed. A
+// test registers it with t.Cleanup in its last boot.
+func Uninstall(t testing.TB) {
+	t.Helper()
+	for _, unit := range []string{"jetlet.service", "nats-server.service"} {
+		// Absent when the test installed no nats-server: nothing to undo.
+		_ = exec.Command("systemctl", "disable", "--now", unit).Run()
+	}
+	for pid := range leftovers.Shims(JetletDataDir) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	poll.Until(t, time.Minute, poll.Msg("the pod shims under "+JetletDataDir+" gone"), func() bool {
+		return len(leftovers.Shims(JetletDataDir)) == 0
+	})
+	leftovers.Unmount(t, JetletDataDir)
+	for _, dir := range []string{JetletDataDir, natsStateDir} {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Error(err)
+		}
+	}
 }
 
 // Systemctl runs systemctl with args and fails the test when it fails.
