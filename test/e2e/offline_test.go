@@ -1,14 +1,11 @@
 package e2e_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,10 +15,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/runtime"
-	"github.com/jetlet/jetlet/runtime/crilabels"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/leftovers"
@@ -67,7 +62,7 @@ func TestOfflineRebootRunsPodsFromCheckpoint(t *testing.T) {
 
 	bootedAt := time.Now()
 	startOffline(t, n)
-	cri := offlineCRIClient(t, dataDir)
+	cri := jetlettest.CRIClient(t, dataDir, time.Minute)
 	seen := map[string]string{} // every container id seen running -> pod uid
 	runID := ""
 	poll.Until(t, 60*time.Second, poll.Msg("pod "+run+" running again with the bus gone"), func() bool {
@@ -84,7 +79,7 @@ func TestOfflineRebootRunsPodsFromCheckpoint(t *testing.T) {
 	if body := readyz(t, n.proc); !strings.Contains(body, "offline since") {
 		t.Fatalf("/readyz while the bus is gone says:\n%s", body)
 	}
-	if !spoolHolds(t, dataDir) {
+	if !jetlettest.OutboxHolds(dataDir) {
 		t.Fatal("no event kept on disk while the bus is gone")
 	}
 
@@ -198,52 +193,14 @@ func readyz(t *testing.T, p *jetlettest.Process) string {
 	return string(body)
 }
 
-// spoolHolds reports whether the node keeps an event on disk.
-func spoolHolds(t *testing.T, dataDir string) bool {
-	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(dataDir, "outbox", "events", "*.jsonl"))
-	for _, f := range files {
-		if fi, err := os.Stat(f); err == nil && fi.Size() > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// offlineCRIClient connects to the embedded runtime of the jetlet on
-// dataDir (whichever runs), reconnecting across its restarts.
-func offlineCRIClient(t *testing.T, dataDir string) *runtime.Client {
-	t.Helper()
-	client, err := runtime.New(runtime.Config{Endpoint: "unix://" + dataDir + "/cri.sock"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	if err := client.Connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return client
-}
-
 // runningContainer returns the id of pod uid's running container ("" when
 // none), adding every running container of it to seen.
 func runningContainer(t *testing.T, cri *runtime.Client, uid string, seen map[string]string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	cs, err := cri.ListContainers(ctx, &runtimeapi.ContainerFilter{
-		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
-		LabelSelector: map[string]string{crilabels.LabelPodUID: uid},
-	})
-	if err != nil {
-		return "" // the runtime restarting with jetlet
-	}
 	id := ""
-	for _, c := range cs {
-		seen[c.Id] = uid
-		id = c.Id
+	for _, c := range jetlettest.RunningContainers(t, cri, uid) {
+		seen[c] = uid
+		id = c
 	}
 	return id
 }

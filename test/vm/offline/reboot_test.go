@@ -6,9 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,10 +18,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/jetlet/jetlet/runtime"
-	"github.com/jetlet/jetlet/runtime/crilabels"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/poll"
@@ -31,18 +26,9 @@ import (
 )
 
 const (
-	dataDir  = vmguest.JetletDataDir
-	natsURL  = "nats://127.0.0.1:4222"
-	readyURL = "http://127.0.0.1:9464/readyz"
-	node     = "vm1"
+	dataDir = vmguest.JetletDataDir
+	node    = "vm1"
 )
-
-// natsConfig is one JetStream server on the loopback, stored where
-// nats-server.service keeps its state.
-const natsConfig = `server_name: $NATS_SERVER_NAME
-listen: 127.0.0.1:4222
-jetstream { store_dir: /var/lib/nats }
-`
 
 // Pods: two that run, one that crash-loops.
 var pods = []string{"vm-run-1", "vm-run-2", "vm-crash"}
@@ -77,14 +63,14 @@ func TestRebootWithTheBusGone(t *testing.T) {
 
 func bootOne(t *testing.T, statePath string) {
 	vmguest.InstallUnits(t, vmguest.Units{
-		JetletEnv:  []string{"JETLET_NODE=" + node, "JETLET_NATS_URL=" + natsURL, "JETLET_HTTP_LISTEN=127.0.0.1:9464"},
-		NATSConfig: natsConfig,
+		JetletEnv: []string{"JETLET_NODE=" + node, "JETLET_NATS_URL=" + vmguest.NATSURL, "JETLET_HTTP_LISTEN=" + vmguest.HTTPListen},
+		NATS:      true,
 	})
 	vmguest.Systemctl(t, "enable", "--now", "nats-server.service")
 	vmguest.Systemctl(t, "enable", "--now", "jetlet.service")
-	waitReady(t, 5*time.Minute)
+	vmguest.WaitReady(t, 5*time.Minute)
 	jetlettest.ImportTestImages(t, dataDir)
-	js := connect(t, natsURL)
+	js := connect(t, vmguest.NATSURL)
 	var st state
 	for _, uid := range pods {
 		script := "exec sleep 3600"
@@ -124,18 +110,18 @@ func bootTwo(t *testing.T, statePath string) {
 		}
 		vmguest.Uninstall(t)
 	})
-	cri := criClient(t)
+	cri := jetlettest.CRIClient(t, dataDir, 5*time.Minute)
 	running := map[string]string{} // pod uid -> its running container
 	poll.Until(t, 10*time.Minute, func() string { return fmt.Sprintf("every pod running again with the bus gone; running: %v", running) }, func() bool {
 		for _, uid := range pods {
-			if id := runningContainer(t, cri, uid); id != "" {
-				running[uid] = id
+			if ids := jetlettest.RunningContainers(t, cri, uid); len(ids) != 0 {
+				running[uid] = ids[0]
 			}
 		}
 		return len(running) == len(pods)
 	})
 	t.Logf("boot to every pod running (bus gone): %.1fs after the kernel started", uptime(t))
-	if body, _ := readyz(); !strings.Contains(body, "offline since") {
+	if body, _ := vmguest.Readyz(); !strings.Contains(body, "offline since") {
 		t.Errorf("/readyz with the bus gone says:\n%s", body)
 	}
 
@@ -177,8 +163,8 @@ func bootTwo(t *testing.T, statePath string) {
 	// The bus is back.
 	vmguest.Systemctl(t, "start", "nats-server.service")
 	back := time.Now()
-	waitReady(t, 5*time.Minute)
-	js = connect(t, natsURL)
+	vmguest.WaitReady(t, 5*time.Minute)
+	js = connect(t, vmguest.NATSURL)
 	waitStatus(t, js, pods[0], 5*time.Minute, func(s *schemas.PodStatus) bool {
 		return s.Phase == schemas.PhaseRunning && s.IntentSeq == updated
 	})
@@ -203,7 +189,7 @@ func bootTwo(t *testing.T, statePath string) {
 		t.Errorf("%d results for %d intents", len(results), len(st.Seqs))
 	}
 	// Everything kept on disk is stored, once.
-	poll.Until(t, 5*time.Minute, poll.Msg("the event outbox emptied"), func() bool { return !outboxHolds(t) })
+	poll.Until(t, 5*time.Minute, poll.Msg("the event outbox emptied"), func() bool { return !jetlettest.OutboxHolds(dataDir) })
 	evs, err := jetlettest.ReadAll[schemas.LifecycleEvent](js, schemas.StreamEvents, "jetlet.event."+node+".>")
 	if err != nil {
 		t.Fatal(err)
@@ -259,77 +245,12 @@ func waitStatus(t *testing.T, js jetstream.JetStream, uid string, timeout time.D
 		if err != nil {
 			return false
 		}
-		e, err := kv.Get(t.Context(), node+"."+uid)
-		if err != nil {
-			return false
+		st, found := jetlettest.PodStatus(t, kv, node, uid)
+		if found {
+			last = st
 		}
-		var st schemas.PodStatus
-		if json.Unmarshal(e.Value(), &st) != nil {
-			return false
-		}
-		last = &st
-		return ok(&st)
+		return found && ok(st)
 	})
-}
-
-func readyz() (string, int) {
-	resp, err := http.Get(readyURL)
-	if err != nil {
-		return err.Error(), 0
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return string(body), resp.StatusCode
-}
-
-func waitReady(t *testing.T, timeout time.Duration) {
-	t.Helper()
-	var body string
-	poll.Until(t, timeout, func() string { return "jetlet ready; /readyz: " + body }, func() bool {
-		var code int
-		body, code = readyz()
-		return code == http.StatusOK
-	})
-}
-
-func criClient(t *testing.T) *runtime.Client {
-	t.Helper()
-	client, err := runtime.New(runtime.Config{Endpoint: "unix://" + dataDir + "/cri.sock"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	if err := client.Connect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return client
-}
-
-func runningContainer(t *testing.T, cri *runtime.Client, uid string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	cs, err := cri.ListContainers(ctx, &runtimeapi.ContainerFilter{
-		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
-		LabelSelector: map[string]string{crilabels.LabelPodUID: uid},
-	})
-	if err != nil || len(cs) == 0 {
-		return ""
-	}
-	return cs[0].Id
-}
-
-func outboxHolds(t *testing.T) bool {
-	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(dataDir, "outbox", "events", "*.jsonl"))
-	for _, f := range files {
-		if fi, err := os.Stat(f); err == nil && fi.Size() > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // uptime is the seconds since the kernel started.
@@ -344,16 +265,6 @@ func uptime(t *testing.T) float64 {
 		t.Fatal(err)
 	}
 	return s
-}
-
-func mainPID(t *testing.T) int {
-	t.Helper()
-	out, err := exec.Command("systemctl", "show", "-p", "MainPID", "--value", "jetlet.service").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(out)))
-	return pid
 }
 
 func hostname(t *testing.T) string {

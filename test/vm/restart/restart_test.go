@@ -4,10 +4,7 @@ package restart
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlet/jetlet/schemas"
@@ -25,15 +21,8 @@ import (
 )
 
 const (
-	node     = "guest"
-	uid      = "sleeper"
-	readyz   = "http://127.0.0.1:9464/readyz"
-	natsConf = `server_name: $NATS_SERVER_NAME
-listen: 127.0.0.1:4222
-jetstream {
-  store_dir: /var/lib/nats/jetstream
-}
-`
+	node   = "guest"
+	uid    = "sleeper"
 	intent = `{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","revision":1,
 	  "pod":{"metadata":{"name":"sleeper","namespace":"default","uid":"sleeper"},
 	    "spec":{"restartPolicy":"Always","terminationGracePeriodSeconds":2,
@@ -48,24 +37,24 @@ jetstream {
 // restarted.
 func TestRestartUnderSystemd(t *testing.T) {
 	vmguest.InstallUnits(t, vmguest.Units{
-		NATSConfig: natsConf,
+		NATS: true,
 		JetletEnv: []string{
 			"JETLET_NODE=" + node,
-			"JETLET_NATS_URL=nats://127.0.0.1:4222",
-			"JETLET_HTTP_LISTEN=127.0.0.1:9464",
+			"JETLET_NATS_URL=" + vmguest.NATSURL,
+			"JETLET_HTTP_LISTEN=" + vmguest.HTTPListen,
 		},
 	})
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("systemctl status jetlet:\n%s", combined("systemctl", "status", "--no-pager", "-l", "jetlet.service"))
-			t.Logf("journalctl -u jetlet:\n%s", combined("journalctl", "-u", "jetlet.service", "--no-pager", "-o", "short-monotonic"))
-			t.Logf("cgroups:\n%s", combined("systemd-cgls", "--no-pager", "-a"))
+			t.Logf("systemctl status jetlet:\n%s", vmguest.Combined("systemctl", "status", "--no-pager", "-l", "jetlet.service"))
+			t.Logf("journalctl -u jetlet:\n%s", vmguest.Combined("journalctl", "-u", "jetlet.service", "--no-pager", "-o", "short-monotonic"))
+			t.Logf("cgroups:\n%s", vmguest.Combined("systemd-cgls", "--no-pager", "-a"))
 		}
 	})
 	vmguest.Systemctl(t, "start", "nats-server.service", "jetlet.service")
 	// After the pod's removal (registered later, run first).
 	t.Cleanup(func() { vmguest.Uninstall(t) })
-	js := connect(t)
+	js := vmguest.Connect(t)
 	poll.Until(t, 2*time.Minute, poll.Msg("jetlet's image import socket"), func() bool {
 		_, err := os.Stat(filepath.Join(vmguest.JetletDataDir, "image-import.sock"))
 		return err == nil
@@ -80,17 +69,17 @@ func TestRestartUnderSystemd(t *testing.T) {
 	}
 	t.Cleanup(func() { deletePod(t, js, kv) })
 	first := running(t, kv)
-	st, _ := status(t, kv)
+	st, _ := jetlettest.PodStatus(t, kv, node, uid)
 	scope := "jetlet-pod-" + st.Sandbox.ID + ".scope"
 	inScope(t, scope, "started")
 	procPID := containerPID(t, scope)
-	pid := mainPID(t)
+	pid := vmguest.MainPID(t, "jetlet.service")
 
 	vmguest.Systemctl(t, "restart", "jetlet.service")
 	pid = comeBack(t, kv, first, scope, procPID, pid, "systemctl restart")
 	inScope(t, scope, "after systemctl restart")
 
-	run(t, "kill", "-KILL", strconv.Itoa(pid))
+	vmguest.Output(t, "kill", "-KILL", strconv.Itoa(pid))
 	comeBack(t, kv, first, scope, procPID, pid, "SIGKILL and Restart=on-failure")
 	inScope(t, scope, "after SIGKILL")
 }
@@ -100,10 +89,10 @@ func TestRestartUnderSystemd(t *testing.T) {
 // the pod's cgroup beside it.
 func inScope(t *testing.T, scope, when string) {
 	t.Helper()
-	if got := strings.TrimSpace(output(t, "systemctl", "show", "-p", "ActiveState", "--value", scope)); got != "active" {
+	if got := strings.TrimSpace(vmguest.Output(t, "systemctl", "show", "-p", "ActiveState", "--value", scope)); got != "active" {
 		t.Fatalf("%s: %s is %q, want active", when, scope, got)
 	}
-	procs := strings.Fields(output(t, "systemd-cgls", "--no-pager", "-u", scope))
+	procs := strings.Fields(vmguest.Output(t, "systemd-cgls", "--no-pager", "-u", scope))
 	t.Logf("%s: %s: %v", when, scope, procs)
 	for _, want := range []string{"─shim", "/usr/local/bin/jetlet-shim", "─pod" + uid, "sleep"} {
 		if !slices.Contains(procs, want) && !slices.ContainsFunc(procs, func(f string) bool { return strings.HasSuffix(f, want) }) {
@@ -122,7 +111,7 @@ func deletePod(t *testing.T, js jetstream.JetStream, kv jetstream.KeyValue) {
 		return
 	}
 	poll.Until(t, 2*time.Minute, poll.Msg(uid+" terminated"), func() bool {
-		st, ok := status(t, kv)
+		st, ok := jetlettest.PodStatus(t, kv, node, uid)
 		return ok && st.Phase == schemas.PhaseTerminated
 	})
 }
@@ -134,23 +123,16 @@ func comeBack(t *testing.T, kv jetstream.KeyValue, want schemas.ContainerStatus,
 	t.Helper()
 	var pid int
 	poll.Until(t, 2*time.Minute, func() string {
-		return after + ": jetlet running again: " + combined("systemctl", "show", "-p", "ActiveState,SubState,MainPID,ExecMainStatus,NRestarts", "jetlet.service")
+		return after + ": jetlet running again: " + vmguest.Combined("systemctl", "show", "-p", "ActiveState,SubState,MainPID,ExecMainStatus,NRestarts", "jetlet.service")
 	}, func() bool {
-		pid = mainPID(t)
+		pid = vmguest.MainPID(t, "jetlet.service")
 		return pid != 0 && pid != before
 	})
-	poll.Until(t, 2*time.Minute, poll.Msg(after+": "+readyz+" 200"), func() bool {
-		resp, err := http.Get(readyz)
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	vmguest.WaitReady(t, 2*time.Minute)
 	if got := containerPID(t, scope); got != wantPID {
 		t.Fatalf("%s: the container's process is %s, was %s", after, got, wantPID)
 	}
-	st, _ := status(t, kv)
+	st, _ := jetlettest.PodStatus(t, kv, node, uid)
 	if got := st.Containers[0]; st.Phase != schemas.PhaseRunning || got.ContainerID != want.ContainerID || got.RestartCount != 0 || got.StartedAt != want.StartedAt {
 		t.Fatalf("%s: pod %s, container %+v; want %s still running, not restarted", after, st.Phase, got, want.ContainerID)
 	}
@@ -186,76 +168,8 @@ func running(t *testing.T, kv jetstream.KeyValue) schemas.ContainerStatus {
 	var st *schemas.PodStatus
 	poll.Until(t, 3*time.Minute, poll.Msg(uid+" running"), func() bool {
 		var ok bool
-		st, ok = status(t, kv)
+		st, ok = jetlettest.PodStatus(t, kv, node, uid)
 		return ok && st.Phase == schemas.PhaseRunning && len(st.Containers) == 1 && st.Containers[0].ContainerID != ""
 	})
 	return st.Containers[0]
-}
-
-func mainPID(t *testing.T) int {
-	t.Helper()
-	out := strings.TrimSpace(output(t, "systemctl", "show", "-p", "MainPID", "--value", "jetlet.service"))
-	pid, err := strconv.Atoi(out)
-	if err != nil {
-		t.Fatalf("jetlet's MainPID %q: %v", out, err)
-	}
-	return pid
-}
-
-func connect(t *testing.T) jetstream.JetStream {
-	t.Helper()
-	var nc *nats.Conn
-	poll.Until(t, time.Minute, poll.Msg("nats-server on 127.0.0.1:4222"), func() bool {
-		var err error
-		nc, err = nats.Connect("nats://127.0.0.1:4222")
-		return err == nil
-	})
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	poll.Until(t, 2*time.Minute, poll.Msg("jetlet's streams and buckets"), func() bool {
-		_, err := js.KeyValue(t.Context(), schemas.BucketStatus)
-		return err == nil
-	})
-	return js
-}
-
-func status(t *testing.T, kv jetstream.KeyValue) (*schemas.PodStatus, bool) {
-	t.Helper()
-	e, err := kv.Get(context.Background(), node+"."+uid)
-	if err != nil {
-		return nil, false
-	}
-	var st schemas.PodStatus
-	if err := json.Unmarshal(e.Value(), &st); err != nil {
-		t.Fatal(err)
-	}
-	return &st, true
-}
-
-func run(t *testing.T, name string, args ...string) {
-	t.Helper()
-	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
-}
-
-func output(t *testing.T, name string, args ...string) string {
-	t.Helper()
-	out, err := exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
-// combined is a command's output and error, for the log.
-func combined(name string, args ...string) string {
-	out, err := exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		return string(out) + err.Error()
-	}
-	return string(out)
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -14,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/jetlettest"
@@ -28,12 +25,6 @@ const (
 	// order is where the pods' hooks and handlers write, on the guest's
 	// disk (kept across the boots).
 	orderDir = "/var/lib/shutdown-test"
-	natsConf = `server_name: $NATS_SERVER_NAME
-listen: 127.0.0.1:4222
-jetstream {
-  store_dir: /var/lib/nats/jetstream
-}
-`
 )
 
 // pod is an apply intent whose container and preStop hook write
@@ -86,14 +77,14 @@ func TestGracefulShutdownOnPoweroff(t *testing.T) {
 
 func beforePoweroff(t *testing.T) {
 	// A persistent journal, so that boot 2 shows jetlet's log of the shutdown.
-	run(t, "mkdir", "-p", "/var/log/journal")
-	run(t, "systemd-tmpfiles", "--create", "--prefix", "/var/log/journal")
-	run(t, "journalctl", "--flush")
+	vmguest.Output(t, "mkdir", "-p", "/var/log/journal")
+	vmguest.Output(t, "systemd-tmpfiles", "--create", "--prefix", "/var/log/journal")
+	vmguest.Output(t, "journalctl", "--flush")
 	vmguest.InstallUnits(t, vmguest.Units{
-		NATSConfig: natsConf,
+		NATS: true,
 		JetletEnv: []string{
 			"JETLET_NODE=" + node,
-			"JETLET_NATS_URL=nats://127.0.0.1:4222",
+			"JETLET_NATS_URL=" + vmguest.NATSURL,
 			"JETLET_POD_SECURITY=privileged", // the order file is a hostPath
 			"JETLET_SHUTDOWN_GRACE_PERIOD=30s",
 			"JETLET_SHUTDOWN_GRACE_PERIOD_CRITICAL_PODS=10s",
@@ -106,7 +97,7 @@ func beforePoweroff(t *testing.T) {
 	// stored at the shutdown is what boot 2 reads.
 	vmguest.Systemctl(t, "enable", "--now", "nats-server.service")
 	vmguest.Systemctl(t, "start", "jetlet.service")
-	js := connect(t)
+	js := vmguest.Connect(t)
 	// busybox, imported as a user without a registry does, into the
 	// running jetlet's embedded runtime.
 	poll.Until(t, 2*time.Minute, poll.Msg("jetlet's image import socket"), func() bool {
@@ -125,21 +116,21 @@ func beforePoweroff(t *testing.T) {
 	}
 	for uid := range pods {
 		poll.Until(t, 3*time.Minute, poll.Msg(uid+" running"), func() bool {
-			st, ok := status(t, kv, uid)
+			st, ok := jetlettest.PodStatus(t, kv, node, uid)
 			return ok && st.Phase == schemas.PhaseRunning
 		})
 	}
 	poll.Until(t, time.Minute, func() string {
-		return "jetlet's delay lock in: " + output(t, "systemd-inhibit", "--list", "--no-pager")
+		return "jetlet's delay lock in: " + vmguest.Output(t, "systemd-inhibit", "--list", "--no-pager")
 	}, func() bool {
-		out := output(t, "systemd-inhibit", "--list", "--no-pager")
+		out := vmguest.Output(t, "systemd-inhibit", "--list", "--no-pager")
 		return strings.Contains(out, "jetlet") && strings.Contains(out, "delay")
 	})
 	// 30 s and jetlet's 5 s to publish, above logind's default of 5 s.
-	if got := output(t, "busctl", "get-property", "org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.login1.Manager", "InhibitDelayMaxUSec"); strings.TrimSpace(got) != "t 35000000" {
+	if got := vmguest.Output(t, "busctl", "get-property", "org.freedesktop.login1", "/org/freedesktop/login1", "org.freedesktop.login1.Manager", "InhibitDelayMaxUSec"); strings.TrimSpace(got) != "t 35000000" {
 		t.Errorf("logind's InhibitDelayMaxUSec: %q, want t 35000000", got)
 	}
-	t.Logf("inhibitors:\n%s", output(t, "systemd-inhibit", "--list", "--no-pager"))
+	t.Logf("inhibitors:\n%s", vmguest.Output(t, "systemd-inhibit", "--list", "--no-pager"))
 	if t.Failed() {
 		return
 	}
@@ -148,17 +139,17 @@ func beforePoweroff(t *testing.T) {
 
 func afterPoweroff(t *testing.T) {
 	t.Cleanup(func() { vmguest.Uninstall(t) }) // the next test of the run starts from no state
-	t.Logf("jetlet on the boot before:\n%s", output(t, "journalctl", "-b", "-1", "-u", "jetlet.service", "--no-pager", "-o", "short-monotonic"))
+	t.Logf("jetlet on the boot before:\n%s", vmguest.Output(t, "journalctl", "-b", "-1", "-u", "jetlet.service", "--no-pager", "-o", "short-monotonic"))
 	if b, err := os.ReadFile("/etc/systemd/logind.conf.d/99-jetlet.conf"); err != nil || !strings.Contains(string(b), "InhibitDelayMaxSec=35\n") {
 		t.Errorf("jetlet's logind drop-in: %q, %v; want InhibitDelayMaxSec=35", b, err)
 	}
-	js := connect(t)
+	js := vmguest.Connect(t)
 	kv, err := js.KeyValue(t.Context(), schemas.BucketStatus)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for uid := range pods {
-		st, ok := status(t, kv, uid)
+		st, ok := jetlettest.PodStatus(t, kv, node, uid)
 		if !ok || st.Phase != schemas.PhaseFailed || st.Reason != "Terminated" ||
 			st.Message != "Pod was terminated in response to imminent node shutdown." {
 			t.Errorf("%s's status after the shutdown: %+v; want Failed, Terminated, kubelet's message", uid, st)
@@ -216,53 +207,4 @@ func checkOrder(t *testing.T) {
 	if waited := at["critical-prestop"] - at["batch-prestop"]; waited < 15 {
 		t.Errorf("the critical pod's stop began %.1f s after batch's; want its group's 20 s first", waited)
 	}
-}
-
-func connect(t *testing.T) jetstream.JetStream {
-	t.Helper()
-	var nc *nats.Conn
-	poll.Until(t, time.Minute, poll.Msg("nats-server on 127.0.0.1:4222"), func() bool {
-		var err error
-		nc, err = nats.Connect("nats://127.0.0.1:4222")
-		return err == nil
-	})
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	poll.Until(t, 2*time.Minute, poll.Msg("jetlet's streams and buckets"), func() bool {
-		_, err := js.KeyValue(t.Context(), schemas.BucketStatus)
-		return err == nil
-	})
-	return js
-}
-
-func status(t *testing.T, kv jetstream.KeyValue, uid string) (*schemas.PodStatus, bool) {
-	t.Helper()
-	e, err := kv.Get(t.Context(), node+"."+uid)
-	if err != nil {
-		return nil, false
-	}
-	var st schemas.PodStatus
-	if err := json.Unmarshal(e.Value(), &st); err != nil {
-		t.Fatal(err)
-	}
-	return &st, true
-}
-
-func run(t *testing.T, name string, args ...string) {
-	t.Helper()
-	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
-}
-
-func output(t *testing.T, name string, args ...string) string {
-	t.Helper()
-	out, err := exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
-	return string(out)
 }

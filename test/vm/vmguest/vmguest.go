@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/user"
@@ -25,6 +26,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/gobuild"
 	"github.com/jetlet/jetlet/test/leftovers"
 	"github.com/jetlet/jetlet/test/poll"
@@ -83,12 +88,26 @@ func Command(t testing.TB, name string) string {
 // Units is what InstallUnits installs.
 type Units struct {
 	// JetletEnv is /etc/jetlet/jetlet.env, one VAR=value a line
-	// (deploy/systemd/jetlet.env says which).
+	// (deploy/systemd/jetlet.env says which); HTTPListen and NATSURL are
+	// the addresses the helpers below expect.
 	JetletEnv []string
-	// NATSConfig, when set, is /etc/nats/nats-server.conf, and
-	// nats-server.service is installed too, running as the user nats.
-	NATSConfig string
+	// NATS installs nats-server.service too, running as the user nats with
+	// NATSConfig.
+	NATS bool
 }
+
+// The guest's nats-server and jetlet, as the tests install them.
+const (
+	// NATSConfig is one JetStream server on the loopback, storing where
+	// nats-server.service keeps its state.
+	NATSConfig = `server_name: $NATS_SERVER_NAME
+listen: 127.0.0.1:4222
+jetstream { store_dir: /var/lib/nats/jetstream }
+`
+	NATSURL = "nats://127.0.0.1:4222"
+	// HTTPListen is jetlet's metrics and health address: JETLET_HTTP_LISTEN.
+	HTTPListen = "127.0.0.1:9464"
+)
 
 // InstallUnits installs jetlet (with jetlet-shim beside it) and, when asked,
 // nats-server as docs/deploy.md does: the binaries in /usr/local/bin, their
@@ -102,14 +121,14 @@ func InstallUnits(t testing.TB, u Units) {
 	writeFile(t, "/etc/jetlet/jetlet.env", strings.Join(u.JetletEnv, "\n")+"\n", 0o600)
 	deploy := filepath.Join(share(t), "deploy", "systemd")
 	install(t, filepath.Join(deploy, "jetlet.service"), "/etc/systemd/system/jetlet.service", 0o644)
-	if u.NATSConfig != "" {
+	if u.NATS {
 		install(t, Command(t, "nats-server"), "/usr/local/bin/nats-server", 0o755)
 		if _, err := user.Lookup("nats"); errors.As(err, new(user.UnknownUserError)) {
-			run(t, "useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "nats")
+			Output(t, "useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "nats")
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		writeFile(t, "/etc/nats/nats-server.conf", u.NATSConfig, 0o644)
+		writeFile(t, "/etc/nats/nats-server.conf", NATSConfig, 0o644)
 		install(t, filepath.Join(deploy, "nats-server.service"), "/etc/systemd/system/nats-server.service", 0o644)
 	}
 	Systemctl(t, "daemon-reload")
@@ -147,10 +166,86 @@ func Uninstall(t testing.TB) {
 	}
 }
 
+// Connect connects to the guest's nats-server (NATSURL) once it listens,
+// and waits for the streams and buckets jetlet provisions at its start.
+func Connect(t testing.TB) jetstream.JetStream {
+	t.Helper()
+	var nc *nats.Conn
+	poll.Until(t, time.Minute, poll.Msg("nats-server on "+NATSURL), func() bool {
+		var err error
+		nc, err = nats.Connect(NATSURL)
+		return err == nil
+	})
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 2*time.Minute, poll.Msg("jetlet's streams and buckets"), func() bool {
+		_, err := js.KeyValue(t.Context(), schemas.BucketStatus)
+		return err == nil
+	})
+	return js
+}
+
+// Readyz is the body and status code of jetlet's /readyz on HTTPListen
+// (the error's text and 0 when it does not answer).
+func Readyz() (string, int) {
+	resp, err := http.Get("http://" + HTTPListen + "/readyz")
+	if err != nil {
+		return err.Error(), 0
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return string(body), resp.StatusCode
+}
+
+// WaitReady waits until jetlet's /readyz answers 200.
+func WaitReady(t testing.TB, timeout time.Duration) {
+	t.Helper()
+	var body string
+	poll.Until(t, timeout, func() string { return "jetlet ready; /readyz: " + body }, func() bool {
+		var code int
+		body, code = Readyz()
+		return code == http.StatusOK
+	})
+}
+
+// MainPID is the main process of unit (0 when it runs none).
+func MainPID(t testing.TB, unit string) int {
+	t.Helper()
+	out := strings.TrimSpace(Output(t, "systemctl", "show", "-p", "MainPID", "--value", unit))
+	pid, err := strconv.Atoi(out)
+	if err != nil {
+		t.Fatalf("%s's MainPID %q: %v", unit, out, err)
+	}
+	return pid
+}
+
+// Output runs a command and returns its output, failing the test when the
+// command fails.
+func Output(t testing.TB, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// Combined is a command's output and its error, if any: for a test's log.
+func Combined(name string, args ...string) string {
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		return string(out) + err.Error()
+	}
+	return string(out)
+}
+
 // Systemctl runs systemctl with args and fails the test when it fails.
 func Systemctl(t testing.TB, args ...string) {
 	t.Helper()
-	run(t, "systemctl", args...)
+	Output(t, "systemctl", args...)
 }
 
 // Poweroff powers the guest off as an operator would (`systemctl
@@ -169,13 +264,6 @@ func shutdown(t testing.TB, verb string) {
 	t.Logf("systemctl %s on boot %d", verb, Boot())
 	Systemctl(t, verb, "--no-block")
 	select {}
-}
-
-func run(t testing.TB, name string, args ...string) {
-	t.Helper()
-	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
 }
 
 func install(t testing.TB, from, to string, mode os.FileMode) {
