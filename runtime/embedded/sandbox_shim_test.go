@@ -164,11 +164,8 @@ func TestAPodsPauseLivesAndEndsWithItsShim(t *testing.T) {
 // named pause.
 func (h *harness) pausePID(sb string) int {
 	h.t.Helper()
-	s, err := h.rt.getSandbox(sb)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", s.shimPID))
+	shim := h.shimPID(sb)
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", shim))
 	for _, f := range tasks {
 		data, _ := os.ReadFile(f)
 		for _, pid := range strings.Fields(string(data)) {
@@ -178,6 +175,57 @@ func (h *harness) pausePID(sb string) int {
 			}
 		}
 	}
-	h.t.Fatalf("sandbox %s: no pause among the children of its shim (pid %d)", sb, s.shimPID)
+	h.t.Fatalf("sandbox %s: no pause among the children of its shim (pid %d)", sb, shim)
 	return 0
+}
+
+// A SIGTERM to a pod's shim is the host stopping the pod (systemd stopping
+// its scope at a shutdown, which signals the containers too): the shim
+// keeps serving while a container runs, refuses to start another, and ends
+// once the last has exited and its exit is recorded; a shim with no
+// container running ends at once.
+func TestAPodShimEndsWithItsContainersAfterSIGTERM(t *testing.T) {
+	h := newHarness(t)
+	sb, sbCfg := h.pod("terminated", nil)
+	sleeper := h.run(sb, sbCfg, "sleeper", "sleep", "1000")
+	shim := h.shimPID(sb)
+	if err := syscall.Kill(shim, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := h.rs.ExecSync(ctxT(t), &runtimeapi.ExecSyncRequest{ContainerId: sleeper, Timeout: 30, Cmd: []string{"true"}})
+	if err != nil || resp.GetExitCode() != 0 {
+		t.Fatalf("exec in the running container after the shim's SIGTERM: %v, %v", resp, err)
+	}
+	second := h.create(sb, sbCfg, containerConfig("second", nil, "sleep", "1000"))
+	if _, err := h.rs.StartContainer(ctxT(t), &runtimeapi.StartContainerRequest{ContainerId: second}); err == nil || !strings.Contains(err.Error(), "stopping") {
+		t.Fatalf("a start after the shim's SIGTERM: %v, want it refused", err)
+	}
+	if !processAlive(shim) {
+		t.Fatal("the shim ended while its container ran")
+	}
+	if err := syscall.Kill(h.pid(sleeper), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the shim ends with its last container", func() bool { return !processAlive(shim) })
+	st, err := h.rs.ContainerStatus(ctxT(t), &runtimeapi.ContainerStatusRequest{ContainerId: sleeper})
+	if err != nil || st.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_EXITED || st.GetStatus().GetExitCode() != 137 {
+		t.Fatalf("the container after its shim ended: %v, %v; want its exit recorded, 137", st.GetStatus(), err)
+	}
+
+	idle, _ := h.pod("idle", nil)
+	shim = h.shimPID(idle)
+	if err := syscall.Kill(shim, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a shim with no container running ends on SIGTERM", func() bool { return !processAlive(shim) })
+}
+
+// shimPID is the host pid of sandbox sb's pod shim.
+func (h *harness) shimPID(sb string) int {
+	h.t.Helper()
+	s, err := h.rt.getSandbox(sb)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return s.shimPID
 }

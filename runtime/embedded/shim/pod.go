@@ -48,7 +48,14 @@ type podShim struct {
 
 	mu      sync.Mutex
 	running map[string]*running // container dir -> its running command
+	// stopping, guarded by mu, is set by a SIGTERM (systemd stopping the
+	// pod's scope as the host shuts down, or an operator): the shim starts
+	// no container any more and ends with the last that runs.
+	stopping bool
 }
+
+// errStopping refuses a container start once the shim has had SIGTERM.
+var errStopping = errors.New("the pod shim is stopping (it had SIGTERM)")
 
 // running is a container whose command runs under this shim.
 type running struct {
@@ -106,7 +113,7 @@ func runPod(dir string, report *os.File) (err error) {
 	if _, err := lock.WriteAt([]byte(strconv.Itoa(hostPID)), 0); err != nil {
 		return fmt.Errorf("write %s: %w", lock.Name(), err)
 	}
-	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE, syscall.SIGTERM, syscall.SIGINT)
+	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE, syscall.SIGINT)
 
 	var spec PodSpec
 	if err := atomicfile.ReadJSON("pod.json", &spec); err != nil {
@@ -128,6 +135,11 @@ func runPod(dir string, report *os.File) (err error) {
 	sigchld := make(chan os.Signal, 16)
 	signal.Notify(sigchld, syscall.SIGCHLD)
 	go p.reap(sigchld)
+	// No process of the pod sees the shim (it is their pid namespace's
+	// parent, or outside it): a SIGTERM is the host's.
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	go p.stopOnTerm(term)
 	if spec.SharedPIDs {
 		if err := p.startPause(); err != nil {
 			return err
@@ -358,17 +370,26 @@ func (p *podShim) startLocked(dir string, lock *os.File) (*State, error) {
 		st.UID, st.GID, st.Groups = spec.User.UID, spec.User.GID, spec.User.Groups
 	}
 	run := &running{spec: &spec, hostPID: started.HostPID, log: logw, output: &fanout{}, stdin: own.stdin, terminal: own.terminal}
-	if err := atomicfile.WriteJSON(filepath.Join(dir, "shim.json"), st); err != nil {
+	err = atomicfile.WriteJSON(filepath.Join(dir, "shim.json"), st)
+	if err != nil {
+		err = fmt.Errorf("record start: %w", err)
+	} else {
+		p.mu.Lock()
+		if p.stopping {
+			err = errStopping
+		} else {
+			p.running[dir] = run
+		}
+		p.mu.Unlock()
+	}
+	if err != nil {
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		<-exited
 		copier.close()
 		logw.close()
 		own.close()
-		return nil, fmt.Errorf("record start: %w", err)
+		return nil, err
 	}
-	p.mu.Lock()
-	p.running[dir] = run
-	p.mu.Unlock()
 
 	go p.supervise(dir, lock, pid, exited, run, own, copier)
 	return st, nil
@@ -466,16 +487,43 @@ func (p *podShim) supervise(dir string, lock *os.File, pid int, exited <-chan sy
 	run.output.end()
 	run.closeStdin()
 	own.close()
-	p.mu.Lock()
-	delete(p.running, dir)
-	p.mu.Unlock()
 	logw.close()
 
 	ex := &Exit{ExitCode: exitCode(ws), FinishedAt: finished}
 	if err := atomicfile.WriteJSON(filepath.Join(dir, "exit.json"), ex); err != nil {
 		fmt.Fprintf(os.Stderr, "jetlet-shim: record exit of %s: %v\n", dir, err)
 	}
+	// Recorded before it leaves running: a stopping shim that finds none
+	// running ends (endIfStopped), and its exits must be on disk by then.
+	p.mu.Lock()
+	delete(p.running, dir)
+	p.mu.Unlock()
 	lock.Close()
+	p.endIfStopped()
+}
+
+// stopOnTerm waits for a SIGTERM, then ends the shim once no container
+// runs: systemd sends it to every process of the pod's scope when it stops
+// it (the host shutting down), the containers theirs too, and waits for
+// all of them to exit (then SIGKILL, after its stop timeout). Ending with
+// the containers makes a host whose pods exit on SIGTERM shut down at
+// once, as kubelet's pods in their runtime's scopes do.
+func (p *podShim) stopOnTerm(term <-chan os.Signal) {
+	<-term
+	p.mu.Lock()
+	p.stopping = true
+	p.mu.Unlock()
+	p.endIfStopped()
+}
+
+// endIfStopped ends the shim when it is stopping and no container runs.
+func (p *podShim) endIfStopped() {
+	p.mu.Lock()
+	end := p.stopping && len(p.running) == 0
+	p.mu.Unlock()
+	if end {
+		os.Exit(0)
+	}
 }
 
 // exitCode is the container-style exit code: the exit status, or 128 plus the
