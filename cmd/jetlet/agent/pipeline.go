@@ -28,7 +28,7 @@ import (
 	"github.com/jetlet/jetlet/reconcile"
 	"github.com/jetlet/jetlet/reconcile/admission"
 	"github.com/jetlet/jetlet/reconcile/eviction"
-	"github.com/jetlet/jetlet/reconcile/images"
+	"github.com/jetlet/jetlet/reconcile/imagegc"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/reconcile/nodeshutdown"
 	"github.com/jetlet/jetlet/reconcile/pleg"
@@ -104,7 +104,7 @@ type pipeline struct {
 	probes   *prober.Prober
 	relister *pleg.Relister
 	workers  *podworkers.Workers
-	imageGC  *images.ImageGCManager
+	imageGC  *imagegc.ImageGCManager
 	eviction *eviction.Manager
 	shutdown *nodeshutdown.Manager
 
@@ -247,7 +247,7 @@ func (a *agent) buildPodSync(ctx context.Context, p *pipeline, js jetstream.JetS
 // graceful shutdown, which stops the pods through them before the host goes
 // down.
 func (a *agent) buildNodeManagers(p *pipeline, client *runtime.Client) (err error) {
-	if p.imageGC, err = images.New(client, images.Config{Policy: a.cfg.nodeStatus.imageGC, Logger: p.log}); err != nil {
+	if p.imageGC, err = imagegc.New(client, imagegc.Config{Policy: a.cfg.nodeStatus.imageGC, Logger: p.log}); err != nil {
 		return err
 	}
 	observer, err := eviction.NewNodeObserver(client, eviction.NodeObserverConfig{DataDir: a.cfg.dataDir, Logger: p.log})

@@ -1,4 +1,4 @@
-// Package images is kubelet's image manager (pkg/kubelet/images), its
+// Package imagegc is kubelet's image manager (pkg/kubelet/images), its
 // garbage collection half: ImageGCManager tracks each image the runtime
 // holds (when it was first seen, when a container last used it), removes
 // unused images least recently used first when the image file system is
@@ -11,4 +11,4 @@
 //
 // It speaks the CRI's own types through the role it declares
 // (ImageGCRuntime), with *runtime.Client's signatures.
-package images
+package imagegc
