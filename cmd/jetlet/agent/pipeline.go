@@ -18,7 +18,7 @@ import (
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/consumer"
 	"github.com/jetlet/jetlet/consumer/checkpoint"
-	"github.com/jetlet/jetlet/consumer/objects"
+	"github.com/jetlet/jetlet/consumer/configcache"
 	"github.com/jetlet/jetlet/consumer/results"
 	"github.com/jetlet/jetlet/consumer/status"
 	"github.com/jetlet/jetlet/events"
@@ -100,7 +100,7 @@ type pipeline struct {
 	emit     kubecontainer.Emitter // events and statuses, as reconcile emits them
 
 	node     *nodeInfo
-	objects  *objects.Objects
+	objects  *configcache.Objects
 	probes   *prober.Prober
 	relister *pleg.Relister
 	workers  *podworkers.Workers
@@ -166,7 +166,7 @@ func (a *agent) buildPodSync(ctx context.Context, p *pipeline, js jetstream.JetS
 		return err
 	}
 	// The ConfigMaps and the node's Secrets, from their buckets.
-	if p.objects, err = objects.New(js, a.cfg.node, p.node.xkey, objects.Config{Logger: p.log}); err != nil {
+	if p.objects, err = configcache.New(js, a.cfg.node, p.node.xkey, configcache.Config{Logger: p.log}); err != nil {
 		return err
 	}
 	// One handler runner for the probes and the lifecycle hooks.
@@ -422,7 +422,7 @@ func (a *agent) awaitBus(ctx context.Context) bool {
 // wakeOnObjectChanges syncs the pods that refer to a ConfigMap or Secret
 // that changed, until ctx is done: their mounted files follow it, and a
 // container waiting for it starts, without a new intent.
-func wakeOnObjectChanges(ctx context.Context, objs *objects.Objects, workers *podworkers.Workers) {
+func wakeOnObjectChanges(ctx context.Context, objs *configcache.Objects, workers *podworkers.Workers) {
 	for {
 		select {
 		case <-ctx.Done():

@@ -1,11 +1,11 @@
-// Package objects is the node's reader of the ConfigMaps and Secrets pods
+// Package configcache is the node's reader of the ConfigMaps and Secrets pods
 // refer to (CONTRACT section 11), after kubelet's watch-based configmap and
 // secret managers: Objects watches jetlet_configmaps (every key) and this
 // node's keys of jetlet_secrets, opens each SealedSecret with the node's
 // curve key, and keeps what it read in memory for reconcile, which reads it
 // through kubecontainer.ObjectSource. A value that does not decode or open
 // leaves no entry; it is logged and reported by its key, never by content.
-package objects
+package configcache
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package objects_test
+package configcache_test
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/jetlet/jetlet/consumer/objects"
+	"github.com/jetlet/jetlet/consumer/configcache"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/schemas/bus"
@@ -112,14 +112,14 @@ func (s *syncBuffer) String() string {
 }
 
 type started struct {
-	*objects.Objects
+	*configcache.Objects
 	bad *badReports
 	log *syncBuffer
 }
 
 // start runs Objects for node n1 until the test ends, and checks that Run
 // then returns nil and logged no Secret's value.
-func (e *env) start(t testing.TB, cfg objects.Config) started {
+func (e *env) start(t testing.TB, cfg configcache.Config) started {
 	t.Helper()
 	s := e.new(t, cfg)
 	s.run(t)
@@ -131,17 +131,17 @@ func running(t testing.TB) (*env, started) {
 	t.Helper()
 	_, js := natstest.Connect(t, natstest.RunServer(t))
 	e := newEnv(t, js)
-	o := e.start(t, objects.Config{})
+	o := e.start(t, configcache.Config{})
 	o.waitReady(t)
 	return e, o
 }
 
-func (e *env) new(t testing.TB, cfg objects.Config) started {
+func (e *env) new(t testing.TB, cfg configcache.Config) started {
 	t.Helper()
 	s := started{bad: newBadReports(), log: &syncBuffer{}}
 	cfg.OnBadObject = s.bad.report
 	cfg.Logger = zerolog.New(s.log).Level(zerolog.TraceLevel)
-	o, err := objects.New(e.js, "n1", e.key, cfg)
+	o, err := configcache.New(e.js, "n1", e.key, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package objects_test
+package configcache_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
-	"github.com/jetlet/jetlet/consumer/objects"
+	"github.com/jetlet/jetlet/consumer/configcache"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/schemas/bus"
@@ -38,21 +38,21 @@ func TestNewRefuses(t *testing.T) {
 		js   bool
 		node string
 		key  nkeys.KeyPair
-		cfg  objects.Config
+		cfg  configcache.Config
 	}{
 		{name: "no JetStream", node: "n1", key: curve},
 		{name: "node not a DNS label", js: true, node: "n1.x", key: curve},
 		{name: "no key", js: true, node: "n1"},
 		{name: "not a curve key", js: true, node: "n1", key: user},
 		{name: "a curve public key only", js: true, node: "n1", key: public},
-		{name: "negative sync wait", js: true, node: "n1", key: curve, cfg: objects.Config{SyncWait: -time.Second}},
+		{name: "negative sync wait", js: true, node: "n1", key: curve, cfg: configcache.Config{SyncWait: -time.Second}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := js
 			if !tc.js {
 				j = nil
 			}
-			if _, err := objects.New(j, tc.node, tc.key, tc.cfg); !errors.Is(err, objects.ErrInvalidConfig) {
+			if _, err := configcache.New(j, tc.node, tc.key, tc.cfg); !errors.Is(err, configcache.ErrInvalidConfig) {
 				t.Errorf("New: %v, want ErrInvalidConfig", err)
 			}
 		})
@@ -252,12 +252,12 @@ func TestInitialValuesBeforeReady(t *testing.T) {
 		want[e.putSecret(t, "n1", e.xkey, secret("default", fmt.Sprintf("s%d", i), marker))] = true
 	}
 
-	early := e.new(t, objects.Config{SyncWait: time.Millisecond})
+	early := e.new(t, configcache.Config{SyncWait: time.Millisecond})
 	if _, err := early.ConfigMap("default", "cm0"); !errors.Is(err, kubecontainer.ErrObjectsNotSynced) || errors.Is(err, kubecontainer.ErrObjectNotFound) {
 		t.Errorf("a read before Run: %v, want not synced (and not not-found)", err)
 	}
 
-	o := e.new(t, objects.Config{SyncWait: time.Hour})
+	o := e.new(t, configcache.Config{SyncWait: time.Hour})
 	last := make(chan error, 1)
 	go func() {
 		_, err := o.Secret("default", fmt.Sprintf("s%d", n-1))
@@ -328,7 +328,7 @@ func TestChangedCoalesces(t *testing.T) {
 func TestRunWithoutTheBuckets(t *testing.T) {
 	_, js := natstest.Connect(t, natstest.RunServer(t))
 	key, _ := sealedtest.NodeKey(t)
-	o, err := objects.New(js, "n1", key, objects.Config{})
+	o, err := configcache.New(js, "n1", key, configcache.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func TestServerRestart(t *testing.T) {
 	opts.Port = s.Addr().(*net.TCPAddr).Port
 	_, js := natstest.Connect(t, s)
 	e := newEnv(t, js, func(c *bus.StreamsConfig) { c.Storage = jetstream.FileStorage })
-	o := e.start(t, objects.Config{})
+	o := e.start(t, configcache.Config{})
 	o.waitReady(t)
 	ref := e.putConfigMap(t, configMap("default", "app", map[string]string{"v": "before"}))
 	o.waitChanged(t, ref)

@@ -1,4 +1,4 @@
-package objects_test
+package configcache_test
 
 import (
 	"fmt"
