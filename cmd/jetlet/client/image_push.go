@@ -13,10 +13,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
-	"github.com/jetlet/jetlet/runtime/busregistry"
 	"github.com/jetlet/jetlet/runtime/embedded/images"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/bus/registry"
 )
 
 type imagePushOptions struct {
@@ -92,7 +92,7 @@ func (o *imagePushOptions) run(cmd *cobra.Command, ref, file string) error {
 	defer stopObjects()
 	ctx, stopPurge := c.denied.Watch(ctx, "$JS.API.STREAM.PURGE."+bus.ObjectStoreStream(schemas.ObjectStoreImages))
 	defer stopPurge()
-	res, err := busregistry.Push(ctx, store, normalized, img.Image)
+	res, err := registry.Push(ctx, store, normalized, img.Image)
 	if denied, ok := bus.Denied(ctx); ok {
 		return fmt.Errorf("NATS at %s denied these credentials %s: pushing images needs the scheduler's or the operator's (jetlet nats-config)", c.url, denied.Subject)
 	}

@@ -117,7 +117,7 @@ func configWriter() []string {
 // imagesStream is the stream of the object store jetlet_images.
 var imagesStream = bus.ObjectStoreStream(schemas.ObjectStoreImages)
 
-// imagesReader is what a node's registry (runtime/busregistry) reads the
+// imagesReader is what a node's registry (schemas/bus/registry) reads the
 // store with: each object's info, its last meta message, and its chunks,
 // in batches of direct gets; no consumer.
 var imagesReader = []string{"$JS.API.DIRECT.GET." + imagesStream, "$JS.API.DIRECT.GET." + imagesStream + ".>"}

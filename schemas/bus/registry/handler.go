@@ -1,4 +1,4 @@
-package busregistry
+package registry
 
 import (
 	"context"

@@ -1,9 +1,9 @@
-package busregistry_test
+package registry_test
 
 import (
 	"testing"
 
-	"github.com/jetlet/jetlet/runtime/busregistry"
+	"github.com/jetlet/jetlet/schemas/bus/registry"
 )
 
 func TestCheckLoopback(t *testing.T) {
@@ -19,11 +19,11 @@ func TestCheckLoopback(t *testing.T) {
 		"example.com:80": false,
 		"127.0.0.1":      false,
 	} {
-		if err := busregistry.CheckLoopback(addr); (err == nil) != ok {
+		if err := registry.CheckLoopback(addr); (err == nil) != ok {
 			t.Errorf("CheckLoopback(%q) = %v, want ok %v", addr, err, ok)
 		}
 	}
-	if _, err := busregistry.Listen(busregistry.Config{Listen: "0.0.0.0:0"}); err == nil {
+	if _, err := registry.Listen(registry.Config{Listen: "0.0.0.0:0"}); err == nil {
 		t.Errorf("Listen on 0.0.0.0 succeeded")
 	}
 }

@@ -1,4 +1,4 @@
-package busregistry_test
+package registry_test
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetlet/jetlet/runtime/busregistry"
+	"github.com/jetlet/jetlet/schemas/bus/registry"
 )
 
 func TestARepushStoresNothing(t *testing.T) {
@@ -49,7 +49,7 @@ func TestLayersSharedByImagesAreStoredOnce(t *testing.T) {
 	}
 	base.Digest()
 	d, _ := base.Digest()
-	info, err := r.store.GetInfo(t.Context(), busregistry.BlobObject(d))
+	info, err := r.store.GetInfo(t.Context(), registry.BlobObject(d))
 	if err != nil || info.Size != 300<<10 || info.Chunks != 3 {
 		t.Errorf("the shared layer's object: %+v, %v", info, err)
 	}
@@ -62,15 +62,15 @@ func TestPushRefusesContentThatIsNotItsDigest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = busregistry.Push(t.Context(), r.store, "app:v1", imageOf(t, bad))
+	_, err = registry.Push(t.Context(), r.store, "app:v1", imageOf(t, bad))
 	if err == nil || !strings.Contains(err.Error(), "not the 204800 bytes the manifest says") {
 		t.Fatalf("push of a layer whose content is not its digest: %v", err)
 	}
 	d, _ := good.Digest()
-	if _, err := r.store.GetInfo(t.Context(), busregistry.BlobObject(d)); !errors.Is(err, jetstream.ErrObjectNotFound) {
+	if _, err := r.store.GetInfo(t.Context(), registry.BlobObject(d)); !errors.Is(err, jetstream.ErrObjectNotFound) {
 		t.Errorf("the layer's object after a refused push: %v, want none", err)
 	}
-	if _, err := r.store.GetInfo(t.Context(), busregistry.RefObject("docker.io/library/app:v1")); !errors.Is(err, jetstream.ErrObjectNotFound) {
+	if _, err := r.store.GetInfo(t.Context(), registry.RefObject("docker.io/library/app:v1")); !errors.Is(err, jetstream.ErrObjectNotFound) {
 		t.Errorf("the reference after a refused push: %v, want none", err)
 	}
 }
@@ -83,7 +83,7 @@ func TestPushOfADigestReferenceMustNameTheImage(t *testing.T) {
 		t.Errorf("ref %s", res.Ref)
 	}
 	other := "sha256:" + strings.Repeat("1", 64)
-	if _, err := busregistry.Push(t.Context(), r.store, "app@"+other, img); err == nil {
+	if _, err := registry.Push(t.Context(), r.store, "app@"+other, img); err == nil {
 		t.Errorf("push of an image under another manifest's digest succeeded")
 	}
 }

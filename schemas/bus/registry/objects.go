@@ -1,4 +1,4 @@
-// Package busregistry is the image registry on the bus: the layout of the
+// Package registry is the image registry on the bus: the layout of the
 // object store jetlet_images (CONTRACT.md section 13; docs/wire-protocol.md
 // section 13), Push, which stores an image there, and the read-only OCI
 // distribution API each node serves from it on a loopback address, so that
@@ -8,7 +8,7 @@
 // Blobs are read with batched direct gets, a window at a time, never a whole
 // layer: a node serves them without consumers of its own and from any
 // replica of the store.
-package busregistry
+package registry
 
 import (
 	"encoding/base64"

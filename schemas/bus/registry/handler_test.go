@@ -1,4 +1,4 @@
-package busregistry_test
+package registry_test
 
 import (
 	"crypto/sha256"
@@ -161,7 +161,7 @@ func TestHeadAnswersTheSizeDigestAndType(t *testing.T) {
 	}
 }
 
-func (r *registry) get(t testing.TB, method, path string) *http.Response {
+func (r *testRegistry) get(t testing.TB, method, path string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, "http://"+r.addr+path, nil)
 	if err != nil {

@@ -1,4 +1,4 @@
-package busregistry_test
+package registry_test
 
 import (
 	"context"
@@ -22,22 +22,22 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/jetlet/jetlet/runtime/busregistry"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/bus/registry"
 	"github.com/jetlet/jetlet/test/natstest"
 )
 
-// registry is an embedded nats-server with the images object store, as
+// testRegistry is an embedded nats-server with the images object store, as
 // `jetlet run` provisions it, and a registry serving it on loopback.
-type registry struct {
+type testRegistry struct {
 	js    jetstream.JetStream
 	store jetstream.ObjectStore
 	addr  string // host:port
 }
 
 // startRegistry provisions the store on storage and serves it.
-func startRegistry(t testing.TB, storage jetstream.StorageType) *registry {
+func startRegistry(t testing.TB, storage jetstream.StorageType) *testRegistry {
 	t.Helper()
 	_, js := natstest.Connect(t, natstest.RunServer(t))
 	cfg := bus.StreamsConfig{Storage: storage}
@@ -49,7 +49,7 @@ func startRegistry(t testing.TB, storage jetstream.StorageType) *registry {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := busregistry.Listen(busregistry.Config{Listen: "127.0.0.1:0", Logger: zerolog.New(zerolog.NewTestWriter(t))})
+	srv, err := registry.Listen(registry.Config{Listen: "127.0.0.1:0", Logger: zerolog.New(zerolog.NewTestWriter(t))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,13 +61,13 @@ func startRegistry(t testing.TB, storage jetstream.StorageType) *registry {
 		}
 	})
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	return &registry{js: js, store: store, addr: srv.Addr()}
+	return &testRegistry{js: js, store: store, addr: srv.Addr()}
 }
 
 // push stores img under ref and fails the test if it cannot.
-func (r *registry) push(t testing.TB, ref string, img v1.Image) busregistry.PushResult {
+func (r *testRegistry) push(t testing.TB, ref string, img v1.Image) registry.PushResult {
 	t.Helper()
-	res, err := busregistry.Push(t.Context(), r.store, ref, img)
+	res, err := registry.Push(t.Context(), r.store, ref, img)
 	if err != nil {
 		t.Fatalf("push %s: %v", ref, err)
 	}
@@ -76,7 +76,7 @@ func (r *registry) push(t testing.TB, ref string, img v1.Image) busregistry.Push
 
 // pull reads ref (a reference at the registry, "library/busybox:1.36")
 // with ggcr's client over plain HTTP, through transport if not nil.
-func (r *registry) pull(t testing.TB, ref string, transport http.RoundTripper) (v1.Image, error) {
+func (r *testRegistry) pull(t testing.TB, ref string, transport http.RoundTripper) (v1.Image, error) {
 	t.Helper()
 	parsed, err := name.ParseReference(r.addr+"/"+ref, name.Insecure)
 	if err != nil {
@@ -91,7 +91,7 @@ func (r *registry) pull(t testing.TB, ref string, transport http.RoundTripper) (
 
 // lastSeq is the last sequence of the store's stream: what a push wrote
 // moves it.
-func (r *registry) lastSeq(t testing.TB) uint64 {
+func (r *testRegistry) lastSeq(t testing.TB) uint64 {
 	t.Helper()
 	st, err := r.store.Status(t.Context())
 	if err != nil {
