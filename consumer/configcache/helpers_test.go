@@ -18,7 +18,7 @@ import (
 	"github.com/jetlet/jetlet/consumer/configcache"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 	"github.com/jetlet/jetlet/schemas/sealed"
 	"github.com/jetlet/jetlet/schemas/sealed/sealedtest"
 	"github.com/jetlet/jetlet/test/jetlettest"
@@ -42,9 +42,9 @@ type env struct {
 
 // newEnv provisions the contract's streams and buckets (on memory unless
 // mods say otherwise) and makes node n1's curve key.
-func newEnv(t testing.TB, js jetstream.JetStream, mods ...func(*bus.StreamsConfig)) *env {
+func newEnv(t testing.TB, js jetstream.JetStream, mods ...func(*natsjs.StreamsConfig)) *env {
 	t.Helper()
-	mods = append([]func(*bus.StreamsConfig){func(c *bus.StreamsConfig) { c.Storage = jetstream.MemoryStorage }}, mods...)
+	mods = append([]func(*natsjs.StreamsConfig){func(c *natsjs.StreamsConfig) { c.Storage = jetstream.MemoryStorage }}, mods...)
 	jetlettest.Provision(t, js, mods...)
 	e := &env{js: js}
 	var err error

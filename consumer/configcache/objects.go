@@ -20,7 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 )
 
 // Config configures Objects.
@@ -37,7 +37,7 @@ type Config struct {
 }
 
 // ErrInvalidConfig wraps every configuration error.
-var ErrInvalidConfig = bus.ErrInvalidConfig
+var ErrInvalidConfig = natsjs.ErrInvalidConfig
 
 func (c *Config) setDefaults() {
 	if c.SyncWait == 0 {
@@ -84,7 +84,7 @@ func New(js jetstream.JetStream, node string, key nkeys.KeyPair, cfg Config) (*O
 	case key == nil:
 		return nil, fmt.Errorf("%w: no node key", ErrInvalidConfig)
 	}
-	if err := bus.CheckNode(node); err != nil {
+	if err := natsjs.CheckNode(node); err != nil {
 		return nil, err
 	}
 	// Only a curve key pair with its seed gets as far as the input's length:

@@ -16,7 +16,7 @@ import (
 	"github.com/jetlet/jetlet/consumer/configcache"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 	"github.com/jetlet/jetlet/schemas/sealed"
 	"github.com/jetlet/jetlet/schemas/sealed/sealedtest"
 	"github.com/jetlet/jetlet/test/natstest"
@@ -347,7 +347,7 @@ func TestServerRestart(t *testing.T) {
 	s := natstest.Start(t, opts)
 	opts.Port = s.Addr().(*net.TCPAddr).Port
 	_, js := natstest.Connect(t, s)
-	e := newEnv(t, js, func(c *bus.StreamsConfig) { c.Storage = jetstream.FileStorage })
+	e := newEnv(t, js, func(c *natsjs.StreamsConfig) { c.Storage = jetstream.FileStorage })
 	o := e.start(t, configcache.Config{})
 	o.waitReady(t)
 	ref := e.putConfigMap(t, configMap("default", "app", map[string]string{"v": "before"}))

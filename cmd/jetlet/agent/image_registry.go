@@ -6,7 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetlet/jetlet/schemas/bus/registry"
+	"github.com/jetlet/jetlet/schemas/natsjs/registry"
 )
 
 // listenImageRegistry binds --image-registry-listen, before the runtime

@@ -39,7 +39,7 @@ import (
 	"github.com/jetlet/jetlet/runtime/nodeservice"
 	"github.com/jetlet/jetlet/runtime/probe"
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 )
 
 // gcPeriod is how often dead containers and gone pods are collected, as
@@ -124,7 +124,7 @@ type pipeline struct {
 // buildPublishers makes the three publishers: results (synchronous), events
 // and statuses (in the background); they count their failures together.
 func (a *agent) buildPublishers(p *pipeline, js jetstream.JetStream, reg prometheus.Registerer) (err error) {
-	failures := bus.NewPublishFailures(reg)
+	failures := natsjs.NewPublishFailures(reg)
 	if p.answers, err = results.New(js, results.Config{
 		Node:          a.cfg.node,
 		SubjectPrefix: a.cfg.streams.SubjectPrefix,

@@ -27,8 +27,8 @@ import (
 	"github.com/jetlet/jetlet/runtime/embedded"
 	"github.com/jetlet/jetlet/runtime/embedded/network"
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
-	"github.com/jetlet/jetlet/schemas/bus/registry"
+	"github.com/jetlet/jetlet/schemas/natsjs"
+	"github.com/jetlet/jetlet/schemas/natsjs/registry"
 )
 
 // defaultPodMaxPids is --pod-max-pids' default, where kubelet's is no limit:
@@ -72,7 +72,7 @@ type runConfig struct {
 	containerLogMonitorInterval time.Duration
 	containerLogs               containerlogs.Config
 	profiling                   bool
-	streams                     bus.StreamsConfig
+	streams                     natsjs.StreamsConfig
 
 	// imageRegistryListen is the loopback address of the registry serving
 	// jetlet_images ("" for none); imageRegistryListenSet: it was given,
@@ -303,7 +303,7 @@ type agent struct {
 
 	nc          atomic.Pointer[nats.Conn]
 	provisioned atomic.Bool
-	denials     bus.Denials
+	denials     natsjs.Denials
 	// deniedTotal counts what NATS refused this node, by kind
 	// (jetlet_permission_denied_total{what}).
 	deniedTotal   *prometheus.CounterVec

@@ -12,8 +12,8 @@ import (
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
-	"github.com/jetlet/jetlet/schemas/bus/registry"
+	"github.com/jetlet/jetlet/schemas/natsjs"
+	"github.com/jetlet/jetlet/schemas/natsjs/registry"
 )
 
 type imageListOptions struct {
@@ -83,7 +83,7 @@ func (c *client) images(ctx context.Context) ([]registry.Image, error) {
 		FilterSubjects: []string{"$O." + schemas.ObjectStoreImages + ".M.>"},
 		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
 	}
-	err := c.readStream(ctx, bus.ObjectStoreStream(schemas.ObjectStoreImages), cfg, false, func(msg jetstream.Msg) error {
+	err := c.readStream(ctx, natsjs.ObjectStoreStream(schemas.ObjectStoreImages), cfg, false, func(msg jetstream.Msg) error {
 		md, err := msg.Metadata()
 		if err != nil {
 			return err

@@ -15,8 +15,8 @@ import (
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/runtime/embedded/images"
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
-	"github.com/jetlet/jetlet/schemas/bus/registry"
+	"github.com/jetlet/jetlet/schemas/natsjs"
+	"github.com/jetlet/jetlet/schemas/natsjs/registry"
 )
 
 type imagePushOptions struct {
@@ -90,10 +90,10 @@ func (o *imagePushOptions) run(cmd *cobra.Command, ref, file string) error {
 	// timeout.
 	ctx, stopObjects := c.denied.Watch(ctx, "$O."+schemas.ObjectStoreImages)
 	defer stopObjects()
-	ctx, stopPurge := c.denied.Watch(ctx, "$JS.API.STREAM.PURGE."+bus.ObjectStoreStream(schemas.ObjectStoreImages))
+	ctx, stopPurge := c.denied.Watch(ctx, "$JS.API.STREAM.PURGE."+natsjs.ObjectStoreStream(schemas.ObjectStoreImages))
 	defer stopPurge()
 	res, err := registry.Push(ctx, store, normalized, img.Image)
-	if denied, ok := bus.Denied(ctx); ok {
+	if denied, ok := natsjs.Denied(ctx); ok {
 		return fmt.Errorf("NATS at %s denied these credentials %s: pushing images needs the scheduler's or the operator's (jetlet nats-config)", c.url, denied.Subject)
 	}
 	if err != nil {

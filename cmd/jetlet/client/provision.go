@@ -7,14 +7,14 @@ import (
 	"time"
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 )
 
 type provisionOptions struct {
 	client  clientFlags
-	streams bus.StreamsConfig
+	streams natsjs.StreamsConfig
 	timeout time.Duration
 }
 
@@ -54,8 +54,8 @@ func (o *provisionOptions) run(cmd *cobra.Command) error {
 	defer cancel()
 	watchCtx, stop := c.denied.Watch(ctx, cli.ProvisionAPI)
 	defer stop()
-	err = bus.Provision(watchCtx, c.js, o.streams, zerolog.New(cmd.ErrOrStderr()).Level(zerolog.WarnLevel))
-	if denied, ok := bus.Denied(watchCtx); ok {
+	err = natsjs.Provision(watchCtx, c.js, o.streams, zerolog.New(cmd.ErrOrStderr()).Level(zerolog.WarnLevel))
+	if denied, ok := natsjs.Denied(watchCtx); ok {
 		return fmt.Errorf("NATS at %s denied these credentials %s: provisioning needs the operator's (the operator user of `jetlet nats-config`)", c.url, denied.Subject)
 	}
 	if err != nil {

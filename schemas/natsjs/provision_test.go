@@ -1,4 +1,4 @@
-package bus_test
+package natsjs_test
 
 import (
 	"context"
@@ -14,13 +14,13 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 	"github.com/jetlet/jetlet/test/natstest"
 )
 
-func defaultStreams(t *testing.T) bus.StreamsConfig {
+func defaultStreams(t *testing.T) natsjs.StreamsConfig {
 	t.Helper()
-	var cfg bus.StreamsConfig
+	var cfg natsjs.StreamsConfig
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -32,7 +32,7 @@ func TestProvisionCreatesContractStreamsAndBuckets(t *testing.T) {
 	_, js := natstest.Connect(t, natstest.RunServer(t))
 	ctx := t.Context()
 	cfg := defaultStreams(t)
-	if err := bus.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
+	if err := natsjs.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{
@@ -93,7 +93,7 @@ func TestProvisionIsIdempotentAndConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	for range 4 {
-		wg.Go(func() { errs <- bus.Provision(t.Context(), js, cfg, zerolog.Nop()) })
+		wg.Go(func() { errs <- natsjs.Provision(t.Context(), js, cfg, zerolog.Nop()) })
 	}
 	wg.Wait()
 	close(errs)
@@ -102,7 +102,7 @@ func TestProvisionIsIdempotentAndConcurrent(t *testing.T) {
 			t.Fatalf("concurrent provision: %v", err)
 		}
 	}
-	if err := bus.Provision(t.Context(), js, cfg, zerolog.Nop()); err != nil {
+	if err := natsjs.Provision(t.Context(), js, cfg, zerolog.Nop()); err != nil {
 		t.Fatalf("second provision: %v", err)
 	}
 }
@@ -111,7 +111,7 @@ func TestProvisionUpdatesCompatibleAndKeepsMessages(t *testing.T) {
 	_, js := natstest.Connect(t, natstest.RunServer(t))
 	ctx := t.Context()
 	cfg := defaultStreams(t)
-	if err := bus.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
+	if err := natsjs.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := js.Publish(ctx, "jetlet.intent.n1.u1", []byte(`{}`)); err != nil {
@@ -119,7 +119,7 @@ func TestProvisionUpdatesCompatibleAndKeepsMessages(t *testing.T) {
 	}
 	cfg.MaxAge = 24 * time.Hour
 	cfg.IntentHistory = 4
-	if err := bus.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
+	if err := natsjs.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 	s, _ := js.Stream(ctx, schemas.StreamResults)
@@ -139,11 +139,11 @@ func TestProvisionKeepsAnIncompatibleStream(t *testing.T) {
 	cfg := defaultStreams(t)
 	memory := cfg
 	memory.Storage = jetstream.MemoryStorage
-	if err := bus.Provision(ctx, js, memory, zerolog.Nop()); err != nil {
+	if err := natsjs.Provision(ctx, js, memory, zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 	// File storage cannot replace memory storage in place: the stream stays.
-	if err := bus.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
+	if err := natsjs.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
 		t.Fatalf("provision over incompatible streams: %v", err)
 	}
 	s, _ := js.Stream(ctx, schemas.StreamEvents)
@@ -155,13 +155,13 @@ func TestProvisionKeepsAnIncompatibleStream(t *testing.T) {
 func TestStreamsConfigValidate(t *testing.T) {
 	tests := []struct {
 		name   string
-		mutate func(*bus.StreamsConfig)
+		mutate func(*natsjs.StreamsConfig)
 	}{
-		{"too many replicas", func(c *bus.StreamsConfig) { c.Replicas = 7 }},
-		{"history too large", func(c *bus.StreamsConfig) { c.IntentHistory = 65 }},
-		{"negative age", func(c *bus.StreamsConfig) { c.MaxAge = -time.Second }},
-		{"dedupe beyond age", func(c *bus.StreamsConfig) { c.MaxAge = time.Minute; c.DuplicateWindow = time.Hour }},
-		{"node ttl tiny", func(c *bus.StreamsConfig) { c.NodeTTL = time.Millisecond }},
+		{"too many replicas", func(c *natsjs.StreamsConfig) { c.Replicas = 7 }},
+		{"history too large", func(c *natsjs.StreamsConfig) { c.IntentHistory = 65 }},
+		{"negative age", func(c *natsjs.StreamsConfig) { c.MaxAge = -time.Second }},
+		{"dedupe beyond age", func(c *natsjs.StreamsConfig) { c.MaxAge = time.Minute; c.DuplicateWindow = time.Hour }},
+		{"node ttl tiny", func(c *natsjs.StreamsConfig) { c.NodeTTL = time.Millisecond }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -180,18 +180,18 @@ func TestProvisionRefusesReplicasASingleServerCannotHave(t *testing.T) {
 	cfg := defaultStreams(t)
 	cfg.Replicas = 3
 	// Fresh: JetStream refuses to create them.
-	err := bus.Provision(ctx, js, cfg, zerolog.Nop())
-	if !errors.Is(err, bus.ErrReplicasUnavailable) {
+	err := natsjs.Provision(ctx, js, cfg, zerolog.Nop())
+	if !errors.Is(err, natsjs.ErrReplicasUnavailable) {
 		t.Fatalf("provision R3 on a single server: %v, want ErrReplicasUnavailable", err)
 	}
 	// Existing with 1: the server would keep 1 without a word on update.
 	cfg.Replicas = 1
-	if err := bus.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
+	if err := natsjs.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 	cfg.Replicas = 3
-	err = bus.Provision(ctx, js, cfg, zerolog.Nop())
-	if !errors.Is(err, bus.ErrReplicasUnavailable) {
+	err = natsjs.Provision(ctx, js, cfg, zerolog.Nop())
+	if !errors.Is(err, natsjs.ErrReplicasUnavailable) {
 		t.Fatalf("scale R1 to R3 on a single server: %v, want ErrReplicasUnavailable", err)
 	}
 	if want := "has 1 replicas, not the 3 asked for (--replicas)"; !strings.Contains(err.Error(), want) {
@@ -210,14 +210,14 @@ func TestProvisionCreatesTheImagesObjectStore(t *testing.T) {
 	_, js := natstest.Connect(t, natstest.RunServer(t))
 	ctx := t.Context()
 	cfg := defaultStreams(t)
-	missing, err := bus.Missing(ctx, js, cfg)
+	missing, err := natsjs.Missing(ctx, js, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(missing) == 0 || missing[len(missing)-1] != "object store "+schemas.ObjectStoreImages {
 		t.Errorf("missing before provisioning = %v, want it to end with the images object store", missing)
 	}
-	if err := bus.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
+	if err := natsjs.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 	obs, err := js.ObjectStore(ctx, schemas.ObjectStoreImages)
@@ -231,14 +231,14 @@ func TestProvisionCreatesTheImagesObjectStore(t *testing.T) {
 	if st.Replicas() != 1 || st.Storage() != jetstream.FileStorage || st.TTL() != 0 {
 		t.Errorf("images: replicas %d, storage %v, ttl %s; want 1, file, none", st.Replicas(), st.Storage(), st.TTL())
 	}
-	if missing, err := bus.Missing(ctx, js, cfg); err != nil || len(missing) != 0 {
+	if missing, err := natsjs.Missing(ctx, js, cfg); err != nil || len(missing) != 0 {
 		t.Errorf("missing after provisioning = %v, %v", missing, err)
 	}
 	// A second provision leaves what it holds.
 	if _, err := obs.PutString(ctx, "probe", "kept"); err != nil {
 		t.Fatal(err)
 	}
-	if err := bus.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
+	if err := natsjs.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := obs.GetString(ctx, "probe"); err != nil || got != "kept" {
@@ -250,7 +250,7 @@ func TestProvisionCreatesTheConfigBuckets(t *testing.T) {
 	_, js := natstest.Connect(t, natstest.RunServer(t))
 	ctx := t.Context()
 	cfg := defaultStreams(t)
-	missing, err := bus.Missing(ctx, js, cfg)
+	missing, err := natsjs.Missing(ctx, js, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestProvisionCreatesTheConfigBuckets(t *testing.T) {
 			t.Errorf("missing before provisioning = %v, want it to name bucket %s", missing, b)
 		}
 	}
-	if err := bus.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
+	if err := natsjs.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 	// The contract's keys: a name after the namespace may hold dots.
@@ -286,7 +286,7 @@ func TestProvisionCreatesTheConfigBuckets(t *testing.T) {
 			t.Errorf("%s: put %s: %v", bucket, key, err)
 		}
 	}
-	if missing, err := bus.Missing(ctx, js, cfg); err != nil || len(missing) != 0 {
+	if missing, err := natsjs.Missing(ctx, js, cfg); err != nil || len(missing) != 0 {
 		t.Errorf("missing after provisioning = %v, %v", missing, err)
 	}
 }
@@ -295,15 +295,15 @@ func TestProvisionCreatesTheConfigBuckets(t *testing.T) {
 // JETLET_INTENTS, past nats-server's default cap of 1,000 per stream.
 func TestNodeOneThousandAndOneAttaches(t *testing.T) {
 	_, js := natstest.Connect(t, natstest.RunServer(t))
-	cfg := bus.StreamsConfig{Storage: jetstream.MemoryStorage}
+	cfg := natsjs.StreamsConfig{Storage: jetstream.MemoryStorage}
 	cfg.SetDefaults()
-	if err := bus.Provision(t.Context(), js, cfg, zerolog.Nop()); err != nil {
+	if err := natsjs.Provision(t.Context(), js, cfg, zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 1001 {
 		node := fmt.Sprintf("n%d", i)
 		if _, err := js.CreateConsumer(t.Context(), schemas.StreamIntents, jetstream.ConsumerConfig{
-			Durable: bus.DurableName(node), FilterSubject: "jetlet.intent." + node + ".>", AckPolicy: jetstream.AckExplicitPolicy,
+			Durable: natsjs.DurableName(node), FilterSubject: "jetlet.intent." + node + ".>", AckPolicy: jetstream.AckExplicitPolicy,
 		}); err != nil {
 			t.Fatalf("node %d of 1001: %v", i+1, err)
 		}

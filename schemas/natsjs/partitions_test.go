@@ -1,4 +1,4 @@
-package bus_test
+package natsjs_test
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 	"github.com/jetlet/jetlet/test/natstest"
 )
 
@@ -24,9 +24,9 @@ func TestPartitionedIntentsLandInTheirNodesStream(t *testing.T) {
 	natstest.MapIntentPartitions(t, srv, schemas.DefaultSubjectPrefix, n)
 	_, js := natstest.Connect(t, srv)
 	ctx := t.Context()
-	cfg := bus.StreamsConfig{Storage: jetstream.MemoryStorage, IntentPartitions: n}
+	cfg := natsjs.StreamsConfig{Storage: jetstream.MemoryStorage, IntentPartitions: n}
 	cfg.SetDefaults()
-	if err := bus.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
+	if err := natsjs.Provision(ctx, js, cfg, zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 	subj := schemas.Subjects{Prefix: schemas.DefaultSubjectPrefix}
@@ -62,7 +62,7 @@ func TestPartitionedIntentsLandInTheirNodesStream(t *testing.T) {
 	if len(used) != n {
 		t.Errorf("12 nodes used partitions %v; want all %d", used, n)
 	}
-	if got, err := bus.IntentPartitions(ctx, js); got != n || err != nil {
+	if got, err := natsjs.IntentPartitions(ctx, js); got != n || err != nil {
 		t.Errorf("IntentPartitions = %d, %v; want %d", got, err, n)
 	}
 }
@@ -77,19 +77,19 @@ func TestProvisionRefusesOtherIntentPartitions(t *testing.T) {
 			for _, name := range append(schemas.IntentsStreams(1), schemas.IntentsStreams(4)...) {
 				_ = js.DeleteStream(ctx, name)
 			}
-			have := bus.StreamsConfig{Storage: jetstream.MemoryStorage, IntentPartitions: step.have}
+			have := natsjs.StreamsConfig{Storage: jetstream.MemoryStorage, IntentPartitions: step.have}
 			have.SetDefaults()
-			if err := bus.Provision(ctx, js, have, zerolog.Nop()); err != nil {
+			if err := natsjs.Provision(ctx, js, have, zerolog.Nop()); err != nil {
 				t.Fatal(err)
 			}
 			ask := have
 			ask.IntentPartitions = step.ask
-			err := bus.Provision(ctx, js, ask, zerolog.Nop())
-			if !errors.Is(err, bus.ErrIntentPartitions) {
+			err := natsjs.Provision(ctx, js, ask, zerolog.Nop())
+			if !errors.Is(err, natsjs.ErrIntentPartitions) {
 				t.Fatalf("provision %d partitions over %d: %v; want ErrIntentPartitions", step.ask, step.have, err)
 			}
 			t.Log(err)
-			if got, err := bus.IntentPartitions(ctx, js); got != step.have || err != nil {
+			if got, err := natsjs.IntentPartitions(ctx, js); got != step.have || err != nil {
 				t.Errorf("IntentPartitions = %d, %v; want %d", got, err, step.have)
 			}
 		})

@@ -1,5 +1,5 @@
-// Package bus is jetlet's layout on NATS JetStream, what every reader and
-// writer of it shares: the streams and buckets (their names and configs,
+// Package natsjs is jetlet's access to NATS JetStream, what every reader and
+// writer of it shares: the layout (the streams and buckets, their names and configs,
 // provisioning), the fixed names of the consumers a node creates, the
 // read-back consumers through which it reads what it stored, NATS
 // permission errors, the trace context carried in message headers, and what
@@ -9,4 +9,4 @@
 //
 // Its parent, schemas, holds the wire types and subject names and imports
 // no NATS; this package is where NATS comes in.
-package bus
+package natsjs

@@ -73,7 +73,7 @@ func liveHeap() uint64 {
 // each time) and pulls the layer back through the registry, on an embedded
 // nats-server with file storage; it reports each in ms and MB/s:
 //
-//	go test -run '^$' -bench PushAndPull -benchtime 5x ./schemas/bus/registry/
+//	go test -run '^$' -bench PushAndPull -benchtime 5x ./schemas/natsjs/registry/
 func BenchmarkPushAndPull50MiB(b *testing.B) {
 	r := startRegistry(b, jetstream.FileStorage)
 	const size = 50 << 20
@@ -107,7 +107,7 @@ func BenchmarkPushAndPull50MiB(b *testing.B) {
 // 50 MiB layer through the node's registry of the bus (its mirror) and
 // unpacks it, each iteration into a store of its own.
 //
-//	go test -run '^$' -bench PullAndUnpackFromTheObjectStore -benchtime 5x ./schemas/bus/registry/
+//	go test -run '^$' -bench PullAndUnpackFromTheObjectStore -benchtime 5x ./schemas/natsjs/registry/
 func BenchmarkPullAndUnpackFromTheObjectStore50MiB(b *testing.B) {
 	r := startRegistry(b, jetstream.FileStorage)
 	const size = 50 << 20

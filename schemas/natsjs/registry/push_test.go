@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetlet/jetlet/schemas/bus/registry"
+	"github.com/jetlet/jetlet/schemas/natsjs/registry"
 )
 
 func TestARepushStoresNothing(t *testing.T) {

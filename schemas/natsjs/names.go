@@ -1,4 +1,4 @@
-package bus
+package natsjs
 
 // A node's consumers. Their names are fixed, not generated, so that a
 // node's NATS permissions can name them (docs/security.md). What a node

@@ -1,4 +1,4 @@
-package bus_test
+package natsjs_test
 
 import (
 	"cmp"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 )
 
 // publisherConfig is a publisher's Config as the publishers write theirs:
@@ -24,7 +24,7 @@ func (c *publisherConfig) SetDefaults() {
 }
 
 func (c *publisherConfig) Validate() error {
-	return cmp.Or(bus.CheckNode(c.Node), bus.CheckSubjectPrefix(c.SubjectPrefix))
+	return cmp.Or(natsjs.CheckNode(c.Node), natsjs.CheckSubjectPrefix(c.SubjectPrefix))
 }
 
 func TestPrepareRefusesWhatCannotWork(t *testing.T) {
@@ -45,13 +45,13 @@ func TestPrepareRefusesWhatCannotWork(t *testing.T) {
 		{"prefix with a space", js, publisherConfig{Node: "n1", SubjectPrefix: "jet let"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := bus.Prepare(tc.js, &tc.cfg); !errors.Is(err, bus.ErrInvalidConfig) {
+			if err := natsjs.Prepare(tc.js, &tc.cfg); !errors.Is(err, natsjs.ErrInvalidConfig) {
 				t.Errorf("Prepare: %v, want ErrInvalidConfig", err)
 			}
 		})
 	}
 	cfg := publisherConfig{Node: "n1"}
-	if err := bus.Prepare(js, &cfg); err != nil || cfg.SubjectPrefix != "jetlet" {
+	if err := natsjs.Prepare(js, &cfg); err != nil || cfg.SubjectPrefix != "jetlet" {
 		t.Errorf("Prepare of a node's config: %v, prefix %q; want no error, the default prefix", err, cfg.SubjectPrefix)
 	}
 }

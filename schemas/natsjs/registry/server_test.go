@@ -3,7 +3,7 @@ package registry_test
 import (
 	"testing"
 
-	"github.com/jetlet/jetlet/schemas/bus/registry"
+	"github.com/jetlet/jetlet/schemas/natsjs/registry"
 )
 
 func TestCheckLoopback(t *testing.T) {

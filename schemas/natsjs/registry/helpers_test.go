@@ -23,8 +23,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
-	"github.com/jetlet/jetlet/schemas/bus/registry"
+	"github.com/jetlet/jetlet/schemas/natsjs"
+	"github.com/jetlet/jetlet/schemas/natsjs/registry"
 	"github.com/jetlet/jetlet/test/natstest"
 )
 
@@ -40,9 +40,9 @@ type testRegistry struct {
 func startRegistry(t testing.TB, storage jetstream.StorageType) *testRegistry {
 	t.Helper()
 	_, js := natstest.Connect(t, natstest.RunServer(t))
-	cfg := bus.StreamsConfig{Storage: storage}
+	cfg := natsjs.StreamsConfig{Storage: storage}
 	cfg.SetDefaults()
-	if err := bus.Provision(t.Context(), js, cfg, zerolog.Nop()); err != nil {
+	if err := natsjs.Provision(t.Context(), js, cfg, zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 	store, err := js.ObjectStore(t.Context(), schemas.ObjectStoreImages)

@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 )
 
 // errTruncated: the stream answered fewer chunks than the object has (a
@@ -56,7 +56,7 @@ func (c chunkReader) copyObject(ctx context.Context, info *jetstream.ObjectInfo,
 		return err
 	}
 	defer sub.Unsubscribe() //nolint:errcheck // best effort: the connection may be gone
-	subject := "$JS.API.DIRECT.GET." + bus.ObjectStoreStream(c.bucket)
+	subject := "$JS.API.DIRECT.GET." + natsjs.ObjectStoreStream(c.bucket)
 	chunks := fmt.Sprintf("$O.%s.C.%s", c.bucket, info.NUID)
 	h := sha256.New()
 	var seq uint64
@@ -105,9 +105,9 @@ func (c chunkReader) readBatch(ctx context.Context, sub *nats.Subscription, chun
 		case "404": // no message on the subject from seq on
 			return got, last, nil
 		case "503":
-			return got, last, fmt.Errorf("stream %s: no responders (is the object store there?)", bus.ObjectStoreStream(c.bucket))
+			return got, last, fmt.Errorf("stream %s: no responders (is the object store there?)", natsjs.ObjectStoreStream(c.bucket))
 		default:
-			return got, last, fmt.Errorf("direct get from %s: status %s %s", bus.ObjectStoreStream(c.bucket), status, msg.Header.Get("Description"))
+			return got, last, fmt.Errorf("direct get from %s: status %s %s", natsjs.ObjectStoreStream(c.bucket), status, msg.Header.Get("Description"))
 		}
 		if subj := msg.Header.Get(jetstream.SubjectHeader); subj != chunks {
 			return got, last, fmt.Errorf("direct get answered a message of %q, not of %q", subj, chunks)
