@@ -1,5 +1,5 @@
 // Package configcache is the node's reader of the ConfigMaps and Secrets pods
-// refer to (CONTRACT section 11), after kubelet's watch-based configmap and
+// refer to (docs/contract.md section 11), after kubelet's watch-based configmap and
 // secret managers: Objects watches jetlet_configmaps (every key) and this
 // node's keys of jetlet_secrets, opens each SealedSecret with the node's
 // curve key, and keeps what it read in memory for reconcile, which reads it

@@ -13,7 +13,7 @@ import (
 	"github.com/jetlet/jetlet/schemas"
 )
 
-// StreamsConfig sizes the streams and buckets of CONTRACT.md section 2.
+// StreamsConfig sizes the streams and buckets of docs/contract.md section 2.
 type StreamsConfig struct {
 	// SubjectPrefix is the first token of every subject.
 	SubjectPrefix string
@@ -181,7 +181,7 @@ func (c StreamsConfig) BucketConfigs() []jetstream.KeyValueConfig {
 			Storage:     c.Storage,
 			Replicas:    c.Replicas,
 		},
-		// CONTRACT.md section 11: the latest of each object is what a pod
+		// docs/contract.md section 11: the latest of each object is what a pod
 		// mounts; a KV watch brings its changes.
 		{
 			Bucket:      schemas.BucketConfigMaps,
@@ -201,7 +201,7 @@ func (c StreamsConfig) BucketConfigs() []jetstream.KeyValueConfig {
 }
 
 // ObjectStoreConfigs returns the object stores as jetlet wants them: the
-// images pushed over the bus (CONTRACT.md section 13), kept until replaced or
+// images pushed over the bus (docs/contract.md section 13), kept until replaced or
 // deleted, on the storage and with the replicas of the streams.
 func (c StreamsConfig) ObjectStoreConfigs() []jetstream.ObjectStoreConfig {
 	return []jetstream.ObjectStoreConfig{{
@@ -318,7 +318,7 @@ func settle(ctx context.Context, js jetstream.JetStream, stream string, replicas
 
 // Missing names the streams and buckets of cfg that NATS does not have. It
 // needs only the right to look them up, which a node's permissions give
-// where creating them is an operator's (CONTRACT.md section 10).
+// where creating them is an operator's (docs/contract.md section 10).
 func Missing(ctx context.Context, js jetstream.JetStream, cfg StreamsConfig) ([]string, error) {
 	if err := CheckIntentPartitions(ctx, js, cfg.IntentPartitions); err != nil {
 		return nil, err

@@ -18,7 +18,7 @@ import (
 // defaultMaxPods is kubelet's --max-pods default.
 const defaultMaxPods = 110
 
-// nodeFlags are the flags of what the node is and what it admits (CONTRACT
+// nodeFlags are the flags of what the node is and what it admits (docs/contract.md
 // section 12), as kubelet's, and what validate makes of them.
 type nodeFlags struct {
 	maxPods        int

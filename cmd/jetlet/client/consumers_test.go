@@ -21,7 +21,7 @@ import (
 
 // TestClientCommandsLeaveNoConsumers: every read a client command makes
 // through a consumer deletes it when done, so that scripting the CLI cannot
-// fill the server's consumer limit (CONTRACT.md section 8).
+// fill the server's consumer limit (docs/contract.md section 8).
 func TestClientCommandsLeaveNoConsumers(t *testing.T) {
 	c := newCluster(t)
 	c.startNode("n1", nil)

@@ -104,7 +104,7 @@ func kvWatcher(bucket, keys string) []string {
 }
 
 // configWriter is what a scheduler writes ConfigMaps and sealed Secrets with
-// (CONTRACT.md section 11): puts and deletes of any key, and reads.
+// (docs/contract.md section 11): puts and deletes of any key, and reads.
 func configWriter() []string {
 	var out []string
 	for _, b := range []string{schemas.BucketConfigMaps, schemas.BucketSecrets} {

@@ -23,7 +23,7 @@ func newProvisionCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "provision",
 		Short: "Create or update jetlet's streams, buckets and object store (with operator credentials)",
-		Long: `Create the streams, buckets and object store of CONTRACT.md section 2, or update the
+		Long: `Create the streams, buckets and object store of docs/contract.md section 2, or update the
 ones whose settings differ, as ` + "`jetlet run`" + ` does at start. Where the nodes'
 NATS credentials may not create streams (the permissions of jetlet
 nats-config), run it once with the operator's, with the same settings as the

@@ -1,5 +1,5 @@
 // Package registry is the image registry on the bus: the layout of the
-// object store jetlet_images (CONTRACT.md section 13; docs/wire-protocol.md
+// object store jetlet_images (docs/contract.md section 13; docs/wire-protocol.md
 // section 13), Push, which stores an image there, and the read-only OCI
 // distribution API each node serves from it on a loopback address, so that
 // containerd and the embedded runtime pull with no registry
