@@ -8,8 +8,8 @@
 // the runtime starts in the pod's new UTS, IPC, PID and mount namespaces (and
 // network namespace, package network). The shim starts each container as its
 // child in a mount namespace of its own whose root the container's init builds
-// (the host's tree under overlays, what the host must keep to itself hidden,
-// its own /proc, /dev, /tmp and volumes), in its cgroups (package cgroups:
+// (its image: an overlay of the image's unpacked layers, package images; its
+// own /proc, /dev and volumes), in its cgroups (package cgroups:
 // limits, devices) and under its seccomp filter (package seccomp), then copies
 // its output to the CRI log and records its exit. Because the shim, not the
 // runtime, is the containers' parent, pods outlive a restart of the runtime
@@ -23,7 +23,8 @@
 //
 // State under Config.Dir (mode 0700):
 //
-//	images.json                       pulled image references
+//	images.json                       the references of host programs pulled (Config.HostPrograms)
+//	images/                           the image store: blobs, unpacked layers, records (package images)
 //	sandboxes/<id>/sandbox.json       sandbox record (config, state, times, cgroup, netns)
 //	sandboxes/<id>/shim.lock          flock held by the pod shim for its life (its pid inside)
 //	sandboxes/<id>/shim.sock          the pod shim's socket: start, exec, attach, reopen
