@@ -6,6 +6,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/schemas/imageref"
 )
 
 // PullImage pulls the image into the store (image_store.go). A runtime
@@ -17,9 +19,9 @@ func (r *Runtime) PullImage(ctx context.Context, req *runtimeapi.PullImageReques
 	if r.store != nil {
 		return r.storePull(ctx, req)
 	}
-	ref := normalizeRef(req.GetImage().GetImage())
-	if ref == "" {
-		return nil, status.Error(codes.InvalidArgument, "image reference is empty")
+	ref, err := imageref.Normalize(req.GetImage().GetImage())
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	id := imageID(ref)
 	size := hostImageSize(ref)

@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/runtime/embedded/images"
+	"github.com/jetlet/jetlet/schemas/imageref"
 )
 
 // The CRI image service of a runtime that runs images (a root runtime):
@@ -24,7 +25,7 @@ func (r *Runtime) storePull(ctx context.Context, req *runtimeapi.PullImageReques
 	if strings.TrimSpace(ref) == "" {
 		return nil, status.Error(codes.InvalidArgument, "image reference is empty")
 	}
-	if _, err := images.Normalize(ref); err != nil {
+	if _, err := imageref.Normalize(ref); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	im, err := r.store.Pull(ctx, ref, pullAuth(req.GetAuth()))

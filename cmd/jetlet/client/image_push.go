@@ -15,6 +15,7 @@ import (
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/runtime/embedded/images"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/schemas/imageref"
 	"github.com/jetlet/jetlet/schemas/natsjs"
 	"github.com/jetlet/jetlet/schemas/natsjs/registry"
 )
@@ -52,7 +53,7 @@ Needs the scheduler's or the operator's NATS credentials.`,
 }
 
 func (o *imagePushOptions) run(cmd *cobra.Command, ref, file string) error {
-	normalized, err := images.Normalize(ref)
+	normalized, err := imageref.Normalize(ref)
 	if err != nil {
 		return fmt.Errorf("REF %q: %w", ref, err)
 	}

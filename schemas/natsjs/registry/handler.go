@@ -12,7 +12,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetlet/jetlet/runtime/embedded/images"
+	"github.com/jetlet/jetlet/schemas/imageref"
 	"github.com/rs/zerolog"
 )
 
@@ -101,7 +101,7 @@ func (h *handler) manifest(w http.ResponseWriter, r *http.Request, name, referen
 			writeError(w, http.StatusBadRequest, codeDigestInvalid, err.Error())
 			return
 		}
-		if _, err := images.Normalize(name + "@" + digest.String()); err != nil {
+		if _, err := imageref.Parse(name + "@" + digest.String()); err != nil {
 			writeError(w, http.StatusBadRequest, codeNameInvalid, err.Error())
 			return
 		}
@@ -117,18 +117,19 @@ func (h *handler) manifest(w http.ResponseWriter, r *http.Request, name, referen
 		h.send(w, r, info, digest, mediaType)
 		return
 	}
-	ref, err := images.Normalize(name + ":" + reference)
+	parsed, err := imageref.Parse(name + ":" + reference)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, codeNameInvalid, err.Error())
 		return
 	}
+	ref := parsed.String()
 	info, found, err := h.lookup(r.Context(), RefObject(ref))
 	if err != nil {
 		h.unavailable(w, ref, err)
 		return
 	}
 	if !found {
-		h.unknownRef(r.Context(), w, ref)
+		h.unknownRef(r.Context(), w, parsed)
 		return
 	}
 	im, ok := ImageFromObject(info)
@@ -146,8 +147,8 @@ func (h *handler) manifest(w http.ResponseWriter, r *http.Request, name, referen
 
 // unknownRef answers a reference the store does not hold: MANIFEST_UNKNOWN
 // in a repository it holds other references of, NAME_UNKNOWN otherwise.
-func (h *handler) unknownRef(ctx context.Context, w http.ResponseWriter, ref string) {
-	repo := repositoryOf(ref)
+func (h *handler) unknownRef(ctx context.Context, w http.ResponseWriter, parsed imageref.Reference) {
+	ref, repo := parsed.String(), parsed.Repo()
 	_, known, err := h.lookup(ctx, RepositoryObject(repo))
 	switch {
 	case err != nil:
@@ -165,7 +166,7 @@ func (h *handler) blob(w http.ResponseWriter, r *http.Request, name, ref string)
 		writeError(w, http.StatusBadRequest, codeDigestInvalid, err.Error())
 		return
 	}
-	if _, err := images.Normalize(name + "@" + digest.String()); err != nil {
+	if _, err := imageref.Normalize(name + "@" + digest.String()); err != nil {
 		writeError(w, http.StatusBadRequest, codeNameInvalid, err.Error())
 		return
 	}

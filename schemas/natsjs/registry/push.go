@@ -15,7 +15,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetlet/jetlet/runtime/embedded/images"
+	"github.com/jetlet/jetlet/schemas/imageref"
 )
 
 // PushResult is what Push stored.
@@ -33,16 +33,17 @@ type PushResult struct {
 }
 
 // Push stores img in the object store under ref (normalised as containerd
-// does, images.Normalize): each blob as an object named by its digest, unless an
+// does, imageref.Normalize): each blob as an object named by its digest, unless an
 // object of that digest and size is there already, then the repository and
 // the reference. A reader never sees a reference before its blobs. Each blob
 // is checked against its digest as it is stored: content that does not
 // match is not stored. A reference with a digest must name img's manifest.
 func Push(ctx context.Context, store jetstream.ObjectStore, ref string, img v1.Image) (PushResult, error) {
-	normalized, err := images.Normalize(ref)
+	parsed, err := imageref.Parse(ref)
 	if err != nil {
 		return PushResult{}, fmt.Errorf("reference %q: %w", ref, err)
 	}
+	normalized := parsed.String()
 	blobs, res, err := imageBlobs(img)
 	if err != nil {
 		return PushResult{}, err
@@ -61,7 +62,7 @@ func Push(ctx context.Context, store jetstream.ObjectStore, ref string, img v1.I
 			res.StoredBytes += b.size
 		}
 	}
-	if err := ensureObject(ctx, store, RepositoryObject(repositoryOf(normalized))); err != nil {
+	if err := ensureObject(ctx, store, RepositoryObject(parsed.Repo())); err != nil {
 		return PushResult{}, err
 	}
 	info, err := store.GetInfo(ctx, RefObject(normalized))
