@@ -235,8 +235,9 @@ func TestImageRecordWithoutSize(t *testing.T) {
 }
 
 // TestPullImageEndedContext: a pull whose context has ended records nothing
-// and answers as containerd does. The calls go to the Runtime itself: a
-// gRPC client would give up on its own before sending.
+// and answers as containerd does. The calls go to the Runtime itself (a
+// gRPC client would give up on its own before sending), so the test converts
+// its error as the server's boundary does.
 func TestPullImageEndedContext(t *testing.T) {
 	h := newHarness(t)
 	expired, cancelExpired := context.WithDeadline(context.Background(), time.Unix(1, 0))
@@ -255,7 +256,7 @@ func TestPullImageEndedContext(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			resp, err := h.rt.PullImage(tt.ctx, &runtimeapi.PullImageRequest{Image: spec})
-			if status.Code(err) != tt.want || resp.GetImageRef() != "" {
+			if status.Code(toGRPC(err)) != tt.want || resp.GetImageRef() != "" {
 				t.Fatalf("got %v, %v; want code %s", resp, err, tt.want)
 			}
 			st, err := h.is.ImageStatus(ctxT(t), &runtimeapi.ImageStatusRequest{Image: spec})
