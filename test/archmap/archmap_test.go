@@ -29,21 +29,64 @@ type row struct {
 // disagrees with `go list`: a jetlet package a package imports that its row
 // does not name, one its row names that it does not import (or must never
 // import and does), a row naming a package that does not exist, or a
-// package outside test/ with no row at all. Packages outside jetlet (the
+// package outside test/ with no row at all; a path in the drawing that
+// names no package, or a backticked file or directory that is gone. Packages outside jetlet (the
 // standard library, nats.go, grpc, ...) are the prose's, not checked.
 func TestArchitectureMap(t *testing.T) {
 	root := moduleRoot(t)
 	imports := goListImports(t, root)
-	rows := parseMap(t, filepath.Join(root, "docs", "architecture.md"), imports)
+	doc := filepath.Join(root, "docs", "architecture.md")
+	rows := parseMap(t, doc, imports)
 	if len(rows) < 40 {
 		t.Fatalf("docs/architecture.md: found %d package rows, want the whole table (has its format changed?)", len(rows))
 	}
-	for _, err := range checkMap(rows, imports, func(p string) bool {
+	isDir := func(p string) bool {
 		st, err := os.Stat(filepath.Join(root, p))
 		return err == nil && st.IsDir()
-	}) {
+	}
+	for _, err := range checkMap(rows, imports, isDir) {
 		t.Error(err)
 	}
+	for _, err := range checkDiagram(t, doc, imports, isDir) {
+		t.Error(err)
+	}
+	data, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range filePath.FindAllStringSubmatch(string(data), -1) {
+		if _, err := os.Stat(filepath.Join(root, m[1])); err != nil {
+			t.Errorf("docs/architecture.md names %s, which is not in the repository", m[1])
+		}
+	}
+}
+
+// filePath is a backticked file or directory of the repository named from
+// its top: `cmd/jetlet/client/natsconfig.go`, `internal/safepath`.
+var filePath = regexp.MustCompile("`((?:cmd|consumer|events|internal|reconcile|runtime|schemas|test|deploy|docs)(?:/[A-Za-z0-9_-]+)*(?:/[A-Za-z0-9_-]+\\.go)?)`")
+
+var diagramPath = regexp.MustCompile(`\b(?:cmd|consumer|events|internal|reconcile|runtime|schemas|test)(?:/[A-Za-z0-9_-]+)+`)
+
+// checkDiagram returns an error for each path in the map's drawing (its
+// first code block) that names no package or directory of the module.
+func checkDiagram(t *testing.T, path string, imports map[string][]string, isDir func(string) bool) []error {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "\n```\n")
+	drawing, _, ok2 := strings.Cut(rest, "\n```")
+	if !ok || !ok2 {
+		t.Fatal("docs/architecture.md: no drawing (a code block) found")
+	}
+	var errs []error
+	for _, p := range diagramPath.FindAllString(drawing, -1) {
+		if _, ok := imports[p]; !ok && !isDir(p) {
+			errs = append(errs, fmt.Errorf("docs/architecture.md: the drawing names %s, which is no package of the module", p))
+		}
+	}
+	return errs
 }
 
 // checkMap returns each disagreement between the rows and imports (a
