@@ -16,7 +16,12 @@
 // (and of jetlet), and no exit is lost. Without root there are no namespaces,
 // cgroups or users: containers are host processes (isolation "none").
 //
-// Images are host programs for now: an image's reference names the program.
+// Containers run OCI images: pulled through the registry API or imported from
+// an archive, each layer unpacked once into the store under Config.Dir/images
+// (package images), references normalised as containerd does
+// (schemas/imageref). Only a runtime that is not root, or one asked for it
+// (Config.HostPrograms), runs host programs instead: an image's reference
+// then names the program.
 //
 // Files follow containerd's CRI server: one per RPC, resource_verb.go, with
 // its test beside it.
