@@ -12,7 +12,7 @@ import (
 
 	"github.com/jetlet/jetlet/reconcile/podworkers"
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 )
 
 // handleIntents answers a batch of intents for one pod in stream order: the
@@ -200,6 +200,6 @@ func (c *Consumer) emitRejected(ctx context.Context, uid string, d *delivery, r 
 }
 
 func (c *Consumer) startSpan(ctx context.Context, d *delivery, uid string) (context.Context, trace.Span) {
-	ctx = bus.ExtractTrace(ctx, d.header)
+	ctx = natsjs.ExtractTrace(ctx, d.header)
 	return tracer.Start(ctx, "jetlet.intent "+uid, trace.WithSpanKind(trace.SpanKindConsumer))
 }

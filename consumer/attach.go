@@ -8,7 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 )
 
 // A pull request lives with the consumer's leader: when that server dies the
@@ -23,7 +23,7 @@ const (
 // consumerConfig is the node's durable consumer.
 func (c *Consumer) consumerConfig() jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
-		Durable:     bus.DurableName(c.cfg.Node),
+		Durable:     natsjs.DurableName(c.cfg.Node),
 		Description: "jetlet intents for node " + c.cfg.Node,
 		// The bare node subject too: an intent with no uid token must be seen
 		// to be dead-lettered.
@@ -64,7 +64,7 @@ func (c *Consumer) attach(ctx context.Context) (jetstream.ConsumeContext, error)
 func (c *Consumer) createFiltered(ctx context.Context, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
 	create := "$JS.API.CONSUMER.CREATE." + c.cfg.IntentsStream + "." + cfg.Durable
 	cons, err := c.createDurable(ctx, create, cfg)
-	var denied *bus.PermissionError
+	var denied *natsjs.PermissionError
 	if errors.As(err, &denied) && denied.Subject == create {
 		// Permissions that keep a node to its own intents allow the create
 		// request only with the filter in its subject, which holds one
@@ -82,9 +82,9 @@ func (c *Consumer) createFiltered(ctx context.Context, cfg jetstream.ConsumerCon
 
 // createDurable creates or updates the durable consumer; a create request
 // NATS denies (subject begins with create) fails at once with the
-// *bus.PermissionError.
+// *natsjs.PermissionError.
 func (c *Consumer) createDurable(ctx context.Context, create string, cfg jetstream.ConsumerConfig) (cons jetstream.Consumer, err error) {
-	err = bus.UnlessDenied(ctx, c.cfg.Denials, create, func(ctx context.Context) error {
+	err = natsjs.UnlessDenied(ctx, c.cfg.Denials, create, func(ctx context.Context) error {
 		cons, err = c.js.CreateOrUpdateConsumer(ctx, c.cfg.IntentsStream, cfg)
 		return err
 	})
@@ -190,7 +190,7 @@ func (c *Consumer) superviseIntake(ctx context.Context, cc jetstream.ConsumeCont
 func (c *Consumer) waitForDurable(ctx context.Context) error {
 	for {
 		lookCtx, cancel := context.WithTimeout(ctx, intakeLookTimeout)
-		cons, err := c.js.Consumer(lookCtx, c.cfg.IntentsStream, bus.DurableName(c.cfg.Node))
+		cons, err := c.js.Consumer(lookCtx, c.cfg.IntentsStream, natsjs.DurableName(c.cfg.Node))
 		cancel()
 		switch {
 		case ctx.Err() != nil:
@@ -277,7 +277,7 @@ func silentPeer(cluster *jetstream.ClusterInfo, now time.Time, server string) er
 // intents taken before are checked against the results
 // (delivery.seenBefore).
 func (c *Consumer) remakeDurable(ctx context.Context, why error, fromFloor bool) (jetstream.ConsumeContext, error) {
-	name := bus.DurableName(c.cfg.Node)
+	name := natsjs.DurableName(c.cfg.Node)
 	delCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	_ = c.js.DeleteConsumer(delCtx, c.cfg.IntentsStream, name)
 	cancel()

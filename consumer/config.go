@@ -15,7 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 )
 
 // Config configures a Consumer.
@@ -57,7 +57,7 @@ type Config struct {
 	// Denials ends at once the JetStream calls whose publish NATS refuses
 	// (the durable's unfiltered create, under a node's permissions); nil
 	// leaves them to their timeout.
-	Denials *bus.Denials
+	Denials *natsjs.Denials
 	// Registerer receives the consumer's metrics; nil registers nothing.
 	Registerer prometheus.Registerer
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/jetlet/jetlet/internal/periodic"
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 )
 
 var tracer = otel.Tracer("github.com/jetlet/jetlet/consumer")
@@ -187,7 +187,7 @@ func (c *Consumer) Run(ctx context.Context, grace time.Duration) error {
 		return err
 	}
 	c.attached.Store(true)
-	c.log.Info().Str("durable", bus.DurableName(c.cfg.Node)).Msg("consuming intents")
+	c.log.Info().Str("durable", natsjs.DurableName(c.cfg.Node)).Msg("consuming intents")
 	var supervising sync.WaitGroup
 	supervising.Go(func() { cc = c.superviseIntake(ctx, cc) })
 	c.tend(ctx)

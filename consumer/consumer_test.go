@@ -22,7 +22,7 @@ import (
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/reconcile/podworkers"
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/natstest"
 	"github.com/jetlet/jetlet/test/poll"
@@ -84,9 +84,9 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	nc, js := natstest.Connect(t, natstest.RunServer(t))
-	var sc bus.StreamsConfig
+	var sc natsjs.StreamsConfig
 	sc.SetDefaults()
-	if err := bus.Provision(t.Context(), js, sc, zerolog.Nop()); err != nil {
+	if err := natsjs.Provision(t.Context(), js, sc, zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 	return &harness{t: t, nc: nc, js: js, sync: newFakeSyncer()}
@@ -527,7 +527,7 @@ func TestAResultWhosePubAckWasLostIsStoredOnce(t *testing.T) {
 		t.Fatalf("results per intent %v, want one for intent %d", got, seq)
 	}
 	poll.Until(t, 30*time.Second, poll.Msg("the intent to be acked"), func() bool {
-		info, err := h.js.Consumer(t.Context(), schemas.StreamIntents, bus.DurableName("n1"))
+		info, err := h.js.Consumer(t.Context(), schemas.StreamIntents, natsjs.DurableName("n1"))
 		return err == nil && info.CachedInfo().NumAckPending == 0 && info.CachedInfo().AckFloor.Stream >= seq
 	})
 	pub.mu.Lock()
@@ -607,7 +607,7 @@ func TestAnIntentAnsweredButNotAckedBeforeARestartIsAckedWithoutAnother(t *testi
 	}
 	h.start(consumer.Config{})
 	poll.Until(t, 30*time.Second, poll.Msg("the answered intent to be acked"), func() bool {
-		info, err := h.js.Consumer(t.Context(), schemas.StreamIntents, bus.DurableName("n1"))
+		info, err := h.js.Consumer(t.Context(), schemas.StreamIntents, natsjs.DurableName("n1"))
 		return err == nil && info.CachedInfo().NumAckPending == 0 && info.CachedInfo().AckFloor.Stream >= seq
 	})
 	if got := resultsOf(h.settledResults()); got[seq] != 1 || len(got) != 1 {

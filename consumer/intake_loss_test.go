@@ -16,7 +16,7 @@ import (
 	"github.com/jetlet/jetlet/consumer"
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 	"github.com/jetlet/jetlet/test/natscluster"
 	"github.com/jetlet/jetlet/test/poll"
 )
@@ -40,13 +40,13 @@ func startLossRig(t *testing.T) (*natscluster.Cluster, jetstream.JetStream, func
 	if err != nil {
 		t.Fatal(err)
 	}
-	streams := bus.StreamsConfig{Replicas: 3}
+	streams := natsjs.StreamsConfig{Replicas: 3}
 	streams.SetDefaults()
 	// Healthy servers may not all be known to the meta leader yet: a
 	// replicated stream's placement finds "no suitable peers" until they are.
 	var provisionErr error
 	poll.Until(t, 30*time.Second, func() string { return fmt.Sprintf("the streams provisioned; last: %v", provisionErr) }, func() bool {
-		provisionErr = bus.Provision(t.Context(), js, streams, zerolog.Nop())
+		provisionErr = natsjs.Provision(t.Context(), js, streams, zerolog.Nop())
 		return provisionErr == nil
 	})
 	h := &harness{t: t, nc: nc, js: js, sync: newFakeSyncer()}
@@ -86,7 +86,7 @@ func startLossRig(t *testing.T) (*natscluster.Cluster, jetstream.JetStream, func
 	// to be lost would stall the reads.
 	answers := func() map[uint64]int {
 		n := map[uint64]int{}
-		_, err := bus.ReadStored(t.Context(), js, nil, schemas.StreamResults, "jetlet.result.n1.*", time.Time{}, func(m *jetstream.RawStreamMsg) error {
+		_, err := natsjs.ReadStored(t.Context(), js, nil, schemas.StreamResults, "jetlet.result.n1.*", time.Time{}, func(m *jetstream.RawStreamMsg) error {
 			var r schemas.SyncResult
 			if err := json.Unmarshal(m.Data, &r); err != nil {
 				return err
@@ -126,7 +126,7 @@ func firstThreeAnswered(t *testing.T, js jetstream.JetStream, answers func() map
 	t.Helper()
 	publish(0, 3)
 	poll.Until(t, time.Minute, poll.Msg("3 results"), func() bool { return len(answers()) == 3 })
-	durable, err := js.Consumer(t.Context(), schemas.StreamIntents, bus.DurableName("n1"))
+	durable, err := js.Consumer(t.Context(), schemas.StreamIntents, natsjs.DurableName("n1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestADurableLostWithItsServerIsMadeAnew(t *testing.T) {
 	// wait covers the remade consumer's redeliveries too.
 	publish(6, 7)
 	wantEachAnsweredOnce(t, answers, 7)
-	remade, err := js.Consumer(t.Context(), schemas.StreamIntents, bus.DurableName("n1"))
+	remade, err := js.Consumer(t.Context(), schemas.StreamIntents, natsjs.DurableName("n1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestADurableThatForgotItsAcksIsMadeAnew(t *testing.T) {
 	wantEachAnsweredOnce(t, answers, 4)
 	var now time.Time
 	poll.Until(t, time.Minute, func() string { return fmt.Sprintf("the durable made anew (created %v, then %v)", created, now) }, func() bool {
-		d, err := js.Consumer(t.Context(), schemas.StreamIntents, bus.DurableName("n1"))
+		d, err := js.Consumer(t.Context(), schemas.StreamIntents, natsjs.DurableName("n1"))
 		if err != nil {
 			return false
 		}
@@ -225,7 +225,7 @@ func TestAChangedIntakeReplicasMakesTheDurableAnew(t *testing.T) {
 			t.Errorf("intent %d has %d results, want 1", seq, n)
 		}
 	}
-	durable, err := h.js.Consumer(t.Context(), schemas.StreamIntents, bus.DurableName("n1"))
+	durable, err := h.js.Consumer(t.Context(), schemas.StreamIntents, natsjs.DurableName("n1"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlet/jetlet/reconcile/podworkers"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 )
 
 // recover rebuilds every pod's desired state before any intent is consumed
@@ -105,9 +105,9 @@ func (r *recovered) desired() []podworkers.Desired {
 // ackFloor is the durable consumer's ack floor: every intent at or below it
 // has been acked, so answered. 0 when the durable consumer does not exist.
 func (c *Consumer) ackFloor(ctx context.Context) (uint64, error) {
-	name := bus.DurableName(c.cfg.Node)
+	name := natsjs.DurableName(c.cfg.Node)
 	var cons jetstream.Consumer
-	err := bus.UnlessDenied(ctx, c.cfg.Denials, "$JS.API.CONSUMER.INFO."+c.cfg.IntentsStream+"."+name, func(ctx context.Context) (err error) {
+	err := natsjs.UnlessDenied(ctx, c.cfg.Denials, "$JS.API.CONSUMER.INFO."+c.cfg.IntentsStream+"."+name, func(ctx context.Context) (err error) {
 		cons, err = c.js.Consumer(ctx, c.cfg.IntentsStream, name)
 		return err
 	})
@@ -115,7 +115,7 @@ func (c *Consumer) ackFloor(ctx context.Context) (uint64, error) {
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return 0, nil
 	}
-	if errors.As(err, new(*bus.PermissionError)) {
+	if errors.As(err, new(*natsjs.PermissionError)) {
 		return 0, backoff.Permanent(fmt.Errorf("durable consumer %s: %w", name, err))
 	}
 	if err != nil && c.cfg.DurableInMemory {
@@ -158,16 +158,16 @@ func (c *Consumer) replay(ctx context.Context) (*recovered, int, error) {
 	}
 	// A consumer of a fixed name, not an ordered one, so that a node's
 	// permissions can name it (docs/security.md).
-	oc, err := bus.CreateReadBack(ctx, c.js, c.cfg.Denials, c.cfg.IntentsStream, jetstream.ConsumerConfig{
-		Name: bus.ReplayName(c.cfg.Node), FilterSubject: filter, DeliverPolicy: jetstream.DeliverAllPolicy,
+	oc, err := natsjs.CreateReadBack(ctx, c.js, c.cfg.Denials, c.cfg.IntentsStream, jetstream.ConsumerConfig{
+		Name: natsjs.ReplayName(c.cfg.Node), FilterSubject: filter, DeliverPolicy: jetstream.DeliverAllPolicy,
 	})
-	if errors.As(err, new(*bus.PermissionError)) {
+	if errors.As(err, new(*natsjs.PermissionError)) {
 		return nil, 0, backoff.Permanent(err) // retrying cannot mend the permissions
 	}
 	if err != nil {
 		return nil, 0, err
 	}
-	defer bus.DeleteReadBack(ctx, c.js, c.cfg.IntentsStream, bus.ReplayName(c.cfg.Node))
+	defer natsjs.DeleteReadBack(ctx, c.js, c.cfg.IntentsStream, natsjs.ReplayName(c.cfg.Node))
 	read := 0
 	for read < total {
 		batch, err := oc.Fetch(min(total-read, 1000), jetstream.FetchMaxWait(5*time.Second))

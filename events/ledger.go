@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 )
 
 // ledger knows which events JETLET_EVENTS holds, per pod: the ids of its
@@ -120,7 +120,7 @@ func (p *EventPublisher) loadLedgers(ctx context.Context, events []queuedEvent) 
 // batched direct gets: no consumer.
 func (p *EventPublisher) readBack(ctx context.Context, uid string) (*podLedger, error) {
 	pl := &podLedger{ids: map[string]struct{}{}}
-	last, err := bus.ReadStored(ctx, p.js, p.cfg.Denials, schemas.StreamEvents, p.subj.PodEvents(p.cfg.Node, uid), time.Time{},
+	last, err := natsjs.ReadStored(ctx, p.js, p.cfg.Denials, schemas.StreamEvents, p.subj.PodEvents(p.cfg.Node, uid), time.Time{},
 		func(m *jetstream.RawStreamMsg) error {
 			pl.ids[m.Header.Get(jetstream.MsgIDHeader)] = struct{}{}
 			return nil

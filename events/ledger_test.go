@@ -14,7 +14,7 @@ import (
 
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/natstest"
 	"github.com/jetlet/jetlet/test/poll"
@@ -26,7 +26,7 @@ const window = time.Second
 
 func provisionShortWindow(t *testing.T, js jetstream.JetStream) {
 	t.Helper()
-	jetlettest.Provision(t, js, func(c *bus.StreamsConfig) { c.DuplicateWindow = window })
+	jetlettest.Provision(t, js, func(c *natsjs.StreamsConfig) { c.DuplicateWindow = window })
 }
 
 func waitWindowExpired(t *testing.T, js jetstream.JetStream) {
@@ -136,7 +136,7 @@ func TestLedgerHoldsEventsBackUntilItCanReadTheStream(t *testing.T) {
 
 	srv.Shutdown()
 	srv.WaitForShutdown()
-	failures := bus.NewPublishFailures(nil)
+	failures := natsjs.NewPublishFailures(nil)
 	second, _ := runPublisher(t, js, events.Config{Failures: failures})
 	emitN(second, "u1", 0, 10)
 	poll.Until(t, 30*time.Second, poll.Msg("a failed read-back"), func() bool {
@@ -162,9 +162,9 @@ func BenchmarkEvents(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			_, js := natstest.Connect(b, natstest.RunServer(b))
-			var cfg bus.StreamsConfig
+			var cfg natsjs.StreamsConfig
 			cfg.SetDefaults()
-			if err := bus.Provision(b.Context(), js, cfg, zerolog.Nop()); err != nil {
+			if err := natsjs.Provision(b.Context(), js, cfg, zerolog.Nop()); err != nil {
 				b.Fatal(err)
 			}
 			p, err := events.New(js, events.Config{Node: "n1"})
@@ -204,12 +204,12 @@ func TestALateCopyOfAnEventIsRefusedAtAnyAge(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitWindowExpired(t, js)
-	if err := jetlettest.Republish(nc, first); !bus.WrongLastSequence(err) {
+	if err := jetlettest.Republish(nc, first); !natsjs.WrongLastSequence(err) {
 		t.Errorf("a late copy past the window: %v, want refused for its last sequence", err)
 	}
 	emitN(p, "u1", 1, 2)
 	flush(t, p)
-	if err := jetlettest.Republish(nc, first); !bus.WrongLastSequence(err) {
+	if err := jetlettest.Republish(nc, first); !natsjs.WrongLastSequence(err) {
 		t.Errorf("a late copy after the pod's next event: %v, want refused for its last sequence", err)
 	}
 	if got := storedOnce(t, js, "u1"); got != 2 {

@@ -4,7 +4,7 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // Metrics counts the events the publisher could not publish at once, and
 // those it did not publish again. (Its publish failures are counted with the
-// results' and statuses' in bus.NewPublishFailures.)
+// results' and statuses' in natsjs.NewPublishFailures.)
 type Metrics struct {
 	EventsDropped  prometheus.Counter
 	EventsBuffered prometheus.Gauge

@@ -18,7 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 )
 
 // Config configures an EventPublisher.
@@ -34,12 +34,12 @@ type Config struct {
 	// (default: registered nowhere).
 	Metrics *Metrics
 	// Failures counts the events not stored at once, under kind "event",
-	// and the ledgers not read back, under "ledger" (bus.NewPublishFailures;
+	// and the ledgers not read back, under "ledger" (natsjs.NewPublishFailures;
 	// default: registered nowhere).
 	Failures *prometheus.CounterVec
 	// Denials ends at once a read-back NATS denies; nil leaves it to its
 	// timeout.
-	Denials *bus.Denials
+	Denials *natsjs.Denials
 	// SpoolDir keeps the queued events on disk until they are stored, and
 	// queues again at start those a previous run left there; "" keeps them
 	// in memory only.
@@ -58,19 +58,19 @@ func (c *Config) SetDefaults() {
 		c.Metrics = NewMetrics(nil)
 	}
 	if c.Failures == nil {
-		c.Failures = bus.NewPublishFailures(nil)
+		c.Failures = natsjs.NewPublishFailures(nil)
 	}
 }
 
 // ErrInvalidConfig wraps every configuration error.
-var ErrInvalidConfig = bus.ErrInvalidConfig
+var ErrInvalidConfig = natsjs.ErrInvalidConfig
 
 // Validate reports the first setting that cannot work.
 func (c *Config) Validate() error {
 	if c.EventBuffer < 1 {
 		return fmt.Errorf("%w: event buffer %d < 1", ErrInvalidConfig, c.EventBuffer)
 	}
-	return cmp.Or(bus.CheckNode(c.Node), bus.CheckSubjectPrefix(c.SubjectPrefix))
+	return cmp.Or(natsjs.CheckNode(c.Node), natsjs.CheckSubjectPrefix(c.SubjectPrefix))
 }
 
 // EventPublisher publishes the lifecycle events of one node.
@@ -82,7 +82,7 @@ type EventPublisher struct {
 	js   jetstream.JetStream
 	cfg  Config
 	subj schemas.Subjects
-	out  *bus.Outbox // counts the events not yet stored
+	out  *natsjs.Outbox // counts the events not yet stored
 
 	events  chan queuedEvent
 	dropped atomic.Bool
@@ -97,14 +97,14 @@ type EventPublisher struct {
 
 // New returns an EventPublisher; nothing is sent before Run.
 func New(js jetstream.JetStream, cfg Config) (*EventPublisher, error) {
-	if err := bus.Prepare(js, &cfg); err != nil {
+	if err := natsjs.Prepare(js, &cfg); err != nil {
 		return nil, err
 	}
 	return &EventPublisher{
 		js:     js,
 		cfg:    cfg,
 		subj:   schemas.Subjects{Prefix: cfg.SubjectPrefix},
-		out:    bus.NewOutbox(js, cfg.Failures, cfg.Logger),
+		out:    natsjs.NewOutbox(js, cfg.Failures, cfg.Logger),
 		events: make(chan queuedEvent, cfg.EventBuffer),
 		ledger: ledger{pods: map[string]*podLedger{}},
 	}, nil
@@ -133,7 +133,7 @@ func (p *EventPublisher) Emit(ctx context.Context, ev schemas.LifecycleEvent) {
 	// And a CloudEvent's attributes, for CloudEvents consumers (binary mode).
 	ce := schemas.CloudEventOf(&ev)
 	ce.SetHeaders(msg.Header)
-	bus.InjectTrace(ctx, msg.Header)
+	natsjs.InjectTrace(ctx, msg.Header)
 	p.enqueue(queuedEvent{uid: ev.UID, id: ev.ID, terminal: ev.Type == schemas.EventPodTerminated, msg: msg})
 }
 

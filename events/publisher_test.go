@@ -55,7 +55,7 @@ func tracedContext(t *testing.T) (context.Context, string) {
 	return trace.ContextWithSpanContext(context.Background(), sc), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 }
 
-// New checks the node, prefix and JetStream with bus.Prepare (whose test
+// New checks the node, prefix and JetStream with natsjs.Prepare (whose test
 // has the cases), and its own buffer.
 func TestNewRefusesNoBuffer(t *testing.T) {
 	js := struct{ jetstream.JetStream }{}

@@ -17,11 +17,16 @@
 //
 //	GetPodStatus(uid)  ──▶  PodStatus (runtime only, newest first)
 //	SyncPod(pod, status):
-//	  1. computePodActions(pod, status) ──▶ PodActions (pure, table-tested)
-//	  2. kill the pod, if the sandbox must be (re)created or nothing is left to run
-//	  3. else kill the unwanted containers (spec changed, probe failed, unknown state)
-//	  4. prune exited init containers (keep the newest of each)
-//	  5. create the sandbox, if needed
-//	  6. start the next init container, or
-//	  7. start the app containers (image pull, back-off, create, start)
+//	  1.  computePodActions(pod, status) ──▶ PodActions (pure, table-tested)
+//	  1b. write the volumes of API data (ConfigMaps, Secrets, downward API)
+//	  1c. ensure the pod's cgroup (PodCgroups), for what will run
+//	  2.  kill the pod, if the sandbox must be (re)created or nothing is left to run
+//	  3.  else kill the unwanted containers (spec changed, probe failed, unknown state)
+//	  4.  prune exited init containers (keep the newest of each)
+//	  5.  create the sandbox, if needed
+//	  6.  start the next init container and restart the sidecars
+//	  7.  resize the running containers in place
+//	  8.  start the app containers (image pull, back-off, create, start)
+//
+// The steps are numbered in sync.go's comments as here.
 package reconcile

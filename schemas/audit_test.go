@@ -19,7 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Honoured or rejected, never silently dropped (CONTRACT.md section 3): every
+// Honoured or rejected, never silently dropped (docs/contract.md section 3): every
 // field of a pod's metadata and spec that DecodeIntent accepts is listed below with what
 // answers for it. TestEveryAcceptedFieldIsHonouredOrRejected walks the Go
 // types of k8s.io/api, so a field that a new k8s.io/api brings fails the test

@@ -382,7 +382,7 @@ func peekField[T any](raw []byte) T {
 
 // GracePeriod is the grace period, in seconds, of deleting the intent's pod:
 // gracePeriodSeconds, else the pod's terminationGracePeriodSeconds, else 30
-// (CONTRACT.md section 3). Negative values are ignored.
+// (docs/contract.md section 3). Negative values are ignored.
 func (i *PodIntent) GracePeriod() int64 {
 	if i.GracePeriodSeconds != nil && *i.GracePeriodSeconds >= 0 {
 		return *i.GracePeriodSeconds

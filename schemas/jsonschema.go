@@ -7,7 +7,7 @@ import (
 
 //go:generate go test -run ^TestJSONSchemasUpToDate$ -update .
 
-// Names of the JSON Schemas, one per message (CONTRACT.md sections 3 to 6).
+// Names of the JSON Schemas, one per message (docs/contract.md sections 3 to 6).
 const (
 	SchemaPodIntent      = "PodIntent"
 	SchemaSyncResult     = "SyncResult"

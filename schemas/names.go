@@ -8,7 +8,7 @@ import (
 // DefaultSubjectPrefix is the first token of every jetlet subject.
 const DefaultSubjectPrefix = "jetlet"
 
-// Stream and bucket names (CONTRACT.md section 2).
+// Stream and bucket names (docs/contract.md section 2).
 const (
 	StreamIntents = "JETLET_INTENTS"
 	StreamResults = "JETLET_RESULTS"
@@ -18,10 +18,10 @@ const (
 	BucketNodes   = "jetlet_nodes"
 	// BucketConfigMaps holds ConfigMaps, key <namespace>.<name>, and
 	// BucketSecrets Secrets sealed for one node, key
-	// <node>.<namespace>.<name> (CONTRACT.md section 11).
+	// <node>.<namespace>.<name> (docs/contract.md section 11).
 	BucketConfigMaps = "jetlet_configmaps"
 	BucketSecrets    = "jetlet_secrets"
-	// ObjectStoreImages holds images pushed over the bus (CONTRACT.md
+	// ObjectStoreImages holds images pushed over the bus (docs/contract.md
 	// section 13; the object names: docs/wire-protocol.md section 13).
 	ObjectStoreImages = "jetlet_images"
 )

@@ -17,7 +17,7 @@ const (
 	EndpointLogs = "logs"
 	EndpointExec = "exec"
 	// EndpointCordon sets the node's cordon, EndpointPlan answers with its
-	// plan for an intent (CONTRACT.md section 14).
+	// plan for an intent (docs/contract.md section 14).
 	EndpointCordon = "cordon"
 	EndpointPlan   = "plan"
 )

@@ -2,7 +2,7 @@ package schemas
 
 import "time"
 
-// PodPlan is a node's verdict on an intent before it acts (CONTRACT.md
+// PodPlan is a node's verdict on an intent before it acts (docs/contract.md
 // section 14, `jetlet apply --dry-run=node`): what validation and admission
 // say, and what its next sync would do to the pod as it runs now. Asking
 // for it changes nothing on the node and stores nothing.

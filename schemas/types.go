@@ -1,4 +1,4 @@
-// Package schemas holds jetlet's wire types (CONTRACT.md sections 3 to 6), their
+// Package schemas holds jetlet's wire types (docs/contract.md sections 3 to 6), their
 // JSON Schemas and the decode-and-validate entry point for intents. It is the leaf
 // of the module: it imports nothing of ours.
 package schemas
@@ -368,7 +368,7 @@ type NodeRecord struct {
 	Isolation IsolationLevel `json:"isolation,omitempty"`
 	Pods      PodCounts      `json:"pods"`
 
-	// The node's status in Kubernetes' Node shapes (CONTRACT section 12),
+	// The node's status in Kubernetes' Node shapes (docs/contract.md section 12),
 	// what a scheduler places pods with.
 	Labels        map[string]string   `json:"labels,omitempty"`
 	Taints        []corev1.Taint      `json:"taints,omitempty"`
@@ -384,7 +384,7 @@ type NodeRecord struct {
 	Addresses  []corev1.NodeAddress    `json:"addresses,omitempty"`
 	Images     []corev1.ContainerImage `json:"images,omitempty"`
 	// XKey is the node's curve public key, which Secrets are sealed for
-	// (CONTRACT section 11).
+	// (docs/contract.md section 11).
 	XKey string `json:"xkey,omitempty"`
 
 	StartedAt   time.Time       `json:"startedAt"`
@@ -396,7 +396,7 @@ type NodeRecord struct {
 const KindSealedSecret = "SealedSecret"
 
 // SealedSecret is a core/v1 Secret sealed for one node, the value of its key
-// <node>.<namespace>.<name> in jetlet_secrets (CONTRACT section 11): the
+// <node>.<namespace>.<name> in jetlet_secrets (docs/contract.md section 11): the
 // Secret's JSON sealed with nkeys' curve Seal for the node's xkey by the
 // sender's key; only the node's seed opens it.
 type SealedSecret struct {

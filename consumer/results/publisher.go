@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 )
 
 // Config configures a ResultPublisher.
@@ -27,11 +27,11 @@ type Config struct {
 	Node          string
 	SubjectPrefix string
 	// Failures counts the results not stored under kind "result"
-	// (bus.NewPublishFailures; default: registered nowhere).
+	// (natsjs.NewPublishFailures; default: registered nowhere).
 	Failures *prometheus.CounterVec
 	// Denials ends at once a read NATS denies; nil leaves it to its
 	// timeout.
-	Denials *bus.Denials
+	Denials *natsjs.Denials
 }
 
 // SetDefaults fills what is unset.
@@ -40,16 +40,16 @@ func (c *Config) SetDefaults() {
 		c.SubjectPrefix = schemas.DefaultSubjectPrefix
 	}
 	if c.Failures == nil {
-		c.Failures = bus.NewPublishFailures(nil)
+		c.Failures = natsjs.NewPublishFailures(nil)
 	}
 }
 
 // ErrInvalidConfig wraps every configuration error.
-var ErrInvalidConfig = bus.ErrInvalidConfig
+var ErrInvalidConfig = natsjs.ErrInvalidConfig
 
 // Validate reports the first setting that cannot work.
 func (c *Config) Validate() error {
-	return cmp.Or(bus.CheckNode(c.Node), bus.CheckSubjectPrefix(c.SubjectPrefix))
+	return cmp.Or(natsjs.CheckNode(c.Node), natsjs.CheckSubjectPrefix(c.SubjectPrefix))
 }
 
 // ResultPublisher stores the results of one node's intents and reads back
@@ -86,7 +86,7 @@ type ResultPublisher struct {
 
 // New returns a ResultPublisher; it does no I/O.
 func New(js jetstream.JetStream, cfg Config) (*ResultPublisher, error) {
-	if err := bus.Prepare(js, &cfg); err != nil {
+	if err := natsjs.Prepare(js, &cfg); err != nil {
 		return nil, err
 	}
 	return &ResultPublisher{js: js, cfg: cfg, subj: schemas.Subjects{Prefix: cfg.SubjectPrefix}, last: map[string]uint64{}}, nil
@@ -112,14 +112,14 @@ func (p *ResultPublisher) PublishResult(ctx context.Context, r *schemas.SyncResu
 		msg.Data = data
 		msg.Header.Set(schemas.HeaderIntentSeq, strconv.FormatUint(r.IntentSeq, 10))
 		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(expected, 10))
-		bus.InjectTrace(ctx, msg.Header)
+		natsjs.InjectTrace(ctx, msg.Header)
 		ack, err := p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(schemas.ResultMsgID(p.cfg.Node, r.IntentSeq)))
 		if err == nil {
 			p.learn(r.UID, ack.Sequence)
 			return nil
 		}
 		p.cfg.Failures.WithLabelValues("result").Inc()
-		if !bus.WrongLastSequence(err) {
+		if !natsjs.WrongLastSequence(err) {
 			p.Forget(r.UID) // a copy may yet be stored
 			return fmt.Errorf("publish result of intent %d: %w", r.IntentSeq, err)
 		}
@@ -161,7 +161,7 @@ func (p *ResultPublisher) Forget(uid string) {
 // the intents they answer.
 func (p *ResultPublisher) readPod(ctx context.Context, uid string) (map[uint64]bool, error) {
 	answered := map[uint64]bool{}
-	last, err := bus.ReadStored(ctx, p.js, p.cfg.Denials, schemas.StreamResults, p.subj.Result(p.cfg.Node, uid), time.Time{}, collectIntentSeqs(answered))
+	last, err := natsjs.ReadStored(ctx, p.js, p.cfg.Denials, schemas.StreamResults, p.subj.Result(p.cfg.Node, uid), time.Time{}, collectIntentSeqs(answered))
 	if err != nil {
 		p.Forget(uid)
 		return nil, err
@@ -190,7 +190,7 @@ func (p *ResultPublisher) PodAnswered(ctx context.Context, uid string) (map[uint
 // result stored at or after since, reading with batched direct gets.
 func (p *ResultPublisher) AnsweredSince(ctx context.Context, since time.Time) (map[uint64]bool, error) {
 	answered := map[uint64]bool{}
-	if _, err := bus.ReadStored(ctx, p.js, p.cfg.Denials, schemas.StreamResults, p.subj.Result(p.cfg.Node, "*"), since, collectIntentSeqs(answered)); err != nil {
+	if _, err := natsjs.ReadStored(ctx, p.js, p.cfg.Denials, schemas.StreamResults, p.subj.Result(p.cfg.Node, "*"), since, collectIntentSeqs(answered)); err != nil {
 		return nil, err
 	}
 	return answered, nil

@@ -13,12 +13,12 @@ import (
 
 	"github.com/jetlet/jetlet/consumer/results"
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/natstest"
 )
 
-// New checks its config with bus.Prepare (whose test has the cases).
+// New checks its config with natsjs.Prepare (whose test has the cases).
 func TestNewRefusesNoJetStreamAndABadPrefix(t *testing.T) {
 	if _, err := results.New(nil, results.Config{Node: "n1"}); !errors.Is(err, results.ErrInvalidConfig) {
 		t.Errorf("New without JetStream: %v, want ErrInvalidConfig", err)
@@ -40,7 +40,7 @@ func TestPublishResultIsStoredOncePerIntent(t *testing.T) {
 	const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	intent := nats.Header{}
 	intent.Set("traceparent", traceparent)
-	ctx := bus.ExtractTrace(context.Background(), intent)
+	ctx := natsjs.ExtractTrace(context.Background(), intent)
 	r := &schemas.SyncResult{Node: "n1", UID: "u1", IntentSeq: 42, Outcome: schemas.OutcomeSynced, Op: schemas.OpApply}
 	for range 2 { // a redelivered intent answered twice
 		if err := p.PublishResult(ctx, r); err != nil {
@@ -107,7 +107,7 @@ func TestPublishResultIsStoredOncePerIntent(t *testing.T) {
 // result is no longer the one the copy expected.
 func TestALateCopyOfAResultIsRefusedAtAnyAge(t *testing.T) {
 	nc, js := natstest.Connect(t, natstest.RunServer(t))
-	jetlettest.Provision(t, js, func(c *bus.StreamsConfig) { c.DuplicateWindow = time.Second })
+	jetlettest.Provision(t, js, func(c *natsjs.StreamsConfig) { c.DuplicateWindow = time.Second })
 	// The copies exactly as the node sent them, seen on the wire.
 	sent, err := nc.SubscribeSync("jetlet.result.n1.u1")
 	if err != nil {
@@ -133,11 +133,11 @@ func TestALateCopyOfAResultIsRefusedAtAnyAge(t *testing.T) {
 
 	// The late copy arrives, alone and then after the pod's next result.
 	late := func() error { return jetlettest.Republish(nc, first) }
-	if err := late(); !bus.WrongLastSequence(err) {
+	if err := late(); !natsjs.WrongLastSequence(err) {
 		t.Errorf("a late copy past the window: %v, want refused for its last sequence", err)
 	}
 	answer(p, 43)
-	if err := late(); !bus.WrongLastSequence(err) {
+	if err := late(); !natsjs.WrongLastSequence(err) {
 		t.Errorf("a late copy after the next result: %v, want refused for its last sequence", err)
 	}
 	// A restarted node answers 42 again (it found no result for it, reading

@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 )
 
 // storedParallel bounds the statuses read back at once.
@@ -26,7 +26,7 @@ func (w *StatusWriter) Stored(ctx context.Context, uids []string) (map[string]*s
 		return map[string]*schemas.PodStatus{}, nil
 	}
 	var kv jetstream.KeyValue
-	err := bus.UnlessDenied(ctx, w.cfg.Denials, "$JS.API.STREAM.INFO.KV_"+schemas.BucketStatus, func(ctx context.Context) (err error) {
+	err := natsjs.UnlessDenied(ctx, w.cfg.Denials, "$JS.API.STREAM.INFO.KV_"+schemas.BucketStatus, func(ctx context.Context) (err error) {
 		kv, err = w.js.KeyValue(ctx, schemas.BucketStatus)
 		return err
 	})
@@ -62,7 +62,7 @@ func (w *StatusWriter) Stored(ctx context.Context, uids []string) (map[string]*s
 func (w *StatusWriter) storedOne(ctx context.Context, kv jetstream.KeyValue, uid string) (*schemas.PodStatus, error) {
 	key := schemas.StatusKey(w.cfg.Node, uid)
 	var e jetstream.KeyValueEntry
-	err := bus.UnlessDenied(ctx, w.cfg.Denials, "$JS.API.DIRECT.GET.KV_"+schemas.BucketStatus, func(ctx context.Context) (err error) {
+	err := natsjs.UnlessDenied(ctx, w.cfg.Denials, "$JS.API.DIRECT.GET.KV_"+schemas.BucketStatus, func(ctx context.Context) (err error) {
 		e, err = kv.Get(ctx, key)
 		return err
 	})

@@ -16,7 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 )
 
 // Config configures a StatusWriter.
@@ -32,11 +32,11 @@ type Config struct {
 	RefreshWindow time.Duration
 	Logger        zerolog.Logger
 	// Failures counts the statuses not stored at once under kind "status"
-	// (bus.NewPublishFailures; default: registered nowhere).
+	// (natsjs.NewPublishFailures; default: registered nowhere).
 	Failures *prometheus.CounterVec
 	// Denials ends at once a read-back (Stored) NATS denies; nil leaves it
 	// to its timeout.
-	Denials *bus.Denials
+	Denials *natsjs.Denials
 }
 
 // SetDefaults fills what is unset.
@@ -48,12 +48,12 @@ func (c *Config) SetDefaults() {
 		c.RefreshWindow = time.Second
 	}
 	if c.Failures == nil {
-		c.Failures = bus.NewPublishFailures(nil)
+		c.Failures = natsjs.NewPublishFailures(nil)
 	}
 }
 
 // ErrInvalidConfig wraps every configuration error.
-var ErrInvalidConfig = bus.ErrInvalidConfig
+var ErrInvalidConfig = natsjs.ErrInvalidConfig
 
 // Validate reports the first setting that cannot work.
 func (c *Config) Validate() error {
@@ -63,7 +63,7 @@ func (c *Config) Validate() error {
 	case c.RefreshWindow < 0:
 		return fmt.Errorf("%w: refresh window %s is negative", ErrInvalidConfig, c.RefreshWindow)
 	}
-	return bus.CheckNode(c.Node)
+	return natsjs.CheckNode(c.Node)
 }
 
 // StatusWriter stores the pod statuses of one node in jetlet_status. They
@@ -73,7 +73,7 @@ func (c *Config) Validate() error {
 type StatusWriter struct {
 	js  jetstream.JetStream
 	cfg Config
-	out *bus.Outbox // counts the statuses not yet stored
+	out *natsjs.Outbox // counts the statuses not yet stored
 
 	mu       sync.Mutex
 	pending  map[string]pendingStatus // key → newest status not yet stored
@@ -83,13 +83,13 @@ type StatusWriter struct {
 
 // New returns a StatusWriter; nothing is written before Run.
 func New(js jetstream.JetStream, cfg Config) (*StatusWriter, error) {
-	if err := bus.Prepare(js, &cfg); err != nil {
+	if err := natsjs.Prepare(js, &cfg); err != nil {
 		return nil, err
 	}
 	return &StatusWriter{
 		js:      js,
 		cfg:     cfg,
-		out:     bus.NewOutbox(js, cfg.Failures, cfg.Logger),
+		out:     natsjs.NewOutbox(js, cfg.Failures, cfg.Logger),
 		pending: map[string]pendingStatus{},
 		wake:    make(chan struct{}, 1),
 	}, nil

@@ -37,7 +37,7 @@ func startWriter(t *testing.T, js jetstream.JetStream, cfg status.Config) *statu
 	return w
 }
 
-// New checks the node and JetStream with bus.Prepare (whose test has the
+// New checks the node and JetStream with natsjs.Prepare (whose test has the
 // cases), and its own durations.
 func TestNewRefusesDurationsThatCannotWork(t *testing.T) {
 	js := struct{ jetstream.JetStream }{}

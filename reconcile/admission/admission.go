@@ -30,7 +30,7 @@ type Node struct {
 	Name   string
 	Labels map[string]string
 	Taints []corev1.Taint
-	// Unschedulable is a cordoned node's (CONTRACT section 14).
+	// Unschedulable is a cordoned node's (docs/contract.md section 14).
 	Unschedulable bool
 	// ShuttingDown: the host is shutting down (the node shutdown manager).
 	ShuttingDown bool
@@ -47,7 +47,7 @@ type Node struct {
 }
 
 // Verdict is admission's answer. A refused pod's status is phase Failed with
-// Reason and Message (CONTRACT section 12).
+// Reason and Message (docs/contract.md section 12).
 type Verdict struct {
 	Admit bool
 	// Reason is kubelet's word for the refusal (Reason* or OutOf<resource>).
@@ -61,7 +61,7 @@ var admitted = Verdict{Admit: true}
 // check is one of admission's checks: admitted, or why not.
 type check func(node *Node, pod *corev1.Pod, held *Held) Verdict
 
-// checks are run in CONTRACT section 12's order; the first refusal decides.
+// checks are run in docs/contract.md section 12's order; the first refusal decides.
 var checks = []check{
 	checkPodSecurity,
 	checkNodeName,

@@ -86,7 +86,7 @@ func TestAdmitAdmitsAPodThatFits(t *testing.T) {
 }
 
 // TestAdmitOrder: a pod failing two checks is refused by the earlier one, in
-// CONTRACT section 12's order.
+// docs/contract.md section 12's order.
 func TestAdmitOrder(t *testing.T) {
 	// Each failure, applied to the node, the pod or the active pods.
 	type setup func(node *Node, pod *corev1.Pod, active *[]*corev1.Pod)

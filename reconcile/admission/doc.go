@@ -5,7 +5,7 @@
 //
 // Admit is a pure function of what the node is (Node), the pod, and what the
 // pods already admitted and not terminal hold (Held, which their owner keeps
-// as they come, change and go, so that a decision does not walk them). It runs the checks of CONTRACT section 12
+// as they come, change and go, so that a decision does not walk them). It runs the checks of docs/contract.md section 12
 // in order; the first that fails decides, with kubelet's reason and a message
 // that says what did not fit:
 //

@@ -8,8 +8,8 @@ import (
 )
 
 // ObjectSource gives the ConfigMaps and Secrets pods refer to, after
-// kubelet's configmap and secret managers; consumer/objects implements it
-// over the buckets jetlet_configmaps and jetlet_secrets (CONTRACT section 11).
+// kubelet's configmap and secret managers; consumer/configcache implements it
+// over the buckets jetlet_configmaps and jetlet_secrets (docs/contract.md section 11).
 //
 // The objects returned are shared with the source's cache: callers must not
 // modify them. The errors:

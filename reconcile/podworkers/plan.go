@@ -12,7 +12,7 @@ import (
 )
 
 // Plan is the node's verdict on intent for pod uid, as its sync would give
-// it now, without acting (CONTRACT.md section 14): admission's verdict on a
+// it now, without acting (docs/contract.md section 14): admission's verdict on a
 // pod it does not run yet (nothing else when refused), then what the sync
 // would do to the pod as the runtime has it. A delete plans the pod's end.
 // It takes no sync lock: a sync running meanwhile may change what is true.

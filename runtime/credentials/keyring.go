@@ -20,6 +20,8 @@ import (
 	"strings"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/schemas/imageref"
 )
 
 // Docker Hub's names. Images without a registry come from dockerHub; an
@@ -174,7 +176,14 @@ func (k *Keyring) Lookup(image string) []*runtimeapi.AuthConfig {
 	if k == nil || len(k.index) == 0 {
 		return nil
 	}
-	repo, err := parseSchemeless(normalizeRepository(image))
+	// The image's repository as kubelet's lookup sees it (its reference
+	// normalised: docker.io/library/..., Docker Hub's index host as docker.io).
+	// A reference that does not parse is pulled by nobody: no credentials.
+	ref, err := imageref.Parse(image)
+	if err != nil {
+		return nil
+	}
+	repo, err := parseSchemeless(ref.Repo())
 	if err != nil {
 		return nil
 	}
@@ -218,30 +227,6 @@ func splitHost(u *url.URL) (labels []string, port string) {
 		host, port = u.Host, ""
 	}
 	return strings.Split(host, "."), port
-}
-
-// normalizeRepository is the image's repository as a registry sees it, as
-// Docker's reference normalisation (which kubelet applies before its lookup):
-// no tag or digest; the registry docker.io when the first component names no
-// host (no '.' or ':' and not localhost); library/ before a one-component
-// Docker Hub name; Docker Hub's other names as docker.io.
-func normalizeRepository(image string) string {
-	name, _, _ := strings.Cut(image, "@")
-	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
-		name = name[:i]
-	}
-	first, rest, found := strings.Cut(name, "/")
-	if !found || (!strings.ContainsAny(first, ".:") && first != "localhost") {
-		first, rest = dockerHub, name
-	}
-	switch first {
-	case dockerHubIndex, dockerHubBackend:
-		first = dockerHub
-	}
-	if first == dockerHub && !strings.Contains(rest, "/") {
-		rest = "library/" + rest
-	}
-	return first + "/" + rest
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -28,6 +28,8 @@ func users(k *Keyring, image string) []string {
 	return out
 }
 
+const hex64 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
 func TestLookupMatchesAsKubeletsKeyring(t *testing.T) {
 	cfg := fmt.Sprintf(`{"auths": {
 	  "https://index.docker.io/v1/": {"auth": %q},
@@ -53,7 +55,15 @@ func TestLookupMatchesAsKubeletsKeyring(t *testing.T) {
 		{"someone/app:v1", []string{"hub"}},
 		{"docker.io/library/busybox", []string{"hub"}},
 		{"index.docker.io/someone/app", []string{"hub"}},
-		{"registry-1.docker.io/someone/app@sha256:abcd", []string{"hub"}},
+		{"index.docker.io/library/busybox:1.36@sha256:" + hex64, []string{"hub"}},
+		// The image's reference in the normal form every user of references
+		// shares (schemas/imageref, containerd's and kubelet's): Docker Hub's
+		// backend host is another registry there (this keyring's own
+		// normaliser made it docker.io), and a reference that does not
+		// parse is pulled by nobody, so it gets no credentials.
+		{"registry-1.docker.io/someone/app@sha256:" + hex64, nil},
+		{"Busybox", nil},
+		{"busybox@sha256:abcd", nil},
 		// The host, and longer paths of it first.
 		{"registry.example.com/other/app:v1", []string{"plain"}},
 		{"registry.example.com/team/x", []string{"team", "plain"}},

@@ -10,11 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/internal/atomicfile"
+	"github.com/jetlet/jetlet/runtime/crierr"
 	"github.com/jetlet/jetlet/runtime/embedded/cgroups"
 	"github.com/jetlet/jetlet/runtime/embedded/shim"
 )
@@ -123,7 +122,7 @@ func (r *Runtime) createContainerCgroup(c *container, s *sandbox) error {
 	if !c.config.GetLinux().GetSecurityContext().GetPrivileged() {
 		_, asked, err := containerDevices(c.config)
 		if err != nil {
-			return status.Error(codes.InvalidArgument, err.Error())
+			return errorf(crierr.ErrInvalidArgument, "%w", err)
 		}
 		devices = append(slices.Clone(cgroups.DefaultDevices), asked...)
 	}
@@ -137,9 +136,9 @@ func (r *Runtime) createContainerCgroup(c *container, s *sandbox) error {
 
 func cgroupError(err error) error {
 	if errors.Is(err, cgroups.ErrUnsupported) {
-		return status.Error(codes.InvalidArgument, err.Error())
+		return errorf(crierr.ErrInvalidArgument, "%w", err)
 	}
-	return status.Error(codes.Internal, err.Error())
+	return errorf(crierr.ErrInternal, "%w", err)
 }
 
 // deleteCgroup removes cg, logging a failure (a process escaped the

@@ -6,12 +6,12 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/jetlet/jetlet/internal/atomicfile"
-	"github.com/jetlet/jetlet/runtime/embedded/shim"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/internal/atomicfile"
+	"github.com/jetlet/jetlet/runtime/crierr"
+	"github.com/jetlet/jetlet/runtime/embedded/shim"
 
 	"github.com/jetlet/jetlet/runtime/embedded/cgroups"
 )
@@ -151,7 +151,7 @@ func (r *Runtime) runningContainer(id string) (*container, *sandbox, error) {
 	s := r.sandboxes[c.sandboxID]
 	r.mu.RUnlock()
 	if state != runtimeapi.ContainerState_CONTAINER_RUNNING || s == nil {
-		return nil, nil, status.Errorf(codes.FailedPrecondition, "container %s is in %s state", c.id, state)
+		return nil, nil, errorf(crierr.ErrFailedPrecondition, "container %s is in %s state", c.id, state)
 	}
 	return c, s, nil
 }

@@ -5,10 +5,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/jetlet/jetlet/runtime/crierr"
 	"github.com/jetlet/jetlet/runtime/embedded/shim"
 )
 
@@ -21,11 +20,10 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 	cfg := req.GetConfig()
 	md := cfg.GetMetadata()
 	if md == nil || md.GetName() == "" {
-		return nil, status.Error(codes.InvalidArgument, "container config must have metadata with a name")
+		return nil, errorf(crierr.ErrInvalidArgument, "container config must have metadata with a name")
 	}
 	if r.store == nil && len(cfg.GetCommand()) == 0 {
-		return nil, status.Errorf(codes.InvalidArgument,
-			"container %q has no command: jetlet-proc runs host processes and cannot know the entrypoint of image %q; set command (and args)",
+		return nil, errorf(crierr.ErrInvalidArgument, "container %q has no command: jetlet-proc runs host processes and cannot know the entrypoint of image %q; set command (and args)",
 			md.GetName(), cfg.GetImage().GetImage())
 	}
 	s, err := r.getSandbox(req.GetPodSandboxId())
@@ -36,14 +34,14 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 	ready := s.ready
 	r.mu.RUnlock()
 	if !ready {
-		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %s is not ready", s.id)
+		return nil, errorf(crierr.ErrFailedPrecondition, "sandbox %s is not ready", s.id)
 	}
 	id := newID()
 	var held *containerImages
 	var imageID string
 	if r.store != nil {
 		if held, err = r.holdImages(id, cfg); err != nil {
-			return nil, status.Errorf(codes.NotFound, "container %q: %v", md.GetName(), err)
+			return nil, errorf(crierr.ErrNotFound, "container %q: %v", md.GetName(), err)
 		}
 		imageID = held.Root.ID
 	} else {
@@ -51,7 +49,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 		im := r.lookupImage(cfg.GetImage().GetImage())
 		r.mu.RUnlock()
 		if im == nil {
-			return nil, status.Errorf(codes.NotFound, "image %q not found: pull it first", cfg.GetImage().GetImage())
+			return nil, errorf(crierr.ErrNotFound, "image %q not found: pull it first", cfg.GetImage().GetImage())
 		}
 		imageID = im.ID
 	}
@@ -60,7 +58,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 	iso, err := r.validateContainer(cfg, s, held)
 	if err != nil {
 		r.releaseImages(id, held)
-		return nil, status.Errorf(codes.InvalidArgument, "container %q: %v", md.GetName(), err)
+		return nil, errorf(crierr.ErrInvalidArgument, "container %q: %v", md.GetName(), err)
 	}
 	// The seccomp profile is read and compiled now, as containerd reads it
 	// into the spec at create; the start installs what was compiled.
@@ -74,7 +72,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 	}
 	if err != nil {
 		r.releaseImages(id, held)
-		return nil, status.Errorf(codes.InvalidArgument, "container %q: %v", cfg.GetMetadata().GetName(), err)
+		return nil, errorf(crierr.ErrInvalidArgument, "container %q: %v", cfg.GetMetadata().GetName(), err)
 	}
 
 	c := &container{
@@ -110,18 +108,18 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Join(c.dir, "rootfs"), 0o700); err != nil {
-		return fail(status.Errorf(codes.Internal, "create container dir: %v", err))
+		return fail(errorf(crierr.ErrInternal, "create container dir: %v", err))
 	}
 	if err := r.createContainerCgroup(c, s); err != nil {
 		return fail(err)
 	}
 	if err := r.saveContainer(c); err != nil {
-		return fail(status.Errorf(codes.Internal, "record container: %v", err))
+		return fail(errorf(crierr.ErrInternal, "record container: %v", err))
 	}
 	r.mu.Lock()
 	if _, ok := r.sandboxes[s.id]; !ok {
 		r.mu.Unlock()
-		return fail(status.Errorf(codes.NotFound, "sandbox %s was removed", s.id))
+		return fail(errorf(crierr.ErrNotFound, "sandbox %s was removed", s.id))
 	}
 	r.containers[c.id] = c
 	r.emitLocked(c, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT)

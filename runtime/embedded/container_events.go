@@ -5,11 +5,11 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/jetlet/jetlet/runtime/embedded/shim"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/runtime/crierr"
+	"github.com/jetlet/jetlet/runtime/embedded/shim"
 )
 
 // defaultEventBuffer is how many events a subscriber may fall behind before
@@ -52,7 +52,7 @@ type subscriber struct {
 func (r *Runtime) GetContainerEvents(req *runtimeapi.GetEventsRequest, stream grpc.ServerStreamingServer[runtimeapi.ContainerEventResponse]) error {
 	sub, backlog, ok := r.subscribe()
 	if !ok {
-		return status.Error(codes.Unavailable, "jetlet-proc is stopping")
+		return errorf(crierr.ErrUnavailable, "jetlet-proc is stopping")
 	}
 	defer r.unsubscribe(sub)
 	for i, ev := range backlog {
@@ -70,12 +70,11 @@ func (r *Runtime) GetContainerEvents(req *runtimeapi.GetEventsRequest, stream gr
 				return err
 			}
 		case <-sub.lost:
-			return status.Errorf(codes.ResourceExhausted,
-				"container events lost: the subscriber fell more than %d events behind; resubscribe and relist", cap(sub.ch))
+			return errorf(crierr.ErrResourceExhausted, "container events lost: the subscriber fell more than %d events behind; resubscribe and relist", cap(sub.ch))
 		case <-ctx.Done():
-			return status.FromContextError(ctx.Err()).Err()
+			return ctx.Err()
 		case <-r.done:
-			return status.Error(codes.Unavailable, "jetlet-proc is stopping")
+			return errorf(crierr.ErrUnavailable, "jetlet-proc is stopping")
 		}
 	}
 }

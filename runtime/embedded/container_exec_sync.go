@@ -4,14 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"time"
 
-	"github.com/jetlet/jetlet/runtime/embedded/shim"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/runtime/crierr"
+	"github.com/jetlet/jetlet/runtime/embedded/shim"
 )
 
 // maxExecOutput caps each of stdout and stderr, as kubelet and containerd do.
@@ -24,7 +25,7 @@ const maxExecOutput = 16 << 20
 // the call fails with DeadlineExceeded.
 func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
 	if len(req.GetCmd()) == 0 {
-		return nil, status.Error(codes.InvalidArgument, "exec command is empty")
+		return nil, errorf(crierr.ErrInvalidArgument, "exec command is empty")
 	}
 	c, s, err := r.runningContainer(req.GetContainerId())
 	if err != nil {
@@ -43,7 +44,7 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 	var stdio execIO
 	defer stdio.close()
 	if err := stdio.openPipes(nil, &stdout, &stderr, func() {}); err != nil {
-		return nil, status.Errorf(codes.Internal, "exec: %v", err)
+		return nil, errorf(crierr.ErrInternal, "exec: %v", err)
 	}
 	resp, err := shim.Call(execCtx, s.dir, shim.Request{Op: shim.OpExec, Dir: c.dir, Args: req.GetCmd()}, stdio.child[:]...)
 	stdio.closeChild()
@@ -53,11 +54,11 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 	waitCopied(&stdio.copying, time.Second, stdio.outputs...)
 	switch {
 	case timeout > 0 && errors.Is(execCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
-		return nil, status.Errorf(codes.DeadlineExceeded, "failed to exec in container: timeout %v exceeded", timeout)
+		return nil, errorf(crierr.ErrDeadlineExceeded, "failed to exec in container: timeout %v exceeded", timeout)
 	case ctx.Err() != nil:
-		return nil, status.FromContextError(ctx.Err()).Err()
+		return nil, ctx.Err()
 	case err != nil:
-		return nil, status.Errorf(codes.Unknown, "failed to exec in container: %v", err)
+		return nil, fmt.Errorf("failed to exec in container: %v", err)
 	}
 	return &runtimeapi.ExecSyncResponse{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), ExitCode: resp.ExitCode}, nil
 }

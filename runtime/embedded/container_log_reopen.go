@@ -3,9 +3,9 @@ package embedded
 import (
 	"context"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/runtime/crierr"
 )
 
 // ReopenContainerLog makes the container's shim close its log file and open
@@ -22,10 +22,10 @@ func (r *Runtime) ReopenContainerLog(ctx context.Context, req *runtimeapi.Reopen
 	state := c.stateLocked()
 	r.mu.RUnlock()
 	if state != runtimeapi.ContainerState_CONTAINER_RUNNING {
-		return nil, status.Errorf(codes.FailedPrecondition, "container %s is not running", c.id)
+		return nil, errorf(crierr.ErrFailedPrecondition, "container %s is not running", c.id)
 	}
 	if err := r.reopenLog(ctx, c); err != nil {
-		return nil, status.Errorf(codes.Internal, "reopen log of container %s: %v", c.id, err)
+		return nil, errorf(crierr.ErrInternal, "reopen log of container %s: %v", c.id, err)
 	}
 	return &runtimeapi.ReopenContainerLogResponse{}, nil
 }

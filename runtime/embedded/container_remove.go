@@ -5,10 +5,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/jetlet/jetlet/internal/atomicfile"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/internal/atomicfile"
+	"github.com/jetlet/jetlet/runtime/crierr"
 )
 
 // RemoveContainer kills the container if it runs, then removes its record and
@@ -50,7 +50,7 @@ func (r *Runtime) removeContainer(ctx context.Context, c *container) error {
 	}
 	r.deleteCgroup(c.cgroup, "container", c.id)
 	if err := removeDirAtomic(c.dir); err != nil {
-		return status.Errorf(codes.Internal, "remove container dir: %v", err)
+		return errorf(crierr.ErrInternal, "remove container dir: %v", err)
 	}
 	r.releaseImages(c.id, c.images)
 	r.mu.Lock()

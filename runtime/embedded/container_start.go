@@ -9,12 +9,12 @@ import (
 	"slices"
 	"strings"
 
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
 	"github.com/jetlet/jetlet/internal/atomicfile"
+	"github.com/jetlet/jetlet/runtime/crierr"
 	"github.com/jetlet/jetlet/runtime/embedded/cgroups"
 	"github.com/jetlet/jetlet/runtime/embedded/shim"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // defaultPath is the PATH a container gets when its config sets none (the one
@@ -41,11 +41,11 @@ func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 	r.mu.RUnlock()
 	switch {
 	case !present:
-		return nil, status.Errorf(codes.NotFound, "container %s was removed", c.id)
+		return nil, errorf(crierr.ErrNotFound, "container %s was removed", c.id)
 	case state != runtimeapi.ContainerState_CONTAINER_CREATED:
-		return nil, status.Errorf(codes.FailedPrecondition, "container %s is in %s state", c.id, state)
+		return nil, errorf(crierr.ErrFailedPrecondition, "container %s is in %s state", c.id, state)
 	case !ready:
-		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %s of container %s is not ready", c.sandboxID, c.id)
+		return nil, errorf(crierr.ErrFailedPrecondition, "sandbox %s of container %s is not ready", c.sandboxID, c.id)
 	}
 
 	spec, err := r.buildSpec(c, s)
@@ -58,7 +58,7 @@ func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 	}
 	if err != nil {
 		r.recordStartFailure(c, err)
-		return nil, status.Errorf(codes.Unknown, "failed to start container %s: %v", c.id, err)
+		return nil, fmt.Errorf("failed to start container %s: %v", c.id, err)
 	}
 	r.mu.Lock()
 	c.shim = st

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/runtime/crierr"
 )
 
 // killWait bounds the wait for a process group to go after SIGKILL.
@@ -49,19 +49,19 @@ func (r *Runtime) stopContainer(ctx context.Context, c *container, timeout int64
 		sig := stopSignal(c.config.GetStopSignal(), c.images)
 		r.log.Debug().Str("container", c.id).Stringer("signal", sig).Int64("timeout", timeout).Msg("stopping container")
 		if err := signalGroup(st.PID, sig); err != nil {
-			return status.Errorf(codes.Internal, "signal container %s: %v", c.id, err)
+			return errorf(crierr.ErrInternal, "signal container %s: %v", c.id, err)
 		}
 		if done, err := waitExited(ctx, exited, time.Duration(timeout)*time.Second); done || err != nil {
 			return err
 		}
 	}
 	if err := signalGroup(st.PID, syscall.SIGKILL); err != nil {
-		return status.Errorf(codes.Internal, "kill container %s: %v", c.id, err)
+		return errorf(crierr.ErrInternal, "kill container %s: %v", c.id, err)
 	}
 	if done, err := waitExited(ctx, exited, killWait); done || err != nil {
 		return err
 	}
-	return status.Errorf(codes.DeadlineExceeded, "container %s did not exit %v after SIGKILL", c.id, killWait)
+	return errorf(crierr.ErrDeadlineExceeded, "container %s did not exit %v after SIGKILL", c.id, killWait)
 }
 
 // waitExited waits up to d for exited to close and reports whether it did; the
@@ -73,7 +73,7 @@ func waitExited(ctx context.Context, exited <-chan struct{}, d time.Duration) (b
 	case <-exited:
 		return true, nil
 	case <-ctx.Done():
-		return false, status.FromContextError(ctx.Err()).Err()
+		return false, ctx.Err()
 	case <-t.C:
 		return false, nil
 	}

@@ -3,9 +3,9 @@ package embedded
 import (
 	"context"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/runtime/crierr"
 )
 
 // UpdateContainerResources applies the new resources to the container's
@@ -33,7 +33,7 @@ func (r *Runtime) UpdateContainerResources(ctx context.Context, req *runtimeapi.
 		r.mu.Lock()
 		c.resources = old
 		r.mu.Unlock()
-		return nil, status.Errorf(codes.Internal, "record resources: %v", err)
+		return nil, errorf(crierr.ErrInternal, "record resources: %v", err)
 	}
 	return &runtimeapi.UpdateContainerResourcesResponse{}, nil
 }

@@ -8,22 +8,28 @@
 // the runtime starts in the pod's new UTS, IPC, PID and mount namespaces (and
 // network namespace, package network). The shim starts each container as its
 // child in a mount namespace of its own whose root the container's init builds
-// (the host's tree under overlays, what the host must keep to itself hidden,
-// its own /proc, /dev, /tmp and volumes), in its cgroups (package cgroups:
+// (its image: an overlay of the image's unpacked layers, package images; its
+// own /proc, /dev and volumes), in its cgroups (package cgroups:
 // limits, devices) and under its seccomp filter (package seccomp), then copies
 // its output to the CRI log and records its exit. Because the shim, not the
 // runtime, is the containers' parent, pods outlive a restart of the runtime
 // (and of jetlet), and no exit is lost. Without root there are no namespaces,
 // cgroups or users: containers are host processes (isolation "none").
 //
-// Images are host programs for now: an image's reference names the program.
+// Containers run OCI images: pulled through the registry API or imported from
+// an archive, each layer unpacked once into the store under Config.Dir/images
+// (package images), references normalised as containerd does
+// (schemas/imageref). Only a runtime that is not root, or one asked for it
+// (Config.HostPrograms), runs host programs instead: an image's reference
+// then names the program.
 //
 // Files follow containerd's CRI server: one per RPC, resource_verb.go, with
 // its test beside it.
 //
 // State under Config.Dir (mode 0700):
 //
-//	images.json                       pulled image references
+//	images.json                       the references of host programs pulled (Config.HostPrograms)
+//	images/                           the image store: blobs, unpacked layers, records (package images)
 //	sandboxes/<id>/sandbox.json       sandbox record (config, state, times, cgroup, netns)
 //	sandboxes/<id>/shim.lock          flock held by the pod shim for its life (its pid inside)
 //	sandboxes/<id>/shim.sock          the pod shim's socket: start, exec, attach, reopen

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jetlet/jetlet/internal/atomicfile"
+	"github.com/jetlet/jetlet/schemas/imageref"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -64,38 +65,6 @@ func hostImageSize(ref string) uint64 {
 		}
 	}
 	return unresolvedImageSize
-}
-
-// normalizeRef expands a reference the way docker and containerd do:
-// "busybox" → "docker.io/library/busybox:latest". A reference with both a
-// tag and a digest keeps only the digest, as containerd's PullImage does
-// (distribution's ParseDockerRef): the digest alone names the content.
-func normalizeRef(ref string) string {
-	ref = strings.TrimSpace(ref)
-	if ref == "" {
-		return ""
-	}
-	name, digest, hasDigest := strings.Cut(ref, "@")
-	domain, rest, hasSlash := strings.Cut(name, "/")
-	if !hasSlash || (!strings.ContainsAny(domain, ".:") && domain != "localhost") {
-		domain, rest = "docker.io", name
-	}
-	if domain == "docker.io" && !strings.Contains(rest, "/") {
-		rest = "library/" + rest
-	}
-	slash := strings.LastIndex(rest, "/")
-	repo, _, hasTag := strings.Cut(rest[slash+1:], ":")
-	switch {
-	case hasDigest && hasTag:
-		rest = rest[:slash+1] + repo
-	case !hasDigest && !hasTag:
-		rest += ":latest"
-	}
-	out := domain + "/" + rest
-	if hasDigest {
-		out += "@" + digest
-	}
-	return out
 }
 
 // imageProgram is the host program a normalised reference names: its
@@ -164,7 +133,7 @@ func (r *Runtime) lookupImage(ref string) *image {
 	if im, ok := r.images["sha256:"+ref]; ok {
 		return im
 	}
-	if normalized := normalizeRef(ref); normalized != "" {
+	if normalized, err := imageref.Normalize(ref); err == nil {
 		for _, im := range r.images {
 			if im.references(normalized) {
 				return im

@@ -3,9 +3,10 @@ package embedded
 import (
 	"context"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/runtime/crierr"
+	"github.com/jetlet/jetlet/schemas/imageref"
 )
 
 // PullImage pulls the image into the store (image_store.go). A runtime
@@ -17,9 +18,9 @@ func (r *Runtime) PullImage(ctx context.Context, req *runtimeapi.PullImageReques
 	if r.store != nil {
 		return r.storePull(ctx, req)
 	}
-	ref := normalizeRef(req.GetImage().GetImage())
-	if ref == "" {
-		return nil, status.Error(codes.InvalidArgument, "image reference is empty")
+	ref, err := imageref.Normalize(req.GetImage().GetImage())
+	if err != nil {
+		return nil, errorf(crierr.ErrInvalidArgument, "%w", err)
 	}
 	id := imageID(ref)
 	size := hostImageSize(ref)
@@ -28,14 +29,14 @@ func (r *Runtime) PullImage(ctx context.Context, req *runtimeapi.PullImageReques
 	// Checked once the lock is held: waiting for it may have taken the
 	// caller's whole deadline.
 	if err := ctx.Err(); err != nil {
-		return nil, status.FromContextError(err).Err()
+		return nil, err
 	}
 	if r.recordPullLocked(ref, id, size) {
 		if err := r.saveImagesLocked(); err != nil {
 			// Back to what is stored.
 			clear(r.images)
 			r.loadImages()
-			return nil, status.Errorf(codes.Internal, "record image %s: %v", ref, err)
+			return nil, errorf(crierr.ErrInternal, "record image %s: %v", ref, err)
 		}
 	}
 	return &runtimeapi.PullImageResponse{ImageRef: id}, nil

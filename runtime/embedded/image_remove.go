@@ -3,9 +3,9 @@ package embedded
 import (
 	"context"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/runtime/crierr"
 )
 
 // RemoveImage forgets an image. Removing an unknown image succeeds.
@@ -25,7 +25,7 @@ func (r *Runtime) RemoveImage(ctx context.Context, req *runtimeapi.RemoveImageRe
 	delete(r.images, im.ID)
 	if err := r.saveImagesLocked(); err != nil {
 		r.images[im.ID] = im
-		return nil, status.Errorf(codes.Internal, "remove image %s: %v", im.ID, err)
+		return nil, errorf(crierr.ErrInternal, "remove image %s: %v", im.ID, err)
 	}
 	return &runtimeapi.RemoveImageResponse{}, nil
 }

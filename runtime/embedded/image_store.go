@@ -7,11 +7,11 @@ import (
 	"strconv"
 	"strings"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/jetlet/jetlet/runtime/crierr"
 	"github.com/jetlet/jetlet/runtime/embedded/images"
+	"github.com/jetlet/jetlet/schemas/imageref"
 )
 
 // The CRI image service of a runtime that runs images (a root runtime):
@@ -22,30 +22,30 @@ import (
 func (r *Runtime) storePull(ctx context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
 	ref := req.GetImage().GetImage()
 	if strings.TrimSpace(ref) == "" {
-		return nil, status.Error(codes.InvalidArgument, "image reference is empty")
+		return nil, errorf(crierr.ErrInvalidArgument, "image reference is empty")
 	}
-	if _, err := images.Normalize(ref); err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
+	if _, err := imageref.Normalize(ref); err != nil {
+		return nil, errorf(crierr.ErrInvalidArgument, "%w", err)
 	}
 	im, err := r.store.Pull(ctx, ref, pullAuth(req.GetAuth()))
 	if err != nil {
-		return nil, pullStatus(ctx, err)
+		return nil, pullError(ctx, err)
 	}
 	return &runtimeapi.PullImageResponse{ImageRef: im.ID}, nil
 }
 
-// pullStatus is the gRPC status of a failed pull: the context's own end as
-// containerd reports it, else what the registry said.
-func pullStatus(ctx context.Context, err error) error {
+// pullError is a failed pull's error: the context's own end as containerd
+// reports it, else what the registry said (Unknown when it names no kind).
+func pullError(ctx context.Context, err error) error {
 	switch {
 	case ctx.Err() != nil:
-		return status.FromContextError(ctx.Err()).Err()
+		return ctx.Err()
 	case errors.Is(err, images.ErrNotFound):
-		return status.Error(codes.NotFound, err.Error())
+		return errorf(crierr.ErrNotFound, "%w", err)
 	case errors.Is(err, images.ErrUnauthorized):
-		return status.Error(codes.PermissionDenied, err.Error())
+		return errorf(crierr.ErrPermissionDenied, "%w", err)
 	}
-	return status.Error(codes.Unknown, err.Error())
+	return errorf(errUnknown, "%w", err)
 }
 
 func pullAuth(a *runtimeapi.AuthConfig) *images.Auth {
@@ -89,7 +89,7 @@ func (r *Runtime) storeRemoveImage(req *runtimeapi.RemoveImageRequest) error {
 		return nil
 	}
 	if err := r.store.Remove(im.ID); err != nil {
-		return status.Errorf(codes.Internal, "remove image %s: %v", im.ID, err)
+		return errorf(crierr.ErrInternal, "remove image %s: %v", im.ID, err)
 	}
 	return nil
 }

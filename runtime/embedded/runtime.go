@@ -319,7 +319,8 @@ func (r *Runtime) Start(ctx context.Context, socketPath string) error {
 	srv := grpc.NewServer(
 		grpc.MaxRecvMsgSize(maxMsgSize),
 		grpc.MaxSendMsgSize(maxMsgSize),
-		grpc.ChainUnaryInterceptor(r.logUnary),
+		grpc.ChainUnaryInterceptor(r.logUnary, unaryStatus),
+		grpc.ChainStreamInterceptor(streamStatus),
 		grpc.ForceServerCodecV2(r.lists),
 	)
 	runtimeapi.RegisterRuntimeServiceServer(srv, r)

@@ -3,9 +3,9 @@ package embedded
 import (
 	"context"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/runtime/crierr"
 )
 
 // RemovePodSandbox stops the sandbox if it is ready, removes its containers and
@@ -38,7 +38,7 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePo
 		r.deleteCgroup(s.cgroup, "sandbox", s.id)
 	}
 	if err := removeDirAtomic(s.dir); err != nil {
-		return nil, status.Errorf(codes.Internal, "remove sandbox dir: %v", err)
+		return nil, errorf(crierr.ErrInternal, "remove sandbox dir: %v", err)
 	}
 	r.mu.Lock()
 	delete(r.sandboxes, s.id)

@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"os"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/jetlet/jetlet/runtime/crierr"
 	"github.com/jetlet/jetlet/runtime/embedded/network"
 )
 
@@ -22,20 +21,20 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	cfg := req.GetConfig()
 	md := cfg.GetMetadata()
 	if md == nil || md.GetName() == "" {
-		return nil, status.Error(codes.InvalidArgument, "sandbox config must have metadata with a name")
+		return nil, errorf(crierr.ErrInvalidArgument, "sandbox config must have metadata with a name")
 	}
 	if err := checkSandboxSeccomp(cfg); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "sandbox %q: %v", md.GetName(), err)
+		return nil, errorf(crierr.ErrInvalidArgument, "sandbox %q: %v", md.GetName(), err)
 	}
 	if err := checkCgroupParent(cfg.GetLinux().GetCgroupParent()); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "sandbox %q: %v", md.GetName(), err)
+		return nil, errorf(crierr.ErrInvalidArgument, "sandbox %q: %v", md.GetName(), err)
 	}
 	userns, err := podUserns(cfg)
 	if err == nil && userns != nil && r.usernsOff != nil {
 		err = fmt.Errorf("user namespaces are not supported by this runtime: %w", r.usernsOff)
 	}
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "sandbox %q: %v", md.GetName(), err)
+		return nil, errorf(crierr.ErrInvalidArgument, "sandbox %q: %v", md.GetName(), err)
 	}
 	s := &sandbox{
 		id:             newID(),
@@ -67,7 +66,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	}
 	if err := os.MkdirAll(s.dir, 0o711); err != nil {
 		undo()
-		return nil, status.Errorf(codes.Internal, "create sandbox dir: %v", err)
+		return nil, errorf(crierr.ErrInternal, "create sandbox dir: %v", err)
 	}
 	// Recorded not ready first: a crash before the shim runs leaves a sandbox
 	// that reports NOTREADY and is removed, never one without its shim (or
@@ -76,28 +75,28 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	if err := r.saveSandbox(s, false); err != nil {
 		s.cgroup = nil // not made
 		undo()
-		return nil, status.Errorf(codes.Internal, "record sandbox: %v", err)
+		return nil, errorf(crierr.ErrInternal, "record sandbox: %v", err)
 	}
 	switch {
 	case userns != nil: // its network too, made in its user namespace
 		if err := r.createPodUserns(ctx, s, userns); err != nil {
 			undo()
-			return nil, status.Errorf(codes.Unknown, "start sandbox %s: %v", s.name, err)
+			return nil, fmt.Errorf("start sandbox %s: %v", s.name, err)
 		}
 	case r.wantsOwnNetwork(cfg):
 		if err := r.setUpNetwork(ctx, s, network.Create); err != nil {
 			undo()
-			return nil, status.Errorf(codes.Unknown, "failed to set up network for sandbox %s: %v", s.id, err)
+			return nil, fmt.Errorf("failed to set up network for sandbox %s: %v", s.id, err)
 		}
 	}
 	if s.shimPID, err = r.startPodShim(ctx, s); err != nil {
 		undo()
-		return nil, status.Errorf(codes.Unknown, "start sandbox %s: %v", s.name, err)
+		return nil, fmt.Errorf("start sandbox %s: %v", s.name, err)
 	}
 	r.createPodCgroup(ctx, s)
 	if err := r.saveSandbox(s, true); err != nil {
 		undo()
-		return nil, status.Errorf(codes.Internal, "record sandbox: %v", err)
+		return nil, errorf(crierr.ErrInternal, "record sandbox: %v", err)
 	}
 	r.mu.Lock()
 	s.ready = true

@@ -2,13 +2,14 @@ package embedded
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/runtime/crierr"
 )
 
 // StopPodSandbox kills every container of the sandbox (no grace period, as
@@ -38,13 +39,13 @@ func (r *Runtime) stopSandbox(ctx context.Context, s *sandbox) error {
 		}
 	}
 	if err := r.stopPodShim(ctx, s); err != nil {
-		return status.Errorf(codes.Internal, "stop the shim of sandbox %s: %v", s.id, err)
+		return errorf(crierr.ErrInternal, "stop the shim of sandbox %s: %v", s.id, err)
 	}
 	if err := unmountPodShm(s); err != nil {
-		return status.Errorf(codes.Internal, "stop sandbox %s: %v", s.id, err)
+		return errorf(crierr.ErrInternal, "stop sandbox %s: %v", s.id, err)
 	}
 	if err := unmountPodUserns(s); err != nil {
-		return status.Errorf(codes.Internal, "stop sandbox %s: %v", s.id, err)
+		return errorf(crierr.ErrInternal, "stop sandbox %s: %v", s.id, err)
 	}
 	r.mu.RLock()
 	ready, netns := s.ready, s.netns
@@ -53,10 +54,10 @@ func (r *Runtime) stopSandbox(ctx context.Context, s *sandbox) error {
 		return nil
 	}
 	if err := r.tearDownNetwork(ctx, s); err != nil {
-		return status.Errorf(codes.Unknown, "failed to destroy network for sandbox %s: %v", s.id, err)
+		return fmt.Errorf("failed to destroy network for sandbox %s: %v", s.id, err)
 	}
 	if err := r.saveSandbox(s, false); err != nil {
-		return status.Errorf(codes.Internal, "record sandbox stop: %v", err)
+		return errorf(crierr.ErrInternal, "record sandbox stop: %v", err)
 	}
 	r.mu.Lock()
 	s.ready = false

@@ -3,13 +3,13 @@ package embedded
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+	"github.com/jetlet/jetlet/runtime/crierr"
 )
 
 // removeDirAtomic makes dir disappear at once (rename to a hidden name) and
@@ -38,7 +38,7 @@ func newID() string {
 // containerd's truncindex does, so the short ids crictl prints work.
 func resolveID[T any](ids map[string]T, prefix, kind string) (string, error) {
 	if prefix == "" {
-		return "", status.Errorf(codes.InvalidArgument, "%s id is empty", kind)
+		return "", errorf(crierr.ErrInvalidArgument, "%s id is empty", kind)
 	}
 	if _, ok := ids[prefix]; ok {
 		return prefix, nil
@@ -47,13 +47,13 @@ func resolveID[T any](ids map[string]T, prefix, kind string) (string, error) {
 	for id := range ids {
 		if strings.HasPrefix(id, prefix) {
 			if found != "" {
-				return "", status.Errorf(codes.InvalidArgument, "%s id prefix %q is ambiguous", kind, prefix)
+				return "", errorf(crierr.ErrInvalidArgument, "%s id prefix %q is ambiguous", kind, prefix)
 			}
 			found = id
 		}
 	}
 	if found == "" {
-		return "", status.Errorf(codes.NotFound, "%s %q not found", kind, prefix)
+		return "", errorf(crierr.ErrNotFound, "%s %q not found", kind, prefix)
 	}
 	return found, nil
 }
@@ -61,12 +61,12 @@ func resolveID[T any](ids map[string]T, prefix, kind string) (string, error) {
 // reserveName reserves name for id; r.mu must be held.
 func (r *Runtime) reserveName(name, id string) error {
 	if other, ok := r.names[name]; ok && other != id {
-		return status.Errorf(codes.AlreadyExists, "name %q is reserved for %q", name, other)
+		return errorf(crierr.ErrAlreadyExists, "name %q is reserved for %q", name, other)
 	}
 	r.names[name] = id
 	return nil
 }
 
 func isNotFound(err error) bool {
-	return status.Code(err) == codes.NotFound
+	return errors.Is(err, crierr.ErrNotFound)
 }

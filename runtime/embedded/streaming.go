@@ -10,11 +10,11 @@ import (
 	"net/url"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/cri-streaming/pkg/streaming"
 	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
+
+	"github.com/jetlet/jetlet/runtime/crierr"
 )
 
 // streamAddress is where the streaming server listens: loopback on a port the
@@ -58,7 +58,7 @@ func (r *Runtime) startStreaming() (*streamServer, error) {
 // Exec returns the URL of a streaming exec in a running container.
 func (r *Runtime) Exec(ctx context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
 	if len(req.GetCmd()) == 0 {
-		return nil, status.Error(codes.InvalidArgument, "exec command is empty")
+		return nil, errorf(crierr.ErrInvalidArgument, "exec command is empty")
 	}
 	if _, _, err := r.runningContainer(req.GetContainerId()); err != nil {
 		return nil, err
@@ -84,7 +84,7 @@ func (r *Runtime) PortForward(ctx context.Context, req *runtimeapi.PortForwardRe
 	ready := s.ready
 	r.mu.RUnlock()
 	if !ready {
-		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %s is not ready", s.id)
+		return nil, errorf(crierr.ErrFailedPrecondition, "sandbox %s is not ready", s.id)
 	}
 	return r.stream.urls.GetPortForward(req)
 }

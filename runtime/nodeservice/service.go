@@ -1,5 +1,5 @@
-// Package nodeservice serves a node's container logs and exec, and takes
-// its cordon, over NATS request/reply with the NATS service framework (docs/wire-protocol.md
+// Package nodeservice serves a node's container logs and exec, its plan for
+// an intent, and takes its cordon, over NATS request/reply with the NATS service framework (docs/wire-protocol.md
 // section 12): the node opens no port, and NATS permissions decide who may
 // ask. It takes requests from NATS as the consumer takes intents, and
 // reaches the containers through the CRI.
@@ -118,7 +118,7 @@ func (s *Service) Run(ctx context.Context, nc *nats.Conn) error {
 	svc, err := micro.AddService(nc, micro.Config{
 		Name:        schemas.NodeServiceName,
 		Version:     serviceVersion,
-		Description: "jetlet node " + s.cfg.Node + ": container logs and exec",
+		Description: "jetlet node " + s.cfg.Node + ": container logs, exec, plans and the cordon",
 		Metadata:    map[string]string{"node": s.cfg.Node},
 	})
 	if err != nil {
@@ -139,7 +139,7 @@ func (s *Service) Run(ctx context.Context, nc *nats.Conn) error {
 		_ = svc.Stop()
 		return fmt.Errorf("node service endpoints: %w", err)
 	}
-	s.log.Info().Str("subjects", s.subj.NodeService(s.cfg.Node, "*")).Msg("node service serving logs and exec")
+	s.log.Info().Str("subjects", s.subj.NodeService(s.cfg.Node, "*")).Msg("node service serving logs, exec, plans and the cordon")
 	<-ctx.Done()
 	err = svc.Stop()
 	s.mu.Lock()

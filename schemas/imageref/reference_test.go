@@ -29,6 +29,16 @@ func TestNormalize(t *testing.T) {
 		{"foo@sha256:" + hex, "docker.io/library/foo@sha256:" + hex},
 		{"foo:tag@sha256:" + hex, "docker.io/library/foo@sha256:" + hex},
 		{"quay.io/a/b:1@sha256:" + hex, "quay.io/a/b@sha256:" + hex},
+		// Where the normalisers this package replaced disagreed (the
+		// embedded runtime's host programs, the credentials keyring, the
+		// bus registry): containerd's answer.
+		{"index.docker.io/library/busybox:1.36", "docker.io/library/busybox:1.36"},
+		{"index.docker.io/busybox", "docker.io/library/busybox:latest"},
+		{"registry-1.docker.io/someone/app", "registry-1.docker.io/someone/app:latest"},
+		{"Foo/bar", "Foo/bar:latest"},
+		{"docker.io/busybox:1.36@sha256:" + hex, "docker.io/library/busybox@sha256:" + hex},
+		{" busybox", ""},
+		{"busybox:1.36@sha256:0", ""},
 		{"", ""},
 		{"Busybox", ""},
 		{"docker.io/Foo/bar", ""},

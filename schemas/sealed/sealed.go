@@ -1,5 +1,5 @@
 // Package sealed seals a core/v1 Secret for the one node that may read it and
-// opens it there (CONTRACT.md section 11): the Secret's JSON sealed with the
+// opens it there (docs/contract.md section 11): the Secret's JSON sealed with the
 // curve keys of github.com/nats-io/nkeys (NaCl box) for the node's xkey, so
 // the NATS servers, their store and every other node see only ciphertext.
 //

@@ -27,7 +27,7 @@ import (
 // else (the store, jetlet's log, results, events, statuses).
 const secretMarker = "s3cr3t-marker-7f1d"
 
-// putConfigMap stores a ConfigMap as a scheduler does (CONTRACT section 11).
+// putConfigMap stores a ConfigMap as a scheduler does (docs/contract.md section 11).
 func (n *node) putConfigMap(t testing.TB, name string, data map[string]string) {
 	t.Helper()
 	jetlettest.PutConfigMap(t, n.js, name, data)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/natstest"
 	"github.com/jetlet/jetlet/test/poll"
@@ -142,7 +142,7 @@ func TestAPodStartCreatesNoConsumer(t *testing.T) {
 	}
 	// Waited on with direct gets: the test's own consumers would count.
 	count := func(stream, filter string) (got int) {
-		if _, err := bus.ReadStored(t.Context(), n.js, nil, stream, filter, time.Time{}, func(*jetstream.RawStreamMsg) error { got++; return nil }); err != nil {
+		if _, err := natsjs.ReadStored(t.Context(), n.js, nil, stream, filter, time.Time{}, func(*jetstream.RawStreamMsg) error { got++; return nil }); err != nil {
 			t.Fatal(err)
 		}
 		return got

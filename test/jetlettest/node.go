@@ -13,7 +13,7 @@ import (
 )
 
 // CheckNodeRecord checks what a `jetlet run` with the default node flags
-// says of itself in jetlet_nodes (CONTRACT section 12), whatever its
+// says of itself in jetlet_nodes (docs/contract.md section 12), whatever its
 // runtime: kubelet's labels, a capacity of the host's, allocatable less the
 // default hard eviction threshold of memory (100Mi), Ready, the three
 // pressure conditions and NetworkUnavailable False (the runtime has a pod

@@ -13,7 +13,7 @@ import (
 )
 
 // PutConfigMap stores a ConfigMap of the default namespace as a scheduler
-// does (CONTRACT section 11).
+// does (docs/contract.md section 11).
 func PutConfigMap(t testing.TB, js jetstream.JetStream, name string, data map[string]string) {
 	t.Helper()
 	cm := corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},

@@ -12,15 +12,15 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 	"github.com/jetlet/jetlet/test/poll"
 )
 
 // Provision creates the contract's streams and buckets on js, with their
 // defaults changed by each of mods, failing the test if it cannot.
-func Provision(t testing.TB, js jetstream.JetStream, mods ...func(*bus.StreamsConfig)) {
+func Provision(t testing.TB, js jetstream.JetStream, mods ...func(*natsjs.StreamsConfig)) {
 	t.Helper()
-	var cfg bus.StreamsConfig
+	var cfg natsjs.StreamsConfig
 	cfg.SetDefaults()
 	for _, mod := range mods {
 		mod(&cfg)
@@ -28,7 +28,7 @@ func Provision(t testing.TB, js jetstream.JetStream, mods ...func(*bus.StreamsCo
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if err := bus.Provision(t.Context(), js, cfg, zerolog.Nop()); err != nil {
+	if err := natsjs.Provision(t.Context(), js, cfg, zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/jetlet/jetlet/reconcile/pleg"
 	"github.com/jetlet/jetlet/reconcile/podworkers"
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 	"github.com/jetlet/jetlet/test/fakecri"
 )
 
@@ -37,7 +37,7 @@ func (n *simNode) pulling(ctx context.Context, js jetstream.JetStream) bool {
 	if !n.cons.Attached() {
 		return false
 	}
-	c, err := js.Consumer(ctx, schemas.IntentsStream(n.name, *partitions), bus.DurableName(n.name))
+	c, err := js.Consumer(ctx, schemas.IntentsStream(n.name, *partitions), natsjs.DurableName(n.name))
 	if err != nil {
 		return false
 	}

@@ -30,7 +30,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 	"github.com/jetlet/jetlet/test/natscluster"
 	"github.com/jetlet/jetlet/test/poll"
 )
@@ -73,9 +73,9 @@ func BenchmarkScale100Nodes(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	streams := bus.StreamsConfig{Replicas: 3, IntentPartitions: *partitions}
+	streams := natsjs.StreamsConfig{Replicas: 3, IntentPartitions: *partitions}
 	streams.SetDefaults()
-	if err := bus.Provision(b.Context(), js, streams, zerolog.Nop()); err != nil {
+	if err := natsjs.Provision(b.Context(), js, streams, zerolog.Nop()); err != nil {
 		b.Fatal(err)
 	}
 	var pids []int

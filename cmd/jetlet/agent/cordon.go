@@ -15,7 +15,7 @@ import (
 // kubelet's.
 const cordonFile = "cordoned"
 
-// cordon is the node's cordon (CONTRACT.md section 14), set by `jetlet node
+// cordon is the node's cordon (docs/contract.md section 14), set by `jetlet node
 // cordon|uncordon` over the node service. Admission reads it for every new
 // pod, the heartbeat for the node's record.
 type cordon struct {

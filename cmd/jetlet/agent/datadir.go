@@ -16,7 +16,7 @@ import (
 )
 
 // nodeFile, in the data dir, holds the name of the node the data dir
-// belongs to (CONTRACT.md section 7).
+// belongs to (docs/contract.md section 7).
 const nodeFile = "node"
 
 // lockFile, in the data dir, is locked (flock) by the `jetlet run` that uses

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/rs/zerolog"
 )
@@ -24,7 +24,7 @@ type embeddedAuth struct {
 // startEmbeddedNATS starts nats-server in-process with JetStream storing under
 // dataDir, listening on listen (port 0 picks a free port), with the subject
 // mapping that shards intents when streams asks for partitions.
-func startEmbeddedNATS(listen, dataDir, node string, auth embeddedAuth, streams bus.StreamsConfig, log zerolog.Logger) (*server.Server, error) {
+func startEmbeddedNATS(listen, dataDir, node string, auth embeddedAuth, streams natsjs.StreamsConfig, log zerolog.Logger) (*server.Server, error) {
 	host, portStr, err := net.SplitHostPort(listen)
 	if err != nil {
 		return nil, fmt.Errorf("--nats-listen %q: %w", listen, err)

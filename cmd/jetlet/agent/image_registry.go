@@ -6,7 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetlet/jetlet/runtime/busregistry"
+	"github.com/jetlet/jetlet/schemas/natsjs/registry"
 )
 
 // listenImageRegistry binds --image-registry-listen, before the runtime
@@ -17,11 +17,11 @@ import (
 // host is a set-up of tests and development. An address given explicitly
 // (the flag, JETLET_IMAGE_REGISTRY_LISTEN, as deploy/systemd/jetlet.env
 // does) must be served: a node that cannot is not started.
-func (a *agent) listenImageRegistry() (*busregistry.Server, error) {
+func (a *agent) listenImageRegistry() (*registry.Server, error) {
 	if a.cfg.imageRegistryListen == "" {
 		return nil, nil
 	}
-	srv, err := busregistry.Listen(busregistry.Config{
+	srv, err := registry.Listen(registry.Config{
 		Listen: a.cfg.imageRegistryListen,
 		Logger: logger.With().Str("component", "image-registry").Str("node", a.cfg.node).Logger(),
 	})

@@ -10,7 +10,7 @@ import (
 
 	"github.com/jetlet/jetlet/reconcile/admission"
 	"github.com/jetlet/jetlet/reconcile/eviction"
-	"github.com/jetlet/jetlet/reconcile/images"
+	"github.com/jetlet/jetlet/reconcile/imagegc"
 	"github.com/jetlet/jetlet/reconcile/nodeshutdown"
 	"github.com/jetlet/jetlet/reconcile/nodestatus"
 )
@@ -18,7 +18,7 @@ import (
 // defaultMaxPods is kubelet's --max-pods default.
 const defaultMaxPods = 110
 
-// nodeFlags are the flags of what the node is and what it admits (CONTRACT
+// nodeFlags are the flags of what the node is and what it admits (docs/contract.md
 // section 12), as kubelet's, and what validate makes of them.
 type nodeFlags struct {
 	maxPods        int
@@ -31,8 +31,8 @@ type nodeFlags struct {
 	evictionHard, evictionSoft, evictionSoftGrace, evictionMinReclaim string
 	evictionMaxPodGrace                                               int64
 	evictionTransition                                                time.Duration
-	// Image garbage collection (reconcile/images).
-	imageGC images.Policy
+	// Image garbage collection (reconcile/imagegc).
+	imageGC imagegc.Policy
 	// Graceful node shutdown (reconcile/nodeshutdown): the two-flag form
 	// and the by-priority form (PRIORITY=DURATION values).
 	shutdownGrace, shutdownGraceCritical time.Duration
@@ -61,10 +61,10 @@ func (n *nodeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&n.evictionMinReclaim, "eviction-minimum-reclaim", "", "how much beyond a threshold an eviction frees at least (signal=quantity or percentage, comma-separated)")
 	fs.Int64Var(&n.evictionMaxPodGrace, "eviction-max-pod-grace-period", 0, "most seconds a pod evicted for a soft threshold may take to stop (its own grace period if lower)")
 	fs.DurationVar(&n.evictionTransition, "eviction-pressure-transition-period", eviction.DefaultPressureTransitionPeriod, "how long a pressure condition stays True after its threshold was last met")
-	fs.IntVar(&n.imageGC.HighThresholdPercent, "image-gc-high-threshold", images.DefaultPolicy().HighThresholdPercent, "image file system use (percent) at which unused images are removed")
-	fs.IntVar(&n.imageGC.LowThresholdPercent, "image-gc-low-threshold", images.DefaultPolicy().LowThresholdPercent, "image file system use (percent) image garbage collection frees down to")
-	fs.DurationVar(&n.imageGC.MinAge, "image-minimum-gc-age", images.DefaultPolicy().MinAge, "youngest an unused image may be to be removed")
-	fs.DurationVar(&n.imageGC.MaxAge, "image-maximum-gc-age", images.DefaultPolicy().MaxAge, "an image unused for longer is removed whatever the disk use; 0: never")
+	fs.IntVar(&n.imageGC.HighThresholdPercent, "image-gc-high-threshold", imagegc.DefaultPolicy().HighThresholdPercent, "image file system use (percent) at which unused images are removed")
+	fs.IntVar(&n.imageGC.LowThresholdPercent, "image-gc-low-threshold", imagegc.DefaultPolicy().LowThresholdPercent, "image file system use (percent) image garbage collection frees down to")
+	fs.DurationVar(&n.imageGC.MinAge, "image-minimum-gc-age", imagegc.DefaultPolicy().MinAge, "youngest an unused image may be to be removed")
+	fs.DurationVar(&n.imageGC.MaxAge, "image-maximum-gc-age", imagegc.DefaultPolicy().MaxAge, "an image unused for longer is removed whatever the disk use; 0: never")
 	fs.DurationVar(&n.shutdownGrace, "shutdown-grace-period", 0, "how long the host's shutdown waits for the node's pods to stop, through a systemd-logind delay inhibitor lock (kubelet's shutdownGracePeriod); 0: no graceful shutdown")
 	fs.DurationVar(&n.shutdownGraceCritical, "shutdown-grace-period-critical-pods", 0, "the part of --shutdown-grace-period kept for the critical pods (spec.priority >= 2000000000), stopped after the others")
 	fs.StringSliceVar(&n.shutdownGraceByPriority, "shutdown-grace-period-by-pod-priority", nil, "graceful shutdown by pod priority instead of the two flags above: PRIORITY=DURATION, repeated or comma-separated (0=60s,2000000000=10s); the pods of the lowest priority stop first, each group given its duration")

@@ -14,7 +14,7 @@ import (
 )
 
 // nodeKeyFile, in the data dir, holds the seed of the node's curve key pair:
-// Secrets are sealed for its public key, the node record's xkey (CONTRACT.md
+// Secrets are sealed for its public key, the node record's xkey (docs/contract.md
 // section 11).
 const nodeKeyFile = "node-xkey.nk"
 

@@ -18,7 +18,7 @@ import (
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/consumer"
 	"github.com/jetlet/jetlet/consumer/checkpoint"
-	"github.com/jetlet/jetlet/consumer/objects"
+	"github.com/jetlet/jetlet/consumer/configcache"
 	"github.com/jetlet/jetlet/consumer/results"
 	"github.com/jetlet/jetlet/consumer/status"
 	"github.com/jetlet/jetlet/events"
@@ -28,7 +28,7 @@ import (
 	"github.com/jetlet/jetlet/reconcile"
 	"github.com/jetlet/jetlet/reconcile/admission"
 	"github.com/jetlet/jetlet/reconcile/eviction"
-	"github.com/jetlet/jetlet/reconcile/images"
+	"github.com/jetlet/jetlet/reconcile/imagegc"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/reconcile/nodeshutdown"
 	"github.com/jetlet/jetlet/reconcile/pleg"
@@ -39,7 +39,7 @@ import (
 	"github.com/jetlet/jetlet/runtime/nodeservice"
 	"github.com/jetlet/jetlet/runtime/probe"
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 )
 
 // gcPeriod is how often dead containers and gone pods are collected, as
@@ -100,11 +100,11 @@ type pipeline struct {
 	emit     kubecontainer.Emitter // events and statuses, as reconcile emits them
 
 	node     *nodeInfo
-	objects  *objects.Objects
+	objects  *configcache.Objects
 	probes   *prober.Prober
 	relister *pleg.Relister
 	workers  *podworkers.Workers
-	imageGC  *images.ImageGCManager
+	imageGC  *imagegc.ImageGCManager
 	eviction *eviction.Manager
 	shutdown *nodeshutdown.Manager
 
@@ -124,7 +124,7 @@ type pipeline struct {
 // buildPublishers makes the three publishers: results (synchronous), events
 // and statuses (in the background); they count their failures together.
 func (a *agent) buildPublishers(p *pipeline, js jetstream.JetStream, reg prometheus.Registerer) (err error) {
-	failures := bus.NewPublishFailures(reg)
+	failures := natsjs.NewPublishFailures(reg)
 	if p.answers, err = results.New(js, results.Config{
 		Node:          a.cfg.node,
 		SubjectPrefix: a.cfg.streams.SubjectPrefix,
@@ -166,7 +166,7 @@ func (a *agent) buildPodSync(ctx context.Context, p *pipeline, js jetstream.JetS
 		return err
 	}
 	// The ConfigMaps and the node's Secrets, from their buckets.
-	if p.objects, err = objects.New(js, a.cfg.node, p.node.xkey, objects.Config{Logger: p.log}); err != nil {
+	if p.objects, err = configcache.New(js, a.cfg.node, p.node.xkey, configcache.Config{Logger: p.log}); err != nil {
 		return err
 	}
 	// One handler runner for the probes and the lifecycle hooks.
@@ -247,7 +247,7 @@ func (a *agent) buildPodSync(ctx context.Context, p *pipeline, js jetstream.JetS
 // graceful shutdown, which stops the pods through them before the host goes
 // down.
 func (a *agent) buildNodeManagers(p *pipeline, client *runtime.Client) (err error) {
-	if p.imageGC, err = images.New(client, images.Config{Policy: a.cfg.nodeStatus.imageGC, Logger: p.log}); err != nil {
+	if p.imageGC, err = imagegc.New(client, imagegc.Config{Policy: a.cfg.nodeStatus.imageGC, Logger: p.log}); err != nil {
 		return err
 	}
 	observer, err := eviction.NewNodeObserver(client, eviction.NodeObserverConfig{DataDir: a.cfg.dataDir, Logger: p.log})
@@ -422,7 +422,7 @@ func (a *agent) awaitBus(ctx context.Context) bool {
 // wakeOnObjectChanges syncs the pods that refer to a ConfigMap or Secret
 // that changed, until ctx is done: their mounted files follow it, and a
 // container waiting for it starts, without a new intent.
-func wakeOnObjectChanges(ctx context.Context, objs *objects.Objects, workers *podworkers.Workers) {
+func wakeOnObjectChanges(ctx context.Context, objs *configcache.Objects, workers *podworkers.Workers) {
 	for {
 		select {
 		case <-ctx.Done():

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 )
 
 func newDeniedCounter(reg prometheus.Registerer) *prometheus.CounterVec {
@@ -20,7 +20,7 @@ func newDeniedCounter(reg prometheus.Registerer) *prometheus.CounterVec {
 		Name: "jetlet_permission_denied_total",
 		Help: "Publishes and subscriptions NATS refused this node, by what they carry (result, event, dead, status, heartbeat, intent, consumer, stream, other).",
 	}, []string{"what"})
-	for _, what := range bus.PermissionKinds {
+	for _, what := range natsjs.PermissionKinds {
 		c.WithLabelValues(what) // present at 0 from the start
 	}
 	reg.MustRegister(c)
@@ -32,7 +32,7 @@ func newDeniedCounter(reg prometheus.Registerer) *prometheus.CounterVec {
 // timeout and handles it (provisioning, attaching the durable consumer).
 // Any other denial is logged at error with its subject: a publish that is
 // retried is refused, and so reported, at every try.
-func (a *agent) denied(pe *bus.PermissionError) {
+func (a *agent) denied(pe *natsjs.PermissionError) {
 	what := pe.What(a.cfg.streams.SubjectPrefix)
 	a.deniedTotal.WithLabelValues(what).Inc()
 	if a.denials.Observe(pe) {
@@ -55,11 +55,11 @@ func (a *agent) provision(ctx context.Context, js jetstream.JetStream) error {
 		defer cancel()
 		watchCtx, stop := a.denials.Watch(attemptCtx, cli.ProvisionAPI)
 		defer stop()
-		err := bus.Provision(watchCtx, js, a.cfg.streams, log)
-		if denied, ok := bus.Denied(watchCtx); ok {
+		err := natsjs.Provision(watchCtx, js, a.cfg.streams, log)
+		if denied, ok := natsjs.Denied(watchCtx); ok {
 			return backoff.Permanent(a.checkProvisioned(attemptCtx, js, denied))
 		}
-		if errors.Is(err, bus.ErrReplicasUnavailable) {
+		if errors.Is(err, natsjs.ErrReplicasUnavailable) {
 			return backoff.Permanent(err) // --replicas needs changing, or a cluster
 		}
 		return err
@@ -76,8 +76,8 @@ func (a *agent) provision(ctx context.Context, js jetstream.JetStream) error {
 
 // checkProvisioned is provisioning with credentials that may not create or
 // update streams: every stream and bucket must exist already, as they are.
-func (a *agent) checkProvisioned(ctx context.Context, js jetstream.JetStream, denied *bus.PermissionError) error {
-	missing, err := bus.Missing(ctx, js, a.cfg.streams)
+func (a *agent) checkProvisioned(ctx context.Context, js jetstream.JetStream, denied *natsjs.PermissionError) error {
+	missing, err := natsjs.Missing(ctx, js, a.cfg.streams)
 	if err != nil {
 		return fmt.Errorf("NATS denied creating or updating the streams and buckets (%s), and looking them up failed: %w", denied.Subject, err)
 	}

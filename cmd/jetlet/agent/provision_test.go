@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
@@ -22,16 +22,16 @@ func TestDeniedIsCountedAndLogged(t *testing.T) {
 	a.deniedTotal = newDeniedCounter(prometheus.NewRegistry())
 	watched, stop := a.denials.Watch(t.Context(), "$JS.API.STREAM")
 	defer stop()
-	a.denied(&bus.PermissionError{Op: "publish", Subject: "jetlet.result.n1.u1"})
-	a.denied(&bus.PermissionError{Op: "publish", Subject: "$KV.jetlet_status.n1.u1"})
-	a.denied(&bus.PermissionError{Op: "publish", Subject: "$KV.jetlet_status.n1.u2"})
-	a.denied(&bus.PermissionError{Op: "publish", Subject: "$JS.API.STREAM.UPDATE.JETLET_INTENTS"})
+	a.denied(&natsjs.PermissionError{Op: "publish", Subject: "jetlet.result.n1.u1"})
+	a.denied(&natsjs.PermissionError{Op: "publish", Subject: "$KV.jetlet_status.n1.u1"})
+	a.denied(&natsjs.PermissionError{Op: "publish", Subject: "$KV.jetlet_status.n1.u2"})
+	a.denied(&natsjs.PermissionError{Op: "publish", Subject: "$JS.API.STREAM.UPDATE.JETLET_INTENTS"})
 	for what, want := range map[string]float64{"result": 1, "status": 2, "stream": 1, "event": 0} {
 		if got := testutil.ToFloat64(a.deniedTotal.WithLabelValues(what)); got != want {
 			t.Errorf("jetlet_permission_denied_total{what=%q} = %v, want %v", what, got, want)
 		}
 	}
-	if _, ok := bus.Denied(watched); !ok {
+	if _, ok := natsjs.Denied(watched); !ok {
 		t.Error("the watched call was not told")
 	}
 	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")

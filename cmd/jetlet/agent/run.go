@@ -23,12 +23,12 @@ import (
 	"github.com/jetlet/jetlet/consumer"
 	"github.com/jetlet/jetlet/internal/podcgroups"
 	"github.com/jetlet/jetlet/reconcile"
-	"github.com/jetlet/jetlet/runtime/busregistry"
 	"github.com/jetlet/jetlet/runtime/containerlogs"
 	"github.com/jetlet/jetlet/runtime/embedded"
 	"github.com/jetlet/jetlet/runtime/embedded/network"
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
+	"github.com/jetlet/jetlet/schemas/natsjs/registry"
 )
 
 // defaultPodMaxPids is --pod-max-pids' default, where kubelet's is no limit:
@@ -72,7 +72,7 @@ type runConfig struct {
 	containerLogMonitorInterval time.Duration
 	containerLogs               containerlogs.Config
 	profiling                   bool
-	streams                     bus.StreamsConfig
+	streams                     natsjs.StreamsConfig
 
 	// imageRegistryListen is the loopback address of the registry serving
 	// jetlet_images ("" for none); imageRegistryListenSet: it was given,
@@ -164,7 +164,7 @@ admits anyone. Without
 	fs.BoolVar(&cfg.hostPrograms, "host-programs", false, "the embedded runtime runs the host's programs instead of images (the program an image's reference names, in the host's tree with its secrets hidden); isolation partial")
 	fs.StringSliceVar(&cfg.insecureRegistries, "insecure-registry", nil, "registry hosts (host or host:port, comma-separated) the embedded runtime pulls from over plain HTTP; localhost and 127.0.0.0/8 always are")
 	fs.StringVar(&cfg.imageCredentials, "image-credentials", "", "registry credentials of image pulls, in Docker's config.json format (default: <data-dir>/"+defaultCredentialsFile+" when present); re-read when it changes")
-	fs.StringVar(&cfg.imageRegistryListen, "image-registry-listen", busregistry.DefaultListen, "loopback address of the read-only registry serving the images of jetlet_images (jetlet image push), which containerd's hosts.toml names (docs/containerd.md); empty: not served")
+	fs.StringVar(&cfg.imageRegistryListen, "image-registry-listen", registry.DefaultListen, "loopback address of the read-only registry serving the images of jetlet_images (jetlet image push), which containerd's hosts.toml names (docs/containerd.md); empty: not served")
 	fs.BoolVar(&cfg.renameNode, "rename-node", false, "let --node differ from the node name the data dir recorded, and record it")
 	fs.BoolVar(&cfg.profiling, "profiling", false, "serve Go's /debug/pprof/ on --http-listen")
 	fs.StringVar(&cfg.logLevel, "log-level", "info", "trace, debug, info, warn or error")
@@ -264,7 +264,7 @@ func (c *runConfig) validate() error {
 		return fmt.Errorf("--container-log-monitor-interval %s: must be positive", c.containerLogMonitorInterval)
 	}
 	if c.imageRegistryListen != "" {
-		if err := busregistry.CheckLoopback(c.imageRegistryListen); err != nil {
+		if err := registry.CheckLoopback(c.imageRegistryListen); err != nil {
 			return fmt.Errorf("--image-registry-listen %w", err)
 		}
 	}
@@ -303,7 +303,7 @@ type agent struct {
 
 	nc          atomic.Pointer[nats.Conn]
 	provisioned atomic.Bool
-	denials     bus.Denials
+	denials     natsjs.Denials
 	// deniedTotal counts what NATS refused this node, by kind
 	// (jetlet_permission_denied_total{what}).
 	deniedTotal   *prometheus.CounterVec
@@ -317,7 +317,7 @@ type agent struct {
 	// imageRegistry serves jetlet_images on loopback: bound before the
 	// runtime starts, served by the pipeline; nil when not served. Set once
 	// before either reads it.
-	imageRegistry *busregistry.Server
+	imageRegistry *registry.Server
 	// credentials are the registry credentials, loaded before anything
 	// starts.
 	credentials reconcile.Credentials

@@ -21,7 +21,7 @@ import (
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/natstest"
 )
@@ -122,9 +122,9 @@ func newCluster(t *testing.T) *cluster {
 	t.Helper()
 	srv := natstest.RunServer(t)
 	_, js := natstest.Connect(t, srv)
-	cfg := bus.StreamsConfig{Storage: jetstream.MemoryStorage}
+	cfg := natsjs.StreamsConfig{Storage: jetstream.MemoryStorage}
 	cfg.SetDefaults()
-	if err := bus.Provision(t.Context(), js, cfg, zerolog.Nop()); err != nil {
+	if err := natsjs.Provision(t.Context(), js, cfg, zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 	return &cluster{t: t, url: srv.ClientURL(), js: js}

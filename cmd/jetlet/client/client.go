@@ -22,7 +22,7 @@ import (
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 )
 
 // defaultClientURL is where the client commands look for NATS: the address
@@ -91,7 +91,7 @@ func (c *client) intentPartitions(ctx context.Context) (int, error) {
 	}
 	var n int
 	err := c.ridingOut(ctx, "stream "+schemas.StreamIntents, func(ctx context.Context) (err error) {
-		n, err = bus.IntentPartitions(ctx, c.js)
+		n, err = natsjs.IntentPartitions(ctx, c.js)
 		return err
 	})
 	if err != nil {
@@ -127,12 +127,12 @@ func (c *client) intentsStreams(ctx context.Context, node string) ([]string, err
 // reports it asynchronously; the refused request itself only times out) and
 // ends the waits on it.
 type deniedRecorder struct {
-	bus.Denials
-	last atomic.Pointer[bus.PermissionError]
+	natsjs.Denials
+	last atomic.Pointer[natsjs.PermissionError]
 }
 
 func (r *deniedRecorder) observe(err error) {
-	if pe, ok := bus.AsPermissionError(err); ok {
+	if pe, ok := natsjs.AsPermissionError(err); ok {
 		r.last.Store(pe)
 		r.Observe(pe)
 	}

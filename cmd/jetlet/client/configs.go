@@ -18,7 +18,7 @@ import (
 )
 
 // Kinds of the configuration objects jetlet stores in its buckets
-// (CONTRACT.md section 11).
+// (docs/contract.md section 11).
 const (
 	kindConfigMap = "ConfigMap"
 	kindSecret    = "Secret"
@@ -250,7 +250,7 @@ func validateConfigKey(field, key string) []string {
 }
 
 // objectKey is <namespace>.<name>: a ConfigMap's key in jetlet_configmaps, a
-// Secret's after its node in jetlet_secrets (CONTRACT.md section 11).
+// Secret's after its node in jetlet_secrets (docs/contract.md section 11).
 func objectKey(namespace, name string) string { return namespace + "." + name }
 
 // objectRef names a ConfigMap or Secret on the command line: NAMESPACE/NAME,

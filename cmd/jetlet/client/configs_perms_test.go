@@ -15,7 +15,7 @@ import (
 
 // TestConfigCommandsWithTheSchedulersPermissions runs the ConfigMap and
 // Secret commands with the scheduler's credentials of `jetlet nats-config`
-// (CONTRACT section 10 and 11): they store, list and delete; with the
+// (docs/contract.md section 10 and 11): they store, list and delete; with the
 // auditor's they are refused, saying so.
 func TestConfigCommandsWithTheSchedulersPermissions(t *testing.T) {
 	s := startPermServer(t, "n1", "")

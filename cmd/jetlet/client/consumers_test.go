@@ -14,14 +14,14 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 	"github.com/jetlet/jetlet/test/poll"
 	"github.com/jetlet/jetlet/test/testimages"
 )
 
 // TestClientCommandsLeaveNoConsumers: every read a client command makes
 // through a consumer deletes it when done, so that scripting the CLI cannot
-// fill the server's consumer limit (CONTRACT.md section 8).
+// fill the server's consumer limit (docs/contract.md section 8).
 func TestClientCommandsLeaveNoConsumers(t *testing.T) {
 	c := newCluster(t)
 	c.startNode("n1", nil)
@@ -81,7 +81,7 @@ func (c *cluster) consumers() []string {
 	var out []string
 	for _, stream := range []string{
 		schemas.StreamIntents, schemas.StreamResults, schemas.StreamEvents, schemas.StreamDead,
-		"KV_" + schemas.BucketStatus, "KV_" + schemas.BucketNodes, bus.ObjectStoreStream(schemas.ObjectStoreImages),
+		"KV_" + schemas.BucketStatus, "KV_" + schemas.BucketNodes, natsjs.ObjectStoreStream(schemas.ObjectStoreImages),
 	} {
 		s, err := c.js.Stream(c.t.Context(), stream)
 		if err != nil {

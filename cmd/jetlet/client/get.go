@@ -19,7 +19,7 @@ import (
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 )
 
 func newGetCommand() *cobra.Command {
@@ -383,7 +383,7 @@ func (a *podAges) since(ctx context.Context, p *schemas.PodStatus) time.Time {
 		name := schemas.IntentsStream(p.Node, a.partitions)
 		var msg *jetstream.RawStreamMsg
 		err := a.c.ridingOut(ctx, "stream "+name, func(ctx context.Context) error {
-			return bus.UnlessDenied(ctx, &a.c.denied.Denials, "$JS.API.DIRECT.GET."+name, func(ctx context.Context) (err error) {
+			return natsjs.UnlessDenied(ctx, &a.c.denied.Denials, "$JS.API.DIRECT.GET."+name, func(ctx context.Context) (err error) {
 				s := a.streams[name]
 				if s == nil {
 					if s, err = a.c.js.Stream(ctx, name); err != nil {
@@ -398,7 +398,7 @@ func (a *podAges) since(ctx context.Context, p *schemas.PodStatus) time.Time {
 		switch {
 		case err == nil:
 			t = msg.Time
-		case errors.As(err, new(*bus.PermissionError)):
+		case errors.As(err, new(*natsjs.PermissionError)):
 			a.partitions = 0 // denied at once, and again for every pod
 		}
 	}

@@ -3,7 +3,7 @@ package client
 import "github.com/spf13/cobra"
 
 // newImageCommand is `jetlet image`: the images of a node's embedded runtime
-// and of the fleet's object store (CONTRACT §13).
+// and of the fleet's object store (docs/contract.md section 13).
 func newImageCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "image",

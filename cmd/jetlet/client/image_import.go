@@ -15,21 +15,34 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
+	"github.com/jetlet/jetlet/runtime/embedded/images"
 )
 
 // newImageImportCommand is `jetlet image import FILE|-`: an OCI image-layout
 // or `docker save` archive loaded into the embedded runtime of the `jetlet
 // run` serving --data-dir, through its image-import socket, as `ctr images
-// import` loads one into containerd. It needs no registry and no NATS.
+// import` loads one into containerd; and `jetlet image import ROOT REF`: an
+// image of one layer made of the directory ROOT, named REF, as `docker
+// import` makes one of a tarball. It needs no registry and no NATS.
 func newImageImportCommand() *cobra.Command {
 	var dataDir string
+	var changes []string
 	cmd := &cobra.Command{
-		Use:   "import FILE|-",
-		Short: "Load an OCI image layout or docker-save archive into this node's embedded runtime",
-		Args:  cobra.ExactArgs(1),
+		Use:   "import FILE|- | import ROOT-DIR REF [--change INSTRUCTION]...",
+		Short: "Load an OCI image layout or docker-save archive, or a root directory as an image, into this node's embedded runtime",
+		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var in io.Reader = cmd.InOrStdin()
-			if args[0] != "-" {
+			if len(args) == 2 {
+				archive, err := images.RootArchive(args[0], args[1], changes)
+				if err != nil {
+					return err
+				}
+				defer archive.Close()
+				in = archive
+			} else if len(changes) > 0 {
+				return errors.New("--change goes with ROOT-DIR REF, not with an archive")
+			} else if args[0] != "-" {
 				f, err := os.Open(args[0])
 				if err != nil {
 					return err
@@ -52,6 +65,7 @@ func newImageImportCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&dataDir, "data-dir", "./jetlet-data", "data dir of the `jetlet run` whose embedded runtime takes the images")
+	cmd.Flags().StringArrayVarP(&changes, "change", "c", nil, "with ROOT-DIR REF, an instruction for the image's config, as docker import's: CMD, ENTRYPOINT, ENV, WORKDIR, USER")
 	return cmd
 }
 

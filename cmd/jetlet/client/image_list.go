@@ -11,9 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
-	"github.com/jetlet/jetlet/runtime/busregistry"
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
+	"github.com/jetlet/jetlet/schemas/natsjs/registry"
 )
 
 type imageListOptions struct {
@@ -77,18 +77,18 @@ func (o *imageListOptions) run(cmd *cobra.Command) error {
 
 // images reads the references of jetlet_images from its meta subjects,
 // the last of each, sorted.
-func (c *client) images(ctx context.Context) ([]busregistry.Image, error) {
-	var out []busregistry.Image
+func (c *client) images(ctx context.Context) ([]registry.Image, error) {
+	var out []registry.Image
 	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{"$O." + schemas.ObjectStoreImages + ".M.>"},
 		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
 	}
-	err := c.readStream(ctx, bus.ObjectStoreStream(schemas.ObjectStoreImages), cfg, false, func(msg jetstream.Msg) error {
+	err := c.readStream(ctx, natsjs.ObjectStoreStream(schemas.ObjectStoreImages), cfg, false, func(msg jetstream.Msg) error {
 		md, err := msg.Metadata()
 		if err != nil {
 			return err
 		}
-		if im, ok := busregistry.ImageFromMetaMessage(msg.Data(), md.Timestamp); ok {
+		if im, ok := registry.ImageFromMetaMessage(msg.Data(), md.Timestamp); ok {
 			out = append(out, im)
 		}
 		return nil
@@ -96,7 +96,7 @@ func (c *client) images(ctx context.Context) ([]busregistry.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, func(a, b busregistry.Image) int { return strings.Compare(a.Ref, b.Ref) })
+	slices.SortFunc(out, func(a, b registry.Image) int { return strings.Compare(a.Ref, b.Ref) })
 	return out, nil
 }
 

@@ -13,10 +13,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
-	"github.com/jetlet/jetlet/runtime/busregistry"
 	"github.com/jetlet/jetlet/runtime/embedded/images"
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/imageref"
+	"github.com/jetlet/jetlet/schemas/natsjs"
+	"github.com/jetlet/jetlet/schemas/natsjs/registry"
 )
 
 type imagePushOptions struct {
@@ -52,7 +53,7 @@ Needs the scheduler's or the operator's NATS credentials.`,
 }
 
 func (o *imagePushOptions) run(cmd *cobra.Command, ref, file string) error {
-	normalized, err := images.Normalize(ref)
+	normalized, err := imageref.Normalize(ref)
 	if err != nil {
 		return fmt.Errorf("REF %q: %w", ref, err)
 	}
@@ -90,10 +91,10 @@ func (o *imagePushOptions) run(cmd *cobra.Command, ref, file string) error {
 	// timeout.
 	ctx, stopObjects := c.denied.Watch(ctx, "$O."+schemas.ObjectStoreImages)
 	defer stopObjects()
-	ctx, stopPurge := c.denied.Watch(ctx, "$JS.API.STREAM.PURGE."+bus.ObjectStoreStream(schemas.ObjectStoreImages))
+	ctx, stopPurge := c.denied.Watch(ctx, "$JS.API.STREAM.PURGE."+natsjs.ObjectStoreStream(schemas.ObjectStoreImages))
 	defer stopPurge()
-	res, err := busregistry.Push(ctx, store, normalized, img.Image)
-	if denied, ok := bus.Denied(ctx); ok {
+	res, err := registry.Push(ctx, store, normalized, img.Image)
+	if denied, ok := natsjs.Denied(ctx); ok {
 		return fmt.Errorf("NATS at %s denied these credentials %s: pushing images needs the scheduler's or the operator's (jetlet nats-config)", c.url, denied.Subject)
 	}
 	if err != nil {

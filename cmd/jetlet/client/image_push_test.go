@@ -20,7 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/rs/zerolog"
 
-	"github.com/jetlet/jetlet/runtime/busregistry"
+	"github.com/jetlet/jetlet/schemas/natsjs/registry"
 	"github.com/jetlet/jetlet/test/testimages"
 )
 
@@ -73,7 +73,7 @@ func TestImagePushAndList(t *testing.T) {
 		wantCode(t, res, 0)
 		var list struct {
 			Kind  string
-			Items []busregistry.Image
+			Items []registry.Image
 		}
 		if err := json.Unmarshal([]byte(res.stdout), &list); err != nil || list.Kind != "ImageList" || len(list.Items) != 2 {
 			t.Fatalf("image ls -o json: %v\n%s", err, res.stdout)
@@ -141,7 +141,7 @@ func TestImagePushPicksTheImageREFNames(t *testing.T) {
 // serveRegistry serves c's image store as a node does, on loopback.
 func serveRegistry(t *testing.T, c *cluster) string {
 	t.Helper()
-	srv, err := busregistry.Listen(busregistry.Config{Listen: "127.0.0.1:0", Logger: zerolog.Nop()})
+	srv, err := registry.Listen(registry.Config{Listen: "127.0.0.1:0", Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}

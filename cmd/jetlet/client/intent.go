@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 )
 
 // validateIntent checks an intent body exactly as the node will, and returns
@@ -78,7 +78,7 @@ func (c *client) publishIntent(ctx context.Context, pi *plannedIntent) error {
 			}
 			return fmt.Errorf("publish %s: no stream stores %s at %s; start `jetlet run` once against this NATS to create the streams (or check --subject-prefix)", pi.label, subject, c.url)
 		}
-		if denied, ok := bus.Denied(ctx); ok {
+		if denied, ok := natsjs.Denied(ctx); ok {
 			return fmt.Errorf("publish %s: NATS at %s denied these credentials: %w; publishing intents takes the scheduler's", pi.label, c.url, denied)
 		}
 		return fmt.Errorf("publish %s to %s: %w", pi.label, subject, err)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 )
 
 // nodeConsumer is a consumer a node creates, with a fixed name so that the
@@ -29,8 +29,8 @@ func nodeConsumers(prefix, node string, partitions int) []nodeConsumer {
 	intents := schemas.Subjects{Prefix: prefix}.NodeIntents(node)
 	stream := schemas.IntentsStream(node, partitions)
 	return []nodeConsumer{
-		{stream, bus.DurableName(node), intents, true},
-		{stream, bus.ReplayName(node), intents, false},
+		{stream, natsjs.DurableName(node), intents, true},
+		{stream, natsjs.ReplayName(node), intents, false},
 	}
 }
 
@@ -104,7 +104,7 @@ func kvWatcher(bucket, keys string) []string {
 }
 
 // configWriter is what a scheduler writes ConfigMaps and sealed Secrets with
-// (CONTRACT.md section 11): puts and deletes of any key, and reads.
+// (docs/contract.md section 11): puts and deletes of any key, and reads.
 func configWriter() []string {
 	var out []string
 	for _, b := range []string{schemas.BucketConfigMaps, schemas.BucketSecrets} {
@@ -115,9 +115,9 @@ func configWriter() []string {
 }
 
 // imagesStream is the stream of the object store jetlet_images.
-var imagesStream = bus.ObjectStoreStream(schemas.ObjectStoreImages)
+var imagesStream = natsjs.ObjectStoreStream(schemas.ObjectStoreImages)
 
-// imagesReader is what a node's registry (runtime/busregistry) reads the
+// imagesReader is what a node's registry (schemas/natsjs/registry) reads the
 // store with: each object's info, its last meta message, and its chunks,
 // in batches of direct gets; no consumer.
 var imagesReader = []string{"$JS.API.DIRECT.GET." + imagesStream, "$JS.API.DIRECT.GET." + imagesStream + ".>"}

@@ -24,7 +24,7 @@ func TestNodePermissionsNameOnlyTheNode(t *testing.T) {
 		// What it stored, read back with batched direct gets.
 		"$JS.API.DIRECT.GET.JETLET_RESULTS", "$JS.API.DIRECT.GET.JETLET_EVENTS",
 		"$JS.API.DIRECT.GET.KV_jetlet_status.$KV.jetlet_status.n1.>",
-		// Every ConfigMap; its own Secrets (CONTRACT section 11).
+		// Every ConfigMap; its own Secrets (docs/contract.md section 11).
 		"$JS.API.DIRECT.GET.KV_jetlet_configmaps.$KV.jetlet_configmaps.>",
 		"$JS.API.DIRECT.GET.KV_jetlet_secrets.$KV.jetlet_secrets.n1.>",
 		"$JS.API.CONSUMER.CREATE.KV_jetlet_secrets.*.$KV.jetlet_secrets.n1.>",

@@ -181,7 +181,7 @@ func podPhaseShown(p *schemas.PodStatus, nodeReady bool) (schemas.PodPhase, bool
 }
 
 // phaseUnknown is shown, never stored: the client's word for a pod whose node
-// is not Ready (CONTRACT.md section 6).
+// is not Ready (docs/contract.md section 6).
 const phaseUnknown schemas.PodPhase = "Unknown"
 
 func newNodeCommand() *cobra.Command {

@@ -104,7 +104,7 @@ func (c *cluster) putNode(rec schemas.NodeRecord) {
 }
 
 // nodeStatusRecord is a live node's record with the node status of
-// CONTRACT section 12: 2 CPUs and 1Gi allocatable, 3 pods admitted, memory
+// docs/contract.md section 12: 2 CPUs and 1Gi allocatable, 3 pods admitted, memory
 // pressure, a taint, the embedded runtime's isolation and one image.
 func nodeStatusRecord(name string) schemas.NodeRecord {
 	now := time.Now().UTC()

@@ -16,7 +16,7 @@ import (
 	"github.com/jetlet/jetlet/schemas/sealed/sealedtest"
 )
 
-// TestNATSConfigConfigBuckets checks CONTRACT section 11's permissions on a
+// TestNATSConfigConfigBuckets checks docs/contract.md section 11's permissions on a
 // nats-server run from `jetlet nats-config`: the scheduler puts and deletes
 // ConfigMaps and sealed Secrets; a node reads every ConfigMap and, by get or
 // watch, its own Secrets only; the auditor reads neither.

@@ -26,7 +26,7 @@ import (
 	"github.com/jetlet/jetlet/events"
 	"github.com/jetlet/jetlet/runtime/nodeservice/nodeclient"
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/natstest"
 	"github.com/jetlet/jetlet/test/poll"
@@ -90,19 +90,19 @@ func startPermServer(t *testing.T, nodes string, extra string, configArgs ...str
 type userConn struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
-	denied  chan *bus.PermissionError
-	denials bus.Denials // ends a denied call at once
+	denied  chan *natsjs.PermissionError
+	denials natsjs.Denials // ends a denied call at once
 }
 
 func (s *permServer) connect(t *testing.T, user string, opts ...nats.Option) *userConn {
 	t.Helper()
-	u := &userConn{denied: make(chan *bus.PermissionError, 64)}
+	u := &userConn{denied: make(chan *natsjs.PermissionError, 64)}
 	seed, err := nats.NkeyOptionFromSeed(s.seed(user))
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts = append(opts, seed, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-		if pe, ok := bus.AsPermissionError(err); ok {
+		if pe, ok := natsjs.AsPermissionError(err); ok {
 			u.denials.Observe(pe)
 			u.denied <- pe
 		}

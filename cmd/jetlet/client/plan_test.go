@@ -14,7 +14,7 @@ import (
 	"github.com/jetlet/jetlet/test/poll"
 )
 
-// The plan and the next sync agree (CONTRACT.md section 14): over kubelet's
+// The plan and the next sync agree (docs/contract.md section 14): over kubelet's
 // scenarios on a real `jetlet run`, the node's plan for an intent
 // (--dry-run=node, which publishes nothing), then that intent applied, and
 // its result's runtime actions compared with what the plan said.

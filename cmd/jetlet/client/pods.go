@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 )
 
 // intentRecord is an intent as stored in JETLET_INTENTS, read loosely: the
@@ -95,7 +95,7 @@ func (c *client) intents(ctx context.Context, node, uid string, lastOnly bool) (
 // then known by their statuses alone.
 func (c *client) readableIntents(ctx context.Context, node, uid string, lastOnly bool) ([]intentRecord, error) {
 	out, err := c.intents(ctx, node, uid, lastOnly)
-	if errors.As(err, new(*bus.PermissionError)) {
+	if errors.As(err, new(*natsjs.PermissionError)) {
 		return nil, nil
 	}
 	return out, err

@@ -7,14 +7,14 @@ import (
 	"time"
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 )
 
 type provisionOptions struct {
 	client  clientFlags
-	streams bus.StreamsConfig
+	streams natsjs.StreamsConfig
 	timeout time.Duration
 }
 
@@ -23,7 +23,7 @@ func newProvisionCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "provision",
 		Short: "Create or update jetlet's streams, buckets and object store (with operator credentials)",
-		Long: `Create the streams, buckets and object store of CONTRACT.md section 2, or update the
+		Long: `Create the streams, buckets and object store of docs/contract.md section 2, or update the
 ones whose settings differ, as ` + "`jetlet run`" + ` does at start. Where the nodes'
 NATS credentials may not create streams (the permissions of jetlet
 nats-config), run it once with the operator's, with the same settings as the
@@ -54,8 +54,8 @@ func (o *provisionOptions) run(cmd *cobra.Command) error {
 	defer cancel()
 	watchCtx, stop := c.denied.Watch(ctx, cli.ProvisionAPI)
 	defer stop()
-	err = bus.Provision(watchCtx, c.js, o.streams, zerolog.New(cmd.ErrOrStderr()).Level(zerolog.WarnLevel))
-	if denied, ok := bus.Denied(watchCtx); ok {
+	err = natsjs.Provision(watchCtx, c.js, o.streams, zerolog.New(cmd.ErrOrStderr()).Level(zerolog.WarnLevel))
+	if denied, ok := natsjs.Denied(watchCtx); ok {
 		return fmt.Errorf("NATS at %s denied these credentials %s: provisioning needs the operator's (the operator user of `jetlet nats-config`)", c.url, denied.Subject)
 	}
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 )
 
 // readerInactiveThreshold: the server deletes a reader's consumer that a
@@ -30,7 +30,7 @@ func (c *client) readStream(ctx context.Context, stream string, cfg jetstream.Or
 	ctx, stop := c.denied.Watch(ctx, "$JS.API.CONSUMER.CREATE."+stream)
 	defer stop()
 	fail := func(err error) error {
-		if denied, ok := bus.Denied(ctx); ok {
+		if denied, ok := natsjs.Denied(ctx); ok {
 			return fmt.Errorf("stream %s: NATS at %s denied these credentials: %w", stream, c.url, denied)
 		}
 		return c.jsError("stream "+stream, err)
@@ -50,7 +50,7 @@ func (c *client) readStream(ctx context.Context, stream string, cfg jetstream.Or
 		return fail(err)
 	}
 	defer c.deleteReader(stream, cons, it)
-	if _, denied := bus.Denied(ctx); denied {
+	if _, denied := natsjs.Denied(ctx); denied {
 		return fail(nil)
 	}
 	if info := cons.CachedInfo(); !follow && (info == nil || info.NumPending == 0) {
@@ -59,7 +59,7 @@ func (c *client) readStream(ctx context.Context, stream string, cfg jetstream.Or
 	for {
 		msg, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
-			if _, denied := bus.Denied(ctx); denied {
+			if _, denied := natsjs.Denied(ctx); denied {
 				return fail(err)
 			}
 			if follow && ctx.Err() != nil {

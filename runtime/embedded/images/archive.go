@@ -19,6 +19,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/jetlet/jetlet/schemas/imageref"
 )
 
 // Annotations naming an image in an OCI layout's index.json.
@@ -234,7 +236,7 @@ func layoutNames(ann map[string]string) ([]string, error) {
 	if n == "" {
 		return nil, nil
 	}
-	ref, err := Normalize(n)
+	ref, err := imageref.Normalize(n)
 	if err != nil {
 		return nil, err
 	}
@@ -407,7 +409,7 @@ func (a *archive) readDocker() error {
 		}
 		var refs []string
 		for _, t := range d.RepoTags {
-			n, err := Normalize(t)
+			n, err := imageref.Normalize(t)
 			if err != nil {
 				return fmt.Errorf("manifest.json: %w", err)
 			}

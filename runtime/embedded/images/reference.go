@@ -3,13 +3,7 @@ package images
 import (
 	"net"
 	"strings"
-
-	"github.com/jetlet/jetlet/schemas/imageref"
 )
-
-// Normalize is imageref.Normalize: a reference as containerd's CRI expands
-// it ("busybox" → "docker.io/library/busybox:latest"), or an error.
-func Normalize(ref string) (string, error) { return imageref.Normalize(ref) }
 
 // looksLikeReference reports whether an OCI layout's
 // org.opencontainers.image.ref.name names an image ("busybox:1.36",

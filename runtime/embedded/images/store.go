@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/jetlet/jetlet/internal/atomicfile"
+	"github.com/jetlet/jetlet/schemas/imageref"
 )
 
 // Options configures a Store.
@@ -141,7 +142,7 @@ func Open(opts Options) (*Store, error) {
 		}
 	}
 	for _, p := range opts.Pinned {
-		n, err := Normalize(p)
+		n, err := imageref.Normalize(p)
 		if err != nil {
 			return nil, fmt.Errorf("open image store %s: pinned image: %w", dir, err)
 		}
@@ -266,7 +267,7 @@ func (s *Store) lookupLocked(ref string) *Image {
 	if im, ok := s.images["sha256:"+ref]; ok {
 		return im
 	}
-	if n, err := Normalize(ref); err == nil {
+	if n, err := imageref.Normalize(ref); err == nil {
 		for _, im := range s.images {
 			if im.hasName(n) {
 				return im

@@ -12,7 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
-	"github.com/jetlet/jetlet/schemas/bus"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 )
 
 // NATSFlags are the connection flags shared by `jetlet run` and the client
@@ -96,7 +96,7 @@ func (f *NATSFlags) Options() ([]nats.Option, error) {
 // and every reconnect retry without end, with a jittered back-off from 100 ms
 // to 5 s so that a fleet of nodes does not stampede a restarted server. A
 // permission NATS denies goes to denied.
-func ReconnectForever(log zerolog.Logger, denied func(*bus.PermissionError)) []nats.Option {
+func ReconnectForever(log zerolog.Logger, denied func(*natsjs.PermissionError)) []nats.Option {
 	return []nats.Option{
 		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
@@ -118,7 +118,7 @@ func ReconnectForever(log zerolog.Logger, denied func(*bus.PermissionError)) []n
 			log.Info().Str("url", nc.ConnectedUrlRedacted()).Msg("reconnected to NATS")
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
-			if pe, ok := bus.AsPermissionError(err); ok {
+			if pe, ok := natsjs.AsPermissionError(err); ok {
 				denied(pe)
 				return
 			}

@@ -14,7 +14,7 @@ import (
 )
 
 // ClientSeedFile is the nkey seed, in the data dir, that the embedded NATS
-// server admits and the client commands present (CONTRACT.md section 7).
+// server admits and the client commands present (docs/contract.md section 7).
 const ClientSeedFile = "nats-client.nk"
 
 func ClientSeedPath(dataDir string) string { return filepath.Join(dataDir, ClientSeedFile) }

@@ -10,7 +10,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/jetlet/jetlet/reconcile/images"
+	"github.com/jetlet/jetlet/reconcile/imagegc"
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/test/testimages"
 )
@@ -116,8 +116,8 @@ func TestImageGarbageCollectionOnContainerd(t *testing.T) {
 
 	// The space threshold is off (100%): only the maximum age removes.
 	clock := &stepClock{now: time.Now()}
-	m, err := images.New(view, images.Config{
-		Policy: images.Policy{HighThresholdPercent: 100, LowThresholdPercent: 99, MinAge: time.Minute, MaxAge: time.Hour},
+	m, err := imagegc.New(view, imagegc.Config{
+		Policy: imagegc.Policy{HighThresholdPercent: 100, LowThresholdPercent: 99, MinAge: time.Minute, MaxAge: time.Hour},
 		Clock:  clock,
 	})
 	if err != nil {
