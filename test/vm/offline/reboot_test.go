@@ -73,7 +73,10 @@ func bootOne(t *testing.T, statePath string) {
 	js := connect(t, vmguest.NATSURL)
 	var st state
 	for _, uid := range pods {
-		script := "exec sleep 3600"
+		// Ends on SIGTERM: a container's init that does not handle it
+		// (exec sleep) ignores it, and the reboot would wait systemd's
+		// stop timeout for its scope (docs/embedded-runtime.md).
+		script := "trap 'exit 0' TERM; while :; do sleep 1; done"
 		if uid == "vm-crash" {
 			script = "sleep 1; exit 3"
 		}
@@ -152,7 +155,7 @@ func bootTwo(t *testing.T, statePath string) {
 		return err == nil
 	})
 	js := connect(t, "nats://127.0.0.1:4333")
-	updated := publish(t, js, pods[0], podJSON(pods[0], 2, "exec sleep 3601"))
+	updated := publish(t, js, pods[0], podJSON(pods[0], 2, "trap 'exit 0' TERM; while :; do sleep 2; done"))
 	deleted := publish(t, js, "vm-crash", `{"apiVersion":"jetlet.dev/v1","kind":"PodIntent","op":"delete","revision":2,"gracePeriodSeconds":1,
 	  "pod":{"metadata":{"name":"p-vm-crash","namespace":"default","uid":"vm-crash"}}}`)
 	st.Seqs = append(st.Seqs, updated, deleted)
