@@ -82,7 +82,7 @@ type kindError struct {
 	msg       string
 }
 
-func (e *kindError) Error() string   { return e.msg }
+func (e *kindError) Error() string { return e.msg }
 func (e *kindError) Unwrap() []error {
 	if e.err == nil {
 		return []error{e.kind}

@@ -264,7 +264,7 @@ func askNode[T any](ctx context.Context, c *Client, node, endpoint, what string,
 	defer stop()
 	resp, err := ask(ctx)
 	if se, ok := errors.AsType[*nodeclient.ServiceError](err); ok {
-		return resp, fmt.Errorf("node %s: %s", node, se.Description)
+		return resp, errorOf(se, nil, "node %s: %s", node, se.Description)
 	}
 	switch {
 	case errors.Is(err, nodeclient.ErrNoNode):

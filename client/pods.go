@@ -341,4 +341,3 @@ func (c *Client) DefaultNode(ctx context.Context) (string, error) {
 	}
 	return "", fmt.Errorf("--node is required: %d nodes are live (%s)", len(names), strings.Join(names, ", "))
 }
-
