@@ -181,13 +181,16 @@ func TestEventsResumed(t *testing.T) {
 	t.Cleanup(f.stop)
 	c := connect(t, client.Options{URL: f.url})
 	const total = 200
+	published := make(chan struct{})
 	go func() {
+		defer close(published)
 		for i := range total {
 			f.event("n1", fmt.Sprintf("u%d", i%7), "web", schemas.EventContainerStarted)
 		}
 	}()
-	var ledger []uint64 // what the auditor wrote
-	var stored uint64   // the position it keeps
+	t.Cleanup(func() { <-published }) // before the server stops
+	var ledger []uint64               // what the auditor wrote
+	var stored uint64                 // the position it keeps
 	errKilled := errors.New("killed")
 	handle := func(stopAt int) func(*client.Event) error {
 		return func(e *client.Event) error {

@@ -189,7 +189,7 @@ func (c *Client) DeleteConfigMap(ctx context.Context, namespace, name string) er
 		return err
 	}
 	if e == nil {
-		return errorOf(ErrNotFound, nil, "configmap %s/%s not found in %s", namespace, name, schemas.BucketConfigMaps)
+		return &NotFoundError{Msg: fmt.Sprintf("configmap %s/%s not found in %s", namespace, name, schemas.BucketConfigMaps)}
 	}
 	kv, err := c.bucket(ctx, schemas.BucketConfigMaps)
 	if err != nil {
@@ -246,4 +246,3 @@ func (c *Client) PurgeSecret(ctx context.Context, s StoredSecret) error {
 	}
 	return nil
 }
-

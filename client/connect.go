@@ -69,8 +69,8 @@ type Options struct {
 	Progress io.Writer
 }
 
-// hasCredentials says whether the options or the URLs carry credentials.
-func (o *Options) hasCredentials() bool {
+// HasCredentials says whether the options or the URLs carry credentials.
+func (o *Options) HasCredentials() bool {
 	if o.CredsFile != "" || o.NKeyFile != "" || o.User != "" || o.Password != "" || o.Token != "" || o.TLSCertFile != "" {
 		return true
 	}
@@ -111,14 +111,15 @@ func (o *Options) Validate() error {
 	if o.ConnectTimeout <= 0 {
 		return errorOf(ErrInvalid, nil, "--connect-timeout %s: must be positive", o.ConnectTimeout)
 	}
-	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
-		return errorOf(ErrInvalid, nil, "--nats-tls-cert and --nats-tls-key go together")
-	}
 	return nil
 }
 
-// natsOptions are the nats.go options of the credentials and TLS given.
-func (o *Options) natsOptions() ([]nats.Option, error) {
+// NATSOptions are the nats.go options of the credentials, TLS and inbox
+// prefix given (`jetlet run` connects with them too).
+func (o *Options) NATSOptions() ([]nats.Option, error) {
+	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
+		return nil, errorOf(ErrInvalid, nil, "--nats-tls-cert and --nats-tls-key go together")
+	}
 	var opts []nats.Option
 	if o.CredsFile != "" {
 		opts = append(opts, nats.UserCredentials(o.CredsFile))
@@ -193,7 +194,7 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	nopts, err := opts.natsOptions()
+	nopts, err := opts.NATSOptions()
 	if err != nil {
 		return nil, err
 	}
@@ -314,7 +315,7 @@ type clientAuth struct {
 // given, else the seed that `jetlet run` wrote in DataDir if it is there,
 // else none (a NATS that admits anyone).
 func (o *Options) credentials() (clientAuth, error) {
-	if o.hasCredentials() {
+	if o.HasCredentials() {
 		return clientAuth{}, nil
 	}
 	dataDir, err := filepath.Abs(o.DataDir) // messages name the file wherever the program ran

@@ -24,6 +24,8 @@ var (
 	// ErrInvalid: an argument or an intent fails validation before
 	// anything is sent.
 	ErrInvalid = errors.New("jetlet: invalid")
+	// ErrExecTimedOut: a command run with Exec outlived its timeout.
+	ErrExecTimedOut = errors.New("jetlet: the command timed out")
 )
 
 // RejectedError is a SyncResult with outcome Rejected. errors.Is(err,

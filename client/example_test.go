@@ -135,7 +135,8 @@ func ExampleClient_Nodes() {
 }
 
 // Apply picks the pod's uid and revision and publishes its intent; the
-// node's result would then come to Wait.
+// node's result would then come to Wait. A pod applied again unchanged is
+// not published again.
 func ExampleClient_Apply() {
 	f := startFleet()
 	defer f.stop()
@@ -156,14 +157,23 @@ func ExampleClient_Apply() {
 		fmt.Println(err)
 		return
 	}
-	// The same pod again: the node's pod of that name, at its next revision.
+	// A new image: the node's pod of that name, at its next revision.
+	pod.Spec.Containers[0].Image = "busybox:1.36"
 	second, err := c.Apply(ctx, "n1", pod)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	again, err := c.Apply(ctx, "n1", pod)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println(first.Revision, second.Revision, first.UID == second.UID, second.Seq)
-	// Output: 1 2 true 2
+	fmt.Println(again.Unchanged, again.Revision, again.Seq)
+	// Output:
+	// 1 2 true 2
+	// true 2 2
 }
 
 // An auditor resumes from the position it stored: every event once.

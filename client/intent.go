@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,11 +9,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -31,6 +30,10 @@ type Intent struct {
 	// Duplicate: the same intent was already stored (the same Nats-Msg-Id
 	// within the stream's duplicate window) and was not stored again.
 	Duplicate bool
+	// Unchanged: planned (Planner.Plan), the pod equals that of its newest
+	// intent: there is nothing to publish, and Revision and Seq are that
+	// intent's. Publish skips it; Wait waits for that intent's result.
+	Unchanged bool
 	// after are the results and events streams' last sequences before it
 	// was published: Wait reads from there.
 	after streamMarks
@@ -156,6 +159,9 @@ func (in *Intent) label() string {
 // sets in.Seq and in.Duplicate. The publish rides out a stream electing a
 // leader.
 func (c *Client) Publish(ctx context.Context, in *Intent) error {
+	if in.Unchanged {
+		return nil
+	}
 	label := in.label()
 	subject := c.subj.Intent(in.Node, in.UID)
 	stream, err := c.IntentsStream(ctx, in.Node)
@@ -217,37 +223,24 @@ func (c *Client) marks(ctx context.Context) (streamMarks, error) {
 	return m, nil
 }
 
-// Apply publishes pod for node. A pod without a uid takes the uid of the
-// live pod of its namespace and name on node, else a new one; the revision
-// is one above the highest the uid has had. The namespace defaults to
-// "default". The intent is validated as the node will validate it first:
-// an invalid one is an *InvalidError, and nothing is published.
+// Apply publishes pod for node, planned as Planner.Plan plans it: its
+// uid is the live pod's of its namespace and name on node, else a new
+// one; its revision one above the highest the uid had; its namespace
+// "default" when empty. An invalid intent is an *InvalidError, and nothing
+// is published; a pod equal to its newest intent's is not published again
+// (Unchanged).
 func (c *Client) Apply(ctx context.Context, node string, pod *corev1.Pod) (*Intent, error) {
-	pod = pod.DeepCopy()
-	if pod.Namespace == "" {
-		pod.Namespace = "default"
+	data, err := json.Marshal(schemas.PodIntent{APIVersion: schemas.APIVersion, Kind: schemas.KindPodIntent, Op: schemas.OpApply, Pod: pod})
+	if err != nil {
+		return nil, err
 	}
-	revision := int64(1)
-	rec := &Pod{Node: node, UID: string(pod.UID)}
-	if pod.UID == "" {
-		pods, err := c.FindPods(ctx, node, PodRef{Namespace: pod.Namespace, Name: pod.Name})
-		if err != nil {
-			return nil, err
-		}
-		if live := LivePods(pods); len(live) > 0 {
-			rec = live[len(live)-1]
-			pod.UID = types.UID(rec.UID)
-		} else {
-			pod.UID, rec = types.UID(uuid.NewString()), nil
-		}
+	var envelope map[string]any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&envelope); err != nil {
+		return nil, err
 	}
-	if rec != nil {
-		var err error
-		if revision, err = c.NextRevision(ctx, rec); err != nil {
-			return nil, err
-		}
-	}
-	in, err := ApplyIntent(node, pod, revision)
+	in, err := c.NewPlanner().Plan(ctx, node, envelope)
 	if err != nil {
 		return nil, err
 	}

@@ -160,7 +160,7 @@ func (c *Client) GetNode(ctx context.Context, name string) (*Node, error) {
 		return nil, err
 	}
 	if len(nodes) == 0 {
-		return nil, errorOf(ErrNotFound, nil, "node %s not found: no record in %s and no pod in %s", name, schemas.BucketNodes, schemas.BucketStatus)
+		return nil, &NotFoundError{Msg: fmt.Sprintf("node %s not found: no record in %s and no pod in %s", name, schemas.BucketNodes, schemas.BucketStatus)}
 	}
 	return nodes[0], nil
 }

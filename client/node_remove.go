@@ -66,7 +66,7 @@ func (c *Client) RemoveNode(ctx context.Context, name string) ([]string, error) 
 		removed = append(removed, "node record")
 	}
 	if len(removed) == 0 {
-		return nil, errorOf(ErrNotFound, nil, "node %s not found: no consumer, status or record of it at %s", name, c.url)
+		return nil, &NotFoundError{Msg: fmt.Sprintf("node %s not found: no consumer, status or record of it at %s", name, c.url)}
 	}
 	return removed, nil
 }

@@ -22,8 +22,7 @@ func (c *Client) Logs(ctx context.Context, p *Pod, req schemas.LogsRequest, out 
 
 // Exec runs a command in a running container of pod p, through its node,
 // and returns what it printed and its exit code. A command that outlived
-// req.TimeoutSeconds is an error matching *nodeclient.ServiceError with
-// code schemas.ServiceErrTimeout.
+// req.TimeoutSeconds is ErrExecTimedOut.
 func (c *Client) Exec(ctx context.Context, p *Pod, req schemas.ExecRequest) (schemas.ExecResponse, error) {
 	if req.PodRef.UID == "" {
 		req.PodRef = p.Ref(req.PodRef.Container)
@@ -50,6 +49,9 @@ func (c *Client) nodeServiceError(pod *Pod, err error) error {
 		return errorOf(ErrNotFound, err, "node %s of pod %s/%s does not answer: is its jetlet running?", pod.Node, pod.Namespace, pod.Name)
 	}
 	if se, ok := errors.AsType[*nodeclient.ServiceError](err); ok {
+		if se.Code == schemas.ServiceErrTimeout {
+			return errorOf(ErrExecTimedOut, se, "node %s: %s", pod.Node, se.Description)
+		}
 		return errorOf(se, nil, "node %s: %s", pod.Node, se.Description)
 	}
 	return c.jsError("node "+pod.Node, err)

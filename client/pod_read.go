@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -129,7 +130,7 @@ func (c *Client) WatchStatuses(ctx context.Context, node string, fn func(statuse
 				if ctx.Err() != nil {
 					return nil
 				}
-				return errorOf(ErrNotFound, nil, "watching bucket %s: the watch ended", schemas.BucketStatus)
+				return fmt.Errorf("watching bucket %s: the watch ended", schemas.BucketStatus)
 			}
 			e = entry
 		}

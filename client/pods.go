@@ -267,12 +267,13 @@ func OnOneNode(ref PodRef, pods []*Pod) error {
 	return fmt.Errorf("%s exists on nodes %s; pick one with --node", ref, strings.Join(nodes, ", "))
 }
 
-// PodNotFoundError is a pod that does not exist, or no longer does.
-// errors.Is(err, ErrNotFound) holds.
-type PodNotFoundError struct{ Msg string }
+// NotFoundError is a pod, node or object that does not exist, or no longer
+// does, as opposed to a stream or bucket missing. errors.Is(err,
+// ErrNotFound) holds.
+type NotFoundError struct{ Msg string }
 
-func (e *PodNotFoundError) Error() string        { return e.Msg }
-func (e *PodNotFoundError) Is(target error) bool { return target == ErrNotFound }
+func (e *NotFoundError) Error() string        { return e.Msg }
+func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
 
 // PodNotFound is the error for a pod that ref names but nobody knows.
 func PodNotFound(ref PodRef, node string) error {
@@ -280,7 +281,7 @@ func PodNotFound(ref PodRef, node string) error {
 	if node != "" {
 		where = "on node " + node
 	}
-	return &PodNotFoundError{fmt.Sprintf("%s not found %s: no status in %s and no intent in %s", ref, where, schemas.BucketStatus, schemas.StreamIntents)}
+	return &NotFoundError{Msg: fmt.Sprintf("%s not found %s: no status in %s and no intent in %s", ref, where, schemas.BucketStatus, schemas.StreamIntents)}
 }
 
 // highestRevision is the highest revision of the pod in its status (as known
@@ -313,9 +314,17 @@ func (c *Client) Statuses(ctx context.Context, node string) ([]schemas.PodStatus
 	return kvValues[schemas.PodStatus](ctx, c, schemas.BucketStatus, nodeToken(node)+".*")
 }
 
+// NodeRecords returns the records of jetlet_nodes, of node name or of all
+// ("" for all), sorted by node.
+func (c *Client) NodeRecords(ctx context.Context, name string) ([]schemas.NodeRecord, error) {
+	recs, err := kvValues[schemas.NodeRecord](ctx, c, schemas.BucketNodes, cmp.Or(name, ">"))
+	slices.SortFunc(recs, func(a, b schemas.NodeRecord) int { return cmp.Compare(a.Node, b.Node) })
+	return recs, err
+}
+
 // NodeNames returns the nodes with a heartbeat in jetlet_nodes, sorted.
 func (c *Client) NodeNames(ctx context.Context) ([]string, error) {
-	recs, err := kvValues[schemas.NodeRecord](ctx, c, schemas.BucketNodes, ">")
+	recs, err := c.NodeRecords(ctx, "")
 	if err != nil {
 		return nil, err
 	}

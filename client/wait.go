@@ -28,11 +28,20 @@ type WaitOptions struct {
 // errFound ends a stream read once the wanted message is in hand.
 var errFound = errors.New("found")
 
-// Wait waits for the SyncResult that answers in, published by this client,
-// until ctx ends. A result with outcome Rejected is returned with a
+// Wait waits for the SyncResult that answers in, until ctx ends. in was
+// published by Publish, or is one stored before (its Node, UID and Seq
+// set): its result may be stored already, and only the events from now on
+// are handed to OnEvent. A result with outcome Rejected is returned with a
 // *RejectedError (errors.Is(err, ErrRejected)); any other outcome with a
 // nil error: check Outcome.
 func (c *Client) Wait(ctx context.Context, in *Intent, opts WaitOptions) (*Result, error) {
+	if in.after == (streamMarks{}) && opts.OnEvent != nil {
+		m, err := c.marks(ctx)
+		if err != nil {
+			return nil, err
+		}
+		in.after.events = m.events
+	}
 	next := in.after.events + 1 // the next event sequence to hand over
 	var wg sync.WaitGroup
 	evCtx, stopEvents := context.WithCancel(ctx)

@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	jc "github.com/jetlet/jetlet/client"
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -90,17 +89,8 @@ any other error.`,
 
 // plannedIntent is one validated intent, ready to publish.
 type plannedIntent struct {
-	label     string // pod/NAMESPACE/NAME
-	node      string
-	uid       string
-	op        schemas.Op
-	revision  int64
-	body      []byte
-	seq       uint64 // stream sequence, once published
-	duplicate bool   // the intent was already stored (same Nats-Msg-Id)
-	// unchanged: the pod equals its newest intent's, so nothing is
-	// published; revision and seq are that intent's.
-	unchanged bool
+	*jc.Intent
+	label string // pod/NAMESPACE/NAME
 	// nodeDown says why the node has no live heartbeat ("" when live or
 	// not checked): --wait does not wait for it.
 	nodeDown string
@@ -136,12 +126,12 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	defer c.close()
+	defer c.Close()
 	ctx, cancel := context.WithTimeout(cmd.Context(), o.publish.timeout)
 	defer cancel()
 
 	p := newPlanner(c, o.client.node)
-	p.force = o.force
+	p.Force = o.force
 	var plans []*plannedIntent
 	var configs []*configObject
 	var problems []string
@@ -176,11 +166,11 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 		return showPlans(ctx, cmd.OutOrStdout(), c, plans, o.publish.output)
 	}
 	// Stored before the intents: a pod that uses them finds them.
-	writes, err := c.prepareConfigs(ctx, configs, sealFor, false)
+	writes, err := prepareConfigs(ctx, c, configs, sealFor, false)
 	if err != nil {
 		return err
 	}
-	if err := c.storeConfigs(ctx, writes); err != nil {
+	if err := storeConfigs(ctx, c, writes); err != nil {
 		return err
 	}
 	if err := reportConfigWrites(cmd.OutOrStdout(), cmd.ErrOrStderr(), writes, o.publish); err != nil {
@@ -223,26 +213,17 @@ func (f *publishFlags) validate() error {
 
 // publishAndReport publishes every planned intent and then reports each, or,
 // with --wait, waits for each result and reports that.
-func publishAndReport(ctx context.Context, cmd *cobra.Command, c *client, plans []*plannedIntent, f publishFlags) error {
+func publishAndReport(ctx context.Context, cmd *cobra.Command, c *jc.Client, plans []*plannedIntent, f publishFlags) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	var marks streamMarks
-	if f.wait {
-		// Results and events of these intents come after these sequences:
-		// reading from here misses none, even the fastest.
-		var err error
-		if marks, err = c.marks(ctx); err != nil {
-			return err
-		}
-	}
 	for _, pi := range plans {
-		if !pi.unchanged {
-			if err := c.publishIntent(ctx, pi); err != nil {
+		if !pi.Unchanged {
+			if err := c.Publish(ctx, pi.Intent); err != nil {
 				return err
 			}
 		}
 		line := appliedLine(pi)
 		switch {
-		case f.wait && !pi.unchanged:
+		case f.wait && !pi.Unchanged:
 			fmt.Fprintln(stderr, line)
 		case f.output == outputJSON:
 			if err := printJSONLine(stdout, publishedJSON(pi)); err != nil {
@@ -259,22 +240,22 @@ func publishAndReport(ctx context.Context, cmd *cobra.Command, c *client, plans 
 	for _, pi := range plans {
 		if pi.nodeDown != "" {
 			fmt.Fprintf(stderr, "error: not waiting for %s: node %s is not live (%s); its intent is stored and applied once `jetlet run --node %s` runs\n",
-				pi.label, pi.node, pi.nodeDown, pi.node)
+				pi.label, pi.Node, pi.nodeDown, pi.Node)
 			notLive = true
 		}
 	}
 	for _, pi := range plans {
-		if pi.unchanged || pi.nodeDown != "" {
+		if pi.Unchanged || pi.nodeDown != "" {
 			continue
 		}
-		res, raw, err := c.waitResult(ctx, pi, marks, stderr)
+		res, err := waitResult(ctx, c, pi, stderr)
 		if err != nil {
 			return err
 		}
 		if f.output == outputJSON {
-			fmt.Fprintf(stdout, "%s\n", raw)
+			fmt.Fprintf(stdout, "%s\n", res.Raw)
 		} else {
-			printResult(stdout, pi.label, res)
+			printResult(stdout, pi.label, res.SyncResult)
 		}
 		if res.Outcome != schemas.OutcomeSynced {
 			code = 2
@@ -292,25 +273,25 @@ func publishAndReport(ctx context.Context, cmd *cobra.Command, c *client, plans 
 func appliedLine(pi *plannedIntent) string {
 	verb := "applied"
 	switch {
-	case pi.unchanged:
+	case pi.Unchanged:
 		verb = "unchanged"
-	case pi.op == schemas.OpDelete:
+	case pi.Op == schemas.OpDelete:
 		verb = "delete requested"
 	}
 	dup := ""
-	if pi.duplicate {
+	if pi.Duplicate {
 		dup = ", already published: not sent again"
 	}
-	return fmt.Sprintf("%s %s on node %s (uid %s, revision %d, intent %d%s)", pi.label, verb, pi.node, pi.uid, pi.revision, pi.seq, dup)
+	return fmt.Sprintf("%s %s on node %s (uid %s, revision %d, intent %d%s)", pi.label, verb, pi.Node, pi.UID, pi.Revision, pi.Seq, dup)
 }
 
 // publishedJSON is what `apply -o json` prints for an intent it published.
 func publishedJSON(pi *plannedIntent) map[string]any {
 	ns, name, _ := strings.Cut(strings.TrimPrefix(pi.label, "pod/"), "/")
 	return map[string]any{
-		"node": pi.node, "uid": pi.uid, "namespace": ns, "name": name,
-		"op": pi.op, "revision": pi.revision, "intentSeq": pi.seq, "duplicate": pi.duplicate,
-		"unchanged": pi.unchanged,
+		"node": pi.Node, "uid": pi.UID, "namespace": ns, "name": name,
+		"op": pi.Op, "revision": pi.Revision, "intentSeq": pi.Seq, "duplicate": pi.Duplicate,
+		"unchanged": pi.Unchanged,
 	}
 }
 
@@ -346,19 +327,17 @@ func (e *invalidIntentError) Error() string {
 	return b.String()
 }
 
-// planner turns documents into intents, resolving nodes, uids and revisions
-// once per node and chaining documents of one apply that name the same pod.
+// planner turns documents into intents (jc.Planner), resolving each
+// pod's node: --node, else its spec.nodeName, else the only live node.
 type planner struct {
-	c        *client
+	*jc.Planner
+	c        *jc.Client
 	flagNode string
-	force    bool                    // --force: no pod is unchanged
-	only     string                  // the only live node, once looked up
-	pods     map[string][]*podRecord // node → known pods
-	planned  map[string]*plannedIntent
+	only     string // the only live node, once looked up
 }
 
-func newPlanner(c *client, node string) *planner {
-	return &planner{c: c, flagNode: node, pods: map[string][]*podRecord{}, planned: map[string]*plannedIntent{}}
+func newPlanner(c *jc.Client, node string) *planner {
+	return &planner{Planner: c.NewPlanner(), c: c, flagNode: node}
 }
 
 func (p *planner) node(ctx context.Context, d *document) (string, error) {
@@ -372,54 +351,11 @@ func (p *planner) node(ctx context.Context, d *document) (string, error) {
 		return d.nodeName(), nil
 	case p.only == "":
 		var err error
-		if p.only, err = p.c.defaultNode(ctx); err != nil {
+		if p.only, err = p.c.DefaultNode(ctx); err != nil {
 			return "", err
 		}
 	}
 	return p.only, nil
-}
-
-// known returns every known pod of node, read once per node: nothing this
-// apply publishes changes it before the planning is done.
-func (p *planner) known(ctx context.Context, node string) ([]*podRecord, error) {
-	pods, ok := p.pods[node]
-	if !ok {
-		var err error
-		if pods, err = p.c.knownPods(ctx, node); err != nil {
-			return nil, err
-		}
-		p.pods[node] = pods
-	}
-	return pods, nil
-}
-
-// existing returns the newest pod of namespace/name on node that is not
-// deleted, or nil.
-func (p *planner) existing(ctx context.Context, node, ns, name string) (*podRecord, error) {
-	pods, err := p.known(ctx, node)
-	if err != nil {
-		return nil, err
-	}
-	for i := len(pods) - 1; i >= 0; i-- {
-		if pods[i].Namespace == ns && pods[i].Name == name && !pods[i].deleted() {
-			return pods[i], nil
-		}
-	}
-	return nil, nil
-}
-
-// nextRevision is one above the highest revision of uid on node.
-func (p *planner) nextRevision(ctx context.Context, node, uid string) (int64, error) {
-	pods, err := p.known(ctx, node)
-	if err != nil {
-		return 0, err
-	}
-	rec := &podRecord{Node: node, UID: uid}
-	if i := slices.IndexFunc(pods, func(r *podRecord) bool { return r.UID == uid }); i >= 0 {
-		rec = pods[i]
-	}
-	high, err := p.c.highestRevision(ctx, rec)
-	return high + 1, err
 }
 
 // plan fills in the document's namespace, uid and revision and validates the
@@ -429,62 +365,13 @@ func (p *planner) plan(ctx context.Context, d *document) (*plannedIntent, error)
 	if err != nil {
 		return nil, err
 	}
-	md := d.metadata()
-	if d.namespace() == "" {
-		md["namespace"] = "default"
+	label := d.label()
+	in, err := p.Plan(ctx, node, d.envelope)
+	if invalid, ok := errors.AsType[*jc.InvalidError](err); ok {
+		return nil, &invalidIntentError{d.where, label, invalid.Reasons}
 	}
-	pi := &plannedIntent{label: d.label(), node: node, op: d.op()}
-	key := node + "/" + d.namespace() + "/" + d.name()
-	prev := p.planned[key] // the same pod earlier in this apply
-	generated := false     // a uid made here has no past to look up
-	switch {
-	case d.uid() != "":
-		pi.uid = d.uid()
-		if !schemas.ValidUID(pi.uid) {
-			return nil, &invalidIntentError{d.where, pi.label, []string{fmt.Sprintf("pod.metadata.uid %q: not usable as a pod UID (1 to 128 of A-Z a-z 0-9 _ -)", pi.uid)}}
-		}
-	case prev != nil:
-		pi.uid = prev.uid
-		md["uid"] = pi.uid
-	default:
-		rec, err := p.existing(ctx, node, d.namespace(), d.name())
-		if err != nil {
-			return nil, err
-		}
-		if rec != nil {
-			pi.uid = rec.UID
-		} else {
-			pi.uid, generated = uuid.NewString(), true
-		}
-		md["uid"] = pi.uid
-	}
-	pinned := d.hasRevision() // a PodIntent that sets its revision
-	switch {
-	case pinned:
-		pi.revision = d.revision()
-	case prev != nil && prev.uid == pi.uid:
-		pi.revision = prev.revision + 1
-	case generated:
-		pi.revision = 1
-	default:
-		if pi.revision, err = p.nextRevision(ctx, node, pi.uid); err != nil {
-			return nil, err
-		}
-	}
-	if !pinned {
-		d.envelope["revision"] = pi.revision
-	}
-	if pi.body, err = d.body(); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", d.where, err)
 	}
-	if reasons := validateIntent(pi.body, node, pi.uid); reasons != nil {
-		return nil, &invalidIntentError{d.where, pi.label, reasons}
-	}
-	if !p.force && !pinned && !generated {
-		if pi.unchanged, err = p.unchanged(ctx, pi, prev); err != nil {
-			return nil, err
-		}
-	}
-	p.planned[key] = pi
-	return pi, nil
+	return &plannedIntent{Intent: in, label: label}, nil
 }

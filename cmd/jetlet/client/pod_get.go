@@ -4,22 +4,18 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 
+	jc "github.com/jetlet/jetlet/client"
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/bus"
 )
 
 func newGetCommand() *cobra.Command {
@@ -146,7 +142,7 @@ func (o *getPodsOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer c.close()
+	defer c.Close()
 	ctx := cmd.Context()
 	if o.watch {
 		return o.watchPods(cmd, c, name)
@@ -199,7 +195,7 @@ func (o *getPodsOptions) noPods(cmd *cobra.Command, name string, hidden int) err
 		if hidden > 0 {
 			msg += " (it was deleted: -a shows its last status)"
 		}
-		return &notFoundError{msg}
+		return &jc.NotFoundError{Msg: msg}
 	}
 	more := ""
 	if hidden > 0 {
@@ -226,19 +222,19 @@ func (o *getPodsOptions) header() []string {
 // rows renders pods as table rows, with what the table needs besides the
 // statuses: the nodes' liveness and each pod's first intent. With at set,
 // the pods as they were then: ages to at, and no node's liveness.
-func (o *getPodsOptions) rows(ctx context.Context, c *client, pods []schemas.PodStatus, at time.Time) ([][]string, error) {
+func (o *getPodsOptions) rows(ctx context.Context, c *jc.Client, pods []schemas.PodStatus, at time.Time) ([][]string, error) {
 	if !at.IsZero() {
 		return o.rowsAt(ctx, c, pods, at), nil
 	}
-	nodes, err := c.nodeStates(ctx, o.client.node, pods)
+	nodes, err := nodeStates(ctx, c, o.client.node, pods)
 	if err != nil {
 		return nil, err
 	}
-	ages := c.newPodAges(ctx)
+	ages := c.NewPodAges(ctx)
 	now := time.Now()
 	rows := make([][]string, len(pods))
 	for i := range pods {
-		rows[i] = o.row(&pods[i], nodes[pods[i].Node] != nil && nodes[pods[i].Node].live(now), ages.since(ctx, &pods[i]), now)
+		rows[i] = o.row(&pods[i], nodes[pods[i].Node].Live(now), podSince(ctx, ages, &pods[i]), now)
 	}
 	return rows, nil
 }
@@ -262,63 +258,29 @@ func (o *getPodsOptions) row(p *schemas.PodStatus, nodeLive bool, start, now tim
 // watchPods prints the pods as run does, then a line per change of a pod
 // the list wants, until ctx is done (which ends it without an error). A pod
 // that goes Terminated gets its line even without -a: that is the change.
-func (o *getPodsOptions) watchPods(cmd *cobra.Command, c *client, name string) error {
+func (o *getPodsOptions) watchPods(cmd *cobra.Command, c *jc.Client, name string) error {
 	ctx := cmd.Context()
-	kv, err := c.bucket(ctx, schemas.BucketStatus)
-	if err != nil {
-		return err
-	}
-	w, err := kv.Watch(ctx, nodeToken(o.client.node)+".*", jetstream.IgnoreDeletes())
-	if err != nil {
-		return c.jsError("bucket "+schemas.BucketStatus, err)
-	}
-	defer w.Stop()
-	out := cmd.OutOrStdout()
-	table := &streamTable{w: out}
-	ages := c.newPodAges(ctx)
-	var initial []schemas.PodStatus
-	listed := false // the initial list is printed
-	for {
-		var e jetstream.KeyValueEntry
-		select {
-		case <-ctx.Done():
+	table := &streamTable{w: cmd.OutOrStdout()}
+	ages := c.NewPodAges(ctx)
+	return c.WatchStatuses(ctx, o.client.node, func(statuses []schemas.PodStatus, initial bool) error {
+		var pods []schemas.PodStatus
+		for i := range statuses {
+			if (initial && o.listed(&statuses[i], name)) || (!initial && o.matches(&statuses[i], name)) {
+				pods = append(pods, statuses[i])
+			}
+		}
+		if initial {
+			sortStatuses(pods)
+		} else if len(pods) == 0 {
 			return nil
-		case entry, ok := <-w.Updates():
-			if !ok {
-				return fmt.Errorf("watching bucket %s: the watch ended", schemas.BucketStatus)
-			}
-			e = entry
 		}
-		if e == nil { // every current value is in: print them as a list
-			listed = true
-			sortStatuses(initial)
-			if err := o.printWatched(ctx, c, table, ages, initial, true); err != nil {
-				return err
-			}
-			continue
-		}
-		var st schemas.PodStatus
-		if json.Unmarshal(e.Value(), &st) != nil {
-			continue
-		}
-		if !listed {
-			if o.listed(&st, name) {
-				initial = append(initial, st)
-			}
-			continue
-		}
-		if !o.matches(&st, name) {
-			continue
-		}
-		if err := o.printWatched(ctx, c, table, ages, []schemas.PodStatus{st}, false); err != nil {
-			return err
-		}
-	}
+		return o.printWatched(ctx, c, table, ages, pods, initial)
+	})
 }
 
 // printWatched prints pods as watch lines: JSON lines with -o json, else
 // table rows (the header first with the initial list).
-func (o *getPodsOptions) printWatched(ctx context.Context, c *client, table *streamTable, ages *podAges, pods []schemas.PodStatus, first bool) error {
+func (o *getPodsOptions) printWatched(ctx context.Context, c *jc.Client, table *streamTable, ages *jc.PodAges, pods []schemas.PodStatus, first bool) error {
 	if o.output == outputJSON {
 		for i := range pods {
 			data, err := json.Marshal(&pods[i])
@@ -329,14 +291,14 @@ func (o *getPodsOptions) printWatched(ctx context.Context, c *client, table *str
 		}
 		return nil
 	}
-	nodes, err := c.nodeStates(ctx, o.client.node, pods)
+	nodes, err := nodeStates(ctx, c, o.client.node, pods)
 	if err != nil {
 		return err
 	}
 	now := time.Now()
 	var rows [][]string
 	for i := range pods {
-		rows = append(rows, o.row(&pods[i], nodes[pods[i].Node] != nil && nodes[pods[i].Node].live(now), ages.since(ctx, &pods[i]), now))
+		rows = append(rows, o.row(&pods[i], nodes[pods[i].Node].Live(now), podSince(ctx, ages, &pods[i]), now))
 	}
 	if first {
 		table.fit(o.header()...)
@@ -351,62 +313,13 @@ func (o *getPodsOptions) printWatched(ctx context.Context, c *client, table *str
 	return nil
 }
 
-// podAges finds when each pod was first asked for: the first of its
-// intents the intents stream still holds (a direct get per pod, remembered).
-type podAges struct {
-	c *client
-	// partitions is the intents' (client.intentPartitions); 0 when they
-	// cannot be read, or these credentials may not read them (an
-	// auditor's: pod specs may hold secrets).
-	partitions int
-	streams    map[string]jetstream.Stream // by name, as looked up
-	first      map[string]time.Time
-}
-
-func (c *client) newPodAges(ctx context.Context) *podAges {
-	n, err := c.intentPartitions(ctx)
-	if err != nil {
-		n = 0 // ages fall back to the containers' starts
-	}
-	return &podAges{c: c, partitions: n, streams: map[string]jetstream.Stream{}, first: map[string]time.Time{}}
-}
-
-// since is when p's first intent was stored, else its earliest container
-// start, else when its status was taken.
-func (a *podAges) since(ctx context.Context, p *schemas.PodStatus) time.Time {
-	key := schemas.StatusKey(p.Node, p.UID)
-	if t, ok := a.first[key]; ok {
+// podSince is when p was first asked for (ages), else its earliest
+// container start, else when its status was taken.
+func podSince(ctx context.Context, ages *jc.PodAges, p *schemas.PodStatus) time.Time {
+	if t := ages.Since(ctx, p); !t.IsZero() {
 		return t
 	}
-	var t time.Time
-	if a.partitions > 0 {
-		name := schemas.IntentsStream(p.Node, a.partitions)
-		var msg *jetstream.RawStreamMsg
-		err := a.c.ridingOut(ctx, "stream "+name, func(ctx context.Context) error {
-			return bus.UnlessDenied(ctx, &a.c.denied.Denials, "$JS.API.DIRECT.GET."+name, func(ctx context.Context) (err error) {
-				s := a.streams[name]
-				if s == nil {
-					if s, err = a.c.js.Stream(ctx, name); err != nil {
-						return err
-					}
-					a.streams[name] = s
-				}
-				msg, err = s.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(a.c.subj.Intent(p.Node, p.UID)))
-				return err
-			})
-		})
-		switch {
-		case err == nil:
-			t = msg.Time
-		case errors.As(err, new(*bus.PermissionError)):
-			a.partitions = 0 // denied at once, and again for every pod
-		}
-	}
-	if t.IsZero() {
-		t = podStart(p)
-	}
-	a.first[key] = t
-	return t
+	return podStart(p)
 }
 
 // podReady is ready/total app containers.
@@ -491,100 +404,4 @@ func podStatusText(p *schemas.PodStatus) string {
 		reason = string(schemas.PhaseRunning)
 	}
 	return reason
-}
-
-type getNodesOptions struct {
-	client clientFlags
-	output string
-}
-
-func newGetNodesCommand() *cobra.Command {
-	var o getNodesOptions
-	cmd := &cobra.Command{
-		Use:     "nodes",
-		Aliases: []string{"node", "no"},
-		Short:   "List the nodes of jetlet_nodes, and the nodes with pods in jetlet_status",
-		Long: `List the nodes, as kubectl get nodes, with what a scheduler places pods by.
-
-STATUS is Ready while the node's heartbeat in jetlet_nodes is fresh (within
-three beats) and its Ready condition is True; NotReady when the heartbeat is
-fresh but the node says it is not Ready; Unknown when the heartbeat is late,
-or expired (--node-ttl of jetlet run) while the node still has pods in
-jetlet_status: a lost node; Stopped when its jetlet stopped cleanly and
-deleted its record. ",SchedulingDisabled" follows when the node is cordoned.
-The pods of a node whose heartbeat is not fresh show as Unknown in get pods.
-
-CPU, MEMORY and PODS are what the node's admitted pods request out of its
-allocatable (250m/2, 512Mi/23Gi, 3/110); PRESSURE lists its pressure
-conditions that are True. A node that will not come back is removed with
-jetlet node remove. -o json and -o yaml print the records as stored.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
-	}
-	fs := cmd.Flags()
-	o.client.register(fs)
-	fs.StringVarP(&o.output, "output", "o", "", "json or yaml")
-	completeOutput(cmd, outputJSON, outputYAML)
-	cli.AnnotateEnv(fs)
-	return cmd
-}
-
-func (o *getNodesOptions) run(cmd *cobra.Command) error {
-	if err := checkOutput(o.output, outputJSON, outputYAML); err != nil {
-		return err
-	}
-	c, err := connectClient(cmd, &o.client)
-	if err != nil {
-		return err
-	}
-	defer c.close()
-	w := cmd.OutOrStdout()
-	if o.output != outputTable {
-		nodes, err := kvValues[schemas.NodeRecord](cmd.Context(), c, schemas.BucketNodes, nodeToken(o.client.node))
-		if err != nil {
-			return err
-		}
-		slices.SortFunc(nodes, func(a, b schemas.NodeRecord) int { return cmp.Compare(a.Node, b.Node) })
-		return printList(w, o.output, "NodeList", nodes)
-	}
-	statuses, err := c.statuses(cmd.Context(), o.client.node)
-	if err != nil {
-		return err
-	}
-	states, err := c.nodeStates(cmd.Context(), o.client.node, statuses)
-	if err != nil {
-		return err
-	}
-	if len(states) == 0 {
-		fmt.Fprintln(cmd.ErrOrStderr(), "No nodes found: no jetlet has a record in "+schemas.BucketNodes+" or pods in "+schemas.BucketStatus+".")
-		return nil
-	}
-	names := slices.Sorted(maps.Keys(states))
-	tw := newTable(w)
-	fmt.Fprintln(tw, "NAME\tSTATUS\tCPU\tMEMORY\tPODS\tPRESSURE\tRUNTIME\tAGE\tVERSION\tHEARTBEAT")
-	now := time.Now()
-	for _, name := range names {
-		writeRow(tw, nodeRow(states[name], now)...)
-	}
-	return tw.Flush()
-}
-
-// nodeRow is a node's line of get nodes. A node without a record (lost, or
-// stopped) shows only what jetlet_status says of it: its pods.
-func nodeRow(n *nodeState, now time.Time) []string {
-	r := n.Record
-	if r == nil {
-		return []string{n.Name, n.status(now), "", "", strconv.Itoa(n.Pods), "", "", "", "", n.heartbeat(now)}
-	}
-	pods := allocatedOfAllocatable(r, corev1.ResourcePods)
-	if pods == "" { // a jetlet from before node status: its count
-		pods = strconv.Itoa(r.Pods.Total)
-	}
-	return []string{
-		n.Name, n.status(now),
-		allocatedOfAllocatable(r, corev1.ResourceCPU), allocatedOfAllocatable(r, corev1.ResourceMemory), pods,
-		strings.Join(nodePressures(r), ","),
-		strings.TrimSpace(r.RuntimeName + " " + r.RuntimeVersion), ageSince(r.StartedAt, now), r.JetletVersion,
-		n.heartbeat(now),
-	}
 }

@@ -2,14 +2,17 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
-	"github.com/jetlet/jetlet/schemas/bus"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+
+	jc "github.com/jetlet/jetlet/client"
+	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
+	"github.com/jetlet/jetlet/schemas/bus"
 )
 
 type provisionOptions struct {
@@ -49,14 +52,12 @@ func (o *provisionOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	defer c.close()
+	defer c.Close()
 	ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
 	defer cancel()
-	watchCtx, stop := c.denied.Watch(ctx, cli.ProvisionAPI)
-	defer stop()
-	err = bus.Provision(watchCtx, c.js, o.streams, zerolog.New(cmd.ErrOrStderr()).Level(zerolog.WarnLevel))
-	if denied, ok := bus.Denied(watchCtx); ok {
-		return fmt.Errorf("NATS at %s denied these credentials %s: provisioning needs the operator's (the operator user of `jetlet nats-config`)", c.url, denied.Subject)
+	err = c.Provision(ctx, o.streams, zerolog.New(cmd.ErrOrStderr()).Level(zerolog.WarnLevel))
+	if denied, ok := errors.AsType[*jc.DeniedError](err); ok {
+		return fmt.Errorf("NATS at %s denied these credentials %s: provisioning needs the operator's (the operator user of `jetlet nats-config`)", c.URL(), denied.Permission.Subject)
 	}
 	if err != nil {
 		return err
@@ -71,6 +72,6 @@ func (o *provisionOptions) run(cmd *cobra.Command) error {
 	for _, oc := range o.streams.ObjectStoreConfigs() {
 		names = append(names, oc.Bucket)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "provisioned at %s: %s\n", c.url, strings.Join(names, ", "))
+	fmt.Fprintf(cmd.OutOrStdout(), "provisioned at %s: %s\n", c.URL(), strings.Join(names, ", "))
 	return nil
 }

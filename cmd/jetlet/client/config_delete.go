@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	jc "github.com/jetlet/jetlet/client"
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -31,7 +31,7 @@ func (f *deleteConfigFlags) register(cmd *cobra.Command) {
 
 // run connects and calls del with the object's namespace and name; a
 // notFoundError is a note on stderr with --ignore-not-found.
-func (f *deleteConfigFlags) run(cmd *cobra.Command, kind, arg string, del func(ctx context.Context, c *client, ns, name string) error) error {
+func (f *deleteConfigFlags) run(cmd *cobra.Command, kind, arg string, del func(ctx context.Context, c *jc.Client, ns, name string) error) error {
 	ns, name, err := objectRef(kind, arg, f.namespace)
 	if err != nil {
 		return err
@@ -40,7 +40,7 @@ func (f *deleteConfigFlags) run(cmd *cobra.Command, kind, arg string, del func(c
 	if err != nil {
 		return err
 	}
-	defer c.close()
+	defer c.Close()
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
 	err = del(ctx, c, ns, name)
@@ -62,22 +62,9 @@ watches see it go; the pods that mount it keep their files, as kubelet's).`,
 		Example: `  jetlet delete configmap default/app-config`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.run(cmd, kindConfigMap, args[0], func(ctx context.Context, c *client, ns, name string) error {
-				key := objectKey(ns, name)
-				e, err := c.getKV(ctx, schemas.BucketConfigMaps, key)
-				if err != nil {
+			return f.run(cmd, kindConfigMap, args[0], func(ctx context.Context, c *jc.Client, ns, name string) error {
+				if err := c.DeleteConfigMap(ctx, ns, name); err != nil {
 					return err
-				}
-				if e == nil {
-					return &notFoundError{fmt.Sprintf("configmap %s/%s not found in %s", ns, name, schemas.BucketConfigMaps)}
-				}
-				kv, err := c.bucket(ctx, schemas.BucketConfigMaps)
-				if err != nil {
-					return err
-				}
-				// At the revision read: a ConfigMap put meanwhile is not deleted unseen.
-				if err := kv.Delete(ctx, key, jetstream.LastRevision(e.Revision())); err != nil {
-					return c.jsError("bucket "+schemas.BucketConfigMaps, err)
 				}
 				fmt.Fprintln(cmd.OutOrStdout(), configLabel(kindConfigMap, ns, name)+" deleted")
 				return nil
@@ -101,8 +88,8 @@ its ciphertext is kept in the bucket).`,
   jetlet delete secret default/db --node n2`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.run(cmd, kindSecret, args[0], func(ctx context.Context, c *client, ns, name string) error {
-				copies, err := c.sealedSecrets(ctx, nodeToken(f.client.node)+"."+objectKey(ns, name))
+			return f.run(cmd, kindSecret, args[0], func(ctx context.Context, c *jc.Client, ns, name string) error {
+				copies, err := c.SealedSecrets(ctx, nodeToken(f.client.node)+"."+objectKey(ns, name))
 				if err != nil {
 					return err
 				}
@@ -111,15 +98,11 @@ its ciphertext is kept in the bucket).`,
 					if f.client.node != "" {
 						where = "on node " + f.client.node
 					}
-					return &notFoundError{fmt.Sprintf("secret %s/%s not found %s in %s", ns, name, where, schemas.BucketSecrets)}
-				}
-				kv, err := c.bucket(ctx, schemas.BucketSecrets)
-				if err != nil {
-					return err
+					return &jc.NotFoundError{Msg: fmt.Sprintf("secret %s/%s not found %s in %s", ns, name, where, schemas.BucketSecrets)}
 				}
 				for _, s := range copies {
-					if err := kv.Purge(ctx, s.key); err != nil {
-						return c.jsError("bucket "+schemas.BucketSecrets, err)
+					if err := c.PurgeSecret(ctx, s); err != nil {
+						return err
 					}
 					fmt.Fprintf(cmd.OutOrStdout(), "%s deleted on node %s\n", configLabel(kindSecret, ns, name), s.Node)
 				}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	jc "github.com/jetlet/jetlet/client"
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -72,7 +73,7 @@ func (o *diffOptions) run(cmd *cobra.Command) (changes bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	defer c.close()
+	defer c.Close()
 	ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
 	defer cancel()
 	w := cmd.OutOrStdout()
@@ -90,7 +91,7 @@ func (o *diffOptions) run(cmd *cobra.Command) (changes bool, err error) {
 		if err != nil {
 			return false, err
 		}
-		plan, err := c.nodePlan(ctx, pi)
+		plan, err := c.Plan(ctx, pi.Intent)
 		if err != nil {
 			return false, err
 		}
@@ -103,33 +104,33 @@ func (o *diffOptions) run(cmd *cobra.Command) (changes bool, err error) {
 // specDiff prints the diff of pi's pod against the pod's newest apply
 // intent on its node, and reports whether they differ (a pod the node has
 // no intent for differs).
-func (o *diffOptions) specDiff(ctx context.Context, c *client, p *planner, pi *plannedIntent, w io.Writer) (bool, error) {
-	want := podOf(pi.body)
+func (o *diffOptions) specDiff(ctx context.Context, c *jc.Client, p *planner, pi *plannedIntent, w io.Writer) (bool, error) {
+	want := jc.PodOf(pi.Body)
 	if want == nil {
 		return true, nil // validation would have refused it
 	}
-	is, err := podDocument(want)
+	is, err := jc.PodDocument(want)
 	if err != nil {
 		return false, err
 	}
-	was, from := "", "(no intent on node "+pi.node+")"
-	rec, err := p.existing(ctx, pi.node, want.Namespace, want.Name)
+	was, from := "", "(no intent on node "+pi.Node+")"
+	rec, err := p.Existing(ctx, pi.Node, want.Namespace, want.Name)
 	if err != nil {
 		return false, err
 	}
 	if rec != nil && rec.LastIntent != nil && rec.LastIntent.Op == schemas.OpApply {
-		have, err := c.intentPod(ctx, pi.node, rec.LastIntent.Seq)
+		have, err := c.IntentPod(ctx, pi.Node, rec.LastIntent.Seq)
 		if err != nil {
 			return false, err
 		}
 		if have != nil {
-			if was, err = podDocument(have); err != nil {
+			if was, err = jc.PodDocument(have); err != nil {
 				return false, err
 			}
-			from = fmt.Sprintf("%s on node %s (revision %d, intent %d)", pi.label, pi.node, rec.LastIntent.Revision, rec.LastIntent.Seq)
+			from = fmt.Sprintf("%s on node %s (revision %d, intent %d)", pi.label, pi.Node, rec.LastIntent.Revision, rec.LastIntent.Seq)
 		}
 	}
-	diff := unifiedDiff(from, pi.label+" as applied now", was, is)
+	diff := jc.UnifiedDiff(from, pi.label+" as applied now", was, is)
 	fmt.Fprint(w, diff)
 	return diff != "", nil
 }

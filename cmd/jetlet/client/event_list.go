@@ -2,7 +2,6 @@ package client
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	jc "github.com/jetlet/jetlet/client"
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -55,36 +54,14 @@ for tools that speak CloudEvents.`,
 	o.client.register(fs)
 	fs.StringVar(&o.pod, "pod", "", "only this pod's events: NAMESPACE/NAME")
 	fs.StringVar(&o.uid, "uid", "", "only the events of the pod with this uid")
-	fs.StringVar(&o.typ, "type", "", "only events of this type ("+eventTypeList()+")")
+	fs.StringVar(&o.typ, "type", "", "only events of this type ("+jc.EventTypeList()+")")
 	fs.StringVar(&o.since, "since", "", "only events since a duration ago (10m, 2h) or an RFC 3339 time")
 	fs.BoolVarP(&o.follow, "follow", "f", false, "keep printing new events until interrupted")
 	fs.StringVarP(&o.output, "output", "o", "", "json (one event a line), cloudevents (one structured-mode CloudEvent a line) or wide (adds NODE and UID)")
 	completeOutput(cmd, outputJSON, outputCloudEvents, outputWide)
-	_ = cmd.RegisterFlagCompletionFunc("type", cobra.FixedCompletions(strings.Split(eventTypeList(), ", "), cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("type", cobra.FixedCompletions(strings.Split(jc.EventTypeList(), ", "), cobra.ShellCompDirectiveNoFileComp))
 	cli.AnnotateEnv(fs)
 	return cmd
-}
-
-func eventTypeList() string {
-	names := make([]string, len(schemas.EventTypes))
-	for i, t := range schemas.EventTypes {
-		names[i] = string(t)
-	}
-	return strings.Join(names, ", ")
-}
-
-// parseEventType accepts a type in any letter case; none is "*", a subject
-// wildcard.
-func parseEventType(s string) (schemas.EventType, error) {
-	if s == "" {
-		return "*", nil
-	}
-	for _, t := range schemas.EventTypes {
-		if strings.EqualFold(string(t), s) {
-			return t, nil
-		}
-	}
-	return "", fmt.Errorf("--type %q: want one of %s", s, eventTypeList())
 }
 
 // parseSince reads a duration ago or an RFC 3339 time.
@@ -102,19 +79,16 @@ func (o *eventsOptions) run(cmd *cobra.Command) error {
 	if err := checkOutput(o.output, outputJSON, outputCloudEvents, outputWide); err != nil {
 		return err
 	}
-	typ, err := parseEventType(o.typ)
+	typ, err := jc.ParseEventType(o.typ)
 	if err != nil {
 		return err
 	}
-	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
+	opts := jc.EventsOptions{Node: o.client.node, Type: typ}
 	if o.since != "" {
-		t, err := parseSince(o.since, time.Now())
-		if err != nil {
+		if opts.Since, err = parseSince(o.since, time.Now()); err != nil {
 			return err
 		}
-		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &t
 	}
-	var ref *podRef
 	if o.pod != "" || o.uid != "" {
 		var args []string
 		if o.pod != "" {
@@ -124,34 +98,20 @@ func (o *eventsOptions) run(cmd *cobra.Command) error {
 		if err != nil {
 			return fmt.Errorf("--pod or --uid: %w", err)
 		}
-		ref = &r
+		opts.Pod = &r
 	}
 	o.client.longLived = o.follow
 	c, err := connectClient(cmd, &o.client)
 	if err != nil {
 		return err
 	}
-	defer c.close()
+	defer c.Close()
 	ctx := cmd.Context()
 
-	cfg.FilterSubjects = []string{c.subj.Event(nodeToken(o.client.node), "*", typ)}
-	if ref != nil {
-		if cfg.FilterSubjects, err = o.podFilters(ctx, c, *ref, typ); err != nil {
-			return err
-		}
-	}
 	// What is stored now, aligned as one table; then, with --follow, what comes.
-	var backlog []*schemas.LifecycleEvent
-	var raws [][]byte
-	var last uint64
-	err = c.readStream(ctx, schemas.StreamEvents, cfg, false, func(msg jetstream.Msg) error {
-		if md, err := msg.Metadata(); err == nil {
-			last = md.Sequence.Stream
-		}
-		var ev schemas.LifecycleEvent
-		if json.Unmarshal(msg.Data(), &ev) == nil {
-			backlog, raws = append(backlog, &ev), append(raws, msg.Data())
-		}
+	var backlog []*jc.Event
+	err = c.Events(ctx, opts, func(e *jc.Event) error {
+		backlog = append(backlog, e)
 		return nil
 	})
 	if err != nil {
@@ -163,48 +123,22 @@ func (o *eventsOptions) run(cmd *cobra.Command) error {
 		return nil
 	}
 	out.begin(backlog, o.follow)
-	for i, ev := range backlog {
-		out.print(ev, raws[i])
+	for _, e := range backlog {
+		out.print(e)
 	}
 	if !o.follow {
 		return nil
 	}
 	// On after the last event shown. With none shown, the backlog's own start
 	// is right: nothing matched up to where it ended.
-	if last > 0 {
-		cfg.DeliverPolicy, cfg.OptStartTime, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, nil, last+1
+	if n := len(backlog); n > 0 {
+		opts.After = backlog[n-1].Seq
 	}
-	return c.readStream(ctx, schemas.StreamEvents, cfg, true, func(msg jetstream.Msg) error {
-		var ev schemas.LifecycleEvent
-		if json.Unmarshal(msg.Data(), &ev) == nil {
-			out.print(&ev, msg.Data())
-		}
+	opts.Follow = true
+	return c.Events(ctx, opts, func(e *jc.Event) error {
+		out.print(e)
 		return nil
 	})
-}
-
-// podFilters are the event subjects of every uid ref names (on --node, or on
-// any node).
-func (o *eventsOptions) podFilters(ctx context.Context, c *client, ref podRef, typ schemas.EventType) ([]string, error) {
-	if ref.UID != "" {
-		// A uid is enough: no need to know its node.
-		return []string{c.subj.Event(nodeToken(o.client.node), ref.UID, typ)}, nil
-	}
-	pods, err := c.findPods(ctx, o.client.node, ref)
-	if err != nil {
-		return nil, err
-	}
-	if len(pods) == 0 {
-		return nil, notFound(ref, o.client.node)
-	}
-	var filters []string
-	for _, p := range pods {
-		f := c.subj.Event(p.Node, p.UID, typ)
-		if !slices.Contains(filters, f) {
-			filters = append(filters, f)
-		}
-	}
-	return filters, nil
 }
 
 // outputCloudEvents prints each event as a CloudEvent in structured mode.
@@ -242,15 +176,15 @@ func (p *eventPrinter) cells(ev *schemas.LifecycleEvent) []string {
 // its header. A follow also sizes them for the events to come, which it
 // cannot see yet: at least a typical event's widths (a longer cell widens
 // its column from its row on).
-func (p *eventPrinter) begin(backlog []*schemas.LifecycleEvent, follow bool) {
+func (p *eventPrinter) begin(backlog []*jc.Event, follow bool) {
 	if p.lines() {
 		return
 	}
 	if follow {
 		p.table.fit(p.cells(typicalEvent())...)
 	}
-	for _, ev := range backlog {
-		p.table.fit(p.cells(ev)...)
+	for _, e := range backlog {
+		p.table.fit(p.cells(&e.LifecycleEvent)...)
 	}
 	p.table.row(p.header()...)
 }
@@ -272,26 +206,24 @@ func typicalEvent() *schemas.LifecycleEvent {
 	}
 }
 
-func (p *eventPrinter) print(ev *schemas.LifecycleEvent, raw []byte) {
+func (p *eventPrinter) print(e *jc.Event) {
 	if !p.lines() {
-		p.table.row(p.cells(ev)...)
+		p.table.row(p.cells(&e.LifecycleEvent)...)
 		return
 	}
-	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
-		b.Reset()
-		data, _ := json.Marshal(ev)
-		b.Write(data)
-	}
+	var data []byte
 	if p.output == outputCloudEvents {
-		ce := schemas.CloudEventOf(ev)
-		ce.Data = b.Bytes()
-		data, _ := json.Marshal(ce)
-		b.Reset()
-		b.Write(data)
+		data, _ = json.Marshal(e.CloudEvent())
+	} else {
+		var b bytes.Buffer
+		if json.Compact(&b, e.Raw) != nil {
+			b.Reset()
+			raw, _ := json.Marshal(&e.LifecycleEvent)
+			b.Write(raw)
+		}
+		data = b.Bytes()
 	}
-	b.WriteByte('\n')
-	_, _ = p.w.Write(b.Bytes())
+	_, _ = p.w.Write(append(data, '\n'))
 }
 
 // oneLine keeps a table row on one line.

@@ -1,19 +1,14 @@
 package client
 
 import (
-	"cmp"
-	"context"
-	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 
+	jc "github.com/jetlet/jetlet/client"
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -48,7 +43,7 @@ func (f *getConfigsFlags) validate(cmd *cobra.Command) error {
 
 // connect validates the flags and connects; name is the NAME argument, if
 // any.
-func (f *getConfigsFlags) connect(cmd *cobra.Command, args []string) (c *client, name string, err error) {
+func (f *getConfigsFlags) connect(cmd *cobra.Command, args []string) (c *jc.Client, name string, err error) {
 	if err := f.validate(cmd); err != nil {
 		return nil, "", err
 	}
@@ -84,7 +79,7 @@ func (f *getConfigsFlags) noneFound(cmd *cobra.Command, kind, name string) error
 		where += " on node " + f.client.node
 	}
 	if name != "" {
-		return &notFoundError{fmt.Sprintf("%s %q not found%s", strings.ToLower(kind), name, where)}
+		return &jc.NotFoundError{Msg: fmt.Sprintf("%s %q not found%s", strings.ToLower(kind), name, where)}
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "No %ss found%s.\n", strings.ToLower(kind), where)
 	return nil
@@ -105,14 +100,11 @@ first stored). -o json and -o yaml print the ConfigMaps as stored.`,
 			if err != nil {
 				return err
 			}
-			defer c.close()
-			cms, err := kvValues[corev1.ConfigMap](cmd.Context(), c, schemas.BucketConfigMaps, f.keyPattern(name))
+			defer c.Close()
+			cms, err := c.ConfigMaps(cmd.Context(), f.keyPattern(name))
 			if err != nil {
 				return err
 			}
-			slices.SortFunc(cms, func(a, b corev1.ConfigMap) int {
-				return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-			})
 			now := time.Now()
 			rows := make([][]string, len(cms))
 			for i, cm := range cms {
@@ -143,14 +135,6 @@ func printObjects[T any](cmd *cobra.Command, f *getConfigsFlags, kind, listKind,
 	return tw.Flush()
 }
 
-// storedSecret is a SealedSecret as jetlet_secrets holds it, and when it
-// was put.
-type storedSecret struct {
-	schemas.SealedSecret
-	key string
-	put time.Time
-}
-
 func newGetSecretsCommand() *cobra.Command {
 	var f getConfigsFlags
 	cmd := &cobra.Command{
@@ -169,8 +153,8 @@ envelopes as stored (ciphertext, and the sender's public key).`,
 			if err != nil {
 				return err
 			}
-			defer c.close()
-			secrets, err := c.sealedSecrets(cmd.Context(), nodeToken(f.client.node)+"."+f.keyPattern(name))
+			defer c.Close()
+			secrets, err := c.SealedSecrets(cmd.Context(), nodeToken(f.client.node)+"."+f.keyPattern(name))
 			if err != nil {
 				return err
 			}
@@ -179,36 +163,11 @@ envelopes as stored (ciphertext, and the sender's public key).`,
 			rows := make([][]string, len(secrets))
 			for i, s := range secrets {
 				envelopes[i] = s.SealedSecret
-				rows[i] = []string{s.Namespace, s.Name, s.Node, ageSince(s.put, now)}
+				rows[i] = []string{s.Namespace, s.Name, s.Node, ageSince(s.Put, now)}
 			}
 			return printObjects(cmd, &f, kindSecret, "SealedSecretList", name, envelopes, "NAMESPACE\tNAME\tNODE\tAGE", rows)
 		},
 	}
 	f.register(cmd, "Secrets")
 	return cmd
-}
-
-// sealedSecrets returns the SealedSecrets of jetlet_secrets whose keys match
-// pattern, sorted by namespace, name and node; a value that is not one is
-// skipped.
-func (c *client) sealedSecrets(ctx context.Context, pattern string) ([]storedSecret, error) {
-	kv, err := c.bucket(ctx, schemas.BucketSecrets)
-	if err != nil {
-		return nil, err
-	}
-	var out []storedSecret
-	err = watchInitial(ctx, kv, pattern, func(e jetstream.KeyValueEntry) {
-		var s storedSecret
-		if e.Operation() == jetstream.KeyValuePut && json.Unmarshal(e.Value(), &s.SealedSecret) == nil {
-			s.key, s.put = e.Key(), e.Created()
-			out = append(out, s)
-		}
-	})
-	if err != nil {
-		return nil, c.jsError("bucket "+schemas.BucketSecrets, err)
-	}
-	slices.SortFunc(out, func(a, b storedSecret) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Node, b.Node))
-	})
-	return out, nil
 }

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	jc "github.com/jetlet/jetlet/client"
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
-	"github.com/jetlet/jetlet/runtime/nodeservice/nodeclient"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -85,20 +85,20 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) (int, error) {
 	if err != nil {
 		return execFailed, err
 	}
-	defer c.close()
+	defer c.Close()
 	ctx := cmd.Context()
 	if o.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.timeout+execReplyMargin)
 		defer cancel()
 	}
-	req := schemas.ExecRequest{PodRef: pod.ref(o.container), Command: args[dash:], TimeoutSeconds: int64((o.timeout + time.Second - 1) / time.Second)}
-	resp, err := nodeclient.Exec(ctx, c.nc, c.subj, pod.Node, req)
-	if se, ok := errors.AsType[*nodeclient.ServiceError](err); ok && se.Code == schemas.ServiceErrTimeout {
-		return execTimedOut, c.nodeServiceError(pod, err)
+	req := schemas.ExecRequest{PodRef: pod.Ref(o.container), Command: args[dash:], TimeoutSeconds: int64((o.timeout + time.Second - 1) / time.Second)}
+	resp, err := c.Exec(ctx, pod, req)
+	if errors.Is(err, jc.ErrExecTimedOut) {
+		return execTimedOut, err
 	}
 	if err != nil {
-		return execFailed, c.nodeServiceError(pod, err)
+		return execFailed, err
 	}
 	if err := write(cmd.OutOrStdout(), resp.Stdout, cmd.ErrOrStderr(), resp.Stderr); err != nil {
 		return execFailed, err

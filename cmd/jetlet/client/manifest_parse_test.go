@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	jc "github.com/jetlet/jetlet/client"
 )
 
 func TestParseManifest(t *testing.T) {
@@ -73,7 +75,7 @@ pod:
 	}
 	d.metadata()["uid"] = "u1"
 	body, _ = d.body()
-	reasons := validateIntent(body, "n1", "u1")
+	reasons := jc.ValidateIntent(body, "n1", "u1")
 	if len(reasons) != 1 || !strings.Contains(reasons[0], "pod.spec.containers[0].bogus") {
 		t.Errorf("an unknown field must be reported, got %v", reasons)
 	}

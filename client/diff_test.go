@@ -23,7 +23,7 @@ func TestUnifiedDiff(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := unifiedDiff("old", "new", tc.a, tc.b); got != tc.want {
+			if got := UnifiedDiff("old", "new", tc.a, tc.b); got != tc.want {
 				t.Errorf("got\n%s\nwant\n%s", got, tc.want)
 			}
 		})

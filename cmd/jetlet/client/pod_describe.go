@@ -1,9 +1,6 @@
 package client
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -13,10 +10,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 
+	jc "github.com/jetlet/jetlet/client"
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -81,7 +78,7 @@ func (o *describeOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer c.close()
+	defer c.Close()
 	ctx := cmd.Context()
 	w := cmd.OutOrStdout()
 	for i, p := range pods {
@@ -90,16 +87,16 @@ func (o *describeOptions) run(cmd *cobra.Command, args []string) error {
 		}
 		now := time.Now()
 		if !at.IsZero() {
-			if p, err = c.podRecordAt(ctx, p, at); err != nil {
+			if p, err = c.PodThen(ctx, p, at); err != nil {
 				return err
 			}
 			now = at
 		}
-		spec, err := c.appliedSpec(ctx, p)
+		spec, err := c.AppliedSpec(ctx, p)
 		if err != nil {
 			return err
 		}
-		events, err := c.newestEventsUntil(ctx, c.subj.PodEvents(p.Node, p.UID), false, describeEvents, at)
+		events, err := c.NewestEvents(ctx, p.Node, p.UID, describeEvents, false, at)
 		if err != nil {
 			return err
 		}
@@ -108,67 +105,9 @@ func (o *describeOptions) run(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// appliedSpec is the spec of the pod's newest apply intent still kept, with
-// the defaults the node applies, or nil (also when these credentials may
-// not read intents).
-func (c *client) appliedSpec(ctx context.Context, p *podRecord) (*corev1.PodSpec, error) {
-	all, err := c.readableIntents(ctx, p.Node, p.UID, false)
-	if err != nil {
-		return nil, err
-	}
-	for i := len(all) - 1; i >= 0; i-- {
-		if all[i].Op != schemas.OpApply {
-			continue
-		}
-		pod, err := c.intentPod(ctx, p.Node, all[i].Seq)
-		if err != nil || pod == nil {
-			return nil, err // nil: not a pod jetlet could read either, it was Rejected
-		}
-		schemas.SetPodDefaults(pod) // the probes as the node runs them
-		return &pod.Spec, nil
-	}
-	return nil, nil
-}
-
-// newestEvents returns the newest n events on filter, oldest first; with
-// lastPerSubject, of the newest event of each pod and type only.
-func (c *client) newestEvents(ctx context.Context, filter string, lastPerSubject bool, n int) ([]schemas.LifecycleEvent, error) {
-	return c.newestEventsUntil(ctx, filter, lastPerSubject, n, time.Time{})
-}
-
-// newestEventsUntil is newestEvents of the events that happened by until
-// (any, when it is zero), read up to the first stored more than resultLag
-// after it.
-func (c *client) newestEventsUntil(ctx context.Context, filter string, lastPerSubject bool, n int, until time.Time) ([]schemas.LifecycleEvent, error) {
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverAllPolicy}
-	if lastPerSubject {
-		cfg.DeliverPolicy = jetstream.DeliverLastPerSubjectPolicy
-	}
-	var out []schemas.LifecycleEvent
-	err := c.readStream(ctx, schemas.StreamEvents, cfg, false, func(msg jetstream.Msg) error {
-		if !until.IsZero() {
-			if md, err := msg.Metadata(); err == nil && md.Timestamp.After(until.Add(resultLag)) {
-				return errReadEnough
-			}
-		}
-		var ev schemas.LifecycleEvent
-		if json.Unmarshal(msg.Data(), &ev) == nil && (until.IsZero() || !ev.Time.After(until)) {
-			out = append(out, ev)
-			if len(out) > n {
-				out = out[1:]
-			}
-		}
-		return nil
-	})
-	if errors.Is(err, errReadEnough) {
-		err = nil
-	}
-	return out, err
-}
-
 // describePod prints one pod; spec (nil when no apply intent is kept) gives
 // the probes.
-func describePod(w io.Writer, p *podRecord, spec *corev1.PodSpec, events []schemas.LifecycleEvent, now time.Time) {
+func describePod(w io.Writer, p *jc.Pod, spec *corev1.PodSpec, events []schemas.LifecycleEvent, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
 	field := func(indent int, name, value string) {
 		fmt.Fprintf(tw, "%s%s:\t%s\n", strings.Repeat("  ", indent), name, orNone(value))

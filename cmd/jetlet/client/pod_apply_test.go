@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	jc "github.com/jetlet/jetlet/client"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -227,7 +228,7 @@ func TestApplyExamplesAreValid(t *testing.T) {
 		for _, d := range docs {
 			d.metadata()["uid"] = "u1"
 			body, _ := d.body()
-			if reasons := validateIntent(body, "n1", "u1"); reasons != nil {
+			if reasons := jc.ValidateIntent(body, "n1", "u1"); reasons != nil {
 				t.Errorf("%s: %v", f, reasons)
 			}
 		}

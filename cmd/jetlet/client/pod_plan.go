@@ -7,26 +7,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jetlet/jetlet/runtime/nodeservice/nodeclient"
+	jc "github.com/jetlet/jetlet/client"
 	"github.com/jetlet/jetlet/schemas"
 )
 
 // dryRunNode is the --dry-run value that asks the pod's node for its plan.
 const dryRunNode = "node"
 
-// nodePlan asks pi's node for its plan for pi's intent: nothing is
-// published, nothing changes on the node.
-func (c *client) nodePlan(ctx context.Context, pi *plannedIntent) (schemas.PodPlan, error) {
-	return askNode(ctx, c, pi.node, schemas.EndpointPlan, "the plan of "+pi.label, func(ctx context.Context) (schemas.PodPlan, error) {
-		return nodeclient.Plan(ctx, c.nc, c.subj, pi.node, pi.uid, pi.body)
-	})
-}
-
 // printPlan shows a node's plan as Terraform and Nomad show theirs: + start,
 // - kill, -/+ restart, ~ unchanged, with kubelet's reasons.
 func printPlan(w io.Writer, pi *plannedIntent, plan schemas.PodPlan) {
-	fmt.Fprintf(w, "%s on node %s (uid %s", pi.label, pi.node, pi.uid)
-	if pi.unchanged {
+	fmt.Fprintf(w, "%s on node %s (uid %s", pi.label, pi.Node, pi.UID)
+	if pi.Unchanged {
 		fmt.Fprintf(w, ", unchanged: nothing would be published")
 	}
 	fmt.Fprintln(w, "):")
@@ -95,9 +87,9 @@ func printStep(w io.Writer, what string, s schemas.PlanStep) {
 
 // showPlans asks each intent's node for its plan and prints them (as JSON
 // lines with -o json).
-func showPlans(ctx context.Context, w io.Writer, c *client, plans []*plannedIntent, output string) error {
+func showPlans(ctx context.Context, w io.Writer, c *jc.Client, plans []*plannedIntent, output string) error {
 	for _, pi := range plans {
-		plan, err := c.nodePlan(ctx, pi)
+		plan, err := c.Plan(ctx, pi.Intent)
 		if err != nil {
 			return err
 		}

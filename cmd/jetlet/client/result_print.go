@@ -1,30 +1,11 @@
 package client
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetlet/jetlet/schemas"
 )
-
-// decodeResult reads a message of JETLET_RESULTS and the sequence of the
-// intent it answers: its Jetlet-Intent-Seq header, else the result's own
-// intentSeq. ok is false for a message that is not a result this client
-// can read.
-func decodeResult(msg jetstream.Msg) (res schemas.SyncResult, intentSeq uint64, ok bool) {
-	if json.Unmarshal(msg.Data(), &res) != nil {
-		return res, 0, false
-	}
-	seq, err := strconv.ParseUint(msg.Headers().Get(schemas.HeaderIntentSeq), 10, 64)
-	if err != nil || seq == 0 {
-		seq = res.IntentSeq
-	}
-	return res, seq, true
-}
 
 // printResult writes a SyncResult for a person: a headline with the outcome,
 // the error, and the actions as a table.

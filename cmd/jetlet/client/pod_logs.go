@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	jc "github.com/jetlet/jetlet/client"
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
-	"github.com/jetlet/jetlet/runtime/nodeservice/nodeclient"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -67,9 +67,9 @@ func (o *logsOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer c.close()
+	defer c.Close()
 	req := schemas.LogsRequest{
-		PodRef: pod.ref(o.container), Follow: o.follow, Previous: o.previous, Timestamps: o.timestamps,
+		PodRef: pod.Ref(o.container), Follow: o.follow, Previous: o.previous, Timestamps: o.timestamps,
 	}
 	if o.tail >= 0 {
 		req.TailLines = &o.tail
@@ -78,53 +78,30 @@ func (o *logsOptions) run(cmd *cobra.Command, args []string) error {
 		since := time.Now().Add(-o.since)
 		req.SinceTime = &since
 	}
-	_, err = nodeclient.Logs(cmd.Context(), c.nc, c.subj, pod.Node, req, cmd.OutOrStdout())
+	err = c.Logs(cmd.Context(), pod, req, cmd.OutOrStdout())
 	if errors.Is(err, context.Canceled) && o.follow {
 		return nil // interrupted, as kubectl logs -f
 	}
-	return c.nodeServiceError(pod, err)
+	return err
 }
 
 // namedPod connects and returns the newest of the pods that args
 // (NAMESPACE/NAME) or uid name: of the live ones, or of all when none is.
 // Those on several nodes are an error that asks for --node, as delete's
 // is. The caller closes the client.
-func namedPod(cmd *cobra.Command, f *clientFlags, args []string, uid string) (*client, *podRecord, error) {
-	c, pods, err := namedPods(cmd, f, args, uid)
-	if err != nil {
-		return nil, nil, err
-	}
-	if live := livePods(pods); len(live) > 0 {
-		pods = live
-	}
+func namedPod(cmd *cobra.Command, f *clientFlags, args []string, uid string) (*jc.Client, *jc.Pod, error) {
 	ref, err := parsePodRef(args, uid)
-	if err == nil {
-		err = onOneNode(ref, pods)
-	}
 	if err != nil {
-		c.close()
 		return nil, nil, err
 	}
-	return c, pods[len(pods)-1], nil
-}
-
-// ref is what the node service is asked for: this pod exactly, and a
-// container of it.
-func (p *podRecord) ref(container string) schemas.PodRef {
-	return schemas.PodRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID, Container: container}
-}
-
-// nodeServiceError says what an answer of pod's node service, or its
-// silence, means.
-func (c *client) nodeServiceError(pod *podRecord, err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, nodeclient.ErrNoNode):
-		return fmt.Errorf("node %s of pod %s/%s does not answer: is its jetlet running?", pod.Node, pod.Namespace, pod.Name)
+	c, err := connectClient(cmd, f)
+	if err != nil {
+		return nil, nil, err
 	}
-	if se, ok := errors.AsType[*nodeclient.ServiceError](err); ok {
-		return fmt.Errorf("node %s: %s", pod.Node, se.Description)
+	pod, err := c.GetPod(cmd.Context(), f.node, ref)
+	if err != nil {
+		c.Close()
+		return nil, nil, err
 	}
-	return c.jsError("node "+pod.Node, err)
+	return c, pod, nil
 }

@@ -132,14 +132,14 @@ func (f *createFlags) store(cmd *cobra.Command, obj *configObject, nodes []strin
 	if err != nil {
 		return nil, err
 	}
-	defer c.close()
+	defer c.Close()
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 	defer cancel()
-	writes, err := c.prepareConfigs(ctx, []*configObject{obj}, nodes, true)
+	writes, err := prepareConfigs(ctx, c, []*configObject{obj}, nodes, true)
 	if err != nil {
 		return nil, err
 	}
-	return writes, c.storeConfigs(ctx, writes)
+	return writes, storeConfigs(ctx, c, writes)
 }
 
 // keySources are the --from-* flags of create configmap and create secret

@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 
+	jc "github.com/jetlet/jetlet/client"
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -48,16 +48,16 @@ func (o *describeNodeOptions) run(cmd *cobra.Command, name string) error {
 	if err != nil {
 		return err
 	}
-	defer c.close()
+	defer c.Close()
 	ctx := cmd.Context()
 	if node == nil {
-		return &notFoundError{fmt.Sprintf("node %s not found: no record in %s and no pods in %s", name, schemas.BucketNodes, schemas.BucketStatus)}
+		return &jc.NotFoundError{Msg: fmt.Sprintf("node %s not found: no record in %s and no pods in %s", name, schemas.BucketNodes, schemas.BucketStatus)}
 	}
-	pods, err := c.nodePodResources(ctx, statuses)
+	pods, err := nodePodResources(ctx, c, statuses)
 	if err != nil {
 		return err
 	}
-	events, err := c.newestEvents(ctx, c.subj.PodEvents(name, "*"), true, describeEvents)
+	events, err := c.NewestEvents(ctx, name, "*", describeEvents, true, time.Time{})
 	if err != nil {
 		return err
 	}
@@ -65,21 +65,10 @@ func (o *describeNodeOptions) run(cmd *cobra.Command, name string) error {
 	return nil
 }
 
-// podResources is a non-terminated pod of a node with what its spec asks
-// for.
-type podResources struct {
-	Status *schemas.PodStatus
-	Since  time.Time // when it was first asked for: its age
-	// Known is false when no apply intent of the pod is kept: its requests
-	// and limits are not known, and count for nothing in the totals.
-	Known            bool
-	Requests, Limits corev1.ResourceList
-}
-
 // nodePodResources returns the pods of statuses that are not terminal, in
 // namespace and name order, with the requests and limits of their newest
-// apply intent as kubelet sums them (init containers, sidecars, overhead).
-func (c *client) nodePodResources(ctx context.Context, statuses []schemas.PodStatus) ([]podResources, error) {
+// apply intent.
+func nodePodResources(ctx context.Context, c *jc.Client, statuses []schemas.PodStatus) ([]jc.PodResources, error) {
 	var pods []schemas.PodStatus
 	for _, st := range statuses {
 		switch st.Phase {
@@ -89,36 +78,26 @@ func (c *client) nodePodResources(ctx context.Context, statuses []schemas.PodSta
 		}
 	}
 	sortStatuses(pods)
-	ages := c.newPodAges(ctx)
-	out := make([]podResources, len(pods))
-	for i := range pods {
-		p := &pods[i]
-		spec, err := c.appliedSpec(ctx, &podRecord{Node: p.Node, UID: p.UID})
-		if err != nil {
-			return nil, err
-		}
-		out[i] = podResources{Status: p, Since: ages.since(ctx, p)}
-		if spec != nil {
-			pod := &corev1.Pod{Spec: *spec}
-			out[i].Known = true
-			out[i].Requests = resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-			out[i].Limits = resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
+	out, err := c.PodResourcesOf(ctx, pods)
+	for i := range out {
+		if out[i].Since.IsZero() {
+			out[i].Since = podStart(out[i].Status)
 		}
 	}
-	return out, nil
+	return out, err
 }
 
 // describeNode prints one node. Without a record (expired, or deleted by a
 // clean stop) only its status and its pods are known.
-func describeNode(w io.Writer, n *nodeState, pods []podResources, events []schemas.LifecycleEvent, now time.Time) {
+func describeNode(w io.Writer, n *jc.Node, pods []jc.PodResources, events []schemas.LifecycleEvent, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
 	field := func(name, value string) { fmt.Fprintf(tw, "%s:\t%s\n", name, orNone(value)) }
 	// more continues the value of the field above on a line of its own.
 	more := func(value string) { fmt.Fprintf(tw, "\t%s\n", value) }
 	r := n.Record
 	field("Name", n.Name)
-	field("Status", n.status(now))
-	field("Heartbeat", n.heartbeat(now))
+	field("Status", nodeStatus(n, now))
+	field("Heartbeat", nodeHeartbeat(n, now))
 	if r == nil {
 		field("Record", "none in "+schemas.BucketNodes+": only its pods are known")
 		tw.Flush()
@@ -212,7 +191,7 @@ func describeNode(w io.Writer, n *nodeState, pods []podResources, events []schem
 // Allocated resources: each pod's CPU and memory requests and limits, then
 // the totals, each with its percent of allocatable (0% where the node does
 // not say it).
-func describeNodePods(w io.Writer, pods []podResources, allocatable corev1.ResourceList, now time.Time) {
+func describeNodePods(w io.Writer, pods []jc.PodResources, allocatable corev1.ResourceList, now time.Time) {
 	fmt.Fprintf(w, "Non-terminated Pods: (%d in total)\n", len(pods))
 	requests, limits := corev1.ResourceList{}, corev1.ResourceList{}
 	if len(pods) > 0 {

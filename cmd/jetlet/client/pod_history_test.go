@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	jc "github.com/jetlet/jetlet/client"
 )
 
 func TestHistoryShowsIntentsAndResults(t *testing.T) {
@@ -54,7 +56,7 @@ pod:
 	if len(rows) != 4 {
 		t.Fatalf("%d JSON lines, want 4", len(rows))
 	}
-	var last historyRow
+	var last jc.HistoryRow
 	if err := json.Unmarshal([]byte(rows[3]), &last); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +113,7 @@ func TestHistoryPatchShowsWhatEachRevisionChanged(t *testing.T) {
 	if len(rows) != 4 {
 		t.Fatalf("%d JSON lines, want 4", len(rows))
 	}
-	var r1, r2 historyRow
+	var r1, r2 jc.HistoryRow
 	if err := json.Unmarshal([]byte(rows[0]), &r1); err != nil {
 		t.Fatal(err)
 	}

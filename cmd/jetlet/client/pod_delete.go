@@ -2,15 +2,14 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	jc "github.com/jetlet/jetlet/client"
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
-	"github.com/jetlet/jetlet/schemas"
 )
 
 // deleteOptions is what `jetlet delete` is told.
@@ -64,7 +63,7 @@ func (o *deleteOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer c.close()
+	defer c.Close()
 	ctx, cancel := context.WithTimeout(cmd.Context(), o.publish.timeout)
 	defer cancel()
 
@@ -87,22 +86,19 @@ func (o *deleteOptions) run(cmd *cobra.Command, args []string) error {
 	return publishAndReport(ctx, cmd, c, plans, o.publish)
 }
 
-func isNotFound(err error) bool {
-	var nf *notFoundError
-	return errors.As(err, &nf)
-}
+func isNotFound(err error) bool { return errors.As(err, new(*jc.NotFoundError)) }
 
 // targets are the live pods ref names: on one node, or an error that says
 // why there are none or which node to pick.
-func (o *deleteOptions) targets(ctx context.Context, c *client, ref podRef) ([]*podRecord, error) {
-	found, err := c.findPods(ctx, o.client.node, ref)
+func (o *deleteOptions) targets(ctx context.Context, c *jc.Client, ref jc.PodRef) ([]*jc.Pod, error) {
+	found, err := c.FindPods(ctx, o.client.node, ref)
 	if err != nil {
 		return nil, err
 	}
 	if len(found) == 0 {
-		return nil, notFound(ref, o.client.node)
+		return nil, jc.PodNotFound(ref, o.client.node)
 	}
-	live := livePods(found)
+	live := jc.LivePods(found)
 	if len(live) == 0 {
 		last := found[len(found)-1]
 		how := "its last intent deletes it"
@@ -111,40 +107,31 @@ func (o *deleteOptions) targets(ctx context.Context, c *client, ref podRef) ([]*
 		} else if last.Status != nil {
 			how = "its status is " + string(last.Status.Phase)
 		}
-		return nil, &notFoundError{fmt.Sprintf("%s is already deleted on node %s (%s)", ref, last.Node, how)}
+		return nil, &jc.NotFoundError{Msg: fmt.Sprintf("%s is already deleted on node %s (%s)", ref, last.Node, how)}
 	}
-	if err := onOneNode(ref, live); err != nil {
+	if err := jc.OnOneNode(ref, live); err != nil {
 		return nil, err
 	}
 	return live, nil
 }
 
 // plan builds and validates the delete intent of one pod.
-func (o *deleteOptions) plan(ctx context.Context, c *client, p *podRecord) (*plannedIntent, error) {
-	high, err := c.highestRevision(ctx, p)
+func (o *deleteOptions) plan(ctx context.Context, c *jc.Client, p *jc.Pod) (*plannedIntent, error) {
+	revision, err := c.NextRevision(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	intent := map[string]any{
-		"apiVersion": schemas.APIVersion,
-		"kind":       schemas.KindPodIntent,
-		"op":         schemas.OpDelete,
-		"revision":   high + 1,
-		"pod": map[string]any{"metadata": map[string]any{
-			"name": p.Name, "namespace": p.Namespace, "uid": p.UID,
-		}},
-	}
+	var grace *int64
 	if o.grace >= 0 {
-		intent["gracePeriodSeconds"] = o.grace
+		grace = &o.grace
 	}
-	body, err := json.Marshal(intent)
+	label := "pod/" + p.Namespace + "/" + p.Name
+	in, err := jc.DeleteIntent(p, revision, grace)
+	if invalid, ok := errors.AsType[*jc.InvalidError](err); ok {
+		return nil, fmt.Errorf("cannot delete %s (uid %s): %s", label, p.UID, strings.Join(invalid.Reasons, "; "))
+	}
 	if err != nil {
 		return nil, err
 	}
-	pi := &plannedIntent{label: "pod/" + p.Namespace + "/" + p.Name, node: p.Node, uid: p.UID,
-		op: schemas.OpDelete, revision: high + 1, body: body}
-	if reasons := validateIntent(body, p.Node, p.UID); reasons != nil {
-		return nil, fmt.Errorf("cannot delete %s (uid %s): %s", pi.label, p.UID, strings.Join(reasons, "; "))
-	}
-	return pi, nil
+	return &plannedIntent{Intent: in, label: label}, nil
 }
