@@ -36,14 +36,21 @@
 //		// place it elsewhere
 //	}
 //
-// Delete publishes a pod's delete intent, with a grace period. Publish
-// stores an Intent built otherwise (NewIntent, ApplyIntent, DeleteIntent).
+// A pod applied again unchanged is not published again (Intent.Unchanged).
+// Delete publishes a pod's delete intent, with a grace period. A Planner
+// plans a batch of PodIntents as written (kept generic, so that the node
+// judges every field), chaining a pod named twice; Publish stores an Intent
+// made so or otherwise (NewIntent, ApplyIntent, DeleteIntent); Plan asks
+// the node what it would do with one, publishing nothing.
 //
 // # Reads
 //
 // Pods, FindPods and GetPod read what the fleet says of its pods: each
-// pod's status (jetlet_status) and newest intent. Statuses reads the
-// statuses alone; Intents the intents kept.
+// pod's status (jetlet_status) and newest intent. Statuses and
+// WatchStatuses read the statuses alone; Intents the intents kept. PodsAt
+// and PodThen tell the pods at a past moment from the results stream;
+// History sets each intent beside its result, and HistoryDiffs says what
+// each apply changed.
 //
 // # Nodes
 //
@@ -62,12 +69,19 @@
 // exactly once across its own restarts. Event.CloudEvent is an event as a
 // CloudEvent.
 //
+// # Logs, exec, configuration, images
+//
+// Logs and Exec ask a pod's node over its node service. PrepareConfigMap,
+// PrepareSecret (sealed for each node with its record's key) and
+// StoreConfigs store what pods mount; PushImage stores an image in the
+// fleet's object store, where every node's registry finds it.
+//
 // # Errors
 //
 // Failures match the sentinels with errors.Is: ErrNotFound (a pod, node,
 // stream or bucket that does not exist), ErrRejected (*RejectedError, with
 // the result), ErrDenied (*DeniedError, with the permission NATS refused),
-// ErrInvalid (an argument or intent that fails validation, nothing sent).
-// Their messages name the `jetlet` command line's flags where those say
+// ErrInvalid (an argument or intent that fails validation, nothing sent),
+// ErrExecTimedOut (Exec's command outlived its timeout). Their messages name the `jetlet` command line's flags where those say
 // what to change.
 package client
