@@ -205,3 +205,34 @@ func ExampleClient_Events() {
 	// 2 ContainerDied dev.jetlet.ContainerDied
 	// 3 ContainerStarted dev.jetlet.ContainerStarted
 }
+
+// A scheduler's view kept current: every record now, then each change.
+func ExampleClient_WatchNodes() {
+	f := startFleet()
+	defer f.stop()
+	f.heartbeat("n1", nil, false)
+	c, err := client.Connect(context.Background(), client.Options{URL: f.url})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	seen := 0
+	err = c.WatchNodes(ctx, func(n *client.Node) error {
+		fmt.Println(n.Name, "cordoned:", n.Record.Unschedulable)
+		if seen++; seen == 1 {
+			f.heartbeat("n1", nil, true) // `jetlet node cordon n1`, as its record says it
+		} else {
+			cancel()
+		}
+		return nil
+	})
+	fmt.Println(err)
+	// Output:
+	// n1 cordoned: false
+	// n1 cordoned: true
+	// <nil>
+}
