@@ -21,7 +21,9 @@ type Result struct {
 // WaitOptions say what Wait reports while it waits.
 type WaitOptions struct {
 	// OnEvent, if set, is handed the pod's lifecycle events stored after
-	// the intent was published, in order, up to the result.
+	// the intent was published, in order, until the result is read: a
+	// node may store an event of the sync after its result, which is not
+	// handed over.
 	OnEvent func(*schemas.LifecycleEvent)
 }
 
