@@ -55,10 +55,13 @@
 // # Nodes
 //
 // Nodes lists the nodes' records (capacity, allocatable, allocated,
-// labels, taints, conditions, heartbeat) and WatchNodes follows them: a
-// scheduler keeps its view of the fleet with it and filters by
-// Node.Schedulable and the record's fields. Cordon asks a node to refuse
-// new pods.
+// labels, taints, conditions, heartbeat) with their liveness, and
+// WatchNodes follows them: a scheduler keeps its view of the fleet with it
+// and filters with Node.Admits, the node's own admission checks run on its
+// record (selector, affinity, taints, what is left of its allocatable).
+// Cordon asks a node to refuse new pods; Drain moves a live node's pods to
+// another, Replay re-creates a lost node's there, each pod once however
+// often they are run.
 //
 // # Events
 //

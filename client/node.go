@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/jetlet/jetlet/consumer/status"
+	"github.com/jetlet/jetlet/reconcile/admission"
 	"github.com/jetlet/jetlet/runtime/nodeservice/nodeclient"
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -276,4 +277,40 @@ func askNode[T any](ctx context.Context, c *Client, node, endpoint, what string,
 		return resp, c.jsError(what+" on node "+node, err)
 	}
 	return resp, nil
+}
+
+// Admits says whether n would admit pod now, as its admission decides
+// (kubelet's checks, reconcile/admission) from what its record says: the
+// cordon, spec.nodeName, the node selector and required affinity, the
+// taints, the pod's requests against what its admitted pods leave of the
+// allocatable, the pressure conditions. What the record does not tell is
+// not checked: host ports and the --pod-security level. A node that is not
+// Ready admits nothing (reason NotReady). A scheduler filters the nodes
+// with it; the node's own verdict at admission stays final (ErrRejected).
+func (n *Node) Admits(pod *corev1.Pod, now time.Time) (ok bool, reason, message string) {
+	if !n.Ready(now) {
+		return false, NodeNotReady, fmt.Sprintf("node %s is %s", n.Name, n.State(now))
+	}
+	rec := n.Record
+	free := corev1.ResourceList{}
+	for name, q := range rec.Allocatable {
+		left := q.DeepCopy()
+		if used, ok := rec.Allocated[name]; ok {
+			left.Sub(used)
+		}
+		if left.Sign() < 0 {
+			left.Set(0)
+		}
+		free[name] = left
+	}
+	node := &admission.Node{Name: n.Name, Labels: rec.Labels, Taints: rec.Taints, Unschedulable: rec.Unschedulable,
+		Allocatable: free, PodSecurity: admission.LevelPrivileged}
+	for _, c := range rec.Conditions {
+		pressure := c.Type == corev1.NodeMemoryPressure || c.Type == corev1.NodeDiskPressure || c.Type == corev1.NodePIDPressure
+		if pressure && c.Status == corev1.ConditionTrue {
+			node.Conditions = append(node.Conditions, c.Type)
+		}
+	}
+	v := admission.Admit(node, pod, admission.NewHeld())
+	return v.Admit, v.Reason, v.Message
 }
