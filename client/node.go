@@ -77,6 +77,22 @@ func (n *Node) State(now time.Time) string {
 	return NodeUnknown
 }
 
+// NotLive says why a node is not live, or "" when it is; n may be nil (a
+// node never seen).
+func (n *Node) NotLive(now time.Time) string {
+	switch {
+	case n == nil:
+		return "never seen"
+	case n.Live(now):
+		return ""
+	case n.Record != nil:
+		return "last heartbeat " + now.Sub(n.Record.HeartbeatAt).Round(time.Second).String() + " ago"
+	case !n.StoppedAt.IsZero():
+		return "stopped: record deleted " + now.Sub(n.StoppedAt).Round(time.Second).String() + " ago"
+	}
+	return "record expired"
+}
+
 func reportsReady(rec *schemas.NodeRecord) bool {
 	for _, c := range rec.Conditions {
 		if c.Type == corev1.NodeReady {

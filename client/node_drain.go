@@ -111,7 +111,7 @@ func (c *Client) checkMove(ctx context.Context, from, to string, replay bool) er
 	}
 	now := time.Now()
 	if !dst.Live(now) {
-		return fmt.Errorf("--to %s: the node is not live (%s)", to, notLive(dst, now))
+		return fmt.Errorf("--to %s: the node is not live (%s)", to, dst.NotLive(now))
 	}
 	if dst.Record.Unschedulable {
 		return fmt.Errorf("--to %s: the node is cordoned (jetlet node uncordon %s)", to, to)
@@ -120,22 +120,9 @@ func (c *Client) checkMove(ctx context.Context, from, to string, replay bool) er
 	case replay && src.Live(now):
 		return fmt.Errorf("node %s is live: replay is for a node that is gone; `jetlet node drain %s --to %s` moves the pods of a live one", from, from, to)
 	case !replay && !src.Live(now):
-		return fmt.Errorf("node %s is not live (%s): a drain deletes its pods there; `jetlet node replay %s --to %s` re-creates the pods of a lost node", from, notLive(src, now), from, to)
+		return fmt.Errorf("node %s is not live (%s): a drain deletes its pods there; `jetlet node replay %s --to %s` re-creates the pods of a lost node", from, src.NotLive(now), from, to)
 	}
 	return nil
-}
-
-// notLive says why a node that is not live is not.
-func notLive(n *Node, now time.Time) string {
-	switch {
-	case n == nil:
-		return "never seen"
-	case n.Record != nil:
-		return "last heartbeat " + now.Sub(n.Record.HeartbeatAt).Round(time.Second).String() + " ago"
-	case !n.StoppedAt.IsZero():
-		return "stopped: record deleted " + now.Sub(n.StoppedAt).Round(time.Second).String() + " ago"
-	}
-	return "record expired"
 }
 
 // moves lists the pods of from to move: those whose newest intent by at

@@ -30,7 +30,7 @@ func checkNodesLive(ctx context.Context, c *jc.Client, plans []*plannedIntent, w
 			if err != nil {
 				return err
 			}
-			why = notLive(states[pi.Node], now)
+			why = states[pi.Node].NotLive(now)
 			down[pi.Node] = why
 			if why != "" {
 				fmt.Fprintf(w, "warning: node %s has no live heartbeat in %s (%s): its intents wait in %s until its jetlet runs\n",
@@ -40,19 +40,4 @@ func checkNodesLive(ctx context.Context, c *jc.Client, plans []*plannedIntent, w
 		pi.nodeDown = why
 	}
 	return nil
-}
-
-// notLive says why a node is not live, or "" when it is.
-func notLive(n *jc.Node, now time.Time) string {
-	switch {
-	case n == nil:
-		return "never seen"
-	case n.Live(now):
-		return ""
-	case n.Record != nil:
-		return "last heartbeat " + nodeHeartbeat(n, now)
-	case !n.StoppedAt.IsZero():
-		return "stopped: record " + nodeHeartbeat(n, now)
-	}
-	return "record expired"
 }
