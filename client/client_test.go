@@ -2,10 +2,13 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -222,5 +225,38 @@ func TestEventsResumed(t *testing.T) {
 		if seq != uint64(i+1) {
 			t.Fatalf("ledger[%d] is event %d, want %d: one missed or doubled", i, seq, i+1)
 		}
+	}
+}
+
+// TestWaitHandsOverTheSyncsEvents stores, as a node would, an event of the
+// sync and then the result of an intent published on fresh streams: Wait
+// hands over the event, the first of its stream, and returns the result.
+func TestWaitHandsOverTheSyncsEvents(t *testing.T) {
+	f := startFleet()
+	t.Cleanup(f.stop)
+	c := connect(t, client.Options{URL: f.url})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	in, err := c.Apply(ctx, "n1", webPod("web"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.event("n1", in.UID, "web", schemas.EventSandboxCreated)
+	res := schemas.SyncResult{APIVersion: schemas.APIVersion, Kind: schemas.KindSyncResult, Node: "n1", UID: in.UID,
+		Namespace: "default", Name: "web", IntentSeq: in.Seq, Revision: in.Revision, Op: schemas.OpApply, Outcome: schemas.OutcomeSynced}
+	data, _ := json.Marshal(res)
+	msg := nats.NewMsg(schemas.Subjects{Prefix: schemas.DefaultSubjectPrefix}.Result("n1", in.UID))
+	msg.Data = data
+	msg.Header.Set(schemas.HeaderIntentSeq, strconv.FormatUint(in.Seq, 10))
+	if _, err := f.js.PublishMsg(ctx, msg); err != nil {
+		t.Fatal(err)
+	}
+	var events []schemas.EventType
+	got, err := c.Wait(ctx, in, client.WaitOptions{OnEvent: func(ev *schemas.LifecycleEvent) { events = append(events, ev.Type) }})
+	if err != nil || got.Outcome != schemas.OutcomeSynced || got.IntentSeq != in.Seq {
+		t.Fatalf("Wait: %+v, %v; want the Synced result of intent %d", got, err, in.Seq)
+	}
+	if !slices.Equal(events, []schemas.EventType{schemas.EventSandboxCreated}) {
+		t.Fatalf("events %v, want [SandboxCreated]", events)
 	}
 }

@@ -35,8 +35,9 @@ type Intent struct {
 	// intent's. Publish skips it; Wait waits for that intent's result.
 	Unchanged bool
 	// after are the results and events streams' last sequences before it
-	// was published: Wait reads from there.
-	after streamMarks
+	// was published (marked: Publish took them): Wait reads from there.
+	after  streamMarks
+	marked bool
 }
 
 // NewIntent checks body, a PodIntent, exactly as the node will for node and
@@ -173,6 +174,7 @@ func (c *Client) Publish(ctx context.Context, in *Intent) error {
 	if in.after, err = c.marks(ctx); err != nil {
 		return err
 	}
+	in.marked = true
 	msg := nats.NewMsg(subject)
 	msg.Data = in.Body
 	ctx, stop := c.denied.Watch(ctx, subject)

@@ -37,7 +37,7 @@ var errFound = errors.New("found")
 // *RejectedError (errors.Is(err, ErrRejected)); any other outcome with a
 // nil error: check Outcome.
 func (c *Client) Wait(ctx context.Context, in *Intent, opts WaitOptions) (*Result, error) {
-	if in.after == (streamMarks{}) && opts.OnEvent != nil {
+	if !in.marked && opts.OnEvent != nil {
 		m, err := c.marks(ctx)
 		if err != nil {
 			return nil, err
