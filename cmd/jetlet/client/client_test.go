@@ -53,13 +53,6 @@ func TestClientFlagErrors(t *testing.T) {
 	}
 }
 
-func TestRedactURLs(t *testing.T) {
-	got := redactURLs("nats://u:secret@a:4222, nats://b:4222,tls://t@c:1")
-	if want := "nats://u:xxxxx@a:4222,nats://b:4222,tls://t@c:1"; got != want {
-		t.Errorf("redactURLs = %q, want %q", got, want)
-	}
-}
-
 func TestClientExplainsMissingStreams(t *testing.T) {
 	bare := natstest.RunServer(t) // JetStream, but `jetlet run` never provisioned it
 	noJS := natstest.Options(t.TempDir())

@@ -1,19 +1,13 @@
 package client
 
 import (
-	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/schemas"
-	"github.com/jetlet/jetlet/schemas/natsjs"
-	"github.com/jetlet/jetlet/schemas/natsjs/registry"
 )
 
 type imageListOptions struct {
@@ -49,12 +43,9 @@ func (o *imageListOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	defer c.close()
+	defer c.Close()
 	ctx := cmd.Context()
-	if _, err := c.imageStore(ctx); err != nil {
-		return err
-	}
-	images, err := c.images(ctx)
+	images, err := c.Images(ctx)
 	if err != nil {
 		return err
 	}
@@ -63,7 +54,7 @@ func (o *imageListOptions) run(cmd *cobra.Command) error {
 		return printList(w, o.output, "ImageList", images)
 	}
 	if len(images) == 0 {
-		fmt.Fprintf(cmd.ErrOrStderr(), "No images in %s at %s.\n", schemas.ObjectStoreImages, c.url)
+		fmt.Fprintf(cmd.ErrOrStderr(), "No images in %s at %s.\n", schemas.ObjectStoreImages, c.URL())
 		return nil
 	}
 	table := newTable(w)
@@ -73,31 +64,6 @@ func (o *imageListOptions) run(cmd *cobra.Command) error {
 		writeRow(table, im.Ref, im.Digest, humanBytes(im.Size), ageSince(im.Pushed, now))
 	}
 	return table.Flush()
-}
-
-// images reads the references of jetlet_images from its meta subjects,
-// the last of each, sorted.
-func (c *client) images(ctx context.Context) ([]registry.Image, error) {
-	var out []registry.Image
-	cfg := jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{"$O." + schemas.ObjectStoreImages + ".M.>"},
-		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
-	}
-	err := c.readStream(ctx, natsjs.ObjectStoreStream(schemas.ObjectStoreImages), cfg, false, func(msg jetstream.Msg) error {
-		md, err := msg.Metadata()
-		if err != nil {
-			return err
-		}
-		if im, ok := registry.ImageFromMetaMessage(msg.Data(), md.Timestamp); ok {
-			out = append(out, im)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(out, func(a, b registry.Image) int { return strings.Compare(a.Ref, b.Ref) })
-	return out, nil
 }
 
 // humanBytes is n in the decimal units of docker images: 4.3MB, 812.0kB.

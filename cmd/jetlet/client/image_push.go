@@ -9,15 +9,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	jc "github.com/jetlet/jetlet/client"
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/runtime/embedded/images"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/schemas/imageref"
-	"github.com/jetlet/jetlet/schemas/natsjs"
-	"github.com/jetlet/jetlet/schemas/natsjs/registry"
 )
 
 type imagePushOptions struct {
@@ -70,11 +68,11 @@ func (o *imagePushOptions) run(cmd *cobra.Command, ref, file string) error {
 	if err != nil {
 		return err
 	}
-	defer c.close()
+	defer c.Close()
 	ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
 	defer cancel()
 	lookupCtx, cancelLookup := context.WithTimeout(ctx, o.client.connectWait)
-	store, err := c.imageStore(lookupCtx)
+	err = c.CheckImageStore(lookupCtx)
 	cancelLookup()
 	if err != nil {
 		return err
@@ -87,15 +85,9 @@ func (o *imagePushOptions) run(cmd *cobra.Command, ref, file string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	// A denied publish is never answered: the push would wait for its
-	// timeout.
-	ctx, stopObjects := c.denied.Watch(ctx, "$O."+schemas.ObjectStoreImages)
-	defer stopObjects()
-	ctx, stopPurge := c.denied.Watch(ctx, "$JS.API.STREAM.PURGE."+natsjs.ObjectStoreStream(schemas.ObjectStoreImages))
-	defer stopPurge()
-	res, err := registry.Push(ctx, store, normalized, img.Image)
-	if denied, ok := natsjs.Denied(ctx); ok {
-		return fmt.Errorf("NATS at %s denied these credentials %s: pushing images needs the scheduler's or the operator's (jetlet nats-config)", c.url, denied.Subject)
+	res, err := c.PushImage(ctx, normalized, img.Image)
+	if denied, ok := errors.AsType[*jc.DeniedError](err); ok {
+		return fmt.Errorf("NATS at %s denied these credentials %s: pushing images needs the scheduler's or the operator's (jetlet nats-config)", c.URL(), denied.Permission.Subject)
 	}
 	if err != nil {
 		return err
@@ -128,13 +120,4 @@ func pickImage(archived []images.Archived, ref string) (images.Archived, error) 
 		refs = append(refs, a.Refs...)
 	}
 	return images.Archived{}, fmt.Errorf("the archive holds %d images (%s) and none is %s", len(archived), strings.Join(refs, ", "), ref)
-}
-
-// imageStore opens jetlet_images, explaining its absence.
-func (c *client) imageStore(ctx context.Context) (jetstream.ObjectStore, error) {
-	store, err := c.js.ObjectStore(ctx, schemas.ObjectStoreImages)
-	if err != nil {
-		return nil, c.jsError("object store "+schemas.ObjectStoreImages, err)
-	}
-	return store, nil
 }

@@ -1,14 +1,11 @@
 package client
 
 import (
-	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
-	"github.com/jetlet/jetlet/runtime/nodeservice/nodeclient"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -52,8 +49,8 @@ func (o *nodeCordonOptions) run(cmd *cobra.Command, name string) error {
 	if err != nil {
 		return err
 	}
-	defer c.close()
-	resp, err := c.cordon(cmd.Context(), name, o.unschedulable)
+	defer c.Close()
+	resp, err := c.Cordon(cmd.Context(), name, o.unschedulable)
 	if err != nil {
 		return err
 	}
@@ -66,32 +63,4 @@ func (o *nodeCordonOptions) run(cmd *cobra.Command, name string) error {
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "node/%s %s\n", resp.Node, verb)
 	return nil
-}
-
-// cordon asks node to cordon itself (unschedulable) or to uncordon.
-func (c *client) cordon(ctx context.Context, node string, unschedulable bool) (schemas.CordonResponse, error) {
-	return askNode(ctx, c, node, schemas.EndpointCordon, "its cordon", func(ctx context.Context) (schemas.CordonResponse, error) {
-		return nodeclient.Cordon(ctx, c.nc, c.subj, node, unschedulable)
-	})
-}
-
-// askNode sends one request to node's service endpoint, within
-// nodeclient.FirstReplyTimeout and ended at once if NATS denies it, and
-// says what a refusal or silence means; what names the request.
-func askNode[T any](ctx context.Context, c *client, node, endpoint, what string, ask func(context.Context) (T, error)) (T, error) {
-	ctx, cancel := context.WithTimeout(ctx, nodeclient.FirstReplyTimeout)
-	defer cancel()
-	ctx, stop := c.denied.Watch(ctx, c.subj.NodeService(node, endpoint))
-	defer stop()
-	resp, err := ask(ctx)
-	if se, ok := errors.AsType[*nodeclient.ServiceError](err); ok {
-		return resp, fmt.Errorf("node %s: %s", node, se.Description)
-	}
-	switch {
-	case errors.Is(err, nodeclient.ErrNoNode):
-		return resp, fmt.Errorf("node %s does not answer at %s: %s needs its jetlet running", node, c.url, what)
-	case err != nil:
-		return resp, c.jsError(what+" on node "+node, err)
-	}
-	return resp, nil
 }

@@ -1,17 +1,14 @@
 package cli
 
 import (
-	"errors"
-	"fmt"
 	"math/rand/v2"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 
+	"github.com/jetlet/jetlet/client"
 	"github.com/jetlet/jetlet/schemas/natsjs"
 )
 
@@ -45,51 +42,18 @@ func (f *NATSFlags) Register(fs *pflag.FlagSet, defaultURL string) {
 	fs.StringVar(&f.InboxPrefix, "nats-inbox-prefix", "", "prefix of this client's reply subjects (default _INBOX; `jetlet nats-config` gives each user its own)")
 }
 
-// HasCredentials says whether the flags or the URLs carry credentials.
-func (f *NATSFlags) HasCredentials() bool {
-	if f.Creds != "" || f.NkeySeed != "" || f.User != "" || f.Password != "" || f.Token != "" || f.TLSCert != "" {
-		return true
+// ClientOptions are the flags as the client package's options.
+func (f *NATSFlags) ClientOptions() client.Options {
+	return client.Options{
+		URL: f.URL, CredsFile: f.Creds, NKeyFile: f.NkeySeed, User: f.User, Password: f.Password, Token: f.Token,
+		TLSCAFile: f.TLSCA, TLSCertFile: f.TLSCert, TLSKeyFile: f.TLSKey, InboxPrefix: f.InboxPrefix,
 	}
-	for u := range strings.SplitSeq(f.URL, ",") {
-		if parsed, err := url.Parse(strings.TrimSpace(u)); err == nil && parsed.User != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // Options turns the flags into nats.go options.
 func (f *NATSFlags) Options() ([]nats.Option, error) {
-	var opts []nats.Option
-	if f.Creds != "" {
-		opts = append(opts, nats.UserCredentials(f.Creds))
-	}
-	if f.NkeySeed != "" {
-		o, err := nats.NkeyOptionFromSeed(f.NkeySeed)
-		if err != nil {
-			return nil, fmt.Errorf("--nats-nkey: %w", err)
-		}
-		opts = append(opts, o)
-	}
-	if f.User != "" || f.Password != "" {
-		opts = append(opts, nats.UserInfo(f.User, f.Password))
-	}
-	if f.Token != "" {
-		opts = append(opts, nats.Token(f.Token))
-	}
-	if f.TLSCA != "" {
-		opts = append(opts, nats.RootCAs(f.TLSCA))
-	}
-	if (f.TLSCert == "") != (f.TLSKey == "") {
-		return nil, errors.New("--nats-tls-cert and --nats-tls-key go together")
-	}
-	if f.TLSCert != "" {
-		opts = append(opts, nats.ClientCert(f.TLSCert, f.TLSKey))
-	}
-	if f.InboxPrefix != "" {
-		opts = append(opts, nats.CustomInboxPrefix(f.InboxPrefix))
-	}
-	return opts, nil
+	o := f.ClientOptions()
+	return o.NATSOptions()
 }
 
 // ReconnectForever keeps a long-running process connected: the first connect
@@ -134,4 +98,4 @@ func ReconnectForever(log zerolog.Logger, denied func(*natsjs.PermissionError)) 
 // InboxPrefix is the reply-subject prefix of a user: nobody else may
 // subscribe to it, so nobody else reads its replies (JetStream API answers,
 // fetched messages).
-func InboxPrefix(user string) string { return "_INBOX_" + user }
+func InboxPrefix(user string) string { return client.InboxPrefix(user) }

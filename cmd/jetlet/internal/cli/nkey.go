@@ -10,12 +10,13 @@ import (
 
 	"github.com/nats-io/nkeys"
 
+	"github.com/jetlet/jetlet/client"
 	"github.com/jetlet/jetlet/internal/atomicfile"
 )
 
 // ClientSeedFile is the nkey seed, in the data dir, that the embedded NATS
 // server admits and the client commands present (docs/contract.md section 7).
-const ClientSeedFile = "nats-client.nk"
+const ClientSeedFile = client.SeedFile
 
 func ClientSeedPath(dataDir string) string { return filepath.Join(dataDir, ClientSeedFile) }
 

@@ -3,8 +3,10 @@ package cli
 import (
 	"time"
 
-	"github.com/jetlet/jetlet/schemas/natsjs"
 	"github.com/spf13/pflag"
+
+	"github.com/jetlet/jetlet/client"
+	"github.com/jetlet/jetlet/schemas/natsjs"
 )
 
 // RegisterStreamFlags registers the flags that size the streams and buckets,
@@ -23,4 +25,4 @@ func RegisterStreamFlags(fs *pflag.FlagSet, c *natsjs.StreamsConfig) {
 
 // ProvisionAPI is the prefix of the JetStream API calls that create and
 // update streams (a bucket is a stream), which a node's permissions lack.
-const ProvisionAPI = "$JS.API.STREAM"
+const ProvisionAPI = client.ProvisionAPI
