@@ -166,7 +166,10 @@ type Runtime struct {
 	sandboxes  map[string]*sandbox
 	containers map[string]*container
 	names      map[string]string // reserved name -> id
-	images     map[string]*image // id -> image
+	// creating are the sandboxes RunPodSandbox is making, from before their
+	// pod cgroup is made until they join sandboxes.
+	creating map[string]*sandbox
+	images   map[string]*image // id -> image
 
 	// Container events (container_events.go), guarded by mu.
 	subs         map[*subscriber]struct{}
@@ -219,6 +222,7 @@ func New(cfg Config) (*Runtime, error) {
 		sandboxes:  map[string]*sandbox{},
 		containers: map[string]*container{},
 		names:      map[string]string{},
+		creating:   map[string]*sandbox{},
 		images:     map[string]*image{},
 		lists:      newListCodec(),
 
@@ -305,6 +309,7 @@ func (r *Runtime) Start(ctx context.Context, socketPath string) error {
 		return err
 	}
 	r.recover()
+	r.removeOrphanedCgroups()
 
 	stream, err := r.startStreaming()
 	if err != nil {
@@ -326,6 +331,7 @@ func (r *Runtime) Start(ctx context.Context, socketPath string) error {
 	runtimeapi.RegisterImageServiceServer(srv, r)
 	r.server = srv
 	r.started = true
+	r.sweepOrphanedCgroups()
 	go func() {
 		if err := srv.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			r.log.Error().Err(err).Msg("CRI server stopped")
