@@ -166,6 +166,9 @@ type Runtime struct {
 	sandboxes  map[string]*sandbox
 	containers map[string]*container
 	names      map[string]string // reserved name -> id
+	// sandboxesByPod and containersByPod index sandboxes and containers
+	// by their pod uid label (listSandboxes, listContainers).
+	sandboxesByPod, containersByPod podIndex
 	// creating are the sandboxes RunPodSandbox is making, from before their
 	// pod cgroup is made until they join sandboxes.
 	creating map[string]*sandbox
@@ -217,14 +220,15 @@ func New(cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	return &Runtime{
-		cfg:        cfg,
-		log:        cfg.Logger.With().Str("component", "proc").Logger(),
-		sandboxes:  map[string]*sandbox{},
-		containers: map[string]*container{},
-		names:      map[string]string{},
-		creating:   map[string]*sandbox{},
-		images:     map[string]*image{},
-		lists:      newListCodec(),
+		cfg:            cfg,
+		log:            cfg.Logger.With().Str("component", "proc").Logger(),
+		sandboxes:      map[string]*sandbox{},
+		containers:     map[string]*container{},
+		names:          map[string]string{},
+		sandboxesByPod: podIndex{}, containersByPod: podIndex{},
+		creating: map[string]*sandbox{},
+		images:   map[string]*image{},
+		lists:    newListCodec(),
 
 		subs:        map[*subscriber]struct{}{},
 		eventBuffer: defaultEventBuffer,

@@ -106,6 +106,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	r.mu.Lock()
 	s.ready = true
 	r.sandboxes[s.id] = s
+	r.sandboxesByPod.add(s.config.GetLabels(), s.id)
 	delete(r.creating, s.id)
 	r.mu.Unlock()
 	r.watchSandbox(s)
