@@ -3,8 +3,8 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
