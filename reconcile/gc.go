@@ -169,9 +169,11 @@ func (m *Kuberuntime) removePodDirs(gone func(uid string) bool, left map[string]
 			}
 			// A removal never goes through a mount: it would empty the
 			// volume (or the host's directory) bound there.
-			mounts, err := mountinfo.Under(m.podDataDir(uid))
-			if err == nil && len(mounts) > 0 {
-				err = fmt.Errorf("pod %s: data dir kept, mounts left in it: %v", uid, mounts)
+			// A walk of the pod's dir, not a read of every mount of the
+			// node for each pod deleted.
+			mount, err := mountinfo.FirstUnder(m.podDataDir(uid))
+			if err == nil && mount != "" {
+				err = fmt.Errorf("pod %s: data dir kept, mounts left in it: %s", uid, mount)
 			}
 			if err != nil {
 				errs = append(errs, err)

@@ -301,3 +301,32 @@ func TestNothingIsSyncedOrCollectedBeforeStart(t *testing.T) {
 func (m *scriptedManager) PlanPod(*corev1.Pod, *kubecontainer.PodStatus, *corev1.Pod) schemas.PodPlan {
 	return schemas.PodPlan{}
 }
+
+// The first collection runs at Start, not a period later: what pods that
+// went while jetlet was down left (their pod cgroups among it) goes at once.
+func TestACollectionRunsAtStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := &scriptedManager{}
+		relister, err := pleg.New(m, discard{}, pleg.Config{Node: "n1", Period: time.Second, Logger: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := New(m, relister, discard{}, discard{}, Config{Node: "n1", ResyncPeriod: time.Hour, GCPeriod: time.Hour, Logger: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go relister.Run(ctx)
+		go w.Run(ctx, time.Second)
+		if err := w.Start(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.gcs != 1 {
+			t.Errorf("%d collections at Start, want 1", m.gcs)
+		}
+	})
+}

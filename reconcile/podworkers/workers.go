@@ -785,13 +785,18 @@ func (w *Workers) wanted(uid string) bool {
 }
 
 // collectGarbage removes what pods no longer wanted left behind, and dead
-// container instances beyond the policy, every period until ctx is done.
+// container instances beyond the policy, at once and then every period
+// until ctx is done: at once for what went while jetlet was down (the pod
+// cgroups of pods gone with a crash among it, as kubelet's first
+// housekeeping removes them).
 func (w *Workers) collectGarbage(ctx context.Context) {
-	periodic.Every(ctx, w.cfg.GCPeriod, func() {
+	collect := func() {
 		if err := w.DeleteAllUnusedContainers(ctx); err != nil && ctx.Err() == nil {
 			w.log.Warn().Err(err).Msg("garbage collection")
 		}
-	})
+	}
+	collect()
+	periodic.Every(ctx, w.cfg.GCPeriod, collect)
 }
 
 // gc runs one garbage collection of the node, while no other collection

@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/internal/atomicfile"
+	"github.com/jetlet/jetlet/internal/periodic"
 	"github.com/jetlet/jetlet/runtime/crierr"
 	"github.com/jetlet/jetlet/runtime/embedded/cgroups"
 	"github.com/jetlet/jetlet/runtime/embedded/shim"
@@ -197,4 +198,55 @@ func applyResources(cg *cgroups.Cgroup, res *runtimeapi.LinuxContainerResources)
 		return cgroupError(err)
 	}
 	return nil
+}
+
+const (
+	// orphanSweepPeriod is how often the pod cgroups no sandbox names are
+	// looked for, besides at Start (kubelet's housekeeping looks every 2 s;
+	// orphans come only from a crash or a killed shim's lost record).
+	orphanSweepPeriod = time.Minute
+	// orphanMinAge spares the pod cgroup another runtime with the same
+	// parent (tests on one host) has just made for a pod it starts.
+	orphanMinAge = time.Minute
+)
+
+// removeOrphanedCgroups removes the pod cgroups under the runtime's parent
+// that no sandbox, recovered or being made, names and that hold no process
+// (cgroups.Hierarchy.RemoveOrphans): those of pods whose record went (a
+// crash before it was written, a state dir removed, a test killed). A
+// recovered sandbox keeps its cgroup, whether its shim runs (an adopted pod)
+// or died (removed with the sandbox). mu is held throughout, so that no
+// sandbox starts making a cgroup the sweep has judged an orphan.
+func (r *Runtime) removeOrphanedCgroups() {
+	if ok, _ := r.cgroupsEnabled(); !ok {
+		return
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	keep := map[string]bool{}
+	for _, all := range []map[string]*sandbox{r.sandboxes, r.creating} {
+		for _, s := range all {
+			if s.cgroup != nil {
+				keep[path.Base(s.cgroup.String())] = true
+			}
+		}
+	}
+	n, err := r.cgroups.RemoveOrphans(func(name string) bool { return keep[name] }, orphanMinAge)
+	if err != nil {
+		r.log.Warn().Err(err).Msg("orphaned pod cgroups left behind")
+	}
+	if n > 0 {
+		r.log.Info().Int("pod_cgroups", n).Msg("removed orphaned pod cgroups")
+	}
+}
+
+// sweepOrphanedCgroups runs removeOrphanedCgroups every orphanSweepPeriod
+// until Stop.
+func (r *Runtime) sweepOrphanedCgroups() {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-r.done
+		cancel()
+	}()
+	go periodic.Every(ctx, orphanSweepPeriod, r.removeOrphanedCgroups)
 }

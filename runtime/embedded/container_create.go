@@ -122,6 +122,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 		return fail(errorf(crierr.ErrNotFound, "sandbox %s was removed", s.id))
 	}
 	r.containers[c.id] = c
+	r.containersByPod.add(c.config.GetLabels(), c.id)
 	r.emitLocked(c, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT)
 	r.mu.Unlock()
 	r.log.Info().Str("container", c.id).Str("name", c.name).Str("sandbox", s.id).Msg("container created")

@@ -27,7 +27,7 @@ func (r *Runtime) StreamContainers(req *runtimeapi.StreamContainersRequest, stre
 func (r *Runtime) listContainers(f *runtimeapi.ContainerFilter) []*runtimeapi.Container {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	cands := r.containers
+	cands := candidates(r.containersByPod, r.containers, f.GetLabelSelector())
 	if id := f.GetId(); id != "" {
 		full, err := resolveID(r.containers, id, "container")
 		if err != nil {

@@ -55,6 +55,7 @@ func (r *Runtime) removeContainer(ctx context.Context, c *container) error {
 	r.releaseImages(c.id, c.images)
 	r.mu.Lock()
 	delete(r.containers, c.id)
+	r.containersByPod.remove(c.config.GetLabels(), c.id)
 	if r.names[c.name] == c.id {
 		delete(r.names, c.name)
 	}

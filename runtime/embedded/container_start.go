@@ -50,7 +50,7 @@ func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 
 	spec, err := r.buildSpec(c, s)
 	if err == nil {
-		err = atomicfile.WriteJSON(filepath.Join(c.dir, "spec.json"), spec)
+		err = atomicfile.ReplaceJSON(filepath.Join(c.dir, "spec.json"), spec)
 	}
 	var st *shim.State
 	if err == nil {

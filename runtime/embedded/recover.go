@@ -39,6 +39,7 @@ func (r *Runtime) recover() {
 			s.ready = false
 		}
 		r.sandboxes[s.id] = s
+		r.sandboxesByPod.add(s.config.GetLabels(), s.id)
 		if s.ready {
 			r.watchSandbox(s) // settles at once if its shim died meanwhile
 		}
@@ -65,6 +66,7 @@ func (r *Runtime) recover() {
 			}
 		}
 		r.containers[c.id] = c
+		r.containersByPod.add(c.config.GetLabels(), c.id)
 		if r.recoverProcess(c) {
 			adopted++
 		}

@@ -166,7 +166,13 @@ type Runtime struct {
 	sandboxes  map[string]*sandbox
 	containers map[string]*container
 	names      map[string]string // reserved name -> id
-	images     map[string]*image // id -> image
+	// sandboxesByPod and containersByPod index sandboxes and containers
+	// by their pod uid label (listSandboxes, listContainers).
+	sandboxesByPod, containersByPod podIndex
+	// creating are the sandboxes RunPodSandbox is making, from before their
+	// pod cgroup is made until they join sandboxes.
+	creating map[string]*sandbox
+	images   map[string]*image // id -> image
 
 	// Container events (container_events.go), guarded by mu.
 	subs         map[*subscriber]struct{}
@@ -214,13 +220,15 @@ func New(cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	return &Runtime{
-		cfg:        cfg,
-		log:        cfg.Logger.With().Str("component", "proc").Logger(),
-		sandboxes:  map[string]*sandbox{},
-		containers: map[string]*container{},
-		names:      map[string]string{},
-		images:     map[string]*image{},
-		lists:      newListCodec(),
+		cfg:            cfg,
+		log:            cfg.Logger.With().Str("component", "proc").Logger(),
+		sandboxes:      map[string]*sandbox{},
+		containers:     map[string]*container{},
+		names:          map[string]string{},
+		sandboxesByPod: podIndex{}, containersByPod: podIndex{},
+		creating: map[string]*sandbox{},
+		images:   map[string]*image{},
+		lists:    newListCodec(),
 
 		subs:        map[*subscriber]struct{}{},
 		eventBuffer: defaultEventBuffer,
@@ -305,6 +313,7 @@ func (r *Runtime) Start(ctx context.Context, socketPath string) error {
 		return err
 	}
 	r.recover()
+	r.removeOrphanedCgroups()
 
 	stream, err := r.startStreaming()
 	if err != nil {
@@ -327,6 +336,7 @@ func (r *Runtime) Start(ctx context.Context, socketPath string) error {
 	runtimeapi.RegisterImageServiceServer(srv, r)
 	r.server = srv
 	r.started = true
+	r.sweepOrphanedCgroups()
 	go func() {
 		if err := srv.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			r.log.Error().Err(err).Msg("CRI server stopped")

@@ -27,15 +27,13 @@ func (r *Runtime) StreamPodSandboxes(req *runtimeapi.StreamPodSandboxesRequest, 
 func (r *Runtime) listSandboxes(f *runtimeapi.PodSandboxFilter) []*runtimeapi.PodSandbox {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	ids := map[string]*sandbox{}
+	ids := candidates(r.sandboxesByPod, r.sandboxes, f.GetLabelSelector())
 	if id := f.GetId(); id != "" {
 		full, err := resolveID(r.sandboxes, id, "sandbox")
 		if err != nil {
 			return nil
 		}
-		ids[full] = r.sandboxes[full]
-	} else {
-		ids = r.sandboxes
+		ids = map[string]*sandbox{full: r.sandboxes[full]}
 	}
 	out := []*runtimeapi.PodSandbox{}
 	for _, s := range ids {

@@ -3,6 +3,8 @@ package embedded
 import (
 	"testing"
 
+	"github.com/jetlet/jetlet/runtime/crilabels"
+
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -66,4 +68,52 @@ func sameSet(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// A list whose label selector names a pod uid (a pod's status, its
+// collection) is served from the runtime's index by pod: it finds that
+// pod's sandboxes and containers, after a restart too, and none once
+// removed; other labels in the selector still filter.
+func TestListsByPodUIDLabel(t *testing.T) {
+	h := newHostProgramsHarness(t)
+	ctx := ctxT(t)
+	ids := map[string][2]string{}
+	for _, uid := range []string{"uid-a", "uid-b"} {
+		labels := map[string]string{crilabels.LabelPodUID: uid, "app": uid}
+		sb, sbCfg := h.pod("p-"+uid, labels)
+		c := h.create(sb, sbCfg, containerConfig("c", labels, "sleep", "1000"))
+		ids[uid] = [2]string{sb, c}
+	}
+	check := func(uid string, selector map[string]string, want bool) {
+		t.Helper()
+		sbs, err := h.rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: selector}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := h.rs.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: selector}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := len(sbs.GetItems()) == 1 && sbs.GetItems()[0].GetId() == ids[uid][0] &&
+			len(cs.GetContainers()) == 1 && cs.GetContainers()[0].GetId() == ids[uid][1]
+		if want && !got || !want && (len(sbs.GetItems()) != 0 || len(cs.GetContainers()) != 0) {
+			t.Errorf("selector %v: sandboxes %v, containers %v; want those of %s: %v", selector, sbs.GetItems(), cs.GetContainers(), uid, want)
+		}
+	}
+	for _, uid := range []string{"uid-a", "uid-b"} {
+		check(uid, map[string]string{crilabels.LabelPodUID: uid}, true)
+		check(uid, map[string]string{crilabels.LabelPodUID: uid, "app": uid}, true)
+		check(uid, map[string]string{crilabels.LabelPodUID: uid, "app": "other"}, false)
+	}
+	check("uid-c", map[string]string{crilabels.LabelPodUID: "uid-c"}, false)
+	h.restart()
+	check("uid-a", map[string]string{crilabels.LabelPodUID: "uid-a"}, true)
+	if _, err := h.rs.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: ids["uid-a"][1]}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.rs.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: ids["uid-a"][0]}); err != nil {
+		t.Fatal(err)
+	}
+	check("uid-a", map[string]string{crilabels.LabelPodUID: "uid-a"}, false)
+	check("uid-b", map[string]string{crilabels.LabelPodUID: "uid-b"}, true)
 }

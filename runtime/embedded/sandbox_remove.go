@@ -42,6 +42,7 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePo
 	}
 	r.mu.Lock()
 	delete(r.sandboxes, s.id)
+	r.sandboxesByPod.remove(s.config.GetLabels(), s.id)
 	if r.names[s.name] == s.id {
 		delete(r.names, s.name)
 	}

@@ -62,6 +62,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 		_ = os.RemoveAll(s.dir)
 		r.mu.Lock()
 		delete(r.names, s.name)
+		delete(r.creating, s.id)
 		r.mu.Unlock()
 	}
 	if err := os.MkdirAll(s.dir, 0o711); err != nil {
@@ -72,6 +73,9 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	// that reports NOTREADY and is removed, never one without its shim (or
 	// a cgroup of no sandbox).
 	s.cgroup = r.podCgroup(s)
+	r.mu.Lock()
+	r.creating[s.id] = s // its cgroup is no orphan (removeOrphanedCgroups)
+	r.mu.Unlock()
 	if err := r.saveSandbox(s, false); err != nil {
 		s.cgroup = nil // not made
 		undo()
@@ -101,6 +105,8 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	r.mu.Lock()
 	s.ready = true
 	r.sandboxes[s.id] = s
+	r.sandboxesByPod.add(s.config.GetLabels(), s.id)
+	delete(r.creating, s.id)
 	r.mu.Unlock()
 	r.watchSandbox(s)
 	r.log.Info().Str("sandbox", s.id).Str("name", s.name).Int("shim_pid", s.shimPID).Strs("ips", s.ips).Msg("sandbox running")

@@ -191,7 +191,7 @@ func (r *Runtime) startPodShim(ctx context.Context, s *sandbox) (int, error) {
 			return 0, err
 		}
 	}
-	if err := atomicfile.WriteJSON(filepath.Join(s.dir, "pod.json"), spec); err != nil {
+	if err := atomicfile.ReplaceJSON(filepath.Join(s.dir, "pod.json"), spec); err != nil {
 		return 0, err
 	}
 	pr, pw, err := os.Pipe()

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -24,20 +25,38 @@ import (
 //
 // Each reports intents/s and the p50/p99 latency of both, and their ratios.
 
-// benchPods is how many converged pods the no-op benchmarks spread their
-// intents over (so that few are coalesced).
-const benchPods = 200
+// noOpPods is how many converged pods the no-op benchmarks spread their
+// intents over (so that few are coalesced): 200, or JETLET_NOOP_PODS (CI's
+// performance stage starts fewer: their start is most of the load's time).
+func noOpPods(b *testing.B) int {
+	v := os.Getenv("JETLET_NOOP_PODS")
+	if v == "" {
+		return 200
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 999 {
+		b.Fatalf("JETLET_NOOP_PODS=%q: want a number of pods from 1 to 999", v)
+	}
+	return n
+}
+
+// intentHistory is the intents of each pod the no-op benchmarks' node keeps.
+const intentHistory = 64
 
 // convergedNode runs jetlet, with env added to its environment, with
-// benchPods running pods, all converged.
-func convergedNode(b *testing.B, env []string) *node {
+// noOpPods running pods, all converged; it returns how many.
+func convergedNode(b *testing.B, env []string) (*node, int) {
 	b.Helper()
+	benchPods := noOpPods(b)
+	if b.N > intentHistory*benchPods {
+		b.Fatalf("%d intents over %d pods: more than the %d a pod's subject keeps; more pods (JETLET_NOOP_PODS), or fewer intents", b.N, benchPods, intentHistory)
+	}
 	// A flood puts up to count/benchPods intents on each pod's subject before
 	// jetlet reads them: keep them all (the default history of 16 would let
 	// JetStream discard the oldest unread, which then get no result).
 	// --max-pods above benchPods: past kubelet's 110 the rest would be
 	// refused at admission, and each of their intents measured a refusal.
-	n := startNodeEnv(b, shortDir(b), "", env, "--workers", "16", "--intent-history", "64", "--max-pods", strconv.Itoa(benchPods))
+	n := startNodeEnv(b, shortDir(b), "", env, "--workers", "16", "--intent-history", strconv.Itoa(intentHistory), "--max-pods", strconv.Itoa(benchPods))
 	for i := range benchPods {
 		uid := fmt.Sprintf("bench-%03d", i)
 		n.publish(uid, podJSON(uid, 1, "Always", "exec sleep 3600"))
@@ -47,7 +66,7 @@ func convergedNode(b *testing.B, env []string) *node {
 			b.Fatalf("pod %s not started: %s %s", r.UID, r.Outcome, r.Error)
 		}
 	}
-	return n
+	return n, benchPods
 }
 
 // loadResult is what one run of a load measured.
@@ -226,7 +245,10 @@ var revision struct {
 }
 
 func benchNoOp(b *testing.B, rate int, env []string) {
-	n := convergedNode(b, env)
+	if probeRun(b) {
+		return
+	}
+	n, benchPods := convergedNode(b, env)
 	nc := natsConn(b, n)
 	stop := bareLoop(b, n.js, 16)
 	defer stop()
@@ -281,7 +303,11 @@ func BenchmarkNewPods(b *testing.B) {
 
 func natsConn(b *testing.B, n *node) *nats.Conn {
 	b.Helper()
-	nc, err := nats.Connect(n.proc.NATSURL(), n.proc.NATSAuth())
+	url, auth := n.url, nats.Option(func(*nats.Options) error { return nil })
+	if url == "" {
+		url, auth = n.proc.NATSURL(), n.proc.NATSAuth()
+	}
+	nc, err := nats.Connect(url, auth)
 	if err != nil {
 		b.Fatal(err)
 	}

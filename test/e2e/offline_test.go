@@ -217,14 +217,14 @@ func countOf(seen map[string]string, uid string) int {
 
 // natsServerProc is a nats-server process with JetStream on one port.
 type natsServerProc struct {
-	t    *testing.T
+	t    testing.TB
 	port int
 	dir  string
 	cmd  *exec.Cmd
 	done chan struct{}
 }
 
-func startNATSServer(t *testing.T, port int, dir string) *natsServerProc {
+func startNATSServer(t testing.TB, port int, dir string) *natsServerProc {
 	t.Helper()
 	s := &natsServerProc{t: t, port: port, dir: dir}
 	s.start()
@@ -269,7 +269,7 @@ func (s *natsServerProc) stop() {
 	s.cmd = nil
 }
 
-func freeTCPPort(t *testing.T) int {
+func freeTCPPort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -54,10 +54,13 @@ func BenchmarkPodStart(b *testing.B) {
 }
 
 func benchPodStart(b *testing.B, hostNetwork bool, extra []string) {
+	if probeRun(b) {
+		return
+	}
 	if b.N > 500 {
 		b.Skipf("%d pods: run with -benchtime 100x", b.N)
 	}
-	n := startNode(b, shortDir(b), "", append([]string{"--workers", "16"}, extra...)...)
+	n, srv := startNodeWithNATS(b, append([]string{"--workers", "16"}, extra...)...)
 	nc := natsConn(b, n)
 
 	var mu sync.Mutex
@@ -84,6 +87,7 @@ func benchPodStart(b *testing.B, hostNetwork bool, extra []string) {
 
 	b.ResetTimer()
 	cost := costOf(b, n)
+	cpu := startCPUOf(b, n, srv)
 	end := profileLoad(b, n, "podstart")
 	tick := time.NewTicker(time.Second / podStartRate)
 	for i := range b.N {
@@ -109,6 +113,7 @@ func benchPodStart(b *testing.B, hostNetwork bool, extra []string) {
 	b.StopTimer()
 	end()
 	cost.report(b, n, b.N, "pod")
+	cpu.report(b, b.N)
 
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")

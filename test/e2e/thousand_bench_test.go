@@ -64,7 +64,7 @@ func benchThousand(b *testing.B, pods int) {
 	// the bench's own.
 	bridge, _ := cnitest.Bridge(b)
 	// --max-pods above the 1,000: admission counts pods (kubelet's 110).
-	n := startNode(b, shortDir(b), "", "--workers", "16", "--profiling", "--max-pods", "1100", "--pod-bridge", bridge, "--pod-cidr", "10.89.0.0/20")
+	n, srv := startNodeWithNATS(b, "--workers", "16", "--profiling", "--max-pods", "1100", "--pod-bridge", bridge, "--pod-cidr", "10.89.0.0/20")
 	b.Logf("jetlet serves /metrics and /debug/pprof/ on %s", n.proc.HTTPAddr())
 	nc := natsConn(b, n)
 	statuses := watchStatuses(b, n)
@@ -81,11 +81,13 @@ func benchThousand(b *testing.B, pods int) {
 
 	b.ResetTimer()
 	relist0 := histogram(b, n, "jetlet_relist_duration_seconds")
+	cpu := startCPUOf(b, n, srv)
 	end := profileLoad(b, n, fmt.Sprintf("thousand-%d-start", pods))
 	start := time.Now()
 	publishAll(b, n.js, uids, func(i int) []byte { return intents[i] })
 	statuses.await(b, uids, running, 3*time.Minute)
 	end()
+	cpu.report(b, pods)
 	b.ReportMetric(time.Since(start).Seconds(), "running-s")
 	relist1 := histogram(b, n, "jetlet_relist_duration_seconds")
 	b.ReportMetric(1000*relist1.since(relist0).quantile(0.5), "start-relist-p50-ms")

@@ -396,3 +396,102 @@ func readKey(path, key string) (uint64, bool) {
 	}
 	return 0, false
 }
+
+// podPrefix starts the name of every pod cgroup (PodPaths).
+const podPrefix = "pod"
+
+// RemoveOrphans removes the pod cgroups below the runtime's parent whose
+// name keep does not claim, with the empty cgroups below them (their
+// containers'), in every hierarchy: those of pods their runtime no longer
+// knows (a crash, a killed shim or test, a state dir removed), as kubelet's
+// cleanup of orphaned pod cgroups does. A pod cgroup that holds a process
+// anywhere below it, in any hierarchy, is in use and left whole; so is one
+// younger than minAge, which a runtime sharing the parent (tests on one
+// host) may be starting a pod in. cgroupfs dates a directory when its inode
+// is made, never before the cgroup: the age read is at most the real one.
+// Under systemd (SetupSystemd) there is nothing to do: a pod's scope, and
+// its cgroups with it, ends with its shim. It returns how many pod cgroups
+// it removed.
+func (m *Hierarchy) RemoveOrphans(keep func(name string) bool, minAge time.Duration) (int, error) {
+	if m.mode == Off || m.systemd != nil {
+		return 0, nil
+	}
+	parents := (&Cgroup{m: m, paths: m.parent}).dirs()
+	// Each pod cgroup's directory in every hierarchy, by its name.
+	orphans := map[string][]string{}
+	var errs []error
+	for _, parent := range parents {
+		entries, err := os.ReadDir(parent)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list pod cgroups: %w", err))
+			continue
+		}
+		for _, e := range entries {
+			if e.IsDir() && strings.HasPrefix(e.Name(), podPrefix) && !keep(e.Name()) {
+				orphans[e.Name()] = append(orphans[e.Name()], filepath.Join(parent, e.Name()))
+			}
+		}
+	}
+	removed := 0
+	now := time.Now()
+	for _, dirs := range orphans {
+		if !idle(dirs, now, minAge) {
+			continue
+		}
+		gone := true
+		for _, dir := range dirs {
+			if err := removeTree(dir); err != nil {
+				errs = append(errs, err)
+				gone = false
+			}
+		}
+		if gone {
+			removed++
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// idle reports whether the cgroups at dirs and below hold no process and
+// are all at least minAge old.
+func idle(dirs []string, now time.Time, minAge time.Duration) bool {
+	for _, dir := range dirs {
+		busy := false
+		err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() {
+				return nil
+			}
+			if info, err := d.Info(); err != nil || minAge > 0 && now.Sub(info.ModTime()) < minAge {
+				busy = true
+				return filepath.SkipAll
+			}
+			if procs, err := os.ReadFile(filepath.Join(p, "cgroup.procs")); err != nil || len(procs) > 0 {
+				busy = true
+				return filepath.SkipAll
+			}
+			return nil
+		})
+		if busy || (err != nil && !errors.Is(err, os.ErrNotExist)) {
+			return false
+		}
+	}
+	return true
+}
+
+// removeTree removes the cgroup at dir and the cgroups below it, deepest
+// first. The kernel refuses a cgroup a process has entered since (EBUSY):
+// that is an error, and what is left stays for a later try.
+func removeTree(dir string) error {
+	for _, child := range childCgroups(dir) {
+		if err := removeTree(filepath.Join(dir, child)); err != nil {
+			return err
+		}
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("delete orphaned cgroup %s: %w", dir, err)
+	}
+	return nil
+}

@@ -453,7 +453,7 @@ func readControllers(path string) (map[string]bool, error) {
 // the runtime's parent. Neither can name a place outside the roots.
 func (m *Hierarchy) PodPaths(parent, uid string) Paths {
 	out := Paths{}
-	name := "pod" + strings.ReplaceAll(uid, "/", "_")
+	name := podPrefix + strings.ReplaceAll(uid, "/", "_")
 	for k, p := range m.parent {
 		if parent != "" {
 			p = filepath.Join("/", parent)

@@ -454,3 +454,64 @@ func TestCheckDelegated(t *testing.T) {
 		t.Errorf("a read-only cgroup: %v, want ErrNotDelegated: cannot write", err)
 	}
 }
+
+// An orphaned pod cgroup goes with the empty cgroups below it; one that
+// keep claims stays, and so does one with a process anywhere below it (a
+// pod running, its record lost), whole, until the process ends.
+func TestRemoveOrphans(t *testing.T) {
+	m := setup(t)
+	mk := func(uid string) (*Cgroup, *Cgroup) {
+		pod, err := m.Create(m.PodPaths("", uid), nil, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"exited", "running"} {
+			if _, err := m.Create(Child(pod.Paths(), name), nil, 0, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return pod, m.Load(Child(pod.Paths(), "running"))
+	}
+	orphan, _ := mk("orphan")
+	kept, _ := mk("kept")
+	busy, busyCtr := mk("busy")
+	cmd := runIn(t, busyCtr, "sleep 600")
+	poll.Until(t, 30*time.Second, func() string { return "the process in its cgroup" }, func() bool {
+		return file(t, busyCtr, cgroup1.Pids, "cgroup.procs") != ""
+	})
+	keep := func(name string) bool { return name == "podkept" }
+
+	if n, err := m.RemoveOrphans(keep, time.Hour); n != 0 || err != nil {
+		t.Fatalf("cgroups made just now: %d removed, %v", n, err)
+	}
+	if n, err := m.RemoveOrphans(keep, 0); n != 1 || err != nil {
+		t.Fatalf("removed %d, %v; want the orphan only", n, err)
+	}
+	exists := func(c *Cgroup, name string) bool {
+		for _, dir := range m.Load(Child(c.Paths(), name)).dirs() {
+			if _, err := os.Stat(dir); err != nil {
+				return false
+			}
+		}
+		return true
+	}
+	for _, dir := range orphan.dirs() {
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("orphan %s: %v", dir, err)
+		}
+	}
+	for _, c := range []*Cgroup{kept, busy} {
+		if !exists(c, "exited") || !exists(c, "running") {
+			t.Errorf("%s lost a cgroup", c)
+		}
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	poll.Until(t, 30*time.Second, func() string { return "the busy pod's cgroup removed once its process ended" }, func() bool {
+		n, _ := m.RemoveOrphans(keep, 0)
+		return n == 1
+	})
+	if !exists(kept, "running") {
+		t.Errorf("%s removed", kept)
+	}
+}
