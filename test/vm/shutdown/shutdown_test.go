@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/poll"
