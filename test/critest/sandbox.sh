@@ -81,7 +81,9 @@ state() {
 	# mount point, root, options, fstype, source, super options: no ids,
 	# device numbers or peer groups (those differ from run to run).
 	awk '{ for (i = 7; $i != "-"; i++) ; print $5, $4, $6, $(i+1), $(i+2), $(i+3) }' /proc/self/mountinfo | sort >"$1/mounts"
-	find /sys/fs/cgroup -mindepth 1 -type d 2>/dev/null | sort >"$1/cgroups"
+	# A cgroup removed while find reads its parent makes find fail: pods
+	# of other work on the machine come and go.
+	{ find /sys/fs/cgroup -mindepth 1 -type d 2>/dev/null || true; } | sort >"$1/cgroups"
 	# What was written on the test host (the overlay's upper layer).
 	(cd "$WORK/fs-changes" && find . -mindepth 1 | sed 's|^\.||' | sort) >"$1/files"
 }
