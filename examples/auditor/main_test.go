@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/jetlet/jetlet/client"
+	"github.com/jetlet/jetlet/test/gobuild"
+	"github.com/jetlet/jetlet/test/jetlettest"
+	"github.com/jetlet/jetlet/test/natstest"
+	"github.com/jetlet/jetlet/test/poll"
+)
+
+var auditor = &gobuild.Command{Pkg: "github.com/jetlet/jetlet/examples/auditor", Name: "auditor"}
+
+// ledgerSeqs reads a ledger's sequences in order; a line cut short (being
+// written) ends it.
+func ledgerSeqs(t *testing.T, path string) []uint64 {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var seqs []uint64
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		var e entry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			if !bytes.HasSuffix(data, []byte("\n")) && len(sc.Bytes()) > 0 {
+				break
+			}
+			t.Fatalf("ledger line %d: %v: %s", len(seqs)+1, err, sc.Bytes())
+		}
+		if e.ID == "" || e.Type == "" || len(e.Data) == 0 {
+			t.Fatalf("ledger line %d is no CloudEvent: %s", len(seqs)+1, sc.Bytes())
+		}
+		seqs = append(seqs, e.Seq)
+	}
+	return seqs
+}
+
+// startAuditor runs the auditor binary on ledger; it is killed when the test
+// ends if it still runs.
+func startAuditor(t *testing.T, url, ledger string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(auditor.Path(t), "--nats-url", url, "--ledger", ledger)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return cmd
+}
+
+// The auditor, a real process, follows the events of two real `jetlet run`
+// nodes while pods start on both; killed with SIGKILL twice while events
+// flow and started again each time, its ledger ends up holding every event
+// of JETLET_EVENTS exactly once, in order. A fresh auditor then reads the
+// whole stream into a second ledger: the events per second it follows.
+func TestAuditorKilledAndRestartedMissesNoneAndDoublesNone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two jetlet runs")
+	}
+	url := natstest.RunServer(t).ClientURL()
+	nodes := []string{"n1", "n2"}
+	for _, n := range nodes {
+		jetlettest.StartNode(t, url, n)
+	}
+	c, err := client.Connect(t.Context(), client.Options{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+
+	ledger := filepath.Join(t.TempDir(), "ledger.jsonl")
+	a := startAuditor(t, url, ledger)
+
+	// Pods start on both nodes, one after another on each, while the
+	// auditor is killed and started again.
+	const podsPerNode = 25
+	var wg sync.WaitGroup
+	var flowing sync.Mutex // guards done
+	done := 0
+	for _, n := range nodes {
+		wg.Go(func() {
+			defer func() { flowing.Lock(); done++; flowing.Unlock() }()
+			for i := range podsPerNode {
+				in, err := c.Apply(ctx, n, jobPod(fmt.Sprintf("job%02d", i)))
+				if err == nil {
+					_, err = c.Wait(ctx, in, client.WaitOptions{})
+				}
+				if err != nil {
+					t.Errorf("job%02d on %s: %v", i, n, err)
+					return
+				}
+			}
+		})
+	}
+	var atKill []int
+	for range 2 {
+		want := len(ledgerSeqs(t, ledger)) + 30
+		poll.Until(t, time.Minute, poll.Msg(fmt.Sprintf("%d events in the ledger", want)), func() bool {
+			return len(ledgerSeqs(t, ledger)) >= want
+		})
+		flowing.Lock()
+		stillFlowing := done < len(nodes)
+		flowing.Unlock()
+		a.Process.Signal(syscall.SIGKILL)
+		a.Wait()
+		atKill = append(atKill, len(ledgerSeqs(t, ledger)))
+		if !stillFlowing {
+			t.Fatalf("the pods had all started before the kill at %d events: kill it sooner", atKill[len(atKill)-1])
+		}
+		a = startAuditor(t, url, ledger)
+	}
+	wg.Wait()
+
+	// Every event stored, once each, in order.
+	var stream []uint64
+	poll.Until(t, time.Minute, poll.Msg("the ledger to hold every event of JETLET_EVENTS"), func() bool {
+		stream = stream[:0]
+		err := c.Events(ctx, client.EventsOptions{}, func(e *client.Event) error {
+			stream = append(stream, e.Seq)
+			return nil
+		})
+		return err == nil && len(ledgerSeqs(t, ledger)) >= len(stream)
+	})
+	got := ledgerSeqs(t, ledger)
+	if !slices.Equal(got, stream) {
+		t.Fatalf("ledger holds %d events, the stream %d: want the same, once each, in order\nledger %v\nstream %v", len(got), len(stream), got, stream)
+	}
+	t.Logf("killed at %v lines of the ledger; after two restarts it holds %d events, the stream %d: none missing, none twice", atKill, len(got), len(stream))
+
+	// A fresh auditor reads the stream from its start.
+	fresh := filepath.Join(t.TempDir(), "fresh.jsonl")
+	start := time.Now()
+	startAuditor(t, url, fresh)
+	poll.Until(t, time.Minute, poll.Msg("the fresh ledger to catch up"), func() bool {
+		return len(ledgerSeqs(t, fresh)) == len(stream)
+	})
+	elapsed := time.Since(start)
+	t.Logf("a fresh auditor followed %d events in %s (connect included): %.0f events/s", len(stream), elapsed.Round(time.Millisecond), float64(len(stream))/elapsed.Seconds())
+}
+
+// jobPod runs to its end at once: a sandbox and a container created,
+// started and dead, each an event.
+func jobPod(name string) *corev1.Pod {
+	grace := int64(0)
+	return &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: &grace,
+			Containers:                    []corev1.Container{{Name: "job", Image: "busybox:1.36", Command: []string{"true"}}},
+		},
+	}
+}
+
+// A ledger whose last line was cut short by a crash is cut back to its
+// whole lines, and the auditor resumes after the last of them; a file that
+// is not a ledger is refused.
+func TestOpenLedgerCutsATornLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.jsonl")
+	whole := `{"specversion":"1.0","id":"a","jetletseq":3}` + "\n" + `{"specversion":"1.0","id":"b","jetletseq":7}` + "\n"
+	if err := os.WriteFile(path, []byte(whole+`{"specversion":"1.0","id":"c","jet`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, last, err := openLedger(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	data, _ := os.ReadFile(path)
+	if last != 7 || string(data) != whole {
+		t.Fatalf("last %d, ledger %q; want 7 and the two whole lines", last, data)
+	}
+	if err := os.WriteFile(path, []byte(whole+whole), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := openLedger(path); err == nil {
+		t.Fatal("a ledger with an event twice was opened")
+	}
+}
