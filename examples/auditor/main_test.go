@@ -53,20 +53,43 @@ func ledgerSeqs(t *testing.T, path string) []uint64 {
 	return seqs
 }
 
+// auditorProcess is the auditor binary running.
+type auditorProcess struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed when it has exited, with err set
+	err  error
+}
+
 // startAuditor runs the auditor binary on ledger; it is killed when the test
 // ends if it still runs.
-func startAuditor(t *testing.T, url, ledger string) *exec.Cmd {
+func startAuditor(t *testing.T, url, ledger string) *auditorProcess {
 	t.Helper()
-	cmd := exec.Command(auditor.Path(t), "--nats-url", url, "--ledger", ledger)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
+	a := &auditorProcess{cmd: exec.Command(auditor.Path(t), "--nats-url", url, "--ledger", ledger), done: make(chan struct{})}
+	a.cmd.Stderr = os.Stderr
+	if err := a.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	return cmd
+	go func() {
+		a.err = a.cmd.Wait()
+		close(a.done)
+	}()
+	t.Cleanup(a.kill)
+	return a
+}
+
+func (a *auditorProcess) kill() {
+	a.cmd.Process.Signal(syscall.SIGKILL)
+	<-a.done
+}
+
+// running fails the test when the auditor has exited.
+func (a *auditorProcess) running(t *testing.T) {
+	t.Helper()
+	select {
+	case <-a.done:
+		t.Fatalf("the auditor exited: %v", a.err)
+	default:
+	}
 }
 
 // The auditor, a real process, follows the events of two real `jetlet run`
@@ -119,13 +142,14 @@ func TestAuditorKilledAndRestartedMissesNoneAndDoublesNone(t *testing.T) {
 	for range 2 {
 		want := len(ledgerSeqs(t, ledger)) + 30
 		poll.Until(t, time.Minute, poll.Msg(fmt.Sprintf("%d events in the ledger", want)), func() bool {
+			a.running(t)
 			return len(ledgerSeqs(t, ledger)) >= want
 		})
 		flowing.Lock()
 		stillFlowing := done < len(nodes)
 		flowing.Unlock()
-		a.Process.Signal(syscall.SIGKILL)
-		a.Wait()
+		a.running(t)
+		a.kill()
 		atKill = append(atKill, len(ledgerSeqs(t, ledger)))
 		if !stillFlowing {
 			t.Fatalf("the pods had all started before the kill at %d events: kill it sooner", atKill[len(atKill)-1])
@@ -148,6 +172,7 @@ func TestAuditorKilledAndRestartedMissesNoneAndDoublesNone(t *testing.T) {
 	}
 	poll.Until(t, time.Minute, poll.Msg("the ledger to hold every event of JETLET_EVENTS"), func() bool {
 		n := len(readStream())
+		a.running(t)
 		return len(ledgerSeqs(t, ledger)) >= n
 	})
 	got := ledgerSeqs(t, ledger)
@@ -160,8 +185,9 @@ func TestAuditorKilledAndRestartedMissesNoneAndDoublesNone(t *testing.T) {
 	// A fresh auditor reads the stream from its start.
 	fresh := filepath.Join(t.TempDir(), "fresh.jsonl")
 	start := time.Now()
-	startAuditor(t, url, fresh)
+	f := startAuditor(t, url, fresh)
 	poll.Until(t, time.Minute, poll.Msg("the fresh ledger to catch up"), func() bool {
+		f.running(t)
 		return len(ledgerSeqs(t, fresh)) >= len(stream)
 	})
 	elapsed := time.Since(start)
