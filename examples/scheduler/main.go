@@ -124,6 +124,7 @@ type scheduler struct {
 	mu      sync.Mutex                        // guards nodes and assumed
 	nodes   map[string]*client.Node           // the newest records, by node
 	assumed map[string]map[string]*assumedPod // the pods placed on each node, by namespace/name
+	changed chan struct{}                     // closed and replaced at each record
 }
 
 type assumedPod struct {
@@ -137,7 +138,7 @@ func newScheduler(ctx context.Context, c *client.Client) (*scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &scheduler{c: c, nodes: map[string]*client.Node{}, assumed: map[string]map[string]*assumedPod{}}
+	s := &scheduler{c: c, nodes: map[string]*client.Node{}, assumed: map[string]map[string]*assumedPod{}, changed: make(chan struct{})}
 	for _, n := range nodes {
 		s.update(n) //nolint:errcheck // never fails
 	}
@@ -150,6 +151,8 @@ func (s *scheduler) update(n *client.Node) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.nodes[n.Name] = n
+	close(s.changed)
+	s.changed = make(chan struct{})
 	for key, a := range s.assumed[n.Name] {
 		if n.Record != nil && !a.answered.IsZero() && n.Record.HeartbeatAt.After(a.answered) {
 			delete(s.assumed[n.Name], key)
@@ -158,18 +161,24 @@ func (s *scheduler) update(n *client.Node) error {
 	return nil
 }
 
-// place applies pod to the best node that admits it, and to the next when
-// that node refuses it for want of resources, and says which refused it
-// ("n1 refused: OutOfpods"). The node's verdict is final: another writer, or
-// a record behind, can make it refuse what its record admitted.
+// place applies pod to the best node that admits it, to the next when that
+// node refuses it for want of resources (a record behind, another writer: the
+// node's verdict is final), and says which refused it ("n1 refused: OutOfpods").
 func (s *scheduler) place(ctx context.Context, pod *corev1.Pod) (string, []string, error) {
 	refused := map[string]string{}
 	var said []string
 	key := pod.Namespace + "/" + pod.Name
 	for {
-		node, err := s.pick(pod, key, refused)
+		node, wait, err := s.pick(pod, key, refused)
 		if err != nil {
 			return "", said, err
+		} else if wait != nil {
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return "", said, ctx.Err()
+			}
 		}
 		in, err := s.c.Apply(ctx, node, pod.DeepCopy())
 		var res *client.Result
@@ -200,18 +209,18 @@ func (s *scheduler) place(ctx context.Context, pod *corev1.Pod) (string, []strin
 
 // pick chooses the node for pod among those that admit it and have not
 // refused it, and assumes pod there, so that the workers placing other pods
-// meanwhile count it.
-func (s *scheduler) pick(pod *corev1.Pod, key string, refused map[string]string) (string, error) {
+// meanwhile count it. When none admits it while pods are assumed, it returns
+// the channel closed at the next record, which may count them (as
+// kube-scheduler requeues a pod on a node's update).
+func (s *scheduler) pick(pod *corev1.Pod, key string, refused map[string]string) (string, <-chan struct{}, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := time.Now()
 	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-	var best []string
+	var best, why []string
 	bestScore := int64(-1)
-	var why []string
 	for name, n := range s.nodes {
 		view := s.withAssumed(n)
-		ok, reason, _ := view.Admits(pod, now)
+		ok, reason, _ := view.Admits(pod, time.Now())
 		if r, was := refused[name]; was {
 			ok, reason = false, r
 		}
@@ -227,15 +236,20 @@ func (s *scheduler) pick(pod *corev1.Pod, key string, refused map[string]string)
 		}
 	}
 	if len(best) == 0 {
+		for _, a := range s.assumed {
+			if len(a) > 0 {
+				return "", s.changed, nil
+			}
+		}
 		sort.Strings(why)
-		return "", fmt.Errorf("0/%d nodes admit it: %s", len(s.nodes), strings.Join(why, ", "))
+		return "", nil, fmt.Errorf("0/%d nodes admit it: %s", len(s.nodes), strings.Join(why, ", "))
 	}
 	node := best[rand.IntN(len(best))] // ties broken at random, as kube-scheduler's selectHost
 	if s.assumed[node] == nil {
 		s.assumed[node] = map[string]*assumedPod{}
 	}
 	s.assumed[node][key] = &assumedPod{requests: requests}
-	return node, nil
+	return node, nil, nil
 }
 
 // withAssumed is n with the pods assumed on it added to its record's
@@ -263,33 +277,22 @@ func (s *scheduler) withAssumed(n *client.Node) *client.Node {
 	return &view
 }
 
-// What kube-scheduler's scoring counts for a pod that requests no cpu or no
-// memory (its util.GetNonzeroRequests), so that such pods spread too.
-const (
-	defaultMilliCPU = 100
-	defaultMemory   = 200 * 1024 * 1024
-)
-
 // leastAllocated is NodeResourcesFit's LeastAllocated score of a node for a
-// pod that requests requests, 0 to 100: cpu and memory, weight 1 each, each
-// (allocatable - requested) * 100 / allocatable, where requested is what the
-// node holds and the pod asks.
+// pod, 0 to 100: cpu and memory, weight 1 each, each (allocatable -
+// requested) × 100 / allocatable, requested being what the node holds and the
+// pod asks; a pod that asks none counts 100m and 200Mi, as kube-scheduler's
+// GetNonzeroRequests, so that such pods spread too.
 func leastAllocated(rec *schemas.NodeRecord, requests corev1.ResourceList) int64 {
 	var sum int64
-	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		amount, fallback := (*resource.Quantity).Value, int64(defaultMemory)
-		if r == corev1.ResourceCPU {
-			amount, fallback = (*resource.Quantity).MilliValue, defaultMilliCPU
+	for r, fallback := range map[corev1.ResourceName]string{corev1.ResourceCPU: "100m", corev1.ResourceMemory: "200Mi"} {
+		pod := requests[r]
+		if pod.IsZero() {
+			pod = resource.MustParse(fallback)
 		}
-		pod, alloc, allocated := requests[r], rec.Allocatable[r], rec.Allocated[r]
-		requested := amount(&pod)
-		if requested == 0 {
-			requested = fallback
-		}
-		requested += amount(&allocated)
-		allocatable := amount(&alloc)
-		if allocatable > 0 && requested <= allocatable {
-			sum += (allocatable - requested) * 100 / allocatable
+		requested, allocatable := rec.Allocated[r].DeepCopy(), rec.Allocatable[r] // Add changes what it is called on
+		requested.Add(pod)
+		if a := allocatable.MilliValue(); a > 0 && requested.Cmp(allocatable) <= 0 {
+			sum += (a - requested.MilliValue()) * 100 / a
 		}
 	}
 	return sum / 2
