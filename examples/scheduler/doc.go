@@ -11,7 +11,8 @@
 //   - it applies the pod to the best node (client.Apply) and waits for its
 //     result (client.Wait), counting the pod on that node meanwhile, as
 //     kube-scheduler's assumed pods, until a record stamped after the result
-//     counts it;
+//     counts it; a pod that no node admits while pods are assumed waits for
+//     the next record, as kube-scheduler requeues a pod on a node's update;
 //   - a node that answers Rejected with an OutOf* reason (a record behind,
 //     another writer) is passed over and the pod applied to the next best.
 //
