@@ -88,19 +88,22 @@ func run(ctx context.Context, args []string) error {
 	}
 }
 
-// write appends line, and every line already waiting, each with one write
-// (a process killed meanwhile leaves whole lines), then syncs the file.
+// write appends line, and the lines already waiting (up to the channel's
+// capacity, so that a steady flow is still synced), each with one write (a
+// process killed meanwhile leaves whole lines), then syncs the file.
 func write(ledger *os.File, line []byte, more <-chan []byte) error {
-	for {
+	for n := 1; ; n++ {
 		if _, err := ledger.Write(line); err != nil {
 			return err
 		}
+		if n == cap(more) {
+			return ledger.Sync()
+		}
 		select {
 		case line = <-more:
-			continue
 		default:
+			return ledger.Sync()
 		}
-		return ledger.Sync()
 	}
 }
 
