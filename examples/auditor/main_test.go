@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/jetlet/jetlet/client"
+	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/gobuild"
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/natstest"
@@ -62,7 +63,7 @@ type auditorProcess struct {
 
 // startAuditor runs the auditor binary on ledger; it is killed when the test
 // ends if it still runs.
-func startAuditor(t *testing.T, url, ledger string) *auditorProcess {
+func startAuditor(t testing.TB, url, ledger string) *auditorProcess {
 	t.Helper()
 	a := &auditorProcess{cmd: exec.Command(auditor.Path(t), "--nats-url", url, "--ledger", ledger), done: make(chan struct{})}
 	a.cmd.Stderr = os.Stderr
@@ -83,7 +84,7 @@ func (a *auditorProcess) kill() {
 }
 
 // running fails the test when the auditor has exited.
-func (a *auditorProcess) running(t *testing.T) {
+func (a *auditorProcess) running(t testing.TB) {
 	t.Helper()
 	select {
 	case <-a.done:
@@ -232,5 +233,50 @@ func TestOpenLedgerCutsATornLine(t *testing.T) {
 	}
 	if _, _, err := openLedger(path); err == nil {
 		t.Fatal("a ledger with an event twice was opened")
+	}
+}
+
+// BenchmarkAuditorFollows stores 20,000 events on a server of its own, as
+// nodes would, and reports how many a fresh auditor follows into its ledger
+// a second, each line written and synced to disk:
+//
+//	go test -run '^$' -bench AuditorFollows -benchtime 1x ./examples/auditor
+func BenchmarkAuditorFollows(b *testing.B) {
+	const events = 20000
+	srv := natstest.RunServer(b)
+	_, js := natstest.Connect(b, srv)
+	jetlettest.Provision(b, js)
+	subj := schemas.Subjects{Prefix: schemas.DefaultSubjectPrefix}
+	for i := range events {
+		ev := schemas.LifecycleEvent{APIVersion: schemas.APIVersion, Kind: schemas.KindLifecycleEvent, ID: fmt.Sprint(i),
+			Type: schemas.EventContainerStarted, Node: "n1", UID: fmt.Sprintf("u%d", i%50), Namespace: "default", Pod: "web", Time: time.Now()}
+		data, err := json.Marshal(ev)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := js.PublishAsync(subj.Event(ev.Node, ev.UID, ev.Type), data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(time.Minute):
+		b.Fatal("the events were not stored within a minute")
+	}
+	lines := func(path string) int {
+		data, _ := os.ReadFile(path)
+		return bytes.Count(data, []byte("\n"))
+	}
+	b.ResetTimer()
+	for range b.N {
+		ledger := filepath.Join(b.TempDir(), "ledger.jsonl")
+		start := time.Now()
+		a := startAuditor(b, srv.ClientURL(), ledger)
+		poll.Until(b, 2*time.Minute, poll.Msg("the auditor to follow every event"), func() bool {
+			a.running(b)
+			return lines(ledger) >= events
+		})
+		b.ReportMetric(events/time.Since(start).Seconds(), "events/s")
+		a.kill()
 	}
 }
