@@ -59,9 +59,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, out io.Writer) err
 	if err != nil {
 		return err
 	}
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	go c.WatchNodes(watchCtx, s.update) //nolint:errcheck // s.update never fails; the watch ends with watchCtx
+	// A failed watch ends the placing: a pod waiting for a record would wait for ever.
+	ctx, stopWatch := context.WithCancelCause(ctx)
+	defer stopWatch(nil)
+	go func() { stopWatch(fmt.Errorf("node watch: %w", c.WatchNodes(ctx, s.update))) }()
 
 	var wg sync.WaitGroup
 	var mu sync.Mutex // guards out and failed
@@ -74,18 +75,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, out io.Writer) err
 			node, refused, err := s.place(ctx, pod)
 			mu.Lock()
 			defer mu.Unlock()
-			line := node
 			if err != nil {
 				failed++
-				line = err.Error()
+				node = err.Error()
 			}
-			for _, r := range refused {
-				line += " (" + r + ")"
-			}
-			fmt.Fprintf(out, "pod/%s/%s: %s\n", pod.Namespace, pod.Name, line)
+			fmt.Fprintf(out, "pod/%s/%s: %s%s\n", pod.Namespace, pod.Name, node, strings.Join(refused, ""))
 		})
 	}
 	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d pods not placed", failed, len(pods))
 	}
@@ -145,8 +145,7 @@ func newScheduler(ctx context.Context, c *client.Client) (*scheduler, error) {
 	return s, nil
 }
 
-// update takes a node's new record (client.WatchNodes), and forgets the pods
-// it counts.
+// update takes a node's new record (client.WatchNodes), and forgets the pods it counts.
 func (s *scheduler) update(n *client.Node) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -163,7 +162,7 @@ func (s *scheduler) update(n *client.Node) error {
 
 // place applies pod to the best node that admits it, to the next when that
 // node refuses it for want of resources (a record behind, another writer: the
-// node's verdict is final), and says which refused it ("n1 refused: OutOfpods").
+// node's verdict is final), and says which refused it (" (n1 refused: OutOfpods)").
 func (s *scheduler) place(ctx context.Context, pod *corev1.Pod) (string, []string, error) {
 	refused := map[string]string{}
 	var said []string
@@ -194,7 +193,7 @@ func (s *scheduler) place(ctx context.Context, pod *corev1.Pod) (string, []strin
 				return "", said, fmt.Errorf("on %s: %w", node, err)
 			}
 			refused[node] = rej.Reason()
-			said = append(said, node+" refused: "+rej.Reason())
+			said = append(said, " ("+node+" refused: "+rej.Reason()+")")
 			continue
 		}
 		s.mu.Lock()

@@ -161,7 +161,7 @@ func TestSchedulerPlacesElsewhereWhenRefused(t *testing.T) {
 	if err != nil {
 		t.Fatalf("place: %v (refused: %v)", err, refused)
 	}
-	if want := []string{"n1 refused: OutOfpods"}; node != "n2" || !slices.Equal(refused, want) {
+	if want := []string{" (n1 refused: OutOfpods)"}; node != "n2" || !slices.Equal(refused, want) {
 		t.Fatalf("placed on %s, refused %q; want n2 after %q", node, refused, want)
 	}
 	poll.Until(t, time.Minute, poll.Msg("pod p Running on n2"), func() bool {
