@@ -37,7 +37,7 @@ type entry struct {
 func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("auditor", flag.ContinueOnError)
 	url := fs.String("nats-url", client.DefaultURL, "the fleet's NATS")
-	dataDir := fs.String("data-dir", "", "a `jetlet run` data dir whose NATS seed to present (default ./jetlet-data)")
+	dataDir := fs.String("data-dir", "", "the data dir of a jetlet run whose NATS seed to present (default ./jetlet-data)")
 	path := fs.String("ledger", "ledger.jsonl", "the JSON-lines ledger, appended to")
 	if err := fs.Parse(args); err != nil {
 		return err

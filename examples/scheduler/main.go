@@ -38,7 +38,7 @@ func main() {
 func run(ctx context.Context, args []string, stdin io.Reader, out io.Writer) error {
 	fs := flag.NewFlagSet("scheduler", flag.ContinueOnError)
 	url := fs.String("nats-url", client.DefaultURL, "the fleet's NATS")
-	dataDir := fs.String("data-dir", "", "a `jetlet run` data dir whose NATS seed to present (default ./jetlet-data)")
+	dataDir := fs.String("data-dir", "", "the data dir of a jetlet run whose NATS seed to present (default ./jetlet-data)")
 	parallel := fs.Int("parallel", 16, "pods placed at once")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -121,7 +121,7 @@ func readPods(r io.Reader) ([]*corev1.Pod, error) {
 // waiting for its result is counted until then.
 type scheduler struct {
 	c       *client.Client
-	mu      sync.Mutex                        // guards nodes and assumed
+	mu      sync.Mutex                        // guards nodes, assumed and changed
 	nodes   map[string]*client.Node           // the newest records, by node
 	assumed map[string]map[string]*assumedPod // the pods placed on each node, by namespace/name
 	changed chan struct{}                     // closed and replaced at each record
