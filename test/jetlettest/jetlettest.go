@@ -313,3 +313,20 @@ func (p *Process) embeddedDataDir() (string, bool) {
 	}
 	return dataDir, true
 }
+
+// StartNode runs `jetlet run --node node` on the NATS at natsURL with a data
+// dir of its own (short: the runtime's socket lives under it), its pods
+// removed and the dir deleted when the test ends, and waits for it to be
+// ready: a node of a fleet of several on one server. args are more flags.
+func StartNode(t testing.TB, natsURL, node string, args ...string) *Process {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "jnode")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	RemovePodsOnCleanup(t, dir)
+	p := Start(t, append([]string{"run", "--node", node, "--data-dir", dir, "--nats-url", natsURL, "--http-listen", "127.0.0.1:0"}, args...)...)
+	p.WaitReady(time.Minute)
+	return p
+}

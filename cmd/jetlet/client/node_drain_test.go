@@ -126,14 +126,7 @@ func startTwoNodes(tb testing.TB) (*cluster, map[string]*jetlettest.Process) {
 	c := &cluster{t: tb, url: natstest.RunServer(tb).ClientURL()}
 	nodes := map[string]*jetlettest.Process{}
 	for _, n := range []string{"n1", "n2"} {
-		dir, err := os.MkdirTemp("", "jmove") // short: the runtime's socket lives under it
-		if err != nil {
-			tb.Fatal(err)
-		}
-		tb.Cleanup(func() { os.RemoveAll(dir) })
-		jetlettest.RemovePodsOnCleanup(tb, dir)
-		nodes[n] = jetlettest.Start(tb, "run", "--node", n, "--data-dir", dir, "--nats-url", c.url, "--http-listen", "127.0.0.1:0")
-		nodes[n].WaitReady(time.Minute)
+		nodes[n] = jetlettest.StartNode(tb, c.url, n)
 	}
 	return c, nodes
 }
