@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -97,6 +98,17 @@ func runIn(t *testing.T, c *Cgroup, command string) *exec.Cmd {
 	return cmd
 }
 
+// inEvery reports whether pid is in c in every hierarchy.
+func inEvery(c *Cgroup, pid int) bool {
+	for _, f := range c.ProcsFiles() {
+		procs, err := os.ReadFile(f)
+		if err != nil || !slices.Contains(strings.Fields(string(procs)), strconv.Itoa(pid)) {
+			return false
+		}
+	}
+	return true
+}
+
 func TestContainerCgroupLifecycle(t *testing.T) {
 	m := setup(t)
 	pod, err := m.Create(m.PodPaths("", "lifecycle"), nil, 0, nil)
@@ -156,9 +168,11 @@ func TestContainerCgroupLifecycle(t *testing.T) {
 
 	// A process placed in it is accounted there.
 	cmd := runIn(t, c, `/bin/sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; exec sleep 600'`)
-	poll.Until(t, 30*time.Second, func() string { return "usage in the cgroup" }, func() bool {
+	// The shell joins the v1 hierarchies one by one: usage shows in the
+	// first ones before the process is in the pids hierarchy.
+	poll.Until(t, 30*time.Second, func() string { return "the process and its usage in the cgroup" }, func() bool {
 		st, err = c.Stats()
-		return err == nil && st.CPUUsageNanos > 0 && st.MemoryUsage > 0 && st.WorkingSet > 0
+		return inEvery(c, cmd.Process.Pid) && err == nil && st.CPUUsageNanos > 0 && st.MemoryUsage > 0 && st.WorkingSet > 0
 	})
 	if st.Processes != 1 && m.hasPids() {
 		t.Errorf("processes = %d, want 1", st.Processes)
