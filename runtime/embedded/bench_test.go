@@ -144,9 +144,10 @@ func BenchmarkRunPodSandbox(b *testing.B) {
 }
 
 // BenchmarkRunPodSandboxCNI is what a pod's own network costs: a namespace
-// and the CNI ADD, then, apart, the StopPodSandbox that runs the DEL. cni is
-// a bridge + host-local network (three plugin runs, with loopback); default
-// the runtime's own (bridge with masquerade, host-local, portmap); lo a
+// and the attachment, then, apart, the StopPodSandbox that detaches it. cni
+// is a bridge + host-local network through the plugins (two plugin runs);
+// default the runtime's own node-local bridge, attached in process
+// (network.Local: the same bridge and address store, no plugin run); lo a
 // namespace with only lo (no plugin usable); host no namespace (hostNetwork).
 func BenchmarkRunPodSandboxCNI(b *testing.B) {
 	b.Run("net=cni", func(b *testing.B) {

@@ -13,8 +13,8 @@ import (
 	"github.com/jetlet/jetlet/runtime/embedded/network"
 )
 
-// podNetwork attaches pods to their network: network.Network (CNI) or
-// network.LoopbackOnly.
+// podNetwork attaches pods to their network: network.Network (CNI),
+// network.Local (the node-local bridge, in process) or network.LoopbackOnly.
 type podNetwork interface {
 	Add(ctx context.Context, pod network.Pod) ([]string, error)
 	Del(ctx context.Context, pod network.Pod) error
@@ -61,8 +61,12 @@ func (r *Runtime) loadNetwork(ctx context.Context) error {
 			Msg("pods get a network namespace with only lo: the node-local pod network is not usable")
 		return nil
 	}
+	local, err := network.NewLocal(b, n)
+	if err != nil {
+		return fmt.Errorf("proc: the node-local pod network: %w", err)
+	}
 	r.log.Info().Str("bridge", b.Name).Str("pod_cidr", b.Subnet).Msg("pods get their own network namespace on the node-local bridge")
-	r.net = n
+	r.net = local
 	return nil
 }
 
@@ -137,7 +141,7 @@ func (r *Runtime) tearDownNetwork(ctx context.Context, s *sandbox) error {
 	if netns == "" {
 		return nil
 	}
-	if _, cni := r.net.(*network.Network); !cni && len(s.ips) > 0 {
+	if _, loopbackOnly := r.net.(network.LoopbackOnly); (r.net == nil || loopbackOnly) && len(s.ips) > 0 {
 		// Its network is not loaded now: nothing can run the DEL.
 		r.log.Warn().Str("sandbox", s.id).Str("netns", netns).
 			Msg("sandbox has a CNI network but no CNI config is loaded: removing its namespace without CNI DEL; the network may keep its address")
@@ -157,7 +161,7 @@ func (r *Runtime) tearDownNetwork(ctx context.Context, s *sandbox) error {
 
 func podOf(s *sandbox) network.Pod {
 	md := s.config.GetMetadata()
-	pod := network.Pod{SandboxID: s.id, Namespace: md.GetNamespace(), Name: md.GetName(), UID: md.GetUid(), NetNS: s.netns}
+	pod := network.Pod{SandboxID: s.id, Namespace: md.GetNamespace(), Name: md.GetName(), UID: md.GetUid(), NetNS: s.netns, IPs: s.ips}
 	for _, pm := range s.config.GetPortMappings() {
 		if pm.GetHostPort() <= 0 {
 			continue

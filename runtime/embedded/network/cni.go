@@ -54,6 +54,9 @@ type Pod struct {
 	NetNS string
 	// PortMappings go to plugins with the portMappings capability (portmap).
 	PortMappings []PortMapping
+	// IPs are the addresses Add gave the pod, when known: Local's Del frees
+	// them without reading its whole address store.
+	IPs []string
 }
 
 // PortMapping is a host port forwarded to the pod, in the form of the
@@ -232,6 +235,16 @@ func (n *Network) Del(ctx context.Context, pod Pod) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// attached reports whether libcni cached an attachment of the sandbox: the
+// plugins attached it.
+func (n *Network) attached(sandboxID string) (bool, error) {
+	cached, err := n.cni.GetCachedAttachments(sandboxID)
+	if err != nil {
+		return false, fmt.Errorf("read CNI cache: %w", err)
+	}
+	return len(cached) > 0, nil
 }
 
 func (n *Network) runtimeConf(pod Pod, ifName string) *libcni.RuntimeConf {

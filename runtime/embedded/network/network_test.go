@@ -185,37 +185,9 @@ func TestTwoPodsGetDifferentIPsAndReachEachOther(t *testing.T) {
 		}
 	}
 
-	server := exec.Command(os.Args[0])
-	server.Env = append(os.Environ(), helperEnv+"=listen")
-	server.Stderr = os.Stderr
-	out, err := server.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := StartIn(server, Namespace{Path: pods[0].NetNS, Type: unix.CLONE_NEWNET}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = server.Process.Kill(); _ = server.Wait() })
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("server said %q, %v", line, err)
-	}
-	// The server runs in pod 0's namespace, not in ours.
-	if inode(t, fmt.Sprintf("/proc/%d/ns/net", server.Process.Pid)) != inode(t, pods[0].NetNS) {
-		t.Fatal("the server does not run in pod 0's namespace")
-	}
-	client := exec.Command(os.Args[0], ips[0]+":8080")
-	client.Env = append(os.Environ(), helperEnv+"=dial")
-	var got strings.Builder
-	client.Stdout = &got
-	client.Stderr = os.Stderr
-	if err := StartIn(client, Namespace{Path: pods[1].NetNS, Type: unix.CLONE_NEWNET}); err != nil {
-		t.Fatal(err)
-	}
-	if err := client.Wait(); err != nil {
-		t.Fatalf("client in pod 1: %v", err)
-	}
-	if want := "hello from " + ips[0] + ":8080\n"; got.String() != want {
-		t.Fatalf("client got %q, want %q", got.String(), want)
+	serve(t, pods[0].NetNS)
+	if got, want := dial(t, pods[1].NetNS, ips[0]+":8080"), "hello from "+ips[0]+":8080\n"; got != want {
+		t.Fatalf("client in pod 1 got %q, want %q", got, want)
 	}
 
 	// DEL frees the address, again and again, and after the namespace is gone.
@@ -237,6 +209,48 @@ func TestTwoPodsGetDifferentIPsAndReachEachOther(t *testing.T) {
 	if tn.Reserved(ips[1]) {
 		t.Fatalf("%s still reserved after DEL", ips[1])
 	}
+}
+
+// serve starts the helper's server in the network namespace at nsPath and
+// waits until it listens on :8080; it greets one client.
+func serve(t *testing.T, nsPath string) {
+	t.Helper()
+	server := exec.Command(os.Args[0])
+	server.Env = append(os.Environ(), helperEnv+"=listen")
+	server.Stderr = os.Stderr
+	out, err := server.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := StartIn(server, Namespace{Path: nsPath, Type: unix.CLONE_NEWNET}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = server.Process.Kill(); _ = server.Wait() })
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("server said %q, %v", line, err)
+	}
+	// The server runs in the pod's namespace, not in ours.
+	if inode(t, fmt.Sprintf("/proc/%d/ns/net", server.Process.Pid)) != inode(t, nsPath) {
+		t.Fatal("the server does not run in the pod's namespace")
+	}
+}
+
+// dial is what the server at addr says to a client in the network
+// namespace at nsPath.
+func dial(t *testing.T, nsPath, addr string) string {
+	t.Helper()
+	client := exec.Command(os.Args[0], addr)
+	client.Env = append(os.Environ(), helperEnv+"=dial")
+	var got strings.Builder
+	client.Stdout = &got
+	client.Stderr = os.Stderr
+	if err := StartIn(client, Namespace{Path: nsPath, Type: unix.CLONE_NEWNET}); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Wait(); err != nil {
+		t.Fatalf("client to %s: %v", addr, err)
+	}
+	return got.String()
 }
 
 func TestLoad(t *testing.T) {
