@@ -2,14 +2,17 @@ package network
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jetlet/jetlet/test/cnitest"
+	"github.com/jetlet/jetlet/test/poll"
 )
 
 func TestAddressStoreGivesAddressesAsHostLocal(t *testing.T) {
@@ -157,9 +160,13 @@ func TestLocalAttachesPodsBesideThePlugins(t *testing.T) {
 	if err := l.Del(ctx, c); err != nil || reserved(ip) {
 		t.Fatalf("DEL after the namespace went: %v; %s reserved: %v", err, ip, reserved(ip))
 	}
-	if ports, err := os.ReadDir(filepath.Join("/sys/class/net", name, "brif")); err != nil || len(ports) != 0 {
-		t.Fatalf("bridge ports left: %v, %v", ports, err)
-	}
+	// The kernel ends a namespace, and the veth pair in it, after its last
+	// reference went, from a work queue.
+	var left []os.DirEntry
+	poll.Until(t, 30*time.Second, func() string { return fmt.Sprintf("no port of the bridge; %v left", left) }, func() bool {
+		left, err = os.ReadDir(filepath.Join("/sys/class/net", name, "brif"))
+		return err == nil && len(left) == 0
+	})
 
 	// An ADD that fails half-way leaves nothing: no address, no port.
 	notNS := filepath.Join(t.TempDir(), "not-a-namespace")
