@@ -249,5 +249,5 @@ func (c *Config) Validate() error {
 	if !isDNSDomain(c.ClusterDomain) {
 		return bad("ClusterDomain %q is not a DNS-1123 subdomain", c.ClusterDomain)
 	}
-	return c.Swap.validate()
+	return c.Swap.Validate()
 }

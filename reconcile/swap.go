@@ -29,7 +29,7 @@ func ParseSwapBehavior(s string) (SwapBehavior, error) {
 	if b == "" {
 		b = NoSwap
 	}
-	return b, MemorySwap{Behavior: b}.validate()
+	return b, MemorySwap{Behavior: b}.Validate()
 }
 
 // cgroup2SwapMax is the cgroup v2 file of a container's swap limit, which
@@ -54,7 +54,9 @@ type MemorySwap struct {
 	NodeMemory, NodeSwap int64
 }
 
-func (s MemorySwap) validate() error {
+// Validate refuses an unknown behavior, and LimitedSwap on cgroup v1 (as
+// kubelet does at start).
+func (s MemorySwap) Validate() error {
 	if s.Behavior != NoSwap && s.Behavior != LimitedSwap {
 		return fmt.Errorf("%w: swap behavior %q: want %s or %s", ErrInvalidConfig, s.Behavior, NoSwap, LimitedSwap)
 	}

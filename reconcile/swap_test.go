@@ -105,11 +105,11 @@ func TestSwapBehaviorRefusals(t *testing.T) {
 	if _, err := ParseSwapBehavior("UnlimitedSwap"); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("UnlimitedSwap (gone since 1.30): %v, want ErrInvalidConfig", err)
 	}
-	err := MemorySwap{Behavior: LimitedSwap, CgroupV1: true}.validate()
+	err := MemorySwap{Behavior: LimitedSwap, CgroupV1: true}.Validate()
 	if !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("LimitedSwap on cgroup v1: %v, want ErrInvalidConfig", err)
 	}
-	if err := (MemorySwap{Behavior: NoSwap, CgroupV1: true}).validate(); err != nil {
+	if err := (MemorySwap{Behavior: NoSwap, CgroupV1: true}).Validate(); err != nil {
 		t.Errorf("NoSwap on cgroup v1: %v", err)
 	}
 }

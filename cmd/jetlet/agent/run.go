@@ -103,6 +103,10 @@ type runConfig struct {
 	// users (kubelet's); false gives them a user namespace of their own
 	// where the runtime supports them (reconcile.Config.UserNamespacesByDefault).
 	defaultHostUsers bool
+	// memorySwapBehavior is --memory-swap-behavior, which validate parses
+	// into swapBehavior.
+	memorySwapBehavior string
+	swapBehavior       reconcile.SwapBehavior
 }
 
 func NewRunCommand() *cobra.Command {
@@ -161,6 +165,7 @@ admits anyone. Without
 	fs.StringVar(&cfg.cgroupDriver, "cgroup-driver", string(podcgroups.Cgroupfs), "how pod cgroups are made on a CRI runtime that does not say (CRI RuntimeConfig): cgroupfs or systemd, as the runtime's (containerd's SystemdCgroup); a runtime that says overrides it, as with kubelet")
 	fs.BoolVar(&cfg.cgroupsPerQOS, "cgroups-per-qos", true, "on a CRI runtime, make kubelet's pod cgroups (kubepods, its QoS levels, one per pod with the pod's resources) and put each pod's sandbox in its own (kubelet's --cgroups-per-qos); needs root")
 	fs.BoolVar(&cfg.defaultHostUsers, "default-host-users", true, "pods that leave spec.hostUsers unset run with the host's users, as with kubelet; false runs them in a user namespace of their own (as hostUsers: false) where the runtime supports user namespaces, unless they share a host namespace or run a privileged container; a running pod keeps what it started with (docs/security.md)")
+	fs.StringVar(&cfg.memorySwapBehavior, "memory-swap-behavior", string(reconcile.NoSwap), "how containers may use the node's swap (kubelet's memorySwap.swapBehavior): NoSwap keeps them out of it; LimitedSwap gives each container of a Burstable pod that is not critical and requests less memory than its limit a share of the swap in proportion to its memory request (cgroup v2 only; refused at start on v1)")
 	fs.BoolVar(&cfg.hostPrograms, "host-programs", false, "the embedded runtime runs the host's programs instead of images (the program an image's reference names, in the host's tree with its secrets hidden); isolation partial")
 	fs.StringSliceVar(&cfg.insecureRegistries, "insecure-registry", nil, "registry hosts (host or host:port, comma-separated) the embedded runtime pulls from over plain HTTP; localhost and 127.0.0.0/8 always are")
 	fs.StringVar(&cfg.imageCredentials, "image-credentials", "", "registry credentials of image pulls, in Docker's config.json format (default: <data-dir>/"+defaultCredentialsFile+" when present); re-read when it changes")
@@ -224,6 +229,9 @@ func (c *runConfig) validate() error {
 	}
 	if c.podMaxPids < -1 {
 		return fmt.Errorf("--pod-max-pids %d: want -1 (no limit) or more", c.podMaxPids)
+	}
+	if c.swapBehavior, err = reconcile.ParseSwapBehavior(c.memorySwapBehavior); err != nil {
+		return fmt.Errorf("--memory-swap-behavior: %w", err)
 	}
 	if _, err := podcgroups.ParseDriver(c.cgroupDriver); err != nil {
 		return fmt.Errorf("--cgroup-driver: %w", err)
