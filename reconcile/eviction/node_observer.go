@@ -85,10 +85,10 @@ func NewNodeObserver(runtime StatsRuntime, cfg NodeObserverConfig) (*NodeObserve
 	return &NodeObserver{runtime: runtime, cfg: cfg, log: cfg.Logger.With().Str("component", "eviction").Logger()}, nil
 }
 
-// Observe measures memory, nodefs, imagefs and PIDs. Memory, nodefs and
-// PIDs must be measured; imagefs is left out with a warning when the
-// runtime cannot say where it is, so that a runtime that is down does not
-// blind the node to memory pressure.
+// Observe measures memory, nodefs, imagefs, containerfs and PIDs. Memory,
+// nodefs and PIDs must be measured; imagefs and containerfs are left out
+// with a warning when the runtime cannot say where they are, so that a
+// runtime that is down does not blind the node to memory pressure.
 func (o *NodeObserver) Observe(ctx context.Context) (Observations, error) {
 	signals := map[Signal]Observation{}
 	memory, err := o.memory()
@@ -108,18 +108,27 @@ func (o *NodeObserver) Observe(ctx context.Context) (Observations, error) {
 	signals[SignalPIDAvailable] = pids
 
 	obs := Observations{Signals: signals}
-	mountpoint, err := o.imageFsMountpoint(ctx)
+	imageDir, containerDir, err := o.runtimeFsMountpoints(ctx)
 	if err != nil {
-		o.log.Warn().Err(err).Msg("imagefs not observed: its thresholds are not evaluated")
+		o.log.Warn().Err(err).Msg("imagefs and containerfs not observed: their thresholds are not evaluated")
 		return obs, nil
 	}
-	imageFs, err := statFs(mountpoint)
+	imageFs, err := statFs(imageDir)
 	if err != nil {
-		o.log.Warn().Err(err).Str("mountpoint", mountpoint).Msg("imagefs not observed: its thresholds are not evaluated")
+		o.log.Warn().Err(err).Str("mountpoint", imageDir).Msg("imagefs and containerfs not observed: their thresholds are not evaluated")
 		return obs, nil
 	}
 	imageFs.observe(signals, SignalImageFsAvailable, SignalImageFsInodesFree)
 	obs.DedicatedImageFs = imageFs.device != nodeFs.device
+	containerFs := imageFs
+	if containerDir != imageDir {
+		if containerFs, err = statFs(containerDir); err != nil {
+			o.log.Warn().Err(err).Str("mountpoint", containerDir).Msg("containerfs not observed: its thresholds are not evaluated")
+			return obs, nil
+		}
+	}
+	containerFs.observe(signals, SignalContainerFsAvailable, SignalContainerFsInodesFree)
+	obs.SplitContainerFs = containerFs.device != imageFs.device
 	return obs, nil
 }
 
@@ -213,18 +222,24 @@ func (o *NodeObserver) taskCount() (int64, error) {
 	return strconv.ParseInt(total, 10, 64)
 }
 
-// imageFsMountpoint is where the runtime says its images are: the
-// mountpoint of its first image file system, as kubelet's CRI stats
-// provider reads it.
-func (o *NodeObserver) imageFsMountpoint(ctx context.Context) (string, error) {
+// runtimeFsMountpoints are where the runtime says its images and its
+// containers' writable layers are: the mountpoints of its first image and
+// first container file system, as kubelet's CRI stats provider reads them
+// (the image file system's when it names no container file system).
+func (o *NodeObserver) runtimeFsMountpoints(ctx context.Context) (images, containers string, err error) {
 	info, err := o.runtime.ImageFsInfo(ctx)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	if fs := info.GetImageFilesystems(); len(fs) > 0 && fs[0].GetFsId().GetMountpoint() != "" {
-		return fs[0].GetFsId().GetMountpoint(), nil
+	fs := info.GetImageFilesystems()
+	if len(fs) == 0 || fs[0].GetFsId().GetMountpoint() == "" {
+		return "", "", errors.New("the runtime names no image file system")
 	}
-	return "", errors.New("the runtime names no image file system")
+	images, containers = fs[0].GetFsId().GetMountpoint(), fs[0].GetFsId().GetMountpoint()
+	if fs := info.GetContainerFilesystems(); len(fs) > 0 && fs[0].GetFsId().GetMountpoint() != "" {
+		containers = fs[0].GetFsId().GetMountpoint()
+	}
+	return images, containers, nil
 }
 
 // fsStat is a file system's size and free space, bytes and inodes.
