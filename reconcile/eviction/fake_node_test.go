@@ -24,8 +24,8 @@ type fakeNode struct {
 	// container garbage collection frees, added to these signals' available.
 	garbage        map[Signal]int64
 	deadContainers map[Signal]int64
-	evicted  []eviction
-	observed int // Observe calls, so that Run's test sees each synchronize
+	evicted        []eviction
+	observed       int // Observe calls, so that Run's test sees each synchronize
 }
 
 // eviction is one Evict the node received.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/jetlet/jetlet/internal/safepath"
+	"github.com/jetlet/jetlet/internal/diskusage"
 	"github.com/jetlet/jetlet/runtime/crierr"
 	"github.com/jetlet/jetlet/runtime/crilabels"
 )
@@ -399,73 +398,11 @@ func (p *PodUsage) addLogs(name string, logs DiskUsage) {
 	p.Containers = append(p.Containers, ContainerUsage{Name: name, Logs: &logs})
 }
 
-// diskUsage is what the tree at root uses of root's file system, as du
-// counts it: the blocks of each inode once, and the inodes; a file system
-// mounted inside (a Memory emptyDir's tmpfs) is not counted. An absent root
-// uses nothing. What is under root may be a pod's (its emptyDirs), which
-// can swap a directory for a symlink while it is walked: each directory is
-// opened beneath root (internal/safepath), never through a symlink out of
-// it, and what moved meanwhile is left out.
+// diskUsage is what the tree at root uses of its file system (a pod's
+// volumes, its logs), walked beneath root (internal/diskusage).
 func diskUsage(root string) (DiskUsage, error) {
-	var usage DiskUsage
-	r, err := os.Open(root)
-	if os.IsNotExist(err) {
-		return usage, nil
-	}
-	if err != nil {
-		return usage, err
-	}
-	defer r.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(int(r.Fd()), &st); err != nil {
-		return usage, err
-	}
-	rootDev := st.Dev
-	usage.Bytes, usage.Inodes = st.Blocks*512, 1
-	seen := map[uint64]bool{} // inodes with several links
-	dirs := []string{"."}
-	for len(dirs) > 0 {
-		rel := dirs[len(dirs)-1]
-		dirs = dirs[:len(dirs)-1]
-		d, err := safepath.OpenDir(r, rel, safepath.Beneath)
-		if err != nil {
-			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, safepath.ErrEscape) {
-				continue // gone or swapped meanwhile
-			}
-			return usage, err
-		}
-		names, err := d.Readdirnames(-1)
-		if err != nil {
-			d.Close()
-			return usage, err
-		}
-		for _, name := range names {
-			if err := unix.Fstatat(int(d.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-				if errors.Is(err, unix.ENOENT) {
-					continue
-				}
-				d.Close()
-				return usage, err
-			}
-			if st.Dev != rootDev {
-				continue
-			}
-			isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
-			if st.Nlink > 1 && !isDir {
-				if seen[st.Ino] {
-					continue
-				}
-				seen[st.Ino] = true
-			}
-			usage.Bytes += st.Blocks * 512
-			usage.Inodes++
-			if isDir {
-				dirs = append(dirs, path.Join(rel, name))
-			}
-		}
-		d.Close()
-	}
-	return usage, nil
+	u, err := diskusage.Measure(root)
+	return DiskUsage{Bytes: u.Bytes, Inodes: u.Inodes}, err
 }
 
 // readKeyValues reads "key<sep> value [unit]" lines (meminfo, memory.stat).
