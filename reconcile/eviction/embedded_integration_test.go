@@ -202,6 +202,7 @@ func TestContainerFsPressureOnASplitImageFs(t *testing.T) {
 	if node.imageGCs != 0 || node.containerGCs != 0 {
 		t.Errorf("image GCs %d, container GCs %d; kubelet reclaims nothing for containerfs", node.imageGCs, node.containerGCs)
 	}
+	t.Logf("eviction messages %q", node.evicted)
 	want := "The node was low on resource: ephemeral-storage. Threshold quantity: 24Mi, available: "
 	if len(node.evicted) != 1 || !strings.HasPrefix(node.evicted[0], want) {
 		t.Errorf("eviction messages %q, want one starting %q", node.evicted, want)
