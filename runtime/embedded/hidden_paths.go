@@ -28,8 +28,8 @@ const hostConfigDir = "/etc"
 // containers made after the next start.
 func hiddenHostPaths(cfg Config, etc string) []string {
 	paths := append([]string{cfg.Dir, cfg.ShimPath}, cfg.HiddenPaths...)
-	if rel, err := filepath.Rel(cfg.Dir, cfg.ImageDir); cfg.ImageDir != "" && (err != nil || !filepath.IsLocal(rel)) {
-		paths = append(paths, cfg.ImageDir) // not under Dir
+	if cfg.ImageDir != "" {
+		paths = append(paths, cfg.ImageDir)
 	}
 	paths = append(paths, hostPrivateDirs...)
 	paths = append(paths, privateFiles(etc)...)
