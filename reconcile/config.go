@@ -141,6 +141,9 @@ type Config struct {
 	// cgroups with --cgroups-per-qos). Nil: none; the runtime places the
 	// pods itself (the embedded runtime, in its own subtree).
 	PodCgroups PodCgroups
+	// Swap is how containers may use the node's swap (kubelet's
+	// memorySwap); the zero value sends no swap setting.
+	Swap MemorySwap
 	// Logger is used with component=reconcile. The zero value logs nothing.
 	Logger zerolog.Logger
 }
@@ -190,6 +193,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.HostsFile == "" {
 		c.HostsFile = etcHostsPath
+	}
+	if c.Swap.Behavior == "" {
+		c.Swap.Behavior = NoSwap
 	}
 	if c.UserNamespaces == (userns.NodeRange{}) {
 		c.UserNamespaces = userns.DefaultNodeRange
@@ -243,5 +249,5 @@ func (c *Config) Validate() error {
 	if !isDNSDomain(c.ClusterDomain) {
 		return bad("ClusterDomain %q is not a DNS-1123 subdomain", c.ClusterDomain)
 	}
-	return nil
+	return c.Swap.Validate()
 }

@@ -64,6 +64,8 @@ func (m *Kuberuntime) generateContainerConfig(ctx context.Context, pod *corev1.P
 	if err != nil {
 		return nil, err
 	}
+	resources := m.linuxResources(c)
+	m.cfg.Swap.configureSwap(resources, pod, c)
 	image := imageRef
 	if image == "" {
 		image = c.Image
@@ -82,7 +84,7 @@ func (m *Kuberuntime) generateContainerConfig(ctx context.Context, pod *corev1.P
 		Stdin:       c.Stdin,
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
-		Linux:       &runtimeapi.LinuxContainerConfig{Resources: m.linuxResources(c), SecurityContext: sc},
+		Linux:       &runtimeapi.LinuxContainerConfig{Resources: resources, SecurityContext: sc},
 		StopSignal:  signal,
 	}, nil
 }

@@ -92,6 +92,8 @@ type env struct {
 	mgr          *reconcile.Kuberuntime
 	clock        *offsetClock
 	events       *recorder
+	// swap is the managers' swap configuration (none by default).
+	swap reconcile.MemorySwap
 }
 
 func newEnv(t *testing.T) *env {
@@ -149,6 +151,7 @@ func (e *env) newManager() {
 		NodeName: "n1",
 		DataDir:  filepath.Join(e.dir, "data"),
 		Clock:    e.clock,
+		Swap:     e.swap,
 	})
 	if err != nil {
 		e.t.Fatal(err)

@@ -75,7 +75,9 @@ func (s *podOperation) updateContainerResources(ctx context.Context, u Container
 	c.Resources.Requests = withQuantity(c.Resources.Requests, corev1.ResourceCPU, resource.NewMilliQuantity(to.CPURequest, resource.DecimalSI))
 	c.Resources.Limits = withQuantity(c.Resources.Limits, corev1.ResourceCPU, resource.NewMilliQuantity(to.CPULimit, resource.DecimalSI))
 	c.Resources.Limits = withQuantity(c.Resources.Limits, corev1.ResourceMemory, resource.NewQuantity(to.MemoryLimit, resource.BinarySI))
-	if err := m.rt.UpdateContainerResources(ctx, u.ID, &runtimeapi.ContainerResources{Linux: m.linuxResources(c)}); err != nil {
+	resources := m.linuxResources(c)
+	m.cfg.Swap.configureSwap(resources, s.pod, c)
+	if err := m.rt.UpdateContainerResources(ctx, u.ID, &runtimeapi.ContainerResources{Linux: resources}); err != nil {
 		return err
 	}
 	// Its cached status holds the old resources, and its listed state

@@ -374,6 +374,9 @@ type NodeRecord struct {
 	Taints        []corev1.Taint      `json:"taints,omitempty"`
 	Unschedulable bool                `json:"unschedulable"`
 	Capacity      corev1.ResourceList `json:"capacity,omitempty"`
+	// Swap is the machine's swap (Kubernetes' status.nodeInfo.swap): its
+	// capacity in bytes, 0 without swap.
+	Swap *corev1.NodeSwapStatus `json:"swap,omitempty"`
 	// Allocatable is Capacity less --kube-reserved, --system-reserved and
 	// the hard eviction thresholds, as kubelet computes it.
 	Allocatable corev1.ResourceList `json:"allocatable,omitempty"`

@@ -17,12 +17,15 @@ type fakeNode struct {
 	mu               sync.Mutex
 	signals          map[Signal]Observation
 	dedicatedImageFs bool
+	splitContainerFs bool
 	usage            map[string]PodUsage
 	pods             []*corev1.Pod
-	// garbage is what the collectors free, added to these signals' available.
-	garbage  map[Signal]int64
-	evicted  []eviction
-	observed int // Observe calls, so that Run's test sees each synchronize
+	// garbage is what image garbage collection frees, deadContainers what
+	// container garbage collection frees, added to these signals' available.
+	garbage        map[Signal]int64
+	deadContainers map[Signal]int64
+	evicted        []eviction
+	observed       int // Observe calls, so that Run's test sees each synchronize
 }
 
 // eviction is one Evict the node received.
@@ -34,7 +37,7 @@ type eviction struct {
 }
 
 func newFakeNode() *fakeNode {
-	return &fakeNode{signals: map[Signal]Observation{}, usage: map[string]PodUsage{}, garbage: map[Signal]int64{}}
+	return &fakeNode{signals: map[Signal]Observation{}, usage: map[string]PodUsage{}, garbage: map[Signal]int64{}, deadContainers: map[Signal]int64{}}
 }
 
 // set makes signal's available amount available (bytes or a count) of capacity.
@@ -91,7 +94,7 @@ func (n *fakeNode) Observe(context.Context) (Observations, error) {
 	for s, o := range n.signals {
 		signals[s] = Observation{Available: o.Available.DeepCopy(), Capacity: o.Capacity.DeepCopy()}
 	}
-	return Observations{Signals: signals, DedicatedImageFs: n.dedicatedImageFs}, nil
+	return Observations{Signals: signals, DedicatedImageFs: n.dedicatedImageFs, SplitContainerFs: n.splitContainerFs}, nil
 }
 
 func (n *fakeNode) PodUsage(context.Context) (map[string]PodUsage, error) {
@@ -104,19 +107,40 @@ func (n *fakeNode) PodUsage(context.Context) (map[string]PodUsage, error) {
 	return usage, nil
 }
 
-func (n *fakeNode) DeleteAllUnusedContainers(context.Context) error { return nil }
+// DeleteAllUnusedContainers frees what the dead containers take.
+func (n *fakeNode) DeleteAllUnusedContainers(context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.freeAll(n.deadContainers)
+	return nil
+}
 
 // DeleteUnusedImages frees all the garbage.
 func (n *fakeNode) DeleteUnusedImages(context.Context) (int64, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	var freed int64
-	for s, amount := range n.garbage {
+	return n.freeAll(n.garbage), nil
+}
+
+// uncollected is the garbage and dead containers not collected yet.
+func (n *fakeNode) uncollected() (total int64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, m := range []map[Signal]int64{n.garbage, n.deadContainers} {
+		for _, amount := range m {
+			total += amount
+		}
+	}
+	return total
+}
+
+func (n *fakeNode) freeAll(what map[Signal]int64) (freed int64) {
+	for s, amount := range what {
 		n.free(s, amount)
 		freed += amount
 	}
-	clear(n.garbage)
-	return freed, nil
+	clear(what)
+	return freed
 }
 
 func (n *fakeNode) ActivePods() []*corev1.Pod {
@@ -135,6 +159,6 @@ func (n *fakeNode) Evict(_ context.Context, uid string, grace int64, reason, mes
 	u := n.usage[uid]
 	delete(n.usage, uid)
 	n.free(SignalMemoryAvailable, u.MemoryWorkingSet)
-	n.free(SignalNodeFsAvailable, signalUsage(SignalNodeFsAvailable, u, false))
+	n.free(SignalNodeFsAvailable, signalUsage(SignalNodeFsAvailable, u, false, false))
 	return nil
 }

@@ -154,6 +154,11 @@ func New(observer Observer, reclaimer Reclaimer, pods ActivePodLister, killer Ki
 		thresholdsFirstObservedAt: map[Threshold]time.Time{},
 		conditionsLastObservedAt:  map[corev1.NodeConditionType]time.Time{},
 	}
+	for _, t := range cfg.Thresholds {
+		if isContainerFs(t.Signal) {
+			m.log.Warn().Stringer("threshold", t).Msg("containerfs thresholds are nodefs's or imagefs's, as kubelet sets them: this one is ignored")
+		}
+	}
 	now := cfg.Clock.Now()
 	for _, t := range pressureConditions {
 		m.conditions = append(m.conditions, pressureCondition(t, false, now))
@@ -191,7 +196,8 @@ func (m *Manager) synchronize(ctx context.Context) *corev1.Pod {
 		m.log.Error().Err(err).Msg("observe the node")
 		return nil
 	}
-	met := thresholdsMet(m.cfg.Thresholds, obs.Signals, false)
+	thresholds := containerFsThresholds(m.cfg.Thresholds, obs.DedicatedImageFs, obs.SplitContainerFs)
+	met := thresholdsMet(thresholds, obs.Signals, false)
 	met = mergeThresholds(met, thresholdsMet(m.unresolved, obs.Signals, true))
 
 	now := m.cfg.Clock.Now()
@@ -210,7 +216,7 @@ func (m *Manager) synchronize(ctx context.Context) *corev1.Pod {
 	starved := signalResource[reclaim.Signal]
 	m.log.Info().Stringer("threshold", reclaim).Str("resource", string(starved)).Msg("attempting to reclaim")
 
-	if m.reclaimNodeLevelResources(ctx, reclaim.Signal, obs.DedicatedImageFs) {
+	if m.reclaimNodeLevelResources(ctx, reclaim.Signal, obs, thresholds) {
 		m.log.Info().Str("resource", string(starved)).Msg("reclaimed enough without evicting pods")
 		return nil
 	}
@@ -219,31 +225,51 @@ func (m *Manager) synchronize(ctx context.Context) *corev1.Pod {
 
 // reclaimNodeLevelResources deletes dead containers and unused images where
 // that frees the file system under pressure (kubelet's
-// buildSignalToNodeReclaimFuncs): every disk signal on one file system; with
-// a dedicated image file system, only imagefs (nodefs holds logs and
-// volumes, which only evictions free). It says whether no threshold is met
-// any more, minimum reclaims included.
-func (m *Manager) reclaimNodeLevelResources(ctx context.Context, signal Signal, dedicatedImageFs bool) bool {
-	if signalResource[signal] == corev1.ResourceMemory || signalResource[signal] == resourcePIDs {
+// buildSignalToNodeReclaimFuncs, nodeReclaims). It says whether none of
+// thresholds is met any more, minimum reclaims included.
+func (m *Manager) reclaimNodeLevelResources(ctx context.Context, signal Signal, obs Observations, thresholds []Threshold) bool {
+	containers, images := nodeReclaims(signal, obs.DedicatedImageFs, obs.SplitContainerFs)
+	if !containers && !images {
 		return false
 	}
-	if dedicatedImageFs && (signal == SignalNodeFsAvailable || signal == SignalNodeFsInodesFree) {
-		return false
+	if containers {
+		if err := m.reclaimer.DeleteAllUnusedContainers(ctx); err != nil {
+			m.log.Warn().Err(err).Msg("delete dead containers to reclaim disk")
+		}
 	}
-	if err := m.reclaimer.DeleteAllUnusedContainers(ctx); err != nil {
-		m.log.Warn().Err(err).Msg("delete dead containers to reclaim disk")
-	}
-	if freed, err := m.reclaimer.DeleteUnusedImages(ctx); err != nil {
-		m.log.Warn().Err(err).Msg("delete unused images to reclaim disk")
-	} else {
-		m.log.Info().Int64("freed_bytes", freed).Msg("deleted unused images")
+	if images {
+		if freed, err := m.reclaimer.DeleteUnusedImages(ctx); err != nil {
+			m.log.Warn().Err(err).Msg("delete unused images to reclaim disk")
+		} else {
+			m.log.Info().Int64("freed_bytes", freed).Msg("deleted unused images")
+		}
 	}
 	obs, err := m.observer.Observe(ctx)
 	if err != nil {
 		m.log.Error().Err(err).Msg("observe the node after reclaiming")
 		return false
 	}
-	return len(thresholdsMet(m.cfg.Thresholds, obs.Signals, true)) == 0
+	return len(thresholdsMet(thresholds, obs.Signals, true)) == 0
+}
+
+// nodeReclaims is what kubelet's buildSignalToNodeReclaimFuncs frees for
+// pressure on signal: on one file system, dead containers and unused images
+// for nodefs and imagefs; with a dedicated image file system, both for
+// imagefs and nothing for nodefs (logs and volumes, which only evictions
+// free); with images split from writable layers (KEP-4191), unused images
+// for imagefs and dead containers for nodefs. containerfs, memory and PIDs
+// have nothing to reclaim: pods are evicted.
+func nodeReclaims(signal Signal, dedicatedImageFs, splitContainerFs bool) (containers, images bool) {
+	nodeFs := signal == SignalNodeFsAvailable || signal == SignalNodeFsInodesFree
+	imageFs := signal == SignalImageFsAvailable || signal == SignalImageFsInodesFree
+	switch {
+	case dedicatedImageFs && splitContainerFs:
+		return nodeFs, imageFs
+	case dedicatedImageFs:
+		return imageFs, imageFs
+	default:
+		return nodeFs || imageFs, nodeFs || imageFs
+	}
 }
 
 // evictOne ranks the active pods for reclaim's signal and evicts the first
@@ -258,7 +284,7 @@ func (m *Manager) evictOne(ctx context.Context, reclaim Threshold, due []Thresho
 	if err != nil {
 		m.log.Error().Err(err).Msg("measure pods' usage: ranking them by priority alone")
 	}
-	rankPods(pods, reclaim.Signal, usage, obs.DedicatedImageFs)
+	rankPods(pods, reclaim.Signal, usage, obs.DedicatedImageFs, obs.SplitContainerFs)
 	starved := signalResource[reclaim.Signal]
 	for _, pod := range pods {
 		if IsCritical(pod) {

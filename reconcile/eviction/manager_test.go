@@ -259,9 +259,12 @@ func TestReclaimBeforeEvicting(t *testing.T) {
 		hard, minReclaim string
 		signal           Signal
 		dedicatedImageFs bool
-		garbage          int64
-		wantReclaimed    bool
-		wantEvicted      bool
+		splitContainerFs bool
+		// garbage is what unused images free, deadContainers what dead
+		// containers free, of signal's file system.
+		garbage, deadContainers int64
+		wantReclaimed           bool
+		wantEvicted             bool
 	}{
 		{name: "images freed enough: no eviction", hard: "nodefs.available<10%", signal: SignalNodeFsAvailable,
 			garbage: 10 * gi, wantReclaimed: true},
@@ -277,26 +280,45 @@ func TestReclaimBeforeEvicting(t *testing.T) {
 			dedicatedImageFs: true, garbage: 10 * gi, wantReclaimed: true},
 		{name: "memory is not reclaimed from images", hard: "memory.available<10%", signal: SignalMemoryAvailable,
 			garbage: 10 * gi, wantEvicted: true},
+		// kubelet's buildSignalToNodeReclaimFuncs with a split image fs.
+		{name: "split image fs: imagefs pressure is relieved by images", hard: "imagefs.available<10%", signal: SignalImageFsAvailable,
+			dedicatedImageFs: true, splitContainerFs: true, garbage: 10 * gi, wantReclaimed: true},
+		{name: "split image fs: imagefs pressure is not relieved by dead containers", hard: "imagefs.available<10%", signal: SignalImageFsAvailable,
+			dedicatedImageFs: true, splitContainerFs: true, deadContainers: 10 * gi, wantEvicted: true},
+		{name: "split image fs: nodefs pressure is relieved by dead containers", hard: "nodefs.available<10%", signal: SignalNodeFsAvailable,
+			dedicatedImageFs: true, splitContainerFs: true, deadContainers: 10 * gi, wantReclaimed: true},
+		{name: "split image fs: nodefs pressure is not relieved by images", hard: "nodefs.available<10%", signal: SignalNodeFsAvailable,
+			dedicatedImageFs: true, splitContainerFs: true, garbage: 10 * gi, wantEvicted: true},
+		{name: "split image fs: containerfs pressure (nodefs's threshold) evicts at once", hard: "nodefs.available<10%", signal: SignalContainerFsAvailable,
+			dedicatedImageFs: true, splitContainerFs: true, garbage: 10 * gi, deadContainers: 10 * gi, wantEvicted: true},
+		{name: "a dedicated imagefs: containerfs takes imagefs's threshold", hard: "imagefs.available<10%", signal: SignalContainerFsAvailable,
+			dedicatedImageFs: true, wantEvicted: true},
+		{name: "a containerfs threshold of the flags is ignored", hard: "containerfs.available<10%", signal: SignalContainerFsAvailable,
+			dedicatedImageFs: true, splitContainerFs: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			node := newFakeNode()
-			node.dedicatedImageFs = tc.dedicatedImageFs
+			node.dedicatedImageFs, node.splitContainerFs = tc.dedicatedImageFs, tc.splitContainerFs
 			node.set(tc.signal, 5*gi, 100*gi)
 			node.garbage[tc.signal] = tc.garbage
+			node.deadContainers[tc.signal] = tc.deadContainers
 			node.addPod(newPod("small", 0, nil), diskUsed("small", mi(1), mi(1), 0))
 			node.addPod(newPod("big", 0, nil), diskUsed("big", mi(900), mi(500), mi(100)))
 			m, _ := newManager(t, node, tc.hard, "", "", tc.minReclaim, nil)
 			m.synchronize(context.Background())
 
-			if reclaimed := node.available(tc.signal) >= 5*gi+tc.garbage; reclaimed != tc.wantReclaimed {
+			if reclaimed := node.uncollected() < tc.garbage+tc.deadContainers; reclaimed != tc.wantReclaimed {
 				t.Errorf("reclaimed = %v; want %v", reclaimed, tc.wantReclaimed)
 			}
 			evicted := node.evictedUIDs()
 			if tc.wantEvicted != (len(evicted) == 1) {
 				t.Fatalf("evicted %v; want an eviction: %v", evicted, tc.wantEvicted)
 			}
-			if tc.wantEvicted && tc.signal != SignalMemoryAvailable && evicted[0] != "big" {
+			// Under imagefs pressure with a split image fs no pod's disk
+			// counts: the first of equal priority goes.
+			byDisk := tc.signal != SignalMemoryAvailable && (!tc.splitContainerFs || tc.signal != SignalImageFsAvailable)
+			if tc.wantEvicted && byDisk && evicted[0] != "big" {
 				t.Fatalf("evicted %v; want the pod using the most disk", evicted)
 			}
 		})

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/jetlet/jetlet/internal/safepath"
+	"github.com/jetlet/jetlet/internal/diskusage"
 	"github.com/jetlet/jetlet/runtime/crierr"
 	"github.com/jetlet/jetlet/runtime/crilabels"
 )
@@ -85,10 +84,10 @@ func NewNodeObserver(runtime StatsRuntime, cfg NodeObserverConfig) (*NodeObserve
 	return &NodeObserver{runtime: runtime, cfg: cfg, log: cfg.Logger.With().Str("component", "eviction").Logger()}, nil
 }
 
-// Observe measures memory, nodefs, imagefs and PIDs. Memory, nodefs and
-// PIDs must be measured; imagefs is left out with a warning when the
-// runtime cannot say where it is, so that a runtime that is down does not
-// blind the node to memory pressure.
+// Observe measures memory, nodefs, imagefs, containerfs and PIDs. Memory,
+// nodefs and PIDs must be measured; imagefs and containerfs are left out
+// with a warning when the runtime cannot say where they are, so that a
+// runtime that is down does not blind the node to memory pressure.
 func (o *NodeObserver) Observe(ctx context.Context) (Observations, error) {
 	signals := map[Signal]Observation{}
 	memory, err := o.memory()
@@ -108,18 +107,27 @@ func (o *NodeObserver) Observe(ctx context.Context) (Observations, error) {
 	signals[SignalPIDAvailable] = pids
 
 	obs := Observations{Signals: signals}
-	mountpoint, err := o.imageFsMountpoint(ctx)
+	imageDir, containerDir, err := o.runtimeFsMountpoints(ctx)
 	if err != nil {
-		o.log.Warn().Err(err).Msg("imagefs not observed: its thresholds are not evaluated")
+		o.log.Warn().Err(err).Msg("imagefs and containerfs not observed: their thresholds are not evaluated")
 		return obs, nil
 	}
-	imageFs, err := statFs(mountpoint)
+	imageFs, err := statFs(imageDir)
 	if err != nil {
-		o.log.Warn().Err(err).Str("mountpoint", mountpoint).Msg("imagefs not observed: its thresholds are not evaluated")
+		o.log.Warn().Err(err).Str("mountpoint", imageDir).Msg("imagefs and containerfs not observed: their thresholds are not evaluated")
 		return obs, nil
 	}
 	imageFs.observe(signals, SignalImageFsAvailable, SignalImageFsInodesFree)
 	obs.DedicatedImageFs = imageFs.device != nodeFs.device
+	containerFs := imageFs
+	if containerDir != imageDir {
+		if containerFs, err = statFs(containerDir); err != nil {
+			o.log.Warn().Err(err).Str("mountpoint", containerDir).Msg("containerfs not observed: its thresholds are not evaluated")
+			return obs, nil
+		}
+	}
+	containerFs.observe(signals, SignalContainerFsAvailable, SignalContainerFsInodesFree)
+	obs.SplitContainerFs = containerFs.device != imageFs.device
 	return obs, nil
 }
 
@@ -213,18 +221,24 @@ func (o *NodeObserver) taskCount() (int64, error) {
 	return strconv.ParseInt(total, 10, 64)
 }
 
-// imageFsMountpoint is where the runtime says its images are: the
-// mountpoint of its first image file system, as kubelet's CRI stats
-// provider reads it.
-func (o *NodeObserver) imageFsMountpoint(ctx context.Context) (string, error) {
+// runtimeFsMountpoints are where the runtime says its images and its
+// containers' writable layers are: the mountpoints of its first image and
+// first container file system, as kubelet's CRI stats provider reads them
+// (the image file system's when it names no container file system).
+func (o *NodeObserver) runtimeFsMountpoints(ctx context.Context) (images, containers string, err error) {
 	info, err := o.runtime.ImageFsInfo(ctx)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	if fs := info.GetImageFilesystems(); len(fs) > 0 && fs[0].GetFsId().GetMountpoint() != "" {
-		return fs[0].GetFsId().GetMountpoint(), nil
+	fs := info.GetImageFilesystems()
+	if len(fs) == 0 || fs[0].GetFsId().GetMountpoint() == "" {
+		return "", "", errors.New("the runtime names no image file system")
 	}
-	return "", errors.New("the runtime names no image file system")
+	images, containers = fs[0].GetFsId().GetMountpoint(), fs[0].GetFsId().GetMountpoint()
+	if fs := info.GetContainerFilesystems(); len(fs) > 0 && fs[0].GetFsId().GetMountpoint() != "" {
+		containers = fs[0].GetFsId().GetMountpoint()
+	}
+	return images, containers, nil
 }
 
 // fsStat is a file system's size and free space, bytes and inodes.
@@ -384,73 +398,11 @@ func (p *PodUsage) addLogs(name string, logs DiskUsage) {
 	p.Containers = append(p.Containers, ContainerUsage{Name: name, Logs: &logs})
 }
 
-// diskUsage is what the tree at root uses of root's file system, as du
-// counts it: the blocks of each inode once, and the inodes; a file system
-// mounted inside (a Memory emptyDir's tmpfs) is not counted. An absent root
-// uses nothing. What is under root may be a pod's (its emptyDirs), which
-// can swap a directory for a symlink while it is walked: each directory is
-// opened beneath root (internal/safepath), never through a symlink out of
-// it, and what moved meanwhile is left out.
+// diskUsage is what the tree at root uses of its file system (a pod's
+// volumes, its logs), walked beneath root (internal/diskusage).
 func diskUsage(root string) (DiskUsage, error) {
-	var usage DiskUsage
-	r, err := os.Open(root)
-	if os.IsNotExist(err) {
-		return usage, nil
-	}
-	if err != nil {
-		return usage, err
-	}
-	defer r.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(int(r.Fd()), &st); err != nil {
-		return usage, err
-	}
-	rootDev := st.Dev
-	usage.Bytes, usage.Inodes = st.Blocks*512, 1
-	seen := map[uint64]bool{} // inodes with several links
-	dirs := []string{"."}
-	for len(dirs) > 0 {
-		rel := dirs[len(dirs)-1]
-		dirs = dirs[:len(dirs)-1]
-		d, err := safepath.OpenDir(r, rel, safepath.Beneath)
-		if err != nil {
-			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, safepath.ErrEscape) {
-				continue // gone or swapped meanwhile
-			}
-			return usage, err
-		}
-		names, err := d.Readdirnames(-1)
-		if err != nil {
-			d.Close()
-			return usage, err
-		}
-		for _, name := range names {
-			if err := unix.Fstatat(int(d.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-				if errors.Is(err, unix.ENOENT) {
-					continue
-				}
-				d.Close()
-				return usage, err
-			}
-			if st.Dev != rootDev {
-				continue
-			}
-			isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
-			if st.Nlink > 1 && !isDir {
-				if seen[st.Ino] {
-					continue
-				}
-				seen[st.Ino] = true
-			}
-			usage.Bytes += st.Blocks * 512
-			usage.Inodes++
-			if isDir {
-				dirs = append(dirs, path.Join(rel, name))
-			}
-		}
-		d.Close()
-	}
-	return usage, nil
+	u, err := diskusage.Measure(root)
+	return DiskUsage{Bytes: u.Bytes, Inodes: u.Inodes}, err
 }
 
 // readKeyValues reads "key<sep> value [unit]" lines (meminfo, memory.stat).

@@ -14,7 +14,7 @@ import (
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/crierr"
 	"github.com/jetlet/jetlet/runtime/crilabels"
-	"github.com/jetlet/jetlet/test/pathswap"
+	"github.com/jetlet/jetlet/test/tmpfstest"
 )
 
 // The observer's roles are the CRI client's calls as they are.
@@ -23,6 +23,7 @@ var _ StatsRuntime = (*runtime.Client)(nil)
 // fakeStatsRuntime answers the observer's CRI calls with what it holds.
 type fakeStatsRuntime struct {
 	imageFs       string // ImageFsInfo's mountpoint
+	containerFs   string // its container file system's; "": none named
 	imageFsErr    error
 	sandboxes     []*runtimeapi.PodSandboxStats
 	sandboxesErr  error
@@ -34,9 +35,13 @@ func (f *fakeStatsRuntime) ImageFsInfo(context.Context) (*runtimeapi.ImageFsInfo
 	if f.imageFsErr != nil {
 		return nil, f.imageFsErr
 	}
-	return &runtimeapi.ImageFsInfoResponse{ImageFilesystems: []*runtimeapi.FilesystemUsage{
+	resp := &runtimeapi.ImageFsInfoResponse{ImageFilesystems: []*runtimeapi.FilesystemUsage{
 		{FsId: &runtimeapi.FilesystemIdentifier{Mountpoint: f.imageFs}},
-	}}, nil
+	}}
+	if f.containerFs != "" {
+		resp.ContainerFilesystems = []*runtimeapi.FilesystemUsage{{FsId: &runtimeapi.FilesystemIdentifier{Mountpoint: f.containerFs}}}
+	}
+	return resp, nil
 }
 
 func (f *fakeStatsRuntime) ListPodSandboxStats(context.Context, *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
@@ -86,6 +91,41 @@ func TestNodeObserverOnThisMachine(t *testing.T) {
 	}
 	if obs.DedicatedImageFs {
 		t.Error("two temp dirs on one file system: no dedicated imagefs")
+	}
+}
+
+// TestNodeObserverSplitImageFs: a runtime naming its images' and its
+// containers' file systems apart (two tmpfs mounts) has imagefs observed on
+// the first and containerfs on the second.
+func TestNodeObserverSplitImageFs(t *testing.T) {
+	images, containers := tmpfstest.Mount(t, 16<<20, 1000), tmpfstest.Mount(t, 8<<20, 500)
+	o, err := NewNodeObserver(&fakeStatsRuntime{imageFs: images, containerFs: containers}, NodeObserverConfig{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := o.Observe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s, want := range map[Signal]int64{SignalImageFsAvailable: 16 << 20, SignalImageFsInodesFree: 1000, SignalContainerFsAvailable: 8 << 20, SignalContainerFsInodesFree: 500} {
+		if got := obs.Signals[s].Capacity; got.Value() != want {
+			t.Errorf("%s capacity %s, want %d", s, &got, want)
+		}
+	}
+	if !obs.DedicatedImageFs || !obs.SplitContainerFs {
+		t.Errorf("dedicated imagefs %v, split containerfs %v; want both", obs.DedicatedImageFs, obs.SplitContainerFs)
+	}
+
+	// Named on the image file system, or not at all: containerfs is imagefs.
+	for _, containerFs := range []string{"", images} {
+		o, _ := NewNodeObserver(&fakeStatsRuntime{imageFs: images, containerFs: containerFs}, NodeObserverConfig{DataDir: t.TempDir()})
+		obs, err := o.Observe(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := obs.Signals[SignalContainerFsAvailable].Capacity; c.Value() != 16<<20 || obs.SplitContainerFs {
+			t.Errorf("container fs %q: containerfs capacity %s, split %v; want imagefs's, not split", containerFs, &c, obs.SplitContainerFs)
+		}
 	}
 }
 
@@ -329,36 +369,5 @@ func TestNewNodeObserverRefuses(t *testing.T) {
 	}
 	if _, err := NewNodeObserver(&fakeStatsRuntime{}, NodeObserverConfig{}); err == nil {
 		t.Error("no data dir accepted")
-	}
-}
-
-// A pod swapping a directory of its emptyDir and a symlink to the node's
-// root while its volumes are measured: the walk never goes through the
-// symlink, so it counts at most the volume's own inodes (the directory's
-// twice, seen under both names as it moves).
-func TestDiskUsageDoesNotFollowASwappedSymlink(t *testing.T) {
-	root := t.TempDir()
-	d, l := filepath.Join(root, "d"), filepath.Join(root, "l")
-	if err := os.Mkdir(d, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 10 {
-		if err := os.WriteFile(filepath.Join(d, fmt.Sprint(i)), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Symlink("/", l); err != nil {
-		t.Fatal(err)
-	}
-	const most = 23 // root, d, l, d's ten files under each name
-	pathswap.Start(t, d, l)
-	for range 5000 {
-		u, err := diskUsage(root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if u.Inodes > most {
-			t.Fatalf("diskUsage counted %d inodes under a volume of %d: it walked through the symlink", u.Inodes, most)
-		}
 	}
 }

@@ -33,6 +33,11 @@ type Observations struct {
 	// another file system than nodefs's, which changes what is reclaimed and
 	// how pods are ranked for each (kubelet's HasDedicatedImageFs).
 	DedicatedImageFs bool
+	// SplitContainerFs says the runtime keeps containers' writable layers on
+	// another file system than its images (KEP-4191's split image file
+	// system; kubelet's HasDedicatedContainerFs): containerfs is observed on
+	// it.
+	SplitContainerFs bool
 }
 
 // PodUsage is what one pod uses.

@@ -73,11 +73,14 @@ var rankOrders = map[Signal][]podCmp{
 	SignalImageFsAvailable:  {exceedsRequest, lowerPriority, moreAboveRequest},
 	SignalImageFsInodesFree: {exceedsRequest, lowerPriority, moreAboveRequest},
 	SignalPIDAvailable:      {lowerPriority, moreAboveRequest},
+
+	SignalContainerFsAvailable:  {exceedsRequest, lowerPriority, moreAboveRequest},
+	SignalContainerFsInodesFree: {exceedsRequest, lowerPriority, moreAboveRequest},
 }
 
 // rankPods orders pods for eviction under pressure on signal, the first to
 // evict first; usage is by pod UID.
-func rankPods(pods []*corev1.Pod, signal Signal, usage map[string]PodUsage, dedicatedImageFs bool) {
+func rankPods(pods []*corev1.Pod, signal Signal, usage map[string]PodUsage, dedicatedImageFs, splitContainerFs bool) {
 	keys := make([]podRankKey, len(pods))
 	for i, pod := range pods {
 		u, measured := usage[string(pod.UID)]
@@ -85,7 +88,7 @@ func rankPods(pods []*corev1.Pod, signal Signal, usage map[string]PodUsage, dedi
 			pod:      pod,
 			measured: measured,
 			priority: corev1helpers.PodPriority(pod),
-			usage:    signalUsage(signal, u, dedicatedImageFs),
+			usage:    signalUsage(signal, u, dedicatedImageFs, splitContainerFs),
 			request:  podRequest(pod, signalResource[signal]),
 		}
 	}
@@ -103,11 +106,13 @@ func rankPods(pods []*corev1.Pod, signal Signal, usage map[string]PodUsage, dedi
 	}
 }
 
-// signalUsage is what a pod uses of what signal measures. With a dedicated
-// image file system, nodefs holds a pod's logs and volumes and imagefs its
-// containers' writable layers; on one file system, all of them count for
-// both (kubelet's buildSignalToRankFunc).
-func signalUsage(signal Signal, u PodUsage, dedicatedImageFs bool) int64 {
+// signalUsage is what a pod uses of what signal measures (kubelet's
+// buildSignalToRankFunc). With a dedicated image file system, nodefs holds a
+// pod's logs and volumes and imagefs and containerfs its containers'
+// writable layers; with images split from writable layers (KEP-4191),
+// nodefs and containerfs hold all of it and imagefs nothing of a pod's; on
+// one file system, all of it counts for every disk signal.
+func signalUsage(signal Signal, u PodUsage, dedicatedImageFs, splitContainerFs bool) int64 {
 	switch signal {
 	case SignalMemoryAvailable:
 		return u.MemoryWorkingSet
@@ -124,15 +129,21 @@ func signalUsage(signal Signal, u PodUsage, dedicatedImageFs bool) int64 {
 		}
 	}
 	logsAndVolumes.add(u.Volumes)
+	all := layers
+	all.add(logsAndVolumes)
+	imageFs := signal == SignalImageFsAvailable || signal == SignalImageFsInodesFree
 	var disk DiskUsage
 	switch {
-	case !dedicatedImageFs:
+	case dedicatedImageFs && splitContainerFs && imageFs:
+		// Images only, which are no pod's.
+	case dedicatedImageFs && splitContainerFs:
+		disk = all
+	case dedicatedImageFs && (imageFs || isContainerFs(signal)):
 		disk = layers
-		disk.add(logsAndVolumes)
-	case signal == SignalImageFsAvailable || signal == SignalImageFsInodesFree:
-		disk = layers
-	default:
+	case dedicatedImageFs:
 		disk = logsAndVolumes
+	default:
+		disk = all
 	}
 	if signalResource[signal] == resourceInodes {
 		return disk.Inodes

@@ -63,7 +63,7 @@ func names(pods []*corev1.Pod) []string {
 
 func checkRank(t *testing.T, pods []*corev1.Pod, signal Signal, usage map[string]PodUsage, dedicatedImageFs bool, want []string) {
 	t.Helper()
-	rankPods(pods, signal, usage, dedicatedImageFs)
+	rankPods(pods, signal, usage, dedicatedImageFs, false)
 	if got := names(pods); !slices.Equal(got, want) {
 		t.Fatalf("ranked %v\n want %v", got, want)
 	}
@@ -176,6 +176,23 @@ func TestRankDiskPressure(t *testing.T) {
 		u := map[string]PodUsage{"big-layer": diskUsed("big-layer", mi(900), mi(10), mi(10)), "big-logs": diskUsed("big-logs", mi(10), mi(500), mi(100))}
 		checkRank(t, ps(), SignalNodeFsAvailable, u, true, []string{"big-logs", "big-layer"})
 		checkRank(t, ps(), SignalImageFsAvailable, u, true, []string{"big-layer", "big-logs"})
+		checkRank(t, ps(), SignalContainerFsAvailable, u, true, []string{"big-layer", "big-logs"})
+	})
+	// kubelet's buildSignalToRankFunc with imageContainerSplitFs.
+	t.Run("split image fs: nodefs and containerfs count everything, imagefs nothing of a pod's", func(t *testing.T) {
+		u := map[string]PodUsage{"big-layer": diskUsed("big-layer", mi(900), mi(10), mi(10)), "big-logs": diskUsed("big-logs", mi(10), mi(500), mi(100))}
+		for _, signal := range []Signal{SignalNodeFsAvailable, SignalContainerFsAvailable} {
+			pods := []*corev1.Pod{newPod("big-logs", 0, nil), newPod("big-layer", 0, nil)}
+			rankPods(pods, signal, u, true, true)
+			if got := names(pods); !slices.Equal(got, []string{"big-layer", "big-logs"}) {
+				t.Errorf("%s: ranked %v, want the most disk first", signal, got)
+			}
+		}
+		pods := []*corev1.Pod{newPod("big-logs", 0, nil), newPod("big-layer", 0, nil)}
+		rankPods(pods, SignalImageFsAvailable, u, true, true)
+		if got := names(pods); !slices.Equal(got, []string{"big-logs", "big-layer"}) {
+			t.Errorf("imagefs: ranked %v, want the order unchanged (no pod uses the images' file system)", got)
+		}
 	})
 }
 

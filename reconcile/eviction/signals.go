@@ -20,6 +20,13 @@ const (
 	SignalImageFsAvailable Signal = "imagefs.available"
 	// SignalImageFsInodesFree is the free inodes of that file system.
 	SignalImageFsInodesFree Signal = "imagefs.inodesFree"
+	// SignalContainerFsAvailable is the free space of the file system the
+	// runtime keeps containers' writable layers on (KEP-4191): imagefs's
+	// unless the runtime splits them from its images. Its thresholds are
+	// nodefs's or imagefs's (containerFsThresholds).
+	SignalContainerFsAvailable Signal = "containerfs.available"
+	// SignalContainerFsInodesFree is the free inodes of that file system.
+	SignalContainerFsInodesFree Signal = "containerfs.inodesFree"
 	// SignalPIDAvailable is the kernel's task limit less the tasks running.
 	SignalPIDAvailable Signal = "pid.available"
 )
@@ -40,6 +47,9 @@ var signalResource = map[Signal]corev1.ResourceName{
 	SignalImageFsAvailable:  corev1.ResourceEphemeralStorage,
 	SignalImageFsInodesFree: resourceInodes,
 	SignalPIDAvailable:      resourcePIDs,
+
+	SignalContainerFsAvailable:  corev1.ResourceEphemeralStorage,
+	SignalContainerFsInodesFree: resourceInodes,
 }
 
 // signalCondition is the node condition a met threshold of each signal sets.
@@ -50,9 +60,17 @@ var signalCondition = map[Signal]corev1.NodeConditionType{
 	SignalImageFsAvailable:  corev1.NodeDiskPressure,
 	SignalImageFsInodesFree: corev1.NodeDiskPressure,
 	SignalPIDAvailable:      corev1.NodePIDPressure,
+
+	SignalContainerFsAvailable:  corev1.NodeDiskPressure,
+	SignalContainerFsInodesFree: corev1.NodeDiskPressure,
 }
 
 func validSignal(s Signal) bool {
 	_, ok := signalResource[s]
 	return ok
+}
+
+// isContainerFs says whether s is a containerfs signal.
+func isContainerFs(s Signal) bool {
+	return s == SignalContainerFsAvailable || s == SignalContainerFsInodesFree
 }

@@ -251,3 +251,33 @@ func HardEvictionReservation(thresholds []Threshold, capacity corev1.ResourceLis
 	}
 	return reserved
 }
+
+// containerFsThresholds are thresholds with kubelet's containerfs thresholds
+// (UpdateContainerFsThresholds): copies of nodefs's where writable layers are
+// on nodefs (one file system for everything, or images split off on their
+// own, KEP-4191), of imagefs's where they are on imagefs with the images.
+// containerfs thresholds the flags set are dropped, as kubelet overrides
+// them. The copies keep their source's MinReclaim pointer, so that each
+// round derives the same thresholds (the manager keys maps by them).
+func containerFsThresholds(thresholds []Threshold, dedicatedImageFs, splitContainerFs bool) []Threshold {
+	var from map[Signal]Signal
+	switch {
+	case dedicatedImageFs && !splitContainerFs:
+		from = map[Signal]Signal{SignalImageFsAvailable: SignalContainerFsAvailable, SignalImageFsInodesFree: SignalContainerFsInodesFree}
+	case dedicatedImageFs == splitContainerFs:
+		from = map[Signal]Signal{SignalNodeFsAvailable: SignalContainerFsAvailable, SignalNodeFsInodesFree: SignalContainerFsInodesFree}
+	}
+	out := make([]Threshold, 0, len(thresholds)+2)
+	var derived []Threshold
+	for _, t := range thresholds {
+		if isContainerFs(t.Signal) {
+			continue
+		}
+		out = append(out, t)
+		if to, ok := from[t.Signal]; ok {
+			t.Signal = to
+			derived = append(derived, t)
+		}
+	}
+	return append(out, derived...)
+}

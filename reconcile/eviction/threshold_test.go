@@ -52,6 +52,8 @@ func TestParseThresholds(t *testing.T) {
 		{name: "a grace period of a signal without a soft threshold is ignored",
 			hard: "memory.available<100Mi", grace: "nodefs.available=1m", want: []string{"memory.available<100Mi"}},
 
+		{name: "containerfs signals (KEP-4191) parse", hard: "containerfs.available<10%,containerfs.inodesFree<5%",
+			want: []string{"containerfs.available<10%", "containerfs.inodesFree<5%"}},
 		{name: "invalid signal", hard: "mem.available<150Mi", wantErr: "unsupported eviction signal mem.available"},
 		{name: "valid and invalid signal", hard: "memory.available<150Mi,invalid.foo<150Mi", wantErr: "unsupported eviction signal invalid.foo"},
 		{name: "allocatable memory is not a signal of jetlet's", hard: "allocatableMemory.available<1Gi", wantErr: "unsupported eviction signal"},
@@ -165,6 +167,51 @@ func TestHardEvictionReservation(t *testing.T) {
 				if g := got[name]; g.Cmp(q) != 0 {
 					t.Errorf("%s = %s; want %s", name, &g, &q)
 				}
+			}
+		})
+	}
+}
+
+// kubelet's TestAddContainerFsThresholds: containerfs takes nodefs's
+// thresholds on one file system and with a split image fs, imagefs's with a
+// dedicated one; a containerfs threshold of the flags is dropped.
+func TestContainerFsThresholds(t *testing.T) {
+	thresholds, err := ParseThresholds(
+		"nodefs.available<100Mi,nodefs.inodesFree<100Mi,imagefs.available<150Mi,imagefs.inodesFree<300Mi,containerfs.available<1Mi",
+		"nodefs.available<200Mi,nodefs.inodesFree<200Mi,imagefs.available<300Mi,imagefs.inodesFree<150Mi",
+		"nodefs.available=1ns,nodefs.inodesFree=1ns,imagefs.available=1ns,imagefs.inodesFree=1ns",
+		"nodefs.available=1Gi,nodefs.inodesFree=2Gi,imagefs.available=1.5Gi,imagefs.inodesFree=2Gi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name                    string
+		dedicatedImageFs, split bool
+		want                    []string
+	}{
+		{name: "single filesystem", want: []string{
+			"containerfs.available<100Mi reclaiming 1Gi", "containerfs.inodesFree<100Mi reclaiming 2Gi",
+			"containerfs.available<200Mi for 1ns reclaiming 1Gi", "containerfs.inodesFree<200Mi for 1ns reclaiming 2Gi"}},
+		{name: "image filesystem", dedicatedImageFs: true, want: []string{
+			"containerfs.available<150Mi reclaiming 1536Mi", "containerfs.inodesFree<300Mi reclaiming 2Gi",
+			"containerfs.available<300Mi for 1ns reclaiming 1536Mi", "containerfs.inodesFree<150Mi for 1ns reclaiming 2Gi"}},
+		{name: "container and image are separate", dedicatedImageFs: true, split: true, want: []string{
+			"containerfs.available<100Mi reclaiming 1Gi", "containerfs.inodesFree<100Mi reclaiming 2Gi",
+			"containerfs.available<200Mi for 1ns reclaiming 1Gi", "containerfs.inodesFree<200Mi for 1ns reclaiming 2Gi"}},
+		{name: "writable layers split off nodefs's images: not kubelet's layout", split: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := containerFsThresholds(thresholds, tc.dedicatedImageFs, tc.split)
+			var containerFs []string
+			for i, th := range got {
+				if isContainerFs(th.Signal) {
+					containerFs = append(containerFs, th.String())
+				} else if i >= len(thresholds)-1 {
+					t.Errorf("threshold %d %v: the others keep their order, containerfs's after them", i, th)
+				}
+			}
+			if !slices.Equal(containerFs, tc.want) {
+				t.Errorf("containerfs thresholds %q\n want %q", containerFs, tc.want)
 			}
 		})
 	}

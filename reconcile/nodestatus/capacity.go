@@ -87,3 +87,13 @@ func readInt(path string) (int64, error) {
 	}
 	return strconv.ParseInt(strings.TrimSpace(sc.Text()), 10, 64)
 }
+
+// ReadSwapCapacity is the machine's swap in bytes (/proc/meminfo's
+// SwapTotal, cadvisor's SwapCapacity): 0 without swap.
+func ReadSwapCapacity() (int64, error) {
+	var si unix.Sysinfo_t
+	if err := unix.Sysinfo(&si); err != nil {
+		return 0, fmt.Errorf("node swap: %w", err)
+	}
+	return int64(si.Totalswap) * int64(si.Unit), nil
+}

@@ -21,13 +21,16 @@ var hostPrivateDirs = []string{
 const hostConfigDir = "/etc"
 
 // hiddenHostPaths are the host paths a container's init empties in its root
-// (shim.Isolation.HiddenPaths): the runtime's own state and shim, the paths
+// (shim.Isolation.HiddenPaths): the runtime's own state, image store and shim, the paths
 // the runtime was told to hide (jetlet's data dir, binary and credentials),
 // hostPrivateDirs, and what of etc other users of the host cannot read.
 // Found once at Start: a file made unreadable in etc later is hidden from
 // containers made after the next start.
 func hiddenHostPaths(cfg Config, etc string) []string {
 	paths := append([]string{cfg.Dir, cfg.ShimPath}, cfg.HiddenPaths...)
+	if cfg.ImageDir != "" {
+		paths = append(paths, cfg.ImageDir)
+	}
 	paths = append(paths, hostPrivateDirs...)
 	paths = append(paths, privateFiles(etc)...)
 	for i, p := range paths {

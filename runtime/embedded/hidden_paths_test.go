@@ -42,8 +42,8 @@ func TestPrivateFiles(t *testing.T) {
 }
 
 func TestHiddenHostPaths(t *testing.T) {
-	got := hiddenHostPaths(Config{Dir: "/data/runtime", ShimPath: "/usr/local/bin/jetlet-shim", HiddenPaths: []string{"/data", "/home"}}, t.TempDir())
-	for _, want := range []string{"/data", "/data/runtime", "/usr/local/bin/jetlet-shim", "/home", "/root", "/run", "/var/lib"} {
+	got := hiddenHostPaths(Config{Dir: "/data/runtime", ImageDir: "/images", ShimPath: "/usr/local/bin/jetlet-shim", HiddenPaths: []string{"/data", "/home"}}, t.TempDir())
+	for _, want := range []string{"/data", "/data/runtime", "/images", "/usr/local/bin/jetlet-shim", "/home", "/root", "/run", "/var/lib"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("hidden paths %q lack %s", got, want)
 		}

@@ -246,6 +246,10 @@ func TestImportImages(t *testing.T) {
 	if err != nil || fs.GetImageFilesystems()[0].GetUsedBytes().GetValue() == 0 || fs.GetImageFilesystems()[0].GetInodesUsed().GetValue() == 0 {
 		t.Errorf("ImageFsInfo %v, %v: want the store's bytes and inodes", fs, err)
 	}
+	// One file system for the store and the containers: one reported for both.
+	if c := fs.GetContainerFilesystems(); len(c) != 1 || c[0].GetFsId().GetMountpoint() != fs.GetImageFilesystems()[0].GetFsId().GetMountpoint() {
+		t.Errorf("ImageFsInfo container file systems %v, want the image file system", c)
+	}
 }
 
 // An image volume that is not read only, or whose sub path the image lacks,

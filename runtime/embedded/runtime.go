@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -42,6 +43,11 @@ type Config struct {
 	// Dir is the state root: records, sandboxes and container dirs. Created by
 	// Start when absent, and made mode 0700 (closed to other users). Required.
 	Dir string
+	// ImageDir is the image store's directory. Default Dir/images. On
+	// another file system than Dir, which holds the containers' writable
+	// layers, ImageFsInfo reports the two file systems apart (KEP-4191's
+	// split image file system). Made mode 0700 by Start, as Dir.
+	ImageDir string
 	// ShimPath is the executable started as each pod's shim, and by the
 	// shim as each container's init: cmd/jetlet-shim, or any binary that calls
 	// shim.Requested/shim.Main first thing in main. Required: there is no
@@ -184,7 +190,10 @@ type Runtime struct {
 
 	// iso is found by Start before serving, then read-only.
 	iso isolation
-	// store holds the images containers run, under Dir/images; opened by
+	// splitImageFs says ImageDir and the containers' dirs are on different
+	// file systems (found by Start, then read-only).
+	splitImageFs bool
+	// store holds the images containers run, in ImageDir; opened by
 	// Start before serving, then read-only (it has its own locks). Nil when
 	// the runtime cannot isolate a container's root (not root): containers
 	// are then host programs (image.go).
@@ -281,10 +290,13 @@ func (r *Runtime) Start(ctx context.Context, socketPath string) error {
 	if err := r.setupCgroups(); err != nil {
 		return fmt.Errorf("proc: %w", err)
 	}
+	if err := r.setupImageDir(); err != nil {
+		return fmt.Errorf("proc: image store: %w", err)
+	}
 	r.hidden = hiddenHostPaths(r.cfg, hostConfigDir)
 	if r.isolated() && !r.cfg.HostPrograms {
 		r.store, err = images.Open(images.Options{
-			Dir:      filepath.Join(r.cfg.Dir, "images"),
+			Dir:      r.cfg.ImageDir,
 			Logger:   r.log,
 			Insecure: r.cfg.InsecureRegistries,
 			Mirror:   r.cfg.ImageMirror,
@@ -407,6 +419,35 @@ func (r *Runtime) logUnary(ctx context.Context, req any, info *grpc.UnaryServerI
 	// Debug even when it failed: the client logs its failures at warn.
 	r.log.Debug().Err(err).Str("method", info.FullMethod).Dur("took_ms", time.Since(start)).Msg("CRI call")
 	return resp, err
+}
+
+// setupImageDir makes ImageDir absolute, creates it closed to other users
+// as Dir, and finds whether it is on another file system than the
+// containers' dirs.
+func (r *Runtime) setupImageDir() error {
+	if r.cfg.ImageDir == "" {
+		r.cfg.ImageDir = filepath.Join(r.cfg.Dir, "images")
+	}
+	dir, err := filepath.Abs(r.cfg.ImageDir)
+	if err != nil {
+		return err
+	}
+	r.cfg.ImageDir = dir
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return err
+	}
+	var images, containers unix.Stat_t
+	if err := unix.Stat(dir, &images); err != nil {
+		return err
+	}
+	if err := unix.Stat(r.containersDir(), &containers); err != nil {
+		return err
+	}
+	r.splitImageFs = images.Dev != containers.Dev
+	return nil
 }
 
 func (r *Runtime) sandboxesDir() string  { return filepath.Join(r.cfg.Dir, "sandboxes") }

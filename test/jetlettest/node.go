@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -17,7 +18,7 @@ import (
 // runtime: kubelet's labels, a capacity of the host's, allocatable less the
 // default hard eviction threshold of memory (100Mi), Ready, the three
 // pressure conditions and NetworkUnavailable False (the runtime has a pod
-// network), its addresses, and an image named image among
+// network), its addresses, the machine's swap, and an image named image among
 // those it holds. It logs the record, as `jetlet get nodes -o json` prints it.
 func CheckNodeRecord(t testing.TB, rec schemas.NodeRecord, image string) {
 	t.Helper()
@@ -38,6 +39,13 @@ func CheckNodeRecord(t testing.TB, rec schemas.NodeRecord, image string) {
 	memory.Sub(resource.MustParse("100Mi"))
 	if got := rec.Allocatable[corev1.ResourceMemory]; got.Cmp(memory) != 0 {
 		t.Errorf("allocatable memory %s, want capacity less 100Mi (memory.available's hard threshold): %s", got.String(), memory.String())
+	}
+	var si unix.Sysinfo_t
+	if err := unix.Sysinfo(&si); err != nil {
+		t.Fatal(err)
+	}
+	if swap := int64(si.Totalswap) * int64(si.Unit); rec.Swap == nil || rec.Swap.Capacity == nil || *rec.Swap.Capacity != swap {
+		t.Errorf("swap %+v, want capacity %d (the machine's SwapTotal)", rec.Swap, swap)
 	}
 	if pods := rec.Capacity[corev1.ResourcePods]; pods.Value() != 110 {
 		t.Errorf("capacity pods %s, want 110 (--max-pods)", pods.String())

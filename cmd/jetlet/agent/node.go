@@ -24,10 +24,12 @@ type nodeInfo struct {
 	name        string
 	capacity    corev1.ResourceList
 	allocatable corev1.ResourceList
-	labels      map[string]string
-	taints      []corev1.Taint
-	addresses   []corev1.NodeAddress
-	level       admission.Level
+	// swapCapacity is the machine's swap in bytes (0: none).
+	swapCapacity int64
+	labels       map[string]string
+	taints       []corev1.Taint
+	addresses    []corev1.NodeAddress
+	level        admission.Level
 	// xkey opens the Secrets sealed for this node; xkeyPub, its public
 	// key, is the record's xkey.
 	xkey    nkeys.KeyPair
@@ -39,6 +41,10 @@ type nodeInfo struct {
 // first start) and makes the node the flags describe.
 func newNode(cfg runConfig, ip string) (*nodeInfo, error) {
 	capacity, err := nodestatus.ReadCapacity(cfg.dataDir, cfg.nodeStatus.maxPods)
+	if err != nil {
+		return nil, err
+	}
+	swapCapacity, err := nodestatus.ReadSwapCapacity()
 	if err != nil {
 		return nil, err
 	}
@@ -55,8 +61,9 @@ func newNode(cfg runConfig, ip string) (*nodeInfo, error) {
 		return nil, err
 	}
 	n := &nodeInfo{
-		name:     cfg.node,
-		capacity: capacity,
+		name:         cfg.node,
+		capacity:     capacity,
+		swapCapacity: swapCapacity,
 		allocatable: nodestatus.Allocatable(capacity, append(cfg.nodeStatus.reserved,
 			eviction.HardEvictionReservation(cfg.nodeStatus.thresholds, capacity))...),
 		labels:    nodestatus.Labels(cfg.node, cfg.nodeStatus.labels),
@@ -98,6 +105,7 @@ func (n *nodeInfo) record(rec *schemas.NodeRecord, allocated corev1.ResourceList
 	rec.Taints = slices.Clone(n.taints)
 	rec.Unschedulable = n.cordon.On()
 	rec.Capacity = n.capacity.DeepCopy()
+	rec.Swap = &corev1.NodeSwapStatus{Capacity: &n.swapCapacity}
 	rec.Allocatable = n.allocatable.DeepCopy()
 	rec.Allocated = allocated
 	rec.Addresses = slices.Clone(n.addresses)

@@ -183,6 +183,11 @@ func (a *agent) buildPodSync(ctx context.Context, p *pipeline, js jetstream.JetS
 	if p.podCgroups, err = a.startPodCgroups(ctx, client, p.node, p.log); err != nil {
 		return err
 	}
+	swap, err := memorySwap(a.cfg.swapBehavior, p.node)
+	if err != nil {
+		return err
+	}
+	p.log.Info().Str("behavior", string(swap.Behavior)).Bool("accounted", swap.Accounted).Int64("node_swap_bytes", swap.NodeSwap).Msg("containers' swap (--memory-swap-behavior)")
 	rcfg := reconcile.Config{
 		NodeName:        a.cfg.node,
 		NodeIP:          hostIP,
@@ -201,6 +206,7 @@ func (a *agent) buildPodSync(ctx context.Context, p *pipeline, js jetstream.JetS
 		ClusterDomain:   a.cfg.clusterDomain,
 		ResolvConf:      a.cfg.resolvConf,
 		UserNamespaces:  usernsRange,
+		Swap:            swap,
 		Logger:          p.log,
 
 		UserNamespacesByDefault: byDefault,

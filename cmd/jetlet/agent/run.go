@@ -92,6 +92,9 @@ type runConfig struct {
 	// hostPrograms makes the embedded runtime run host programs instead of
 	// images (embedded.Config.HostPrograms).
 	hostPrograms bool
+	// imageStoreDir is the embedded runtime's image store (""
+	// <data-dir>/runtime/images; embedded.Config.ImageDir).
+	imageStoreDir string
 	// nodeStatus: what the node is and what it admits (node_flags.go).
 	nodeStatus nodeFlags
 	// The pods' DNS, as kubelet's --cluster-dns, --cluster-domain and
@@ -103,6 +106,10 @@ type runConfig struct {
 	// users (kubelet's); false gives them a user namespace of their own
 	// where the runtime supports them (reconcile.Config.UserNamespacesByDefault).
 	defaultHostUsers bool
+	// memorySwapBehavior is --memory-swap-behavior, which validate parses
+	// into swapBehavior.
+	memorySwapBehavior string
+	swapBehavior       reconcile.SwapBehavior
 }
 
 func NewRunCommand() *cobra.Command {
@@ -161,7 +168,9 @@ admits anyone. Without
 	fs.StringVar(&cfg.cgroupDriver, "cgroup-driver", string(podcgroups.Cgroupfs), "how pod cgroups are made on a CRI runtime that does not say (CRI RuntimeConfig): cgroupfs or systemd, as the runtime's (containerd's SystemdCgroup); a runtime that says overrides it, as with kubelet")
 	fs.BoolVar(&cfg.cgroupsPerQOS, "cgroups-per-qos", true, "on a CRI runtime, make kubelet's pod cgroups (kubepods, its QoS levels, one per pod with the pod's resources) and put each pod's sandbox in its own (kubelet's --cgroups-per-qos); needs root")
 	fs.BoolVar(&cfg.defaultHostUsers, "default-host-users", true, "pods that leave spec.hostUsers unset run with the host's users, as with kubelet; false runs them in a user namespace of their own (as hostUsers: false) where the runtime supports user namespaces, unless they share a host namespace or run a privileged container; a running pod keeps what it started with (docs/security.md)")
+	fs.StringVar(&cfg.memorySwapBehavior, "memory-swap-behavior", string(reconcile.NoSwap), "how containers may use the node's swap (kubelet's memorySwap.swapBehavior): NoSwap keeps them out of it; LimitedSwap gives each container of a Burstable pod that is not critical and requests less memory than its limit a share of the swap in proportion to its memory request (cgroup v2 only; refused at start on v1)")
 	fs.BoolVar(&cfg.hostPrograms, "host-programs", false, "the embedded runtime runs the host's programs instead of images (the program an image's reference names, in the host's tree with its secrets hidden); isolation partial")
+	fs.StringVar(&cfg.imageStoreDir, "image-store-dir", "", "the embedded runtime's image store (empty: <data-dir>/runtime/images); on another file system than the data dir it is kubelet's split image file system (KEP-4191): imagefs is the store's, containerfs and nodefs the data dir's (docs/node.md)")
 	fs.StringSliceVar(&cfg.insecureRegistries, "insecure-registry", nil, "registry hosts (host or host:port, comma-separated) the embedded runtime pulls from over plain HTTP; localhost and 127.0.0.0/8 always are")
 	fs.StringVar(&cfg.imageCredentials, "image-credentials", "", "registry credentials of image pulls, in Docker's config.json format (default: <data-dir>/"+defaultCredentialsFile+" when present); re-read when it changes")
 	fs.StringVar(&cfg.imageRegistryListen, "image-registry-listen", registry.DefaultListen, "loopback address of the read-only registry serving the images of jetlet_images (jetlet image push), which containerd's hosts.toml names (docs/containerd.md); empty: not served")
@@ -225,11 +234,22 @@ func (c *runConfig) validate() error {
 	if c.podMaxPids < -1 {
 		return fmt.Errorf("--pod-max-pids %d: want -1 (no limit) or more", c.podMaxPids)
 	}
+	if c.swapBehavior, err = reconcile.ParseSwapBehavior(c.memorySwapBehavior); err != nil {
+		return fmt.Errorf("--memory-swap-behavior: %w", err)
+	}
 	if _, err := podcgroups.ParseDriver(c.cgroupDriver); err != nil {
 		return fmt.Errorf("--cgroup-driver: %w", err)
 	}
 	if c.cniConfDir != "" && c.runtimeEndpoint != "" {
 		return errors.New("--cni-conf-dir configures the embedded runtime's network; with --runtime-endpoint that runtime's own CNI config applies")
+	}
+	if c.imageStoreDir != "" {
+		if c.runtimeEndpoint != "" {
+			return errors.New("--image-store-dir places the embedded runtime's images; with --runtime-endpoint that runtime's own config applies")
+		}
+		if c.imageStoreDir, err = filepath.Abs(c.imageStoreDir); err != nil {
+			return fmt.Errorf("--image-store-dir: %w", err)
+		}
 	}
 	if c.runtimeEndpoint != "" && (c.podBridge != embedded.DefaultPodBridge || c.podCIDR != embedded.DefaultPodCIDR) {
 		return errors.New("--pod-bridge and --pod-cidr configure the embedded runtime's network; with --runtime-endpoint that runtime's own CNI config applies")

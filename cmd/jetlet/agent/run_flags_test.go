@@ -47,8 +47,10 @@ func TestRunFlagDefaultsAreTheDocumentedOnes(t *testing.T) {
 		{"resolv-conf", "/etc/resolv.conf", "running.md Pod sync (kubelet's --resolv-conf)"},
 		{"image-credentials", "", "running.md Pod sync: <data-dir>/config.json when present"},
 		{"image-registry-listen", "127.0.0.1:5050", "docs/contract.md section 13, running.md Images over the bus, containerd.md's hosts.toml"},
+		{"image-store-dir", "", "running.md Pod sync, node.md: <data-dir>/runtime/images"},
 		{"insecure-registry", "", "running.md Pod sync: none (loopback registries are plain HTTP anyway)"},
 		{"host-programs", "false", "running.md Pod sync: off (images)"},
+		{"memory-swap-behavior", "NoSwap", "docs/contract.md section 15, running.md Pod sync (kubelet's memorySwap.swapBehavior default)"},
 		{"default-host-users", "true", "running.md Pod sync, security.md: the host's users, as kubelet's hostUsers default"},
 		{"shutdown-timeout", "30s", "running.md Pod sync, Shutdown"},
 		// docs/contract.md section 12, docs/node.md: kubelet's node settings.

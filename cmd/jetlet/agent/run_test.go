@@ -52,3 +52,13 @@ func TestImageRegistryListenIsLoopbackOnly(t *testing.T) {
 		t.Fatalf("JETLET_IMAGE_REGISTRY_LISTEN=0.0.0.0:5050: %v, want %q", err, want)
 	}
 }
+
+func TestImageStoreDirIsTheEmbeddedRuntimes(t *testing.T) {
+	cmd := NewRunCommand()
+	cmd.SetArgs([]string{"--node", "n", "--data-dir", t.TempDir(), "--runtime-endpoint", "unix:///run/containerd/containerd.sock", "--image-store-dir", t.TempDir()})
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	want := "--image-store-dir places the embedded runtime's images; with --runtime-endpoint that runtime's own config applies"
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("--image-store-dir with --runtime-endpoint: %v, want %q", err, want)
+	}
+}

@@ -75,6 +75,7 @@ func (a *agent) startEmbeddedRuntime(ctx context.Context) (*embedded.Runtime, st
 	}
 	rt, err := embedded.New(embedded.Config{
 		Dir:          filepath.Join(a.cfg.dataDir, "runtime"),
+		ImageDir:     a.cfg.imageStoreDir,
 		ShimPath:     a.shimPath(ctx),
 		Logger:       logger,
 		PodPidsLimit: a.cfg.podMaxPids,

@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -61,6 +64,9 @@ func (m *Hierarchy) Create(paths Paths, res *runtimeapi.LinuxContainerResources,
 		if mgr, err = cgroup2.NewManager(m.unified, paths[""], res); err == nil {
 			// NewManager enables only the controllers of the limits set.
 			err = mgr.ToggleControllers(m.controllers, cgroup2.Enable)
+		}
+		if err == nil {
+			err = writeUnified(filepath.Join(m.unified, paths[""]), spec.Unified)
 		}
 	}
 	if err != nil {
@@ -137,9 +143,36 @@ func (m *Hierarchy) spec(res *runtimeapi.LinuxContainerResources, pidsLimit int6
 		if m.mode != V2 {
 			return nil, fmt.Errorf("%w: unified resources %v need cgroup v2; this host uses cgroup v1", ErrUnsupported, keys(u))
 		}
+		for k := range u {
+			if !unifiedKey.MatchString(k) {
+				return nil, fmt.Errorf("%w: unified resource %q is not a cgroup v2 interface file (<controller>.<name>)", ErrUnsupported, k)
+			}
+		}
 		out.Unified = u
 	}
 	return out, nil
+}
+
+// unifiedKey is a cgroup v2 interface file's name: no path, no dot file.
+var unifiedKey = regexp.MustCompile(`^[a-z0-9_]+\.[a-z0-9_.]+$`)
+
+// writeUnified writes the unified resources to the cgroup at dir, as runc
+// does (the cgroup library converts the OCI resources only). A file the
+// kernel does not have (memory.swap.max without swap accounting) fails.
+func writeUnified(dir string, unified map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(unified)) {
+		f, err := os.OpenFile(filepath.Join(dir, k), os.O_WRONLY|os.O_TRUNC, 0)
+		if err == nil {
+			_, err = f.WriteString(unified[k])
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("unified resource %s=%q: %w", k, unified[k], err)
+		}
+	}
+	return nil
 }
 
 // memoryDir is the v1 memory hierarchy's directory of the cgroup at paths.
@@ -206,6 +239,9 @@ func (c *Cgroup) Update(res *runtimeapi.LinuxContainerResources) error {
 		var g *cgroup2.Manager
 		if g, err = cgroup2.Load(c.paths[""], cgroup2.WithMountpoint(c.m.unified)); err == nil {
 			err = g.Update(cgroup2.ToResources(spec))
+		}
+		if err == nil {
+			err = writeUnified(filepath.Join(c.m.unified, c.paths[""]), spec.Unified)
 		}
 	}
 	if err != nil {

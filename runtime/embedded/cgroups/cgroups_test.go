@@ -265,12 +265,30 @@ func TestCgroupParentAndUnified(t *testing.T) {
 			}
 		}
 	}
-	_, err := m.Create(Child(m.parent, "unified"), &runtimeapi.LinuxContainerResources{Unified: map[string]string{"memory.high": "1M"}}, 0, nil)
+	c, err := m.Create(Child(m.parent, "unified"), &runtimeapi.LinuxContainerResources{Unified: map[string]string{"memory.high": "1M"}}, 0, nil)
 	if m.mode == V1 && !errors.Is(err, ErrUnsupported) {
 		t.Errorf("unified resources on cgroup v1: got %v, want ErrUnsupported", err)
 	}
-	if m.mode == V2 && err != nil {
-		t.Errorf("unified resources on cgroup v2: %v", err)
+	if m.mode != V2 {
+		return
+	}
+	if err != nil {
+		t.Fatalf("unified resources on cgroup v2: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Delete(time.Minute) })
+	if got := file(t, c, "", "memory.high"); got != "1048576" {
+		t.Errorf("memory.high after Create = %s, want 1048576", got)
+	}
+	if err := c.Update(&runtimeapi.LinuxContainerResources{Unified: map[string]string{"memory.high": "2097152"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := file(t, c, "", "memory.high"); got != "2097152" {
+		t.Errorf("memory.high after Update = %s, want 2097152", got)
+	}
+	for _, bad := range []string{"../memory.high", "memory", ".memory.high", "memory/high"} {
+		if err := c.Update(&runtimeapi.LinuxContainerResources{Unified: map[string]string{bad: "1"}}); !errors.Is(err, ErrUnsupported) {
+			t.Errorf("unified resource %q: got %v, want ErrUnsupported", bad, err)
+		}
 	}
 }
 
