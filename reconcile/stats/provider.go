@@ -150,6 +150,16 @@ func (p *Provider) Summary(ctx context.Context) (*statsapi.Summary, error) {
 	return out, nil
 }
 
+// Node measures the node alone, asking the runtime nothing (the node
+// record's usage, each heartbeat). It forgets the pods' and containers'
+// samples: a Provider serves Summaries or Nodes, not both.
+func (p *Provider) Node() (statsapi.NodeStats, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	defer p.rates.done()
+	return p.node()
+}
+
 // node measures the node: its CPU from /proc/stat, its memory from
 // meminfo and the root cgroup.
 func (p *Provider) node() (statsapi.NodeStats, error) {
