@@ -2,9 +2,12 @@ package stats
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -182,5 +185,52 @@ func TestSummaryRates(t *testing.T) {
 	}
 	if _, ok := p.rates.last["container/c1"]; ok || len(p.rates.last) != 1 {
 		t.Errorf("counters kept after their containers went: %v", p.rates.last)
+	}
+}
+
+// Summaries asked at once (the node service's requests) share the samples
+// under the Provider's lock.
+func TestSummariesAtOnce(t *testing.T) {
+	proc, cgroup := t.TempDir(), t.TempDir()
+	writeFiles(t, proc, map[string]string{"stat": procStat(0), "meminfo": "MemTotal: 1048576 kB\nMemFree: 524288 kB\n"})
+	writeFiles(t, cgroup, map[string]string{"memory/memory.usage_in_bytes": "1\n", "memory/memory.stat": "total_inactive_file 0\n"})
+	rt := &fakeRuntime{containers: []*runtimeapi.ContainerStats{
+		{Attributes: &runtimeapi.ContainerAttributes{Id: "c1", Labels: podLabels("u1", "app")}, Cpu: cpu(time.Second, 1e9)},
+	}}
+	p, err := New(rt, Config{Node: "n1", ProcDir: proc, CgroupDir: cgroup})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if _, err := p.Summary(context.Background()); err != nil {
+				t.Error(err)
+			}
+			if _, err := p.Node(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func TestNewRefusesABadConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rt   Runtime
+		cfg  Config
+		want string
+	}{
+		{"no runtime", nil, Config{Node: "n1"}, "needs a runtime"},
+		{"no node", &fakeRuntime{}, Config{}, "needs the node's name"},
+		{"a negative window", &fakeRuntime{}, Config{Node: "n1", MaxWindow: -time.Second}, "negative max window -1s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(tc.rt, tc.cfg)
+			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("New: %v, want ErrInvalidConfig saying %q", err, tc.want)
+			}
+		})
 	}
 }
