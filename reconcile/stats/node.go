@@ -2,12 +2,16 @@ package stats
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
 
 // NodeMemory is the node's memory as cadvisor and kubelet measure it, in
@@ -128,4 +132,51 @@ func readKeyValues(path, sep string) (map[string]int64, error) {
 		}
 	}
 	return values, sc.Err()
+}
+
+// nodePressure is the kernel's pressure stall information for resource
+// (cpu, memory, io) from procDir/pressure: nil where the kernel has none.
+// The kernel's totals are in µs, the Summary's in ns.
+func nodePressure(procDir, resource string) (*statsapi.PSIStats, error) {
+	b, err := os.ReadFile(filepath.Join(procDir, "pressure", resource))
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.EOPNOTSUPP) {
+		return nil, nil // no PSI in this kernel, or psi=0 on its command line
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := &statsapi.PSIStats{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		fields := strings.Fields(line)
+		var d *statsapi.PSIData
+		switch {
+		case len(fields) == 0:
+			continue
+		case fields[0] == "some":
+			d = &out.Some
+		case fields[0] == "full":
+			d = &out.Full
+		default:
+			return nil, fmt.Errorf("pressure/%s: line %q", resource, line)
+		}
+		for _, f := range fields[1:] {
+			k, v, _ := strings.Cut(f, "=")
+			var err error
+			switch k {
+			case "avg10":
+				d.Avg10, err = strconv.ParseFloat(v, 64)
+			case "avg60":
+				d.Avg60, err = strconv.ParseFloat(v, 64)
+			case "avg300":
+				d.Avg300, err = strconv.ParseFloat(v, 64)
+			case "total":
+				d.Total, err = strconv.ParseUint(v, 10, 64)
+				d.Total *= 1000
+			}
+			if err != nil {
+				return nil, fmt.Errorf("pressure/%s: %q: %w", resource, f, err)
+			}
+		}
+	}
+	return out, nil
 }

@@ -161,7 +161,8 @@ func (p *Provider) Node() (statsapi.NodeStats, error) {
 }
 
 // node measures the node: its CPU from /proc/stat, its memory from
-// meminfo and the root cgroup.
+// meminfo and the root cgroup, the pressure on both and on IO from
+// /proc/pressure (the whole machine's, the root cgroup's under v2).
 func (p *Provider) node() (statsapi.NodeStats, error) {
 	usage, boot, err := nodeCPU(p.cfg.ProcDir)
 	if err != nil {
@@ -172,22 +173,34 @@ func (p *Provider) node() (statsapi.NodeStats, error) {
 	if err != nil {
 		return statsapi.NodeStats{}, fmt.Errorf("node %w", err)
 	}
+	var psi [3]*statsapi.PSIStats
+	for i, resource := range []string{"cpu", "memory", "io"} {
+		if psi[i], err = nodePressure(p.cfg.ProcDir, resource); err != nil {
+			return statsapi.NodeStats{}, fmt.Errorf("node pressure: %w", err)
+		}
+	}
 	at := metav1.NewTime(now)
-	return statsapi.NodeStats{
+	n := statsapi.NodeStats{
 		NodeName:  p.cfg.Node,
 		StartTime: metav1.NewTime(boot),
 		CPU: &statsapi.CPUStats{
 			Time:                 at,
 			UsageCoreNanoSeconds: new(usage),
 			UsageNanoCores:       p.rates.rate("node", cpuSample{at: now.UnixNano(), usage: usage}),
+			PSI:                  psi[0],
 		},
 		Memory: &statsapi.MemoryStats{
 			Time:            at,
 			AvailableBytes:  new(uint64(max(mem.Capacity-mem.WorkingSet, 0))),
 			UsageBytes:      new(uint64(mem.Usage)),
 			WorkingSetBytes: new(uint64(mem.WorkingSet)),
+			PSI:             psi[1],
 		},
-	}, nil
+	}
+	if psi[2] != nil {
+		n.IO = &statsapi.IOStats{Time: at, PSI: psi[2]}
+	}
+	return n, nil
 }
 
 // cpuStats is the CRI's CPU usage with its rate since the counter's

@@ -234,3 +234,24 @@ func TestNewRefusesABadConfig(t *testing.T) {
 		})
 	}
 }
+
+func TestNodePressure(t *testing.T) {
+	proc := t.TempDir()
+	writeFiles(t, proc, map[string]string{
+		"pressure/cpu": "some avg10=1.50 avg60=0.25 avg300=0.00 total=1234\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+		"pressure/io":  "some avg10=x avg60=0.00 avg300=0.00 total=0\n",
+	})
+	cpu, err := nodePressure(proc, "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cpu.Some.Avg10 != 1.5 || cpu.Some.Avg60 != 0.25 || cpu.Some.Total != 1234000 || cpu.Full.Total != 0 {
+		t.Errorf("cpu pressure %+v; want the kernel's, its total in ns", cpu)
+	}
+	if memory, err := nodePressure(proc, "memory"); memory != nil || err != nil {
+		t.Errorf("a kernel without PSI: %+v, %v; want none and no error", memory, err)
+	}
+	if _, err := nodePressure(proc, "io"); err == nil || !strings.Contains(err.Error(), `pressure/io: "avg10=x"`) {
+		t.Errorf("a bad pressure file: %v", err)
+	}
+}

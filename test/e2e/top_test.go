@@ -267,6 +267,9 @@ func TestTopAgreesWithTheCgroups(t *testing.T) {
 	if summary.Node.Memory == nil || summary.Node.CPU == nil || len(summary.Pods) != 2 {
 		t.Errorf("summary: node %+v, %d pods", summary.Node, len(summary.Pods))
 	}
+	if _, err := os.Stat("/proc/pressure/cpu"); err == nil && (summary.Node.CPU.PSI == nil || summary.Node.IO == nil) {
+		t.Errorf("the kernel has PSI, the node's summary none: cpu %+v, io %+v", summary.Node.CPU, summary.Node.IO)
+	}
 	if _, err := os.Stat("/proc/pressure/cpu"); err == nil && burn.v2 {
 		for _, p := range summary.Pods {
 			if p.Containers[0].CPU.PSI == nil {
