@@ -382,7 +382,8 @@ type NodeRecord struct {
 	Allocated corev1.ResourceList `json:"allocated,omitempty"`
 	// Usage is what the node uses now, as kubectl top nodes shows it: cpu
 	// over the window since the previous record, memory its working set
-	// (docs/node.md); absent until two records have been measured.
+	// (docs/node.md); cpu is absent from the first record (a rate needs
+	// two samples).
 	Usage      corev1.ResourceList     `json:"usage,omitempty"`
 	Conditions []NodeCondition         `json:"conditions,omitempty"`
 	Addresses  []corev1.NodeAddress    `json:"addresses,omitempty"`

@@ -118,7 +118,8 @@ type pipeline struct {
 	userNamespaces bool
 
 	// usage measures the node for its record, summaries its pods for the
-	// node service's stats endpoint: each its own CPU windows (reconcile/stats).
+	// node service's stats endpoint, each with its own CPU windows
+	// (reconcile/stats).
 	usage, summaries *stats.Provider
 
 	rotation *containerlogs.Rotator
