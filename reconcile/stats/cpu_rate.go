@@ -28,19 +28,33 @@ func nanoCores(prev, cur cpuSample, maxWindow time.Duration) *uint64 {
 // each container's, by key) from one Summary to the next. It is owned by
 // its Provider, under the Provider's lock.
 type cpuRates struct {
-	maxWindow time.Duration
-	last      map[string]cpuSample
-	next      map[string]cpuSample
+	minWindow, maxWindow time.Duration
+	last                 map[string]cpuRecord
+	next                 map[string]cpuRecord
+}
+
+// cpuRecord is a counter's sample and the rate that was taken up to it.
+type cpuRecord struct {
+	cpuSample
+	rate *uint64
 }
 
 // rate records cur as key's newest sample and returns the rate since the
-// one before.
+// one before. Within minWindow of that one, cur is not kept: the rate
+// taken up to it is returned again, so that asking often (a heartbeat sent
+// early for a change) does not average over a moment.
 func (r *cpuRates) rate(key string, cur cpuSample) *uint64 {
 	if r.next == nil {
-		r.next = map[string]cpuSample{}
+		r.next = map[string]cpuRecord{}
 	}
-	r.next[key] = cur
-	return nanoCores(r.last[key], cur, r.maxWindow)
+	prev, ok := r.last[key]
+	if ok && cur.at-prev.at < r.minWindow.Nanoseconds() && cur.usage >= prev.usage {
+		r.next[key] = prev
+		return prev.rate
+	}
+	rate := nanoCores(prev.cpuSample, cur, r.maxWindow)
+	r.next[key] = cpuRecord{cpuSample: cur, rate: rate}
+	return rate
 }
 
 // done ends one Summary: the counters not read in it (containers and pods

@@ -39,6 +39,9 @@ type Config struct {
 	ProcDir, CgroupDir string
 	// MaxWindow: 0 is DefaultMaxWindow.
 	MaxWindow time.Duration
+	// MinWindow is the shortest window a CPU rate is taken over: asked
+	// again sooner, a counter's rate is the one taken last. 0: none.
+	MinWindow time.Duration
 }
 
 // ErrInvalidConfig wraps every refusal of a configuration.
@@ -65,8 +68,8 @@ func New(rt Runtime, cfg Config) (*Provider, error) {
 	if cfg.Node == "" {
 		return nil, fmt.Errorf("%w: the stats provider needs the node's name", ErrInvalidConfig)
 	}
-	if cfg.MaxWindow < 0 {
-		return nil, fmt.Errorf("%w: negative max window %v", ErrInvalidConfig, cfg.MaxWindow)
+	if cfg.MaxWindow < 0 || cfg.MinWindow < 0 {
+		return nil, fmt.Errorf("%w: negative max or min window %v, %v", ErrInvalidConfig, cfg.MaxWindow, cfg.MinWindow)
 	}
 	if cfg.ProcDir == "" {
 		cfg.ProcDir = "/proc"
@@ -77,7 +80,10 @@ func New(rt Runtime, cfg Config) (*Provider, error) {
 	if cfg.MaxWindow == 0 {
 		cfg.MaxWindow = DefaultMaxWindow
 	}
-	return &Provider{rt: rt, cfg: cfg, rates: cpuRates{maxWindow: cfg.MaxWindow}}, nil
+	if cfg.MinWindow >= cfg.MaxWindow {
+		return nil, fmt.Errorf("%w: min window %v is not below the max window %v", ErrInvalidConfig, cfg.MinWindow, cfg.MaxWindow)
+	}
+	return &Provider{rt: rt, cfg: cfg, rates: cpuRates{minWindow: cfg.MinWindow, maxWindow: cfg.MaxWindow}}, nil
 }
 
 // Summary measures the node and every pod the runtime reports. A pod's

@@ -224,7 +224,8 @@ func TestNewRefusesABadConfig(t *testing.T) {
 	}{
 		{"no runtime", nil, Config{Node: "n1"}, "needs a runtime"},
 		{"no node", &fakeRuntime{}, Config{}, "needs the node's name"},
-		{"a negative window", &fakeRuntime{}, Config{Node: "n1", MaxWindow: -time.Second}, "negative max window -1s"},
+		{"a negative window", &fakeRuntime{}, Config{Node: "n1", MaxWindow: -time.Second}, "negative max or min window -1s, 0s"},
+		{"a min window past the max", &fakeRuntime{}, Config{Node: "n1", MinWindow: time.Minute}, "min window 1m0s is not below the max window 1m0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := New(tc.rt, tc.cfg)
@@ -253,5 +254,28 @@ func TestNodePressure(t *testing.T) {
 	}
 	if _, err := nodePressure(proc, "io"); err == nil || !strings.Contains(err.Error(), `pressure/io: "avg10=x"`) {
 		t.Errorf("a bad pressure file: %v", err)
+	}
+}
+
+// Within the min window a counter's rate is the one taken last, and its
+// sample is kept: the next rate is taken from it.
+func TestMinWindow(t *testing.T) {
+	const s = int64(time.Second)
+	r := cpuRates{minWindow: 5 * time.Second, maxWindow: time.Minute}
+	steps := []struct {
+		at, usage int64
+		want      int64 // -1: none
+	}{
+		{10 * s, 0, -1},
+		{20 * s, 10e9, 1e9},       // a core over 10 s
+		{21 * s, 10e9 + 1e6, 1e9}, // 1 s later: the rate taken last
+		{30 * s, 15e9, 500e6},     // since the sample at 20 s
+	}
+	for i, st := range steps {
+		got := r.rate("c", cpuSample{at: st.at, usage: uint64(st.usage)})
+		r.done()
+		if (st.want < 0) != (got == nil) || got != nil && int64(*got) != st.want {
+			t.Errorf("step %d: rate %v, want %d", i, got, st.want)
+		}
 	}
 }
