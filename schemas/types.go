@@ -382,7 +382,12 @@ type NodeRecord struct {
 	Allocatable corev1.ResourceList `json:"allocatable,omitempty"`
 	// Allocated is the sum of the requests of the admitted pods that are
 	// not terminal, and their count as pods.
-	Allocated  corev1.ResourceList     `json:"allocated,omitempty"`
+	Allocated corev1.ResourceList `json:"allocated,omitempty"`
+	// Usage is what the node uses now, as kubectl top nodes shows it: cpu
+	// over the window since the previous record, memory its working set
+	// (docs/node.md); cpu is absent from the first record (a rate needs
+	// two samples).
+	Usage      corev1.ResourceList     `json:"usage,omitempty"`
 	Conditions []NodeCondition         `json:"conditions,omitempty"`
 	Addresses  []corev1.NodeAddress    `json:"addresses,omitempty"`
 	Images     []corev1.ContainerImage `json:"images,omitempty"`

@@ -1,7 +1,6 @@
 package eviction
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/internal/diskusage"
+	"github.com/jetlet/jetlet/reconcile/stats"
 	"github.com/jetlet/jetlet/runtime/crierr"
 	"github.com/jetlet/jetlet/runtime/crilabels"
 )
@@ -132,51 +132,16 @@ func (o *NodeObserver) Observe(ctx context.Context) (Observations, error) {
 }
 
 // memory is memory.available as cadvisor and kubelet compute it: the
-// machine's memory less the root cgroup's working set, which is its usage
-// less the inactive file pages the kernel can drop under pressure.
+// machine's memory less the root cgroup's working set (reconcile/stats).
 func (o *NodeObserver) memory() (Observation, error) {
-	meminfo, err := readKeyValues(filepath.Join(o.cfg.ProcDir, "meminfo"), ":")
+	m, err := stats.ReadNodeMemory(o.cfg.ProcDir, o.cfg.CgroupDir)
 	if err != nil {
-		return Observation{}, fmt.Errorf("memory: %w", err)
-	}
-	capacity := meminfo["MemTotal"] * 1024
-	usage, inactiveFile, err := o.rootMemoryUsage(meminfo)
-	if err != nil {
-		return Observation{}, fmt.Errorf("memory: %w", err)
-	}
-	workingSet := usage
-	if inactiveFile < usage {
-		workingSet -= inactiveFile
+		return Observation{}, err
 	}
 	return Observation{
-		Available: *resource.NewQuantity(max(capacity-workingSet, 0), resource.BinarySI),
-		Capacity:  *resource.NewQuantity(capacity, resource.BinarySI),
+		Available: *resource.NewQuantity(max(m.Capacity-m.WorkingSet, 0), resource.BinarySI),
+		Capacity:  *resource.NewQuantity(m.Capacity, resource.BinarySI),
 	}, nil
-}
-
-// rootMemoryUsage is the root cgroup's memory usage and inactive file pages.
-// cgroup v2 has no memory.current at the root; there usage is what
-// /proc/meminfo says is not free, as runc reads it.
-func (o *NodeObserver) rootMemoryUsage(meminfo map[string]int64) (usage, inactiveFile int64, err error) {
-	if _, err := os.Stat(filepath.Join(o.cfg.CgroupDir, "cgroup.controllers")); err == nil {
-		usage = (meminfo["MemTotal"] - meminfo["MemFree"]) * 1024
-		stat, err := readKeyValues(filepath.Join(o.cfg.CgroupDir, "memory.stat"), " ")
-		if err != nil {
-			// Kernels before 5.x have no memory.stat at the v2 root.
-			return usage, meminfo["Inactive(file)"] * 1024, nil
-		}
-		return usage, stat["inactive_file"], nil
-	}
-	dir := filepath.Join(o.cfg.CgroupDir, "memory")
-	usage, err = readInt64(filepath.Join(dir, "memory.usage_in_bytes"))
-	if err != nil {
-		return 0, 0, err
-	}
-	stat, err := readKeyValues(filepath.Join(dir, "memory.stat"), " ")
-	if err != nil {
-		return 0, 0, err
-	}
-	return usage, stat["total_inactive_file"], nil
 }
 
 // pids is pid.available as kubelet computes it: the kernel's task limit (the
@@ -403,28 +368,6 @@ func (p *PodUsage) addLogs(name string, logs DiskUsage) {
 func diskUsage(root string) (DiskUsage, error) {
 	u, err := diskusage.Measure(root)
 	return DiskUsage{Bytes: u.Bytes, Inodes: u.Inodes}, err
-}
-
-// readKeyValues reads "key<sep> value [unit]" lines (meminfo, memory.stat).
-func readKeyValues(path, sep string) (map[string]int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	values := map[string]int64{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		key, rest, ok := strings.Cut(sc.Text(), sep)
-		fields := strings.Fields(rest)
-		if !ok || len(fields) == 0 {
-			continue
-		}
-		if n, err := strconv.ParseInt(fields[0], 10, 64); err == nil {
-			values[key] = n
-		}
-	}
-	return values, sc.Err()
 }
 
 func readInt64(path string) (int64, error) {

@@ -127,6 +127,12 @@ func TestContainerAndPodStats(t *testing.T) {
 	if avail := st.GetMemory().GetAvailableBytes().GetValue(); avail == 0 || avail > 64<<20 {
 		t.Errorf("available bytes under a 64 MiB limit = %d", avail)
 	}
+	// Under cgroup v2, a kernel with PSI has it for each cgroup.
+	if _, err := os.Stat("/proc/pressure/cpu"); err == nil && h.rt.cgroups.Mode() == cgroups.V2 {
+		if st.GetCpu().GetPsi().GetSome() == nil || st.GetMemory().GetPsi().GetSome() == nil || st.GetIo().GetPsi().GetSome() == nil {
+			t.Errorf("no PSI under cgroup v2: cpu %v, memory %v, io %v", st.GetCpu().GetPsi(), st.GetMemory().GetPsi(), st.GetIo())
+		}
+	}
 
 	for _, tc := range []struct {
 		name   string

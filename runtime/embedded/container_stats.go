@@ -9,7 +9,8 @@ import (
 )
 
 // ContainerStats reports the CPU, memory and swap use of the container's
-// cgroup. A container without a cgroup has its attributes only. CPU usage is
+// cgroup, with its pressure stall information where the kernel has it
+// (cgroup v2). A container without a cgroup has its attributes only. CPU usage is
 // cumulative; like kubelet's cache, the client derives a rate from two calls.
 func (r *Runtime) ContainerStats(ctx context.Context, req *runtimeapi.ContainerStatsRequest) (*runtimeapi.ContainerStatsResponse, error) {
 	c, err := r.getContainer(req.GetContainerId())
@@ -59,6 +60,7 @@ func (r *Runtime) containerStats(c *container) *runtimeapi.ContainerStats {
 	now := nowNano()
 	out.Cpu = cpuUsage(st, now)
 	out.Memory = memoryUsage(st, now)
+	out.Io = ioUsage(st, now)
 	out.Swap = &runtimeapi.SwapUsage{Timestamp: now, SwapUsageBytes: &runtimeapi.UInt64Value{Value: st.SwapUsage}}
 	if st.SwapLimit != 0 {
 		out.Swap.SwapAvailableBytes = &runtimeapi.UInt64Value{Value: sub(st.SwapLimit, st.SwapUsage)}
@@ -67,7 +69,15 @@ func (r *Runtime) containerStats(c *container) *runtimeapi.ContainerStats {
 }
 
 func cpuUsage(st *cgroups.Stats, now int64) *runtimeapi.CpuUsage {
-	return &runtimeapi.CpuUsage{Timestamp: now, UsageCoreNanoSeconds: &runtimeapi.UInt64Value{Value: st.CPUUsageNanos}}
+	return &runtimeapi.CpuUsage{Timestamp: now, UsageCoreNanoSeconds: &runtimeapi.UInt64Value{Value: st.CPUUsageNanos}, Psi: st.CPUPressure}
+}
+
+// ioUsage is the cgroup's IO pressure; nil where the kernel reports none.
+func ioUsage(st *cgroups.Stats, now int64) *runtimeapi.IoUsage {
+	if st.IOPressure == nil {
+		return nil
+	}
+	return &runtimeapi.IoUsage{Timestamp: now, Psi: st.IOPressure}
 }
 
 // memoryUsage reports, like containerd, the bytes available under the limit
@@ -80,6 +90,7 @@ func memoryUsage(st *cgroups.Stats, now int64) *runtimeapi.MemoryUsage {
 		RssBytes:        &runtimeapi.UInt64Value{Value: st.RSS},
 		PageFaults:      &runtimeapi.UInt64Value{Value: st.PageFaults},
 		MajorPageFaults: &runtimeapi.UInt64Value{Value: st.MajorPageFaults},
+		Psi:             st.MemoryPressure,
 	}
 	if st.MemoryLimit != 0 {
 		m.AvailableBytes = &runtimeapi.UInt64Value{Value: sub(st.MemoryLimit, st.WorkingSet)}

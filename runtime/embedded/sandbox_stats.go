@@ -51,6 +51,7 @@ func (r *Runtime) sandboxStats(s *sandbox) *runtimeapi.PodSandboxStats {
 			now := nowNano()
 			out.Linux.Cpu = cpuUsage(st, now)
 			out.Linux.Memory = memoryUsage(st, now)
+			out.Linux.Io = ioUsage(st, now)
 			out.Linux.Process = &runtimeapi.ProcessUsage{Timestamp: now, ProcessCount: &runtimeapi.UInt64Value{Value: st.Processes}}
 		}
 	}

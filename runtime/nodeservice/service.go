@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -58,7 +59,10 @@ type Config struct {
 	WillRestart func(uid, name string, exitCode int32) bool
 	// Plan is the node's plan for an intent of pod uid; nil serves no plan
 	// endpoint.
-	Plan       func(ctx context.Context, uid string, intent []byte) (schemas.PodPlan, error)
+	Plan func(ctx context.Context, uid string, intent []byte) (schemas.PodPlan, error)
+	// Summary is the node's usage (reconcile/stats); nil serves no stats
+	// endpoint.
+	Summary    func(ctx context.Context) (*statsapi.Summary, error)
 	Logger     zerolog.Logger
 	Registerer prometheus.Registerer
 }
@@ -134,6 +138,9 @@ func (s *Service) Run(ctx context.Context, nc *nats.Conn) error {
 	}
 	if s.cfg.Plan != nil {
 		err = errors.Join(err, g.AddEndpoint(schemas.EndpointPlan, micro.ContextHandler(ctx, s.plan)))
+	}
+	if s.cfg.Summary != nil {
+		err = errors.Join(err, g.AddEndpoint(schemas.EndpointStats, micro.ContextHandler(ctx, s.stats)))
 	}
 	if err != nil {
 		_ = svc.Stop()

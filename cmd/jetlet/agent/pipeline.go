@@ -34,6 +34,7 @@ import (
 	"github.com/jetlet/jetlet/reconcile/pleg"
 	"github.com/jetlet/jetlet/reconcile/podworkers"
 	"github.com/jetlet/jetlet/reconcile/prober"
+	"github.com/jetlet/jetlet/reconcile/stats"
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/containerlogs"
 	"github.com/jetlet/jetlet/runtime/nodeservice"
@@ -115,6 +116,11 @@ type pipeline struct {
 	// userNamespaces: the runtime said at start it runs pods in user
 	// namespaces of their own.
 	userNamespaces bool
+
+	// usage measures the node for its record, summaries its pods for the
+	// node service's stats endpoint, each with its own CPU windows
+	// (reconcile/stats).
+	usage, summaries *stats.Provider
 
 	rotation *containerlogs.Rotator
 	consumer *consumer.Consumer
@@ -317,11 +323,15 @@ func (a *agent) buildServices(ctx context.Context, p *pipeline, js jetstream.Jet
 	}); err != nil {
 		return err
 	}
+	if p.usage, p.summaries, err = newStatsProviders(a.cfg.node, client); err != nil {
+		return err
+	}
 	p.nodeSvc, err = nodeservice.New(client, nodeservice.Config{
 		Node:          a.cfg.node,
 		SubjectPrefix: a.cfg.streams.SubjectPrefix,
 		Cordon:        p.node.cordon.Set,
 		Plan:          p.plan,
+		Summary:       p.summaries.Summary,
 		WillRestart:   p.workers.WillRestart,
 		Logger:        p.log,
 		Registerer:    reg,
@@ -482,6 +492,7 @@ func (a *agent) nodeRecord(ctx context.Context, p *pipeline, client *runtime.Cli
 	shutdownSince, _ := p.shutdown.ShuttingDown()
 	p.node.record(&rec, p.workers.Allocated(), p.eviction.Conditions(), a.runtimeNetwork.Load(), p.startedAt, shutdownSince)
 	rec.Images = p.imageGC.NodeImages(ctx)
+	rec.Usage = nodeUsage(p.usage, p.log)
 	return rec
 }
 

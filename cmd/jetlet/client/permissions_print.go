@@ -243,6 +243,7 @@ func nodePermissions(prefix, node string, partitions int) permissions {
 		subj.NodeService(node, schemas.EndpointExec),
 		subj.NodeService(node, schemas.EndpointCordon),
 		subj.NodeService(node, schemas.EndpointPlan),
+		subj.NodeService(node, schemas.EndpointStats),
 		subj.LogCredit(node, "*"),
 		// The service framework's discovery: $SRV.PING, $SRV.INFO.jetlet,
 		// $SRV.STATS.jetlet.<id>.

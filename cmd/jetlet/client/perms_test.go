@@ -349,6 +349,15 @@ func TestNATSConfigRoles(t *testing.T) {
 		})
 	})
 
+	t.Run("only the operator asks n1's usage", func(t *testing.T) {
+		for _, user := range []string{"scheduler", "auditor"} {
+			wantRefused(t, s.as(t, user, "top", "pods"), "denied these credentials", "jetlet.node.n1.stats")
+		}
+		if res := s.as(t, "operator", "top", "pods"); res.code != 0 || !regexp.MustCompile(`(?m)^web\s+\d+m\s+\d+Mi\s*$`).MatchString(res.stdout) {
+			t.Errorf("top pods as the operator: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+		}
+	})
+
 	t.Run("the auditor's commands work with its credentials", func(t *testing.T) {
 		// Ages without the intents it may not read (pod specs may hold
 		// secrets): the read is denied at once, not waited out per pod.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/containerd/cgroups/v3/cgroup1"
 	"github.com/containerd/cgroups/v3/cgroup2"
+	cgroup2stats "github.com/containerd/cgroups/v3/cgroup2/stats"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -263,6 +264,24 @@ type Stats struct {
 	SwapUsage       uint64
 	SwapLimit       uint64 // 0: unlimited or not accounted
 	Processes       uint64 // 0 without the pids controller
+	// The pressure stall information of the cgroup's CPU, memory and IO:
+	// cgroup v2 on a kernel with PSI only (nil otherwise).
+	CPUPressure, MemoryPressure, IOPressure *runtimeapi.PsiStats
+}
+
+// pressure is the CRI's PSI of the kernel's: its totals are in
+// nanoseconds, the kernel's in microseconds.
+func pressure(p *cgroup2stats.PSIStats) *runtimeapi.PsiStats {
+	if p == nil {
+		return nil
+	}
+	data := func(d *cgroup2stats.PSIData) *runtimeapi.PsiData {
+		if d == nil {
+			return nil
+		}
+		return &runtimeapi.PsiData{Total: d.GetTotal() * 1000, Avg10: d.GetAvg10(), Avg60: d.GetAvg60(), Avg300: d.GetAvg300()}
+	}
+	return &runtimeapi.PsiStats{Full: data(p.GetFull()), Some: data(p.GetSome())}
 }
 
 // unlimited: v1 reports no limit as a number near 2^63, v2 as "max".
@@ -332,6 +351,9 @@ func (c *Cgroup) Stats() (*Stats, error) {
 			SwapUsage:       mem.GetSwapUsage(),
 			SwapLimit:       limit(mem.GetSwapLimit()),
 			Processes:       mt.GetPids().GetCurrent(),
+			CPUPressure:     pressure(mt.GetCPU().GetPSI()),
+			MemoryPressure:  pressure(mem.GetPSI()),
+			IOPressure:      pressure(mt.GetIo().GetPSI()),
 		}, nil
 	}
 }

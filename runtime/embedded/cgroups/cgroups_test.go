@@ -341,7 +341,7 @@ func BenchmarkCreateDelete(b *testing.B) {
 
 // TestV2Tree runs the v2 code on the v2 tree of a hybrid host, which holds
 // processes but no cpu or memory controller: creation, placement, CPU time,
-// refusal while in use, removal.
+// its pressure stall information, refusal while in use, removal.
 func TestV2Tree(t *testing.T) {
 	const hybridUnified = "/sys/fs/cgroup/unified"
 	if os.Geteuid() != 0 {
@@ -366,10 +366,15 @@ func TestV2Tree(t *testing.T) {
 		t.Fatalf("ProcsFiles() = %v, want [%s]", got, want)
 	}
 	cmd := runIn(t, c, `/bin/sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; exec sleep 600'`)
+	var st *Stats
 	poll.Until(t, 30*time.Second, poll.Msg("CPU time in the v2 cgroup"), func() bool {
-		st, err := c.Stats()
+		st, err = c.Stats()
 		return err == nil && st.CPUUsageNanos > 0
 	})
+	// A kernel with PSI has it in every v2 cgroup, controllers or not.
+	if _, err := os.Stat("/proc/pressure/cpu"); err == nil && (st.CPUPressure.GetSome() == nil || st.IOPressure.GetSome() == nil) {
+		t.Errorf("the kernel has PSI, the v2 cgroup's stats none: cpu %v, io %v", st.CPUPressure, st.IOPressure)
+	}
 	if c.OOMKilled() {
 		t.Error("OOMKilled without a memory controller")
 	}

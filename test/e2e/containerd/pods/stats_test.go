@@ -1,0 +1,61 @@
+package containerd_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/poll"
+)
+
+// A `jetlet run` driving containerd measures its pods through containerd's
+// ListPodSandboxStats and ListContainerStats: the stats endpoint's Summary
+// has a busy pod's container with a CPU rate (from two of containerd's
+// samples) and a working set, its pod its sandbox's figures where
+// containerd gives them, and the node record its usage.
+func TestStatsOnContainerd(t *testing.T) {
+	s := newSuite(t)
+	n := s.startNode()
+	uid := s.uid("busy")
+	n.applyRunning(uid, s.podJSON(uid, 1, "Always", "while :; do :; done"))
+	subject := schemas.Subjects{Prefix: schemas.DefaultSubjectPrefix}.NodeService(n.name, schemas.EndpointStats)
+	var pod *statsapi.PodStats
+	poll.Until(t, 60*time.Second, poll.Msg("the busy pod's CPU rate in the node's Summary"), func() bool {
+		msg, err := n.nc.Request(subject, nil, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var summary statsapi.Summary
+		if err := json.Unmarshal(msg.Data, &summary); err != nil {
+			t.Fatalf("%v: %s", err, msg.Data)
+		}
+		for i := range summary.Pods {
+			if p := &summary.Pods[i]; p.PodRef.UID == uid && len(p.Containers) == 1 {
+				c := p.Containers[0].CPU
+				if c != nil && c.UsageNanoCores != nil && *c.UsageNanoCores > 0 {
+					pod = p
+					return true
+				}
+			}
+		}
+		return false
+	})
+	c := pod.Containers[0]
+	if c.Name != "app" || c.Memory == nil || c.Memory.WorkingSetBytes == nil || *c.Memory.WorkingSetBytes == 0 || pod.PodRef.Name != "p-"+uid {
+		t.Errorf("the busy pod's stats: %+v, container %+v", pod.PodRef, c)
+	}
+	// A containerd without sandbox stats leaves the pod's own figures out.
+	if pod.CPU != nil && (pod.CPU.UsageCoreNanoSeconds == nil || *pod.CPU.UsageCoreNanoSeconds < *c.CPU.UsageCoreNanoSeconds) {
+		t.Errorf("the pod's CPU %+v: not its sandbox's (at least its container's)", pod.CPU)
+	}
+	t.Logf("the busy pod's container: %d nanocores, working set %d; the pod's CPU %+v", *c.CPU.UsageNanoCores, *c.Memory.WorkingSetBytes, pod.CPU)
+	n.waitRecord(t, "the node record's usage", func(rec schemas.NodeRecord) bool {
+		_, cpu := rec.Usage[corev1.ResourceCPU]
+		_, memory := rec.Usage[corev1.ResourceMemory]
+		return cpu && memory
+	})
+}
