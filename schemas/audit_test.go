@@ -429,8 +429,12 @@ var fieldAnswers = []fieldAnswer{
 	{path: "spec.schedulerName", nothing: scheduler("the scheduler's name")},
 	{path: "spec.schedulingGates", subtree: true, nothing: scheduler("scheduling gates")},
 	{path: "spec.schedulingGroup", subtree: true, nothing: scheduler("the scheduling group")},
-	{path: "spec.priority", nothing: scheduler("priority")},
-	{path: "spec.priorityClassName", nothing: scheduler("the priority class")},
+	{path: "spec.priority", tests: []string{"reconcile/eviction.TestIsCritical", "reconcile/eviction.TestRankMemoryPressure", tNodePressure, "reconcile/nodeshutdown.TestGroupByPriority", "reconcile/podworkers.TestPendingResizeOrder", "reconcile/podworkers.TestTheHigherPriorityTakesTheRoomFirst"},
+		kind: ErrInvalid, note: "critical pods, the order of eviction, of the node's shutdown and of deferred resizes", rejects: func(m map[string]any) {
+			specOf(m)["priorityClassName"], specOf(m)["priority"] = "system-node-critical", 1
+		}},
+	{path: "spec.priorityClassName", tests: []string{"schemas.TestSystemPriorityClassesGiveTheirPriority", "reconcile/eviction.TestIsCritical"},
+		note: "system-node-critical and system-cluster-critical give their priority, as the API server's Priority admission; other classes are the scheduler's"},
 	{path: "spec.preemptionPolicy", nothing: scheduler("preemption")},
 
 	// ---- Metadata. ----
