@@ -155,6 +155,9 @@ func validateDownwardAPIItems(e *errs, p string, items []corev1.DownwardAPIVolum
 }
 
 func validateProjected(e *errs, p string, pr *corev1.ProjectedVolumeSource, noMemory bool) {
+	if noMemory {
+		e.unsupported(p, "projected volumes are kept in memory (a tmpfs), as kubelet keeps them, which this node cannot mount (jetlet does not run as root)")
+	}
 	validateMode(e, p+".defaultMode", pr.DefaultMode)
 	rejectOwner(e, p+".defaultUser", pr.DefaultUser)
 	for i, src := range pr.Sources {
@@ -172,9 +175,6 @@ func validateProjected(e *errs, p string, pr *corev1.ProjectedVolumeSource, noMe
 		case src.Secret != nil:
 			validateObjectName(e, sp+".secret.name", src.Secret.Name)
 			validateItems(e, sp+".secret", src.Secret.Items)
-			if noMemory {
-				e.unsupported(sp+".secret", secretsNeedATmpfs)
-			}
 		case src.DownwardAPI != nil:
 			validateDownwardAPIItems(e, sp+".downwardAPI", src.DownwardAPI.Items)
 		default:
