@@ -256,6 +256,34 @@ func TestApplyValidatesConfigMapsAndSecretsAsTheAPIServer(t *testing.T) {
 	}
 }
 
+// An immutable ConfigMap is refused every change the API server refuses
+// (its data, or immutable set back to false); applied unchanged, it is
+// "unchanged"; deleted, it can be made again.
+func TestApplyRefusesToChangeAnImmutableConfigMap(t *testing.T) {
+	c := newCluster(t)
+	doc := func(immutable, value string) string {
+		return "kind: ConfigMap\nmetadata: {name: frozen}\nimmutable: " + immutable + "\ndata: {k: " + value + "}\n"
+	}
+	wantCode(t, c.runIn(doc("true", "v1"), "apply", "-f", "-"), 0)
+	stored := c.stored(schemas.BucketConfigMaps, "default.frozen")
+	for _, tc := range []struct{ name, doc, want string }{
+		{"data", doc("true", "v2"), "configmap default/frozen: data: field is immutable when `immutable` is set"},
+		{"immutable false", doc("false", "v1"), "configmap default/frozen: immutable: field is immutable when `immutable` is set"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := c.runIn(tc.doc, "apply", "-f", "-")
+			wantCode(t, res, 1)
+			wantContains(t, "stderr", res.stderr, tc.want)
+			if got := c.stored(schemas.BucketConfigMaps, "default.frozen"); !bytes.Equal(got, stored) {
+				t.Errorf("the immutable ConfigMap was replaced: %s", got)
+			}
+		})
+	}
+	wantContains(t, "stdout", c.runIn(doc("true", "v1"), "apply", "-f", "-").stdout, "configmap/default/frozen unchanged")
+	wantCode(t, c.run("delete", "configmap", "frozen"), 0)
+	wantCode(t, c.runIn(doc("true", "v2"), "apply", "-f", "-"), 0)
+}
+
 func TestCreateConfigMapAsKubectl(t *testing.T) {
 	c := newCluster(t)
 	dir := t.TempDir()
