@@ -201,39 +201,33 @@ func (w *Workers) resizeBefore(p *pod, node *admission.Node) *pod {
 // others, then the resize deferred longest (one never deferred last). The
 // caller holds w.mu.
 func resizeOrder(a, b *pod) int {
-	_, aRaises := requestsChange(a.allocatedPod(), a.desired.Intent.Pod)
-	_, bRaises := requestsChange(b.allocatedPod(), b.desired.Intent.Pod)
-	if c := cmpBool(aRaises, bRaises); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(corev1helpers.PodPriority(b.desired.Intent.Pod), corev1helpers.PodPriority(a.desired.Intent.Pod)); c != 0 {
-		return c
-	}
-	aGuaranteed := admission.PodQOS(a.desired.Intent.Pod) == corev1.PodQOSGuaranteed
-	bGuaranteed := admission.PodQOS(b.desired.Intent.Pod) == corev1.PodQOSGuaranteed
-	if c := cmpBool(bGuaranteed, aGuaranteed); c != 0 {
-		return c
-	}
-	switch {
-	case a.resizePending == nil && b.resizePending == nil:
-		return 0
-	case a.resizePending == nil:
-		return 1
-	case b.resizePending == nil:
-		return -1
-	}
-	return a.resizePending.LastTransitionTime.Compare(b.resizePending.LastTransitionTime)
+	x, y := rankOf(a), rankOf(b)
+	return cmp.Or(cmp.Compare(x.raises, y.raises), cmp.Compare(y.priority, x.priority),
+		cmp.Compare(x.notGuaranteed, y.notGuaranteed), cmp.Compare(x.neverDeferred, y.neverDeferred),
+		x.deferredAt.Compare(y.deferredAt))
 }
 
-// cmpBool orders false before true.
-func cmpBool(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return 1
+// resizeRank is what resizeOrder compares of a pod's pending resize; the
+// 0/1 parts go lower first.
+type resizeRank struct {
+	raises, notGuaranteed, neverDeferred int
+	priority                             int32
+	deferredAt                           time.Time
+}
+
+func rankOf(p *pod) resizeRank {
+	want := p.desired.Intent.Pod
+	r := resizeRank{priority: corev1helpers.PodPriority(want), neverDeferred: 1}
+	if _, raises := requestsChange(p.allocatedPod(), want); raises {
+		r.raises = 1
 	}
-	return -1
+	if admission.PodQOS(want) != corev1.PodQOSGuaranteed {
+		r.notGuaranteed = 1
+	}
+	if c := p.resizePending; c != nil {
+		r.neverDeferred, r.deferredAt = 0, c.LastTransitionTime
+	}
+	return r
 }
 
 // wakeYieldedLocked wakes the pods whose resize gave way to another's
