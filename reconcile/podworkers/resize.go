@@ -86,6 +86,8 @@ func (w *Workers) allocateLocked(p *pod) []schemas.LifecycleEvent {
 	}
 	p.resizeYielded = false
 	if !v.Admit {
+		// Those that gave way to p decide again: p took nothing.
+		w.wakeYieldedLocked()
 		p.allocated = previous
 		if c := p.resizePending; c != nil && c.Reason == v.Reason && c.Message == v.Message {
 			return nil // decided so before: said already
@@ -231,7 +233,7 @@ func rankOf(p *pod) resizeRank {
 }
 
 // wakeYieldedLocked wakes the pods whose resize gave way to another's
-// (resizeBefore), now that one was taken. The caller holds w.mu.
+// (resizeBefore), once that one is decided. The caller holds w.mu.
 func (w *Workers) wakeYieldedLocked() {
 	for _, o := range w.pods {
 		if o.resizeYielded {
