@@ -190,6 +190,7 @@ func (w *Workers) resizeCompleted(p *pod, st *schemas.PodStatus) []schemas.Lifec
 func (w *Workers) resizeBefore(p *pod, node *admission.Node) *pod {
 	for _, q := range w.pods {
 		if q != p && q.resizePending != nil && q.resizePending.Reason == admission.ReasonResizeDeferred &&
+			q.desired.Intent.Op == schemas.OpApply && // a pod being deleted resizes no more
 			resizeOrder(q, p) < 0 && admission.AdmitResize(node, q.desired.Intent.Pod, w.held).Admit {
 			return q
 		}
