@@ -39,11 +39,12 @@ func (m *Kuberuntime) apiDataVolumePath(uid, plugin, volume string) string {
 	return filepath.Join(m.podDataDir(uid), "volumes", plugin, volume)
 }
 
-// inMemory says whether a volume of API data lives on a tmpfs: secret and
-// projected volumes, as kubelet's plugins wrap an emptyDir of medium Memory
-// for them (every projected volume, whatever its sources).
+// inMemory says whether a volume of API data lives on a tmpfs: secret,
+// downwardAPI and projected volumes (whatever its sources), as kubelet's
+// plugins wrap an emptyDir of medium Memory for them; configMap volumes stay
+// on disk (kubelet's configmap plugin wraps a disk emptyDir).
 func inMemory(v *corev1.Volume) bool {
-	return v.Secret != nil || v.Projected != nil
+	return v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil
 }
 
 // mountVolumes writes the pod's volumes of API data, as kubelet's volume

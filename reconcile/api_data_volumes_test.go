@@ -231,13 +231,13 @@ func TestAPIDataVolumesAreWrittenBeforeTheContainers(t *testing.T) {
 		}
 	}
 
-	// Secret and projected volumes live in memory; ConfigMaps and the
-	// downward API on disk.
+	// Secret, downwardAPI and projected volumes live in memory; ConfigMaps
+	// on disk.
 	if os.Geteuid() != 0 {
 		t.Log("not root: the secret volumes' tmpfs is not checked (mounting one needs root)")
 		return
 	}
-	for dir, tmpfs := range map[string]bool{vol(secretPluginDir, "sec"): true, vol(projectedPluginDir, "all"): true, vol(configMapPluginDir, "cfg"): false} {
+	for dir, tmpfs := range map[string]bool{vol(secretPluginDir, "sec"): true, vol(projectedPluginDir, "all"): true, vol(downwardAPIPluginDir, "info"): true, vol(configMapPluginDir, "cfg"): false} {
 		var fs unix.Statfs_t
 		if err := unix.Statfs(dir, &fs); err != nil {
 			t.Fatal(err)
@@ -248,18 +248,20 @@ func TestAPIDataVolumesAreWrittenBeforeTheContainers(t *testing.T) {
 	}
 }
 
-// Secret and projected volumes are a tmpfs (the pod's memory limit its
-// size), as kubelet's plugins wrap a Memory emptyDir for both, a projected
-// one of ConfigMaps and the downward API too; garbage collection unmounts
+// Secret, downwardAPI and projected volumes are a tmpfs (the pod's memory
+// limit its size), as kubelet's plugins wrap a Memory emptyDir for them, a
+// projected one of ConfigMaps and the downward API too; garbage collection unmounts
 // them (no mount is left under the pod's directory); never on disk. Without
 // root jetlet cannot mount them, and the volume fails rather than falling
 // back to disk.
-func TestSecretAndProjectedVolumesAreTmpfsUnmountedByGC(t *testing.T) {
+func TestInMemoryVolumesAreTmpfsUnmountedByGC(t *testing.T) {
 	for _, tc := range []struct {
 		name, plugin, file string
 		source             corev1.VolumeSource
 	}{
 		{"secret", secretPluginDir, "password", corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "db"}}},
+		{"downwardAPI", downwardAPIPluginDir, "name", corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+			{Path: "name", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}},
 		{"projected without a secret", projectedPluginDir, "app.conf", corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
 			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}},
 			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "name", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}},

@@ -209,10 +209,11 @@ func TestImagePullSecretPullsAPrivateImage(t *testing.T) {
 }
 
 // A kubernetes.io/tls Secret made with `jetlet create secret tls` reaches a
-// pod's secret volume; the secret volume and a projected one of a ConfigMap
-// and the downward API (no Secret) are each a tmpfs in the container, as
-// kubelet keeps them, and the pod's delete leaves no mount behind.
-func TestSecretAndProjectedVolumesAreTmpfsInTheContainer(t *testing.T) {
+// pod's secret volume; the secret volume, a downwardAPI one and a projected
+// one of a ConfigMap and the downward API (no Secret) are each a tmpfs in
+// the container, as kubelet keeps them, a configMap volume is not, and the
+// pod's delete leaves no mount behind.
+func TestInMemoryVolumesAreTmpfsInTheContainer(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("secret and projected volumes need a tmpfs, which needs root")
 	}
@@ -239,7 +240,7 @@ func TestSecretAndProjectedVolumesAreTmpfsInTheContainer(t *testing.T) {
 	}
 	n.putConfigMap(t, "app", map[string]string{"mode": "prod"})
 
-	script := `grep -E ' /etc/(tls|info|plain) ' /proc/mounts | awk '{print "mount", $2, $3}'; ` +
+	script := `grep -E ' /etc/(tls|info|pod|plain) ' /proc/mounts | awk '{print "mount", $2, $3}'; ` +
 		`echo "crt $(head -n 1 /etc/tls/tls.crt) mode $(cat /etc/info/mode) name $(cat /etc/info/name)"; exec sleep 600`
 	n.publish("tls", editPod(t, podJSON("tls", 1, "Always", script), func(p *corev1.Pod) {
 		p.Spec.Volumes = []corev1.Volume{
@@ -249,9 +250,12 @@ func TestSecretAndProjectedVolumesAreTmpfsInTheContainer(t *testing.T) {
 				{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{
 					{Path: "name", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}},
 			}}}},
+			{Name: "pod", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+				{Path: "uid", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}}}}},
 			{Name: "plain", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}}},
 		}
-		p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "tls", MountPath: "/etc/tls"}, {Name: "info", MountPath: "/etc/info"}, {Name: "plain", MountPath: "/etc/plain"}}
+		p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "tls", MountPath: "/etc/tls"}, {Name: "info", MountPath: "/etc/info"},
+			{Name: "pod", MountPath: "/etc/pod"}, {Name: "plain", MountPath: "/etc/plain"}}
 	}))
 	if r := n.results("tls", 1)[0]; r.Outcome != schemas.OutcomeSynced {
 		t.Fatalf("apply: %s %s", r.Outcome, r.Error)
@@ -261,7 +265,7 @@ func TestSecretAndProjectedVolumesAreTmpfsInTheContainer(t *testing.T) {
 		log = n.containerLog(t, "tls")
 		return strings.Contains(log, "crt ")
 	})
-	for _, want := range []string{"mount /etc/tls tmpfs\n", "mount /etc/info tmpfs\n", "crt -----BEGIN CERTIFICATE----- mode prod name p-tls\n"} {
+	for _, want := range []string{"mount /etc/tls tmpfs\n", "mount /etc/info tmpfs\n", "mount /etc/pod tmpfs\n", "crt -----BEGIN CERTIFICATE----- mode prod name p-tls\n"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the container's report lacks %q:\n%s", want, log)
 		}
