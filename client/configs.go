@@ -46,7 +46,9 @@ func ConfigKey(namespace, name string) string { return namespace + "." + name }
 
 // PrepareConfigMap compares cm with the one stored: a new one gets a uid
 // and its creation time, a changed one keeps them. With create, one that
-// exists is an error. Nothing is stored (StoreConfigs).
+// exists is an error; so is a change of an immutable one that the API
+// server refuses (ErrInvalid and schemas.ErrImmutable). Nothing is stored
+// (StoreConfigs).
 func (c *Client) PrepareConfigMap(ctx context.Context, cm *corev1.ConfigMap, create bool) (*ConfigWrite, error) {
 	w := &ConfigWrite{Kind: "ConfigMap", Namespace: cm.Namespace, Name: cm.Name, bucket: schemas.BucketConfigMaps, key: ConfigKey(cm.Namespace, cm.Name), Result: ConfigCreated}
 	label := "configmap/" + cm.Namespace + "/" + cm.Name
@@ -58,9 +60,12 @@ func (c *Client) PrepareConfigMap(ctx context.Context, cm *corev1.ConfigMap, cre
 		if create {
 			return nil, fmt.Errorf("%s already exists (jetlet apply -f replaces it)", label)
 		}
-		var stored struct{ Metadata metav1.ObjectMeta }
+		var stored corev1.ConfigMap
 		if json.Unmarshal(old.Value(), &stored) == nil {
-			cm.UID, cm.CreationTimestamp = stored.Metadata.UID, stored.Metadata.CreationTimestamp
+			if err := schemas.CheckConfigMapUpdate(&stored, cm); err != nil {
+				return nil, errorOf(ErrInvalid, err, "%v (delete it and create it again to change it)", err)
+			}
+			cm.UID, cm.CreationTimestamp = stored.UID, stored.CreationTimestamp
 		}
 		w.Result = ConfigConfigured
 	}

@@ -39,16 +39,12 @@ func (m *Kuberuntime) apiDataVolumePath(uid, plugin, volume string) string {
 	return filepath.Join(m.podDataDir(uid), "volumes", plugin, volume)
 }
 
-// inMemory says whether a volume of API data lives on a tmpfs: secret
-// volumes, and projected ones with a secret source, as kubelet keeps them
-// (kubelet keeps every projected volume in memory, for its tokens; jetlet
-// projects no tokens, so one of ConfigMaps and the downward API only stays
-// on disk and needs no root).
+// inMemory says whether a volume of API data lives on a tmpfs: secret,
+// downwardAPI and projected volumes (whatever its sources), as kubelet's
+// plugins wrap an emptyDir of medium Memory for them; configMap volumes stay
+// on disk (kubelet's configmap plugin wraps a disk emptyDir).
 func inMemory(v *corev1.Volume) bool {
-	if v.Secret != nil {
-		return true
-	}
-	return v.Projected != nil && slices.ContainsFunc(v.Projected.Sources, func(p corev1.VolumeProjection) bool { return p.Secret != nil })
+	return v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil
 }
 
 // mountVolumes writes the pod's volumes of API data, as kubelet's volume
@@ -110,7 +106,7 @@ func (s *podOperation) setUpAPIDataVolume(objs *podObjects, plugin, dir string, 
 	}
 	if err := s.m.setUpEmptyDir(plugin, dir, s.pod, d); err != nil {
 		if d.Medium == corev1.StorageMediumMemory {
-			return fmt.Errorf("secrets are kept in memory, never on disk: %w", err)
+			return fmt.Errorf("%s volumes are kept in memory, never on disk: %w", strings.TrimPrefix(plugin, "kubernetes.io~"), err)
 		}
 		return err
 	}

@@ -231,12 +231,13 @@ func TestAPIDataVolumesAreWrittenBeforeTheContainers(t *testing.T) {
 		}
 	}
 
-	// Secrets live in memory; ConfigMaps and the downward API on disk.
+	// Secret, downwardAPI and projected volumes live in memory; ConfigMaps
+	// on disk.
 	if os.Geteuid() != 0 {
 		t.Log("not root: the secret volumes' tmpfs is not checked (mounting one needs root)")
 		return
 	}
-	for dir, tmpfs := range map[string]bool{vol(secretPluginDir, "sec"): true, vol(projectedPluginDir, "all"): true, vol(configMapPluginDir, "cfg"): false} {
+	for dir, tmpfs := range map[string]bool{vol(secretPluginDir, "sec"): true, vol(projectedPluginDir, "all"): true, vol(downwardAPIPluginDir, "info"): true, vol(configMapPluginDir, "cfg"): false} {
 		var fs unix.Statfs_t
 		if err := unix.Statfs(dir, &fs); err != nil {
 			t.Fatal(err)
@@ -247,44 +248,73 @@ func TestAPIDataVolumesAreWrittenBeforeTheContainers(t *testing.T) {
 	}
 }
 
-// A Secret volume is a tmpfs (the pod's memory limit its size), unmounted
-// by garbage collection; never on disk. Without root jetlet cannot mount it,
-// and the volume fails rather than falling back to disk.
-func TestSecretVolumeIsATmpfsUnmountedByGC(t *testing.T) {
-	ct := newConfigTest(t)
-	ct.objs.putSecret("db", corev1.SecretTypeOpaque, map[string]string{"password": "hunter2"})
-	pod := testPod(corev1.Container{Name: "app", Image: "img:1", Command: []string{"x"},
-		Resources:    corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("8Mi")}},
-		VolumeMounts: []corev1.VolumeMount{{Name: "sec", MountPath: "/etc/db"}}})
-	pod.Spec.Volumes = []corev1.Volume{volumeOf("sec", corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "db"}})}
-	dir := ct.m.apiDataVolumePath("uid1", secretPluginDir, "sec")
-	r := syncOnce(t, ct.m, pod)
-	if os.Geteuid() != 0 {
-		if r.Error() == nil || !strings.Contains(r.Error().Error(), "unmounted volumes=[sec]") {
-			t.Fatalf("not root: sync %v, want the secret volume unmounted", r.Error())
-		}
-		if _, err := os.Stat(filepath.Join(dir, "password")); err == nil {
-			t.Fatal("not root: the secret was written to disk")
-		}
-		return
-	}
-	if r.Error() != nil {
-		t.Fatal(r.Error())
-	}
-	var fs unix.Statfs_t
-	if err := unix.Statfs(dir, &fs); err != nil {
-		t.Fatal(err)
-	}
-	if fs.Type != unix.TMPFS_MAGIC || int64(fs.Blocks)*fs.Bsize != 8<<20 {
-		t.Fatalf("%s: type %#x, %d bytes; want a tmpfs of the pod's 8Mi limit", dir, fs.Type, int64(fs.Blocks)*fs.Bsize)
-	}
-	ct.m.KillPod(context.Background(), pod, nil, nil)
-	ct.clock.t = time.Now() // the dead are at least 0 s old
-	if err := ct.m.GarbageCollect(context.Background(), kubecontainer.PodStateFunc(func(string) bool { return true })); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(ct.m.podDataDir("uid1")); !os.IsNotExist(err) {
-		t.Errorf("the pod's data dir after GC: %v, want gone", err)
+// Secret, downwardAPI and projected volumes are a tmpfs (the pod's memory
+// limit its size), as kubelet's plugins wrap a Memory emptyDir for them, a
+// projected one of ConfigMaps and the downward API too; garbage collection unmounts
+// them (no mount is left under the pod's directory); never on disk. Without
+// root jetlet cannot mount them, and the volume fails rather than falling
+// back to disk.
+func TestInMemoryVolumesAreTmpfsUnmountedByGC(t *testing.T) {
+	for _, tc := range []struct {
+		name, plugin, file string
+		source             corev1.VolumeSource
+	}{
+		{"secret", secretPluginDir, "password", corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "db"}}},
+		{"downwardAPI", downwardAPIPluginDir, "name", corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+			{Path: "name", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}},
+		{"projected without a secret", projectedPluginDir, "app.conf", corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "name", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}},
+		}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ct := newConfigTest(t)
+			ct.objs.putSecret("db", corev1.SecretTypeOpaque, map[string]string{"password": "hunter2"})
+			ct.objs.putConfigMap("app", map[string]string{"app.conf": "port=80"})
+			pod := testPod(corev1.Container{Name: "app", Image: "img:1", Command: []string{"x"},
+				Resources:    corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("8Mi")}},
+				VolumeMounts: []corev1.VolumeMount{{Name: "vol", MountPath: "/etc/vol"}}})
+			pod.Spec.Volumes = []corev1.Volume{volumeOf("vol", tc.source)}
+			dir := ct.m.apiDataVolumePath("uid1", tc.plugin, "vol")
+			r := syncOnce(t, ct.m, pod)
+			if os.Geteuid() != 0 {
+				if r.Error() == nil || !strings.Contains(r.Error().Error(), "unmounted volumes=[vol]") {
+					t.Fatalf("not root: sync %v, want the volume unmounted", r.Error())
+				}
+				if _, err := os.Stat(filepath.Join(dir, tc.file)); err == nil {
+					t.Fatal("not root: the volume was written to disk")
+				}
+				return
+			}
+			if r.Error() != nil {
+				t.Fatal(r.Error())
+			}
+			var fs unix.Statfs_t
+			if err := unix.Statfs(dir, &fs); err != nil {
+				t.Fatal(err)
+			}
+			if fs.Type != unix.TMPFS_MAGIC || int64(fs.Blocks)*fs.Bsize != 8<<20 {
+				t.Fatalf("%s: type %#x, %d bytes; want a tmpfs of the pod's 8Mi limit", dir, fs.Type, int64(fs.Blocks)*fs.Bsize)
+			}
+			if _, err := os.Stat(filepath.Join(dir, tc.file)); err != nil {
+				t.Fatalf("the volume's file: %v", err)
+			}
+			ct.m.KillPod(context.Background(), pod, nil, nil)
+			ct.clock.t = time.Now() // the dead are at least 0 s old
+			if err := ct.m.GarbageCollect(context.Background(), kubecontainer.PodStateFunc(func(string) bool { return true })); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(ct.m.podDataDir("uid1")); !os.IsNotExist(err) {
+				t.Errorf("the pod's data dir after GC: %v, want gone", err)
+			}
+			mounts, err := os.ReadFile("/proc/self/mountinfo")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(mounts), ct.m.podDataDir("uid1")) {
+				t.Errorf("a mount is left under %s after GC", ct.m.podDataDir("uid1"))
+			}
+		})
 	}
 }
 

@@ -138,8 +138,8 @@ func isMountPoint(dir string) (bool, error) {
 }
 
 // tmpfsPluginDirs are the volume types that may be a tmpfs: emptyDirs of
-// medium Memory, secret and projected volumes.
-var tmpfsPluginDirs = []string{emptyDirPluginDir, secretPluginDir, projectedPluginDir}
+// medium Memory, secret, downwardAPI and projected volumes.
+var tmpfsPluginDirs = []string{emptyDirPluginDir, secretPluginDir, downwardAPIPluginDir, projectedPluginDir}
 
 // tearDownVolumes unmounts the subPath binds of a pod (cleanSubPaths) and
 // the tmpfs of every volume, before its data directory is removed (a

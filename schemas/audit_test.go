@@ -429,8 +429,12 @@ var fieldAnswers = []fieldAnswer{
 	{path: "spec.schedulerName", nothing: scheduler("the scheduler's name")},
 	{path: "spec.schedulingGates", subtree: true, nothing: scheduler("scheduling gates")},
 	{path: "spec.schedulingGroup", subtree: true, nothing: scheduler("the scheduling group")},
-	{path: "spec.priority", nothing: scheduler("priority")},
-	{path: "spec.priorityClassName", nothing: scheduler("the priority class")},
+	{path: "spec.priority", tests: []string{"reconcile/eviction.TestIsCritical", "reconcile/eviction.TestRankMemoryPressure", tNodePressure, "reconcile/nodeshutdown.TestGroupByPriority", "reconcile/podworkers.TestPendingResizeOrder", "reconcile/podworkers.TestTheHigherPriorityTakesTheRoomFirst"},
+		kind: ErrInvalid, note: "critical pods, the order of eviction, of the node's shutdown and of deferred resizes", rejects: func(m map[string]any) {
+			specOf(m)["priorityClassName"], specOf(m)["priority"] = "system-node-critical", 1
+		}},
+	{path: "spec.priorityClassName", tests: []string{"schemas.TestSystemPriorityClassesGiveTheirPriority", "reconcile/eviction.TestIsCritical"},
+		note: "system-node-critical and system-cluster-critical give their priority, as the API server's Priority admission; other classes are the scheduler's"},
 	{path: "spec.preemptionPolicy", nothing: scheduler("preemption")},
 
 	// ---- Metadata. ----
@@ -477,7 +481,7 @@ var fieldAnswers = []fieldAnswer{
 	{path: "spec.volumes.downwardAPI.items.resourceFieldRef.containerName", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestNoObjectSource"}},
 	{path: "spec.volumes.downwardAPI.items.resourceFieldRef.divisor", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestNoObjectSource"}},
 	{path: "spec.volumes.downwardAPI.items.resourceFieldRef.resource", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestNoObjectSource"}},
-	{path: "spec.volumes.projected.defaultMode", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeItemsWithMissingKeys"}},
+	{path: "spec.volumes.projected.defaultMode", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestInMemoryVolumesAreTmpfsUnmountedByGC", "reconcile.TestVolumeItemsWithMissingKeys"}},
 	{path: "spec.volumes.projected.sources.configMap.items.key", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeItemsWithMissingKeys"}},
 	{path: "spec.volumes.projected.sources.configMap.items.mode", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeItemsWithMissingKeys"}},
 	{path: "spec.volumes.projected.sources.configMap.items.path", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeItemsWithMissingKeys"}},
@@ -495,12 +499,12 @@ var fieldAnswers = []fieldAnswer{
 	{path: "spec.volumes.projected.sources.secret.items.path", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeItemsWithMissingKeys"}},
 	{path: "spec.volumes.projected.sources.secret.name", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeItemsWithMissingKeys"}},
 	{path: "spec.volumes.projected.sources.secret.optional", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestVolumeItemsWithMissingKeys"}},
-	{path: "spec.volumes.secret.defaultMode", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestSecretVolumeIsATmpfsUnmountedByGC", "reconcile.TestVolumeItemsWithMissingKeys", tE2EConfig}},
-	{path: "spec.volumes.secret.items.key", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestSecretVolumeIsATmpfsUnmountedByGC", "reconcile.TestVolumeItemsWithMissingKeys", tE2EConfig}},
-	{path: "spec.volumes.secret.items.mode", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestSecretVolumeIsATmpfsUnmountedByGC", "reconcile.TestVolumeItemsWithMissingKeys", tE2EConfig}},
-	{path: "spec.volumes.secret.items.path", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestSecretVolumeIsATmpfsUnmountedByGC", "reconcile.TestVolumeItemsWithMissingKeys", tE2EConfig}},
-	{path: "spec.volumes.secret.optional", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestSecretVolumeIsATmpfsUnmountedByGC", "reconcile.TestVolumeItemsWithMissingKeys", tE2EConfig}},
-	{path: "spec.volumes.secret.secretName", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestSecretVolumeIsATmpfsUnmountedByGC", "reconcile.TestVolumeItemsWithMissingKeys", tE2EConfig}},
+	{path: "spec.volumes.secret.defaultMode", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestInMemoryVolumesAreTmpfsUnmountedByGC", "reconcile.TestVolumeItemsWithMissingKeys", tE2EConfig}},
+	{path: "spec.volumes.secret.items.key", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestInMemoryVolumesAreTmpfsUnmountedByGC", "reconcile.TestVolumeItemsWithMissingKeys", tE2EConfig}},
+	{path: "spec.volumes.secret.items.mode", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestInMemoryVolumesAreTmpfsUnmountedByGC", "reconcile.TestVolumeItemsWithMissingKeys", tE2EConfig}},
+	{path: "spec.volumes.secret.items.path", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestInMemoryVolumesAreTmpfsUnmountedByGC", "reconcile.TestVolumeItemsWithMissingKeys", tE2EConfig}},
+	{path: "spec.volumes.secret.optional", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestInMemoryVolumesAreTmpfsUnmountedByGC", "reconcile.TestVolumeItemsWithMissingKeys", tE2EConfig}},
+	{path: "spec.volumes.secret.secretName", tests: []string{"reconcile.TestAPIDataVolumesAreWrittenBeforeTheContainers", "reconcile.TestInMemoryVolumesAreTmpfsUnmountedByGC", "reconcile.TestVolumeItemsWithMissingKeys", tE2EConfig}},
 	{path: "spec.volumes.configMap.defaultUser", rejects: func(m map[string]any) {
 		specOf(m)["volumes"] = []any{map[string]any{"name": "v", "configMap": map[string]any{"name": "c", "defaultUser": 5}}}
 	}},

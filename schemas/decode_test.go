@@ -140,6 +140,14 @@ func TestDecodeIntentErrors(t *testing.T) {
 		{"memory emptyDir on a node that cannot mount tmpfs", intentJSON(func(m map[string]any) {
 			specOf(m)["volumes"] = []any{map[string]any{"name": "ram", "emptyDir": map[string]any{"medium": "Memory"}}}
 		}), IntentTarget{Node: "n1", UID: "u1", NoMemoryEmptyDir: true}, "pod.spec.volumes[0].emptyDir.medium", ErrUnsupported},
+		{"projected volume on a node that cannot mount tmpfs", intentJSON(func(m map[string]any) {
+			specOf(m)["volumes"] = []any{map[string]any{"name": "info", "projected": map[string]any{"sources": []any{
+				map[string]any{"configMap": map[string]any{"name": "app"}}}}}}
+		}), IntentTarget{Node: "n1", UID: "u1", NoMemoryEmptyDir: true}, "pod.spec.volumes[0].projected", ErrUnsupported},
+		{"downwardAPI volume on a node that cannot mount tmpfs", intentJSON(func(m map[string]any) {
+			specOf(m)["volumes"] = []any{map[string]any{"name": "info", "downwardAPI": map[string]any{"items": []any{
+				map[string]any{"path": "name", "fieldRef": map[string]any{"fieldPath": "metadata.name"}}}}}}
+		}), IntentTarget{Node: "n1", UID: "u1", NoMemoryEmptyDir: true}, "pod.spec.volumes[0].downwardAPI", ErrUnsupported},
 		{"hostUsers false on a runtime without user namespaces", intentJSON(func(m map[string]any) {
 			specOf(m)["hostUsers"] = false
 		}), IntentTarget{Node: "n1", UID: "u1", NoUserNamespaces: true}, "pod.spec.hostUsers", ErrUnsupported},

@@ -12,6 +12,7 @@ import (
 // dnsPolicy ClusterFirst, an empty pod securityContext, enableServiceLinks
 // true, resource quantities rounded up to milli units, and for every container the pull policy, termination message, port,
 // probe and handler defaults. A volume without a source becomes an emptyDir.
+// A pod naming a system priority class without a priority gets the class's.
 // It only fills empty fields, so applying it twice changes nothing.
 func SetPodDefaults(pod *corev1.Pod) {
 	spec := &pod.Spec
@@ -37,6 +38,7 @@ func SetPodDefaults(pod *corev1.Pod) {
 		roundUpToMilli(spec.Resources.Limits)
 		roundUpToMilli(spec.Resources.Requests)
 	}
+	setPriority(spec)
 	if spec.SchedulerName == "" {
 		spec.SchedulerName = corev1.DefaultSchedulerName
 	}

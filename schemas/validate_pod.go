@@ -8,6 +8,7 @@ import corev1 "k8s.io/api/core/v1"
 func validatePodSpec(e *errs, s *corev1.PodSpec, want IntentTarget) {
 	rejectUnsupportedPodFields(e, s)
 	validatePodLevelFields(e, s)
+	validatePriority(e, s)
 	validateHostUsers(e, s, want.NoUserNamespaces)
 	volumes := validateVolumes(e, s.Volumes, want.NoMemoryEmptyDir)
 

@@ -64,10 +64,13 @@ func validateVolumeSource(e *errs, p string, v *corev1.VolumeSource, noMemory bo
 		validateMode(e, p+".secret.defaultMode", s.DefaultMode)
 		rejectOwner(e, p+".secret.defaultUser", s.DefaultUser)
 		if noMemory {
-			e.unsupported(p+".secret", secretsNeedATmpfs)
+			e.unsupported(p+".secret", needsATmpfs("secret"))
 		}
 	}
 	if d := v.DownwardAPI; d != nil {
+		if noMemory {
+			e.unsupported(p+".downwardAPI", needsATmpfs("downwardAPI"))
+		}
 		validateDownwardAPIItems(e, p+".downwardAPI", d.Items)
 		validateMode(e, p+".downwardAPI.defaultMode", d.DefaultMode)
 		rejectOwner(e, p+".downwardAPI.defaultUser", d.DefaultUser)
@@ -77,7 +80,11 @@ func validateVolumeSource(e *errs, p string, v *corev1.VolumeSource, noMemory bo
 	}
 }
 
-const secretsNeedATmpfs = "Secrets are kept in memory (a tmpfs), which this node cannot mount (jetlet does not run as root)"
+// needsATmpfs is why a volume kubelet keeps in memory is refused on a node
+// that cannot mount a tmpfs.
+func needsATmpfs(kind string) string {
+	return kind + " volumes are kept in memory (a tmpfs), as kubelet keeps them, which this node cannot mount (jetlet does not run as root)"
+}
 
 func validateObjectName(e *errs, p, name string) {
 	if name == "" {
@@ -155,6 +162,9 @@ func validateDownwardAPIItems(e *errs, p string, items []corev1.DownwardAPIVolum
 }
 
 func validateProjected(e *errs, p string, pr *corev1.ProjectedVolumeSource, noMemory bool) {
+	if noMemory {
+		e.unsupported(p, needsATmpfs("projected"))
+	}
 	validateMode(e, p+".defaultMode", pr.DefaultMode)
 	rejectOwner(e, p+".defaultUser", pr.DefaultUser)
 	for i, src := range pr.Sources {
@@ -172,9 +182,6 @@ func validateProjected(e *errs, p string, pr *corev1.ProjectedVolumeSource, noMe
 		case src.Secret != nil:
 			validateObjectName(e, sp+".secret.name", src.Secret.Name)
 			validateItems(e, sp+".secret", src.Secret.Items)
-			if noMemory {
-				e.unsupported(sp+".secret", secretsNeedATmpfs)
-			}
 		case src.DownwardAPI != nil:
 			validateDownwardAPIItems(e, sp+".downwardAPI", src.DownwardAPI.Items)
 		default:

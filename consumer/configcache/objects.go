@@ -30,8 +30,10 @@ type Config struct {
 	// wait for its object caches).
 	SyncWait time.Duration
 	// OnBadObject, if set, is told of each value that does not decode or
-	// open, by its key in its bucket; err names the key and why, never the
-	// content. It runs on a watch's goroutine: it must not block.
+	// open, and of each update of an immutable object it refuses
+	// (schemas.ErrImmutable), by its key in its bucket; err names the key
+	// and why, never the content. It runs on a watch's goroutine: it must
+	// not block.
 	OnBadObject func(key string, err error)
 	Logger      zerolog.Logger
 }

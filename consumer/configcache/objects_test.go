@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/jetlet/jetlet/consumer/configcache"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
@@ -123,6 +124,55 @@ func TestSecretPutUpdateDelete(t *testing.T) {
 	// Not a ConfigMap because a Secret of its name exists.
 	if _, err := o.ConfigMap("default", "db"); !errors.Is(err, kubecontainer.ErrObjectNotFound) {
 		t.Errorf("ConfigMap default/db: %v, want not found", err)
+	}
+}
+
+// An immutable ConfigMap or Secret keeps what was first read: an update of
+// its data, or one setting immutable back to false, is refused as the API
+// server refuses it (reported by its key, never its value) and wakes no pod;
+// deleted, it can be put again.
+func TestImmutableObjectsRefuseUpdates(t *testing.T) {
+	e, o := running(t)
+	immutable := func(cm *corev1.ConfigMap, v bool) *corev1.ConfigMap { cm.Immutable = &v; return cm }
+	ref := e.putConfigMap(t, immutable(configMap("default", "frozen", map[string]string{"mode": "one"}), true))
+	o.waitChanged(t, ref)
+	for _, update := range []*corev1.ConfigMap{
+		immutable(configMap("default", "frozen", map[string]string{"mode": "two"}), true),
+		immutable(configMap("default", "frozen", map[string]string{"mode": "one"}), false),
+	} {
+		e.putConfigMap(t, update)
+		if err := o.bad.wait(t, "default.frozen"); !errors.Is(err, schemas.ErrImmutable) {
+			t.Fatalf("report %v, want ErrImmutable", err)
+		}
+		if cm, err := o.ConfigMap("default", "frozen"); err != nil || cm.Data["mode"] != "one" || !*cm.Immutable {
+			t.Fatalf("after a refused update: %+v, %v; want mode one, immutable", cm, err)
+		}
+	}
+	if err := e.cms.Delete(t.Context(), "default.frozen"); err != nil {
+		t.Fatal(err)
+	}
+	o.waitChanged(t, ref)
+	e.putConfigMap(t, immutable(configMap("default", "frozen", map[string]string{"mode": "three"}), true))
+	o.waitChanged(t, ref)
+	if cm, err := o.ConfigMap("default", "frozen"); err != nil || cm.Data["mode"] != "three" {
+		t.Fatalf("put again after its delete: %+v, %v; want mode three", cm, err)
+	}
+
+	frozen := secret("default", "db", marker+"-1")
+	frozen.Immutable = new(true)
+	sref := e.putSecret(t, "n1", e.xkey, frozen)
+	o.waitChanged(t, sref)
+	changed := secret("default", "db", marker+"-2")
+	changed.Immutable = new(true)
+	e.putSecret(t, "n1", e.xkey, changed)
+	err := o.bad.wait(t, "n1.default.db")
+	noMarker(t, err)
+	if !errors.Is(err, schemas.ErrImmutable) || !strings.Contains(err.Error(), "secret default/db: data: field is immutable") {
+		t.Fatalf("report %v, want the Secret's data immutable", err)
+	}
+	if s, err := o.Secret("default", "db"); err != nil || string(s.Data["password"]) != marker+"-1" {
+		noMarker(t, err)
+		t.Fatalf("after a refused update: %v; want the first password", err)
 	}
 }
 

@@ -22,6 +22,9 @@ type bucket[T any] struct {
 	prefix string
 	kind   kubecontainer.ObjectKind
 	decode func(ref kubecontainer.ObjectRef, value []byte) (*T, error)
+	// update refuses replacing an immutable object with a changed one
+	// (schemas.ErrImmutable), as the API server refuses the update.
+	update func(old, obj *T) error
 	cache  map[kubecontainer.ObjectRef]*T // guarded by Objects.mu
 }
 
@@ -38,13 +41,13 @@ func (o *Objects) Run(ctx context.Context) error {
 	g.Go(func() error {
 		return follow(gctx, o, bucket[corev1.ConfigMap]{
 			name: schemas.BucketConfigMaps, filter: jetstream.AllKeys,
-			kind: kubecontainer.KindConfigMap, decode: decodeConfigMap, cache: o.configMaps,
+			kind: kubecontainer.KindConfigMap, decode: decodeConfigMap, update: schemas.CheckConfigMapUpdate, cache: o.configMaps,
 		})
 	})
 	g.Go(func() error {
 		return follow(gctx, o, bucket[corev1.Secret]{
 			name: schemas.BucketSecrets, filter: o.node + ".>", prefix: o.node + ".",
-			kind: kubecontainer.KindSecret, decode: o.openSecret, cache: o.secrets,
+			kind: kubecontainer.KindSecret, decode: o.openSecret, update: schemas.CheckSecretUpdate, cache: o.secrets,
 		})
 	})
 	g.Go(func() error {
@@ -100,7 +103,10 @@ func stop(w jetstream.KeyWatcher) {
 }
 
 // apply puts one entry of b's watch in the cache: a put as its object, or as
-// a bad value with no object; a delete or purge removes both.
+// a bad value with no object; a delete or purge removes both. A put that
+// changes an immutable object is refused: the cache keeps the object and
+// no pod is woken, as kubelet, which stops watching an immutable object
+// once read, never sees a change (the API server refuses it).
 func apply[T any](o *Objects, b bucket[T], e jetstream.KeyValueEntry) {
 	ref, ok := parseKey(b.kind, b.prefix, e.Key())
 	deleted := e.Operation() != jetstream.KeyValuePut
@@ -118,6 +124,13 @@ func apply[T any](o *Objects, b bucket[T], e jetstream.KeyValueEntry) {
 		}
 	}
 	o.mu.Lock()
+	if old, ok := b.cache[ref]; ok && obj != nil {
+		if err := b.update(old, obj); err != nil {
+			o.mu.Unlock()
+			o.reportBad(b.name, e.Key(), fmt.Errorf("key %s in %s: the update is refused: %w", e.Key(), b.name, err))
+			return
+		}
+	}
 	delete(b.cache, ref)
 	delete(o.bad, ref)
 	switch {
@@ -137,10 +150,10 @@ func apply[T any](o *Objects, b bucket[T], e jetstream.KeyValueEntry) {
 	}
 }
 
-// reportBad logs a value that does not decode or open and tells
-// OnBadObject. err names the key, never the content.
+// reportBad logs a value that does not decode or open, or an update refused,
+// and tells OnBadObject. err names the key, never the content.
 func (o *Objects) reportBad(bucket, key string, err error) {
-	o.cfg.Logger.Warn().Str("bucket", bucket).Str("key", key).Err(err).Msg("object ignored: it does not decode or open")
+	o.cfg.Logger.Warn().Str("bucket", bucket).Str("key", key).Err(err).Msg("object ignored")
 	if o.cfg.OnBadObject != nil {
 		o.cfg.OnBadObject(key, err)
 	}

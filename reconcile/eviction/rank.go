@@ -7,16 +7,20 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+
+	"github.com/jetlet/jetlet/schemas"
 )
 
 // SystemCriticalPriority is the priority from which a pod is critical
 // (scheduling's system-node-critical and system-cluster-critical classes).
-const SystemCriticalPriority int32 = 2_000_000_000
+const SystemCriticalPriority = schemas.SystemCriticalPriority
 
 // IsCritical says whether pod is critical to the node, which eviction never
 // evicts and admission admits under pressure. kubelet's IsCriticalPod also
 // counts static and mirror pods; jetlet has neither (every pod comes from
-// the bus), so what remains is the priority rule.
+// the bus), so what remains is the priority rule. A pod that names a system
+// class without a priority has the class's by then (schemas.SetPodDefaults,
+// the API server's Priority admission).
 func IsCritical(pod *corev1.Pod) bool {
 	return corev1helpers.PodPriority(pod) >= SystemCriticalPriority
 }

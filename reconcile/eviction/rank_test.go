@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/jetlet/jetlet/schemas"
 )
 
 const (
@@ -228,6 +230,15 @@ func TestIsCritical(t *testing.T) {
 		pod := &corev1.Pod{Spec: corev1.PodSpec{Priority: tc.priority}}
 		if got := IsCritical(pod); got != tc.want {
 			t.Errorf("priority %v: critical = %v; want %v", tc.priority, got, tc.want)
+		}
+	}
+	// A system class named without a priority: critical once the pod has
+	// the defaults every decoded intent gets.
+	for _, class := range []string{schemas.SystemNodeCritical, schemas.SystemClusterCritical} {
+		pod := &corev1.Pod{Spec: corev1.PodSpec{PriorityClassName: class}}
+		schemas.SetPodDefaults(pod)
+		if !IsCritical(pod) {
+			t.Errorf("a pod of class %s without a priority is not critical", class)
 		}
 	}
 }

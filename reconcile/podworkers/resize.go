@@ -1,6 +1,7 @@
 package podworkers
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/jetlet/jetlet/reconcile/admission"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
@@ -72,8 +74,20 @@ func (w *Workers) allocateLocked(p *pod) []schemas.LifecycleEvent {
 	if w.cfg.Admission != nil {
 		node := w.cfg.Admission()
 		v = admission.AdmitResize(&node, want, w.held)
+		if v.Admit {
+			if q := w.resizeBefore(p, &node); q != nil {
+				// A deferred resize that goes first in kubelet's order fits
+				// now: it takes the room, then p is decided again.
+				p.allocated, p.resizeYielded = previous, true
+				w.wakeLocked(q)
+				return nil
+			}
+		}
 	}
+	p.resizeYielded = false
 	if !v.Admit {
+		// Those that gave way to p decide again: p took nothing.
+		w.wakeYieldedLocked()
 		p.allocated = previous
 		if c := p.resizePending; c != nil && c.Reason == v.Reason && c.Message == v.Message {
 			return nil // decided so before: said already
@@ -86,12 +100,13 @@ func (w *Workers) allocateLocked(p *pod) []schemas.LifecycleEvent {
 		}
 		return []schemas.LifecycleEvent{w.resizeEvent(p, typ, v.Reason, resizeMessage("Pod resize "+v.Reason, want, v.Message))}
 	}
-	shrinks := requestsShrink(previous, want)
+	shrinks, _ := requestsChange(previous, want)
 	p.allocated, p.resizePending, p.resizing = want, nil, true
 	w.allocationChanged()
 	if shrinks {
 		w.wakeDeferredLocked()
 	}
+	w.wakeYieldedLocked()
 	return []schemas.LifecycleEvent{w.resizeEvent(p, schemas.EventResizeStarted, "", resizeMessage("Pod resize started", want, ""))}
 }
 
@@ -169,6 +184,65 @@ func (w *Workers) resizeCompleted(p *pod, st *schemas.PodStatus) []schemas.Lifec
 	return []schemas.LifecycleEvent{w.resizeEvent(p, schemas.EventResizeCompleted, "", resizeMessage("Pod resize completed", p.allocatedPod(), ""))}
 }
 
+// resizeBefore is a pod whose deferred resize goes before p's in kubelet's
+// order (resizeOrder) and that the node can take now; nil when there is
+// none. The caller holds w.mu.
+func (w *Workers) resizeBefore(p *pod, node *admission.Node) *pod {
+	for _, q := range w.pods {
+		if q != p && q.resizePending != nil && q.resizePending.Reason == admission.ReasonResizeDeferred &&
+			q.desired.Intent.Op == schemas.OpApply && // a pod being deleted resizes no more
+			resizeOrder(q, p) < 0 && admission.AdmitResize(node, q.desired.Intent.Pod, w.held).Admit {
+			return q
+		}
+	}
+	return nil
+}
+
+// resizeOrder is kubelet's order of pending resizes (its allocation
+// manager's sortPendingResizes): first those that raise no request (they
+// always fit), then the higher priority, then a Guaranteed pod before the
+// others, then the resize deferred longest (one never deferred last). The
+// caller holds w.mu.
+func resizeOrder(a, b *pod) int {
+	x, y := rankOf(a), rankOf(b)
+	return cmp.Or(cmp.Compare(x.raises, y.raises), cmp.Compare(y.priority, x.priority),
+		cmp.Compare(x.notGuaranteed, y.notGuaranteed), cmp.Compare(x.neverDeferred, y.neverDeferred),
+		x.deferredAt.Compare(y.deferredAt))
+}
+
+// resizeRank is what resizeOrder compares of a pod's pending resize; the
+// 0/1 parts go lower first.
+type resizeRank struct {
+	raises, notGuaranteed, neverDeferred int
+	priority                             int32
+	deferredAt                           time.Time
+}
+
+func rankOf(p *pod) resizeRank {
+	want := p.desired.Intent.Pod
+	r := resizeRank{priority: corev1helpers.PodPriority(want), neverDeferred: 1}
+	if _, raises := requestsChange(p.allocatedPod(), want); raises {
+		r.raises = 1
+	}
+	if admission.PodQOS(want) != corev1.PodQOSGuaranteed {
+		r.notGuaranteed = 1
+	}
+	if c := p.resizePending; c != nil {
+		r.neverDeferred, r.deferredAt = 0, c.LastTransitionTime
+	}
+	return r
+}
+
+// wakeYieldedLocked wakes the pods whose resize gave way to another's
+// (resizeBefore), once that one is decided. The caller holds w.mu.
+func (w *Workers) wakeYieldedLocked() {
+	for _, o := range w.pods {
+		if o.resizeYielded {
+			w.wakeLocked(o)
+		}
+	}
+}
+
 // wakeDeferredLocked wakes the pods whose resize is deferred: the node freed
 // resources. The caller holds w.mu.
 func (w *Workers) wakeDeferredLocked() {
@@ -231,11 +305,12 @@ func withAllocation(want, allocated *corev1.Pod) *corev1.Pod {
 	return out
 }
 
-// requestsShrink reports whether some memory or cpu request of the pod
-// goes down from was to is: the node has more to give.
-func requestsShrink(was, is *corev1.Pod) bool {
+// requestsChange reports whether some memory or cpu request of the pod goes
+// down from was to is (the node has more to give), and whether some goes up.
+func requestsChange(was, is *corev1.Pod) (down, up bool) {
 	a, b := admission.Allocated([]*corev1.Pod{was}), admission.Allocated([]*corev1.Pod{is})
-	return b.Memory().Cmp(*a.Memory()) < 0 || b.Cpu().Cmp(*a.Cpu()) < 0
+	mem, cpu := b.Memory().Cmp(*a.Memory()), b.Cpu().Cmp(*a.Cpu())
+	return mem < 0 || cpu < 0, mem > 0 || cpu > 0
 }
 
 // resizeMessage is kubelet's resize event message: what, then each

@@ -215,3 +215,106 @@ func TestOnlyAChangedAllocationIsRecorded(t *testing.T) {
 		t.Errorf("recorded %s, want the resize's 300Mi", got.String())
 	}
 }
+
+// kubelet's TestSortPendingResizes, ported: a resize that raises no request
+// first, then the highest priority, then the only Guaranteed pod, then the
+// resize deferred longest, the one never deferred last; whatever order they
+// come in.
+func TestPendingResizeOrder(t *testing.T) {
+	resized := func(uid string, was, is string) *pod {
+		allocated := applyOf(uid, 1, was).Intent.Pod
+		desired := applyOf(uid, 2, is)
+		return &pod{uid: uid, desired: &desired, allocated: allocated}
+	}
+	shrinks := resized("shrinks", "1Gi", "500Mi")
+	priority := resized("priority", "1Gi", "1500Mi")
+	priority.desired.Intent.Pod.Spec.Priority = new(int32(100))
+	guaranteed := resized("guaranteed", "1Gi", "1500Mi")
+	guaranteed.desired.Intent.Pod.Status.QOSClass = corev1.PodQOSGuaranteed
+	older, newer, never := resized("older", "1Gi", "1500Mi"), resized("newer", "1Gi", "1500Mi"), resized("never", "1Gi", "1500Mi")
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	older.resizePending = &schemas.PodCondition{Type: schemas.PodResizePending, Reason: "Deferred", LastTransitionTime: at}
+	newer.resizePending = &schemas.PodCondition{Type: schemas.PodResizePending, Reason: "Deferred", LastTransitionTime: at.Add(5 * time.Millisecond)}
+
+	want := []*pod{shrinks, priority, guaranteed, older, newer, never}
+	name := func(ps []*pod) []string {
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.uid)
+		}
+		return out
+	}
+	reversed := slices.Clone(want)
+	slices.Reverse(reversed)
+	for _, in := range [][]*pod{want, reversed} {
+		got := slices.Clone(in)
+		slices.SortStableFunc(got, resizeOrder)
+		if !slices.Equal(got, want) {
+			t.Errorf("from %v: %v, want %v", name(in), name(got), name(want))
+		}
+	}
+}
+
+// On a node of 1Gi: three pods' resizes deferred, then a fourth's of higher
+// priority; when room for one frees, the higher priority takes it, as
+// kubelet's retry of pending resizes in order, whichever pod syncs first.
+func TestTheHigherPriorityTakesTheRoomFirst(t *testing.T) {
+	m := &scriptedManager{running: map[string]bool{}}
+	w, _ := admittingWorkers(t, m, 110)
+	ctx, cancel := context.WithCancel(t.Context())
+	var running sync.WaitGroup
+	running.Go(func() { w.Run(ctx, time.Second) })
+	t.Cleanup(func() { cancel(); running.Wait() })
+	if err := w.Start(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	apply := func(uid string, seq uint64, memory string, priority int32) Report {
+		d := applyOf(uid, seq, memory)
+		d.Intent.Pod.Spec.Priority = &priority
+		return w.Sync(ctx, d)
+	}
+	small := []string{"low-0", "low-1", "low-2", "high"}
+	if rep := apply("big", 1, "700Mi", 0); rep.Refused != nil || rep.Err != nil {
+		t.Fatalf("big: %+v", rep)
+	}
+	for i, uid := range small {
+		if rep := apply(uid, uint64(2+i), "50Mi", int32(100*(i/3))); rep.Refused != nil || rep.Err != nil {
+			t.Fatalf("%s: %+v", uid, rep)
+		}
+	}
+	for i, uid := range small { // 900Mi held: 200Mi more do not fit
+		if c := pendingOf(apply(uid, uint64(10+i), "250Mi", int32(100*(i/3))).Status); c == nil || c.Reason != "Deferred" {
+			t.Fatalf("%s's resize: pending %+v, want Deferred", uid, c)
+		}
+	}
+	if rep := apply("big", 20, "600Mi", 0); pendingOf(rep.Status) != nil { // room for one
+		t.Fatalf("big's shrink: %+v", rep)
+	}
+	syncedSmall := func() int64 {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		var sum int64
+		for _, uid := range small {
+			sum += m.synced[uid].Spec.Containers[0].Resources.Requests.Memory().Value()
+		}
+		return sum
+	}
+	poll.Until(t, 30*time.Second, func() string {
+		a := w.Allocated()
+		return "one deferred resize taken: allocated " + a.Memory().String()
+	}, func() bool {
+		a := w.Allocated()
+		return a.Memory().String() == "1000Mi" && syncedSmall() == 400<<20
+	})
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, uid := range small {
+		got, want := m.synced[uid].Spec.Containers[0].Resources.Requests.Memory().String(), "50Mi"
+		if uid == "high" {
+			want = "250Mi"
+		}
+		if got != want {
+			t.Errorf("%s synced with %s, want %s", uid, got, want)
+		}
+	}
+}

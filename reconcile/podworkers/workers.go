@@ -255,6 +255,10 @@ type pod struct {
 	// resizePending is the PodResizePending condition of a resize the
 	// node has not taken; nil when there is none.
 	resizePending *schemas.PodCondition
+	// resizeYielded: the node could take the resize, but gave the room to
+	// a deferred one that goes first (resizeBefore); decided again once
+	// that one is taken.
+	resizeYielded bool
 
 	// Guarded by Workers.mu.
 	waking bool // a background sync is on its way

@@ -158,10 +158,10 @@ func (m *Prober) notify(uid string, c Change) {
 	}
 }
 
-// unhealthy emits the Unhealthy event of w's probe run at t that failed with
-// output, unless the pod's events are rate-limited.
-func (m *Prober) unhealthy(w *worker, output string, t time.Time) {
-	msg, ok := m.events.correlate(w.pod.UID, string(w.kind)+" probe failed: "+output, t)
+// unhealthy emits the Unhealthy event of w's probe run at t that failed or
+// could not run, with message, unless the pod's events are rate-limited.
+func (m *Prober) unhealthy(w *worker, message string, t time.Time) {
+	msg, ok := m.events.correlate(w.pod.UID, message, t)
 	if !ok {
 		return
 	}

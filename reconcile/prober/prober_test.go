@@ -27,17 +27,25 @@ import (
 type fakeRunner struct {
 	mu      sync.Mutex
 	healthy map[string]bool        // guarded by mu
+	broken  map[string]error       // the handler cannot run; guarded by mu
 	calls   map[string][]time.Time // guarded by mu
 }
 
 func newFakeRunner() *fakeRunner {
-	return &fakeRunner{healthy: map[string]bool{}, calls: map[string][]time.Time{}}
+	return &fakeRunner{healthy: map[string]bool{}, broken: map[string]error{}, calls: map[string][]time.Time{}}
 }
 
 func (f *fakeRunner) set(target string, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.healthy[target] = ok
+}
+
+// breakWith makes the handler of target error (nil: run again).
+func (f *fakeRunner) breakWith(target string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.broken[target] = err
 }
 
 func (f *fakeRunner) probed(target string) []time.Time {
@@ -50,6 +58,9 @@ func (f *fakeRunner) answer(target string) (kubecontainer.HandlerOutcome, error)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls[target] = append(f.calls[target], time.Now())
+	if err := f.broken[target]; err != nil {
+		return kubecontainer.HandlerOutcome{}, err
+	}
 	if f.healthy[target] {
 		return kubecontainer.HandlerOutcome{OK: true}, nil
 	}
@@ -207,6 +218,61 @@ func TestLivenessFailureAfterThreshold(t *testing.T) {
 		}
 		if got := len(runner.probed("c2 check")); got != 2 {
 			t.Fatalf("the new instance was probed %d times in 1.5 s, want 2", got)
+		}
+	})
+}
+
+// A handler that cannot run (kubelet's "probe errored") is an Unhealthy event
+// of its own, and its result is thrown away: it neither counts towards the
+// failure threshold nor breaks a run of failures.
+func TestAProbeThatErrorsIsReportedAndNotCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, runner, rec := harness(t)
+		runner.breakWith("c1 check", errors.New("exec: container c1 is gone"))
+		m.UpdatePod(testPod(corev1.Container{Name: "app", LivenessProbe: execProbe("check", 1, 3)}), running("app", "c1"))
+		time.Sleep(4500 * time.Millisecond) // five runs that error, threshold three
+		synctest.Wait()
+		if got := get(m.Liveness(), "c1"); got != kubecontainer.ProbeSuccess {
+			t.Fatalf("after five errors: liveness %v, want success (errors are thrown away)", got)
+		}
+		if ch := m.TakeChanged(); len(ch) != 0 {
+			t.Fatalf("changes %v after errors only, want none", ch)
+		}
+		evs := rec.all()
+		if len(evs) != 5 {
+			t.Fatalf("%d events, want an Unhealthy per run that errored: %+v", len(evs), evs)
+		}
+		for i, ev := range evs {
+			if ev.Type != schemas.EventUnhealthy || ev.Probe != schemas.ProbeLiveness || ev.Message != "Liveness probe errored: exec: container c1 is gone" {
+				t.Fatalf("event %d: %+v", i, ev)
+			}
+		}
+		// fail, fail, error, error, fail: the third failure in a row.
+		runner.breakWith("c1 check", nil)
+		time.Sleep(2 * time.Second)
+		runner.breakWith("c1 check", errors.New("exec: deadline"))
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if got := get(m.Liveness(), "c1"); got != kubecontainer.ProbeSuccess {
+			t.Fatalf("after two failures and two errors: liveness %v, want success", got)
+		}
+		runner.breakWith("c1 check", nil)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := get(m.Liveness(), "c1"); got != kubecontainer.ProbeFailure {
+			t.Fatalf("after a third failure between errors: liveness %v, want failure", got)
+		}
+		var failed, errored int
+		for _, ev := range rec.all()[5:] {
+			switch {
+			case strings.HasPrefix(ev.Message, "Liveness probe failed: "):
+				failed++
+			case strings.HasPrefix(ev.Message, "Liveness probe errored: "):
+				errored++
+			}
+		}
+		if failed != 3 || errored != 2 {
+			t.Fatalf("%d failed and %d errored events, want 3 and 2: %+v", failed, errored, rec.all()[5:])
 		}
 	})
 }

@@ -158,16 +158,19 @@ func (w *worker) probeOnce() bool {
 		if w.ctx.Err() != nil {
 			return false
 		}
-		// The handler could not run: kubelet throws such a result away.
+		// The handler could not run: kubelet says so in an Unhealthy event
+		// ("probe errored", apart from a failure) and throws the result
+		// away, counting it neither way.
 		w.m.log.Debug().Err(err).Str("uid", w.pod.UID).Str("container", w.container.Name).
 			Str("probe", string(w.kind)).Msg("probe not run")
+		w.m.unhealthy(w, string(w.kind)+" probe errored: "+err.Error(), at)
 		return true
 	}
 	result := kubecontainer.ProbeFailure
 	if out.OK {
 		result = kubecontainer.ProbeSuccess
 	} else {
-		w.m.unhealthy(w, out.Message, at) // every failed run, as kubelet's prober
+		w.m.unhealthy(w, string(w.kind)+" probe failed: "+out.Message, at) // every failed run, as kubelet's prober
 	}
 	if result == w.last {
 		w.inARow++

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -204,5 +205,84 @@ func TestImagePullSecretPullsAPrivateImage(t *testing.T) {
 		if strings.Contains(text, password) || strings.Contains(text, auth) {
 			t.Fatal("the pull secret's password shows in jetlet's log, a result, an event or a status")
 		}
+	}
+}
+
+// A kubernetes.io/tls Secret made with `jetlet create secret tls` reaches a
+// pod's secret volume; the secret volume, a downwardAPI one and a projected
+// one of a ConfigMap and the downward API (no Secret) are each a tmpfs in
+// the container, as kubelet keeps them, a configMap volume is not, and the
+// pod's delete leaves no mount behind.
+func TestInMemoryVolumesAreTmpfsInTheContainer(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("secret and projected volumes need a tmpfs, which needs root")
+	}
+	dataDir := shortDir(t)
+	// Registered before the node starts, so it runs after jetlet is gone.
+	t.Cleanup(func() { unmountUnder(t, dataDir) })
+	n := startNode(t, dataDir, "")
+	n.waitRecord(t, 30*time.Second, func(rec schemas.NodeRecord) bool { return rec.XKey != "" })
+	crt, key, err := testimages.KeyPairPEM("web.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	crtFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	for file, content := range map[string][]byte{crtFile: crt, keyFile: key} {
+		if err := os.WriteFile(file, content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create := exec.Command(jetlettest.Binary(t), "create", "secret", "tls", "web-tls", "--cert", crtFile, "--key", keyFile,
+		"--node", "n1", "--nats-url", n.proc.NATSURL(), "--data-dir", dataDir)
+	if out, err := create.CombinedOutput(); err != nil || !strings.Contains(string(out), "secret/default/web-tls sealed for node n1 (created)") {
+		t.Fatalf("jetlet create secret tls: %v\n%s", err, out)
+	}
+	n.putConfigMap(t, "app", map[string]string{"mode": "prod"})
+
+	script := `grep -E ' /etc/(tls|info|pod|plain) ' /proc/mounts | awk '{print "mount", $2, $3}'; ` +
+		`echo "crt $(head -n 1 /etc/tls/tls.crt) mode $(cat /etc/info/mode) name $(cat /etc/info/name)"; exec sleep 600`
+	n.publish("tls", editPod(t, podJSON("tls", 1, "Always", script), func(p *corev1.Pod) {
+		p.Spec.Volumes = []corev1.Volume{
+			{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "web-tls"}}},
+			{Name: "info", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}},
+				{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{
+					{Path: "name", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}},
+			}}}},
+			{Name: "pod", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+				{Path: "uid", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}}}}},
+			{Name: "plain", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}}},
+		}
+		p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "tls", MountPath: "/etc/tls"}, {Name: "info", MountPath: "/etc/info"},
+			{Name: "pod", MountPath: "/etc/pod"}, {Name: "plain", MountPath: "/etc/plain"}}
+	}))
+	if r := n.results("tls", 1)[0]; r.Outcome != schemas.OutcomeSynced {
+		t.Fatalf("apply: %s %s", r.Outcome, r.Error)
+	}
+	var log string
+	poll.Until(t, 60*time.Second, func() string { return "the container's report; log: " + log }, func() bool {
+		log = n.containerLog(t, "tls")
+		return strings.Contains(log, "crt ")
+	})
+	for _, want := range []string{"mount /etc/tls tmpfs\n", "mount /etc/info tmpfs\n", "mount /etc/pod tmpfs\n", "crt -----BEGIN CERTIFICATE----- mode prod name p-tls\n"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the container's report lacks %q:\n%s", want, log)
+		}
+	}
+	if strings.Contains(log, "mount /etc/plain tmpfs") || !strings.Contains(log, "mount /etc/plain ") {
+		t.Errorf("the configMap volume is not on disk as kubelet keeps it:\n%s", log)
+	}
+	if !slices.ContainsFunc(mountsUnder(t, dataDir), func(m string) bool { return strings.HasSuffix(m, "/kubernetes.io~projected/info") }) {
+		t.Errorf("the projected volume's host directory is no mount point: %v", mountsUnder(t, dataDir))
+	}
+
+	n.publish("tls", deleteJSON("tls", 2, 2))
+	if r := n.results("tls", 2)[1]; r.Outcome != schemas.OutcomeSynced {
+		t.Fatalf("delete: %s %s", r.Outcome, r.Error)
+	}
+	n.waitEvent("tls", schemas.EventPodTerminated, 30*time.Second, nil)
+	if left := mountsUnder(t, dataDir); len(left) > 0 {
+		t.Errorf("mounts left after the delete: %v", left)
 	}
 }

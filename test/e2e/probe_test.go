@@ -258,3 +258,46 @@ func TestTCPSocketAndGRPCProbes(t *testing.T) {
 		t.Errorf("ContainerKilled %+v, Unhealthy %+v: want the grpc container killed for its liveness probe", killed, unhealthy)
 	}
 }
+
+// A probe whose command cannot be started is kubelet's "probe errored": an
+// Unhealthy event saying so, and a result thrown away (the liveness probe
+// with failureThreshold 1 does not kill the container).
+func TestAProbeThatCannotRunIsReportedAsErrored(t *testing.T) {
+	n := startNode(t, shortDir(t), "")
+	noSuch := func(name string) *corev1.Probe {
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/no/such/" + name}}},
+			PeriodSeconds: 1, FailureThreshold: 1}
+	}
+	n.publish("errored", probePodJSON(t, "errored", 1, corev1.Container{
+		Name: "app", Command: []string{"/bin/sh", "-c", "exec sleep 600"}, LivenessProbe: noSuch("live"), ReadinessProbe: noSuch("ready"),
+	}))
+	if r := n.results("errored", 1)[0]; r.Outcome != schemas.OutcomeSynced {
+		t.Fatalf("apply: %s %s", r.Outcome, r.Error)
+	}
+	started := n.waitEvent("errored", schemas.EventContainerStarted, 30*time.Second, nil)
+	n.waitEvent("errored", schemas.EventUnhealthy, 30*time.Second, func(ev schemas.LifecycleEvent) bool {
+		return ev.Probe == schemas.ProbeReadiness && strings.HasPrefix(ev.Message, "Readiness probe errored: ") && strings.Contains(ev.Message, "/no/such/ready")
+	})
+	var livenessErrors []schemas.LifecycleEvent
+	poll.Until(t, 30*time.Second, poll.Msg("three liveness probes that errored"), func() bool {
+		livenessErrors = livenessErrors[:0]
+		for _, ev := range readMsgs[schemas.LifecycleEvent](t, n.js, schemas.StreamEvents, "jetlet.event.n1.errored."+string(schemas.EventUnhealthy)) {
+			if ev.Probe == schemas.ProbeLiveness {
+				livenessErrors = append(livenessErrors, ev)
+			}
+		}
+		return len(livenessErrors) >= 3
+	})
+	for _, ev := range livenessErrors {
+		if !strings.HasPrefix(ev.Message, "Liveness probe errored: ") || ev.ContainerID != started.ContainerID {
+			t.Errorf("liveness event %+v, want an error of %s", ev, started.ContainerID)
+		}
+	}
+	if killed := readMsgs[schemas.LifecycleEvent](t, n.js, schemas.StreamEvents, "jetlet.event.n1.errored."+string(schemas.EventContainerKilled)); len(killed) != 0 {
+		t.Errorf("the container was killed for a liveness probe that could not run: %+v", killed)
+	}
+	st := n.waitStatus("errored", 10*time.Second, func(st *schemas.PodStatus) bool { return len(st.Containers) == 1 })
+	if st.Containers[0].Ready || st.Containers[0].RestartCount != 0 {
+		t.Errorf("status %+v, want the container running, not ready, never restarted", st.Containers[0])
+	}
+}

@@ -71,3 +71,19 @@ func NewTLS(names ...string) (server *tls.Config, caPEM []byte, err error) {
 	}
 	return server, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), nil
 }
+
+// KeyPairPEM is a certificate for names (signed by a CA made for this
+// call) and its private key, PEM-encoded as a kubernetes.io/tls Secret holds
+// them: what `jetlet create secret tls` takes.
+func KeyPairPEM(names ...string) (certPEM, keyPEM []byte, err error) {
+	server, _, err := NewTLS(names...)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(server.Certificates[0].PrivateKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: server.Certificates[0].Certificate[0]}),
+		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), nil
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -30,18 +31,18 @@ func newCreateCommand() *cobra.Command {
 		Short: "Create a ConfigMap, or a Secret sealed for its nodes, from literals and files (as kubectl create)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return fmt.Errorf("create what? `jetlet create configmap NAME ...` or `jetlet create secret generic|docker-registry NAME ...`")
+			return fmt.Errorf("create what? `jetlet create configmap NAME ...` or `jetlet create secret generic|docker-registry|tls NAME ...`")
 		},
 	}
 	secret := &cobra.Command{
-		Use:   "secret generic|docker-registry",
+		Use:   "secret generic|docker-registry|tls",
 		Short: "Create a Secret sealed for the nodes that use it",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return fmt.Errorf("create which secret? `jetlet create secret generic NAME ...` or `jetlet create secret docker-registry NAME ...`")
+			return fmt.Errorf("create which secret? `jetlet create secret generic NAME ...`, `jetlet create secret docker-registry NAME ...` or `jetlet create secret tls NAME ...`")
 		},
 	}
-	secret.AddCommand(newCreateSecretGenericCommand(), newCreateSecretDockerRegistryCommand())
+	secret.AddCommand(newCreateSecretGenericCommand(), newCreateSecretDockerRegistryCommand(), newCreateSecretTLSCommand())
 	cmd.AddCommand(newCreateConfigMapCommand(), secret)
 	return cmd
 }
@@ -416,4 +417,57 @@ secret docker-registry does (key .dockerconfigjson: {"auths": {SERVER:
 	_ = cmd.MarkFlagRequired("docker-username")
 	_ = cmd.MarkFlagRequired("docker-password")
 	return cmd
+}
+
+func newCreateSecretTLSCommand() *cobra.Command {
+	var f createSecretFlags
+	var certFile, keyFile string
+	cmd := &cobra.Command{
+		Use:   "tls NAME --cert PATH --key PATH --node N|--nodes N1,N2",
+		Short: "Create a kubernetes.io/tls Secret from a certificate and its key, sealed for its nodes",
+		Long: `Create a Secret of type kubernetes.io/tls as kubectl create secret tls
+does: tls.crt from --cert and tls.key from --key (PEM), refused unless the
+key is the certificate's (crypto/tls's X509KeyPair, as kubectl checks);
+sealed for each node of --node or --nodes and put to jetlet_secrets.`,
+		Example: `  jetlet create secret tls web-tls --cert tls.crt --key tls.key --node n1
+  jetlet create secret tls web-tls -n shop --cert tls.crt --key tls.key --nodes n1,n2`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sealFor, err := f.validate()
+			if err != nil {
+				return err
+			}
+			s, err := tlsSecret(f.objectMeta(args[0]), certFile, keyFile)
+			if err != nil {
+				return err
+			}
+			return f.create(cmd, nil, s, sealFor)
+		},
+	}
+	f.register(cmd)
+	fs := cmd.Flags()
+	fs.StringVar(&certFile, "cert", "", "the PEM certificate (chain) file: tls.crt")
+	fs.StringVar(&keyFile, "key", "", "the PEM private key file of the certificate: tls.key")
+	_ = cmd.MarkFlagRequired("cert")
+	_ = cmd.MarkFlagRequired("key")
+	return cmd
+}
+
+// tlsSecret is the kubernetes.io/tls Secret of the certificate and key
+// files, refused when the key is not the certificate's. Its errors name the
+// files, never their content (crypto/tls's quote none).
+func tlsSecret(meta metav1.ObjectMeta, certFile, keyFile string) (*corev1.Secret, error) {
+	cert, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, fmt.Errorf("--cert: %w", err)
+	}
+	key, err := os.ReadFile(keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--key: %w", err)
+	}
+	if _, err := tls.X509KeyPair(cert, key); err != nil {
+		return nil, fmt.Errorf("--cert %s and --key %s are not a key pair: %w", certFile, keyFile, err)
+	}
+	return &corev1.Secret{ObjectMeta: meta, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{corev1.TLSCertKey: cert, corev1.TLSPrivateKeyKey: key}}, nil
 }

@@ -1,13 +1,16 @@
 package client
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +23,7 @@ import (
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/schemas/sealed"
 	"github.com/jetlet/jetlet/test/poll"
+	"github.com/jetlet/jetlet/test/testimages"
 )
 
 // sealingNode stores node's record with a curve public key, as a running
@@ -252,6 +256,34 @@ func TestApplyValidatesConfigMapsAndSecretsAsTheAPIServer(t *testing.T) {
 	}
 }
 
+// An immutable ConfigMap is refused every change the API server refuses
+// (its data, or immutable set back to false); applied unchanged, it is
+// "unchanged"; deleted, it can be made again.
+func TestApplyRefusesToChangeAnImmutableConfigMap(t *testing.T) {
+	c := newCluster(t)
+	doc := func(immutable, value string) string {
+		return "kind: ConfigMap\nmetadata: {name: frozen}\nimmutable: " + immutable + "\ndata: {k: " + value + "}\n"
+	}
+	wantCode(t, c.runIn(doc("true", "v1"), "apply", "-f", "-"), 0)
+	stored := c.stored(schemas.BucketConfigMaps, "default.frozen")
+	for _, tc := range []struct{ name, doc, want string }{
+		{"data", doc("true", "v2"), "configmap default/frozen: data: field is immutable when `immutable` is set"},
+		{"immutable false", doc("false", "v1"), "configmap default/frozen: immutable: field is immutable when `immutable` is set"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := c.runIn(tc.doc, "apply", "-f", "-")
+			wantCode(t, res, 1)
+			wantContains(t, "stderr", res.stderr, tc.want)
+			if got := c.stored(schemas.BucketConfigMaps, "default.frozen"); !bytes.Equal(got, stored) {
+				t.Errorf("the immutable ConfigMap was replaced: %s", got)
+			}
+		})
+	}
+	wantContains(t, "stdout", c.runIn(doc("true", "v1"), "apply", "-f", "-").stdout, "configmap/default/frozen unchanged")
+	wantCode(t, c.run("delete", "configmap", "frozen"), 0)
+	wantCode(t, c.runIn(doc("true", "v2"), "apply", "-f", "-"), 0)
+}
+
 func TestCreateConfigMapAsKubectl(t *testing.T) {
 	c := newCluster(t)
 	dir := t.TempDir()
@@ -373,6 +405,57 @@ func TestCreateSecretGenericAndDockerRegistry(t *testing.T) {
 	res = c.run("create", "secret", "generic", "tls", "--type", "kubernetes.io/tls", "--from-literal", "tls.crt=C", "--node", "n1")
 	wantCode(t, res, 1)
 	wantContains(t, "stderr", res.stderr, `data["tls.key"]: required for a Secret of type kubernetes.io/tls`)
+}
+
+// create secret tls as kubectl's: tls.crt and tls.key from the files, type
+// kubernetes.io/tls, sealed; a key that is not the certificate's, or a file
+// that is no PEM, refused before anything is stored, naming the files only.
+func TestCreateSecretTLS(t *testing.T) {
+	c := newCluster(t)
+	k1 := c.sealingNode("n1")
+	dir := t.TempDir()
+	file := func(name string, content []byte) string {
+		path := filepath.Join(dir, name)
+		must(t, os.WriteFile(path, content, 0o600))
+		return path
+	}
+	crt, key, err := testimages.KeyPairPEM("web.example.com")
+	must(t, err)
+	_, otherKey, err := testimages.KeyPairPEM("other.example.com")
+	must(t, err)
+	crtFile, keyFile, otherKeyFile := file("web.crt", crt), file("web.key", key), file("other.key", otherKey)
+
+	res := c.run("create", "secret", "tls", "web-tls", "-n", "shop", "--cert", crtFile, "--key", keyFile, "--node", "n1")
+	wantCode(t, res, 0)
+	wantContains(t, "stdout", res.stdout, "secret/shop/web-tls sealed for node n1 (created)\n")
+	s, err := c.openSecret("n1", "shop", "web-tls", k1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Type != corev1.SecretTypeTLS || len(s.Data) != 2 || !bytes.Equal(s.Data["tls.crt"], crt) || !bytes.Equal(s.Data["tls.key"], key) {
+		t.Errorf("opened %s with keys %v", s.Type, slices.Sorted(maps.Keys(s.Data)))
+	}
+
+	for _, tc := range []struct {
+		name, cert, key, want string
+	}{
+		{"another certificate's key", crtFile, otherKeyFile, "are not a key pair: tls: private key does not match public key"},
+		{"a key for a certificate", keyFile, keyFile, "are not a key pair: tls: failed to find certificate PEM data"},
+		{"no such file", filepath.Join(dir, "none.crt"), keyFile, "--cert: open " + filepath.Join(dir, "none.crt")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := c.run("create", "secret", "tls", "bad", "--cert", tc.cert, "--key", tc.key, "--node", "n1")
+			wantCode(t, res, 1)
+			wantContains(t, "stderr", res.stderr, tc.want)
+			if strings.Contains(res.stderr, "PRIVATE KEY") {
+				t.Errorf("the key's content is in the error: %s", res.stderr)
+			}
+			if c.stored(schemas.BucketSecrets, sealed.SecretKey("n1", "default", "bad")) != nil {
+				t.Error("a refused Secret was stored")
+			}
+		})
+	}
+	wantContains(t, "stderr", c.run("create", "secret", "tls", "nokey", "--cert", crtFile, "--node", "n1").stderr, `required flag(s) "key" not set`)
 }
 
 func TestGetAndDeleteConfigMapsAndSecrets(t *testing.T) {
