@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -161,7 +161,11 @@ func TestAtomicWriterRefusesPathsOutsideTheVolume(t *testing.T) {
 }
 
 // A reader looping on the files while generations are swapped under it
-// always finds each file, whole: never missing, never half written.
+// always finds each file, whole: never missing, never half written. The
+// writer keeps the generation before the current one for readers in
+// flight, so a read may overlap one swap (kubelet's AtomicWriter keeps
+// none): each generation is written once a read begun after the last one
+// has ended, which a loaded machine could otherwise starve.
 func TestAtomicWriterReaderNeverSeesAHalfState(t *testing.T) {
 	dir := t.TempDir()
 	w := atomicWriter{dir: dir, now: time.Now()}
@@ -172,17 +176,22 @@ func TestAtomicWriterReaderNeverSeesAHalfState(t *testing.T) {
 	if _, err := w.write(payload(0)); err != nil {
 		t.Fatal(err)
 	}
+	var written atomic.Int64 // the last generation written
+	// passed carries the generation written when a pass over the files that
+	// has ended began; stopped closes when the reader ends.
+	passed, stopped := make(chan int64, 1), make(chan struct{})
 	done := make(chan struct{})
-	var wg sync.WaitGroup
 	var readErr error
 	reads := 0
-	wg.Go(func() {
+	go func() {
+		defer close(stopped)
 		for {
 			select {
 			case <-done:
 				return
 			default:
 			}
+			began := written.Load()
 			for _, p := range []string{"a", "sub/b"} {
 				b, err := os.ReadFile(filepath.Join(dir, p))
 				if err != nil {
@@ -195,15 +204,28 @@ func TestAtomicWriterReaderNeverSeesAHalfState(t *testing.T) {
 				}
 				reads++
 			}
+			select {
+			case passed <- began:
+			default:
+			}
 		}
-	})
-	for gen := 1; gen <= 200; gen++ {
-		if _, err := w.write(payload(gen)); err != nil {
+	}()
+write:
+	for gen := int64(1); gen <= 200; gen++ {
+		if _, err := w.write(payload(int(gen))); err != nil {
 			t.Fatal(err)
+		}
+		written.Store(gen)
+		for began := int64(-1); began < gen; {
+			select {
+			case began = <-passed:
+			case <-stopped:
+				break write // the reader failed: its error is reported below
+			}
 		}
 	}
 	close(done)
-	wg.Wait()
+	<-stopped
 	if readErr != nil {
 		t.Fatalf("after %d good reads: %v", reads, readErr)
 	}
