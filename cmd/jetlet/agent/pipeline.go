@@ -34,6 +34,7 @@ import (
 	"github.com/jetlet/jetlet/reconcile/pleg"
 	"github.com/jetlet/jetlet/reconcile/podworkers"
 	"github.com/jetlet/jetlet/reconcile/prober"
+	"github.com/jetlet/jetlet/reconcile/pullmanager"
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/containerlogs"
 	"github.com/jetlet/jetlet/runtime/nodeservice"
@@ -183,6 +184,18 @@ func (a *agent) buildPodSync(ctx context.Context, p *pipeline, js jetstream.JetS
 	if p.podCgroups, err = a.startPodCgroups(ctx, client, p.node, p.log); err != nil {
 		return err
 	}
+	// The records of which credentials pulled each image, with what the
+	// last run left mid-pull settled before any pull.
+	pulls, err := pullmanager.New(pullmanager.Config{
+		Dir:       filepath.Join(a.cfg.dataDir, pullmanager.DirName),
+		Policy:    pullmanager.Policy(a.cfg.imagePullVerification),
+		Allowlist: a.cfg.preloadedImagesVerifyAllowlist,
+		Logger:    p.log,
+	})
+	if err != nil {
+		return err
+	}
+	pulls.Initialize(ctx, client)
 	rcfg := reconcile.Config{
 		NodeName:        a.cfg.node,
 		NodeIP:          hostIP,
@@ -191,6 +204,7 @@ func (a *agent) buildPodSync(ctx context.Context, p *pipeline, js jetstream.JetS
 		DataDir:         a.cfg.dataDir,
 		AllowPrivileged: p.node.level == admission.LevelPrivileged,
 		Credentials:     a.credentials,
+		ImagePulls:      pulls,
 		Objects:         p.objects,
 		GC:              reconcile.GCPolicy{MaxPerPodContainer: a.cfg.maxDeadPerContainer},
 		Liveness:        p.probes.Liveness(),
