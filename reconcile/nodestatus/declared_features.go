@@ -112,7 +112,10 @@ func MissingFeatures(pod, previous *corev1.Pod, declared []string) ([]string, er
 		return nil, err
 	}
 	needs = append(needs, reqs)
-	if previous != nil {
+	// An update that changes the init containers' list is a new pod to
+	// kubelet (the API refuses it), and the framework indexes one list by
+	// the other's positions.
+	if previous != nil && len(previous.Spec.InitContainers) == len(pod.Spec.InitContainers) {
 		reqs, err = declaredFeatures.InferForPodUpdate(&types.PodInfo{Spec: &previous.Spec, Status: &previous.Status}, info, kubeletVersion)
 		if err != nil {
 			return nil, err

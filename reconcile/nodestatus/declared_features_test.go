@@ -71,6 +71,7 @@ func TestMissingFeatures(t *testing.T) {
 		{name: "a memory-backed emptyDir resized", update: func(p *corev1.Pod) {
 			p.Spec.Volumes[0].EmptyDir.SizeLimit = new(resource.MustParse("128Mi"))
 		}, want: []string{"InPlacePodVerticalScalingMemoryBackedVolumes"}},
+		{name: "an update that removes an init container is no in-place update", update: func(p *corev1.Pod) { p.Spec.InitContainers = nil }},
 		{name: "an update that changes nothing the features name", update: func(p *corev1.Pod) { p.Labels = map[string]string{"a": "b"} }},
 	}
 	for _, tt := range tests {

@@ -31,6 +31,7 @@ import (
 	"github.com/jetlet/jetlet/reconcile/imagegc"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/reconcile/nodeshutdown"
+	"github.com/jetlet/jetlet/reconcile/nodestatus"
 	"github.com/jetlet/jetlet/reconcile/pleg"
 	"github.com/jetlet/jetlet/reconcile/podworkers"
 	"github.com/jetlet/jetlet/reconcile/prober"
@@ -116,6 +117,9 @@ type pipeline struct {
 	// userNamespaces: the runtime said at start it runs pods in user
 	// namespaces of their own.
 	userNamespaces bool
+	// declaredFeatures are the node's declared features (its record's),
+	// fixed at start.
+	declaredFeatures []string
 
 	rotation *containerlogs.Rotator
 	consumer *consumer.Consumer
@@ -180,6 +184,7 @@ func (a *agent) buildPodSync(ctx context.Context, p *pipeline, js jetstream.JetS
 		return err
 	}
 	p.userNamespaces = runtimeSupportsUserNamespaces(ctx, client, p.log)
+	p.declaredFeatures = nodestatus.DeclaredFeatures(nodestatus.FeatureConfig{UserNamespaces: p.userNamespaces})
 	byDefault := userNamespacesByDefault(a.cfg.defaultHostUsers, p.userNamespaces, p.log)
 	if p.podCgroups, err = a.startPodCgroups(ctx, client, p.node, p.log); err != nil {
 		return err
@@ -248,8 +253,9 @@ func (a *agent) buildPodSync(ctx context.Context, p *pipeline, js jetstream.JetS
 			_, down := p.shutdown.ShuttingDown()
 			return p.node.forAdmission(p.eviction.Pressure(), down)
 		},
-		Logger:     p.log,
-		Registerer: reg,
+		Logger:           p.log,
+		Registerer:       reg,
+		DeclaredFeatures: p.declaredFeatures,
 	})
 	return err
 }
@@ -490,6 +496,7 @@ func (a *agent) nodeRecord(ctx context.Context, p *pipeline, client *runtime.Cli
 	shutdownSince, _ := p.shutdown.ShuttingDown()
 	p.node.record(&rec, p.workers.Allocated(), p.eviction.Conditions(), a.runtimeNetwork.Load(), p.startedAt, shutdownSince)
 	rec.Images = p.imageGC.NodeImages(ctx)
+	rec.DeclaredFeatures = p.declaredFeatures
 	return rec
 }
 
