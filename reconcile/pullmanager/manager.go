@@ -381,6 +381,26 @@ func (m *Manager) MustAttemptImagePull(image, imageRef string, podSecrets []Imag
 	return true
 }
 
+// PruneUnknownRecords removes the pulled records of images the runtime no
+// longer holds (inUse are the IDs it holds), except those written since
+// until, which the listing may predate (kubelet's image GC prunes so).
+func (m *Manager) PruneUnknownRecords(inUse []string, until time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	recs, err := m.store.listPulledRecords()
+	if err != nil {
+		m.log.Error().Err(err).Msg("some image pulled records cannot be read; pruning the others")
+	}
+	for _, rec := range recs {
+		if !rec.LastUpdatedTime.Time.Before(until) || slices.Contains(inUse, rec.ImageRef) {
+			continue
+		}
+		if err := m.store.deletePulledRecord(rec.ImageRef); err != nil {
+			m.log.Error().Err(err).Str("image_ref", rec.ImageRef).Msg("failed to remove an image pulled record")
+		}
+	}
+}
+
 func (m *Manager) addSecretLocked(image, imageRef string, s ImagePullSecret) {
 	if err := m.writePulledLocked(image, imageRef, &ImagePullCredentials{KubernetesSecrets: []ImagePullSecret{s}}); err != nil {
 		m.log.Error().Err(err).Str("image_ref", imageRef).Msg("failed to write an image pulled record")

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -353,5 +354,46 @@ func TestRecordsOfAPullSurviveARestart(t *testing.T) {
 	restarted.RecordImagePulled(image, ref, &ImagePullCredentials{NodePodsAccessible: true})
 	if restarted.MustAttemptImagePull(image, ref, nil) {
 		t.Error("an image pulled with the node's credentials is not everyone's")
+	}
+}
+
+// kubelet's TestFileBasedImagePullManager_PruneUnknownRecords: the records
+// of images the runtime no longer holds go, unless written since the
+// garbage collection listed the images.
+func TestPruneUnknownRecords(t *testing.T) {
+	all := []string{recordedWithSecret, recordedEmpty, recordedAnonymous}
+	gcStart := time.Date(2024, 12, 25, 0, 1, 0, 0, time.UTC) // after the records' 2024-10-21
+	tests := []struct {
+		name    string
+		present []string
+		until   time.Time
+		want    []string
+	}{
+		{"all images present", []string{"testimage-anonpull", "testimageref", "testemptycredmapping"}, gcStart, all},
+		{"remove all records on empty list from the GC", nil, gcStart, nil},
+		{"remove all records on list of untracked images from the GC", []string{"untracked1", "different-untracked"}, gcStart, nil},
+		{"remove records without a match in the image list from the GC", []string{"testimage-anonpull", "untracked1", "testimageref", "different-untracked"},
+			gcStart, []string{recordedWithSecret, recordedAnonymous}},
+		{"keep the records written after the listing", nil, time.Date(2024, 10, 21, 12, 26, 40, 0, time.UTC), all},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			copyTestData(t, dir, "pulled", all)
+			newManager(t, dir, DefaultPolicy).PruneUnknownRecords(tt.present, tt.until)
+			entries, err := os.ReadDir(filepath.Join(dir, "pulled"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range entries {
+				got = append(got, e.Name())
+			}
+			want := slices.Clone(tt.want)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("records left %v, want %v", got, want)
+			}
+		})
 	}
 }

@@ -117,6 +117,8 @@ type pipeline struct {
 	// userNamespaces: the runtime said at start it runs pods in user
 	// namespaces of their own.
 	userNamespaces bool
+	// imagePulls keeps which credentials pulled each image.
+	imagePulls *pullmanager.Manager
 	// declaredFeatures are the node's declared features (its record's),
 	// fixed at start.
 	declaredFeatures []string
@@ -191,7 +193,7 @@ func (a *agent) buildPodSync(ctx context.Context, p *pipeline, js jetstream.JetS
 	}
 	// The records of which credentials pulled each image, with what the
 	// last run left mid-pull settled before any pull.
-	pulls, err := pullmanager.New(pullmanager.Config{
+	p.imagePulls, err = pullmanager.New(pullmanager.Config{
 		Dir:       filepath.Join(a.cfg.dataDir, pullmanager.DirName),
 		Policy:    pullmanager.Policy(a.cfg.imagePullVerification),
 		Allowlist: a.cfg.preloadedImagesVerifyAllowlist,
@@ -200,7 +202,7 @@ func (a *agent) buildPodSync(ctx context.Context, p *pipeline, js jetstream.JetS
 	if err != nil {
 		return err
 	}
-	pulls.Initialize(ctx, client)
+	p.imagePulls.Initialize(ctx, client)
 	rcfg := reconcile.Config{
 		NodeName:        a.cfg.node,
 		NodeIP:          hostIP,
@@ -209,7 +211,7 @@ func (a *agent) buildPodSync(ctx context.Context, p *pipeline, js jetstream.JetS
 		DataDir:         a.cfg.dataDir,
 		AllowPrivileged: p.node.level == admission.LevelPrivileged,
 		Credentials:     a.credentials,
-		ImagePulls:      pulls,
+		ImagePulls:      p.imagePulls,
 		Objects:         p.objects,
 		GC:              reconcile.GCPolicy{MaxPerPodContainer: a.cfg.maxDeadPerContainer},
 		Liveness:        p.probes.Liveness(),
@@ -267,7 +269,7 @@ func (a *agent) buildPodSync(ctx context.Context, p *pipeline, js jetstream.JetS
 // graceful shutdown, which stops the pods through them before the host goes
 // down.
 func (a *agent) buildNodeManagers(p *pipeline, client *runtime.Client) (err error) {
-	if p.imageGC, err = imagegc.New(client, imagegc.Config{Policy: a.cfg.nodeStatus.imageGC, Logger: p.log}); err != nil {
+	if p.imageGC, err = imagegc.New(client, imagegc.Config{Policy: a.cfg.nodeStatus.imageGC, PullRecords: p.imagePulls, Logger: p.log}); err != nil {
 		return err
 	}
 	observer, err := eviction.NewNodeObserver(client, eviction.NodeObserverConfig{DataDir: a.cfg.dataDir, Logger: p.log})
