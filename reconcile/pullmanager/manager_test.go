@@ -2,11 +2,13 @@ package pullmanager
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -395,5 +397,41 @@ func TestPruneUnknownRecords(t *testing.T) {
 				t.Errorf("records left %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// Pulls of one image by many pods at once, some failing, while others ask
+// whether they may use it: every secret that pulled it is recorded, and
+// the intent goes with the last pull.
+func TestConcurrentPullsOfOneImage(t *testing.T) {
+	dir := t.TempDir()
+	m := newManager(t, dir, DefaultPolicy)
+	const image, ref, pods = "registry.example/team/app:1", "sha256:app", 16
+	var wg sync.WaitGroup
+	for i := range pods {
+		wg.Go(func() {
+			if err := m.RecordPullIntent(image); err != nil {
+				t.Error(err)
+				return
+			}
+			secret := ImagePullSecret{UID: fmt.Sprint(i), Namespace: "ns", Name: fmt.Sprint("s", i), CredentialHash: fmt.Sprint("h", i)}
+			m.MustAttemptImagePull(image, ref, []ImagePullSecret{secret})
+			if i%4 == 0 {
+				m.RecordImagePullFailed(image)
+				return
+			}
+			m.RecordImagePulled(image, ref, &ImagePullCredentials{KubernetesSecrets: []ImagePullSecret{secret}})
+		})
+	}
+	wg.Wait()
+	if ok, err := m.store.intentExists(image); ok || err != nil {
+		t.Errorf("an intent outlives every pull (%v)", err)
+	}
+	rec, err := m.store.pulledRecord(ref)
+	if err != nil || rec == nil {
+		t.Fatalf("record: %v %v", rec, err)
+	}
+	if got, want := len(rec.CredentialMapping["registry.example/team/app"].KubernetesSecrets), pods-pods/4; got != want {
+		t.Errorf("%d secrets recorded, want %d", got, want)
 	}
 }
