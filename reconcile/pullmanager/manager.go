@@ -322,8 +322,9 @@ func mergeServiceAccounts(orig, add []ImagePullServiceAccount) ([]ImagePullServi
 // podSecrets must pull image (present as imageRef) before it may use it,
 // as kubelet's: the policy says whether to verify; then only a recorded
 // NodePodsAccessible pull, or a pod secret matching a recorded one (same
-// credential hash, or the same secret whose credential changed) lets the
-// pod use the image as it is. A record that cannot be read means a pull.
+// credential hash, or the same secret, by uid, whose credential changed)
+// lets the pod use the image as it is. A record that cannot be read means
+// a pull.
 func (m *Manager) MustAttemptImagePull(image, imageRef string, podSecrets []ImagePullSecret) bool {
 	if imageRef == "" {
 		return true
@@ -362,7 +363,9 @@ func (m *Manager) MustAttemptImagePull(image, imageRef string, podSecrets []Imag
 	for _, pod := range podSecrets {
 		for _, c := range cached.KubernetesSecrets {
 			hashMatch := c.CredentialHash != "" && pod.CredentialHash == c.CredentialHash
-			sameSecret := pod.UID == c.UID && pod.Namespace == c.Namespace && pod.Name == c.Name
+			// A Secret without a uid (jetlet's Secrets need none) may have
+			// been made anew under its name: only its credential tells.
+			sameSecret := pod.UID != "" && pod.UID == c.UID && pod.Namespace == c.Namespace && pod.Name == c.Name
 			room := len(cached.KubernetesSecrets) < writeWhileMatchingLimit
 			switch {
 			case hashMatch:

@@ -70,6 +70,7 @@ func TestMustAttemptImagePull(t *testing.T) {
 		pulling    []string
 		want       bool
 		wantRecord *ImagePullCredentials // the record of image's name after, when it changed
+		setup      func(*Manager)        // records made through the manager
 	}{
 		{name: "image exists and is recorded with pod's exact secret", podSecrets: []ImagePullSecret{theSecret},
 			imageRef: "testimageref", pulled: []string{recordedWithSecret}, want: false},
@@ -112,6 +113,17 @@ func TestMustAttemptImagePull(t *testing.T) {
 		{name: "image exists and is recorded with empty hash as its hashing originally failed, the same fail for the same pod secret",
 			podSecrets: with(func(s *ImagePullSecret) { s.CredentialHash = "" }),
 			imageRef:   "test-brokenhash", pulled: []string{recordedBrokenHash}, want: false},
+		{name: "a secret without a uid whose credential changed is not known to be the same secret",
+			podSecrets: []ImagePullSecret{{Namespace: "default", Name: "pull-secret", CredentialHash: "differenthash"}},
+			imageRef:   "nouidref", want: true, setup: func(m *Manager) {
+				m.RecordImagePulled("docker.io/testing/test:latest", "nouidref", &ImagePullCredentials{KubernetesSecrets: []ImagePullSecret{
+					{Namespace: "default", Name: "pull-secret", CredentialHash: "testsecrethash"}}})
+			}},
+		{name: "a secret without a uid with the recorded credential", podSecrets: []ImagePullSecret{{Namespace: "default", Name: "pull-secret", CredentialHash: "testsecrethash"}},
+			imageRef: "nouidref", want: false, setup: func(m *Manager) {
+				m.RecordImagePulled("docker.io/testing/test:latest", "nouidref", &ImagePullCredentials{KubernetesSecrets: []ImagePullSecret{
+					{Namespace: "default", Name: "pull-secret", CredentialHash: "testsecrethash"}}})
+			}},
 		{name: "allowlisted image with records and no secrets", policy: NeverVerifyAllowlistedImages,
 			imageRef: "testimageref", pulled: []string{recordedWithSecret}, want: false},
 		{name: "image not allowlisted and without records", policy: NeverVerifyAllowlistedImages,
@@ -131,6 +143,9 @@ func TestMustAttemptImagePull(t *testing.T) {
 				allow = []string{"docker.io/testing/*"}
 			}
 			m := newManager(t, dir, policy, allow...)
+			if tt.setup != nil {
+				tt.setup(m)
+			}
 			image := tt.image
 			if image == "" {
 				image = "docker.io/testing/test:latest"
