@@ -27,6 +27,8 @@ import (
 	"github.com/rs/zerolog"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/schemas/imageref"
 )
 
 // ErrInvalidConfig wraps every Config.Validate failure.
@@ -122,9 +124,6 @@ func New(cfg Config) (*Manager, error) {
 	}, nil
 }
 
-// Policy is the manager's verification policy.
-func (m *Manager) Policy() Policy { return m.policy }
-
 // ImageLister lists the runtime's images.
 type ImageLister interface {
 	ListImages(ctx context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error)
@@ -150,21 +149,28 @@ func (m *Manager) Initialize(ctx context.Context, images ImageLister) {
 		m.log.Error().Err(err).Msg("cannot list images to settle the image pull intents of the last run")
 		return
 	}
-	pulling := map[string]bool{}
+	// An intent names the image as the pod wrote it ("busybox:1.36"), the
+	// runtime in full ("docker.io/library/busybox:1.36"): both normalised.
+	pulling := map[string][]string{}
 	for _, in := range intents {
-		pulling[in.Image] = true
+		if ref, err := imageref.Normalize(in.Image); err == nil {
+			pulling[ref] = append(pulling[ref], in.Image)
+		}
 	}
 	for _, img := range list {
 		for _, name := range slices.Concat(img.RepoDigests, img.RepoTags) {
-			if !pulling[name] {
+			ref, err := imageref.Normalize(name)
+			if err != nil {
 				continue
 			}
-			if err := m.writePulledLocked(name, img.Id, nil); err != nil {
-				m.log.Error().Err(err).Str("image_ref", img.Id).Msg("cannot write an image pulled record")
-				continue
-			}
-			if err := m.store.deleteIntent(name); err != nil {
-				m.log.Warn().Err(err).Str("image", name).Msg("cannot remove an image pull intent")
+			for _, image := range pulling[ref] {
+				if err := m.writePulledLocked(image, img.Id, nil); err != nil {
+					m.log.Error().Err(err).Str("image_ref", img.Id).Msg("cannot write an image pulled record")
+					continue
+				}
+				if err := m.store.deleteIntent(image); err != nil {
+					m.log.Warn().Err(err).Str("image", image).Msg("cannot remove an image pull intent")
+				}
 			}
 		}
 	}

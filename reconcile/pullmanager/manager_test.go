@@ -297,14 +297,22 @@ func (f fakeImages) ListImages(context.Context, *runtimeapi.ImageFilter) ([]*run
 // image no record or intent names stays preloaded.
 func TestIntentLeftByAStopBecomesARecordWithoutCredentials(t *testing.T) {
 	dir := t.TempDir()
-	const image = "registry.example/team/app:1"
-	if err := newManager(t, dir, DefaultPolicy).RecordPullIntent(image); err != nil {
-		t.Fatal(err)
+	const image, short = "registry.example/team/app:1", "busybox:1.36"
+	for _, in := range []string{image, short} {
+		if err := newManager(t, dir, DefaultPolicy).RecordPullIntent(in); err != nil {
+			t.Fatal(err)
+		}
 	}
 	m := newManager(t, dir, DefaultPolicy)
-	m.Initialize(t.Context(), fakeImages{{Id: "sha256:app", RepoTags: []string{image}}, {Id: "sha256:other", RepoTags: []string{"registry.example/team/other:1"}}})
-	if ok, err := m.store.intentExists(image); ok || err != nil {
-		t.Errorf("the intent is still there (%v)", err)
+	m.Initialize(t.Context(), fakeImages{{Id: "sha256:app", RepoTags: []string{image}}, {Id: "sha256:other", RepoTags: []string{"registry.example/team/other:1"}},
+		{Id: "sha256:busybox", RepoTags: []string{"docker.io/library/busybox:1.36"}}})
+	for _, in := range []string{image, short} {
+		if ok, err := m.store.intentExists(in); ok || err != nil {
+			t.Errorf("the intent of %s is still there (%v)", in, err)
+		}
+	}
+	if !m.MustAttemptImagePull(short, "sha256:busybox", nil) {
+		t.Error("an image pulled under its short name by a jetlet that stopped is everyone's")
 	}
 	rec, err := m.store.pulledRecord("sha256:app")
 	if err != nil || rec == nil || len(rec.CredentialMapping) != 0 {

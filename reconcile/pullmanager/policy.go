@@ -31,16 +31,16 @@ const (
 // DefaultPolicy is kubelet's default.
 const DefaultPolicy = NeverVerifyPreloadedImages
 
-// Policies are the valid values, in kubelet's order.
-var Policies = []Policy{NeverVerify, NeverVerifyPreloadedImages, NeverVerifyAllowlistedImages, AlwaysVerify}
+// policies are the valid values, in kubelet's order.
+var policies = []Policy{NeverVerify, NeverVerifyPreloadedImages, NeverVerifyAllowlistedImages, AlwaysVerify}
 
 // ParsePolicy checks a policy's name.
 func ParsePolicy(s string) (Policy, error) {
-	if p := Policy(s); slices.Contains(Policies, p) {
+	if p := Policy(s); slices.Contains(policies, p) {
 		return p, nil
 	}
-	names := make([]string, len(Policies))
-	for i, p := range Policies {
+	names := make([]string, len(policies))
+	for i, p := range policies {
 		names[i] = string(p)
 	}
 	return "", fmt.Errorf("unknown image pull credentials verification policy %q (one of %s)", s, strings.Join(names, ", "))
