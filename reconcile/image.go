@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -80,9 +81,11 @@ func (s *podOperation) ensureImageExists(ctx context.Context, c *corev1.Containe
 	if present == "" && policy == corev1.PullNever {
 		return "", neverPullMsg, kubecontainer.ErrImageNeverPull
 	}
-	creds := s.pullCredentials(image)
+	// The pod's pull secrets are read once, when first needed.
+	creds := sync.OnceValue(func() []pullCredential { return s.pullCredentials(image) })
 	if present != "" {
-		if !m.cfg.ImagePulls.MustAttemptImagePull(c.Image, present, podPullSecrets(creds)) {
+		podSecrets := func() []pullmanager.ImagePullSecret { return podPullSecrets(creds()) }
+		if !m.cfg.ImagePulls.MustAttemptImagePull(c.Image, present, podSecrets) {
 			return present, "", nil
 		}
 		if policy == corev1.PullNever {
@@ -100,7 +103,7 @@ func (s *podOperation) ensureImageExists(ctx context.Context, c *corev1.Containe
 		s.result.Fail(schemas.ActionPullImage, c.Name, kubecontainer.ErrImagePull, msg)
 		return "", msg, kubecontainer.ErrImagePull
 	}
-	ref, used, err := m.pullImage(ctx, spec, s.sandboxCfg, creds)
+	ref, used, err := m.pullImage(ctx, spec, s.sandboxCfg, creds())
 	ev := kubecontainer.NewEvent(m.cfg.NodeName, s.ref, schemas.EventImagePulled, "", m.cfg.Clock.Now())
 	ev.Container = c.Name
 	if err != nil {
@@ -136,9 +139,10 @@ type Credentials interface {
 // container's image as written; imageRef the runtime's image ID.
 // Implementations must be safe for concurrent use.
 type ImagePullRecords interface {
-	// MustAttemptImagePull: a pod with podSecrets must pull image, present
-	// as imageRef, before it may use it.
-	MustAttemptImagePull(image, imageRef string, podSecrets []pullmanager.ImagePullSecret) bool
+	// MustAttemptImagePull: a pod with podSecrets' secrets must pull
+	// image, present as imageRef, before it may use it. podSecrets is
+	// called only when the answer depends on them.
+	MustAttemptImagePull(image, imageRef string, podSecrets func() []pullmanager.ImagePullSecret) bool
 	RecordPullIntent(image string) error
 	// RecordImagePulled records a pull that worked with creds.
 	RecordImagePulled(image, imageRef string, creds *pullmanager.ImagePullCredentials)

@@ -320,10 +320,10 @@ func TestDetectImagesPrunesThePullRecordsOfGoneImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if always.MustAttemptImagePull("registry.example/kept:1", "kept", nil) {
+	if always.MustAttemptImagePull("registry.example/kept:1", "kept", func() []pullmanager.ImagePullSecret { return nil }) {
 		t.Error("the record of an image the runtime holds is gone")
 	}
-	if !always.MustAttemptImagePull("registry.example/gone:1", "gone", nil) {
+	if !always.MustAttemptImagePull("registry.example/gone:1", "gone", func() []pullmanager.ImagePullSecret { return nil }) {
 		t.Error("the record of an image the runtime no longer holds is kept")
 	}
 }

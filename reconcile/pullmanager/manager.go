@@ -325,13 +325,13 @@ func mergeServiceAccounts(orig, add []ImagePullServiceAccount) ([]ImagePullServi
 }
 
 // MustAttemptImagePull says whether a pod whose pull secrets for image are
-// podSecrets must pull image (present as imageRef) before it may use it,
+// podSecrets' must pull image (present as imageRef) before it may use it,
 // as kubelet's: the policy says whether to verify; then only a recorded
 // NodePodsAccessible pull, or a pod secret matching a recorded one (same
 // credential hash, or the same secret, by uid, whose credential changed)
 // lets the pod use the image as it is. A record that cannot be read means
 // a pull.
-func (m *Manager) MustAttemptImagePull(image, imageRef string, podSecrets []ImagePullSecret) bool {
+func (m *Manager) MustAttemptImagePull(image, imageRef string, podSecrets func() []ImagePullSecret) bool {
 	if imageRef == "" {
 		return true
 	}
@@ -366,7 +366,11 @@ func (m *Manager) MustAttemptImagePull(image, imageRef string, podSecrets []Imag
 	case cached.NodePodsAccessible:
 		return false
 	}
-	for _, pod := range podSecrets {
+	if len(cached.KubernetesSecrets) == 0 {
+		return true
+	}
+	// Read only now, as kubelet's getPodCredentials: most images need not.
+	for _, pod := range podSecrets() {
 		for _, c := range cached.KubernetesSecrets {
 			hashMatch := c.CredentialHash != "" && pod.CredentialHash == c.CredentialHash
 			// A Secret without a uid (jetlet's Secrets need none) may have

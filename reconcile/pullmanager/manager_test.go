@@ -33,6 +33,11 @@ func copyTestData(t *testing.T, dir, sub string, names []string) {
 	}
 }
 
+// podSecretsOf is a pod's secrets as MustAttemptImagePull asks for them.
+func podSecretsOf(s []ImagePullSecret) func() []ImagePullSecret {
+	return func() []ImagePullSecret { return s }
+}
+
 func newManager(t *testing.T, dir string, policy Policy, allowlist ...string) *Manager {
 	t.Helper()
 	m, err := New(Config{Dir: dir, Policy: policy, Allowlist: allowlist})
@@ -150,7 +155,7 @@ func TestMustAttemptImagePull(t *testing.T) {
 			if image == "" {
 				image = "docker.io/testing/test:latest"
 			}
-			if got := m.MustAttemptImagePull(image, tt.imageRef, tt.podSecrets); got != tt.want {
+			if got := m.MustAttemptImagePull(image, tt.imageRef, podSecretsOf(tt.podSecrets)); got != tt.want {
 				t.Errorf("MustAttemptImagePull = %v, want %v", got, tt.want)
 			}
 			if tt.wantRecord == nil {
@@ -311,17 +316,17 @@ func TestIntentLeftByAStopBecomesARecordWithoutCredentials(t *testing.T) {
 			t.Errorf("the intent of %s is still there (%v)", in, err)
 		}
 	}
-	if !m.MustAttemptImagePull(short, "sha256:busybox", nil) {
+	if !m.MustAttemptImagePull(short, "sha256:busybox", podSecretsOf(nil)) {
 		t.Error("an image pulled under its short name by a jetlet that stopped is everyone's")
 	}
 	rec, err := m.store.pulledRecord("sha256:app")
 	if err != nil || rec == nil || len(rec.CredentialMapping) != 0 {
 		t.Fatalf("record %+v (%v), want one without credentials", rec, err)
 	}
-	if !m.MustAttemptImagePull(image, "sha256:app", nil) {
+	if !m.MustAttemptImagePull(image, "sha256:app", podSecretsOf(nil)) {
 		t.Error("a pod without credentials may use an image whose pull was never recorded")
 	}
-	if m.MustAttemptImagePull("registry.example/team/other:1", "sha256:other", nil) {
+	if m.MustAttemptImagePull("registry.example/team/other:1", "sha256:other", podSecretsOf(nil)) {
 		t.Error("a preloaded image must be pulled under NeverVerifyPreloadedImages")
 	}
 }
@@ -366,18 +371,18 @@ func TestRecordsOfAPullSurviveARestart(t *testing.T) {
 
 	restarted := newManager(t, dir, DefaultPolicy)
 	restarted.Initialize(t.Context(), fakeImages{{Id: ref, RepoTags: []string{image}}})
-	if restarted.MustAttemptImagePull(image, ref, []ImagePullSecret{owner}) {
+	if restarted.MustAttemptImagePull(image, ref, podSecretsOf([]ImagePullSecret{owner})) {
 		t.Error("the secret that pulled the image must pull it again")
 	}
 	other := owner
 	other.Namespace, other.CredentialHash = "team-b", CredentialHash(&runtimeapi.AuthConfig{Username: "u", Password: "wrong"})
 	for _, secrets := range [][]ImagePullSecret{nil, {other}} {
-		if !restarted.MustAttemptImagePull(image, ref, secrets) {
+		if !restarted.MustAttemptImagePull(image, ref, podSecretsOf(secrets)) {
 			t.Errorf("a pod with secrets %v may use another tenant's image", secrets)
 		}
 	}
 	restarted.RecordImagePulled(image, ref, &ImagePullCredentials{NodePodsAccessible: true})
-	if restarted.MustAttemptImagePull(image, ref, nil) {
+	if restarted.MustAttemptImagePull(image, ref, podSecretsOf(nil)) {
 		t.Error("an image pulled with the node's credentials is not everyone's")
 	}
 }
@@ -438,7 +443,7 @@ func TestConcurrentPullsOfOneImage(t *testing.T) {
 				return
 			}
 			secret := ImagePullSecret{UID: fmt.Sprint(i), Namespace: "ns", Name: fmt.Sprint("s", i), CredentialHash: fmt.Sprint("h", i)}
-			m.MustAttemptImagePull(image, ref, []ImagePullSecret{secret})
+			m.MustAttemptImagePull(image, ref, podSecretsOf([]ImagePullSecret{secret}))
 			if i%4 == 0 {
 				m.RecordImagePullFailed(image)
 				return
