@@ -104,6 +104,12 @@ type Config struct {
 	// tried after the pod's imagePullSecrets. Default: none (the runtime's
 	// own registry configuration applies).
 	Credentials Credentials
+	// ImagePulls keeps which credentials pulled each image and says whether
+	// a pod may use an image present or must pull it itself (kubelet's
+	// image pull manager, KubeletEnsureSecretPulledImages). Default: a
+	// pullmanager.Manager with kubelet's default policy, its records in
+	// <DataDir>/image_manager, not initialised.
+	ImagePulls ImagePullRecords
 	// Objects gives the ConfigMaps and Secrets pods refer to (volumes, env,
 	// envFrom, imagePullSecrets). Nil: none; such references then fail (the
 	// decoder keeps such pods away) and pull secrets are skipped.

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
+	"github.com/jetlet/jetlet/reconcile/pullmanager"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -53,25 +55,42 @@ func imageTag(image string) string {
 }
 
 // ensureImageExists makes the container's image present per its pull policy,
-// after kubelet's image manager: ImageStatus first; pull when the policy says
-// so; failed pulls back off per pod and image.
+// after kubelet's image manager: ImageStatus first (not for Always); an
+// image present is the pod's to use only if the pull records say it may
+// (ImagePullRecords: it was pulled with the node's credentials or none, or
+// with a pull secret the pod has too, or the policy does not verify it);
+// otherwise the pod pulls it with its own credentials, and under Never it
+// fails as if the image were absent, which does not tell it the image is
+// there. Failed pulls back off per pod and image.
 func (s *podOperation) ensureImageExists(ctx context.Context, c *corev1.Container) (string, string, error) {
 	m, pod := s.m, s.pod
 	image := applyDefaultImageTag(c.Image)
 	spec := &runtimeapi.ImageSpec{Image: image}
-	resp, err := m.rt.ImageStatus(ctx, spec, false)
-	if err != nil && !isNotFound(err) {
-		return "", fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err), kubecontainer.ErrImageInspect
-	}
-	img := resp.GetImage() // nil when absent
-	present := img != nil
 	policy := pullPolicy(c)
-	pull := policy == corev1.PullAlways || (policy == corev1.PullIfNotPresent && !present)
-	if !pull {
-		if present {
-			return imageRef(img, image), "", nil
+	neverPullMsg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
+	var present string // the image's ref when present
+	if policy != corev1.PullAlways {
+		resp, err := m.rt.ImageStatus(ctx, spec, false)
+		if err != nil && !isNotFound(err) {
+			return "", fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err), kubecontainer.ErrImageInspect
 		}
-		return "", fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image), kubecontainer.ErrImageNeverPull
+		if img := resp.GetImage(); img != nil { // nil when absent
+			present = imageRef(img, image)
+		}
+	}
+	if present == "" && policy == corev1.PullNever {
+		return "", neverPullMsg, kubecontainer.ErrImageNeverPull
+	}
+	// The pod's pull secrets are read once, when first needed.
+	creds := sync.OnceValue(func() []pullCredential { return s.pullCredentials(image) })
+	if present != "" {
+		podSecrets := func() []pullmanager.ImagePullSecret { return podPullSecrets(creds()) }
+		if !m.cfg.ImagePulls.MustAttemptImagePull(c.Image, present, podSecrets) {
+			return present, "", nil
+		}
+		if policy == corev1.PullNever {
+			return "", neverPullMsg, kubecontainer.ErrImageNeverPull
+		}
 	}
 
 	key := string(pod.UID) + "_" + image
@@ -79,10 +98,16 @@ func (s *podOperation) ensureImageExists(ctx context.Context, c *corev1.Containe
 	if m.imageBackOff.IsInBackOffSinceUpdate(key, now) {
 		return "", fmt.Sprintf("Back-off pulling image %q", c.Image), kubecontainer.ErrImagePullBackOff
 	}
-	ref, err := m.pullImage(ctx, spec, s.sandboxCfg, s.pullCredentials(image))
+	if err := m.cfg.ImagePulls.RecordPullIntent(c.Image); err != nil {
+		msg := fmt.Sprintf("Failed to record image pull intent for container image %q: %v", c.Image, err)
+		s.result.Fail(schemas.ActionPullImage, c.Name, kubecontainer.ErrImagePull, msg)
+		return "", msg, kubecontainer.ErrImagePull
+	}
+	ref, used, err := m.pullImage(ctx, spec, s.sandboxCfg, creds())
 	ev := kubecontainer.NewEvent(m.cfg.NodeName, s.ref, schemas.EventImagePulled, "", m.cfg.Clock.Now())
 	ev.Container = c.Name
 	if err != nil {
+		m.cfg.ImagePulls.RecordImagePullFailed(c.Image)
 		m.imageBackOff.Next(key, m.cfg.Clock.Now())
 		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
 		s.result.Fail(schemas.ActionPullImage, c.Name, kubecontainer.ErrImagePull, msg)
@@ -92,6 +117,7 @@ func (s *podOperation) ensureImageExists(ctx context.Context, c *corev1.Containe
 		m.emit.Emit(ctx, ev)
 		return "", msg, kubecontainer.ErrImagePull
 	}
+	m.cfg.ImagePulls.RecordImagePulled(c.Image, ref, used.recorded())
 	s.result.Add(schemas.ActionPullImage, c.Name, image)
 	m.imageBackOff.GC()
 	ev.ID = hashID(string(pod.UID), c.Name, image, ref) + "." + string(ev.Type)
@@ -108,6 +134,21 @@ type Credentials interface {
 	Lookup(image string) []*runtimeapi.AuthConfig
 }
 
+// ImagePullRecords keeps what credentials pulled each image
+// (pullmanager.Manager, kubelet's ImagePullManager). image is the
+// container's image as written; imageRef the runtime's image ID.
+// Implementations must be safe for concurrent use.
+type ImagePullRecords interface {
+	// MustAttemptImagePull: a pod with podSecrets' secrets must pull
+	// image, present as imageRef, before it may use it. podSecrets is
+	// called only when the answer depends on them.
+	MustAttemptImagePull(image, imageRef string, podSecrets func() []pullmanager.ImagePullSecret) bool
+	RecordPullIntent(image string) error
+	// RecordImagePulled records a pull that worked with creds.
+	RecordImagePulled(image, imageRef string, creds *pullmanager.ImagePullCredentials)
+	RecordImagePullFailed(image string)
+}
+
 // NoCredentials pulls without credentials: the runtime's own registry
 // configuration applies.
 type NoCredentials struct{}
@@ -116,25 +157,26 @@ type NoCredentials struct{}
 func (NoCredentials) Lookup(string) []*runtimeapi.AuthConfig { return nil }
 
 // pullImage pulls with each credential in turn until one works, as
-// kubelet's PullImage; without any, it pulls anonymously. The errors joined
-// are the runtime's, which never quote the AuthConfig sent, and nothing here
-// logs one.
-func (m *Kuberuntime) pullImage(ctx context.Context, spec *runtimeapi.ImageSpec, sandboxCfg *runtimeapi.PodSandboxConfig, creds []*runtimeapi.AuthConfig) (string, error) {
+// kubelet's PullImage, and says which one did (nil: none was needed);
+// without any, it pulls anonymously. The errors joined are the runtime's,
+// which never quote the AuthConfig sent, and nothing here logs one.
+func (m *Kuberuntime) pullImage(ctx context.Context, spec *runtimeapi.ImageSpec, sandboxCfg *runtimeapi.PodSandboxConfig, creds []pullCredential) (string, *pullCredential, error) {
 	if len(creds) == 0 {
-		return m.rt.PullImage(ctx, spec, nil, sandboxCfg)
+		ref, err := m.rt.PullImage(ctx, spec, nil, sandboxCfg)
+		return ref, nil, err
 	}
 	var errs []error
-	for _, auth := range creds {
-		ref, err := m.rt.PullImage(ctx, spec, auth, sandboxCfg)
+	for i, c := range creds {
+		ref, err := m.rt.PullImage(ctx, spec, c.auth, sandboxCfg)
 		if err == nil {
-			return ref, nil
+			return ref, &creds[i], nil
 		}
 		errs = append(errs, err)
 	}
 	if len(errs) == 1 {
-		return "", errs[0]
+		return "", nil, errs[0]
 	}
-	return "", pullErrors(errs)
+	return "", nil, pullErrors(errs)
 }
 
 // pullErrors are the failures of one pull tried with several credentials,

@@ -3,16 +3,20 @@ package reconcile
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/jetlet/jetlet/reconcile/pullmanager"
 	"github.com/jetlet/jetlet/test/fakecri"
 )
 
@@ -81,6 +85,71 @@ func TestPullTriesEachCredentialInOrderAndNeverShowsOne(t *testing.T) {
 			}
 			if tt.wantErr != "" && !strings.Contains(string(wire), "401 Unauthorized; ") {
 				t.Errorf("results %s: want both pull errors on one line", wire)
+			}
+		})
+	}
+}
+
+// A private image one pod pulled with its imagePullSecret is not another
+// pod's to run (kubelet's KubeletEnsureSecretPulledImages): under
+// IfNotPresent a pod without the secret pulls it itself and fails as it
+// should without credentials; under Never it is told the image is not
+// present, kubelet's message; a pod with the same secret runs it without a
+// pull. NeverVerify is the old behaviour, everyone's.
+func TestAPresentImageIsOnlyForThePodsThatCouldPullIt(t *testing.T) {
+	const image, password = "registry.example.com/team/app:1", "s3cr3t-team"
+	auth := base64.StdEncoding.EncodeToString([]byte("team:" + password))
+	pod := func(uid string, secret bool, policy corev1.PullPolicy) *corev1.Pod {
+		p := testPod(corev1.Container{Name: "app", Image: image, ImagePullPolicy: policy, Command: []string{"x"}})
+		p.UID, p.Name = types.UID(uid), "p-"+uid
+		if secret {
+			p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
+		}
+		return p
+	}
+	for _, tt := range []struct {
+		policy     pullmanager.Policy
+		wantTenant string // start error of the pods without the secret
+	}{
+		{pullmanager.DefaultPolicy, "ErrImagePull"},
+		{pullmanager.NeverVerify, ""},
+	} {
+		t.Run(string(tt.policy), func(t *testing.T) {
+			rt := &authRegistry{Runtime: fakecri.New(), password: password}
+			objs := newFakeObjects()
+			objs.putSecret("regcred", corev1.SecretTypeDockerConfigJson, map[string]string{
+				corev1.DockerConfigJsonKey: fmt.Sprintf(`{"auths":{"registry.example.com":{"auth":%q}}}`, auth)})
+			dir := t.TempDir()
+			pulls, err := pullmanager.New(pullmanager.Config{Dir: filepath.Join(dir, pullmanager.DirName), Policy: tt.policy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := New(rt, &eventLog{}, Config{NodeName: "n1", DataDir: dir, Objects: objs, ImagePulls: pulls})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := startResult(syncOnce(t, m, pod("owner", true, corev1.PullIfNotPresent))).Error; got != "" {
+				t.Fatalf("the pod with the secret: %q", got)
+			}
+
+			res := syncOnce(t, m, pod("tenant", false, corev1.PullIfNotPresent))
+			if got := startResult(res).Error; got != tt.wantTenant {
+				t.Errorf("IfNotPresent without the secret: %q, want %q (%v)", got, tt.wantTenant, res.ActionResults())
+			}
+			res = syncOnce(t, m, pod("never", false, corev1.PullNever))
+			want, wantMsg := tt.wantTenant, ""
+			if want != "" {
+				want, wantMsg = "ErrImageNeverPull", `Container image "`+image+`" is not present with pull policy of Never`
+			}
+			if got := startResult(res); got.Error != want || (want != "" && got.Message != wantMsg) {
+				t.Errorf("Never without the secret: %q %q, want %q %q", got.Error, got.Message, want, wantMsg)
+			}
+			pullsBefore := len(rt.offered)
+			if got := startResult(syncOnce(t, m, pod("friend", true, corev1.PullIfNotPresent))).Error; got != "" {
+				t.Errorf("a pod with the same secret: %q", got)
+			}
+			if len(rt.offered) != pullsBefore {
+				t.Errorf("a pod with the secret that pulled the image pulled it again (%d pulls)", len(rt.offered)-pullsBefore)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
+	"github.com/jetlet/jetlet/reconcile/pullmanager"
 	"github.com/jetlet/jetlet/reconcile/userns"
 )
 
@@ -36,8 +37,14 @@ func New(rt Runtime, emit kubecontainer.Emitter, cfg Config) (*Kuberuntime, erro
 		return nil, fmt.Errorf("%w: nil Emitter", ErrInvalidConfig)
 	}
 	cfg.setDefaults()
-	if err := cfg.Validate(); err != nil {
+	err := cfg.Validate()
+	if err != nil {
 		return nil, err
+	}
+	if cfg.ImagePulls == nil {
+		if cfg.ImagePulls, err = pullmanager.New(pullmanager.Config{Dir: filepath.Join(cfg.DataDir, pullmanager.DirName), Logger: cfg.Logger}); err != nil {
+			return nil, err
+		}
 	}
 	ns, err := userns.NewAllocator(filepath.Join(cfg.DataDir, "pods"), cfg.UserNamespaces)
 	if err != nil {

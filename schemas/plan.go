@@ -15,6 +15,10 @@ type PodPlan struct {
 	// Rejected is the error the intent would be Rejected with; nothing
 	// else is planned then.
 	Rejected string `json:"rejected,omitempty"`
+	// MissingFeatures are the declared features (NodeRecord.declaredFeatures)
+	// the pod needs, to be placed or for this update, that the node does not
+	// declare, as a scheduler's NodeDeclaredFeatures filter infers them.
+	MissingFeatures []string `json:"missingFeatures,omitempty"`
 	// Admission is admission's verdict on a pod the node does not run yet;
 	// nil for a pod admitted already (admission is not asked again).
 	Admission *PlanAdmission `json:"admission,omitempty"`

@@ -391,6 +391,11 @@ type NodeRecord struct {
 	Conditions []NodeCondition         `json:"conditions,omitempty"`
 	Addresses  []corev1.NodeAddress    `json:"addresses,omitempty"`
 	Images     []corev1.ContainerImage `json:"images,omitempty"`
+	// DeclaredFeatures is Kubernetes' node status.declaredFeatures
+	// (KEP-5328): the features the node has, named as kubelet names them
+	// (k8s.io/component-helpers/nodedeclaredfeatures), sorted, which a
+	// scheduler matches against what a pod needs. Empty: none.
+	DeclaredFeatures []string `json:"declaredFeatures,omitempty"`
 	// XKey is the node's curve public key, which Secrets are sealed for
 	// (docs/contract.md section 11).
 	XKey string `json:"xkey,omitempty"`

@@ -31,18 +31,29 @@ func (wallClock) Now() time.Time { return time.Now() }
 type Config struct {
 	Policy Policy
 	// Clock defaults to the wall clock.
-	Clock  Clock
-	Logger zerolog.Logger
+	Clock Clock
+	// PullRecords, when set, forgets the pull records of images the runtime
+	// no longer holds at each detection (kubelet's image GC prunes its
+	// image pull manager's).
+	PullRecords PullRecordPruner
+	Logger      zerolog.Logger
+}
+
+// PullRecordPruner removes the records of image IDs not in ids, except
+// those written since until (pullmanager.Manager).
+type PullRecordPruner interface {
+	PruneUnknownRecords(ids []string, until time.Time)
 }
 
 // ImageGCManager is kubelet's image garbage collector (realImageGCManager)
 // over a CRI runtime. Its methods may be called from several goroutines:
 // collections (GarbageCollect, DeleteUnusedImages, Run's passes) take turns.
 type ImageGCManager struct {
-	rt     ImageGCRuntime
-	policy Policy
-	clock  Clock
-	log    zerolog.Logger
+	rt          ImageGCRuntime
+	policy      Policy
+	clock       Clock
+	pullRecords PullRecordPruner // nil: none
+	log         zerolog.Logger
 	// began is when the manager was made, jetlet's start: MaxAge counts
 	// from it at the earliest.
 	began time.Time
@@ -74,13 +85,14 @@ func New(rt ImageGCRuntime, cfg Config) (*ImageGCManager, error) {
 		cfg.Clock = wallClock{}
 	}
 	return &ImageGCManager{
-		rt:      rt,
-		policy:  cfg.Policy,
-		clock:   cfg.Clock,
-		log:     cfg.Logger.With().Str("component", "imagegc").Logger(),
-		began:   cfg.Clock.Now(),
-		statfs:  statfs,
-		records: map[string]*imageRecord{},
+		rt:          rt,
+		policy:      cfg.Policy,
+		clock:       cfg.Clock,
+		pullRecords: cfg.PullRecords,
+		log:         cfg.Logger.With().Str("component", "imagegc").Logger(),
+		began:       cfg.Clock.Now(),
+		statfs:      statfs,
+		records:     map[string]*imageRecord{},
 	}, nil
 }
 

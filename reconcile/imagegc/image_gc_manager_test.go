@@ -10,6 +10,8 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/reconcile/pullmanager"
 )
 
 var epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -288,5 +290,40 @@ func TestImagesInUse(t *testing.T) {
 				t.Fatalf("imagesInUse = %v, want only %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// Each detection forgets the pull records of the images the runtime no
+// longer holds (kubelet's image GC prunes its image pull manager's), and
+// keeps those of the images it holds.
+func TestDetectImagesPrunesThePullRecordsOfGoneImages(t *testing.T) {
+	dir := t.TempDir()
+	pulls, err := pullmanager.New(pullmanager.Config{Dir: dir, Now: func() time.Time { return epoch.Add(-time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := &pullmanager.ImagePullCredentials{NodePodsAccessible: true}
+	pulls.RecordImagePulled("registry.example/kept:1", "kept", creds)
+	pulls.RecordImagePulled("registry.example/gone:1", "gone", creds)
+	rt := newFakeRuntime()
+	rt.addImage("kept", 10, false)
+	m, err := New(rt, Config{Policy: DefaultPolicy(), Clock: &fakeClock{now: epoch}, PullRecords: pulls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.detectImages(context.Background(), epoch); err != nil {
+		t.Fatal(err)
+	}
+	// A pod without credentials may use an image pulled without any; one
+	// whose record went must pull (AlwaysVerify: no record, no use).
+	always, err := pullmanager.New(pullmanager.Config{Dir: dir, Policy: pullmanager.AlwaysVerify})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if always.MustAttemptImagePull("registry.example/kept:1", "kept", func() []pullmanager.ImagePullSecret { return nil }) {
+		t.Error("the record of an image the runtime holds is gone")
+	}
+	if !always.MustAttemptImagePull("registry.example/gone:1", "gone", func() []pullmanager.ImagePullSecret { return nil }) {
+		t.Error("the record of an image the runtime no longer holds is kept")
 	}
 }

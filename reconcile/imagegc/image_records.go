@@ -31,11 +31,19 @@ type candidate struct {
 
 // detectImages lists the runtime's images and containers and updates the
 // records at now: new images first detected, those in use last used, those
-// gone forgotten. It returns the ids of the images in use.
+// gone forgotten, with their pull records written before now. It returns
+// the ids of the images in use.
 func (m *ImageGCManager) detectImages(ctx context.Context, now time.Time) (map[string]bool, error) {
 	images, err := m.rt.ListImages(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("list images: %w", err)
+	}
+	if m.pullRecords != nil {
+		ids := make([]string, len(images))
+		for i, im := range images {
+			ids[i] = im.GetId()
+		}
+		m.pullRecords.PruneUnknownRecords(ids, now)
 	}
 	containers, err := m.rt.ListContainers(ctx, nil)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jetlet/jetlet/reconcile/admission"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
+	"github.com/jetlet/jetlet/reconcile/nodestatus"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -44,6 +45,13 @@ func (w *Workers) Plan(ctx context.Context, uid string, intent *schemas.PodInten
 	w.mu.Unlock()
 	if pod != nil {
 		plan.Namespace, plan.Name = pod.Namespace, pod.Name
+	}
+	if intent.Op == schemas.OpApply {
+		missing, err := nodestatus.MissingFeatures(pod, previous, w.cfg.DeclaredFeatures)
+		if err != nil {
+			return plan, err
+		}
+		plan.MissingFeatures = missing
 	}
 	if pod == nil || (plan.Admission != nil && !plan.Admission.Admit) {
 		return plan, nil // nothing to delete, or nothing may start

@@ -143,6 +143,9 @@ func (noProber) TakeChanged() map[string]prober.Change           { return nil }
 // Config configures Workers.
 type Config struct {
 	Node string
+	// DeclaredFeatures are the node's declared features, which Plan checks
+	// what a pod needs against (nodestatus.MissingFeatures).
+	DeclaredFeatures []string
 	// Workers bounds the background syncs run at once (default 16).
 	Workers int
 	// ResyncPeriod is how often every pod is synced again even when nothing

@@ -31,9 +31,11 @@ import (
 	"github.com/jetlet/jetlet/reconcile/imagegc"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/reconcile/nodeshutdown"
+	"github.com/jetlet/jetlet/reconcile/nodestatus"
 	"github.com/jetlet/jetlet/reconcile/pleg"
 	"github.com/jetlet/jetlet/reconcile/podworkers"
 	"github.com/jetlet/jetlet/reconcile/prober"
+	"github.com/jetlet/jetlet/reconcile/pullmanager"
 	"github.com/jetlet/jetlet/reconcile/stats"
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/containerlogs"
@@ -116,6 +118,11 @@ type pipeline struct {
 	// userNamespaces: the runtime said at start it runs pods in user
 	// namespaces of their own.
 	userNamespaces bool
+	// imagePulls keeps which credentials pulled each image.
+	imagePulls *pullmanager.Manager
+	// declaredFeatures are the node's declared features (its record's),
+	// fixed at start.
+	declaredFeatures []string
 
 	// usage measures the node for its record, summaries its pods for the
 	// node service's stats endpoint, each with its own CPU windows
@@ -185,6 +192,7 @@ func (a *agent) buildPodSync(ctx context.Context, p *pipeline, js jetstream.JetS
 		return err
 	}
 	p.userNamespaces = runtimeSupportsUserNamespaces(ctx, client, p.log)
+	p.declaredFeatures = nodestatus.DeclaredFeatures(nodestatus.FeatureConfig{UserNamespaces: p.userNamespaces})
 	byDefault := userNamespacesByDefault(a.cfg.defaultHostUsers, p.userNamespaces, p.log)
 	if p.podCgroups, err = a.startPodCgroups(ctx, client, p.node, p.log); err != nil {
 		return err
@@ -194,6 +202,18 @@ func (a *agent) buildPodSync(ctx context.Context, p *pipeline, js jetstream.JetS
 		return err
 	}
 	p.log.Info().Str("behavior", string(swap.Behavior)).Bool("accounted", swap.Accounted).Int64("node_swap_bytes", swap.NodeSwap).Msg("containers' swap (--memory-swap-behavior)")
+	// The records of which credentials pulled each image, with what the
+	// last run left mid-pull settled before any pull.
+	p.imagePulls, err = pullmanager.New(pullmanager.Config{
+		Dir:       filepath.Join(a.cfg.dataDir, pullmanager.DirName),
+		Policy:    pullmanager.Policy(a.cfg.imagePullVerification),
+		Allowlist: a.cfg.preloadedImagesVerifyAllowlist,
+		Logger:    p.log,
+	})
+	if err != nil {
+		return err
+	}
+	p.imagePulls.Initialize(ctx, client)
 	rcfg := reconcile.Config{
 		NodeName:        a.cfg.node,
 		NodeIP:          hostIP,
@@ -202,6 +222,7 @@ func (a *agent) buildPodSync(ctx context.Context, p *pipeline, js jetstream.JetS
 		DataDir:         a.cfg.dataDir,
 		AllowPrivileged: p.node.level == admission.LevelPrivileged,
 		Credentials:     a.credentials,
+		ImagePulls:      p.imagePulls,
 		Objects:         p.objects,
 		GC:              reconcile.GCPolicy{MaxPerPodContainer: a.cfg.maxDeadPerContainer},
 		Liveness:        p.probes.Liveness(),
@@ -246,8 +267,9 @@ func (a *agent) buildPodSync(ctx context.Context, p *pipeline, js jetstream.JetS
 			_, down := p.shutdown.ShuttingDown()
 			return p.node.forAdmission(p.eviction.Pressure(), down)
 		},
-		Logger:     p.log,
-		Registerer: reg,
+		Logger:           p.log,
+		Registerer:       reg,
+		DeclaredFeatures: p.declaredFeatures,
 	})
 	return err
 }
@@ -259,7 +281,7 @@ func (a *agent) buildPodSync(ctx context.Context, p *pipeline, js jetstream.JetS
 // graceful shutdown, which stops the pods through them before the host goes
 // down.
 func (a *agent) buildNodeManagers(p *pipeline, client *runtime.Client) (err error) {
-	if p.imageGC, err = imagegc.New(client, imagegc.Config{Policy: a.cfg.nodeStatus.imageGC, Logger: p.log}); err != nil {
+	if p.imageGC, err = imagegc.New(client, imagegc.Config{Policy: a.cfg.nodeStatus.imageGC, PullRecords: p.imagePulls, Logger: p.log}); err != nil {
 		return err
 	}
 	observer, err := eviction.NewNodeObserver(client, eviction.NodeObserverConfig{DataDir: a.cfg.dataDir, Logger: p.log})
@@ -493,6 +515,7 @@ func (a *agent) nodeRecord(ctx context.Context, p *pipeline, client *runtime.Cli
 	p.node.record(&rec, p.workers.Allocated(), p.eviction.Conditions(), a.runtimeNetwork.Load(), p.startedAt, shutdownSince)
 	rec.Images = p.imageGC.NodeImages(ctx)
 	rec.Usage = nodeUsage(p.usage, p.log)
+	rec.DeclaredFeatures = p.declaredFeatures
 	return rec
 }
 

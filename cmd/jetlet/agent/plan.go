@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 
+	"github.com/jetlet/jetlet/reconcile/nodestatus"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -12,7 +14,15 @@ import (
 func (p *pipeline) plan(ctx context.Context, uid string, intent []byte) (schemas.PodPlan, error) {
 	in, err := p.consumer.Decode(uid, intent)
 	if err != nil {
-		return schemas.PodPlan{Node: p.node.name, UID: uid, Rejected: err.Error()}, nil
+		plan := schemas.PodPlan{Node: p.node.name, UID: uid, Rejected: err.Error()}
+		// What a pod the node refuses needs of the declared features says
+		// why no node of its kind would take it; a body that is no pod at
+		// all has nothing to say.
+		var raw schemas.PodIntent
+		if json.Unmarshal(intent, &raw) == nil && raw.Pod != nil {
+			plan.MissingFeatures, _ = nodestatus.MissingFeatures(raw.Pod, nil, p.declaredFeatures)
+		}
+		return plan, nil
 	}
 	return p.workers.Plan(ctx, uid, in)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/jetlet/jetlet/consumer"
 	"github.com/jetlet/jetlet/internal/podcgroups"
 	"github.com/jetlet/jetlet/reconcile"
+	"github.com/jetlet/jetlet/reconcile/pullmanager"
 	"github.com/jetlet/jetlet/runtime/containerlogs"
 	"github.com/jetlet/jetlet/runtime/embedded"
 	"github.com/jetlet/jetlet/runtime/embedded/network"
@@ -58,13 +59,18 @@ type runConfig struct {
 	cgroupsPerQOS         bool
 	runtimeShim           string
 	imageCredentials      string
-	renameNode            bool
-	logLevel              string
-	shutdownTimeout       time.Duration
-	relistPeriod          time.Duration
-	eventedRelistPeriod   time.Duration
-	resyncPeriod          time.Duration
-	maxDeadPerContainer   int
+	// The checks that a pod may use an image already present
+	// (reconcile/pullmanager): kubelet's imagePullCredentialsVerificationPolicy
+	// and preloadedImagesVerificationAllowlist.
+	imagePullVerification          string
+	preloadedImagesVerifyAllowlist []string
+	renameNode                     bool
+	logLevel                       string
+	shutdownTimeout                time.Duration
+	relistPeriod                   time.Duration
+	eventedRelistPeriod            time.Duration
+	resyncPeriod                   time.Duration
+	maxDeadPerContainer            int
 	// The --container-log-* flags, and the rotation config validate makes
 	// of them.
 	containerLogMaxSize         string
@@ -173,6 +179,10 @@ admits anyone. Without
 	fs.StringVar(&cfg.imageStoreDir, "image-store-dir", "", "the embedded runtime's image store (empty: <data-dir>/runtime/images); on another file system than the data dir it is kubelet's split image file system (KEP-4191): imagefs is the store's, containerfs and nodefs the data dir's (docs/node.md)")
 	fs.StringSliceVar(&cfg.insecureRegistries, "insecure-registry", nil, "registry hosts (host or host:port, comma-separated) the embedded runtime pulls from over plain HTTP; localhost and 127.0.0.0/8 always are")
 	fs.StringVar(&cfg.imageCredentials, "image-credentials", "", "registry credentials of image pulls, in Docker's config.json format (default: <data-dir>/"+defaultCredentialsFile+" when present); re-read when it changes")
+	fs.StringVar(&cfg.imagePullVerification, "image-pull-credentials-verification-policy", string(pullmanager.DefaultPolicy),
+		"which images already on the node a pod must have credentials for (kubelet's imagePullCredentialsVerificationPolicy): NeverVerify; NeverVerifyPreloadedImages (images jetlet did not pull are everyone's); NeverVerifyAllowlistedImages (only --preloaded-images-verification-allowlist's are); AlwaysVerify")
+	fs.StringSliceVar(&cfg.preloadedImagesVerifyAllowlist, "preloaded-images-verification-allowlist", nil,
+		"with NeverVerifyAllowlistedImages, the images (full names without tag or digest, or prefixes ending in /*; comma-separated) every pod may use without credentials (kubelet's preloadedImagesVerificationAllowlist)")
 	fs.StringVar(&cfg.imageRegistryListen, "image-registry-listen", registry.DefaultListen, "loopback address of the read-only registry serving the images of jetlet_images (jetlet image push), which containerd's hosts.toml names (docs/containerd.md); empty: not served")
 	fs.BoolVar(&cfg.renameNode, "rename-node", false, "let --node differ from the node name the data dir recorded, and record it")
 	fs.BoolVar(&cfg.profiling, "profiling", false, "serve Go's /debug/pprof/ on --http-listen")
@@ -282,6 +292,9 @@ func (c *runConfig) validate() error {
 	}
 	if c.containerLogMonitorInterval <= 0 {
 		return fmt.Errorf("--container-log-monitor-interval %s: must be positive", c.containerLogMonitorInterval)
+	}
+	if err := pullmanager.CheckPolicy(pullmanager.Policy(c.imagePullVerification), c.preloadedImagesVerifyAllowlist); err != nil {
+		return fmt.Errorf("--image-pull-credentials-verification-policy, --preloaded-images-verification-allowlist: %w", err)
 	}
 	if c.imageRegistryListen != "" {
 		if err := registry.CheckLoopback(c.imageRegistryListen); err != nil {

@@ -46,6 +46,8 @@ func TestRunFlagDefaultsAreTheDocumentedOnes(t *testing.T) {
 		{"cluster-domain", "cluster.local", "running.md Pod sync (kubelet's --cluster-domain, as kubeadm sets it)"},
 		{"resolv-conf", "/etc/resolv.conf", "running.md Pod sync (kubelet's --resolv-conf)"},
 		{"image-credentials", "", "running.md Pod sync: <data-dir>/config.json when present"},
+		{"image-pull-credentials-verification-policy", "NeverVerifyPreloadedImages", "running.md Pod sync (kubelet's imagePullCredentialsVerificationPolicy default)"},
+		{"preloaded-images-verification-allowlist", "", "running.md Pod sync: none (kubelet's preloadedImagesVerificationAllowlist)"},
 		{"image-registry-listen", "127.0.0.1:5050", "docs/contract.md section 13, running.md Images over the bus, containerd.md's hosts.toml"},
 		{"image-store-dir", "", "running.md Pod sync, node.md: <data-dir>/runtime/images"},
 		{"insecure-registry", "", "running.md Pod sync: none (loopback registries are plain HTTP anyway)"},

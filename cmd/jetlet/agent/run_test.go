@@ -62,3 +62,24 @@ func TestImageStoreDirIsTheEmbeddedRuntimes(t *testing.T) {
 		t.Fatalf("--image-store-dir with --runtime-endpoint: %v, want %q", err, want)
 	}
 }
+
+// A policy kubelet does not have, an allowlist without its policy, and a
+// pattern kubelet refuses stop jetlet run before it starts anything.
+func TestImagePullCredentialsVerificationFlagsAreChecked(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--image-pull-credentials-verification-policy", "Sometimes"}, `unknown image pull credentials verification policy "Sometimes"`},
+		{[]string{"--preloaded-images-verification-allowlist", "registry.example/team/app"}, "an allowlist is for policy NeverVerifyAllowlistedImages only, not NeverVerifyPreloadedImages"},
+		{[]string{"--image-pull-credentials-verification-policy", "NeverVerifyAllowlistedImages", "--preloaded-images-verification-allowlist", "busybox:1.36"},
+			`allowlist pattern "busybox:1.36": give the image's full name without tag or digest (docker.io/library/busybox)`},
+	} {
+		cmd := NewRunCommand()
+		cmd.SetArgs(append([]string{"--node", "n", "--data-dir", t.TempDir()}, tt.args...))
+		cmd.SilenceUsage, cmd.SilenceErrors = true, true
+		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: %v, want %q", tt.args, err, tt.want)
+		}
+	}
+}

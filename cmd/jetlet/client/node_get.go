@@ -39,21 +39,24 @@ The pods of a node whose heartbeat is not fresh show as Unknown in get pods.
 
 CPU, MEMORY and PODS are what the node's admitted pods request out of its
 allocatable (250m/2, 512Mi/23Gi, 3/110); PRESSURE lists its pressure
-conditions that are True. A node that will not come back is removed with
-jetlet node remove. -o json and -o yaml print the records as stored.`,
+conditions that are True. -o wide adds DECLARED-FEATURES, the features the
+node declares (Kubernetes' node status.declaredFeatures, kubelet's names),
+which a pod that needs one must find on its node. A node that will not come
+back is removed with jetlet node remove. -o json and -o yaml print the
+records as stored.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	fs := cmd.Flags()
 	o.client.register(fs)
-	fs.StringVarP(&o.output, "output", "o", "", "json or yaml")
-	completeOutput(cmd, outputJSON, outputYAML)
+	fs.StringVarP(&o.output, "output", "o", "", "wide, json or yaml")
+	completeOutput(cmd, outputWide, outputJSON, outputYAML)
 	cli.AnnotateEnv(fs)
 	return cmd
 }
 
 func (o *getNodesOptions) run(cmd *cobra.Command) error {
-	if err := checkOutput(o.output, outputJSON, outputYAML); err != nil {
+	if err := checkOutput(o.output, outputWide, outputJSON, outputYAML); err != nil {
 		return err
 	}
 	c, err := connectClient(cmd, &o.client)
@@ -62,7 +65,7 @@ func (o *getNodesOptions) run(cmd *cobra.Command) error {
 	}
 	defer c.Close()
 	w := cmd.OutOrStdout()
-	if o.output != outputTable {
+	if o.output != outputTable && o.output != outputWide {
 		nodes, err := c.NodeRecords(cmd.Context(), o.client.node)
 		if err != nil {
 			return err
@@ -83,12 +86,32 @@ func (o *getNodesOptions) run(cmd *cobra.Command) error {
 	}
 	names := slices.Sorted(maps.Keys(states))
 	tw := newTable(w)
-	fmt.Fprintln(tw, "NAME\tSTATUS\tCPU\tMEMORY\tPODS\tPRESSURE\tRUNTIME\tAGE\tVERSION\tHEARTBEAT")
+	header := "NAME\tSTATUS\tCPU\tMEMORY\tPODS\tPRESSURE\tRUNTIME\tAGE\tVERSION\tHEARTBEAT"
+	if o.output == outputWide {
+		header += "\tDECLARED-FEATURES"
+	}
+	fmt.Fprintln(tw, header)
 	now := time.Now()
 	for _, name := range names {
-		writeRow(tw, nodeRow(states[name], now)...)
+		row := nodeRow(states[name], now)
+		if o.output == outputWide {
+			row = append(row, declaredFeatures(states[name].Record))
+		}
+		writeRow(tw, row...)
 	}
 	return tw.Flush()
+}
+
+// declaredFeatures is the DECLARED-FEATURES cell: <none> for a node that
+// declares none, empty for one without a record.
+func declaredFeatures(r *schemas.NodeRecord) string {
+	switch {
+	case r == nil:
+		return ""
+	case len(r.DeclaredFeatures) == 0:
+		return "<none>"
+	}
+	return strings.Join(r.DeclaredFeatures, ",")
 }
 
 // nodeRow is a node's line of get nodes. A node without a record (lost, or

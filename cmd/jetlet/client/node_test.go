@@ -170,6 +170,21 @@ func TestGetNodesShowsNodeStatus(t *testing.T) {
 		}
 	}
 
+	withFeatures := nodeStatusRecord("userns")
+	withFeatures.DeclaredFeatures = []string{"UserNamespacesSupport"}
+	c.putNode(withFeatures)
+	res = c.run("get", "nodes", "-o", "wide")
+	wantCode(t, res, 0)
+	for _, want := range []string{
+		`(?m)^NAME\s+STATUS\s+.*\s+HEARTBEAT\s+DECLARED-FEATURES$`,
+		`(?m)^userns\s+Ready\s+.*\s+UserNamespacesSupport$`,
+		`(?m)^pressed\s+Ready\s+.*\s+<none>$`,
+	} {
+		if !regexp.MustCompile(want).MatchString(res.stdout) {
+			t.Errorf("get nodes -o wide does not match %s:\n%s", want, res.stdout)
+		}
+	}
+
 	res = c.run("get", "nodes", "--node", "pressed", "-o", "json")
 	wantCode(t, res, 0)
 	var l list[schemas.NodeRecord]

@@ -22,6 +22,9 @@ func printPlan(w io.Writer, pi *plannedIntent, plan schemas.PodPlan) {
 		fmt.Fprintf(w, ", unchanged: nothing would be published")
 	}
 	fmt.Fprintln(w, "):")
+	if len(plan.MissingFeatures) > 0 {
+		fmt.Fprintf(w, "  ! needs declared features the node lacks: %s\n", strings.Join(plan.MissingFeatures, ", "))
+	}
 	switch {
 	case plan.Rejected != "":
 		fmt.Fprintf(w, "  ! Rejected: %s\n", plan.Rejected)

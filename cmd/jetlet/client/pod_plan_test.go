@@ -173,3 +173,70 @@ func (c *cluster) waitBackOff(file string, left time.Duration) {
 		return time.Since(since) > 1500*time.Millisecond && time.Until(until) > left
 	})
 }
+
+// A real `jetlet run` declares its features in its record (get nodes -o
+// wide shows them) and its plan names those a pod needs and the node
+// lacks: resizing a running pod's init container (not a sidecar) needs
+// InPlacePodVerticalScalingInitContainers, which jetlet does not do.
+func TestThePlanNamesTheDeclaredFeaturesAPodLacks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts jetlet run")
+	}
+	_, c := startJetletRun(t, "init-limits")
+	var rec schemas.NodeRecord
+	poll.Until(t, time.Minute, poll.Msg("the node's record"), func() bool {
+		res := c.run("get", "nodes", "--node", "n1", "-o", "json")
+		var l list[schemas.NodeRecord]
+		if res.code != 0 || json.Unmarshal([]byte(res.stdout), &l) != nil || len(l.Items) != 1 {
+			return false
+		}
+		rec = l.Items[0]
+		return true
+	})
+	want := "<none>"
+	if len(rec.DeclaredFeatures) > 0 {
+		want = strings.Join(rec.DeclaredFeatures, ",")
+	}
+	res := c.run("get", "nodes", "-o", "wide")
+	wantCode(t, res, 0)
+	if lines := strings.Split(strings.TrimSpace(res.stdout), "\n"); len(lines) != 2 || !strings.HasSuffix(lines[0], "DECLARED-FEATURES") || !strings.HasSuffix(lines[1], " "+want) {
+		t.Errorf("get nodes -o wide, want DECLARED-FEATURES %s:\n%s", want, res.stdout)
+	}
+
+	dir := t.TempDir()
+	pod := func(name, cpu string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(`apiVersion: v1
+kind: Pod
+metadata: {name: init-limits, namespace: default}
+spec:
+  terminationGracePeriodSeconds: 5
+  initContainers:
+    - name: setup
+      image: busybox:1.36
+      imagePullPolicy: IfNotPresent
+      command: ["true"]
+      resources: {limits: {cpu: `+cpu+`}}
+  containers:
+    - name: app
+      image: busybox:1.36
+      imagePullPolicy: IfNotPresent
+      command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 5 & wait $!; done"]
+`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	first, resized := pod("first.yaml", "100m"), pod("resized.yaml", "200m")
+	if plan := c.plan(first); len(plan.MissingFeatures) != 0 {
+		t.Errorf("a new pod: missing features %v, want none", plan.MissingFeatures)
+	}
+	wantCode(t, c.run("apply", "-f", first, "--wait"), 0)
+	if plan := c.plan(resized); !slices.Equal(plan.MissingFeatures, []string{"InPlacePodVerticalScalingInitContainers"}) {
+		t.Errorf("its init container resized: missing features %v, want InPlacePodVerticalScalingInitContainers", plan.MissingFeatures)
+	}
+	res = c.run("apply", "-f", resized, "--dry-run=node")
+	if !strings.Contains(res.stdout, "  ! needs declared features the node lacks: InPlacePodVerticalScalingInitContainers\n") {
+		t.Errorf("apply --dry-run=node:\n%s", res.stdout)
+	}
+}
