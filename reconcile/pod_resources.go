@@ -170,7 +170,9 @@ func (m *Kuberuntime) podResizeInProgress(pod *corev1.Pod, status *kubecontainer
 
 // resizePodCgroup gives the pod cgroup name's value of to (the other
 // resource's stays as applied), as kubelet's setPodCgroupConfig, and
-// records what it holds then. A memory limit is not lowered to or below
+// records what it holds then. With jetlet's own pod cgroups (a CRI runtime)
+// the runtime is told through UpdatePodSandboxResources after the fact, as
+// kubelet does, and its failure is no failure of the resize. A memory limit is not lowered to or below
 // what the pod's containers use.
 func (s *podOperation) resizePodCgroup(ctx context.Context, u *PodResourcesUpdate, name corev1.ResourceName, applied *runtimeapi.LinuxContainerResources) error {
 	next := cgroupValues(applied)
@@ -188,7 +190,13 @@ func (s *podOperation) resizePodCgroup(ctx context.Context, u *PodResourcesUpdat
 		return nil
 	}
 	if err := s.m.rt.UpdatePodSandboxResources(ctx, u.SandboxID, next); err != nil {
-		return err
+		if s.m.cfg.PodCgroups == nil {
+			return err
+		}
+		// jetlet's pod cgroup holds the limits (ensurePodCgroup applied
+		// them): the runtime is only told, best effort as kubelet's
+		// (containerd 1.x has no such call).
+		s.m.log.Debug().Err(err).Str("uid", s.ref.UID).Msg("the runtime did not take the pod's new resources")
 	}
 	applied.CpuShares, applied.CpuQuota, applied.CpuPeriod, applied.MemoryLimitInBytes = next.CpuShares, next.CpuQuota, next.CpuPeriod, next.MemoryLimitInBytes
 	s.result.Add(schemas.ActionUpdatePodSandboxResources, s.ref.UID, podResizedMessage(name, u.Current, next))
