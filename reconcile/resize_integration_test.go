@@ -79,6 +79,10 @@ func TestPodLevelResourcesResizeInPlace(t *testing.T) {
 	check(128<<20, 50000)
 
 	pod.Spec.Resources = podLevel("1", "256Mi")
+	if step := e.mgr.PlanPod(pod, e.status(pod), nil).Sandbox; step.Action != schemas.PlanResize ||
+		step.Message != "pod memory limit 128Mi, cpu 500m/500m -> memory limit 256Mi, cpu 1/1" {
+		t.Errorf("the plan's sandbox step %+v, want the pod cgroup's resize", step)
+	}
 	r := e.sync(pod)
 	mustSucceed(t, r)
 	if len(actionsOf(r, schemas.ActionUpdatePodSandboxResources)) != 2 || len(r.Actions) != 2 {
