@@ -15,6 +15,7 @@ import (
 	"github.com/jetlet/jetlet/internal/atomicfile"
 	"github.com/jetlet/jetlet/reconcile/admission"
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
+	"github.com/jetlet/jetlet/runtime/crierr"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -172,7 +173,8 @@ func (m *Kuberuntime) podResizeInProgress(pod *corev1.Pod, status *kubecontainer
 // resource's stays as applied), as kubelet's setPodCgroupConfig, and
 // records what it holds then. With jetlet's own pod cgroups (a CRI runtime)
 // the runtime is told through UpdatePodSandboxResources after the fact, as
-// kubelet does, and its failure is no failure of the resize. A memory limit is not lowered to or below
+// kubelet does, and its failure is no failure of the resize; nor is a
+// runtime's Unimplemented (it resizes no pod cgroup). A memory limit is not lowered to or below
 // what the pod's containers use.
 func (s *podOperation) resizePodCgroup(ctx context.Context, u *PodResourcesUpdate, name corev1.ResourceName, applied *runtimeapi.LinuxContainerResources) error {
 	next := cgroupValues(applied)
@@ -190,12 +192,12 @@ func (s *podOperation) resizePodCgroup(ctx context.Context, u *PodResourcesUpdat
 		return nil
 	}
 	if err := s.m.rt.UpdatePodSandboxResources(ctx, u.SandboxID, next); err != nil {
-		if s.m.cfg.PodCgroups == nil {
+		if s.m.cfg.PodCgroups == nil && !errors.Is(err, crierr.ErrUnimplemented) {
 			return err
 		}
 		// jetlet's pod cgroup holds the limits (ensurePodCgroup applied
-		// them): the runtime is only told, best effort as kubelet's
-		// (containerd 1.x has no such call).
+		// them), or the runtime has no pod-level resize (containerd 1.x):
+		// it is only told, best effort as kubelet's.
 		s.m.log.Debug().Err(err).Str("uid", s.ref.UID).Msg("the runtime did not take the pod's new resources")
 	}
 	applied.CpuShares, applied.CpuQuota, applied.CpuPeriod, applied.MemoryLimitInBytes = next.CpuShares, next.CpuQuota, next.CpuPeriod, next.MemoryLimitInBytes
