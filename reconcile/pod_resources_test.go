@@ -1,11 +1,18 @@
 package reconcile
 
 import (
+	"context"
+	"fmt"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
+	"github.com/jetlet/jetlet/runtime/crierr"
+	"github.com/jetlet/jetlet/test/fakecri"
 )
 
 // The pod cgroup's values, after kubelet's
@@ -68,5 +75,75 @@ func TestPodSandboxResources(t *testing.T) {
 				t.Fatalf("got %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// noPodResize is a runtime without UpdatePodSandboxResources, as
+// containerd 1.x.
+type noPodResize struct{ *fakecri.Runtime }
+
+func (noPodResize) UpdatePodSandboxResources(context.Context, string, *runtimeapi.LinuxContainerResources) error {
+	return fmt.Errorf("UpdatePodSandboxResources: %w", crierr.ErrUnimplemented)
+}
+
+// The pod cgroup follows the allocated pod (fakecri records what it was
+// given): a pod-level resize is UpdatePodSandboxResources alone, recorded
+// and allocated across the sync; a container's resize of a pod without
+// pod-level resources changes the pod's sums too, the pod's memory limit
+// raised before the container's; a runtime without the call fails nothing.
+func TestPodResourcesFollowTheAllocatedPod(t *testing.T) {
+	rt := fakecri.New()
+	m, _ := newTestManager(t, rt)
+	guaranteed := func(cpu, memory string) corev1.ResourceRequirements {
+		l := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}
+		return corev1.ResourceRequirements{Requests: l, Limits: l.DeepCopy()}
+	}
+	pod := testPod(corev1.Container{Name: "app", Image: "img:1", Resources: guaranteed("100m", "64Mi")})
+	mustSyncOK(t, syncOnce(t, m, pod))
+	st, err := m.GetPodStatus(context.Background(), "uid1", pod.Name, pod.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sandbox := st.SandboxStatuses[0].GetId()
+	if got := rt.PodResources(sandbox); got.GetMemoryLimitInBytes() != 64<<20 || got.GetCpuQuota() != 10000 {
+		t.Fatalf("the sandbox's resources at its creation: %v", got)
+	}
+
+	pod.Spec.Containers[0].Resources = guaranteed("200m", "128Mi")
+	r := syncOnce(t, m, pod)
+	mustSyncOK(t, r)
+	var order []string
+	for _, a := range r.ActionResults() {
+		order = append(order, a.Action+" "+a.Message)
+	}
+	want := []string{
+		"UpdatePodSandboxResources pod memory limit 64Mi -> 128Mi",
+		"UpdateContainerResources memory limit 64Mi -> 128Mi",
+		"UpdatePodSandboxResources pod cpu request/limit 100m/100m -> 200m/200m",
+		"UpdateContainerResources cpu request/limit 100m/100m -> 200m/200m",
+	}
+	if !slices.Equal(order, want) {
+		t.Fatalf("actions %q, want %q", order, want)
+	}
+	if got := rt.PodResources(sandbox); got.GetMemoryLimitInBytes() != 128<<20 || got.GetCpuQuota() != 20000 {
+		t.Errorf("the sandbox's resources after the resize: %v", got)
+	}
+	if r := syncOnce(t, m, pod); len(r.Actions) != 0 {
+		t.Errorf("converged, yet: %+v", r.ActionResults())
+	}
+
+	m.rt = noPodResize{rt}
+	pod.Spec.Containers[0].Resources = guaranteed("200m", "96Mi")
+	r = syncOnce(t, m, pod)
+	mustSyncOK(t, r)
+	if r := syncOnce(t, m, pod); len(r.Actions) != 0 {
+		t.Errorf("a runtime without pod resizes: the next sync %+v, want nothing (the values recorded)", r.ActionResults())
+	}
+}
+
+func mustSyncOK(t *testing.T, r kubecontainer.PodSyncResult) {
+	t.Helper()
+	if err := r.Error(); err != nil {
+		t.Fatalf("sync failed: %v\nactions: %+v", err, r.ActionResults())
 	}
 }
