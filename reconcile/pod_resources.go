@@ -64,7 +64,8 @@ func (m *Kuberuntime) podSandboxResources(pod *corev1.Pod) *runtimeapi.LinuxCont
 
 // podResourcesFile records, in a pod's data dir, the resources its pod
 // cgroup was last given (kubelet's actuated resources checkpoint, for the
-// pod level): a restarted jetlet compares them with the allocated pod's.
+// pod level): each sync compares them with the allocated pod's, a restarted
+// jetlet's too; the CRI reports no sandbox's resources to compare with.
 const podResourcesFile = "actuated-pod-resources.json"
 
 // podResourcesRecord is what podResourcesFile holds: the sandbox it was
