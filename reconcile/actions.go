@@ -39,6 +39,11 @@ type PodActions struct {
 	// app containers) resized in place, by resource: memory, then cpu, as
 	// SyncPod applies them; in each, decreases come before increases.
 	ContainersToUpdate map[corev1.ResourceName][]ContainerToUpdate
+	// UpdatePodResources resizes the pod cgroup in place (pod-level
+	// resources, or the containers' sums), around ContainersToUpdate; nil
+	// for none. SyncPod plans it (planPodResize): it needs the record of
+	// what the pod cgroup holds.
+	UpdatePodResources *PodResourcesUpdate
 }
 
 // ContainerToKill is one container instance the plan stops.
@@ -85,6 +90,9 @@ func (a PodActions) String() string {
 			}
 			b.WriteString("]")
 		}
+	}
+	if u := a.UpdatePodResources; u != nil {
+		fmt.Fprintf(&b, " UpdatePod=[%s -> %s]", podResourcesString(u.Current), podResourcesString(u.Desired))
 	}
 	if len(a.ContainersToKill) > 0 {
 		b.WriteString(" Kill=[")

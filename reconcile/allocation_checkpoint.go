@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/jetlet/jetlet/internal/atomicfile"
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 )
 
 // allocationFile records, in a pod's data dir, the resources the node
@@ -17,7 +18,8 @@ import (
 const allocationFile = "allocated-resources.json"
 
 // StoreAllocation records the resources of every container of pod (its
-// spec as the node allocated it), by container name.
+// spec as the node allocated it), by container name, and its pod-level
+// resources (kubecontainer.AllocationPodLevel).
 func (m *Kuberuntime) StoreAllocation(pod *corev1.Pod) error {
 	dir, err := m.makePodDataDir(string(pod.UID))
 	if err != nil {
@@ -28,6 +30,9 @@ func (m *Kuberuntime) StoreAllocation(pod *corev1.Pod) error {
 		for _, c := range cs {
 			alloc[c.Name] = c.Resources
 		}
+	}
+	if pod.Spec.Resources != nil {
+		alloc[kubecontainer.AllocationPodLevel] = *pod.Spec.Resources
 	}
 	return atomicfile.WriteJSON(filepath.Join(dir, allocationFile), alloc)
 }

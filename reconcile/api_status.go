@@ -81,7 +81,8 @@ func (m *Kuberuntime) ToAPIStatus(pod *corev1.Pod, status *kubecontainer.PodStat
 }
 
 // resizeInProgress is the pod's PodResizeInProgress condition, as kubelet's:
-// some running container's applied resources are not yet its spec's (pod
+// some running container's applied resources, or its pod cgroup's, are not
+// yet its spec's (pod
 // is the allocated pod: a pending resize is not in progress), or the last
 // attempt to apply them failed (reason Error, its message).
 func (m *Kuberuntime) resizeInProgress(pod *corev1.Pod, status *kubecontainer.PodStatus, now time.Time) (schemas.PodCondition, bool) {
@@ -97,7 +98,7 @@ func (m *Kuberuntime) resizeInProgress(pod *corev1.Pod, status *kubecontainer.Po
 			}
 		}
 	}
-	return c, false
+	return c, m.podResizeInProgress(pod, status)
 }
 
 // allocatedResources are the requests the node admitted for c (the

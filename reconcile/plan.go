@@ -25,6 +25,7 @@ func (m *Kuberuntime) PlanPod(pod *corev1.Pod, status *kubecontainer.PodStatus, 
 	}
 	pod = m.withDefaultHostUsers(pod, status)
 	a := ComputePodActions(pod, status, Probes{Liveness: m.cfg.Liveness, Startup: m.cfg.Startup})
+	a.UpdatePodResources = m.planPodResize(pod, a)
 	plan.Sandbox = sandboxStep(a, status)
 	kills := map[string]ContainerToKill{}
 	for _, k := range a.ContainersToKill {
@@ -41,9 +42,14 @@ func (m *Kuberuntime) PlanPod(pod *corev1.Pod, status *kubecontainer.PodStatus, 
 	return plan
 }
 
-// sandboxStep is the sandbox's part of a plan, with SyncPod's own messages.
+// sandboxStep is the sandbox's part of a plan, with SyncPod's own messages;
+// a resize of its pod cgroup (pod-level resources) is its resize.
 func sandboxStep(a PodActions, status *kubecontainer.PodStatus) schemas.PlanStep {
 	switch {
+	case a.UpdatePodResources != nil:
+		u := a.UpdatePodResources
+		return schemas.PlanStep{Action: schemas.PlanResize, Fields: []string{"resources"},
+			Message: "pod " + podResourcesString(u.Current) + " -> " + podResourcesString(u.Desired)}
 	case a.CreateSandbox && len(status.SandboxStatuses) == 0:
 		return schemas.PlanStep{Action: schemas.PlanCreate, Message: "the pod has no sandbox yet"}
 	case a.CreateSandbox:

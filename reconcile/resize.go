@@ -14,19 +14,39 @@ import (
 
 // resize applies the plan's in-place resizes, as kubelet's
 // doPodResizeAction: memory first, then cpu, each in the plan's order
-// (decreases before increases). A container's update carries the values of
-// the other resource it has now, as the runtime replaces all of them. The
-// first failure ends the step: updates must succeed in this order, and the
-// next sync retries what is left (the pod workers retry a failed sync). The
-// pod's resize error (its PodResizeInProgress condition) is set by a
-// failure and cleared once every update succeeded.
-func (s *podOperation) resize(ctx context.Context, updates map[corev1.ResourceName][]ContainerToUpdate) {
-	if len(updates) == 0 {
+// (decreases before increases), the pod cgroup's value of a resource raised
+// before its containers' and lowered after them. A container's update
+// carries the values of the other resource it has now, as the runtime
+// replaces all of them. The first failure ends the step: updates must
+// succeed in this order, and the next sync retries what is left (the pod
+// workers retry a failed sync). The pod's resize error (its
+// PodResizeInProgress condition) is set by a failure and cleared once every
+// update succeeded.
+func (s *podOperation) resize(ctx context.Context, updates map[corev1.ResourceName][]ContainerToUpdate, pod *PodResourcesUpdate) {
+	if len(updates) == 0 && pod == nil {
 		s.m.reasons.clearResizeError(s.ref.UID)
 		return
 	}
+	var podApplied *runtimeapi.LinuxContainerResources
+	if pod != nil {
+		podApplied = cgroupValues(pod.Current)
+	}
+	resizePod := func(name corev1.ResourceName) bool {
+		if err := s.resizePodCgroup(ctx, pod, name, podApplied); err != nil {
+			msg := fmt.Sprintf("resize of the pod cgroup (%s): %v", name, err)
+			s.result.Fail(schemas.ActionUpdatePodSandboxResources, s.ref.UID, kubecontainer.ErrResize, msg)
+			s.m.reasons.setResizeError(s.ref.UID, msg)
+			s.m.resizeErrorEvent(ctx, s.ref, ContainerToUpdate{}, msg)
+			return false
+		}
+		return true
+	}
 	applied := map[string]ResourceValues{} // by container id, once updated
 	for _, name := range resizeOrder {
+		podGrows := pod != nil && grows(name, pod.Desired, podApplied)
+		if podGrows && !resizePod(name) {
+			return
+		}
 		for _, u := range updates[name] {
 			from, ok := applied[u.ID]
 			if !ok {
@@ -48,8 +68,22 @@ func (s *podOperation) resize(ctx context.Context, updates map[corev1.ResourceNa
 			applied[u.ID] = to
 			s.result.Add(schemas.ActionUpdateContainerResources, u.Name, resizedMessage(name, from, to))
 		}
+		if pod != nil && !podGrows && !resizePod(name) {
+			return
+		}
 	}
 	s.m.reasons.clearResizeError(s.ref.UID)
+}
+
+// grows reports whether the pod cgroup's value of name goes up from
+// applied to desired: a memory limit, or (cpu) a quota, or the shares at
+// the same quota.
+func grows(name corev1.ResourceName, desired, applied *runtimeapi.LinuxContainerResources) bool {
+	if name == corev1.ResourceMemory {
+		return desired.MemoryLimitInBytes > applied.MemoryLimitInBytes
+	}
+	was, is := quotaToMilliCPU(applied.CpuQuota, applied.CpuPeriod), quotaToMilliCPU(desired.CpuQuota, desired.CpuPeriod)
+	return is > was || is == was && desired.CpuShares > applied.CpuShares
 }
 
 // updateContainerResources gives the instance u the values to, in the

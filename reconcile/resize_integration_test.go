@@ -41,6 +41,68 @@ func (e *env) cgroupValue(id, controller, v1, v2 string) string {
 	return jetlettest.ContainerCgroupFile(e.t, resp, controller, v1, v2)
 }
 
+// podCgroupValue reads a file of the pod cgroup of the container.
+func (e *env) podCgroupValue(id, controller, v1, v2 string) string {
+	e.t.Helper()
+	resp, err := e.client.ContainerStatus(ctx(e.t), id, true)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return jetlettest.PodCgroupFile(e.t, resp, controller, v1, v2)
+}
+
+// TestPodLevelResourcesResizeInPlace: a pod whose container sets no limits,
+// with pod-level limits, has them in its pod cgroup; a change of them is
+// applied to the pod cgroup in place (UpdatePodSandboxResources alone, the
+// container kept), shown as no resize in progress once done.
+func TestPodLevelResourcesResizeInPlace(t *testing.T) {
+	e := newEnv(t)
+	c := corev1.Container{Name: "app", Image: "busybox:1.36", Command: []string{"sleep", "1000"}}
+	pod := makePod(uniqueName("podres"), corev1.RestartPolicyAlways, c)
+	podLevel := func(cpu, memory string) *corev1.ResourceRequirements {
+		l := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}
+		return &corev1.ResourceRequirements{Requests: l, Limits: l.DeepCopy()}
+	}
+	pod.Spec.Resources = podLevel("500m", "128Mi")
+	mustSucceed(t, e.sync(pod))
+	s := e.waitFor(pod, "app running", newestState("app", kubecontainer.ContainerRunning))
+	id := s.FindContainerStatusByName("app").ID
+	check := func(memBytes, cpuQuota int64) {
+		t.Helper()
+		if got := e.podCgroupValue(id, "memory", "memory.limit_in_bytes", "memory.max"); got != strconv.FormatInt(memBytes, 10) {
+			t.Errorf("pod cgroup memory limit = %s, want %d", got, memBytes)
+		}
+		if got := e.podCgroupValue(id, "cpu", "cpu.cfs_quota_us", "cpu.max"); !strings.HasPrefix(got, strconv.FormatInt(cpuQuota, 10)) {
+			t.Errorf("pod cgroup cpu quota = %s, want %d", got, cpuQuota)
+		}
+	}
+	check(128<<20, 50000)
+
+	pod.Spec.Resources = podLevel("1", "256Mi")
+	if step := e.mgr.PlanPod(pod, e.status(pod), nil).Sandbox; step.Action != schemas.PlanResize ||
+		step.Message != "pod memory limit 128Mi, cpu 500m/500m -> memory limit 256Mi, cpu 1/1" {
+		t.Errorf("the plan's sandbox step %+v, want the pod cgroup's resize", step)
+	}
+	r := e.sync(pod)
+	mustSucceed(t, r)
+	if len(actionsOf(r, schemas.ActionUpdatePodSandboxResources)) != 2 || len(r.Actions) != 2 {
+		t.Fatalf("pod-level resize: actions %+v, want UpdatePodSandboxResources for memory, then cpu", r.ActionResults())
+	}
+	check(256<<20, 100000)
+	s = e.status(pod)
+	if cs := s.FindContainerStatusByName("app"); cs.ID != id || cs.RestartCount != 0 || cs.State != kubecontainer.ContainerRunning {
+		t.Fatalf("after the resize: %s restart count %d %s; want %s, 0, running", cs.ID, cs.RestartCount, cs.State, id)
+	}
+	for _, cond := range e.mgr.ToAPIStatus(pod, s).Conditions {
+		if cond.Type == schemas.PodResizeInProgress {
+			t.Errorf("resize still in progress after the sync: %+v", cond)
+		}
+	}
+	if r := e.sync(pod); len(r.Actions) != 0 {
+		t.Errorf("sync after the resize: %+v", r.ActionResults())
+	}
+}
+
 func memoryLimitIn(e *env, id string) string {
 	return e.cgroupValue(id, "memory", "memory.limit_in_bytes", "memory.max")
 }

@@ -42,10 +42,11 @@ type ContainerManager interface {
 }
 
 // ContainerResizer is the part of the CRI an in-place resize uses: the new
-// resources of a running container, and its memory usage before a memory
-// limit is lowered.
+// resources of a running container or of its pod's cgroup (pod-level
+// resources), and its memory usage before a memory limit is lowered.
 type ContainerResizer interface {
 	UpdateContainerResources(ctx context.Context, id string, resources *runtimeapi.ContainerResources) error
+	UpdatePodSandboxResources(ctx context.Context, sandboxID string, resources *runtimeapi.LinuxContainerResources) error
 	ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error)
 }
 

@@ -203,7 +203,7 @@ func (m *Kuberuntime) generateSandboxConfig(pod *corev1.Pod, attempt uint32) (*r
 		}
 	}
 	sc := &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: namespaceOptions(pod, ns)}
-	cfg.Linux = &runtimeapi.LinuxPodSandboxConfig{SecurityContext: sc}
+	cfg.Linux = &runtimeapi.LinuxPodSandboxConfig{SecurityContext: sc, Resources: m.podSandboxResources(pod)}
 	m.withCgroupParent(cfg, pod)
 	if psc := pod.Spec.SecurityContext; psc != nil {
 		sc.RunAsUser = optionalInt64(psc.RunAsUser)

@@ -53,6 +53,7 @@ func (s *podOperation) sync(ctx context.Context) {
 
 	// Step 1: compute the plan.
 	actions := ComputePodActions(pod, s.status, Probes{Liveness: m.cfg.Liveness, Startup: m.cfg.Startup})
+	actions.UpdatePodResources = m.planPodResize(pod, actions)
 	if e := m.log.Debug(); e.Enabled() { // the arguments allocate even when the event is dropped
 		e.Str("pod", pod.Namespace+"/"+pod.Name).Str("uid", string(pod.UID)).Stringer("actions", actions).Msg("computed pod actions")
 	}
@@ -118,6 +119,9 @@ func (s *podOperation) sync(ctx context.Context) {
 		}
 		s.sandboxID = id
 		s.result.Add(schemas.ActionCreatePodSandbox, s.ref.UID, id)
+		if err := m.recordPodResources(s.ref.UID, id, cfg.Linux.Resources); err != nil {
+			m.log.Warn().Err(err).Str("uid", s.ref.UID).Msg("the pod cgroup's resources are not recorded: its pod-level resources are not resized in place")
+		}
 		m.sandboxEvent(ctx, s.ref, schemas.EventSandboxCreated, id, actions.Attempt, "")
 		for _, w := range dnsWarnings {
 			m.dnsEvent(ctx, s.ref, id, w)
@@ -152,8 +156,8 @@ func (s *podOperation) sync(ctx context.Context) {
 		}
 	}
 
-	// Step 7: resize the running containers in place.
-	s.resize(ctx, actions.ContainersToUpdate)
+	// Step 7: resize the running containers and the pod cgroup in place.
+	s.resize(ctx, actions.ContainersToUpdate, actions.UpdatePodResources)
 
 	// Step 8: start the app containers.
 	for _, i := range actions.ContainersToStart {

@@ -105,6 +105,20 @@ func (c *Client) UpdateContainerResources(ctx context.Context, id string, resour
 	return err
 }
 
+// UpdatePodSandboxResources gives the sandbox's pod-level resources (an
+// in-place resize of pod-level resources, KEP-5419). kubelet calls it after
+// it resized the pod cgroup itself; the embedded runtime resizes the pod
+// cgroup it made.
+func (c *Client) UpdatePodSandboxResources(ctx context.Context, sandboxID string, resources *runtimeapi.LinuxContainerResources) error {
+	conn, err := c.connection("UpdatePodSandboxResources")
+	if err != nil {
+		return err
+	}
+	_, err = call(ctx, c, conn, "UpdatePodSandboxResources", mutation, c.cfg.RequestTimeout,
+		&runtimeapi.UpdatePodSandboxResourcesRequest{PodSandboxId: sandboxID, Resources: resources}, conn.runtime.UpdatePodSandboxResources)
+	return err
+}
+
 // ReopenContainerLog asks the runtime to reopen the container's log file
 // (after log rotation renamed it).
 func (c *Client) ReopenContainerLog(ctx context.Context, id string) error {

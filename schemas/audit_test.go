@@ -108,6 +108,14 @@ const (
 	tResizeAdmitted = "reconcile/podworkers.TestResizeIsAdmittedDeferredOrInfeasible"
 	tE2EResize      = "test/e2e.TestAResizeChangesTheCgroupWithoutARestart"
 
+	// Pod-level resources'.
+	tPodResources         = "schemas.TestPodLevelResources"
+	tPodResourcesDefaults = "schemas.TestPodLevelResourcesDefaults"
+	tPodResourcesCgroup   = "reconcile.TestPodSandboxResources"
+	tPodResourcesResize   = "reconcile.TestPodLevelResourcesResizeInPlace"
+	tQOS                  = "reconcile/admission.TestPodQOS"
+	tE2EPodResources      = "test/e2e.TestPodLevelResourcesLimitThePodCgroup"
+
 	// The config issue's.
 	tE2EConfig = "test/e2e.TestConfigMapsAndSecretsReachThePod"
 
@@ -372,8 +380,15 @@ var fieldAnswers = []fieldAnswer{
 	{path: "spec.readinessGates", subtree: true, rejects: func(m map[string]any) {
 		specOf(m)["readinessGates"] = []any{map[string]any{"conditionType": "example.com/ready"}}
 	}},
-	{path: "spec.resources", subtree: true, rejects: func(m map[string]any) {
-		specOf(m)["resources"] = map[string]any{"limits": map[string]any{"cpu": "1"}}
+	{path: "spec.resources.limits", tests: []string{tPodResources, tPodResourcesCgroup, tPodResourcesResize, tE2EPodResources},
+		note: "pod-level (KEP-2837): cpu, memory and hugepages-<size>; the pod cgroup's limits, resized in place (KEP-5419)",
+		rejects: func(m map[string]any) {
+			specOf(m)["resources"] = map[string]any{"limits": map[string]any{"ephemeral-storage": "1Gi"}}
+		}},
+	{path: "spec.resources.requests", tests: []string{tPodResources, tPodResourcesDefaults, tPodResourcesCgroup, tResources, tQOS, tE2EPodResources},
+		note: "pod-level: the pod's requests for admission, QoS and eviction, its cpu shares; a change is a resize admission decides"},
+	{path: "spec.resources.claims", subtree: true, rejects: func(m map[string]any) {
+		specOf(m)["resources"] = map[string]any{"claims": []any{map[string]any{"name": "gpu"}}}
 	}},
 	{path: "spec.resourceClaims", subtree: true, rejects: func(m map[string]any) {
 		specOf(m)["resourceClaims"] = []any{map[string]any{"name": "gpu"}}

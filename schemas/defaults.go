@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // SetPodDefaults fills in what the Kubernetes API server would before kubelet
@@ -58,6 +59,74 @@ func SetPodDefaults(pod *corev1.Pod) {
 	for i := range spec.Containers {
 		setContainerDefaults(&spec.Containers[i], spec.HostNetwork)
 	}
+	setPodResourcesDefaults(pod)
+}
+
+// setPodResourcesDefaults fills in the pod-level resources as the API
+// server's defaultHugePagePodLimits, defaultPodRequests and defaultPodLimits
+// (feature PodLevelResources, after the containers' defaults), only where
+// pod-level resources are partly given: a hugepages limit the containers'
+// limits add up to; a cpu or memory request the containers' requests add
+// up to, else each remaining request from its limit; a cpu or memory limit
+// every app and init container sets, added up, when only requests are given.
+func setPodResourcesDefaults(pod *corev1.Pod) {
+	r := pod.Spec.Resources
+	if r == nil || len(r.Limits) == 0 && len(r.Requests) == 0 {
+		return
+	}
+	overcommit := func(name corev1.ResourceName) bool {
+		return name == corev1.ResourceCPU || name == corev1.ResourceMemory
+	}
+	containerLimits := resourcehelper.AggregateContainerLimits(pod, resourcehelper.PodResourcesOptions{})
+	for name, q := range containerLimits {
+		_, requested := r.Requests[name]
+		if strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) && !requested {
+			setIfMissing(&r.Limits, name, q)
+		}
+	}
+	if len(r.Limits) > 0 {
+		for name, q := range resourcehelper.AggregateContainerRequests(pod, resourcehelper.PodResourcesOptions{}) {
+			if overcommit(name) {
+				setIfMissing(&r.Requests, name, q)
+			}
+		}
+		for name, q := range r.Limits {
+			if resourcehelper.IsSupportedPodLevelResource(name) {
+				setIfMissing(&r.Requests, name, q)
+			}
+		}
+	}
+	if !resourcehelper.IsPodLevelLimitsSet(pod) && resourcehelper.IsPodLevelRequestsSet(pod) {
+		for name, q := range containerLimits {
+			if overcommit(name) && everyContainerLimits(&pod.Spec, name) {
+				setIfMissing(&r.Limits, name, q)
+			}
+		}
+	}
+}
+
+// setIfMissing sets name in *list to q unless the list has it.
+func setIfMissing(list *corev1.ResourceList, name corev1.ResourceName, q resource.Quantity) {
+	if _, ok := (*list)[name]; ok {
+		return
+	}
+	if *list == nil {
+		*list = corev1.ResourceList{}
+	}
+	(*list)[name] = q.DeepCopy()
+}
+
+// everyContainerLimits reports whether every init and app container of s
+// sets a limit of name.
+func everyContainerLimits(s *corev1.PodSpec, name corev1.ResourceName) bool {
+	for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
+		for i := range cs {
+			if _, ok := cs[i].Resources.Limits[name]; !ok {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func setContainerDefaults(c *corev1.Container, hostNetwork bool) {

@@ -33,6 +33,9 @@ type obj = map[string]any
 // capacity counts them.
 const nodeResourceNamePattern = `^(cpu|memory|pods|ephemeral-storage|hugepages-.+)$`
 
+// podResourceNamePattern are the resources pod-level resources may name.
+const podResourceNamePattern = `^(cpu|memory|hugepages-.+)$`
+
 func TestJSONSchemasUpToDate(t *testing.T) {
 	for _, name := range SchemaNames {
 		got := generateSchema(name)
@@ -403,7 +406,7 @@ func (g *schemaGen) podIntent() obj {
 	g.require("PodSpec", "containers")
 	g.set("PodSpec", "containers", obj{"minItems": 1})
 	g.forbid("PodSpec", "ephemeralContainers", "resourceClaims", "imagePullSecrets",
-		"runtimeClassName", "overhead", "readinessGates", "resources")
+		"runtimeClassName", "overhead", "readinessGates")
 	g.forbid("PodSecurityContext", "windowsOptions", "seLinuxChangePolicy")
 	g.forbid("SecurityContext", "windowsOptions")
 	g.set("SecurityContext", "procMount", obj{"enum": []any{string(corev1.DefaultProcMount), string(corev1.UnmaskedProcMount), nil}})
@@ -502,6 +505,13 @@ func (g *schemaGen) podIntent() obj {
 
 	g.forbid("ResourceRequirements", "claims")
 	g.set("ResourceRequirements", "limits", obj{"properties": obj{string(corev1.ResourceEphemeralStorage): false}})
+	// Pod-level resources: cpu, memory and huge pages (the API server's
+	// IsSupportedPodLevelResource), no claims.
+	podLevel := obj{"type": []any{"object", "null"}, "propertyNames": obj{"pattern": podResourceNamePattern}, "additionalProperties": quantitySchema(true)}
+	g.replace("PodSpec", "resources", obj{"anyOf": []any{obj{"type": "null"}, obj{
+		"type": "object", "additionalProperties": false,
+		"properties": obj{"limits": podLevel, "requests": podLevel, "claims": obj{"type": []any{"array", "null"}, "maxItems": 0}},
+	}}})
 	g.set("ContainerResizePolicy", "resourceName", obj{"enum": []any{string(corev1.ResourceCPU), string(corev1.ResourceMemory)}})
 
 	g.require("VolumeMount", "name", "mountPath")

@@ -62,6 +62,10 @@ const (
 	// ActionUpdateContainerResources resizes a running container in place
 	// (the CRI's UpdateContainerResources); the message says what changed.
 	ActionUpdateContainerResources = "UpdateContainerResources"
+	// ActionUpdatePodSandboxResources resizes the pod's cgroup in place
+	// (pod-level resources, the CRI's UpdatePodSandboxResources; target the
+	// pod's uid); the message says what changed.
+	ActionUpdatePodSandboxResources = "UpdatePodSandboxResources"
 )
 
 // ActionResult is the outcome of one action of a sync.

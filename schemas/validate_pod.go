@@ -9,6 +9,7 @@ func validatePodSpec(e *errs, s *corev1.PodSpec, want IntentTarget) {
 	rejectUnsupportedPodFields(e, s)
 	validatePodLevelFields(e, s)
 	validatePriority(e, s)
+	validatePodResources(e, s)
 	validateHostUsers(e, s, want.NoUserNamespaces)
 	volumes := validateVolumes(e, s.Volumes, want.NoMemoryEmptyDir)
 
@@ -48,9 +49,6 @@ func rejectUnsupportedPodFields(e *errs, s *corev1.PodSpec) {
 	}
 	if len(s.ReadinessGates) > 0 {
 		e.unsupported(p+".readinessGates", "readiness gates are conditions set through the API server, which this node does not have")
-	}
-	if s.Resources != nil {
-		e.unsupported(p+".resources", "pod-level resources need a pod cgroup, which this node does not manage")
 	}
 	if sc := s.SecurityContext; sc != nil {
 		if sc.WindowsOptions != nil {

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 func validateResources(e *errs, p string, r *corev1.ResourceRequirements) {
@@ -67,6 +68,54 @@ func validateResizePolicy(e *errs, p string, policies []corev1.ContainerResizePo
 		}
 		if r.RestartPolicy != corev1.NotRequired && r.RestartPolicy != corev1.RestartContainer {
 			e.invalid(rp+".restartPolicy", `must be "NotRequired" or "RestartContainer"`)
+		}
+	}
+}
+
+// validatePodResources checks the pod-level resources as the API server's
+// validatePodResources (KEP-2837): cpu, memory and hugepages-<size> only,
+// no claims, requests at most their limits, the pod's requests at least
+// what its containers request together, and no app container's limit above the
+// pod's.
+func validatePodResources(e *errs, s *corev1.PodSpec) {
+	const p = "pod.spec.resources"
+	r := s.Resources
+	if r == nil {
+		return
+	}
+	supported := *r // what the node can check further
+	supported.Limits, supported.Requests = nil, nil
+	for _, list := range []struct {
+		path string
+		l    corev1.ResourceList
+		out  *corev1.ResourceList
+	}{{p + ".limits", r.Limits, &supported.Limits}, {p + ".requests", r.Requests, &supported.Requests}} {
+		for _, name := range sortedNames(list.l) {
+			if !resourcehelper.IsSupportedPodLevelResource(name) {
+				e.unsupported(list.path+"["+string(name)+"]", "pod-level resources are cpu, memory and hugepages-<size> only")
+				continue
+			}
+			if *list.out == nil {
+				*list.out = corev1.ResourceList{}
+			}
+			(*list.out)[name] = list.l[name]
+		}
+	}
+	validateResources(e, p, &supported)
+	aggregate := resourcehelper.AggregateContainerRequests(&corev1.Pod{Spec: *s}, resourcehelper.PodResourcesOptions{})
+	for _, name := range sortedNames(aggregate) {
+		pod, ok := r.Requests[name]
+		if sum := aggregate[name]; ok && resourcehelper.IsSupportedPodLevelResource(name) && sum.Cmp(pod) > 0 {
+			e.invalid(p+".requests["+string(name)+"]", "must be greater than or equal to the containers' requests together, "+sum.String())
+		}
+	}
+	for i := range s.Containers {
+		limits := s.Containers[i].Resources.Limits
+		for _, name := range sortedNames(limits) {
+			pod, ok := r.Limits[name]
+			if lim := limits[name]; ok && lim.Cmp(pod) > 0 {
+				e.invalid(idx("pod.spec.containers", i)+".resources.limits["+string(name)+"]", "must be less than or equal to the pod-level limit "+pod.String())
+			}
 		}
 	}
 }

@@ -49,6 +49,14 @@ func TestPodQOS(t *testing.T) {
 		{name: "a Guaranteed init container", containers: []resources{guaranteed}, init: []resources{guaranteed}, want: corev1.PodQOSGuaranteed},
 		{name: "pod-level resources decide alone", containers: []resources{{}}, podLevel: &guaranteed, want: corev1.PodQOSGuaranteed},
 		{name: "empty pod-level resources", containers: []resources{guaranteed}, podLevel: &resources{}, want: corev1.PodQOSBestEffort},
+		// kubelet's TestComputePodQOSWithPodLevelResources rows.
+		{name: "pod-level guaranteed over burstable containers", containers: []resources{{requests: requests("cpu", "50m")}}, podLevel: &guaranteed, want: corev1.PodQOSGuaranteed},
+		{name: "pod-level cpu limit only", containers: []resources{guaranteed}, podLevel: &resources{limits: requests("cpu", "1")}, want: corev1.PodQOSBurstable},
+		{name: "pod-level requests only", containers: []resources{{}}, podLevel: &resources{requests: requests("cpu", "1", "memory", "1Gi")}, want: corev1.PodQOSBurstable},
+		{name: "pod-level requests under their limits", containers: []resources{{}},
+			podLevel: &resources{requests("cpu", "500m", "memory", "1Gi"), requests("cpu", "1", "memory", "1Gi")}, want: corev1.PodQOSBurstable},
+		{name: "pod-level huge pages only", containers: []resources{guaranteed},
+			podLevel: &resources{requests("hugepages-2Mi", "4Mi"), requests("hugepages-2Mi", "4Mi")}, want: corev1.PodQOSBestEffort},
 		{name: "the status's class", containers: []resources{{}}, status: corev1.PodQOSGuaranteed, want: corev1.PodQOSGuaranteed},
 	}
 	for _, tt := range tests {

@@ -135,6 +135,17 @@ func TestResources(t *testing.T) {
 			message: "cpu, requested: 1500, used: 600, capacity: 2000",
 		},
 		{
+			// PodRequests: the pod level only for what it sets.
+			name: "pod-level memory beside the containers' cpu",
+			mutate: func(pod *corev1.Pod) {
+				pod.Spec.Containers[0].Resources.Requests = requests("cpu", "1500m", "memory", "1Mi")
+				pod.Spec.Resources = &corev1.ResourceRequirements{Requests: requests("memory", "1Gi")}
+			},
+			active:  activePods(1, "cpu", "600m"),
+			reason:  "OutOfcpu",
+			message: "cpu, requested: 1500, used: 600, capacity: 2000",
+		},
+		{
 			name:        "an extended resource, fitting",
 			mutate:      func(pod *corev1.Pod) { pod.Spec.Containers[0].Resources.Requests = requests("example.com/gpu", "1") },
 			allocatable: requests("example.com/gpu", "2"),

@@ -165,3 +165,8 @@ type Container struct {
 	ID    string
 	State ContainerState
 }
+
+// AllocationPodLevel is the key of the pod-level resources among a pod's
+// recorded allocation, beside its containers' names (which are DNS labels,
+// never this).
+const AllocationPodLevel = "-pod"

@@ -131,14 +131,30 @@ func (w *Workers) checkpointAllocation(p *pod) {
 }
 
 // sameAllocation reports whether a and b give their containers, by name,
-// the same resources: what StoreAllocation records of either is the same.
+// and the pod the same resources: what StoreAllocation records of either is
+// the same.
 func sameAllocation(a, b *corev1.Pod) bool {
 	same := func(x, y []corev1.Container) bool {
 		return slices.EqualFunc(x, y, func(c, d corev1.Container) bool {
 			return c.Name == d.Name && admission.SameResources(c.Resources, d.Resources)
 		})
 	}
-	return same(a.Spec.InitContainers, b.Spec.InitContainers) && same(a.Spec.Containers, b.Spec.Containers)
+	return same(a.Spec.InitContainers, b.Spec.InitContainers) && same(a.Spec.Containers, b.Spec.Containers) &&
+		samePodResources(a, b)
+}
+
+// samePodResources reports whether a and b have the same pod-level
+// resources (none and empty alike).
+func samePodResources(a, b *corev1.Pod) bool {
+	return admission.SameResources(podResources(a), podResources(b))
+}
+
+// podResources are pod's pod-level resources; empty when it has none.
+func podResources(pod *corev1.Pod) corev1.ResourceRequirements {
+	if pod.Spec.Resources == nil {
+		return corev1.ResourceRequirements{}
+	}
+	return *pod.Spec.Resources
 }
 
 // loadAllocations reads the recorded allocations of the running pods, by
@@ -160,9 +176,13 @@ func (w *Workers) loadAllocations(running []*kubecontainer.RuntimePod) map[strin
 }
 
 // withResources is pod with the resources alloc has for its containers,
-// by name; pod itself when alloc changes none.
+// by name, and for the pod (kubecontainer.AllocationPodLevel); pod itself
+// when alloc changes none.
 func withResources(pod *corev1.Pod, alloc map[string]corev1.ResourceRequirements) *corev1.Pod {
 	allocated := pod.DeepCopy()
+	if r, ok := alloc[kubecontainer.AllocationPodLevel]; ok {
+		allocated.Spec.Resources = r.DeepCopy()
+	}
 	for _, cs := range [][]corev1.Container{allocated.Spec.InitContainers, allocated.Spec.Containers} {
 		for i := range cs {
 			if r, ok := alloc[cs[i].Name]; ok {
@@ -279,11 +299,15 @@ func (w *Workers) emitAll(ctx context.Context, p *pod, evs []schemas.LifecycleEv
 	}
 }
 
-// withAllocation is want with each container's resources as allocated has
-// them (a container allocated has none of is taken as it is); want itself
-// when they are all the same.
+// withAllocation is want with each container's resources, and the pod's,
+// as allocated has them (a container allocated has none of is taken as it
+// is); want itself when they are all the same.
 func withAllocation(want, allocated *corev1.Pod) *corev1.Pod {
 	var out *corev1.Pod
+	if !samePodResources(want, allocated) {
+		out = want.DeepCopy()
+		out.Spec.Resources = allocated.Spec.Resources.DeepCopy()
+	}
 	for _, kind := range []func(*corev1.Pod) []corev1.Container{
 		func(p *corev1.Pod) []corev1.Container { return p.Spec.InitContainers },
 		func(p *corev1.Pod) []corev1.Container { return p.Spec.Containers },
@@ -313,17 +337,19 @@ func requestsChange(was, is *corev1.Pod) (down, up bool) {
 	return mem < 0 || cpu < 0, mem > 0 || cpu > 0
 }
 
-// resizeMessage is kubelet's resize event message: what, then each
-// container's resources (and the why, when pending).
+// resizeMessage is kubelet's resize event message: what, then the pod's
+// resources (pod-level, where set) and each container's (and the why, when
+// pending).
 func resizeMessage(what string, pod *corev1.Pod, why string) string {
 	type container struct {
 		Name      string                      `json:"name"`
 		Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 	}
 	var summary struct {
-		InitContainers []container `json:"initContainers,omitempty"`
-		Containers     []container `json:"containers,omitempty"`
-		Error          string      `json:"error,omitempty"`
+		Resources      *corev1.ResourceRequirements `json:"resources,omitempty"`
+		InitContainers []container                  `json:"initContainers,omitempty"`
+		Containers     []container                  `json:"containers,omitempty"`
+		Error          string                       `json:"error,omitempty"`
 	}
 	for _, c := range pod.Spec.InitContainers {
 		if kubecontainer.IsSidecar(&c) {
@@ -333,7 +359,7 @@ func resizeMessage(what string, pod *corev1.Pod, why string) string {
 	for _, c := range pod.Spec.Containers {
 		summary.Containers = append(summary.Containers, container{c.Name, c.Resources})
 	}
-	summary.Error = why
+	summary.Resources, summary.Error = pod.Spec.Resources, why
 	b, _ := json.Marshal(summary) // always marshals
 	return what + ": " + string(b)
 }

@@ -7,9 +7,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/jetlet/jetlet/reconcile/kubecontainer"
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/poll"
-	corev1 "k8s.io/api/core/v1"
 )
 
 // eventLog keeps the events emitted.
@@ -115,6 +118,64 @@ func TestResizeIsAdmittedDeferredOrInfeasible(t *testing.T) {
 	}
 }
 
+// podLevelOf is applyOf's pod with no container requests and a pod-level
+// memory request (KEP-2837).
+func podLevelOf(uid string, seq uint64, memory string) Desired {
+	d := applyOf(uid, seq, "")
+	d.Intent.Pod.Spec.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(memory)}}
+	return d
+}
+
+// A change of pod-level resources is a resize as the containers' (KEP-5419):
+// on a node of 1Gi with a pod holding 600Mi, one beyond what it leaves is
+// Deferred, the pod synced meanwhile with its allocated pod-level
+// resources, and taken once the other pod is deleted; the allocation
+// recorded holds the pod level.
+func TestAPodLevelResizeIsDeferredThenTaken(t *testing.T) {
+	m := &scriptedManager{running: map[string]bool{}}
+	store := &checkpoints{allocs: map[string]map[string]corev1.ResourceRequirements{}}
+	w, _ := admittingWorkers(t, m, 110)
+	w.cfg.Allocations = store
+	ctx, cancel := context.WithCancel(t.Context())
+	var running sync.WaitGroup
+	running.Go(func() { w.Run(ctx, time.Second) })
+	t.Cleanup(func() { cancel(); running.Wait() })
+	if err := w.Start(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []Desired{applyOf("big", 1, "600Mi"), podLevelOf("small", 2, "200Mi")} {
+		if rep := w.Sync(ctx, d); rep.Refused != nil || rep.Err != nil {
+			t.Fatalf("%s: %+v", d.UID, rep)
+		}
+	}
+	syncedMemory := func() string {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.synced["small"].Spec.Resources.Requests.Memory().String()
+	}
+	rep := w.Sync(ctx, podLevelOf("small", 3, "500Mi"))
+	if c := pendingOf(rep.Status); c == nil || c.Reason != "Deferred" {
+		t.Fatalf("a pod-level resize beyond what big leaves: pending %+v, want Deferred", c)
+	}
+	if syncedMemory() != "200Mi" {
+		t.Errorf("a deferred pod-level resize was synced: %s", syncedMemory())
+	}
+	del := applyOf("big", 4, "")
+	del.Intent.Op = schemas.OpDelete
+	if rep := w.Sync(ctx, del); rep.Err != nil {
+		t.Fatalf("delete big: %+v", rep)
+	}
+	poll.Until(t, 30*time.Second, func() string { return "small synced with 500Mi, not " + syncedMemory() }, func() bool {
+		return syncedMemory() == "500Mi"
+	})
+	poll.Until(t, 30*time.Second, poll.Msg("the pod level recorded in the allocation"), func() bool {
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		r, ok := store.allocs["small"][kubecontainer.AllocationPodLevel]
+		return ok && r.Requests.Memory().String() == "500Mi"
+	})
+}
+
 // checkpoints is the allocation checkpoint of the restart test, in memory.
 type checkpoints struct {
 	mu     sync.Mutex
@@ -129,6 +190,9 @@ func (c *checkpoints) StoreAllocation(pod *corev1.Pod) error {
 	alloc := map[string]corev1.ResourceRequirements{}
 	for _, ct := range pod.Spec.Containers {
 		alloc[ct.Name] = ct.Resources
+	}
+	if pod.Spec.Resources != nil {
+		alloc[kubecontainer.AllocationPodLevel] = *pod.Spec.Resources
 	}
 	c.allocs[string(pod.UID)] = alloc
 	return nil

@@ -118,8 +118,8 @@ type PodProber interface {
 // its allocation.
 type AllocationCheckpoint interface {
 	StoreAllocation(pod *corev1.Pod) error
-	// LoadAllocation is the containers' resources by name; nil when none
-	// are recorded.
+	// LoadAllocation is the containers' resources by name, and the pod's
+	// under kubecontainer.AllocationPodLevel; nil when none are recorded.
 	LoadAllocation(uid string) (map[string]corev1.ResourceRequirements, error)
 }
 

@@ -90,10 +90,11 @@ func checkCgroupParent(parent string) error {
 	return nil
 }
 
-// createPodCgroup makes s's pod cgroup, with the pod pids limit, once its
-// shim runs: in the shim's scope, started first, when the cgroup goes
-// there. A failure is logged and the pod runs without one: cgroups never
-// fail a pod.
+// createPodCgroup makes s's pod cgroup, with the pod pids limit and the
+// sandbox's resources (LinuxPodSandboxConfig.resources: the pod's cpu and
+// memory limits, kubelet's pod cgroup values), once its shim runs: in the
+// shim's scope, started first, when the cgroup goes there. A failure is
+// logged and the pod runs without one: cgroups never fail a pod.
 func (r *Runtime) createPodCgroup(ctx context.Context, s *sandbox) {
 	if s.cgroup == nil {
 		return
@@ -103,7 +104,7 @@ func (r *Runtime) createPodCgroup(ctx context.Context, s *sandbox) {
 		err = r.cgroups.StartPodScope(ctx, s.id, s.shimPID)
 	}
 	if err == nil {
-		_, err = r.cgroups.Create(s.cgroup.Paths(), nil, r.cfg.PodPidsLimit, nil)
+		_, err = r.cgroups.Create(s.cgroup.Paths(), s.config.GetLinux().GetResources(), r.cfg.PodPidsLimit, nil)
 	}
 	if err != nil {
 		r.log.Warn().Err(err).Str("sandbox", s.id).Msg("pod runs without a cgroup")

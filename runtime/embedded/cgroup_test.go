@@ -75,6 +75,13 @@ func (h *harness) cpuFile(id, v1name, v2name string) string {
 // the first hierarchy whose path holds v1dir.
 func (h *harness) cgroupFile(id, v1dir, v1name, v2name string) string {
 	h.t.Helper()
+	return h.cgroupFileAbove(id, 0, v1dir, v1name, v2name)
+}
+
+// cgroupFileAbove is cgroupFile of the cgroup up levels above the
+// container's (1: its pod cgroup).
+func (h *harness) cgroupFileAbove(id string, up int, v1dir, v1name, v2name string) string {
+	h.t.Helper()
 	c, err := h.rt.getContainer(id)
 	if err != nil {
 		h.t.Fatal(err)
@@ -89,6 +96,9 @@ func (h *harness) cgroupFile(id, v1dir, v1name, v2name string) string {
 				break
 			}
 		}
+	}
+	for range up {
+		dir = filepath.Dir(dir)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, name))
 	if err != nil {

@@ -58,18 +58,3 @@ func (r *Runtime) sandboxStats(s *sandbox) *runtimeapi.PodSandboxStats {
 	out.Linux.Containers = r.listContainerStats(&runtimeapi.ContainerStatsFilter{PodSandboxId: s.id})
 	return out
 }
-
-// UpdatePodSandboxResources applies the pod's resources to its cgroup; the
-// overhead is not applied separately (it is part of the pod's resources).
-func (r *Runtime) UpdatePodSandboxResources(ctx context.Context, req *runtimeapi.UpdatePodSandboxResourcesRequest) (*runtimeapi.UpdatePodSandboxResourcesResponse, error) {
-	s, err := r.getSandbox(req.GetPodSandboxId())
-	if err != nil {
-		return nil, err
-	}
-	if req.GetResources() != nil {
-		if err := applyResources(s.cgroup, req.GetResources()); err != nil {
-			return nil, err
-		}
-	}
-	return &runtimeapi.UpdatePodSandboxResourcesResponse{}, nil
-}

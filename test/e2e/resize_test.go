@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,4 +140,74 @@ func BenchmarkResizeIntentToCgroup(b *testing.B) {
 	slices.Sort(latencies)
 	b.ReportMetric(float64(latencies[len(latencies)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(latencies[len(latencies)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// withPodLimits is revision rev of a long-running pod whose container sets
+// no resources, limited at the pod level to cpu and memory (requests
+// defaulted from them: Guaranteed).
+func withPodLimits(t testing.TB, uid string, rev int64, cpu, memory string) string {
+	return editPod(t, podJSON(uid, rev, "Always", "exec sleep 3600"), func(p *corev1.Pod) {
+		p.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}}
+	})
+}
+
+// podCgroupFile reads a file of the pod cgroup of container id.
+func podCgroupFile(t testing.TB, cri *runtime.Client, id, controller, v1, v2 string) string {
+	t.Helper()
+	resp, err := cri.ContainerStatus(t.Context(), id, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jetlettest.PodCgroupFile(t, resp, controller, v1, v2)
+}
+
+// Through `jetlet run`: pod-level limits (KEP-2837) are the pod cgroup's
+// (memory.max, cpu.max); a new intent changing
+// them resizes the pod cgroup in place (KEP-5419: UpdatePodSandboxResources,
+// the container kept, ResizeStarted then ResizeCompleted); one asking more
+// memory than the node has is Infeasible and changes nothing.
+func TestPodLevelResourcesLimitThePodCgroup(t *testing.T) {
+	n := startNode(t, shortDir(t), "")
+	cri := criClient(t, n)
+	n.publish("podres", withPodLimits(t, "podres", 1, "500m", "128Mi"))
+	st := n.waitStatus("podres", 60*time.Second, func(st *schemas.PodStatus) bool { return st.Phase == schemas.PhaseRunning })
+	id := st.Containers[0].ContainerID
+	memory := func() string { return podCgroupFile(t, cri, id, "memory", "memory.limit_in_bytes", "memory.max") }
+	quota := func() string { return podCgroupFile(t, cri, id, "cpu", "cpu.cfs_quota_us", "cpu.max") }
+	if got := memory(); got != strconv.Itoa(128<<20) {
+		t.Fatalf("pod cgroup memory limit at start = %s, want %d", got, 128<<20)
+	}
+	if got := quota(); !strings.HasPrefix(got, "50000") {
+		t.Fatalf("pod cgroup cpu quota at start = %s, want 50000", got)
+	}
+
+	n.publish("podres", withPodLimits(t, "podres", 2, "1", "256Mi"))
+	poll.Until(t, 30*time.Second, poll.Msg("the pod cgroup's limits raised to 256Mi and 1 cpu"), func() bool {
+		return memory() == strconv.Itoa(256<<20) && strings.HasPrefix(quota(), "100000")
+	})
+	r := n.results("podres", 2)[1]
+	if r.Outcome != schemas.OutcomeSynced || !slices.ContainsFunc(r.Actions, func(a schemas.ActionResult) bool {
+		return a.Action == schemas.ActionUpdatePodSandboxResources
+	}) || slices.ContainsFunc(r.Actions, func(a schemas.ActionResult) bool { return a.Action == schemas.ActionKillContainer }) {
+		t.Fatalf("result of the resize: %s %+v; want Synced with UpdatePodSandboxResources and no kill", r.Outcome, r.Actions)
+	}
+	st = n.waitStatus("podres", 30*time.Second, func(st *schemas.PodStatus) bool { return st.Revision == 2 })
+	if c := st.Containers[0]; c.ContainerID != id || c.RestartCount != 0 || c.State != schemas.ContainerRunning {
+		t.Errorf("after the resize: %s, restart count %d, %s; want %s, 0, Running", c.ContainerID, c.RestartCount, c.State, id)
+	}
+	if podCondition(st, schemas.PodResizeInProgress) != nil || podCondition(st, schemas.PodResizePending) != nil {
+		t.Errorf("conditions after the resize: %+v", st.Conditions)
+	}
+	n.waitEvent("podres", schemas.EventResizeStarted, 30*time.Second, nil)
+	n.waitEvent("podres", schemas.EventResizeCompleted, 30*time.Second, nil)
+
+	n.publish("podres", withPodLimits(t, "podres", 3, "1", "64Ti"))
+	st = n.waitStatus("podres", 30*time.Second, func(st *schemas.PodStatus) bool {
+		c := podCondition(st, schemas.PodResizePending)
+		return st.Revision == 3 && c != nil && c.Reason == "Infeasible"
+	})
+	if got := memory(); got != strconv.Itoa(256<<20) {
+		t.Errorf("an infeasible resize changed the pod cgroup: %s", got)
+	}
 }

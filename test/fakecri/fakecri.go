@@ -28,11 +28,13 @@ import (
 // (Not proto.Clone: its reflection metadata would stay live and, in the
 // benchmarks' small heap, cost garbage collections reconcile does not cause.)
 type Runtime struct {
-	mu         sync.Mutex
-	sandboxes  map[string]*runtimeapi.PodSandboxStatus
-	containers map[string]*fakeContainer
-	images     map[string]bool
-	exec       func(id string, cmd []string) (*runtimeapi.ExecSyncResponse, error)
+	mu        sync.Mutex
+	sandboxes map[string]*runtimeapi.PodSandboxStatus
+	// podResources are each sandbox's pod-level resources, as last given.
+	podResources map[string]*runtimeapi.LinuxContainerResources
+	containers   map[string]*fakeContainer
+	images       map[string]bool
+	exec         func(id string, cmd []string) (*runtimeapi.ExecSyncResponse, error)
 }
 
 type fakeContainer struct {
@@ -43,7 +45,7 @@ type fakeContainer struct {
 
 // New returns a runtime that holds nothing.
 func New() *Runtime {
-	return &Runtime{sandboxes: map[string]*runtimeapi.PodSandboxStatus{}, containers: map[string]*fakeContainer{}, images: map[string]bool{}}
+	return &Runtime{sandboxes: map[string]*runtimeapi.PodSandboxStatus{}, podResources: map[string]*runtimeapi.LinuxContainerResources{}, containers: map[string]*fakeContainer{}, images: map[string]bool{}}
 }
 
 // id is unique across runtimes, as a real runtime's random ids are: event
@@ -75,6 +77,7 @@ func (f *Runtime) RunPodSandbox(_ context.Context, c *runtimeapi.PodSandboxConfi
 		}},
 		Labels: c.Labels, Annotations: c.Annotations,
 	}
+	f.podResources[id] = c.GetLinux().GetResources()
 	return id, nil
 }
 
@@ -96,6 +99,7 @@ func (f *Runtime) RemovePodSandbox(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.sandboxes, id)
+	delete(f.podResources, id)
 	for cid, c := range f.containers {
 		if c.sandboxID == id {
 			delete(f.containers, cid)
@@ -226,6 +230,25 @@ func (f *Runtime) UpdateContainerResources(_ context.Context, id string, r *runt
 	}
 	c.status.Resources = resources(r.GetLinux())
 	return nil
+}
+
+// UpdatePodSandboxResources takes a sandbox's new pod-level resources.
+func (f *Runtime) UpdatePodSandboxResources(_ context.Context, id string, r *runtimeapi.LinuxContainerResources) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.sandboxes[id]; !ok {
+		return fmt.Errorf("sandbox %s: %w", id, crierr.ErrNotFound)
+	}
+	f.podResources[id] = r
+	return nil
+}
+
+// PodResources are the sandbox's pod-level resources, as last given
+// (RunPodSandbox's config, then UpdatePodSandboxResources).
+func (f *Runtime) PodResources(id string) *runtimeapi.LinuxContainerResources {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.podResources[id]
 }
 
 // SetMemoryUsage sets the memory usage ListContainerStats reports for the

@@ -23,6 +23,15 @@ func ContainerCgroupFile(t testing.TB, status *runtimeapi.ContainerStatusRespons
 	return readCgroupFile(t, dir, v1name, v2name, v2)
 }
 
+// PodCgroupFile reads a file of the pod cgroup of a running container (the
+// embedded runtime's and kubelet's: its container cgroup's parent), as
+// ContainerCgroupFile does.
+func PodCgroupFile(t testing.TB, status *runtimeapi.ContainerStatusResponse, controller, v1name, v2name string) string {
+	t.Helper()
+	dir, v2 := ContainerCgroupDir(t, status, controller)
+	return readCgroupFile(t, filepath.Dir(dir), v1name, v2name, v2)
+}
+
 // ContainerCgroupDir is the directory of the cgroup a running container's
 // process is in, in the controller's hierarchy (v1) or the unified one
 // (v2, then v2 is true).

@@ -106,7 +106,7 @@ func (o *describeOptions) run(cmd *cobra.Command, args []string) error {
 }
 
 // describePod prints one pod; spec (nil when no apply intent is kept) gives
-// the probes.
+// the pod-level resources, the containers' and the probes.
 func describePod(w io.Writer, p *jc.Pod, spec *corev1.PodSpec, events []schemas.LifecycleEvent, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
 	field := func(indent int, name, value string) {
@@ -139,6 +139,15 @@ func describePod(w io.Writer, p *jc.Pod, spec *corev1.PodSpec, events []schemas.
 	}
 	if p.LastIntent != nil && p.LastIntent.Op == schemas.OpDelete {
 		field(0, "Deleted", "by intent "+strconv.FormatUint(p.LastIntent.Seq, 10))
+	}
+	// Pod-level resources (KEP-2837), as the spec asks them.
+	if spec != nil && spec.Resources != nil {
+		if len(spec.Resources.Limits) > 0 {
+			field(0, "Pod Limits", resourceList(spec.Resources.Limits))
+		}
+		if len(spec.Resources.Requests) > 0 {
+			field(0, "Pod Requests", resourceList(spec.Resources.Requests))
+		}
 	}
 	tw.Flush()
 

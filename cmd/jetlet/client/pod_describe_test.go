@@ -9,7 +9,7 @@ import (
 )
 
 // describe shows a crash-looping pod's last exit code and its BackOff
-// events, and the probes of its spec.
+// events, and the probes and pod-level resources of its spec.
 func TestDescribeCrashLoopingPod(t *testing.T) {
 	c := newCluster(t)
 	c.startNode("n1", func(p *corev1.Pod) bool { return p.Name == "crashloop" })
@@ -19,6 +19,7 @@ func TestDescribeCrashLoopingPod(t *testing.T) {
       exec:
         command: ["cat", "/tmp/healthy"]
       periodSeconds: 5`, 1)
+	probed = strings.Replace(probed, "spec:\n", "spec:\n  resources:\n    limits:\n      memory: 64Mi\n", 1)
 	wantCode(t, c.runIn(probed, "apply", "-f", "-", "--wait"), 2)
 
 	res := c.run("describe", "pod", "default/crashloop")
@@ -26,6 +27,7 @@ func TestDescribeCrashLoopingPod(t *testing.T) {
 	t.Logf("describe pod:\n%s", res.stdout)
 	for _, want := range []string{
 		`(?m)^Name:\s+crashloop$`, `(?m)^Node:\s+n1$`, `(?m)^Status:\s+CrashLoopBackOff$`,
+		`(?m)^Pod Limits:\s+memory=64Mi$`, `(?m)^Pod Requests:\s+memory=64Mi$`,
 		`(?m)^  app:$`, `(?m)^    State:\s+Waiting$`, `(?m)^      Reason:\s+CrashLoopBackOff$`,
 		`(?m)^    Last State:\s+Terminated$`, `(?m)^      Reason:\s+Error$`, `(?m)^      Exit Code:\s+1$`,
 		`(?m)^    Restart Count:\s+3$`,
