@@ -30,8 +30,8 @@ var kubeletVersion = version.MustParse("1.37.0")
 var jetletGates = types.FeatureGateMap{
 	// A restart rule's RestartAllContainers action is refused (only Restart).
 	restartallcontainers.RestartAllContainersOnContainerExits: false,
-	// Pod-level resources are not resized in place.
-	inplacepodresize.IPPRPodLevelResourcesFeatureGate: false,
+	// Pod-level resources are resized in place (docs/reconcile.md).
+	inplacepodresize.IPPRPodLevelResourcesFeatureGate: true,
 	// Init containers other than sidecars are not resized.
 	inplacepodresize.IPPRInitContainersFeatureGate: false,
 	// A memory-backed emptyDir's tmpfs keeps its size through a resize.

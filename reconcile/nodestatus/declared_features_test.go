@@ -22,11 +22,11 @@ func TestEveryFrameworkFeatureIsDecided(t *testing.T) {
 }
 
 func TestDeclaredFeatures(t *testing.T) {
-	if got := DeclaredFeatures(FeatureConfig{UserNamespaces: true}); !slices.Equal(got, []string{UserNamespacesSupport}) {
-		t.Errorf("with user namespaces: %v", got)
+	if got, want := DeclaredFeatures(FeatureConfig{UserNamespaces: true}), []string{"InPlacePodLevelResourcesVerticalScaling", UserNamespacesSupport}; !slices.Equal(got, want) {
+		t.Errorf("with user namespaces: %v, want %v", got, want)
 	}
-	if got := DeclaredFeatures(FeatureConfig{}); got == nil || len(got) != 0 {
-		t.Errorf("without user namespaces: %#v, want an empty list", got)
+	if got, want := DeclaredFeatures(FeatureConfig{}), []string{"InPlacePodLevelResourcesVerticalScaling"}; !slices.Equal(got, want) {
+		t.Errorf("without user namespaces: %v, want %v", got, want)
 	}
 }
 
@@ -62,9 +62,9 @@ func TestMissingFeatures(t *testing.T) {
 		{name: "bind mount options", pod: func(p *corev1.Pod) {
 			p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "mem", MountPath: "/m", BindMountOptions: []string{"ro"}}}
 		}, want: []string{"VolumeBindMountOptions"}},
-		{name: "pod-level resources resized", update: func(p *corev1.Pod) {
+		{name: "pod-level resources resized: the node has it", update: func(p *corev1.Pod) {
 			p.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
-		}, want: []string{"InPlacePodLevelResourcesVerticalScaling"}},
+		}},
 		{name: "a non-sidecar init container resized", update: func(p *corev1.Pod) {
 			p.Spec.InitContainers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
 		}, want: []string{"InPlacePodVerticalScalingInitContainers"}},
