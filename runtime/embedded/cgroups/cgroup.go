@@ -234,6 +234,9 @@ func (c *Cgroup) Update(res *runtimeapi.LinuxContainerResources) error {
 	case V1:
 		var g cgroup1.Cgroup
 		if g, err = cgroup1.Load(c.m.v1Path(c.paths), c.m.v1Opts()...); err == nil {
+			err = c.raiseMemswFirst(spec.Memory)
+		}
+		if err == nil {
 			err = g.Update(spec)
 		}
 	case V2:
@@ -416,6 +419,23 @@ func (c *Cgroup) dirs() []string {
 		}
 	}
 	return out
+}
+
+// raiseMemswFirst writes v1's memory+swap limit before a memory limit it
+// must stay at least: the kernel refuses a memory limit above it (EINVAL).
+// cgroup1's Update means to order the two so when the new memory+swap limit
+// is above the current memory limit, but swaps the memory limit with the
+// soft limit instead.
+func (c *Cgroup) raiseMemswFirst(mem *specs.LinuxMemory) error {
+	if mem == nil || mem.Limit == nil || mem.Swap == nil || *mem.Swap <= 0 {
+		return nil
+	}
+	dir := c.m.memoryDir(c.paths)
+	current, err := readUint(filepath.Join(dir, "memory.limit_in_bytes"))
+	if err != nil || uint64(*mem.Swap) <= current {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "memory.memsw.limit_in_bytes"), []byte(strconv.FormatInt(*mem.Swap, 10)), 0)
 }
 
 func childCgroups(dir string) []string {

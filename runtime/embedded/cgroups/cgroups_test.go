@@ -232,6 +232,37 @@ func TestOOMKilled(t *testing.T) {
 	}
 }
 
+// A memory limit with swap as large (NoSwap on v1) is raised and lowered in
+// place: v1 takes a memory limit only at most the memory+swap one, so the
+// two are written in the order each way needs.
+func TestMemoryAndSwapLimitsRaisedAndLowered(t *testing.T) {
+	m := setup(t)
+	limits := func(mib int64) *runtimeapi.LinuxContainerResources {
+		return &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: mib << 20, MemorySwapLimitInBytes: mib << 20}
+	}
+	c, err := m.Create(m.PodPaths("", "swap"), limits(64), 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mib := range []int64{128, 32, 256} {
+		if err := c.Update(limits(mib)); err != nil {
+			t.Fatalf("to %d MiB: %v", mib, err)
+		}
+		names := []string{"memory.limit_in_bytes"}
+		if m.swap {
+			names = append(names, "memory.memsw.limit_in_bytes")
+		}
+		if m.mode == V2 {
+			names = []string{"memory.max"}
+		}
+		for _, name := range names {
+			if got := file(t, c, cgroup1.Memory, name); got != strconv.FormatInt(mib<<20, 10) {
+				t.Errorf("to %d MiB: %s = %s", mib, name, got)
+			}
+		}
+	}
+}
+
 func TestPodPidsLimit(t *testing.T) {
 	m := setup(t)
 	if !m.hasPids() {
