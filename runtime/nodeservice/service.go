@@ -58,9 +58,12 @@ type Config struct {
 	WillRestart func(uid, name string, exitCode int32) bool
 	// Plan is the node's plan for an intent of pod uid; nil serves no plan
 	// endpoint.
-	Plan       func(ctx context.Context, uid string, intent []byte) (schemas.PodPlan, error)
-	Logger     zerolog.Logger
-	Registerer prometheus.Registerer
+	Plan func(ctx context.Context, uid string, intent []byte) (schemas.PodPlan, error)
+	// StreamOpened tells auditors that a stream was opened (an event);
+	// nil: nobody.
+	StreamOpened func(ctx context.Context, ev schemas.LifecycleEvent)
+	Logger       zerolog.Logger
+	Registerer   prometheus.Registerer
 }
 
 // ErrInvalidConfig wraps every configuration error.
@@ -134,6 +137,9 @@ func (s *Service) Run(ctx context.Context, nc *nats.Conn) error {
 	}
 	if s.cfg.Plan != nil {
 		err = errors.Join(err, g.AddEndpoint(schemas.EndpointPlan, micro.ContextHandler(ctx, s.plan)))
+	}
+	if st, ok := s.rt.(Streamer); ok {
+		err = errors.Join(err, g.AddEndpoint(schemas.EndpointStream, micro.ContextHandler(ctx, func(ctx context.Context, r micro.Request) { s.openStream(ctx, nc, st, r) })))
 	}
 	if err != nil {
 		_ = svc.Stop()
