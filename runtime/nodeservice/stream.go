@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -23,6 +24,7 @@ import (
 	utilexec "k8s.io/client-go/util/exec"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/jetlet/jetlet/internal/periodic"
 	"github.com/jetlet/jetlet/runtime/crierr"
 	"github.com/jetlet/jetlet/runtime/nodeservice/busstream"
 	"github.com/jetlet/jetlet/schemas"
@@ -186,6 +188,9 @@ func (s *Service) serveStream(ctx context.Context, nc *nats.Conn, reply, id stri
 		conn.Abort(errShuttingDown)
 		log.Info().Msg("stream stopped: the node is shutting down")
 	default:
+		if _, byClient := errors.AsType[*busstream.AbortError](err); !byClient {
+			conn.Abort(err) // tell the client, if it can still hear
+		}
 		log.Info().Err(err).Msg("stream stopped")
 	}
 }
@@ -222,7 +227,8 @@ func (s *Service) remoteCommandOver(conn *busstream.Conn, t streamTarget, req sc
 	}
 	ctx, stop := context.WithCancel(conn.Context())
 	defer stop()
-	go receiveInput(ctx, conn, stdin, sizes)
+	var detached atomic.Bool // the client closed stdin
+	go receiveInput(ctx, conn, stdin, sizes, &detached)
 	err = ex.StreamWithContext(ctx, opts)
 	if ee, ok := errors.AsType[utilexec.ExitError](err); ok {
 		return schemas.StreamExit{ExitCode: int32(ee.ExitStatus())}
@@ -230,20 +236,49 @@ func (s *Service) remoteCommandOver(conn *busstream.Conn, t streamTarget, req sc
 	if err != nil {
 		return schemas.StreamExit{ExitCode: -1, Error: err.Error()}
 	}
-	if req.Kind == schemas.StreamAttach {
-		// An attach ends when the container exits: its exit code is the
-		// attach's, as kubectl run --attach has it.
-		if st, err := s.rt.ContainerStatus(ctx, t.id, false); err == nil && st.GetStatus().GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
-			return schemas.StreamExit{ExitCode: st.GetStatus().GetExitCode()}
-		}
+	if req.Kind == schemas.StreamAttach && ctx.Err() == nil {
+		return s.attachExit(ctx, t.id, detached.Load())
 	}
 	return schemas.StreamExit{}
 }
 
+// attachExitWait bounds how long an attach that ended without the
+// client's detach waits for the runtime to see its container exited.
+const attachExitWait = 5 * time.Second
+
+// attachExit is an ended attach's exit: the container's exit code once it
+// exited (the attach ends with it, a moment before the runtime records
+// it), 0 for a client that detached.
+func (s *Service) attachExit(ctx context.Context, id string, detached bool) schemas.StreamExit {
+	var exit schemas.StreamExit
+	check := func() bool {
+		st, err := s.rt.ContainerStatus(ctx, id, false)
+		if err != nil || st.GetStatus().GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			return false
+		}
+		exit.ExitCode = st.GetStatus().GetExitCode()
+		return true
+	}
+	if check() || detached {
+		return exit
+	}
+	ctx, stop := context.WithTimeout(ctx, attachExitWait)
+	defer stop()
+	periodic.Every(ctx, attachExitPoll, func() {
+		if check() {
+			stop()
+		}
+	})
+	return exit
+}
+
+// attachExitPoll is how often attachExit asks.
+const attachExitPoll = 50 * time.Millisecond
+
 // receiveInput takes the client's frames: stdin into the pipe (its
 // write returns once the runtime read it: a slow command holds the
 // client back), stdin's close closes the pipe, resizes go to sizes.
-func receiveInput(ctx context.Context, conn *busstream.Conn, stdin *io.PipeWriter, sizes sizeQueue) {
+func receiveInput(ctx context.Context, conn *busstream.Conn, stdin *io.PipeWriter, sizes sizeQueue, detached *atomic.Bool) {
 	defer close(sizes)
 	for {
 		f, err := conn.Recv()
@@ -259,6 +294,7 @@ func receiveInput(ctx context.Context, conn *busstream.Conn, stdin *io.PipeWrite
 				stdin = nil // the command closed its stdin: drop the rest
 			}
 		case f.Kind == schemas.FrameClose && f.Channel == schemas.ChannelStdin && stdin != nil:
+			detached.Store(true)
 			stdin.Close()
 			stdin = nil
 		case f.Kind == schemas.FrameResize:

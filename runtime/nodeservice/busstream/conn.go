@@ -83,7 +83,7 @@ func Listen(ctx context.Context, nc *nats.Conn, in string, cfg Config) (*Conn, e
 	if cfg.PeerTimeout == 0 {
 		cfg.PeerTimeout = schemas.StreamPeerTimeout
 	}
-	c := &Conn{nc: nc, credit: NewCredit(cfg.Window), frames: make(chan *nats.Msg, cfg.Window+1), cfg: cfg, recvSeq: -1}
+	c := &Conn{nc: nc, credit: NewCredit(cfg.Window), frames: make(chan *nats.Msg, cfg.Window+1), cfg: cfg}
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
 	var err error
 	if c.sub, err = nc.Subscribe(in, c.receive); err != nil {
@@ -220,7 +220,8 @@ func (c *Conn) Recv() (Frame, error) {
 		return Frame{Header: m.Header}, nil
 	}
 	seq, err := strconv.ParseInt(m.Header.Get(schemas.HeaderStreamSeq), 10, 64)
-	if err != nil || seq != c.recvSeq+1 {
+	opening := kind == schemas.FrameOpen && seq == 0 && c.recvSeq == 0
+	if err != nil || (seq != c.recvSeq+1 && !opening) {
 		err = fmt.Errorf("stream: frame %s after %d: frames were lost", m.Header.Get(schemas.HeaderStreamSeq), c.recvSeq)
 		c.cancel(err)
 		return Frame{}, err
