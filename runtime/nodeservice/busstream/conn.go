@@ -175,6 +175,9 @@ func (c *Conn) control(kind string, h nats.Header) {
 func (c *Conn) Send(kind string, channel int, data []byte) error {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
+	if c.ctx.Err() != nil {
+		return context.Cause(c.ctx)
+	}
 	if err := c.credit.Wait(c.ctx, c.sendSeq+1); err != nil {
 		return err
 	}
