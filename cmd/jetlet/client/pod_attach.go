@@ -1,6 +1,8 @@
 package client
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -65,5 +67,8 @@ func (o *attachOptions) run(cmd *cobra.Command, args []string) (int, error) {
 	}
 	defer c.Close()
 	code, err := o.runStream(cmd, c, pod, schemas.StreamRequest{PodRef: pod.Ref(o.container), Kind: schemas.StreamAttach})
+	if errors.Is(err, context.Canceled) {
+		return 0, nil // interrupted: a detach, the container goes on
+	}
 	return int(code), err
 }
