@@ -140,6 +140,9 @@ const (
 	EventResizeDeferred   EventType = "ResizeDeferred"
 	EventResizeInfeasible EventType = "ResizeInfeasible"
 	EventResizeError      EventType = "ResizeError"
+	// An operator opened a stream (exec, attach, port-forward) into the
+	// pod: that it was opened, never what it carries.
+	EventStreamOpened EventType = "StreamOpened"
 )
 
 // EventTypes lists every event type, in the contract's order.
@@ -153,7 +156,7 @@ var EventTypes = []EventType{
 	EventFailedMount, EventInvalidEnvironmentVariableNames,
 	EventMissingClusterDNS, EventDNSConfigForming,
 	EventResizeStarted, EventResizeCompleted, EventResizeDeferred,
-	EventResizeInfeasible, EventResizeError,
+	EventResizeInfeasible, EventResizeError, EventStreamOpened,
 }
 
 // Reasons carried by ContainerDied and ContainerKilled events.

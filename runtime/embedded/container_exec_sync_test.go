@@ -32,6 +32,13 @@ func TestExecSync(t *testing.T) {
 		t.Fatalf("true: %v %v", resp, err)
 	}
 
+	// No signal is ignored in the container (the shim ignores SIGHUP and
+	// SIGINT; Ctrl-C at an exec's terminal must interrupt).
+	resp, err = h.rs.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: []string{"grep", "SigIgn", "/proc/self/status"}})
+	if err != nil || string(resp.GetStdout()) != "SigIgn:\t0000000000000000\n" {
+		t.Fatalf("signals ignored in an exec: %q, %v", resp.GetStdout(), err)
+	}
+
 	_, err = h.rs.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Timeout: 1, Cmd: []string{"sleep", "1000"}})
 	wantCode(t, err, codes.DeadlineExceeded)
 

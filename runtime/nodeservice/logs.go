@@ -15,6 +15,7 @@ import (
 	"github.com/jetlet/jetlet/internal/periodic"
 	"github.com/jetlet/jetlet/runtime/containerlogs"
 	"github.com/jetlet/jetlet/runtime/crierr"
+	"github.com/jetlet/jetlet/runtime/nodeservice/busstream"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -55,12 +56,12 @@ func (s *Service) stream(ctx context.Context, nc *nats.Conn, reply string, req s
 	if window == 0 {
 		window = schemas.DefaultLogWindow
 	}
-	cr := newCredit(window)
+	cr := busstream.NewCredit(window)
 	creditSubject := s.subj.LogCredit(s.cfg.Node, nuid.Next())
 	sub, err := nc.Subscribe(creditSubject, func(m *nats.Msg) {
 		var g schemas.LogCredit
 		if json.Unmarshal(m.Data, &g) == nil {
-			cr.grant(g.Seq)
+			cr.Grant(g.Seq)
 		}
 	})
 	if err != nil {
@@ -68,7 +69,7 @@ func (s *Service) stream(ctx context.Context, nc *nats.Conn, reply string, req s
 		return
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	go cr.watch(ctx, cancel, s.cfg.ClientTimeout)
+	go cr.Watch(ctx, cancel, s.cfg.ClientTimeout)
 
 	opts := containerlogs.ReadOptions{Tail: -1, Timestamps: req.Timestamps, Follow: req.Follow}
 	if req.TailLines != nil {
@@ -101,7 +102,7 @@ func (s *Service) stream(ctx context.Context, nc *nats.Conn, reply string, req s
 			schemas.HeaderLogEnd: {end},
 			schemas.HeaderLogSeq: {strconv.FormatInt(w.seq, 10)},
 		}})
-	case errors.Is(context.Cause(ctx), errClientGone):
+	case errors.Is(context.Cause(ctx), busstream.ErrPeerGone):
 		log.Debug().Int64("chunks", w.seq).Msg("log stream stopped: the client went away")
 		return
 	case ctx.Err() != nil:
@@ -135,7 +136,7 @@ type chunkWriter struct {
 	ctx           context.Context
 	nc            *nats.Conn
 	reply         string
-	credit        *credit
+	credit        *busstream.Credit
 	creditSubject string
 	seq           int64 // chunks sent
 }
@@ -144,7 +145,7 @@ func (w *chunkWriter) Write(p []byte) (int, error) {
 	n := 0
 	for len(p) > 0 {
 		piece := p[:min(len(p), schemas.LogChunkSize)]
-		if err := w.credit.wait(w.ctx, w.seq+1); err != nil {
+		if err := w.credit.Wait(w.ctx, w.seq+1); err != nil {
 			return n, err
 		}
 		w.seq++

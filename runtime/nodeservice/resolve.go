@@ -17,6 +17,7 @@ import (
 // instance is one container instance a request resolved to.
 type instance struct {
 	id, pod, name string // pod is NS/NAME, name the container's
+	uid, sandbox  string // the pod's
 	state         runtimeapi.ContainerState
 	logPath       string
 }
@@ -29,24 +30,10 @@ type instance struct {
 // older instances the container GC removes).
 func (s *Service) resolve(ctx context.Context, ref schemas.PodRef, previous bool) (instance, error) {
 	pod := ref.Namespace + "/" + ref.Name
-	labels := map[string]string{crilabels.LabelPodNamespace: ref.Namespace, crilabels.LabelPodName: ref.Name}
-	if ref.UID != "" {
-		labels[crilabels.LabelPodUID] = ref.UID
-	}
-	cs, err := s.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: labels})
+	cs, uid, err := s.newestPod(ctx, ref)
 	if err != nil {
 		return instance{}, err
 	}
-	if len(cs) == 0 {
-		return instance{}, replyErrorf(schemas.ServiceErrNotFound, "pod %s has no container on this node", pod)
-	}
-	// Newest first: the newest pod's containers, then each one's newest
-	// instance, come first.
-	slices.SortFunc(cs, func(a, b *runtimeapi.Container) int {
-		return cmp.Or(cmp.Compare(b.CreatedAt, a.CreatedAt), cmp.Compare(b.GetMetadata().GetAttempt(), a.GetMetadata().GetAttempt()))
-	})
-	uid := cs[0].Labels[crilabels.LabelPodUID]
-	cs = slices.DeleteFunc(cs, func(c *runtimeapi.Container) bool { return c.Labels[crilabels.LabelPodUID] != uid })
 	name := ref.Container
 	if name == "" {
 		var names []string
@@ -85,5 +72,29 @@ func (s *Service) resolve(ctx context.Context, ref schemas.PodRef, previous bool
 	if err != nil {
 		return instance{}, err
 	}
-	return instance{id: cs[i].Id, pod: pod, name: name, state: st.GetStatus().GetState(), logPath: st.GetStatus().GetLogPath()}, nil
+	return instance{id: cs[i].Id, pod: pod, name: name, uid: uid, sandbox: cs[i].PodSandboxId, state: st.GetStatus().GetState(), logPath: st.GetStatus().GetLogPath()}, nil
+}
+
+// newestPod lists the containers of the pod ref names, of its newest
+// incarnation unless ref has a uid, newest first, and that pod's uid.
+func (s *Service) newestPod(ctx context.Context, ref schemas.PodRef) (cs []*runtimeapi.Container, uid string, err error) {
+	pod := ref.Namespace + "/" + ref.Name
+	labels := map[string]string{crilabels.LabelPodNamespace: ref.Namespace, crilabels.LabelPodName: ref.Name}
+	if ref.UID != "" {
+		labels[crilabels.LabelPodUID] = ref.UID
+	}
+	cs, err = s.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: labels})
+	if err != nil {
+		return nil, "", err
+	}
+	if len(cs) == 0 {
+		return nil, "", replyErrorf(schemas.ServiceErrNotFound, "pod %s has no container on this node", pod)
+	}
+	// Newest first: the newest pod's containers, then each one's newest
+	// instance, come first.
+	slices.SortFunc(cs, func(a, b *runtimeapi.Container) int {
+		return cmp.Or(cmp.Compare(b.CreatedAt, a.CreatedAt), cmp.Compare(b.GetMetadata().GetAttempt(), a.GetMetadata().GetAttempt()))
+	})
+	uid = cs[0].Labels[crilabels.LabelPodUID]
+	return slices.DeleteFunc(cs, func(c *runtimeapi.Container) bool { return c.Labels[crilabels.LabelPodUID] != uid }), uid, nil
 }

@@ -62,9 +62,12 @@ type Config struct {
 	Plan func(ctx context.Context, uid string, intent []byte) (schemas.PodPlan, error)
 	// Summary is the node's usage (reconcile/stats); nil serves no stats
 	// endpoint.
-	Summary    func(ctx context.Context) (*statsapi.Summary, error)
-	Logger     zerolog.Logger
-	Registerer prometheus.Registerer
+	Summary func(ctx context.Context) (*statsapi.Summary, error)
+	// StreamOpened tells auditors that a stream was opened (an event);
+	// nil: nobody.
+	StreamOpened func(ctx context.Context, ev schemas.LifecycleEvent)
+	Logger       zerolog.Logger
+	Registerer   prometheus.Registerer
 }
 
 // ErrInvalidConfig wraps every configuration error.
@@ -141,6 +144,9 @@ func (s *Service) Run(ctx context.Context, nc *nats.Conn) error {
 	}
 	if s.cfg.Summary != nil {
 		err = errors.Join(err, g.AddEndpoint(schemas.EndpointStats, micro.ContextHandler(ctx, s.stats)))
+	}
+	if st, ok := s.rt.(Streamer); ok {
+		err = errors.Join(err, g.AddEndpoint(schemas.EndpointStream, micro.ContextHandler(ctx, func(ctx context.Context, r micro.Request) { s.openStream(ctx, nc, st, r) })))
 	}
 	if err != nil {
 		_ = svc.Stop()

@@ -58,7 +58,10 @@ const eventSpoolDir = "outbox/events"
 const rederiveCheck = 5 * time.Second
 
 // The CRI client is the node service's runtime as it is.
-var _ nodeservice.Runtime = (*runtime.Client)(nil)
+var (
+	_ nodeservice.Runtime  = (*runtime.Client)(nil)
+	_ nodeservice.Streamer = (*runtime.Client)(nil)
+)
 
 // The CRI client is reconcile's runtime as it is: reconcile declares its
 // roles with the client's own signatures.
@@ -355,6 +358,7 @@ func (a *agent) buildServices(ctx context.Context, p *pipeline, js jetstream.Jet
 		Plan:          p.plan,
 		Summary:       p.summaries.Summary,
 		WillRestart:   p.workers.WillRestart,
+		StreamOpened:  p.events.Emit,
 		Logger:        p.log,
 		Registerer:    reg,
 	})

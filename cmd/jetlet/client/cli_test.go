@@ -55,7 +55,7 @@ func runCLIWith(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, 
 // it, whose seed authenticates the commands the test runs from there. The
 // pods named are deleted before the process is killed: no container is
 // left running.
-func startJetletRun(t *testing.T, pods ...string) (*jetlettest.Process, *cluster) {
+func startJetletRun(t testing.TB, pods ...string) (*jetlettest.Process, *cluster) {
 	t.Helper()
 	jetlettest.Binary(t)                 // built from inside the module, before leaving it
 	dir, err := os.MkdirTemp("", "jrun") // short: the runtime's socket lives under it
@@ -233,7 +233,7 @@ func wantCode(t testing.TB, res cliResult, code int) {
 }
 
 // itoaPort returns a loopback port nothing listens on.
-func itoaPort(t *testing.T) string {
+func itoaPort(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

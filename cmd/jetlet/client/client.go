@@ -59,5 +59,5 @@ func connectClient(cmd *cobra.Command, f *clientFlags) (*jc.Client, error) {
 // Commands are the client commands of the jetlet binary.
 func Commands() []*cobra.Command {
 	return []*cobra.Command{newApplyCommand(), newCreateCommand(), newDeleteCommand(), newGetCommand(), newEventsCommand(), newHistoryCommand(),
-		newDescribeCommand(), newLogsCommand(), newExecCommand(), newProvisionCommand(), newNATSConfigCommand(), newNodeCommand(), newImageCommand(), newDiffCommand(), newTopCommand()}
+		newDescribeCommand(), newLogsCommand(), newExecCommand(), newAttachCommand(), newPortForwardCommand(), newCopyCommand(), newProvisionCommand(), newNATSConfigCommand(), newNodeCommand(), newImageCommand(), newDiffCommand(), newTopCommand()}
 }

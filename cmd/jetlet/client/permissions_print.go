@@ -215,7 +215,7 @@ func nodesConsumersAPI(prefix string, nodes []string, partitions int) []string {
 // its own results, events and statuses; read the images of jetlet_images
 // (never write them), every ConfigMap and the Secrets sealed for it, keys
 // <node>.> of jetlet_secrets (never another node's ciphertext); serve its own
-// logs and exec.
+// logs, exec and streams.
 func nodePermissions(prefix, node string, partitions int) permissions {
 	subj := schemas.Subjects{Prefix: prefix}
 	pub := []string{
@@ -245,6 +245,9 @@ func nodePermissions(prefix, node string, partitions int) permissions {
 		subj.NodeService(node, schemas.EndpointPlan),
 		subj.NodeService(node, schemas.EndpointStats),
 		subj.LogCredit(node, "*"),
+		// Its streams: their opening and the frames clients send.
+		subj.NodeService(node, schemas.EndpointStream),
+		subj.StreamIn(node, "*"),
 		// The service framework's discovery: $SRV.PING, $SRV.INFO.jetlet,
 		// $SRV.STATS.jetlet.<id>.
 		"$SRV.*", "$SRV.*." + schemas.NodeServiceName, "$SRV.*." + schemas.NodeServiceName + ".*",

@@ -41,6 +41,7 @@ func TestNodePermissionsNameOnlyTheNode(t *testing.T) {
 		}
 	}
 	if !slices.Equal(p.subscribe, []string{"_INBOX_n1.>", "jetlet.node.n1.logs", "jetlet.node.n1.exec", "jetlet.node.n1.cordon", "jetlet.node.n1.plan", "jetlet.node.n1.stats", "jetlet.node.n1.credit.*",
+		"jetlet.node.n1.stream", "jetlet.node.n1.stream.*",
 		"$SRV.*", "$SRV.*.jetlet", "$SRV.*.jetlet.*"}) || !p.serves {
 		t.Errorf("n1 subscribes to %v", p.subscribe)
 	}

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -358,6 +359,48 @@ func TestNATSConfigRoles(t *testing.T) {
 		}
 	})
 
+	t.Run("only the operator opens streams, and the auditor sees that it did", func(t *testing.T) {
+		subj := schemas.Subjects{Prefix: schemas.DefaultSubjectPrefix}
+		req := schemas.StreamRequest{PodRef: schemas.PodRef{Namespace: "default", Name: "web"}, Kind: schemas.StreamExec, Command: []string{"sh", "-c", "exit 6"}}
+		sc := s.connect(t, "scheduler")
+		ac := s.connect(t, "auditor", nats.CustomInboxPrefix("_INBOX_auditor"))
+		for _, u := range []*userConn{sc, ac} {
+			u.wantDenied(t, "publish", "jetlet.node.n1.stream", func(ctx context.Context) error {
+				_, err := nodeclient.OpenStream(ctx, u.nc, subj, "n1", req)
+				return err
+			})
+		}
+		n1c.wantDenied(t, "subscribe", "jetlet.node.n2.stream.*", func(context.Context) error {
+			sub, err := n1c.nc.SubscribeSync("jetlet.node.n2.stream.*")
+			if err == nil {
+				err = n1c.nc.Flush()
+			}
+			if err == nil {
+				_, err = sub.NextMsg(time.Second)
+			}
+			return err
+		})
+		oc := s.connect(t, "operator")
+		st, err := nodeclient.OpenStream(t.Context(), oc.nc, subj, "n1", req)
+		if err != nil {
+			t.Fatalf("a stream as the operator: %v", err)
+		}
+		if exit, err := st.Run(t.Context(), nodeclient.StreamIO{Stdout: io.Discard, Stderr: io.Discard}); err != nil || exit.ExitCode != 6 {
+			t.Fatalf("the operator's stream: %+v, %v", exit, err)
+		}
+		events, err := ac.js.OrderedConsumer(t.Context(), "JETLET_EVENTS", jetstream.OrderedConsumerConfig{FilterSubjects: []string{"jetlet.event.n1.*.StreamOpened"}})
+		if err != nil {
+			t.Fatalf("read events as the auditor: %v", err)
+		}
+		m, err := events.Next(jetstream.FetchMaxWait(10 * time.Second))
+		if err != nil {
+			t.Fatalf("the StreamOpened event: %v", err)
+		}
+		var ev schemas.LifecycleEvent
+		if err := json.Unmarshal(m.Data(), &ev); err != nil || ev.Pod != "web" || ev.Reason != schemas.StreamExec || strings.Contains(string(m.Data()), "exit 6") {
+			t.Fatalf("the StreamOpened event, without the command: %s, %v", m.Data(), err)
+		}
+	})
 	t.Run("the auditor's commands work with its credentials", func(t *testing.T) {
 		// Ages without the intents it may not read (pod specs may hold
 		// secrets): the read is denied at once, not waited out per pod.

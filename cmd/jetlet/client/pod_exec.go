@@ -31,22 +31,29 @@ type execOptions struct {
 	uid       string
 	container string
 	timeout   time.Duration
+	streamFlags
 }
 
 func newExecCommand() *cobra.Command {
 	var o execOptions
 	cmd := &cobra.Command{
-		Use:   "exec NAMESPACE/NAME | --uid UID [-c CONTAINER] [--timeout D] -- COMMAND [ARG...]",
+		Use:   "exec NAMESPACE/NAME | --uid UID [-c CONTAINER] [-i] [-t] [--timeout D] -- COMMAND [ARG...]",
 		Short: "Run a command in a running container, through the pod's node",
-		Long: `Run a command in a running container of a pod and print its standard output
-and standard error (the CRI's ExecSync: no terminal, no standard input). The
-pod's node runs it and answers over NATS (docs/wire-protocol.md section 12).
+		Long: `Run a command in a running container of a pod, as kubectl exec. The pod's
+node runs it and answers over NATS (docs/wire-protocol.md section 12).
+
+Without -i and -t the command runs once (the CRI's ExecSync: no standard
+input) and its standard output and error are printed when it ends. With -i
+(standard input) or -t (a terminal: raw mode, its window size followed,
+Ctrl-C and Ctrl-D sent to the command) it is a stream: input and output flow
+as they are typed and printed. Streams are the operator's alone.
 
 jetlet exec exits with the command's exit status. Its own failures exit 125
 (bad flags, NATS, no such pod or container, the container not running) and
 124 when the command outlived --timeout, as docker run and timeout(1) do.`,
 		Example: `  jetlet exec default/web -- cat /etc/hostname
-  jetlet exec default/web -c app --timeout 10s -- sh -c 'echo hi; exit 3'`,
+  jetlet exec default/web -c app --timeout 10s -- sh -c 'echo hi; exit 3'
+  jetlet exec -it default/web -- sh`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			code, err := o.run(cmd, args)
@@ -67,7 +74,8 @@ jetlet exec exits with the command's exit status. Its own failures exit 125
 	o.client.register(fs)
 	fs.StringVar(&o.uid, "uid", "", "the pod's uid, instead of NAMESPACE/NAME")
 	fs.StringVarP(&o.container, "container", "c", "", "the container's name (default: the pod's only container)")
-	fs.DurationVar(&o.timeout, "timeout", 0, "stop the command after this long (whole seconds; 0: no limit)")
+	fs.DurationVar(&o.timeout, "timeout", 0, "stop the command after this long (whole seconds; 0: no limit; not with -i or -t)")
+	o.streamFlags.register(cmd)
 	cli.AnnotateEnv(fs)
 	return cmd
 }
@@ -81,11 +89,21 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) (int, error) {
 	if o.timeout < 0 {
 		return execFailed, fmt.Errorf("--timeout %s: must not be negative", o.timeout)
 	}
+	if o.timeout > 0 && (o.stdin || o.tty) {
+		return execFailed, errors.New("--timeout is for a command run once, not with -i or -t")
+	}
 	c, pod, err := namedPod(cmd, &o.client, args[:dash], o.uid)
 	if err != nil {
 		return execFailed, err
 	}
 	defer c.Close()
+	if o.stdin || o.tty {
+		code, err := o.runStream(cmd, c, pod, schemas.StreamRequest{PodRef: pod.Ref(o.container), Kind: schemas.StreamExec, Command: args[dash:]})
+		if err != nil {
+			return execFailed, err
+		}
+		return int(code), nil
+	}
 	ctx := cmd.Context()
 	if o.timeout > 0 {
 		var cancel context.CancelFunc

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -224,6 +225,11 @@ func execCommand(spec *ContainerSpec, args []string) error {
 			return err
 		}
 	}
+	// The pod shim ignores SIGHUP and SIGINT, and an ignored signal stays
+	// ignored across execve; a caught one is reset to its default. Caught
+	// here, they reach the command as they reach runc's: Ctrl-C at its
+	// terminal interrupts.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP, syscall.SIGINT)
 	err = unix.Exec(path, args, spec.Env)
 	return fmt.Errorf("exec %s: %w", path, err)
 }

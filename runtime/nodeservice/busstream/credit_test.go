@@ -1,4 +1,4 @@
-package nodeservice
+package busstream
 
 import (
 	"context"
@@ -10,15 +10,15 @@ import (
 
 func TestCredit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newCredit(2)
+		c := NewCredit(2)
 		ctx, cancel := context.WithCancelCause(t.Context())
 		defer cancel(nil)
-		go c.watch(ctx, cancel, 10*time.Second)
-		if err := c.wait(ctx, 2); err != nil {
+		go c.Watch(ctx, cancel, 10*time.Second)
+		if err := c.Wait(ctx, 2); err != nil {
 			t.Fatalf("chunk 2 within the window: %v", err)
 		}
 		waited := make(chan error, 1)
-		go func() { waited <- c.wait(ctx, 3) }()
+		go func() { waited <- c.Wait(ctx, 3) }()
 		synctest.Wait()
 		select {
 		case err := <-waited:
@@ -26,7 +26,7 @@ func TestCredit(t *testing.T) {
 		default:
 		}
 		time.Sleep(9 * time.Second)
-		c.grant(1) // also a keepalive: the timeout starts again
+		c.Grant(1) // also a keepalive: the timeout starts again
 		if err := <-waited; err != nil {
 			t.Fatal(err)
 		}
@@ -35,10 +35,10 @@ func TestCredit(t *testing.T) {
 			t.Fatal("stopped although credit came within the timeout")
 		}
 		time.Sleep(2 * time.Second)
-		if !errors.Is(context.Cause(ctx), errClientGone) {
-			t.Fatalf("cause %v, want errClientGone", context.Cause(ctx))
+		if !errors.Is(context.Cause(ctx), ErrPeerGone) {
+			t.Fatalf("cause %v, want ErrPeerGone", context.Cause(ctx))
 		}
-		if err := c.wait(ctx, 4); !errors.Is(err, errClientGone) {
+		if err := c.Wait(ctx, 4); !errors.Is(err, ErrPeerGone) {
 			t.Fatalf("wait after the client went: %v", err)
 		}
 	})
