@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -115,10 +116,9 @@ func TestSniffTheBus(t *testing.T) {
 // 81 (nothing answers on the host's addresses), and a pod asking for a
 // hostPort is refused at the baseline level.
 func TestHostPort(t *testing.T) {
-	addrs := hostAddrs(t, 81)
+	addrs := hostAddrs(t, "81")
 	for _, a := range addrs {
-		if c, err := net.DialTimeout("tcp", a, time.Second); err == nil {
-			c.Close()
+		if answersLocally(t, a, time.Second) {
 			t.Fatalf("something on this host listens on %s already: the test cannot tell the pod's from it", a)
 		}
 	}
@@ -132,8 +132,7 @@ func TestHostPort(t *testing.T) {
 		t.Fatalf("the pod did not listen on its port 81, so the row tells nothing: %s", out)
 	}
 	for _, a := range addrs {
-		if c, err := net.DialTimeout("tcp", a, 2*time.Second); err == nil {
-			c.Close()
+		if answersLocally(t, a, 2*time.Second) {
 			t.Errorf("ESCAPE: the pod's port 81 is the host's: %s answers", a)
 		}
 	}
@@ -145,8 +144,32 @@ func TestHostPort(t *testing.T) {
 	}
 }
 
+// answersLocally reports whether something answers on addr, host:port of
+// an address of this host's. Other tests' bridges, and their addresses,
+// come and go while this one runs; a connection to an address gone leaves
+// the host by its default route, where something upstream may answer (a
+// proxy that accepts every connection): addr must be the host's both
+// before and after it answers.
+func answersLocally(t *testing.T, addr string, timeout time.Duration) bool {
+	t.Helper()
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := func() bool { return slices.Contains(hostAddrs(t, port), addr) }
+	if !local() {
+		return false
+	}
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return local()
+}
+
 // hostAddrs is host:port for each IPv4 address of the host.
-func hostAddrs(t *testing.T, port int) []string {
+func hostAddrs(t *testing.T, port string) []string {
 	t.Helper()
 	ifAddrs, err := net.InterfaceAddrs()
 	if err != nil {
@@ -155,7 +178,7 @@ func hostAddrs(t *testing.T, port int) []string {
 	var out []string
 	for _, a := range ifAddrs {
 		if ip, ok := a.(*net.IPNet); ok && ip.IP.To4() != nil {
-			out = append(out, net.JoinHostPort(ip.IP.String(), fmt.Sprint(port)))
+			out = append(out, net.JoinHostPort(ip.IP.String(), port))
 		}
 	}
 	return out
