@@ -185,6 +185,7 @@ func (m *Kuberuntime) removePodDirs(gone func(uid string) bool, left map[string]
 			}
 			m.userns.Release(uid)
 			m.cache.forget(uid)
+			m.podResources.forget(uid)
 			m.reasons.forgetPod(uid)
 		}
 	}

@@ -25,6 +25,7 @@ type Kuberuntime struct {
 	imageBackOff *Backoff
 	reasons      *reasonCache
 	cache        *statusCache
+	podResources *podResourcesCache
 	userns       *userns.Allocator
 }
 
@@ -59,6 +60,7 @@ func New(rt Runtime, emit kubecontainer.Emitter, cfg Config) (*Kuberuntime, erro
 		imageBackOff: NewBackoff(cfg.Clock, cfg.ImageBackOffInitial, cfg.ImageBackOffMax, 0),
 		reasons:      newReasonCache(),
 		cache:        newStatusCache(),
+		podResources: newPodResourcesCache(),
 		userns:       ns,
 	}, nil
 }

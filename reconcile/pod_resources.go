@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -90,31 +91,80 @@ func (r *podResourcesRecord) resources() *runtimeapi.LinuxContainerResources {
 		MemoryLimitInBytes: r.MemoryLimit, HugepageLimits: r.HugepageLimit}
 }
 
+// podResourcesCache keeps each pod's podResourcesRecord as last written or
+// read, so that its file is read once a run, not at each sync's plan and
+// status (a file read each was a third of a no-op sync's syscalls). The
+// pod workers of different pods use it at once; mu guards records, and is
+// held through a first read so that no older read replaces a newer write.
+type podResourcesCache struct {
+	mu      sync.Mutex
+	records map[string]*podResourcesRecord // by pod uid; nil: none on disk
+}
+
+func newPodResourcesCache() *podResourcesCache {
+	return &podResourcesCache{records: map[string]*podResourcesRecord{}}
+}
+
+// load is uid's record, read from path at the first ask; nil when there is
+// none. One that cannot be read is read again at the next ask.
+func (c *podResourcesCache) load(uid, path string) (*podResourcesRecord, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rec, ok := c.records[uid]; ok {
+		return rec, nil
+	}
+	var rec *podResourcesRecord
+	var r podResourcesRecord
+	switch err := atomicfile.ReadJSON(path, &r); {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, err
+	default:
+		rec = &r
+	}
+	c.records[uid] = rec
+	return rec, nil
+}
+
+func (c *podResourcesCache) store(uid string, rec *podResourcesRecord) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.records[uid] = rec
+}
+
+func (c *podResourcesCache) forget(uid string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.records, uid)
+}
+
 // recordPodResources records res as what sandbox's pod cgroup holds.
 func (m *Kuberuntime) recordPodResources(uid, sandbox string, res *runtimeapi.LinuxContainerResources) error {
 	dir, err := m.makePodDataDir(uid)
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteJSON(filepath.Join(dir, podResourcesFile), podResourcesRecord{
+	rec := &podResourcesRecord{
 		SandboxID: sandbox, CPUShares: res.CpuShares, CPUQuota: res.CpuQuota, CPUPeriod: res.CpuPeriod,
 		MemoryLimit: res.MemoryLimitInBytes, HugepageLimit: res.HugepageLimits,
-	})
+	}
+	if err := atomicfile.WriteJSON(filepath.Join(dir, podResourcesFile), rec); err != nil {
+		return err
+	}
+	m.podResources.store(uid, rec)
+	return nil
 }
 
 // actuatedPodResources are what the pod cgroup of sandbox was last given;
 // nil when nothing is recorded for that sandbox (a pod started by a jetlet
 // that did not record them: nothing is resized at the pod level).
 func (m *Kuberuntime) actuatedPodResources(uid, sandbox string) *runtimeapi.LinuxContainerResources {
-	var rec podResourcesRecord
-	err := atomicfile.ReadJSON(filepath.Join(m.podDataDir(uid), podResourcesFile), &rec)
+	rec, err := m.podResources.load(uid, filepath.Join(m.podDataDir(uid), podResourcesFile))
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			m.log.Warn().Err(err).Str("uid", uid).Msg("the pod cgroup's recorded resources cannot be read: its pod-level resources are not resized")
-		}
+		m.log.Warn().Err(err).Str("uid", uid).Msg("the pod cgroup's recorded resources cannot be read: its pod-level resources are not resized")
 		return nil
 	}
-	if rec.SandboxID != sandbox {
+	if rec == nil || rec.SandboxID != sandbox {
 		return nil
 	}
 	return rec.resources()

@@ -3,6 +3,8 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -145,5 +147,49 @@ func mustSyncOK(t *testing.T, r kubecontainer.PodSyncResult) {
 	t.Helper()
 	if err := r.Error(); err != nil {
 		t.Fatalf("sync failed: %v\nactions: %+v", err, r.ActionResults())
+	}
+}
+
+// What a pod cgroup was given is read from its file once a run, not at
+// each sync's plan and status; a write replaces it, garbage collection
+// forgets it.
+func TestActuatedPodResourcesAreReadOnceARun(t *testing.T) {
+	dir := t.TempDir()
+	m := &Kuberuntime{cfg: Config{DataDir: dir}, podResources: newPodResourcesCache()}
+	res := &runtimeapi.LinuxContainerResources{CpuShares: 512, CpuQuota: 50000, CpuPeriod: 100000, MemoryLimitInBytes: 128 << 20}
+	if err := m.recordPodResources("uid", "sb1", res); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(m.podDataDir("uid"), podResourcesFile)
+	// A restarted jetlet reads the record...
+	restarted := &Kuberuntime{cfg: m.cfg, podResources: newPodResourcesCache()}
+	if got := restarted.actuatedPodResources("uid", "sb1"); got == nil || got.MemoryLimitInBytes != 128<<20 {
+		t.Fatalf("after a restart: %v", got)
+	}
+	// ...once: the file is not read again.
+	if err := os.WriteFile(path, []byte("not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := restarted.actuatedPodResources("uid", "sb1"); got == nil || got.CpuShares != 512 {
+		t.Fatalf("asked again: %v", got)
+	}
+	if got := restarted.actuatedPodResources("uid", "sb2"); got != nil {
+		t.Fatalf("another sandbox's: %v", got)
+	}
+	// A write is what the next ask gets.
+	res.MemoryLimitInBytes = 256 << 20
+	if err := restarted.recordPodResources("uid", "sb1", res); err != nil {
+		t.Fatal(err)
+	}
+	if got := restarted.actuatedPodResources("uid", "sb1"); got == nil || got.MemoryLimitInBytes != 256<<20 {
+		t.Fatalf("after a write: %v", got)
+	}
+	// Forgotten (the pod collected), it is read again: gone, nothing.
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	restarted.podResources.forget("uid")
+	if got := restarted.actuatedPodResources("uid", "sb1"); got != nil {
+		t.Fatalf("after the pod was collected: %v", got)
 	}
 }
