@@ -18,7 +18,7 @@ import (
 	"github.com/jetlet/jetlet/runtime/crilabels"
 	"github.com/jetlet/jetlet/runtime/embedded"
 	"github.com/jetlet/jetlet/test/gobuild"
-	"github.com/jetlet/jetlet/test/leftovers"
+	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/poll"
 	"github.com/jetlet/jetlet/test/testimages"
 	"github.com/jetlet/jetlet/test/tmpfstest"
@@ -76,33 +76,7 @@ func TestContainerFsPressureOnASplitImageFs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := embedded.New(embedded.Config{Dir: stateDir, ImageDir: imageFs, ShimPath: gobuild.Shim.Path(t), ImageMirror: testimages.ServeLibrary(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.Start(t.Context(), filepath.Join(sockDir, "cri.sock")); err != nil {
-		t.Fatal(err)
-	}
-	client, err := runtime.New(runtime.Config{Endpoint: "unix://" + filepath.Join(sockDir, "cri.sock"), RequestTimeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if sandboxes, err := client.ListPodSandbox(ctx, nil); err == nil {
-			for _, s := range sandboxes {
-				_ = client.RemovePodSandbox(ctx, s.GetId())
-			}
-		}
-		_ = client.Close()
-		rt.Stop()
-		leftovers.KillShims(t, stateDir)
-		_ = os.RemoveAll(sockDir)
-	})
-	if err := client.Connect(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	client := jetlettest.StartEmbedded(t, embedded.Config{Dir: stateDir, ImageDir: imageFs, ShimPath: gobuild.Shim.Path(t), ImageMirror: testimages.ServeLibrary(t)}, sockDir)
 
 	// A pod whose container writes 40Mi into its root.
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "filler", Namespace: "default", UID: types.UID("uid-filler")}}

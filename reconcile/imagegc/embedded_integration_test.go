@@ -1,7 +1,6 @@
 package imagegc
 
 import (
-	"context"
 	"maps"
 	"os"
 	"path/filepath"
@@ -17,7 +16,7 @@ import (
 	"github.com/jetlet/jetlet/runtime/embedded"
 	"github.com/jetlet/jetlet/test/cnitest"
 	"github.com/jetlet/jetlet/test/gobuild"
-	"github.com/jetlet/jetlet/test/leftovers"
+	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/testimages"
 )
 
@@ -33,36 +32,8 @@ func embeddedRuntime(t *testing.T) (*runtime.Client, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(dir, "cri.sock")
 	bridge, cidr := cnitest.Bridge(t)
-	rt, err := embedded.New(embedded.Config{Dir: filepath.Join(dir, "state"), ShimPath: gobuild.Shim.Path(t), PodBridge: bridge, PodCIDR: cidr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.Start(t.Context(), sock); err != nil {
-		t.Fatal(err)
-	}
-	client, err := runtime.New(runtime.Config{Endpoint: "unix://" + sock, RequestTimeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if sandboxes, err := client.ListPodSandbox(ctx, nil); err == nil {
-			for _, s := range sandboxes {
-				_ = client.StopPodSandbox(ctx, s.GetId())
-				_ = client.RemovePodSandbox(ctx, s.GetId())
-			}
-		}
-		_ = client.Close()
-		rt.Stop()
-		leftovers.KillShims(t, dir)
-		_ = os.RemoveAll(dir)
-	})
-	if err := client.Connect(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	client := jetlettest.StartEmbedded(t, embedded.Config{Dir: filepath.Join(dir, "state"), ShimPath: gobuild.Shim.Path(t), PodBridge: bridge, PodCIDR: cidr}, dir)
 	return client, dir
 }
 

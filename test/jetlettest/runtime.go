@@ -13,7 +13,9 @@ import (
 
 	"github.com/jetlet/jetlet/runtime"
 	"github.com/jetlet/jetlet/runtime/crilabels"
+	"github.com/jetlet/jetlet/runtime/embedded"
 	"github.com/jetlet/jetlet/schemas"
+	"github.com/jetlet/jetlet/test/leftovers"
 )
 
 // CRIClient connects to the embedded runtime of the jetlet whose data dir
@@ -81,4 +83,43 @@ func PodStatus(t testing.TB, kv jetstream.KeyValue, node, uid string) (*schemas.
 		t.Fatalf("%s's status: %v", uid, err)
 	}
 	return &st, true
+}
+
+// StartEmbedded runs the embedded runtime of cfg in the test's process,
+// serving CRI on <sockDir>/cri.sock (a short dir: the socket path is
+// limited), and returns a client of it. Cleanup removes every sandbox (and
+// so every container), stops the runtime, kills any shim left under
+// cfg.Dir and removes sockDir.
+func StartEmbedded(t testing.TB, cfg embedded.Config, sockDir string) *runtime.Client {
+	t.Helper()
+	rt, err := embedded.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(sockDir, "cri.sock")
+	if err := rt.Start(t.Context(), sock); err != nil {
+		t.Fatal(err)
+	}
+	client, err := runtime.New(runtime.Config{Endpoint: "unix://" + sock, RequestTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if sandboxes, err := client.ListPodSandbox(ctx, nil); err == nil {
+			for _, s := range sandboxes {
+				_ = client.StopPodSandbox(ctx, s.GetId())
+				_ = client.RemovePodSandbox(ctx, s.GetId())
+			}
+		}
+		_ = client.Close()
+		rt.Stop()
+		leftovers.KillShims(t, cfg.Dir)
+		_ = os.RemoveAll(sockDir)
+	})
+	if err := client.Connect(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return client
 }

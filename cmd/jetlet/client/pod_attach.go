@@ -3,11 +3,9 @@ package client
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
-	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -35,28 +33,8 @@ exit 125.`,
 		Example: `  jetlet attach default/web
   jetlet attach -it default/shell`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			code, err := o.run(cmd, args)
-			if err != nil {
-				fmt.Fprintln(cmd.ErrOrStderr(), "jetlet:", err)
-				code = execFailed
-			}
-			if code != 0 {
-				return cli.ExitCodeError{Code: code}
-			}
-			return nil
-		},
 	}
-	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		fmt.Fprintln(cmd.ErrOrStderr(), "jetlet:", err)
-		return cli.ExitCodeError{Code: execFailed}
-	})
-	fs := cmd.Flags()
-	o.client.register(fs)
-	fs.StringVar(&o.uid, "uid", "", "the pod's uid, instead of NAMESPACE/NAME")
-	fs.StringVarP(&o.container, "container", "c", "", "the container's name (default: the pod's only container)")
-	o.streamFlags.register(cmd)
-	cli.AnnotateEnv(fs)
+	finishStreamCommand(cmd, &o.client, &o.uid, &o.container, &o.streamFlags, o.run)
 	return cmd
 }
 

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	jc "github.com/jetlet/jetlet/client"
-	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -55,28 +54,9 @@ jetlet exec exits with the command's exit status. Its own failures exit 125
   jetlet exec default/web -c app --timeout 10s -- sh -c 'echo hi; exit 3'
   jetlet exec -it default/web -- sh`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			code, err := o.run(cmd, args)
-			if err != nil {
-				fmt.Fprintln(cmd.ErrOrStderr(), "jetlet:", err)
-			}
-			if code != 0 {
-				return cli.ExitCodeError{Code: code}
-			}
-			return nil
-		},
 	}
-	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		fmt.Fprintln(cmd.ErrOrStderr(), "jetlet:", err)
-		return cli.ExitCodeError{Code: execFailed}
-	})
-	fs := cmd.Flags()
-	o.client.register(fs)
-	fs.StringVar(&o.uid, "uid", "", "the pod's uid, instead of NAMESPACE/NAME")
-	fs.StringVarP(&o.container, "container", "c", "", "the container's name (default: the pod's only container)")
-	fs.DurationVar(&o.timeout, "timeout", 0, "stop the command after this long (whole seconds; 0: no limit; not with -i or -t)")
-	o.streamFlags.register(cmd)
-	cli.AnnotateEnv(fs)
+	cmd.Flags().DurationVar(&o.timeout, "timeout", 0, "stop the command after this long (whole seconds; 0: no limit; not with -i or -t)")
+	finishStreamCommand(cmd, &o.client, &o.uid, &o.container, &o.streamFlags, o.run)
 	return cmd
 }
 

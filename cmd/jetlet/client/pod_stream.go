@@ -10,6 +10,7 @@ import (
 	"golang.org/x/term"
 
 	jc "github.com/jetlet/jetlet/client"
+	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/schemas"
 )
 
@@ -21,6 +22,36 @@ type streamFlags struct {
 func (f *streamFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVarP(&f.stdin, "stdin", "i", false, "pass standard input to the container")
 	cmd.Flags().BoolVarP(&f.tty, "tty", "t", false, "a terminal: standard input is put in raw mode, its size follows the window")
+}
+
+// finishStreamCommand gives exec and attach what they share: the flags
+// (the client's, --uid, -c, -i, -t; cmd's own are registered before), and
+// the exit status: run's, or execFailed for jetlet's own failure, a bad
+// flag included, its error printed.
+func finishStreamCommand(cmd *cobra.Command, client *clientFlags, uid, container *string, sf *streamFlags, run func(*cobra.Command, []string) (int, error)) {
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		code, err := run(cmd, args)
+		if err != nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), "jetlet:", err)
+			if code == 0 {
+				code = execFailed
+			}
+		}
+		if code != 0 {
+			return cli.ExitCodeError{Code: code}
+		}
+		return nil
+	}
+	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		fmt.Fprintln(cmd.ErrOrStderr(), "jetlet:", err)
+		return cli.ExitCodeError{Code: execFailed}
+	})
+	fs := cmd.Flags()
+	client.register(fs)
+	fs.StringVar(uid, "uid", "", "the pod's uid, instead of NAMESPACE/NAME")
+	fs.StringVarP(container, "container", "c", "", "the container's name (default: the pod's only container)")
+	sf.register(cmd)
+	cli.AnnotateEnv(fs)
 }
 
 // runStream opens req's stream (exec or attach) and joins it to the
