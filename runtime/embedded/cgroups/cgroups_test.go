@@ -171,8 +171,11 @@ func TestContainerCgroupLifecycle(t *testing.T) {
 	// The shell joins the v1 hierarchies one by one: usage shows in the
 	// first ones before the process is in the pids hierarchy.
 	poll.Until(t, 30*time.Second, func() string { return "the process and its usage in the cgroup" }, func() bool {
+		if !inEvery(c, cmd.Process.Pid) {
+			return false
+		}
 		st, err = c.Stats()
-		return inEvery(c, cmd.Process.Pid) && err == nil && st.CPUUsageNanos > 0 && st.MemoryUsage > 0 && st.WorkingSet > 0
+		return err == nil && st.CPUUsageNanos > 0 && st.MemoryUsage > 0 && st.WorkingSet > 0
 	})
 	if st.Processes != 1 && m.hasPids() {
 		t.Errorf("processes = %d, want 1", st.Processes)
