@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,7 +32,21 @@ import (
 // sends these, which the embedded runtime applies to the pod cgroup it makes
 // (containerd keeps them as the sandbox's annotations). Overhead is left
 // out (no RuntimeClasses).
+// The value is kept per pod and computed again only when the pod's
+// resources or QoS class change (component-helpers' aggregations were a
+// tenth of a no-op sync's allocations, at its plan and at its status); the
+// caller gets a copy of its own.
 func (m *Kuberuntime) podSandboxResources(pod *corev1.Pod) *runtimeapi.LinuxContainerResources {
+	uid := string(pod.UID)
+	if r := m.podResources.sandboxResources(uid, pod); r != nil {
+		return r
+	}
+	r := computePodSandboxResources(pod, m.cfg.DisableCPUQuota)
+	m.podResources.keepSandboxResources(uid, pod, r)
+	return cgroupValues(r)
+}
+
+func computePodSandboxResources(pod *corev1.Pod, disableCPUQuota bool) *runtimeapi.LinuxContainerResources {
 	cpuDeclared, memoryDeclared := true, true
 	for i := range pod.Spec.Containers {
 		l := pod.Spec.Containers[i].Resources.Limits
@@ -50,7 +65,7 @@ func (m *Kuberuntime) podSandboxResources(pod *corev1.Pod) *runtimeapi.LinuxCont
 		r.CpuShares = minShares
 		return r
 	}
-	if (qos == corev1.PodQOSGuaranteed || cpuDeclared) && !m.cfg.DisableCPUQuota {
+	if (qos == corev1.PodQOSGuaranteed || cpuDeclared) && !disableCPUQuota {
 		r.CpuPeriod = defaultCPUPeriod
 		r.CpuQuota = milliCPUToQuota(limits.Cpu().MilliValue(), defaultCPUPeriod)
 	}
@@ -96,13 +111,66 @@ func (r *podResourcesRecord) resources() *runtimeapi.LinuxContainerResources {
 // status (a file read each was a third of a no-op sync's syscalls). The
 // pod workers of different pods use it at once; mu guards records, and is
 // held through a first read so that no older read replaces a newer write.
+//
+// It keeps too each pod's sandbox resources as last computed, with the pod
+// they were computed from (podSandboxResources).
 type podResourcesCache struct {
 	mu      sync.Mutex
 	records map[string]*podResourcesRecord // by pod uid; nil: none on disk
+	desired map[string]sandboxResources    // by pod uid
+}
+
+// sandboxResources are a pod's sandbox resources, and a copy of what of
+// the pod they were computed from (a caller may change its pod in place):
+// what admission.HoldsTheSame compares and the QoS class.
+type sandboxResources struct {
+	pod       *corev1.Pod
+	resources *runtimeapi.LinuxContainerResources
 }
 
 func newPodResourcesCache() *podResourcesCache {
-	return &podResourcesCache{records: map[string]*podResourcesRecord{}}
+	return &podResourcesCache{records: map[string]*podResourcesRecord{}, desired: map[string]sandboxResources{}}
+}
+
+// sandboxResources is a copy of the sandbox resources kept for uid when
+// they were computed from a pod whose resources and QoS class are pod's;
+// nil otherwise.
+func (c *podResourcesCache) sandboxResources(uid string, pod *corev1.Pod) *runtimeapi.LinuxContainerResources {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	kept, ok := c.desired[uid]
+	if !ok || kept.pod.Status.QOSClass != pod.Status.QOSClass || !admission.HoldsTheSame(kept.pod, pod) {
+		return nil
+	}
+	return cgroupValues(kept.resources)
+}
+
+func (c *podResourcesCache) keepSandboxResources(uid string, pod *corev1.Pod, r *runtimeapi.LinuxContainerResources) {
+	kept := sandboxResources{pod: resourcesOf(pod), resources: r}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.desired[uid] = kept
+}
+
+// resourcesOf is a copy of what of pod admission.HoldsTheSame compares,
+// and its QoS class.
+func resourcesOf(pod *corev1.Pod) *corev1.Pod {
+	containers := func(cs []corev1.Container) []corev1.Container {
+		out := make([]corev1.Container, len(cs))
+		for i, c := range cs {
+			out[i] = corev1.Container{Name: c.Name, Resources: *c.Resources.DeepCopy(), Ports: slices.Clone(c.Ports)}
+			if c.RestartPolicy != nil {
+				policy := *c.RestartPolicy
+				out[i].RestartPolicy = &policy
+			}
+		}
+		return out
+	}
+	return &corev1.Pod{
+		Spec: corev1.PodSpec{InitContainers: containers(pod.Spec.InitContainers), Containers: containers(pod.Spec.Containers),
+			Resources: pod.Spec.Resources.DeepCopy(), Overhead: pod.Spec.Overhead.DeepCopy()},
+		Status: corev1.PodStatus{QOSClass: pod.Status.QOSClass},
+	}
 }
 
 // load is uid's record, read from path at the first ask; nil when there is
@@ -136,6 +204,7 @@ func (c *podResourcesCache) forget(uid string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.records, uid)
+	delete(c.desired, uid)
 }
 
 // recordPodResources records res as what sandbox's pod cgroup holds.

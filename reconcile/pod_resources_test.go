@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/reconcile/kubecontainer"
@@ -71,8 +72,7 @@ func TestPodSandboxResources(t *testing.T) {
 			for i, r := range tt.containers {
 				pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: string(rune('a' + i)), Resources: r})
 			}
-			m := &Kuberuntime{cfg: Config{DisableCPUQuota: tt.noQuota}}
-			got := m.podSandboxResources(pod)
+			got := computePodSandboxResources(pod, tt.noQuota)
 			if !sameCgroupValues(got, tt.want) || got.CpuPeriod != tt.want.CpuPeriod || got.CpuQuota != tt.want.CpuQuota {
 				t.Fatalf("got %v, want %v", got, tt.want)
 			}
@@ -191,5 +191,35 @@ func TestActuatedPodResourcesAreReadOnceARun(t *testing.T) {
 	restarted.podResources.forget("uid")
 	if got := restarted.actuatedPodResources("uid", "sb1"); got != nil {
 		t.Fatalf("after the pod was collected: %v", got)
+	}
+}
+
+// The sandbox resources are kept per pod: a later intent's pod with the
+// same resources gets them without their being computed again, one whose
+// resources or QoS class changed gets them computed anew, and no caller's
+// change to its copy reaches another's.
+func TestSandboxResourcesAreComputedAgainOnlyWhenThePodsResourcesChange(t *testing.T) {
+	m := &Kuberuntime{podResources: newPodResourcesCache()}
+	podWith := func(cpu, memory string) *corev1.Pod {
+		l := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "uid"}, Spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "app", Resources: corev1.ResourceRequirements{Requests: l, Limits: l}}}}}
+	}
+	first := m.podSandboxResources(podWith("500m", "128Mi"))
+	if first.CpuQuota != 50000 || first.MemoryLimitInBytes != 128<<20 {
+		t.Fatalf("first: %v", first)
+	}
+	first.MemoryLimitInBytes = 1 // the caller's own copy
+	if again := m.podSandboxResources(podWith("500m", "128Mi")); again.MemoryLimitInBytes != 128<<20 {
+		t.Fatalf("the same resources again: %v", again)
+	}
+	if resized := m.podSandboxResources(podWith("1", "256Mi")); resized.CpuQuota != 100000 || resized.MemoryLimitInBytes != 256<<20 {
+		t.Fatalf("resized: %v", resized)
+	}
+	// The QoS class a pod's status gives decides too.
+	burstable := podWith("1", "256Mi")
+	burstable.Status.QOSClass = corev1.PodQOSBestEffort
+	if got := m.podSandboxResources(burstable); got.CpuShares != minShares || got.MemoryLimitInBytes != 0 {
+		t.Fatalf("with the status's QoS class BestEffort: %v", got)
 	}
 }

@@ -63,7 +63,7 @@ func (h *Held) Set(pod *corev1.Pod) {
 		if part.pod == pod {
 			return
 		}
-		if holdsTheSame(part.pod, pod) {
+		if HoldsTheSame(part.pod, pod) {
 			// A new intent that changes nothing admission counts (a
 			// no-op's, every one a new pod value): nothing to sum again.
 			part.pod = pod
@@ -143,10 +143,10 @@ func (h *Held) usedBesides(uid types.UID) corev1.ResourceList {
 	return used
 }
 
-// holdsTheSame reports whether a and b request the same and bind the same
+// HoldsTheSame reports whether a and b request the same and bind the same
 // host ports: their containers' and sidecars' resources and ports, and the
 // pod's own resources and overhead.
-func holdsTheSame(a, b *corev1.Pod) bool {
+func HoldsTheSame(a, b *corev1.Pod) bool {
 	same := func(x, y []corev1.Container) bool {
 		return slices.EqualFunc(x, y, func(c, d corev1.Container) bool {
 			return c.Name == d.Name && SameResources(c.Resources, d.Resources) && slices.Equal(c.Ports, d.Ports) &&
