@@ -95,9 +95,11 @@ func (r *Runtime) wantsOwnNetwork(cfg *runtimeapi.PodSandboxConfig) bool {
 // crash half-way leaves a NOTREADY sandbox whose stop tears down what was
 // made. On failure what was made is undone and the plugin's error returned.
 func (r *Runtime) setUpNetwork(ctx context.Context, s *sandbox, create func(dir, id string) (string, error)) error {
-	s.netns = filepath.Join(r.netnsDir(), s.id)
-	if err := r.saveSandbox(s, false); err != nil {
-		return fmt.Errorf("record sandbox: %w", err)
+	if netns := r.netnsPath(s); s.netns != netns { // not in the sandbox's first record
+		s.netns = netns
+		if err := r.saveSandbox(s, false); err != nil {
+			return fmt.Errorf("record sandbox: %w", err)
+		}
 	}
 	err := func() error {
 		if _, err := create(r.netnsDir(), s.id); err != nil {
@@ -113,6 +115,9 @@ func (r *Runtime) setUpNetwork(ctx context.Context, s *sandbox, create func(dir,
 	}
 	return nil
 }
+
+// netnsPath is where s's network namespace is mounted.
+func (r *Runtime) netnsPath(s *sandbox) string { return filepath.Join(r.netnsDir(), s.id) }
 
 // undoNetwork tears down the network of s, a sandbox that failed to start and
 // was never published. Unlike a stop, which fails and is retried when the DEL

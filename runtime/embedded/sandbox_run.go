@@ -72,12 +72,17 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	// Recorded not ready first: a crash before the shim runs leaves a sandbox
 	// that reports NOTREADY and is removed, never one without its shim (or
 	// a cgroup of no sandbox).
+	// The record names the network namespace too (setUpNetwork's first
+	// record, saved once).
 	s.cgroup = r.podCgroup(s)
+	if userns == nil && r.wantsOwnNetwork(cfg) {
+		s.netns = r.netnsPath(s)
+	}
 	r.mu.Lock()
 	r.creating[s.id] = s // its cgroup is no orphan (removeOrphanedCgroups)
 	r.mu.Unlock()
 	if err := r.saveSandbox(s, false); err != nil {
-		s.cgroup = nil // not made
+		s.cgroup, s.netns = nil, "" // not made
 		undo()
 		return nil, errorf(crierr.ErrInternal, "record sandbox: %v", err)
 	}
