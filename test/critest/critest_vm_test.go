@@ -85,15 +85,18 @@ func TestCritestAgainstJetletService(t *testing.T) {
 		func() bool { _, err := os.Stat(socket); return err == nil })
 
 	critest := vmguest.Command(t, "critest")
+	ginkgo := vmguest.Command(t, "ginkgo") // critest -parallel runs it from its PATH
 	skipcheck := vmguest.Command(t, "skipcheck")
 	specs := filepath.Join(dir, "specs.json")
 	run(t, dir, critest, "-ginkgo.dry-run", "-ginkgo.no-color", "-ginkgo.json-report", specs)
 	check := []string{"-skips", skipFile, "-specs", specs}
 	skip := strings.TrimSpace(run(t, dir, skipcheck, append([]string{"plan"}, check...)...))
 	args := []string{"-runtime-endpoint", "unix://" + socket, "-image-endpoint", "unix://" + socket,
-		"-test-images-file", images, "-ginkgo.no-color", "-ginkgo.skip", skip, "-ginkgo.json-report", filepath.Join(dir, "report.json")}
+		"-test-images-file", images, "-ginkgo.no-color", "-ginkgo.skip", skip, "-ginkgo.json-report", filepath.Join(dir, "report.json"),
+		"-parallel", "4"}
 	c := exec.Command(critest, args...)
 	c.Dir = dir
+	c.Env = append(os.Environ(), "PATH="+filepath.Dir(ginkgo)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	out, critestErr := c.CombinedOutput()
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	t.Logf("critest exited %v; its last lines:\n%s", critestErr, strings.Join(lines[max(0, len(lines)-6):], "\n"))
