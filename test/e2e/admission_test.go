@@ -63,6 +63,7 @@ func assertRefused(t *testing.T, n *node, uid, reason, inMessage string) {
 // --max-pods 3 is OutOfpods, a nodeSelector the node's labels do not match
 // is NodeAffinity; each is Failed with that reason and never started.
 func TestAdmissionRefusesWhatDoesNotFit(t *testing.T) {
+	t.Parallel()
 	n := startNode(t, shortDir(t), "", "--max-pods", "3", "--node-labels", "disk=ssd")
 	n.publish("huge", requesting(t, "huge", "64Ti"))
 	assertRefused(t, n, "huge", "OutOfmemory", "Node didn't have enough resource: memory")

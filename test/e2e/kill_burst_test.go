@@ -88,6 +88,7 @@ func TestSIGKILLAtTwentyPointsOfABurst(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 200-intent burst with 20 restarts")
 	}
+	t.Parallel()
 	const nPods, nIntents, nDeletes, kills = 50, 200, 15, 20
 	pods := make([]*burstPod, nPods)
 	for i := range pods {

@@ -52,6 +52,7 @@ func settle(t *testing.T, n *node, uid string) string {
 }
 
 func TestRestartBeyondTheDuplicateWindowStoresNoEventTwice(t *testing.T) {
+	t.Parallel()
 	// NATS outlives jetlet, so its own clock says when the window expired.
 	srv := natstest.RunServer(t)
 	n := startNode(t, shortDir(t), srv.ClientURL(), append(mountsTheHost, "--duplicate-window", "5s")...)

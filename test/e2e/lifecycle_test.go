@@ -188,6 +188,7 @@ func TestPreStopRunsBeforeTheSIGTERMHandler(t *testing.T) {
 // A failing postStart hook kills the container (FailedPostStartHook, then
 // ContainerKilled with that reason); it is restarted with back-off.
 func TestPostStartFailureKillsTheContainer(t *testing.T) {
+	t.Parallel()
 	n := startNode(t, shortDir(t), "")
 	postStart := `{"postStart":{"exec":{"command":["/bin/sh","-c","echo no config >&2; exit 2"]}}}`
 	n.publish("post", podWithSpec("post", `"restartPolicy":"Always","terminationGracePeriodSeconds":5,

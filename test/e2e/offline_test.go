@@ -40,6 +40,7 @@ func TestOfflineRebootRunsPodsFromCheckpoint(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a simulated reboot with the bus gone")
 	}
+	t.Parallel()
 	port := freeTCPPort(t)
 	srv := startNATSServer(t, port, t.TempDir())
 	dataDir := shortDir(t)

@@ -44,6 +44,7 @@ func checkOneResultEach(t *testing.T, results []schemas.SyncResult, seqs map[uin
 }
 
 func TestInterleavedIntentsGetOneResultEach(t *testing.T) {
+	t.Parallel()
 	n := startNode(t, shortDir(t), "", "--workers", "8")
 	const uids, rounds = 50, 4
 	seqs := map[uint64]string{}

@@ -71,6 +71,7 @@ func condition(st *schemas.PodStatus, typ schemas.PodConditionType) schemas.PodC
 }
 
 func TestLivenessExecFailureRestartsTheContainer(t *testing.T) {
+	t.Parallel()
 	n := startNode(t, shortDir(t), "", mountsTheHost...)
 	// The probe passes three times, then fails for ever (the count is kept
 	// outside the container, so the restarted instance fails at once).
@@ -191,6 +192,7 @@ func TestHTTPReadinessFlipsReadyBothWays(t *testing.T) {
 }
 
 func TestStartupProbeHoldsLivenessOff(t *testing.T) {
+	t.Parallel()
 	n := startNode(t, shortDir(t), "", mountsTheHost...)
 	dir := shortDir(t)
 	started, checks := filepath.Join(dir, "started"), filepath.Join(dir, "checks")

@@ -33,6 +33,7 @@ func startRuntime(t *testing.T, dir, sock string) func() {
 }
 
 func TestRuntimeDownAnswersFailedThenConverges(t *testing.T) {
+	t.Parallel()
 	dir := shortDir(t)
 	rtDir, sock := filepath.Join(dir, "rt"), filepath.Join(dir, "rt.sock")
 	stop := startRuntime(t, rtDir, sock)
