@@ -32,10 +32,12 @@ func (c *Client) Stream(ctx context.Context, p *Pod, req schemas.StreamRequest, 
 // PortForward carries one connection to port of pod p through its node:
 // what local sends goes to the port, what the port sends comes back to
 // local (half-closed at its end when local can), until both are done.
-// local is closed at the end.
-func (c *Client) PortForward(ctx context.Context, p *Pod, port int32, local io.ReadWriteCloser) error {
+// local is closed at the end. The connections of one session (a random
+// id, such as nuid.Next(), one per port-forward command; "" for none)
+// share the node's connection to the runtime, as kubectl's share one.
+func (c *Client) PortForward(ctx context.Context, p *Pod, port int32, session string, local io.ReadWriteCloser) error {
 	defer local.Close()
-	s, err := nodeclient.OpenStream(ctx, c.nc, c.subj, p.Node, schemas.StreamRequest{PodRef: p.Ref(""), Kind: schemas.StreamPortForward, Port: port})
+	s, err := nodeclient.OpenStream(ctx, c.nc, c.subj, p.Node, schemas.StreamRequest{PodRef: p.Ref(""), Kind: schemas.StreamPortForward, Port: port, Session: session})
 	if err != nil {
 		return c.nodeServiceError(p, err)
 	}
