@@ -80,7 +80,7 @@ func BenchmarkStreamFigures(b *testing.B) {
 	b.ReportMetric(float64(p99.Microseconds())/1000, "echo-p99-ms")
 
 	// Port-forward as a process of its own, to read its memory.
-	local := itoaPort(b)
+	local := jetlettest.FreePort(b)
 	pf := exec.Command(jetlettest.Binary(b), "port-forward", "--nats-url", c.url, "default/bench", local+":8080")
 	out, err := pf.StdoutPipe()
 	if err != nil {
