@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 
+	"github.com/nats-io/nuid"
+
 	"github.com/jetlet/jetlet/runtime/nodeservice/nodeclient"
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -32,8 +34,8 @@ func (c *Client) Stream(ctx context.Context, p *Pod, req schemas.StreamRequest, 
 // PortForward carries one connection to port of pod p through its node:
 // what local sends goes to the port, what the port sends comes back to
 // local (half-closed at its end when local can), until both are done.
-// local is closed at the end. The connections of one session (a random
-// id, such as nuid.Next(), one per port-forward command; "" for none)
+// local is closed at the end. The connections of one session (from
+// NewPortForwardSession, one per port-forward command; "" for none)
 // share the node's connection to the runtime, as kubectl's share one.
 func (c *Client) PortForward(ctx context.Context, p *Pod, port int32, session string, local io.ReadWriteCloser) error {
 	defer local.Close()
@@ -44,3 +46,6 @@ func (c *Client) PortForward(ctx context.Context, p *Pod, port int32, session st
 	_, err = s.Run(ctx, StreamIO{Stdin: local, Stdout: local})
 	return err
 }
+
+// NewPortForwardSession returns a new random session for PortForward.
+func NewPortForwardSession() string { return nuid.Next() }

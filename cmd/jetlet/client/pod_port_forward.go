@@ -9,9 +9,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/nats-io/nuid"
 	"github.com/spf13/cobra"
 
+	jc "github.com/jetlet/jetlet/client"
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 )
 
@@ -109,7 +109,7 @@ func (o *portForwardOptions) run(cmd *cobra.Command, args []string) error {
 		listeners = append(listeners, l)
 		fmt.Fprintf(cmd.OutOrStdout(), "Forwarding from %s -> %d\n", l.Addr(), p.remote)
 	}
-	session := nuid.Next()
+	session := jc.NewPortForwardSession()
 	var conns sync.WaitGroup
 	defer conns.Wait()
 	var accepting sync.WaitGroup
