@@ -38,7 +38,9 @@ type forwardKey struct {
 
 // forwardConn is one connection to the runtime's port-forward.
 type forwardConn struct {
-	refs  int           // guarded by forwards.mu
+	owner *forwards // and key: set at creation, read-only
+	key   forwardKey
+	refs  int           // guarded by owner.mu
 	ready chan struct{} // closed once dialled: conn and err are set before, read-only after
 	conn  httpstream.Connection
 	err   error
@@ -71,7 +73,7 @@ func (f *forwards) acquire(key forwardKey, dial func() (httpstream.Connection, e
 	fc := f.m[key]
 	fresh := fc == nil || fc.broken()
 	if fresh {
-		fc = &forwardConn{ready: make(chan struct{})}
+		fc = &forwardConn{owner: f, key: key, ready: make(chan struct{})}
 		if f.m == nil {
 			f.m = map[forwardKey]*forwardConn{}
 		}
@@ -86,19 +88,20 @@ func (f *forwards) acquire(key forwardKey, dial func() (httpstream.Connection, e
 		<-fc.ready
 	}
 	if fc.err != nil {
-		f.release(key, fc)
+		fc.release()
 		return nil, fc.err
 	}
 	return fc, nil
 }
 
 // release drops a stream's hold on fc; the last one closes it.
-func (f *forwards) release(key forwardKey, fc *forwardConn) {
+func (fc *forwardConn) release() {
+	f := fc.owner
 	f.mu.Lock()
 	fc.refs--
 	last := fc.refs == 0
-	if last && f.m[key] == fc {
-		delete(f.m, key)
+	if last && f.m[fc.key] == fc {
+		delete(f.m, fc.key)
 	}
 	f.mu.Unlock()
 	if last && fc.conn != nil {

@@ -40,11 +40,16 @@ type Streamer interface {
 // streamTarget is what a stream request resolved to on the node.
 type streamTarget struct {
 	instance
-	url string // the runtime's streaming URL (exec, attach)
-	// forward is a port-forward's connection to the runtime; release
-	// when the stream ends.
-	forward *forwardConn
-	release func()
+	url     string       // the runtime's streaming URL (exec, attach)
+	forward *forwardConn // a port-forward's connection to the runtime
+}
+
+// release lets go of what the stream held: a port-forward's share of its
+// session's connection.
+func (t streamTarget) release() {
+	if t.forward != nil {
+		t.forward.release()
+	}
 }
 
 // openStream resolves a stream request, asks the runtime for its
@@ -65,9 +70,6 @@ func (s *Service) openStream(ctx context.Context, nc *nats.Conn, st Streamer, r 
 	if err != nil {
 		_ = respondError(r, err)
 		return
-	}
-	if t.release == nil {
-		t.release = func() {}
 	}
 	if !s.serve(func() { defer t.release(); s.serveStream(ctx, nc, reply, id, req, t) }) {
 		t.release()
@@ -95,18 +97,14 @@ func (s *Service) streamTarget(ctx context.Context, st Streamer, id string, req 
 		}
 		t.pod, t.sandbox = req.Namespace+"/"+req.Name, cs[0].PodSandboxId
 		key := forwardKey{session: cmp.Or(req.Session, id), sandbox: t.sandbox, port: req.Port}
-		fc, err := s.forwards.acquire(key, func() (httpstream.Connection, error) {
+		t.forward, err = s.forwards.acquire(key, func() (httpstream.Connection, error) {
 			resp, err := st.PortForward(ctx, &runtimeapi.PortForwardRequest{PodSandboxId: t.sandbox, Port: []int32{req.Port}})
 			if err != nil {
 				return nil, streamRefused(err, "pod "+t.pod+"'s sandbox is not ready")
 			}
 			return dialPortForward(resp.GetUrl())
 		})
-		if err != nil {
-			return t, err
-		}
-		t.forward, t.release = fc, func() { s.forwards.release(key, fc) }
-		return t, nil
+		return t, err
 	}
 	if t.instance, err = s.resolve(ctx, req.PodRef, false); err != nil {
 		return t, err
