@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 
+	"github.com/nats-io/nuid"
+
 	"github.com/jetlet/jetlet/runtime/nodeservice/nodeclient"
 	"github.com/jetlet/jetlet/schemas"
 )
@@ -32,13 +34,18 @@ func (c *Client) Stream(ctx context.Context, p *Pod, req schemas.StreamRequest, 
 // PortForward carries one connection to port of pod p through its node:
 // what local sends goes to the port, what the port sends comes back to
 // local (half-closed at its end when local can), until both are done.
-// local is closed at the end.
-func (c *Client) PortForward(ctx context.Context, p *Pod, port int32, local io.ReadWriteCloser) error {
+// local is closed at the end. The connections of one session (from
+// NewPortForwardSession, one per port-forward command; "" for none)
+// share the node's connection to the runtime, as kubectl's share one.
+func (c *Client) PortForward(ctx context.Context, p *Pod, port int32, session string, local io.ReadWriteCloser) error {
 	defer local.Close()
-	s, err := nodeclient.OpenStream(ctx, c.nc, c.subj, p.Node, schemas.StreamRequest{PodRef: p.Ref(""), Kind: schemas.StreamPortForward, Port: port})
+	s, err := nodeclient.OpenStream(ctx, c.nc, c.subj, p.Node, schemas.StreamRequest{PodRef: p.Ref(""), Kind: schemas.StreamPortForward, Port: port, Session: session})
 	if err != nil {
 		return c.nodeServiceError(p, err)
 	}
 	_, err = s.Run(ctx, StreamIO{Stdin: local, Stdout: local})
 	return err
 }
+
+// NewPortForwardSession returns a new random session for PortForward.
+func NewPortForwardSession() string { return nuid.Next() }

@@ -2,6 +2,7 @@ package schemas_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/jetlet/jetlet/schemas"
@@ -24,6 +25,10 @@ func TestNodeServiceRequestsValidate(t *testing.T) {
 		{"exec", schemas.ExecRequest{PodRef: ref, Command: []string{"ls"}}, ""},
 		{"exec without a command", schemas.ExecRequest{PodRef: ref}, "command"},
 		{"exec with a negative timeout", schemas.ExecRequest{PodRef: ref, Command: []string{"ls"}, TimeoutSeconds: -1}, "timeoutSeconds"},
+		{"port-forward of a session", schemas.StreamRequest{PodRef: ref, Kind: schemas.StreamPortForward, Port: 80, Session: "Abc_12-x"}, ""},
+		{"a session of an exec", schemas.StreamRequest{PodRef: ref, Kind: schemas.StreamExec, Command: []string{"sh"}, Session: "s"}, "session"},
+		{"a session with a dot", schemas.StreamRequest{PodRef: ref, Kind: schemas.StreamPortForward, Port: 80, Session: "a.b"}, "session"},
+		{"a session too long", schemas.StreamRequest{PodRef: ref, Kind: schemas.StreamPortForward, Port: 80, Session: strings.Repeat("a", schemas.MaxStreamSession+1)}, "session"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

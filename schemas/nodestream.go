@@ -68,6 +68,8 @@ const (
 	DefaultStreamWindow = 16
 	// MaxStreamWindow bounds a request's window (what each side buffers).
 	MaxStreamWindow = 256
+	// MaxStreamSession bounds a port-forward's session id.
+	MaxStreamSession = 64
 	// StreamKeepalive is how often each side pings; StreamPeerTimeout how
 	// long it waits to hear anything before it ends the stream.
 	StreamKeepalive   = 5 * time.Second
@@ -90,6 +92,11 @@ type StreamRequest struct {
 	// Window is how many frames each side may send beyond the other's
 	// credit; 0: DefaultStreamWindow.
 	Window int `json:"window,omitempty"`
+	// Session groups a client's port-forward streams to one port of a
+	// pod: the node carries them on one connection to the runtime. The
+	// client picks it (a random id, one per port-forward command); none:
+	// a connection of the stream's own.
+	Session string `json:"session,omitempty"`
 }
 
 // TerminalSize is a resize frame's body.
@@ -104,6 +111,9 @@ type StreamExit struct {
 	ExitCode int32  `json:"exitCode"`
 	Error    string `json:"error,omitempty"`
 }
+
+// sessionChars are those of a session id.
+const sessionChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_"
 
 // Validate checks a stream request.
 func (r StreamRequest) Validate() error {
@@ -123,6 +133,10 @@ func (r StreamRequest) Validate() error {
 		return invalidField("kind", "a port-forward has no stdin, terminal or container")
 	case r.Kind != StreamPortForward && r.Port != 0:
 		return invalidField("port", "is a port-forward's")
+	case r.Kind != StreamPortForward && r.Session != "":
+		return invalidField("session", "is a port-forward's")
+	case len(r.Session) > MaxStreamSession || strings.Trim(r.Session, sessionChars) != "":
+		return invalidField("session", "must be at most "+strconv.Itoa(MaxStreamSession)+" letters, digits, '-' or '_'")
 	case r.Kind != StreamExec && r.Kind != StreamAttach && r.Kind != StreamPortForward:
 		return invalidField("kind", strconv.Quote(r.Kind)+" is none of exec, attach, portforward")
 	}

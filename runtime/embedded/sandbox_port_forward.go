@@ -35,7 +35,9 @@ func (r *Runtime) portForward(sandboxID string, port int32, stream io.ReadWriteC
 	defer conn.Close()
 	fromPod := make(chan error, 1)
 	go func() {
-		_, err := io.Copy(stream, conn)
+		// Reads of up to 64 KiB, not the 32 KiB of conn's own WriteTo:
+		// each read is a frame on the client's SPDY connection.
+		_, err := io.CopyBuffer(stream, struct{ io.Reader }{conn}, make([]byte, 64<<10))
 		fromPod <- err
 	}()
 	toPod := make(chan struct{})

@@ -86,6 +86,8 @@ type Service struct {
 	mu      sync.Mutex
 	stopped bool
 	wg      sync.WaitGroup
+	// forwards is the port-forward sessions' connections to the runtime.
+	forwards forwards
 }
 
 // New returns a Service; it serves nothing before Run.

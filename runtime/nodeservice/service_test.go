@@ -44,7 +44,7 @@ func (r *podRuntime) add(t *testing.T, uid, name string, created int64, state ru
 		t.Fatal(err)
 	}
 	r.containers = append(r.containers, &runtimeapi.Container{
-		Id: id, CreatedAt: created, State: state, Metadata: &runtimeapi.ContainerMetadata{Name: name},
+		Id: id, PodSandboxId: "sandbox-" + uid, CreatedAt: created, State: state, Metadata: &runtimeapi.ContainerMetadata{Name: name},
 		Labels: map[string]string{
 			"io.kubernetes.pod.namespace": "default", "io.kubernetes.pod.name": "web",
 			"io.kubernetes.pod.uid": uid, "io.kubernetes.container.name": name,

@@ -1,12 +1,12 @@
 package nodeservice
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -16,11 +16,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/nats-io/nuid"
-	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
-	"k8s.io/client-go/transport/spdy"
 	utilexec "k8s.io/client-go/util/exec"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -42,7 +40,16 @@ type Streamer interface {
 // streamTarget is what a stream request resolved to on the node.
 type streamTarget struct {
 	instance
-	url string // the runtime's streaming URL
+	url     string       // the runtime's streaming URL (exec, attach)
+	forward *forwardConn // a port-forward's connection to the runtime
+}
+
+// release lets go of what the stream held: a port-forward's share of its
+// session's connection.
+func (t streamTarget) release() {
+	if t.forward != nil {
+		t.forward.release()
+	}
 }
 
 // openStream resolves a stream request, asks the runtime for its
@@ -58,13 +65,14 @@ func (s *Service) openStream(ctx context.Context, nc *nats.Conn, st Streamer, r 
 		_ = respondError(r, replyErrorf(schemas.ServiceErrBadRequest, "stream request: %v", err))
 		return
 	}
-	t, err := s.streamTarget(ctx, st, req)
+	id, reply := nuid.Next(), r.Reply()
+	t, err := s.streamTarget(ctx, st, id, req)
 	if err != nil {
 		_ = respondError(r, err)
 		return
 	}
-	id, reply := nuid.Next(), r.Reply()
-	if !s.serve(func() { s.serveStream(ctx, nc, reply, id, req, t) }) {
+	if !s.serve(func() { defer t.release(); s.serveStream(ctx, nc, reply, id, req, t) }) {
+		t.release()
 		_ = respondError(r, errShuttingDown)
 		return
 	}
@@ -74,8 +82,10 @@ func (s *Service) openStream(ctx context.Context, nc *nats.Conn, st Streamer, r 
 }
 
 // streamTarget finds the running container (the pod's sandbox for a
-// port-forward) and gets the runtime's URL for the stream.
-func (s *Service) streamTarget(ctx context.Context, st Streamer, req schemas.StreamRequest) (streamTarget, error) {
+// port-forward) and gets the runtime's URL for the stream, or for a
+// port-forward the session's connection to the runtime (stream id's own
+// without a session).
+func (s *Service) streamTarget(ctx context.Context, st Streamer, id string, req schemas.StreamRequest) (streamTarget, error) {
 	var (
 		t   streamTarget
 		err error
@@ -86,12 +96,15 @@ func (s *Service) streamTarget(ctx context.Context, st Streamer, req schemas.Str
 			return t, err
 		}
 		t.pod, t.sandbox = req.Namespace+"/"+req.Name, cs[0].PodSandboxId
-		resp, err := st.PortForward(ctx, &runtimeapi.PortForwardRequest{PodSandboxId: t.sandbox, Port: []int32{req.Port}})
-		if err != nil {
-			return t, streamRefused(err, "pod "+t.pod+"'s sandbox is not ready")
-		}
-		t.url = resp.GetUrl()
-		return t, nil
+		key := forwardKey{session: cmp.Or(req.Session, id), sandbox: t.sandbox, port: req.Port}
+		t.forward, err = s.forwards.acquire(key, func() (httpstream.Connection, error) {
+			resp, err := st.PortForward(ctx, &runtimeapi.PortForwardRequest{PodSandboxId: t.sandbox, Port: []int32{req.Port}})
+			if err != nil {
+				return nil, streamRefused(err, "pod "+t.pod+"'s sandbox is not ready")
+			}
+			return dialPortForward(resp.GetUrl())
+		})
+		return t, err
 	}
 	if t.instance, err = s.resolve(ctx, req.PodRef, false); err != nil {
 		return t, err
@@ -174,7 +187,7 @@ func (s *Service) serveStream(ctx context.Context, nc *nats.Conn, reply, id stri
 	log.Info().Msg("stream opened")
 	var exit schemas.StreamExit
 	if req.Kind == schemas.StreamPortForward {
-		exit = portForwardOver(conn, t.url, req.Port)
+		exit = portForwardOver(conn, t.forward, req.Port)
 	} else {
 		exit = s.remoteCommandOver(conn, t, req)
 	}
@@ -327,79 +340,4 @@ func (q sizeQueue) put(ctx context.Context, sz remotecommand.TerminalSize) {
 	case q <- sz:
 	case <-ctx.Done():
 	}
-}
-
-// portForwardOver joins conn to one connection to port through the
-// runtime's port-forward at rawURL (the SPDY protocol of kubelet's
-// port-forward: an error stream and a data stream per connection).
-func portForwardOver(conn *busstream.Conn, rawURL string, port int32) schemas.StreamExit {
-	failed := func(err error) schemas.StreamExit { return schemas.StreamExit{ExitCode: -1, Error: err.Error()} }
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return failed(err)
-	}
-	tr, upgrader, err := spdy.RoundTripperFor(&rest.Config{})
-	if err != nil {
-		return failed(err)
-	}
-	sc, _, err := spdy.NewDialer(upgrader, &http.Client{Transport: tr}, "POST", u).Dial(portforward.PortForwardProtocolV1Name)
-	if err != nil {
-		return failed(fmt.Errorf("the runtime's port-forward: %w", err))
-	}
-	defer sc.Close()
-	h := http.Header{}
-	h.Set(corev1.StreamType, corev1.StreamTypeError)
-	h.Set(corev1.PortHeader, strconv.Itoa(int(port)))
-	h.Set(corev1.PortForwardRequestIDHeader, "0")
-	errStream, err := sc.CreateStream(h)
-	if err != nil {
-		return failed(err)
-	}
-	errStream.Close()
-	h.Set(corev1.StreamType, corev1.StreamTypeData)
-	data, err := sc.CreateStream(h)
-	if err != nil {
-		return failed(err)
-	}
-	// The runtime writes why the connection to the port failed on the
-	// error stream, and closes it at the end.
-	remoteErr := make(chan error, 1)
-	go func() {
-		msg, err := io.ReadAll(errStream)
-		if len(msg) > 0 {
-			err = errors.New(string(msg))
-			sc.Close()
-		}
-		remoteErr <- err
-	}()
-	go func() {
-		for {
-			f, err := conn.Recv()
-			if err != nil {
-				sc.Close()
-				return
-			}
-			switch f.Kind {
-			case schemas.FrameData:
-				if _, err := data.Write(f.Data); err != nil {
-					sc.Close()
-					return
-				}
-			case schemas.FrameClose:
-				data.Close() // half-close: the port reads its end
-			}
-		}
-	}()
-	out := conn.Writer(schemas.ChannelStdout)
-	_, err = io.CopyBuffer(out, data, make([]byte, schemas.StreamFrameSize))
-	if err == nil {
-		err = out.Close()
-	}
-	if rerr := <-remoteErr; rerr != nil {
-		return failed(rerr)
-	}
-	if err != nil && conn.Err() == nil {
-		return failed(err)
-	}
-	return schemas.StreamExit{}
 }

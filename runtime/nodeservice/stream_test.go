@@ -33,6 +33,9 @@ type streamingRuntime struct {
 	*podRuntime
 	urls    streaming.Server
 	running atomic.Int64 // execs in the runtime now
+	// portForwards counts the CRI's PortForward calls; forwarding the
+	// connections to a port open now.
+	portForwards, forwarding atomic.Int64
 }
 
 func newStreamingRuntime(t *testing.T) *streamingRuntime {
@@ -62,6 +65,7 @@ func (r *streamingRuntime) Attach(_ context.Context, req *runtimeapi.AttachReque
 }
 
 func (r *streamingRuntime) PortForward(_ context.Context, req *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
+	r.portForwards.Add(1)
 	return r.urls.GetPortForward(req)
 }
 
@@ -84,8 +88,12 @@ func (catStreamer) Attach(context.Context, string, io.Reader, io.WriteCloser, io
 	return errors.New("no attach here")
 }
 
-func (catStreamer) PortForward(context.Context, string, int32, io.ReadWriteCloser) error {
-	return errors.New("no port-forward here")
+// PortForward is a port that echoes what it reads until its end.
+func (s catStreamer) PortForward(_ context.Context, _ string, _ int32, stream io.ReadWriteCloser) error {
+	s.r.forwarding.Add(1)
+	defer s.r.forwarding.Add(-1)
+	_, err := io.Copy(stream, stream)
+	return err
 }
 
 // lineWriter signals each write.
@@ -160,4 +168,70 @@ func TestAStreamAcrossANATSRestartEndsClearlyAndLeavesNothing(t *testing.T) {
 	}, func() bool {
 		return svc.InFlight() == 0 && rt.running.Load() == 0
 	})
+}
+
+// TestPortForwardsOfOneSessionShareOneRuntimeConnection: the streams of a
+// session are pairs on one connection to the runtime's port-forward (one
+// CRI PortForward call), another session's on a connection of its own;
+// each carries its own bytes, and the last stream of a session closes its
+// connection.
+func TestPortForwardsOfOneSessionShareOneRuntimeConnection(t *testing.T) {
+	rt := newStreamingRuntime(t)
+	rt.add(t, "u1", "app", 1, runtimeapi.ContainerState_CONTAINER_RUNNING)
+	_, client := serve(t, rt, nodeservice.Config{})
+	type forward struct {
+		typed *io.PipeWriter
+		got   chan string
+		ran   chan error
+	}
+	open := func(session string) forward {
+		t.Helper()
+		st, err := nodeclient.OpenStream(t.Context(), client, subj, "n1", schemas.StreamRequest{
+			PodRef: schemas.PodRef{Namespace: "default", Name: "web"}, Kind: schemas.StreamPortForward, Port: 80, Session: session})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, typed := io.Pipe()
+		f := forward{typed: typed, got: make(chan string, 16), ran: make(chan error, 1)}
+		go func() {
+			_, err := st.Run(t.Context(), nodeclient.StreamIO{Stdin: in, Stdout: lineWriter{f.got}})
+			f.ran <- err
+		}()
+		return f
+	}
+	fs := []forward{open("s1"), open("s1"), open("s1"), open("s2")}
+	for i, f := range fs {
+		msg := fmt.Sprintf("to connection %d\n", i)
+		if _, err := f.typed.Write([]byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		if got := <-f.got; got != msg {
+			t.Fatalf("connection %d echoed %q, want %q", i, got, msg)
+		}
+	}
+	if n, open := rt.portForwards.Load(), rt.forwarding.Load(); n != 2 || open != 4 {
+		t.Fatalf("%d PortForward calls for two sessions (want 2), %d connections to the port (want 4)", n, open)
+	}
+	for i, f := range fs {
+		f.typed.Close() // the port reads its end, echoes it, and ends
+		if err := <-f.ran; err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+	}
+	// Session s1's connection closed with its last stream: a new stream
+	// of s1 dials again.
+	f := open("s1")
+	if _, err := f.typed.Write([]byte("again\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-f.got; got != "again\n" {
+		t.Fatalf("echoed %q", got)
+	}
+	if n := rt.portForwards.Load(); n != 3 {
+		t.Fatalf("%d PortForward calls after s1's connection closed, want 3", n)
+	}
+	f.typed.Close()
+	if err := <-f.ran; err != nil {
+		t.Fatal(err)
+	}
 }

@@ -12,7 +12,7 @@ import (
 )
 
 func TestClientReportsUnreachableNATS(t *testing.T) {
-	url := "nats://127.0.0.1:" + itoaPort(t)
+	url := "nats://127.0.0.1:" + jetlettest.FreePort(t)
 	for _, args := range [][]string{
 		{"apply", "-f", examples + "web.yaml"},
 		{"delete", "default/web"},
@@ -82,7 +82,7 @@ func TestBinaryExitCodes(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	bin := jetlettest.Binary(t)
-	url := "nats://127.0.0.1:" + itoaPort(t)
+	url := "nats://127.0.0.1:" + jetlettest.FreePort(t)
 	cmd := exec.Command(bin, "get", "pods", "--nats-url", url)
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError

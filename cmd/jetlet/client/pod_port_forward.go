@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	jc "github.com/jetlet/jetlet/client"
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 )
 
@@ -33,8 +34,9 @@ func newPortForwardCommand() *cobra.Command {
 		Short: "Forward local ports to a pod's ports, through the pod's node",
 		Long: `Listen on local ports and carry each connection to a port of the pod, as
 kubectl port-forward: one stream over NATS per connection through the pod's
-node (docs/wire-protocol.md section 12), the operator's alone, so that many
-connections at once each flow at their own pace.
+node (docs/wire-protocol.md section 12), the operator's alone. The node
+carries a port's connections on one connection to the runtime, as kubectl
+does.
 
 REMOTE alone listens on the same port locally; :REMOTE or 0:REMOTE on a port
 the kernel picks. It runs until interrupted.`,
@@ -107,6 +109,7 @@ func (o *portForwardOptions) run(cmd *cobra.Command, args []string) error {
 		listeners = append(listeners, l)
 		fmt.Fprintf(cmd.OutOrStdout(), "Forwarding from %s -> %d\n", l.Addr(), p.remote)
 	}
+	session := jc.NewPortForwardSession()
 	var conns sync.WaitGroup
 	defer conns.Wait()
 	var accepting sync.WaitGroup
@@ -118,7 +121,7 @@ func (o *portForwardOptions) run(cmd *cobra.Command, args []string) error {
 					return
 				}
 				conns.Go(func() {
-					if err := c.PortForward(ctx, pod, ports[i].remote, conn); err != nil && ctx.Err() == nil {
+					if err := c.PortForward(ctx, pod, ports[i].remote, session, conn); err != nil && ctx.Err() == nil {
 						fmt.Fprintf(cmd.ErrOrStderr(), "jetlet: a connection to port %d: %v\n", ports[i].remote, err)
 					}
 				})

@@ -27,7 +27,8 @@ import (
 // once, whatever b.N: the keystroke echo round trip of exec -it (a key
 // typed at a pty to its echo by the container's terminal), port-forward
 // throughput with 100 connections at once against a direct loopback TCP
-// copy of the same bytes in the same run, and the resident memory of the
+// copy of the same bytes in the same run and the CPU time the node and
+// the CLI spent per MiB of it, and the resident memory of the
 // node (jetlet run, with its embedded NATS server) and of the CLI
 // (jetlet port-forward) while a 1 GiB transfer goes to a slow reader.
 //
@@ -80,7 +81,7 @@ func BenchmarkStreamFigures(b *testing.B) {
 	b.ReportMetric(float64(p99.Microseconds())/1000, "echo-p99-ms")
 
 	// Port-forward as a process of its own, to read its memory.
-	local := itoaPort(b)
+	local := jetlettest.FreePort(b)
 	pf := exec.Command(jetlettest.Binary(b), "port-forward", "--nats-url", c.url, "default/bench", local+":8080")
 	out, err := pf.StdoutPipe()
 	if err != nil {
@@ -96,8 +97,13 @@ func BenchmarkStreamFigures(b *testing.B) {
 	base := "http://127.0.0.1:" + local
 
 	// 100 connections at once, 10 MiB each, through the forward and
-	// straight over loopback.
+	// straight over loopback; the CPU time the node and the CLI spent on
+	// each MiB forwarded.
+	nodeCPU, cliCPU := cpuTime(node.Pid()), cpuTime(pf.Process.Pid)
 	forwarded := fetchAll(b, base+"/m10", 100)
+	perMiB := func(d time.Duration) float64 { return float64(d.Milliseconds()) / (100 * 10) }
+	b.ReportMetric(perMiB(cpuTime(node.Pid())-nodeCPU), "node-cpu-ms/MiB")
+	b.ReportMetric(perMiB(cpuTime(pf.Process.Pid)-cliCPU), "cli-cpu-ms/MiB")
 	payload := make([]byte, 10<<20)
 	direct := directCopy(b, payload, 100)
 	b.ReportMetric(forwarded/(1<<20), "forward-MiB/s")
@@ -211,6 +217,20 @@ func directCopy(b *testing.B, payload []byte, n int) float64 {
 	}
 	wg.Wait()
 	return float64(total.Load()) / time.Since(start).Seconds()
+}
+
+// cpuTime is the CPU time a process has used (utime and stime of
+// /proc/PID/stat, in clock ticks of 10 ms).
+func cpuTime(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's name, which may hold spaces.
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // rss is a process's resident memory in bytes (VmRSS); 0 once it is gone.

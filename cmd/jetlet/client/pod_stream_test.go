@@ -8,9 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -22,73 +20,6 @@ import (
 	"github.com/jetlet/jetlet/test/poll"
 	"github.com/jetlet/jetlet/test/syncbuf"
 )
-
-// terminal is a jetlet command run as a real process on a pty, as a user
-// at a terminal runs it.
-type terminal struct {
-	t    *testing.T
-	pty  *os.File
-	cmd  *exec.Cmd
-	out  syncbuf.Buffer
-	done chan struct{}
-}
-
-func startTerminal(t *testing.T, url string, rows, cols uint16, args ...string) *terminal {
-	t.Helper()
-	cmd := exec.Command(jetlettest.Binary(t), append([]string{args[0], "--nats-url", url}, args[1:]...)...)
-	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: rows, Cols: cols})
-	if err != nil {
-		t.Fatal(err)
-	}
-	term := &terminal{t: t, pty: f, cmd: cmd, done: make(chan struct{})}
-	go func() {
-		defer close(term.done)
-		_, _ = io.Copy(&term.out, f) // ends with EIO once the process is gone
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		f.Close()
-	})
-	return term
-}
-
-func (term *terminal) typeIn(s string) {
-	term.t.Helper()
-	if _, err := term.pty.Write([]byte(s)); err != nil {
-		term.t.Fatal(err)
-	}
-}
-
-// waitFor waits until the terminal shows re after offset, and returns the
-// offset after it.
-func (term *terminal) waitFor(offset int, re string) int {
-	term.t.Helper()
-	rx := regexp.MustCompile(re)
-	var loc []int
-	poll.Until(term.t, 30*time.Second, func() string { return fmt.Sprintf("%q on the terminal; it shows %q", re, term.out.String()) }, func() bool {
-		s := term.out.String()
-		if len(s) < offset {
-			return false
-		}
-		loc = rx.FindStringIndex(s[offset:])
-		return loc != nil
-	})
-	return offset + loc[1]
-}
-
-// exitCode waits for the process and returns its exit code.
-func (term *terminal) exitCode() int {
-	term.t.Helper()
-	waited := make(chan error, 1)
-	go func() { waited <- term.cmd.Wait() }()
-	select {
-	case <-waited:
-	case <-time.After(30 * time.Second):
-		term.t.Fatalf("the command did not end; its terminal shows %q", term.out.String())
-	}
-	return term.cmd.ProcessState.ExitCode()
-}
 
 // streamPod is a running pod for the stream tests: app runs script (its
 // stdin open when stdin), with a terminal when tty.
@@ -115,39 +46,39 @@ func TestStreamsAgainstJetletRun(t *testing.T) {
 	wantCode(t, c.runIn(commandPod("shell", "mkdir -p /www && echo hello > /www/index.html && exec httpd -f -p 8080 -h /www"), "apply", "-f", "-", "--wait"), 0)
 
 	t.Run("exec -it: typing, resize, Ctrl-C, Ctrl-D and the exit code", func(t *testing.T) {
-		term := startTerminal(t, c.url, 24, 80, "exec", "-it", "default/shell", "--", "sh")
-		term.typeIn("stty size\r")
-		at := term.waitFor(0, `24 80\r\n`)
-		if err := pty.Setsize(term.pty, &pty.Winsize{Rows: 50, Cols: 132}); err != nil {
+		term := jetlettest.StartTerminal(t, 24, 80, "exec", "--nats-url", c.url, "-it", "default/shell", "--", "sh")
+		term.TypeIn("stty size\r")
+		at := term.WaitFor(0, `24 80\r\n`)
+		if err := pty.Setsize(term.Pty, &pty.Winsize{Rows: 50, Cols: 132}); err != nil {
 			t.Fatal(err)
 		}
 		// The resize reaches the container's terminal asynchronously: ask
 		// until it shows.
-		poll.Until(t, 30*time.Second, func() string { return "the new size; the terminal shows " + term.out.String() }, func() bool {
-			term.typeIn("stty size\r")
-			return strings.Contains(term.out.String()[at:], "50 132\r\n")
+		poll.Until(t, 30*time.Second, func() string { return "the new size; the terminal shows " + term.Out.String() }, func() bool {
+			term.TypeIn("stty size\r")
+			return strings.Contains(term.Out.String()[at:], "50 132\r\n")
 		})
-		at = len(term.out.String())
+		at = len(term.Out.String())
 		// Ctrl-C once the sleep runs (its line read, the shell's line
 		// editing is off): the container's terminal interrupts it.
-		term.typeIn("echo sleeping; sleep 600\r")
-		at = term.waitFor(at, `sleeping\r\n`)
-		term.typeIn("\x03")
-		term.typeIn("echo interrupted $?\r")
-		at = term.waitFor(at, `interrupted 130\r\n`)
-		term.typeIn("exit 7\r")
-		if code := term.exitCode(); code != 7 {
-			t.Fatalf("exit code %d, want 7; the terminal shows %q", code, term.out.String())
+		term.TypeIn("echo sleeping; sleep 600\r")
+		at = term.WaitFor(at, `sleeping\r\n`)
+		term.TypeIn("\x03")
+		term.TypeIn("echo interrupted $?\r")
+		at = term.WaitFor(at, `interrupted 130\r\n`)
+		term.TypeIn("exit 7\r")
+		if code := term.ExitCode(); code != 7 {
+			t.Fatalf("exit code %d, want 7; the terminal shows %q", code, term.Out.String())
 		}
 
-		term = startTerminal(t, c.url, 24, 80, "exec", "-it", "default/shell", "--", "sh")
+		term = jetlettest.StartTerminal(t, 24, 80, "exec", "--nats-url", c.url, "-it", "default/shell", "--", "sh")
 		// The shell's answer, not the local echo of the line typed before
 		// the terminal went raw: the stream is up.
-		term.typeIn("echo $((6*7))\r")
-		term.waitFor(0, `42\r\n`)
-		term.typeIn("\x04") // Ctrl-D: end of input, the shell exits 0
-		if code := term.exitCode(); code != 0 {
-			t.Fatalf("exit code %d after Ctrl-D, want 0; the terminal shows %q", code, term.out.String())
+		term.TypeIn("echo $((6*7))\r")
+		term.WaitFor(0, `42\r\n`)
+		term.TypeIn("\x04") // Ctrl-D: end of input, the shell exits 0
+		if code := term.ExitCode(); code != 0 {
+			t.Fatalf("exit code %d after Ctrl-D, want 0; the terminal shows %q", code, term.Out.String())
 		}
 	})
 
@@ -200,7 +131,7 @@ func TestStreamsAgainstJetletRun(t *testing.T) {
 		sum := c.exec("default/shell", "--", "sha256sum", "/www/big")
 		wantCode(t, sum, 0)
 		want := strings.Fields(sum.stdout)[0]
-		local := itoaPort(t)
+		local := jetlettest.FreePort(t)
 		f := c.follow("port-forward", "default/shell", local+":8080")
 		defer f.stop(t)
 		poll.Until(t, 30*time.Second, func() string { return "the forward to listen: " + f.stdout.String() + f.stderr.String() }, func() bool {

@@ -66,9 +66,8 @@ type Conn struct {
 	sendSeq int64
 	peer    string
 
-	// Recv's own: the last frame taken, and whether its credit is due.
-	recvSeq int64
-	owed    bool
+	// Recv's own: the last frame taken and the last one granted.
+	recvSeq, granted int64
 }
 
 // Listen subscribes subject in for a stream's frames; send to the peer
@@ -205,11 +204,13 @@ func (c *Conn) Open(in string) error {
 }
 
 // Recv returns the next numbered frame. Taking it grants credit for the
-// one before: a reader that has not finished with a frame holds the
-// sender back.
+// ones before: a reader that has not finished with a frame holds the
+// sender back. The credit goes at once when no frame waits (the sender
+// may be waiting for it), else once a quarter of the window is owed: one
+// credit message for several frames while they stream.
 func (c *Conn) Recv() (Frame, error) {
-	if c.owed {
-		c.owed = false
+	if owed := c.recvSeq - c.granted; owed > 0 && (len(c.frames) == 0 || owed >= max(1, int64(c.cfg.Window/4))) {
+		c.granted = c.recvSeq
 		c.control(schemas.FrameCredit, nats.Header{schemas.HeaderStreamAck: {strconv.FormatInt(c.recvSeq, 10)}})
 	}
 	var m *nats.Msg
@@ -229,7 +230,7 @@ func (c *Conn) Recv() (Frame, error) {
 		c.cancel(err)
 		return Frame{}, err
 	}
-	c.recvSeq, c.owed = seq, seq > 0
+	c.recvSeq = seq
 	ch, _ := strconv.Atoi(m.Header.Get(schemas.HeaderStreamChannel))
 	return Frame{Kind: kind, Channel: ch, Data: m.Data, Header: m.Header}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -316,14 +317,26 @@ func (s *suite) podJSONPulling(uid string, rev int64, restartPolicy, image, pull
 // withPodSpec is the intent body with fields set in its pod's spec.
 func withPodSpec(t testing.TB, body string, fields map[string]any) string {
 	t.Helper()
+	return editSpec(t, body, func(spec map[string]any) { maps.Copy(spec, fields) })
+}
+
+// withContainer is the intent body with fields set in its pod's first
+// container.
+func withContainer(t testing.TB, body string, fields map[string]any) string {
+	t.Helper()
+	return editSpec(t, body, func(spec map[string]any) {
+		maps.Copy(spec["containers"].([]any)[0].(map[string]any), fields)
+	})
+}
+
+// editSpec is the intent body with its pod's spec edited.
+func editSpec(t testing.TB, body string, edit func(spec map[string]any)) string {
+	t.Helper()
 	var intent map[string]any
 	if err := json.Unmarshal([]byte(body), &intent); err != nil {
 		t.Fatal(err)
 	}
-	spec := intent["pod"].(map[string]any)["spec"].(map[string]any)
-	for k, v := range fields {
-		spec[k] = v
-	}
+	edit(intent["pod"].(map[string]any)["spec"].(map[string]any))
 	b, err := json.Marshal(intent)
 	if err != nil {
 		t.Fatal(err)
