@@ -18,6 +18,7 @@ import (
 // (docs/contract.md section 10 and 11): they store, list and delete; with the
 // auditor's they are refused, saying so.
 func TestConfigCommandsWithTheSchedulersPermissions(t *testing.T) {
+	t.Parallel()
 	s := startPermServer(t, "n1", "")
 	if res := s.as(t, "operator", "provision"); res.code != 0 {
 		t.Fatalf("provision as the operator: exit %d: %s", res.code, res.stderr)

@@ -28,6 +28,7 @@ func TestNodeDrainAndReplayMoveEachPodOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two jetlet runs")
 	}
+	t.Parallel()
 	ex := examplesDir(t)
 	c, nodes := startTwoNodes(t)
 	for _, name := range []string{"web", "init", "job"} {

@@ -145,6 +145,7 @@ func (u *userConn) wantDenied(t *testing.T, op, subject string, do func(ctx cont
 }
 
 func TestNATSConfigRoles(t *testing.T) {
+	t.Parallel()
 	s := startPermServer(t, "n1,n2", "")
 
 	t.Run("a node may not provision", func(t *testing.T) {
