@@ -1,0 +1,90 @@
+// Package bridge is `jetlet bridge`: the flags of internal/bridge, which
+// makes each node of a jetlet fleet a Node of a Kubernetes control plane.
+package bridge
+
+import (
+	"errors"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	jc "github.com/jetlet/jetlet/client"
+	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
+	"github.com/jetlet/jetlet/internal/bridge"
+	"github.com/jetlet/jetlet/schemas"
+)
+
+type flags struct {
+	nats          cli.NATSFlags
+	dataDir       string
+	subjectPrefix string
+	kubeconfig    string
+	logLevel      string
+	bridge        bridge.Config
+}
+
+// NewCommand is `jetlet bridge`.
+func NewCommand() *cobra.Command {
+	var f flags
+	cmd := &cobra.Command{
+		Use:   "bridge --kubeconfig FILE",
+		Short: "Make each node of the fleet a Node of a Kubernetes control plane (docs/kubernetes.md)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return run(cmd, &f)
+		},
+	}
+	fs := cmd.Flags()
+	f.nats.Register(fs, jc.DefaultURL)
+	fs.StringVar(&f.dataDir, "data-dir", "./jetlet-data", "data dir of a jetlet run, whose "+cli.ClientSeedFile+" seed is used when no other NATS credentials are given")
+	fs.StringVar(&f.subjectPrefix, "subject-prefix", schemas.DefaultSubjectPrefix, "first token of every jetlet subject")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the control plane (required outside a cluster; in a pod, its service account)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "trace, debug, info, warn or error")
+	fs.DurationVar(&f.bridge.LeaseDuration, "node-lease-duration", 40*time.Second, "each Node's Lease duration, renewed at a quarter of it while the node's heartbeat is fresh")
+	return cmd
+}
+
+func run(cmd *cobra.Command, f *flags) error {
+	log, err := cli.NewLogger(f.logLevel, os.Stderr)
+	if err != nil {
+		return err
+	}
+	config, err := kubeConfig(f.kubeconfig)
+	if err != nil {
+		return err
+	}
+	config.UserAgent = "jetlet-bridge"
+	kube, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return err
+	}
+	opts := f.nats.ClientOptions()
+	opts.DataDir, opts.SubjectPrefix, opts.Name, opts.LongLived = f.dataDir, f.subjectPrefix, "jetlet bridge", true
+	jetlet, err := jc.Connect(cmd.Context(), opts)
+	if err != nil {
+		return err
+	}
+	defer jetlet.Close()
+	b, err := bridge.New(kube, jetlet, log, f.bridge)
+	if err != nil {
+		return err
+	}
+	log.Info().Str("api_server", config.Host).Str("nats", jetlet.URL()).Msg("bridge started")
+	return b.Run(cmd.Context())
+}
+
+// kubeConfig is path's config, or in a pod its service account's.
+func kubeConfig(path string) (*rest.Config, error) {
+	if path != "" {
+		return clientcmd.BuildConfigFromFlags("", path)
+	}
+	config, err := rest.InClusterConfig()
+	if errors.Is(err, rest.ErrNotInCluster) {
+		return nil, errors.New("--kubeconfig is required outside a Kubernetes cluster")
+	}
+	return config, err
+}

@@ -1,0 +1,156 @@
+// Package bridge makes a jetlet fleet's nodes Kubernetes Nodes, so that a
+// Kubernetes control plane places pods on them and kubectl reaches them
+// (docs/kubernetes.md). Data flows one way each: the bus's node records
+// become Nodes and Leases (virtual-kubelet's NodeController, one per
+// node). The bridge reads the bus through the client package only.
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+	vklog "github.com/virtual-kubelet/virtual-kubelet/log"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/jetlet/jetlet/client"
+)
+
+// Config is what a Bridge needs besides its two connections.
+type Config struct {
+	// LeaseDuration is each Node's Lease's leaseDurationSeconds (renewed at
+	// a quarter of it while the node's heartbeat is fresh); default 40 s,
+	// kubelet's.
+	LeaseDuration time.Duration
+	// KubeletPort is the port Nodes advertise for their kubelet API
+	// (status.daemonEndpoints); 0 advertises none.
+	KubeletPort int32
+	// RetryDelay is the wait before a failed watch or Node registration is
+	// tried again; default 2 s.
+	RetryDelay time.Duration
+}
+
+func (c *Config) setDefaults() {
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = 40 * time.Second
+	}
+	if c.RetryDelay == 0 {
+		c.RetryDelay = 2 * time.Second
+	}
+}
+
+// Validate checks the config.
+func (c *Config) Validate() error {
+	if c.LeaseDuration < 4*time.Second {
+		return fmt.Errorf("bridge: lease duration %s: at least 4s (it is renewed at a quarter of it)", c.LeaseDuration)
+	}
+	if c.KubeletPort < 0 || c.KubeletPort > 65535 {
+		return fmt.Errorf("bridge: kubelet port %d: not a port", c.KubeletPort)
+	}
+	return nil
+}
+
+// Bridge keeps a Node for each node of a jetlet fleet.
+type Bridge struct {
+	cfg    Config
+	kube   kubernetes.Interface
+	jetlet *client.Client
+	log    zerolog.Logger
+
+	// nodes are the bridged nodes by name, owned by Run's goroutine (the
+	// node watch's callback).
+	nodes map[string]*nodeBridge
+}
+
+// New makes a Bridge from kube (a client of the control plane) and jetlet
+// (a client of the fleet's bus).
+func New(kube kubernetes.Interface, jetlet *client.Client, log zerolog.Logger, cfg Config) (*Bridge, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Bridge{cfg: cfg, kube: kube, jetlet: jetlet, log: log.With().Str("component", "bridge").Logger(), nodes: map[string]*nodeBridge{}}, nil
+}
+
+// Run bridges until ctx ends: it follows jetlet_nodes, making a Node of
+// each node that comes and deleting the Node of each that stops. A Node
+// outlives the bridge: a bridge started again takes it over.
+func (b *Bridge) Run(ctx context.Context) error {
+	ctx = vklog.WithLogger(ctx, vkLogger{b.log})
+	defer b.stopAll()
+	for {
+		err := b.jetlet.WatchNodes(ctx, func(n *client.Node) error {
+			b.onNode(ctx, n)
+			return nil
+		})
+		if ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, client.ErrDenied) {
+			return err
+		}
+		b.log.Warn().Err(err).Dur("retry_in", b.cfg.RetryDelay).Msg("watching jetlet_nodes")
+		if !sleep(ctx, b.cfg.RetryDelay) {
+			return nil
+		}
+	}
+}
+
+// onNode brings n's Node in line with its record: made on its first
+// record, fed the later ones, deleted once the node stopped cleanly.
+func (b *Bridge) onNode(ctx context.Context, n *client.Node) {
+	nb := b.nodes[n.Name]
+	if n.Record == nil {
+		if nb == nil {
+			return
+		}
+		nb.stop()
+		delete(b.nodes, n.Name)
+		b.deleteNode(ctx, n.Name)
+		return
+	}
+	if nb == nil {
+		nb = newNodeBridge(ctx, b, n.Record)
+		b.nodes[n.Name] = nb
+		go nb.run()
+		b.log.Info().Str("node", n.Name).Msg("bridging node")
+		return
+	}
+	nb.update(n.Record)
+}
+
+// deleteNode deletes the Node of a node that stopped; its Lease goes with
+// it (the Lease's owner is the Node).
+func (b *Bridge) deleteNode(ctx context.Context, name string) {
+	err := b.kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+	switch {
+	case err == nil:
+		b.log.Info().Str("node", name).Msg("node stopped: Node deleted")
+	case apierrors.IsNotFound(err):
+	default:
+		b.log.Error().Err(err).Str("node", name).Msg("node stopped: deleting its Node")
+	}
+}
+
+func (b *Bridge) stopAll() {
+	for name, nb := range b.nodes {
+		nb.stop()
+		delete(b.nodes, name)
+	}
+}
+
+// sleep waits d or until ctx ends, and says whether ctx is still alive.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,154 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/virtual-kubelet/virtual-kubelet/node"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/jetlet/jetlet/client"
+	"github.com/jetlet/jetlet/schemas"
+)
+
+// nodeBridge is one jetlet node's Node and Lease: virtual-kubelet's
+// NodeController, its ping the node's heartbeat (a stale heartbeat stops
+// the Lease's renewal, and the control plane's node lifecycle controller
+// then marks the Node Ready Unknown), its status the node's records.
+type nodeBridge struct {
+	name string
+	b    *Bridge
+
+	// mu guards rec, notify and sent: update writes rec from the node
+	// watch, Ping reads it from the NodeController's ping loop, and feed
+	// hands Nodes to notify.
+	mu     sync.Mutex
+	rec    *schemas.NodeRecord
+	notify func(*corev1.Node) // the running NodeController's, nil before
+	sent   *corev1.Node       // the last Node handed to notify
+
+	changed chan struct{}   // a new record to feed (1-buffered: a wake-up)
+	ctx     context.Context // run's: ends at stop
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when run has returned
+}
+
+var _ node.NodeProvider = (*nodeBridge)(nil)
+
+func newNodeBridge(ctx context.Context, b *Bridge, rec *schemas.NodeRecord) *nodeBridge {
+	nb := &nodeBridge{name: rec.Node, b: b, rec: rec, changed: make(chan struct{}, 1), done: make(chan struct{})}
+	nb.ctx, nb.cancel = context.WithCancel(ctx)
+	return nb
+}
+
+// run keeps the node's NodeController running until stop: one that fails
+// to register the Node (the node's heartbeat already stale, the API server
+// away) is made again after a delay.
+func (nb *nodeBridge) run() {
+	defer close(nb.done)
+	log := nb.b.log.With().Str("node", nb.name).Logger()
+	ctx := log.WithContext(nb.ctx)
+	for {
+		err := nb.runController(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		log.Warn().Err(err).Dur("retry_in", nb.b.cfg.RetryDelay).Msg("registering the Node")
+		if !sleep(ctx, nb.b.cfg.RetryDelay) {
+			return
+		}
+	}
+}
+
+func (nb *nodeBridge) runController(ctx context.Context) error {
+	nb.mu.Lock()
+	first := nodeOf(nb.rec, nb.b.cfg.KubeletPort)
+	nb.notify, nb.sent = nil, first
+	nb.mu.Unlock()
+	seconds := int32(nb.b.cfg.LeaseDuration / time.Second)
+	nc, err := node.NewNodeController(nb, first, nb.b.kube.CoreV1().Nodes(),
+		node.WithNodeEnableLeaseV1(nb.b.kube.CoordinationV1().Leases(corev1.NamespaceNodeLease), seconds),
+		node.WithNodePingInterval(nb.b.cfg.LeaseDuration/4))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-nc.Ready():
+			nb.feed(ctx)
+		case <-ctx.Done():
+		}
+	}()
+	if err := nc.Run(ctx); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// feed hands the NodeController each record that changes the Node, until
+// ctx ends. (Its status channel holds one Node and is read until the
+// controller stops: a hand-over at that moment may block this goroutine
+// for good, which only two changes within the last API call can cause.)
+func (nb *nodeBridge) feed(ctx context.Context) {
+	for {
+		nb.mu.Lock()
+		n := nodeOf(nb.rec, nb.b.cfg.KubeletPort)
+		notify := nb.notify
+		if notify != nil && sameNode(n, nb.sent) {
+			notify = nil
+		}
+		if notify != nil {
+			nb.sent = n
+		}
+		nb.mu.Unlock()
+		if notify != nil {
+			notify(n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-nb.changed:
+		}
+	}
+}
+
+// update takes a new record of the node.
+func (nb *nodeBridge) update(rec *schemas.NodeRecord) {
+	nb.mu.Lock()
+	nb.rec = rec
+	nb.mu.Unlock()
+	select {
+	case nb.changed <- struct{}{}:
+	default:
+	}
+}
+
+// stop ends run and waits for it.
+func (nb *nodeBridge) stop() {
+	nb.cancel()
+	<-nb.done
+}
+
+// Ping fails while the node's heartbeat is stale: the NodeController then
+// neither renews the Lease nor writes the status.
+func (nb *nodeBridge) Ping(context.Context) error {
+	nb.mu.Lock()
+	rec := nb.rec
+	nb.mu.Unlock()
+	now := time.Now()
+	if n := (&client.Node{Name: nb.name, Record: rec}); !n.Live(now) {
+		return fmt.Errorf("node %s: %s", nb.name, n.NotLive(now))
+	}
+	return nil
+}
+
+// NotifyNodeStatus takes the NodeController's callback for new statuses.
+func (nb *nodeBridge) NotifyNodeStatus(_ context.Context, cb func(*corev1.Node)) {
+	nb.mu.Lock()
+	nb.notify = cb
+	nb.mu.Unlock()
+}
