@@ -7,7 +7,6 @@ package bridge
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -15,7 +14,10 @@ import (
 	vklog "github.com/virtual-kubelet/virtual-kubelet/log"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/jetlet/jetlet/client"
 )
@@ -61,10 +63,23 @@ type Bridge struct {
 	jetlet *client.Client
 	log    zerolog.Logger
 
+	// shared are the informers of the objects pods refer to (ConfigMaps,
+	// Secrets, Services), shared by the nodes' pod controllers; events
+	// sends the Events they record. Both are started by Run.
+	shared informers.SharedInformerFactory
+	events record.EventBroadcaster
+
 	// nodes are the bridged nodes by name, owned by Run's goroutine (the
 	// node watch's callback).
 	nodes map[string]*nodeBridge
 }
+
+// eventSource is the component of the Events the bridge records.
+const eventSource = "jetlet-bridge"
+
+// podSyncWorkers is how many pods each node's pod controller syncs at
+// once.
+const podSyncWorkers = 10
 
 // New makes a Bridge from kube (a client of the control plane) and jetlet
 // (a client of the fleet's bus).
@@ -73,29 +88,45 @@ func New(kube kubernetes.Interface, jetlet *client.Client, log zerolog.Logger, c
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Bridge{cfg: cfg, kube: kube, jetlet: jetlet, log: log.With().Str("component", "bridge").Logger(), nodes: map[string]*nodeBridge{}}, nil
+	return &Bridge{cfg: cfg, kube: kube, jetlet: jetlet, log: log.With().Str("component", "bridge").Logger(),
+		shared: informers.NewSharedInformerFactory(kube, 0), events: record.NewBroadcaster(), nodes: map[string]*nodeBridge{}}, nil
 }
 
 // Run bridges until ctx ends: it follows jetlet_nodes, making a Node of
 // each node that comes and deleting the Node of each that stops. A Node
 // outlives the bridge: a bridge started again takes it over.
 func (b *Bridge) Run(ctx context.Context) error {
-	ctx = vklog.WithLogger(ctx, vkLogger{b.log})
+	ctx = b.log.WithContext(vklog.WithLogger(ctx, vkLogger{b.log}))
+	sink := b.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: b.kube.CoreV1().Events("")})
+	defer sink.Stop()
+	// The informers are registered before the factory starts.
+	core := b.shared.Core().V1()
+	core.ConfigMaps().Informer()
+	core.Secrets().Informer()
+	core.Services().Informer()
+	b.shared.Start(ctx.Done())
+	defer b.shared.Shutdown()
 	defer b.stopAll()
-	for {
-		err := b.jetlet.WatchNodes(ctx, func(n *client.Node) error {
+	b.retry(ctx, "watching jetlet_nodes", func(ctx context.Context) error {
+		return b.jetlet.WatchNodes(ctx, func(n *client.Node) error {
 			b.onNode(ctx, n)
 			return nil
 		})
+	})
+	return nil
+}
+
+// retry runs fn until ctx ends, again after RetryDelay each time it
+// returns early, saying why.
+func (b *Bridge) retry(ctx context.Context, what string, fn func(context.Context) error) {
+	for {
+		err := fn(ctx)
 		if ctx.Err() != nil {
-			return nil
+			return
 		}
-		if errors.Is(err, client.ErrDenied) {
-			return err
-		}
-		b.log.Warn().Err(err).Dur("retry_in", b.cfg.RetryDelay).Msg("watching jetlet_nodes")
+		zerolog.Ctx(ctx).Warn().Err(err).Dur("retry_in", b.cfg.RetryDelay).Msg(what)
 		if !sleep(ctx, b.cfg.RetryDelay) {
-			return nil
+			return
 		}
 	}
 }

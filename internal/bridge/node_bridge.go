@@ -8,6 +8,10 @@ import (
 
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/jetlet/jetlet/client"
 	"github.com/jetlet/jetlet/schemas"
@@ -50,16 +54,54 @@ func (nb *nodeBridge) run() {
 	defer close(nb.done)
 	log := nb.b.log.With().Str("node", nb.name).Logger()
 	ctx := log.WithContext(nb.ctx)
-	for {
-		err := nb.runController(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		log.Warn().Err(err).Dur("retry_in", nb.b.cfg.RetryDelay).Msg("registering the Node")
-		if !sleep(ctx, nb.b.cfg.RetryDelay) {
-			return
-		}
+	var pods sync.WaitGroup
+	defer pods.Wait()
+	pods.Go(func() { nb.b.retry(ctx, "running the pod controller", nb.runPods) })
+	nb.b.retry(ctx, "registering the Node", nb.runController)
+}
+
+// runPods runs virtual-kubelet's PodController for the Node's pods (an
+// informer of its own, on spec.nodeName), and once it is ready, the watch
+// of the node's statuses that feeds it, until ctx ends.
+func (nb *nodeBridge) runPods(ctx context.Context) error {
+	factory := informers.NewSharedInformerFactoryWithOptions(nb.b.kube, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", nb.name).String()
+	}))
+	podInformer := factory.Core().V1().Pods()
+	pods := newNodePods(nb.name, nb.b.jetlet, nb.b.kube, podInformer.Lister(), nb.hostIPs)
+	shared := nb.b.shared.Core().V1()
+	pc, err := node.NewPodController(node.PodControllerConfig{
+		PodClient: nb.b.kube.CoreV1(), PodInformer: podInformer, Provider: pods,
+		EventRecorder:     nb.b.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: eventSource, Host: nb.name}),
+		ConfigMapInformer: shared.ConfigMaps(), SecretInformer: shared.Secrets(), ServiceInformer: shared.Services(),
+		// The node resolves env from its own copies of ConfigMaps and
+		// Secrets: the intent carries the spec as written.
+		SkipDownwardAPIResolution: true,
+	})
+	if err != nil {
+		return err
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	var statuses sync.WaitGroup
+	defer statuses.Wait()
+	statuses.Go(func() {
+		select {
+		case <-pc.Ready():
+			nb.b.retry(ctx, "watching the node's statuses", pods.watchStatuses)
+		case <-ctx.Done():
+		}
+	})
+	return pc.Run(ctx, podSyncWorkers)
+}
+
+// hostIPs are the node's addresses as its pods' hostIPs.
+func (nb *nodeBridge) hostIPs() []string {
+	nb.mu.Lock()
+	defer nb.mu.Unlock()
+	return hostIPsOf(nb.rec)
 }
 
 func (nb *nodeBridge) runController(ctx context.Context) error {
@@ -83,10 +125,7 @@ func (nb *nodeBridge) runController(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}()
-	if err := nc.Run(ctx); err != nil {
-		return err
-	}
-	return ctx.Err()
+	return nc.Run(ctx)
 }
 
 // feed hands the NodeController each record that changes the Node, until
