@@ -62,17 +62,20 @@ func (nb *nodeBridge) run() {
 
 // runPods runs virtual-kubelet's PodController for the Node's pods (an
 // informer of its own, on spec.nodeName), and once it is ready, the watch
-// of the node's statuses that feeds it, until ctx ends.
+// of the node's statuses that feeds it and the follow of its lifecycle
+// events (from now on) into Events, until ctx ends.
 func (nb *nodeBridge) runPods(ctx context.Context) error {
 	factory := informers.NewSharedInformerFactoryWithOptions(nb.b.kube, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", nb.name).String()
 	}))
 	podInformer := factory.Core().V1().Pods()
 	pods := newNodePods(nb.name, nb.b.jetlet, nb.b.kube, podInformer.Lister(), nb.hostIPs)
+	recorder := nb.b.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: eventSource, Host: nb.name})
+	events := &eventsFollower{pods: pods, recorder: recorder, since: time.Now()}
 	shared := nb.b.shared.Core().V1()
 	pc, err := node.NewPodController(node.PodControllerConfig{
 		PodClient: nb.b.kube.CoreV1(), PodInformer: podInformer, Provider: pods,
-		EventRecorder:     nb.b.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: eventSource, Host: nb.name}),
+		EventRecorder:     recorder,
 		ConfigMapInformer: shared.ConfigMaps(), SecretInformer: shared.Secrets(), ServiceInformer: shared.Services(),
 		// The node resolves env from its own copies of ConfigMaps and
 		// Secrets: the intent carries the spec as written.
@@ -85,15 +88,19 @@ func (nb *nodeBridge) runPods(ctx context.Context) error {
 	defer cancel()
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	var statuses sync.WaitGroup
-	defer statuses.Wait()
-	statuses.Go(func() {
-		select {
-		case <-pc.Ready():
-			nb.b.retry(ctx, "watching the node's statuses", pods.watchStatuses)
-		case <-ctx.Done():
-		}
-	})
+	var feeds sync.WaitGroup
+	defer feeds.Wait()
+	afterReady := func(what string, fn func(context.Context) error) {
+		feeds.Go(func() {
+			select {
+			case <-pc.Ready():
+				nb.b.retry(ctx, what, fn)
+			case <-ctx.Done():
+			}
+		})
+	}
+	afterReady("watching the node's statuses", pods.watchStatuses)
+	afterReady("following the node's events", events.follow)
 	return pc.Run(ctx, podSyncWorkers)
 }
 

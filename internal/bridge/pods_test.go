@@ -121,6 +121,8 @@ func TestADeploymentSpreadOverTwoNodes(t *testing.T) {
 	if perNode["n1"] != 3 || perNode["n2"] != 3 {
 		t.Errorf("pods per node %v, want 3 on n1 and n2", perNode)
 	}
+	// The node's lifecycle events are the pod's Events, as kubelet's.
+	f.waitEvent(t, pods[0], "Started", "Started container app")
 
 	if err := f.cp.Client.AppsV1().Deployments(metav1.NamespaceDefault).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -161,4 +163,28 @@ func TestARefusedPodIsFailed(t *testing.T) {
 	if !strings.Contains(pods[0].Status.Message, "cpu") {
 		t.Errorf("greedy's message %q, want the node's account of its cpu", pods[0].Status.Message)
 	}
+	f.waitEvent(t, pods[0], "OutOfcpu", "cpu")
+}
+
+// waitEvent waits for an Event of pod with reason, from the bridge on the
+// pod's node, whose message holds message.
+func (f *fleet) waitEvent(t *testing.T, pod corev1.Pod, reason, message string) {
+	t.Helper()
+	var seen []string
+	poll.Until(t, time.Minute, func() string {
+		return fmt.Sprintf("an Event %s %q of pod %s from jetlet-bridge on %s (seen %q)", reason, message, pod.Name, pod.Spec.NodeName, seen)
+	}, func() bool {
+		list, err := f.cp.Client.CoreV1().Events(pod.Namespace).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(pod.UID)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen = nil
+		for _, e := range list.Items {
+			seen = append(seen, e.Source.Component+"/"+e.Source.Host+": "+e.Reason+": "+e.Message)
+			if e.Reason == reason && strings.Contains(e.Message, message) && e.Source.Component == "jetlet-bridge" && e.Source.Host == pod.Spec.NodeName {
+				return true
+			}
+		}
+		return false
+	})
 }
