@@ -37,9 +37,11 @@ func sleeper() corev1.PodSpec {
 func deployment(name string, replicas int32) *appsv1.Deployment {
 	labels := map[string]string{"app": name}
 	spec := sleeper()
+	// A cordoned or unreachable node (tainted) is no domain of the spread.
+	honor := corev1.NodeInclusionPolicyHonor
 	spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
 		MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule,
-		LabelSelector: &metav1.LabelSelector{MatchLabels: labels},
+		LabelSelector: &metav1.LabelSelector{MatchLabels: labels}, NodeTaintsPolicy: &honor,
 	}}
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault},
