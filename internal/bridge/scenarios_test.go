@@ -20,7 +20,9 @@ import (
 func (f *fleet) waitWeb(t *testing.T, replicas int, what string, ok func(corev1.Pod) bool) []corev1.Pod {
 	t.Helper()
 	var pods []corev1.Pod
-	poll.Until(t, 3*time.Minute, func() string { return fmt.Sprintf("%d pods of web %s: %s\n%s", replicas, what, podStates(pods), f.bridge.Logs()) }, func() bool {
+	poll.Until(t, 3*time.Minute, func() string {
+		return fmt.Sprintf("%d pods of web %s: %s\n%s", replicas, what, podStates(pods), f.bridge.Logs())
+	}, func() bool {
 		d, err := f.cp.Client.AppsV1().Deployments(metav1.NamespaceDefault).Get(t.Context(), "web", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
