@@ -6,6 +6,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -34,6 +35,9 @@ type Config struct {
 	// RetryDelay is the wait before a failed watch or Node registration is
 	// tried again; default 2 s.
 	RetryDelay time.Duration
+	// Events is the client Events are sent with, a rate limit of its own;
+	// default the bridge's client.
+	Events kubernetes.Interface
 }
 
 func (c *Config) setDefaults() {
@@ -97,7 +101,7 @@ func New(kube kubernetes.Interface, jetlet *client.Client, log zerolog.Logger, c
 // outlives the bridge: a bridge started again takes it over.
 func (b *Bridge) Run(ctx context.Context) error {
 	ctx = b.log.WithContext(vklog.WithLogger(ctx, vkLogger{b.log}))
-	sink := b.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: b.kube.CoreV1().Events("")})
+	sink := b.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cmp.Or(b.cfg.Events, b.kube).CoreV1().Events("")})
 	defer sink.Stop()
 	// The informers are registered before the factory starts.
 	core := b.shared.Core().V1()

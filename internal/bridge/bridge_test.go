@@ -31,7 +31,7 @@ type fleet struct {
 	bridge *jetlettest.Process
 }
 
-func startFleet(t *testing.T, names ...string) *fleet {
+func startFleet(t testing.TB, names ...string) *fleet {
 	t.Helper()
 	f := &fleet{cp: kubetest.Start(t), url: natstest.RunServer(t).ClientURL(), nodes: map[string]*jetlettest.Process{}}
 	for _, name := range names {
@@ -48,7 +48,7 @@ func startFleet(t *testing.T, names ...string) *fleet {
 }
 
 // node waits until the Node called name satisfies ok, and returns it.
-func (f *fleet) node(t *testing.T, name, what string, ok func(*corev1.Node) bool) *corev1.Node {
+func (f *fleet) node(t testing.TB, name, what string, ok func(*corev1.Node) bool) *corev1.Node {
 	t.Helper()
 	var n *corev1.Node
 	var err error

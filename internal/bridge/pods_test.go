@@ -62,7 +62,7 @@ func podReady(p corev1.Pod) bool {
 	return false
 }
 
-func (f *fleet) pods(t *testing.T, selector string) []corev1.Pod {
+func (f *fleet) pods(t testing.TB, selector string) []corev1.Pod {
 	t.Helper()
 	list, err := f.cp.Client.CoreV1().Pods(metav1.NamespaceDefault).List(t.Context(), metav1.ListOptions{LabelSelector: selector})
 	if err != nil {

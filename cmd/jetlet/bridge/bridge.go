@@ -4,6 +4,7 @@ package bridge
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"time"
 
@@ -24,6 +25,8 @@ type flags struct {
 	subjectPrefix string
 	kubeconfig    string
 	logLevel      string
+	qps           float32
+	burst         int
 	bridge        bridge.Config
 }
 
@@ -44,6 +47,8 @@ func NewCommand() *cobra.Command {
 	fs.StringVar(&f.subjectPrefix, "subject-prefix", schemas.DefaultSubjectPrefix, "first token of every jetlet subject")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the control plane (required outside a cluster; in a pod, its service account)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "trace, debug, info, warn or error")
+	fs.Float32Var(&f.qps, "kube-api-qps", 50, "requests per second to the API server, Events apart (kubelet's default, for one node: raise it for a large fleet)")
+	fs.IntVar(&f.burst, "kube-api-burst", 100, "burst of requests to the API server (kubelet's default), Events apart")
 	fs.DurationVar(&f.bridge.LeaseDuration, "node-lease-duration", 40*time.Second, "each Node's Lease duration, renewed at a quarter of it while the node's heartbeat is fresh")
 	return cmd
 }
@@ -57,9 +62,17 @@ func run(cmd *cobra.Command, f *flags) error {
 	if err != nil {
 		return err
 	}
-	config.UserAgent = "jetlet-bridge"
+	if f.qps <= 0 || f.burst <= 0 {
+		return fmt.Errorf("--kube-api-qps %v, --kube-api-burst %d: both must be positive", f.qps, f.burst)
+	}
+	config.UserAgent, config.QPS, config.Burst = "jetlet-bridge", f.qps, f.burst
 	kube, err := kubernetes.NewForConfig(config)
 	if err != nil {
+		return err
+	}
+	// Events have a client and a rate limit of their own, as kubelet's:
+	// a burst of them does not hold up the pods' statuses.
+	if f.bridge.Events, err = kubernetes.NewForConfig(config); err != nil {
 		return err
 	}
 	opts := f.nats.ClientOptions()
