@@ -8,7 +8,9 @@ package bridge
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -29,9 +31,17 @@ type Config struct {
 	// a quarter of it while the node's heartbeat is fresh); default 40 s,
 	// kubelet's.
 	LeaseDuration time.Duration
-	// KubeletPort is the port Nodes advertise for their kubelet API
-	// (status.daemonEndpoints); 0 advertises none.
-	KubeletPort int32
+	// KubeletListen is where the kubelet API of every node is served
+	// (host:port, ":10250"); "" serves none. KubeletAddress is the address
+	// the Nodes advertise for it (their InternalIP: kube-apiserver dials
+	// it), required with KubeletListen.
+	KubeletListen, KubeletAddress string
+	// ClientCAFile is the CA whose client certificates the kubelet API
+	// accepts (the cluster's: kube-apiserver's --kubelet-client-certificate
+	// is signed by it), required with KubeletListen. TLSCertFile and
+	// TLSKeyFile are its serving certificate; without them it makes one
+	// for KubeletAddress, signed by itself.
+	ClientCAFile, TLSCertFile, TLSKeyFile string
 	// RetryDelay is the wait before a failed watch or Node registration is
 	// tried again; default 2 s.
 	RetryDelay time.Duration
@@ -54,8 +64,11 @@ func (c *Config) Validate() error {
 	if c.LeaseDuration < 4*time.Second {
 		return fmt.Errorf("bridge: lease duration %s: at least 4s (it is renewed at a quarter of it)", c.LeaseDuration)
 	}
-	if c.KubeletPort < 0 || c.KubeletPort > 65535 {
-		return fmt.Errorf("bridge: kubelet port %d: not a port", c.KubeletPort)
+	if c.KubeletListen != "" && (c.KubeletAddress == "" || c.ClientCAFile == "") {
+		return errors.New("bridge: the kubelet API needs the address the Nodes advertise (--kubelet-address) and the client CA (--client-ca-file)")
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return errors.New("bridge: --tls-cert-file and --tls-private-key-file go together")
 	}
 	return nil
 }
@@ -76,6 +89,9 @@ type Bridge struct {
 	// nodes are the bridged nodes by name, owned by Run's goroutine (the
 	// node watch's callback).
 	nodes map[string]*nodeBridge
+	// kubeletPort is the kubelet API's port, set by Run before any node
+	// is bridged; 0 without one.
+	kubeletPort int32
 }
 
 // eventSource is the component of the Events the bridge records.
@@ -110,6 +126,13 @@ func (b *Bridge) Run(ctx context.Context) error {
 	core.Services().Informer()
 	b.shared.Start(ctx.Done())
 	defer b.shared.Shutdown()
+	if b.cfg.KubeletListen != "" {
+		stop, err := b.serveKubeletAPI(ctx)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	defer b.stopAll()
 	b.retry(ctx, "watching jetlet_nodes", func(ctx context.Context) error {
 		return b.jetlet.WatchNodes(ctx, func(n *client.Node) error {
@@ -118,6 +141,30 @@ func (b *Bridge) Run(ctx context.Context) error {
 		})
 	})
 	return nil
+}
+
+// serveKubeletAPI listens on KubeletListen and serves the kubelet API in
+// the background; stop ends it and waits.
+func (b *Bridge) serveKubeletAPI(ctx context.Context) (stop func(), err error) {
+	tlsConfig, err := kubeletTLS(b.cfg.TLSCertFile, b.cfg.TLSKeyFile, b.cfg.ClientCAFile, b.cfg.KubeletAddress)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", b.cfg.KubeletListen)
+	if err != nil {
+		return nil, fmt.Errorf("bridge: the kubelet API: %w", err)
+	}
+	b.kubeletPort = int32(ln.Addr().(*net.TCPAddr).Port)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a := &kubeletAPI{kube: b.kube, jetlet: b.jetlet}
+		if err := a.serve(ctx, ln, tlsConfig); err != nil {
+			zerolog.Ctx(ctx).Error().Err(err).Msg("the kubelet API stopped")
+		}
+	}()
+	return func() { cancel(); <-done }, nil
 }
 
 // retry runs fn until ctx ends, again after RetryDelay each time it

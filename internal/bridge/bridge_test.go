@@ -3,6 +3,7 @@ package bridge_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -43,7 +44,8 @@ func startFleet(t testing.TB, names ...string) *fleet {
 	}
 	t.Cleanup(c.Close)
 	f.jetlet = c
-	f.bridge = jetlettest.Start(t, "bridge", "--kubeconfig", f.cp.Kubeconfig, "--nats-url", f.url, "--data-dir", t.TempDir())
+	f.bridge = jetlettest.Start(t, "bridge", "--kubeconfig", f.cp.Kubeconfig, "--nats-url", f.url, "--data-dir", t.TempDir(),
+		"--kubelet-listen", "127.0.0.1:0", "--kubelet-address", "127.0.0.1", "--client-ca-file", filepath.Join(f.cp.Dir, "pki", "ca.crt"))
 	return f
 }
 
@@ -96,8 +98,8 @@ func TestEachNodeIsANodeWithALease(t *testing.T) {
 		if !equality.Semantic.DeepEqual(n.Status.Capacity, rec.Capacity) || !equality.Semantic.DeepEqual(n.Status.Allocatable, rec.Allocatable) {
 			t.Errorf("Node %s capacity %v allocatable %v, want the record's %v and %v", name, n.Status.Capacity, n.Status.Allocatable, rec.Capacity, rec.Allocatable)
 		}
-		if !equality.Semantic.DeepEqual(n.Status.Addresses, rec.Addresses) {
-			t.Errorf("Node %s addresses %v, want the record's %v", name, n.Status.Addresses, rec.Addresses)
+		if a := n.Status.Addresses; len(a) == 0 || a[0] != (corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}) || n.Status.DaemonEndpoints.KubeletEndpoint.Port == 0 {
+			t.Errorf("Node %s addresses %v, endpoints %+v: want the bridge's kubelet API", name, a, n.Status.DaemonEndpoints)
 		}
 		if n.Annotations[bridge.AnnotationVersion] != rec.JetletVersion {
 			t.Errorf("Node %s annotations %v, want %s=%s", name, n.Annotations, bridge.AnnotationVersion, rec.JetletVersion)

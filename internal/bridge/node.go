@@ -24,9 +24,10 @@ const AnnotationVersion = "jetlet.io/version"
 const kubeletRelease = "v1.37.2"
 
 // nodeOf is the Node that a node record says, its kubelet API at
-// kubeletPort. The spec (taints, unschedulable) counts at the Node's
+// kubeletAddress:kubeletPort (the bridge's; none when kubeletPort is 0).
+// The spec (taints, unschedulable) counts at the Node's
 // creation only: the control plane and kubectl own it after.
-func nodeOf(rec *schemas.NodeRecord, kubeletPort int32) *corev1.Node {
+func nodeOf(rec *schemas.NodeRecord, kubeletPort int32, kubeletAddress string) *corev1.Node {
 	labels := maps.Clone(rec.Labels)
 	if labels == nil {
 		labels = map[string]string{}
@@ -42,7 +43,7 @@ func nodeOf(rec *schemas.NodeRecord, kubeletPort int32) *corev1.Node {
 		Status: corev1.NodeStatus{
 			Capacity:    rec.Capacity,
 			Allocatable: rec.Allocatable,
-			Addresses:   rec.Addresses,
+			Addresses:   addressesOf(rec, kubeletPort, kubeletAddress),
 			Images:      rec.Images,
 			DaemonEndpoints: corev1.NodeDaemonEndpoints{
 				KubeletEndpoint: corev1.DaemonEndpoint{Port: kubeletPort},
@@ -86,4 +87,22 @@ func sameNode(a, b *corev1.Node) bool {
 		return n
 	}
 	return equality.Semantic.DeepEqual(strip(a), strip(b))
+}
+
+// addressesOf are a Node's addresses: its record's, or with a kubelet API
+// the bridge's as its InternalIP, the one kube-apiserver dials for logs
+// and exec (it prefers a Hostname, an InternalDNS and an InternalIP, in
+// that order, so the record's of those types are left out: the pods'
+// hostIPs keep the node's own), then the record's external ones.
+func addressesOf(rec *schemas.NodeRecord, kubeletPort int32, kubeletAddress string) []corev1.NodeAddress {
+	if kubeletPort == 0 {
+		return rec.Addresses
+	}
+	out := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: kubeletAddress}}
+	for _, a := range rec.Addresses {
+		if a.Type == corev1.NodeExternalIP || a.Type == corev1.NodeExternalDNS {
+			out = append(out, a)
+		}
+	}
+	return out
 }

@@ -113,7 +113,7 @@ func (nb *nodeBridge) hostIPs() []string {
 
 func (nb *nodeBridge) runController(ctx context.Context) error {
 	nb.mu.Lock()
-	first := nodeOf(nb.rec, nb.b.cfg.KubeletPort)
+	first := nodeOf(nb.rec, nb.b.kubeletPort, nb.b.cfg.KubeletAddress)
 	nb.notify, nb.sent = nil, first
 	nb.mu.Unlock()
 	seconds := int32(nb.b.cfg.LeaseDuration / time.Second)
@@ -142,7 +142,7 @@ func (nb *nodeBridge) runController(ctx context.Context) error {
 func (nb *nodeBridge) feed(ctx context.Context) {
 	for {
 		nb.mu.Lock()
-		n := nodeOf(nb.rec, nb.b.cfg.KubeletPort)
+		n := nodeOf(nb.rec, nb.b.kubeletPort, nb.b.cfg.KubeletAddress)
 		notify := nb.notify
 		if notify != nil && sameNode(n, nb.sent) {
 			notify = nil

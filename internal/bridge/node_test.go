@@ -45,7 +45,7 @@ func TestNodeOf(t *testing.T) {
 			if info.OperatingSystem != "linux" || info.Architecture != "amd64" || info.ContainerRuntimeVersion != "jetlet-embedded://0.1" || info.KubeletVersion != kubeletRelease {
 				t.Errorf("node info %+v", info)
 			}
-			if n.Status.DaemonEndpoints.KubeletEndpoint.Port != 10250 || n.Status.Addresses[0].Address != "10.0.0.1" {
+			if n.Status.Addresses[0].Address != "10.0.0.1" {
 				t.Errorf("endpoints %+v addresses %v", n.Status.DaemonEndpoints, n.Status.Addresses)
 			}
 		}},
@@ -64,7 +64,7 @@ func TestNodeOf(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := base()
 			tt.edit(rec)
-			tt.check(t, nodeOf(rec, 10250))
+			tt.check(t, nodeOf(rec, 0, ""))
 		})
 	}
 }
@@ -73,13 +73,36 @@ func TestNodeOf(t *testing.T) {
 func TestSameNode(t *testing.T) {
 	rec := &schemas.NodeRecord{Node: "n1", HeartbeatAt: time.Unix(100, 0),
 		Conditions: []schemas.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}
-	a := nodeOf(rec, 0)
+	a := nodeOf(rec, 0, "")
 	rec.HeartbeatAt = rec.HeartbeatAt.Add(10 * time.Second)
-	if b := nodeOf(rec, 0); !sameNode(a, b) {
+	if b := nodeOf(rec, 0, ""); !sameNode(a, b) {
 		t.Error("a later heartbeat changed the Node")
 	}
 	rec.Conditions[0].Status = corev1.ConditionFalse
-	if b := nodeOf(rec, 0); sameNode(a, b) {
+	if b := nodeOf(rec, 0, ""); sameNode(a, b) {
 		t.Error("Ready False did not change the Node")
+	}
+}
+
+// With the bridge's kubelet API, the Node's InternalIP is the bridge's
+// (kube-apiserver dials it) and no record address kube-apiserver would
+// prefer to it is left; the external ones stay.
+func TestAddressesOf(t *testing.T) {
+	rec := &schemas.NodeRecord{Addresses: []corev1.NodeAddress{
+		{Type: corev1.NodeHostName, Address: "n1"},
+		{Type: corev1.NodeInternalIP, Address: "10.0.0.1"},
+		{Type: corev1.NodeExternalIP, Address: "203.0.113.9"},
+	}}
+	if got := addressesOf(rec, 0, ""); len(got) != 3 {
+		t.Errorf("without a kubelet API: %v, want the record's", got)
+	}
+	got := addressesOf(rec, 10250, "192.0.2.7")
+	want := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.7"}, {Type: corev1.NodeExternalIP, Address: "203.0.113.9"}}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("with the kubelet API at 192.0.2.7: %v, want %v", got, want)
+	}
+	n := nodeOf(&schemas.NodeRecord{Node: "n1"}, 10250, "192.0.2.7")
+	if n.Status.DaemonEndpoints.KubeletEndpoint.Port != 10250 {
+		t.Errorf("daemon endpoints %+v, want the kubelet API's port", n.Status.DaemonEndpoints)
 	}
 }

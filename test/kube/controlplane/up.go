@@ -78,6 +78,9 @@ func run(ctx context.Context, dir string) error {
 		{"admin", "kubernetes-admin", "system:masters"},
 		{"kube-scheduler", "system:kube-scheduler", ""},
 		{"kube-controller-manager", "system:kube-controller-manager", ""},
+		// What kube-apiserver shows a node's kubelet API (logs, exec,
+		// port-forward): kubeadm's apiserver-kubelet-client.
+		{"kube-apiserver-kubelet-client", "kube-apiserver-kubelet-client", "system:masters"},
 	} {
 		if c.cn == "" {
 			err = p.serving(c.name)
@@ -119,6 +122,7 @@ func run(ctx context.Context, dir string) error {
 			"--endpoint-reconciler-type=none",
 			"--tls-cert-file=" + pki("kube-apiserver.crt"), "--tls-private-key-file=" + pki("kube-apiserver.key"),
 			"--client-ca-file=" + pki("ca.crt"),
+			"--kubelet-client-certificate=" + pki("kube-apiserver-kubelet-client.crt"), "--kubelet-client-key=" + pki("kube-apiserver-kubelet-client.key"),
 			"--authorization-mode=Node,RBAC",
 			"--service-cluster-ip-range=" + serviceRange,
 			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
