@@ -81,10 +81,12 @@ type Bridge struct {
 	log    zerolog.Logger
 
 	// shared are the informers of the objects pods refer to (ConfigMaps,
-	// Secrets, Services), shared by the nodes' pod controllers; events
-	// sends the Events they record. Both are started by Run.
-	shared informers.SharedInformerFactory
-	events record.EventBroadcaster
+	// Secrets, Services), shared by the nodes' pod controllers and configs,
+	// which copies those the pods use to the bus; events sends the Events
+	// they record. All are started by Run.
+	shared  informers.SharedInformerFactory
+	events  record.EventBroadcaster
+	configs *configCopier // set by Run before any node is bridged
 
 	// nodes are the bridged nodes by name, owned by Run's goroutine (the
 	// node watch's callback).
@@ -119,13 +121,20 @@ func (b *Bridge) Run(ctx context.Context) error {
 	ctx = b.log.WithContext(vklog.WithLogger(ctx, vkLogger{b.log}))
 	sink := b.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cmp.Or(b.cfg.Events, b.kube).CoreV1().Events("")})
 	defer sink.Stop()
-	// The informers are registered before the factory starts.
+	// The informers are registered before the factory starts; the nodes
+	// are bridged once they hold what there is.
 	core := b.shared.Core().V1()
-	core.ConfigMaps().Informer()
-	core.Secrets().Informer()
+	b.configs = newConfigCopier(b.jetlet, core.ConfigMaps().Lister(), core.Secrets().Lister())
+	if _, err := core.ConfigMaps().Informer().AddEventHandler(b.configs.handler(ctx, false)); err != nil {
+		return err
+	}
+	if _, err := core.Secrets().Informer().AddEventHandler(b.configs.handler(ctx, true)); err != nil {
+		return err
+	}
 	core.Services().Informer()
 	b.shared.Start(ctx.Done())
 	defer b.shared.Shutdown()
+	b.shared.WaitForCacheSync(ctx.Done())
 	if b.cfg.KubeletListen != "" {
 		stop, err := b.serveKubeletAPI(ctx)
 		if err != nil {

@@ -63,6 +63,16 @@ func (f *fleet) node(t testing.TB, name, what string, ok func(*corev1.Node) bool
 	return n
 }
 
+// schedulable waits until the Node called name is Ready and without
+// taints: the node lifecycle controller takes its not-ready taint off a
+// moment after the Node says Ready.
+func (f *fleet) schedulable(t testing.TB, name string) {
+	t.Helper()
+	f.node(t, name, "Ready and untainted", func(n *corev1.Node) bool {
+		return readyStatus(n) == corev1.ConditionTrue && len(n.Spec.Taints) == 0
+	})
+}
+
 func readyStatus(n *corev1.Node) corev1.ConditionStatus {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {

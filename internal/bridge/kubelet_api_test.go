@@ -53,7 +53,7 @@ func (f *fleet) kubectl(t *testing.T, args ...string) *exec.Cmd {
 func TestKubectlReachesAPodThroughTheBridge(t *testing.T) {
 	f := startFleet(t, "n1")
 	ctx := t.Context()
-	f.node(t, "n1", "Ready", func(n *corev1.Node) bool { return readyStatus(n) == corev1.ConditionTrue })
+	f.schedulable(t, "n1")
 	spec := sleeper()
 	spec.Containers[0].Command = []string{"sh", "-c", "echo hello-from-jetlet; mkdir -p /www; echo port-forwarded > /www/index.html; exec httpd -f -p 8080 -h /www"}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: metav1.NamespaceDefault, Labels: map[string]string{"app": "web"}}, Spec: spec}

@@ -33,6 +33,7 @@ type nodePods struct {
 	kube    kubernetes.Interface
 	pods    corev1listers.PodLister // the Node's pods, from its informer
 	hostIPs func() []string         // the node's addresses, from its record
+	configs *configCopier           // the bridge's
 
 	// mu guards the fields below: virtual-kubelet's workers call the
 	// provider, the status watch (watchStatuses) writes statuses.
@@ -55,8 +56,8 @@ var (
 	_ node.PodNotifier         = (*nodePods)(nil)
 )
 
-func newNodePods(nodeName string, jetlet *client.Client, kube kubernetes.Interface, pods corev1listers.PodLister, hostIPs func() []string) *nodePods {
-	return &nodePods{node: nodeName, jetlet: jetlet, kube: kube, pods: pods, hostIPs: hostIPs,
+func newNodePods(nodeName string, jetlet *client.Client, kube kubernetes.Interface, pods corev1listers.PodLister, hostIPs func() []string, configs *configCopier) *nodePods {
+	return &nodePods{node: nodeName, jetlet: jetlet, kube: kube, pods: pods, hostIPs: hostIPs, configs: configs,
 		published: map[string]*publishedPod{}, statuses: map[types.UID]*schemas.PodStatus{}}
 }
 
@@ -90,7 +91,12 @@ func (p *nodePods) UpdatePod(ctx context.Context, pod *corev1.Pod) error {
 	return p.apply(ctx, pod, revision)
 }
 
+// apply copies the ConfigMaps and Secrets pod uses to the bus, then
+// publishes its intent at revision.
 func (p *nodePods) apply(ctx context.Context, pod *corev1.Pod, revision int64) error {
+	if err := p.configs.use(ctx, p.node, pod); err != nil {
+		return err
+	}
 	body := intentPod(pod)
 	in, err := client.ApplyIntent(p.node, body, revision)
 	if err != nil {
@@ -214,6 +220,7 @@ func (p *nodePods) onStatus(ctx context.Context, st *schemas.PodStatus) {
 	p.statuses[pod.UID] = st
 	notify := p.notify
 	if st.Phase == schemas.PhaseTerminated {
+		p.configs.forget(p.node, pod)
 		delete(p.statuses, pod.UID)
 		key := podKey(pod.Namespace, pod.Name)
 		if pp := p.published[key]; pp != nil && pp.pod.UID == pod.UID {

@@ -88,7 +88,7 @@ func TestADeploymentSpreadOverTwoNodes(t *testing.T) {
 	f := startFleet(t, "n1", "n2")
 	ctx := t.Context()
 	for _, name := range []string{"n1", "n2"} {
-		f.node(t, name, "Ready", func(n *corev1.Node) bool { return readyStatus(n) == corev1.ConditionTrue })
+		f.schedulable(t, name)
 	}
 	if _, err := f.cp.Client.AppsV1().Deployments(metav1.NamespaceDefault).Create(ctx, deployment("web", 6), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -134,13 +134,7 @@ func TestADeploymentSpreadOverTwoNodes(t *testing.T) {
 		return len(pods) == 0
 	})
 	for _, name := range []string{"n1", "n2"} {
-		bus, err := f.jetlet.Statuses(ctx, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if i := slices.IndexFunc(bus, func(s schemas.PodStatus) bool { return s.Phase != schemas.PhaseTerminated }); i >= 0 {
-			t.Errorf("node %s still has pod %s/%s %s after its Deployment was deleted", name, bus[i].Namespace, bus[i].Name, bus[i].Phase)
-		}
+		f.noLivePods(t, name)
 	}
 }
 
@@ -149,7 +143,7 @@ func TestADeploymentSpreadOverTwoNodes(t *testing.T) {
 func TestARefusedPodIsFailed(t *testing.T) {
 	f := startFleet(t, "n1")
 	ctx := t.Context()
-	f.node(t, "n1", "Ready", func(n *corev1.Node) bool { return readyStatus(n) == corev1.ConditionTrue })
+	f.schedulable(t, "n1")
 	spec := sleeper()
 	spec.NodeName = "n1" // past the scheduler, which would not place it
 	spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1000")

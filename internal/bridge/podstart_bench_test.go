@@ -27,7 +27,7 @@ func BenchmarkPodStartThroughADeployment(b *testing.B) {
 	f := startFleet(b, "n1", "n2")
 	ctx := b.Context()
 	for _, name := range []string{"n1", "n2"} {
-		f.node(b, name, "Ready", func(n *corev1.Node) bool { return readyStatus(n) == corev1.ConditionTrue })
+		f.schedulable(b, name)
 	}
 	pid := f.bridge.Pid()
 	for range b.N {

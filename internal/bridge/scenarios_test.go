@@ -58,7 +58,7 @@ func TestRollingUpdateDrainAndALostNode(t *testing.T) {
 	f := startFleet(t, "n1", "n2")
 	ctx := t.Context()
 	for _, name := range []string{"n1", "n2"} {
-		f.node(t, name, "Ready", func(n *corev1.Node) bool { return readyStatus(n) == corev1.ConditionTrue })
+		f.schedulable(t, name)
 	}
 	d := deployment("web", 4)
 	// Evicted from an unreachable node at once, not after 5 minutes.
