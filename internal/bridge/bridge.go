@@ -8,9 +8,11 @@ package bridge
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -20,6 +22,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/jetlet/jetlet/client"
@@ -87,6 +90,7 @@ type Bridge struct {
 	shared  informers.SharedInformerFactory
 	events  record.EventBroadcaster
 	configs *configCopier // set by Run before any node is bridged
+	tokens  *tokenIssuer
 
 	// nodes are the bridged nodes by name, owned by Run's goroutine (the
 	// node watch's callback).
@@ -111,7 +115,8 @@ func New(kube kubernetes.Interface, jetlet *client.Client, log zerolog.Logger, c
 		return nil, err
 	}
 	return &Bridge{cfg: cfg, kube: kube, jetlet: jetlet, log: log.With().Str("component", "bridge").Logger(),
-		shared: informers.NewSharedInformerFactory(kube, 0), events: record.NewBroadcaster(), nodes: map[string]*nodeBridge{}}, nil
+		shared: informers.NewSharedInformerFactory(kube, 0), events: record.NewBroadcaster(), tokens: newTokenIssuer(kube, jetlet),
+		nodes: map[string]*nodeBridge{}}, nil
 }
 
 // Run bridges until ctx ends: it follows jetlet_nodes, making a Node of
@@ -119,28 +124,51 @@ func New(kube kubernetes.Interface, jetlet *client.Client, log zerolog.Logger, c
 // outlives the bridge: a bridge started again takes it over.
 func (b *Bridge) Run(ctx context.Context) error {
 	ctx = b.log.WithContext(vklog.WithLogger(ctx, vkLogger{b.log}))
-	sink := b.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cmp.Or(b.cfg.Events, b.kube).CoreV1().Events("")})
-	defer sink.Stop()
+	// What can fail comes first: nothing has started yet.
+	var kubelet net.Listener
+	var kubeletTLSConfig *tls.Config
+	if b.cfg.KubeletListen != "" {
+		var err error
+		if kubeletTLSConfig, err = kubeletTLS(b.cfg.TLSCertFile, b.cfg.TLSKeyFile, b.cfg.ClientCAFile, b.cfg.KubeletAddress); err != nil {
+			return err
+		}
+		if kubelet, err = net.Listen("tcp", b.cfg.KubeletListen); err != nil {
+			return fmt.Errorf("bridge: the kubelet API: %w", err)
+		}
+		b.kubeletPort = int32(kubelet.Addr().(*net.TCPAddr).Port)
+	}
 	// The informers are registered before the factory starts; the nodes
 	// are bridged once they hold what there is.
 	core := b.shared.Core().V1()
 	b.configs = newConfigCopier(b.jetlet, core.ConfigMaps().Lister(), core.Secrets().Lister())
-	if _, err := core.ConfigMaps().Informer().AddEventHandler(b.configs.handler(ctx, false)); err != nil {
-		return err
-	}
-	if _, err := core.Secrets().Informer().AddEventHandler(b.configs.handler(ctx, true)); err != nil {
-		return err
+	for _, h := range []struct {
+		informer cache.SharedIndexInformer
+		secret   bool
+	}{{core.ConfigMaps().Informer(), false}, {core.Secrets().Informer(), true}} {
+		if _, err := h.informer.AddEventHandler(b.configs.handler(ctx, h.secret)); err != nil {
+			if kubelet != nil {
+				kubelet.Close()
+			}
+			return err
+		}
 	}
 	core.Services().Informer()
+
+	sink := b.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cmp.Or(b.cfg.Events, b.kube).CoreV1().Events("")})
+	defer sink.Stop()
 	b.shared.Start(ctx.Done())
 	defer b.shared.Shutdown()
 	b.shared.WaitForCacheSync(ctx.Done())
-	if b.cfg.KubeletListen != "" {
-		stop, err := b.serveKubeletAPI(ctx)
-		if err != nil {
-			return err
-		}
-		defer stop()
+	var background sync.WaitGroup
+	defer background.Wait()
+	background.Go(func() { b.tokens.renew(ctx) })
+	if kubelet != nil {
+		background.Go(func() {
+			a := &kubeletAPI{kube: b.kube, jetlet: b.jetlet}
+			if err := a.serve(ctx, kubelet, kubeletTLSConfig); err != nil {
+				zerolog.Ctx(ctx).Error().Err(err).Msg("the kubelet API stopped")
+			}
+		})
 	}
 	defer b.stopAll()
 	b.retry(ctx, "watching jetlet_nodes", func(ctx context.Context) error {
@@ -150,30 +178,6 @@ func (b *Bridge) Run(ctx context.Context) error {
 		})
 	})
 	return nil
-}
-
-// serveKubeletAPI listens on KubeletListen and serves the kubelet API in
-// the background; stop ends it and waits.
-func (b *Bridge) serveKubeletAPI(ctx context.Context) (stop func(), err error) {
-	tlsConfig, err := kubeletTLS(b.cfg.TLSCertFile, b.cfg.TLSKeyFile, b.cfg.ClientCAFile, b.cfg.KubeletAddress)
-	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", b.cfg.KubeletListen)
-	if err != nil {
-		return nil, fmt.Errorf("bridge: the kubelet API: %w", err)
-	}
-	b.kubeletPort = int32(ln.Addr().(*net.TCPAddr).Port)
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		a := &kubeletAPI{kube: b.kube, jetlet: b.jetlet}
-		if err := a.serve(ctx, ln, tlsConfig); err != nil {
-			zerolog.Ctx(ctx).Error().Err(err).Msg("the kubelet API stopped")
-		}
-	}()
-	return func() { cancel(); <-done }, nil
 }
 
 // retry runs fn until ctx ends, again after RetryDelay each time it

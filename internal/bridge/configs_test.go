@@ -2,10 +2,12 @@ package bridge_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -15,8 +17,10 @@ import (
 // A pod on n1 that mounts a Secret and takes an env var from a ConfigMap
 // runs with both: the bridge copied the ConfigMap to the bus and the
 // Secret sealed for n1 alone (n2, whose pods do not use it, has no copy
-// it could open). A change of the Secret reaches the pod's volume.
-func TestConfigMapsAndSecretsOfABridgedPod(t *testing.T) {
+// it could open). A change of the Secret reaches the pod's volume. Its
+// service account token (the default projection) is one the API server
+// issued for that pod, and the API server takes it.
+func TestConfigMapsSecretsAndTokensOfABridgedPod(t *testing.T) {
 	f := startFleet(t, "n1", "n2")
 	ctx := t.Context()
 	for _, name := range []string{"n1", "n2"} {
@@ -34,6 +38,7 @@ func TestConfigMapsAndSecretsOfABridgedPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := sleeper()
+	spec.AutomountServiceAccountToken = nil // the default: kube-api-access-*
 	spec.NodeSelector = map[string]string{corev1.LabelHostname: "n1"}
 	spec.Volumes = []corev1.Volume{{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds"}}}}
 	spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "creds", MountPath: "/etc/creds"}}
@@ -79,6 +84,27 @@ func TestConfigMapsAndSecretsOfABridgedPod(t *testing.T) {
 	}
 	if strings.Contains(f.bridge.Logs(), "s3cret") {
 		t.Error("the bridge logged the Secret's value")
+	}
+
+	// The token: bound to this pod, valid, with the cluster's CA and the
+	// namespace beside it.
+	sa := "/var/run/secrets/kubernetes.io/serviceaccount"
+	token, err := f.cp.Kubectl(ctx, "exec", "reader", "--", "cat", sa+"/token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	review, err := f.cp.Client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := review.Status; !st.Authenticated || st.User.Username != "system:serviceaccount:default:default" || !slices.Contains(st.User.Extra["authentication.kubernetes.io/pod-uid"], string(pods[0].UID)) {
+		t.Errorf("the pod's token reviewed: %+v, want the default service account's, bound to pod %s", st, pods[0].UID)
+	}
+	if out, err := f.cp.Kubectl(ctx, "exec", "reader", "--", "sh", "-c", "cat "+sa+"/namespace; grep -c 'BEGIN CERTIFICATE' "+sa+"/ca.crt"); err != nil || out != "default1\n" {
+		t.Errorf("the service account's namespace and CA: %q, %v", out, err)
+	}
+	if strings.Contains(f.bridge.Logs(), token) {
+		t.Error("the bridge logged the pod's token")
 	}
 
 	// A change of the Secret reaches the pod.

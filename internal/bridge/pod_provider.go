@@ -34,6 +34,7 @@ type nodePods struct {
 	pods    corev1listers.PodLister // the Node's pods, from its informer
 	hostIPs func() []string         // the node's addresses, from its record
 	configs *configCopier           // the bridge's
+	tokens  *tokenIssuer            // the bridge's
 
 	// mu guards the fields below: virtual-kubelet's workers call the
 	// provider, the status watch (watchStatuses) writes statuses.
@@ -56,8 +57,8 @@ var (
 	_ node.PodNotifier         = (*nodePods)(nil)
 )
 
-func newNodePods(nodeName string, jetlet *client.Client, kube kubernetes.Interface, pods corev1listers.PodLister, hostIPs func() []string, configs *configCopier) *nodePods {
-	return &nodePods{node: nodeName, jetlet: jetlet, kube: kube, pods: pods, hostIPs: hostIPs, configs: configs,
+func newNodePods(nodeName string, jetlet *client.Client, kube kubernetes.Interface, pods corev1listers.PodLister, hostIPs func() []string, configs *configCopier, tokens *tokenIssuer) *nodePods {
+	return &nodePods{node: nodeName, jetlet: jetlet, kube: kube, pods: pods, hostIPs: hostIPs, configs: configs, tokens: tokens,
 		published: map[string]*publishedPod{}, statuses: map[types.UID]*schemas.PodStatus{}}
 }
 
@@ -73,7 +74,7 @@ func intentPod(pod *corev1.Pod) *corev1.Pod {
 			Labels: pod.Labels, Annotations: pod.Annotations, OwnerReferences: pod.OwnerReferences,
 			Generation: pod.Generation, CreationTimestamp: pod.CreationTimestamp,
 		},
-		Spec: pod.Spec,
+		Spec: *pod.Spec.DeepCopy(), // the token sources are rewritten
 	}
 }
 
@@ -91,13 +92,16 @@ func (p *nodePods) UpdatePod(ctx context.Context, pod *corev1.Pod) error {
 	return p.apply(ctx, pod, revision)
 }
 
-// apply copies the ConfigMaps and Secrets pod uses to the bus, then
-// publishes its intent at revision.
+// apply copies the ConfigMaps and Secrets pod uses to the bus and issues
+// its service account tokens, then publishes its intent at revision.
 func (p *nodePods) apply(ctx context.Context, pod *corev1.Pod, revision int64) error {
 	if err := p.configs.use(ctx, p.node, pod); err != nil {
 		return err
 	}
 	body := intentPod(pod)
+	if err := p.tokens.project(ctx, p.node, body); err != nil {
+		return err
+	}
 	in, err := client.ApplyIntent(p.node, body, revision)
 	if err != nil {
 		return errdefs.AsInvalidInput(err)
@@ -221,6 +225,7 @@ func (p *nodePods) onStatus(ctx context.Context, st *schemas.PodStatus) {
 	notify := p.notify
 	if st.Phase == schemas.PhaseTerminated {
 		p.configs.forget(p.node, pod)
+		p.tokens.forget(pod.UID)
 		delete(p.statuses, pod.UID)
 		key := podKey(pod.Namespace, pod.Name)
 		if pp := p.published[key]; pp != nil && pp.pod.UID == pod.UID {
