@@ -89,15 +89,19 @@ type configCopier struct {
 	configMaps corev1listers.ConfigMapLister
 	secrets    corev1listers.SecretLister
 
-	// mu guards users: the nodes' pod workers write it, the informers'
-	// handlers read it.
+	// mu guards users and copied: the nodes' pod workers write them, the
+	// informers' handlers read them.
 	mu sync.Mutex
 	// users are the pods that use each object, by node.
 	users map[configRef]map[string]map[types.UID]bool
+	// copied is the resourceVersion of each object last copied for each
+	// node: the pods that share one (kube-root-ca.crt) copy it once.
+	copied map[configRef]map[string]string
 }
 
 func newConfigCopier(jetlet *client.Client, configMaps corev1listers.ConfigMapLister, secrets corev1listers.SecretLister) *configCopier {
-	return &configCopier{jetlet: jetlet, configMaps: configMaps, secrets: secrets, users: map[configRef]map[string]map[types.UID]bool{}}
+	return &configCopier{jetlet: jetlet, configMaps: configMaps, secrets: secrets,
+		users: map[configRef]map[string]map[types.UID]bool{}, copied: map[configRef]map[string]string{}}
 }
 
 // use records that pod on node uses what it refers to, and copies each
@@ -146,18 +150,47 @@ func (c *configCopier) nodesUsing(r configRef) []string {
 	return slices.Sorted(maps.Keys(c.users[r]))
 }
 
-// copy stores r as the API server has it now: a ConfigMap once, a Secret
-// sealed for each of nodes. One the API server does not have is left.
+// copy stores r as the API server has it now, unless that version is
+// stored for each of nodes already: a ConfigMap once, a Secret sealed for
+// each of nodes. One the API server does not have is left.
 func (c *configCopier) copy(ctx context.Context, r configRef, nodes []string) error {
+	var obj metav1.Object
+	var err error
+	if r.secret {
+		obj, err = c.secrets.Secrets(r.namespace).Get(r.name)
+	} else {
+		obj, err = c.configMaps.ConfigMaps(r.namespace).Get(r.name)
+	}
+	if err != nil {
+		return nil // not there (yet): the node says FailedMount and waits
+	}
+	version := obj.GetResourceVersion()
+	c.mu.Lock()
+	nodes = slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return c.copied[r][n] == version })
+	c.mu.Unlock()
 	if len(nodes) == 0 {
 		return nil
 	}
+	if err := c.store(ctx, obj, nodes); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.copied[r] == nil {
+		c.copied[r] = map[string]string{}
+	}
+	for _, n := range nodes {
+		c.copied[r][n] = version
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+// store puts obj, a ConfigMap or a Secret, in the bus's bucket: a Secret
+// sealed for each of nodes.
+func (c *configCopier) store(ctx context.Context, obj metav1.Object, nodes []string) error {
 	var writes []*client.ConfigWrite
-	if r.secret {
-		s, err := c.secrets.Secrets(r.namespace).Get(r.name)
-		if err != nil {
-			return nil // not there (yet): the node says FailedMount and waits
-		}
+	var err error
+	if s, ok := obj.(*corev1.Secret); ok {
 		if writes, err = c.jetlet.PrepareSecret(ctx, &corev1.Secret{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 			ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, Labels: s.Labels},
@@ -166,10 +199,7 @@ func (c *configCopier) copy(ctx context.Context, r configRef, nodes []string) er
 			return err
 		}
 	} else {
-		cm, err := c.configMaps.ConfigMaps(r.namespace).Get(r.name)
-		if err != nil {
-			return nil
-		}
+		cm := obj.(*corev1.ConfigMap)
 		w, err := c.jetlet.PrepareConfigMap(ctx, &corev1.ConfigMap{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 			ObjectMeta: metav1.ObjectMeta{Name: cm.Name, Namespace: cm.Namespace, Labels: cm.Labels},

@@ -69,7 +69,7 @@ func (nb *nodeBridge) runPods(ctx context.Context) error {
 		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", nb.name).String()
 	}))
 	podInformer := factory.Core().V1().Pods()
-	pods := newNodePods(nb.name, nb.b.jetlet, nb.b.kube, podInformer.Lister(), nb.hostIPs, nb.b.configs, nb.b.tokens)
+	pods := newNodePods(nb.name, nb.b.jetlet, nb.b.kube, podInformer.Lister(), nb.record, nb.b.configs, nb.b.tokens)
 	recorder := nb.b.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: eventSource, Host: nb.name})
 	events := &eventsFollower{pods: pods, recorder: recorder, since: time.Now()}
 	shared := nb.b.shared.Core().V1()
@@ -104,11 +104,11 @@ func (nb *nodeBridge) runPods(ctx context.Context) error {
 	return pc.Run(ctx, podSyncWorkers)
 }
 
-// hostIPs are the node's addresses as its pods' hostIPs.
-func (nb *nodeBridge) hostIPs() []string {
+// record is the node's latest record.
+func (nb *nodeBridge) record() *schemas.NodeRecord {
 	nb.mu.Lock()
 	defer nb.mu.Unlock()
-	return hostIPsOf(nb.rec)
+	return nb.rec
 }
 
 func (nb *nodeBridge) runController(ctx context.Context) error {

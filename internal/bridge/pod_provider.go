@@ -31,10 +31,10 @@ type nodePods struct {
 	node    string
 	jetlet  *client.Client
 	kube    kubernetes.Interface
-	pods    corev1listers.PodLister // the Node's pods, from its informer
-	hostIPs func() []string         // the node's addresses, from its record
-	configs *configCopier           // the bridge's
-	tokens  *tokenIssuer            // the bridge's
+	pods    corev1listers.PodLister    // the Node's pods, from its informer
+	record  func() *schemas.NodeRecord // the node's latest
+	configs *configCopier              // the bridge's
+	tokens  *tokenIssuer               // the bridge's
 
 	// mu guards the fields below: virtual-kubelet's workers call the
 	// provider, the status watch (watchStatuses) writes statuses.
@@ -57,8 +57,8 @@ var (
 	_ node.PodNotifier         = (*nodePods)(nil)
 )
 
-func newNodePods(nodeName string, jetlet *client.Client, kube kubernetes.Interface, pods corev1listers.PodLister, hostIPs func() []string, configs *configCopier, tokens *tokenIssuer) *nodePods {
-	return &nodePods{node: nodeName, jetlet: jetlet, kube: kube, pods: pods, hostIPs: hostIPs, configs: configs, tokens: tokens,
+func newNodePods(nodeName string, jetlet *client.Client, kube kubernetes.Interface, pods corev1listers.PodLister, record func() *schemas.NodeRecord, configs *configCopier, tokens *tokenIssuer) *nodePods {
+	return &nodePods{node: nodeName, jetlet: jetlet, kube: kube, pods: pods, record: record, configs: configs, tokens: tokens,
 		published: map[string]*publishedPod{}, statuses: map[types.UID]*schemas.PodStatus{}}
 }
 
@@ -99,7 +99,7 @@ func (p *nodePods) apply(ctx context.Context, pod *corev1.Pod, revision int64) e
 		return err
 	}
 	body := intentPod(pod)
-	if err := p.tokens.project(ctx, p.node, body); err != nil {
+	if err := p.tokens.project(ctx, p.node, p.record().XKey, body); err != nil {
 		return err
 	}
 	in, err := client.ApplyIntent(p.node, body, revision)
@@ -168,7 +168,7 @@ func (p *nodePods) GetPod(_ context.Context, namespace, name string) (*corev1.Po
 	}
 	pod := pp.pod.DeepCopy()
 	if st := p.statuses[pod.UID]; st != nil {
-		pod.Status = statusOf(pod, st, p.hostIPs())
+		pod.Status = statusOf(pod, st, hostIPsOf(p.record()))
 	}
 	return pod, nil
 }
@@ -234,7 +234,7 @@ func (p *nodePods) onStatus(ctx context.Context, st *schemas.PodStatus) {
 	}
 	p.mu.Unlock()
 	withStatus := pod.DeepCopy()
-	withStatus.Status = statusOf(pod, st, p.hostIPs())
+	withStatus.Status = statusOf(pod, st, hostIPsOf(p.record()))
 	if notify != nil {
 		notify(withStatus)
 	}

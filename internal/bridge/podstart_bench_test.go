@@ -20,15 +20,21 @@ import (
 // from its creation to Running, both as a watch of the API server sees
 // them (p50, p99, max), and what the bridge cost meanwhile: its CPU and
 // the growth of its resident memory per 100 pods, then its CPU per node
-// per minute at rest with the pods running. Run it without -race: the
-// bridge is built as the test is.
+// per minute at rest with the pods running. The pods have no service
+// account token, then the default one (a TokenRequest and a sealed Secret
+// each). Run it without -race: the bridge is built as the test is.
 func BenchmarkPodStartThroughADeployment(b *testing.B) {
-	const replicas = 100
 	f := startFleet(b, "n1", "n2")
-	ctx := b.Context()
 	for _, name := range []string{"n1", "n2"} {
 		f.schedulable(b, name)
 	}
+	b.Run("no-token", func(b *testing.B) { f.benchmarkPodStart(b, false) })
+	b.Run("token", func(b *testing.B) { f.benchmarkPodStart(b, true) })
+}
+
+func (f *fleet) benchmarkPodStart(b *testing.B, token bool) {
+	const replicas = 100
+	ctx := b.Context()
 	pid := f.bridge.Pid()
 	for range b.N {
 		w, err := f.cp.Client.CoreV1().Pods(metav1.NamespaceDefault).Watch(ctx, metav1.ListOptions{LabelSelector: "app=web"})
@@ -39,6 +45,9 @@ func BenchmarkPodStartThroughADeployment(b *testing.B) {
 		rss0 := procstat.RSS(b, pid)
 		d := deployment("web", replicas)
 		d.Spec.Template.Spec.TopologySpreadConstraints = nil // the scheduler's own spreading
+		if token {
+			d.Spec.Template.Spec.AutomountServiceAccountToken = nil
+		}
 		if _, err := f.cp.Client.AppsV1().Deployments(metav1.NamespaceDefault).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}

@@ -37,13 +37,14 @@ type tokenIssuer struct {
 	tokens map[string]*podToken // by its Secret's namespace/name
 }
 
-// podToken is one serviceAccountToken source of one pod.
+// podToken is one serviceAccountToken source of one pod, sealed for its
+// node's xkey of when the pod was placed.
 type podToken struct {
-	node, namespace, secret string
-	pod                     types.UID
-	podName, account        string
-	source                  corev1.ServiceAccountTokenProjection
-	renewAt                 time.Time
+	node, xkey, namespace, secret string
+	pod                           types.UID
+	podName, account              string
+	source                        corev1.ServiceAccountTokenProjection
+	renewAt                       time.Time
 }
 
 func newTokenIssuer(kube kubernetes.Interface, jetlet *client.Client) *tokenIssuer {
@@ -56,8 +57,9 @@ func tokenSecretName(pod types.UID, volume string, i int) string {
 }
 
 // project replaces each serviceAccountToken source of pod (an intent's
-// copy, bound for node) by its Secret's, issuing the token first.
-func (ti *tokenIssuer) project(ctx context.Context, node string, pod *corev1.Pod) error {
+// copy, bound for node, whose record's key is xkey) by its Secret's,
+// issuing the token first.
+func (ti *tokenIssuer) project(ctx context.Context, node, xkey string, pod *corev1.Pod) error {
 	for _, v := range pod.Spec.Volumes {
 		if v.Projected == nil {
 			continue
@@ -67,7 +69,7 @@ func (ti *tokenIssuer) project(ctx context.Context, node string, pod *corev1.Pod
 			if src == nil {
 				continue
 			}
-			tok := &podToken{node: node, namespace: pod.Namespace, secret: tokenSecretName(pod.UID, v.Name, i),
+			tok := &podToken{node: node, xkey: xkey, namespace: pod.Namespace, secret: tokenSecretName(pod.UID, v.Name, i),
 				pod: pod.UID, podName: pod.Name, account: pod.Spec.ServiceAccountName, source: *src}
 			key := podKey(tok.namespace, tok.secret)
 			ti.mu.Lock()
@@ -109,15 +111,15 @@ func (ti *tokenIssuer) issue(ctx context.Context, tok *podToken) error {
 	if err != nil {
 		return fmt.Errorf("a token of service account %s/%s for pod %s: %w", tok.namespace, account, tok.podName, err)
 	}
-	writes, err := ti.jetlet.PrepareSecret(ctx, &corev1.Secret{
+	w, err := client.SealSecret(&corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{Name: tok.secret, Namespace: tok.namespace},
 		Data:       map[string][]byte{"token": []byte(issued.Status.Token)},
-	}, []string{tok.node}, false)
+	}, tok.node, tok.xkey)
 	if err != nil {
 		return err
 	}
-	if err := ti.jetlet.StoreConfigs(ctx, writes); err != nil {
+	if err := ti.jetlet.StoreConfigs(ctx, []*client.ConfigWrite{w}); err != nil {
 		return err
 	}
 	now := time.Now()
