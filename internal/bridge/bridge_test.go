@@ -44,9 +44,16 @@ func startFleet(t testing.TB, names ...string) *fleet {
 	}
 	t.Cleanup(c.Close)
 	f.jetlet = c
-	f.bridge = jetlettest.Start(t, "bridge", "--kubeconfig", f.cp.Kubeconfig, "--nats-url", f.url, "--data-dir", t.TempDir(),
-		"--kubelet-listen", "127.0.0.1:0", "--kubelet-address", "127.0.0.1", "--client-ca-file", filepath.Join(f.cp.Dir, "pki", "ca.crt"))
+	f.bridge = f.startBridge(t)
 	return f
+}
+
+// startBridge starts `jetlet bridge` between the control plane and the
+// bus, its kubelet API on a free port.
+func (f *fleet) startBridge(t testing.TB) *jetlettest.Process {
+	t.Helper()
+	return jetlettest.Start(t, "bridge", "--kubeconfig", f.cp.Kubeconfig, "--nats-url", f.url, "--data-dir", t.TempDir(),
+		"--kubelet-listen", "127.0.0.1:0", "--kubelet-address", "127.0.0.1", "--client-ca-file", filepath.Join(f.cp.Dir, "pki", "ca.crt"))
 }
 
 // node waits until the Node called name satisfies ok, and returns it.

@@ -105,3 +105,44 @@ func TestRollingUpdateDrainAndALostNode(t *testing.T) {
 	f.node(t, "n2", "Ready Unknown", func(n *corev1.Node) bool { return readyStatus(n) == corev1.ConditionUnknown })
 	f.waitWeb(t, 4, "on n1 after n2 was lost", func(p corev1.Pod) bool { return p.Spec.NodeName == "n1" })
 }
+
+// The nodes keep their pods without the bridge: killed, it leaves them
+// running (the bus has them Running, the same uids); started again, it
+// takes the Nodes over and places and reports pods as before.
+func TestPodsRunOnWhileTheBridgeIsGone(t *testing.T) {
+	f := startFleet(t, "n1")
+	ctx := t.Context()
+	f.schedulable(t, "n1")
+	if _, err := f.cp.Client.AppsV1().Deployments(metav1.NamespaceDefault).Create(ctx, deployment("web", 2), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before := f.waitWeb(t, 2, "on n1", func(corev1.Pod) bool { return true })
+
+	f.bridge.Signal(syscall.SIGKILL)
+	f.bridge.Wait(time.Minute)
+	// Without a bridge nothing reports to the API server: the bus is where
+	// the pods are seen running on.
+	bus, err := f.jetlet.Statuses(ctx, "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range before {
+		if !slices.ContainsFunc(bus, func(s schemas.PodStatus) bool { return s.UID == string(p.UID) && s.Phase == schemas.PhaseRunning }) {
+			t.Errorf("pod %s is not Running on n1 with the bridge gone", p.Name)
+		}
+	}
+
+	f.bridge = f.startBridge(t)
+	if _, err := f.cp.Kubectl(ctx, "scale", "deployment/web", "--replicas=3"); err != nil {
+		t.Fatal(err)
+	}
+	after := f.waitWeb(t, 3, "on n1 with a new bridge", func(corev1.Pod) bool { return true })
+	for _, p := range before {
+		i := slices.IndexFunc(after, func(q corev1.Pod) bool { return q.UID == p.UID })
+		if i < 0 {
+			t.Errorf("pod %s did not outlive the bridge", p.Name)
+		} else if n := after[i].Status.ContainerStatuses[0].RestartCount; n != 0 {
+			t.Errorf("pod %s restarted %d times across the bridge's restart", p.Name, n)
+		}
+	}
+}
