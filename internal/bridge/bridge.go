@@ -196,15 +196,16 @@ func (b *Bridge) retry(ctx context.Context, what string, fn func(context.Context
 }
 
 // onNode brings n's Node in line with its record: made on its first
-// record, fed the later ones, deleted once the node stopped cleanly.
+// record, fed the later ones, deleted once the node stopped cleanly or was
+// removed (its record deleted), also when that happened while no bridge
+// ran (the watch starts with the deletes the bucket keeps).
 func (b *Bridge) onNode(ctx context.Context, n *client.Node) {
 	nb := b.nodes[n.Name]
 	if n.Record == nil {
-		if nb == nil {
-			return
+		if nb != nil {
+			nb.stop()
+			delete(b.nodes, n.Name)
 		}
-		nb.stop()
-		delete(b.nodes, n.Name)
 		b.deleteNode(ctx, n.Name)
 		return
 	}

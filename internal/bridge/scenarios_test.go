@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/jetlet/jetlet/schemas"
@@ -108,12 +109,17 @@ func TestRollingUpdateDrainAndALostNode(t *testing.T) {
 
 // The nodes keep their pods without the bridge: killed, it leaves them
 // running (the bus has them Running, the same uids); started again, it
-// takes the Nodes over and places and reports pods as before.
+// takes the Nodes over and places and reports pods as before, and deletes
+// the Node of a node that stopped meanwhile.
 func TestPodsRunOnWhileTheBridgeIsGone(t *testing.T) {
-	f := startFleet(t, "n1")
+	f := startFleet(t, "n1", "n2")
 	ctx := t.Context()
 	f.schedulable(t, "n1")
-	if _, err := f.cp.Client.AppsV1().Deployments(metav1.NamespaceDefault).Create(ctx, deployment("web", 2), metav1.CreateOptions{}); err != nil {
+	f.schedulable(t, "n2")
+	d := deployment("web", 2)
+	d.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: "n1"}
+	d.Spec.Template.Spec.TopologySpreadConstraints = nil
+	if _, err := f.cp.Client.AppsV1().Deployments(metav1.NamespaceDefault).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	before := f.waitWeb(t, 2, "on n1", func(corev1.Pod) bool { return true })
@@ -132,7 +138,14 @@ func TestPodsRunOnWhileTheBridgeIsGone(t *testing.T) {
 		}
 	}
 
+	f.nodes["n2"].Signal(syscall.SIGTERM) // a clean stop: its record is deleted
+	f.nodes["n2"].Wait(time.Minute)
+
 	f.bridge = f.startBridge(t)
+	poll.Until(t, time.Minute, poll.Msg("Node n2 deleted by the new bridge"), func() bool {
+		_, err := f.cp.Client.CoreV1().Nodes().Get(ctx, "n2", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
 	if _, err := f.cp.Kubectl(ctx, "scale", "deployment/web", "--replicas=3"); err != nil {
 		t.Fatal(err)
 	}
