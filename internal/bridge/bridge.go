@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"time"
 
@@ -34,10 +35,13 @@ type Config struct {
 	// a quarter of it while the node's heartbeat is fresh); default 40 s,
 	// kubelet's.
 	LeaseDuration time.Duration
-	// KubeletListen is where the kubelet API of every node is served
-	// (host:port, ":10250"); "" serves none. KubeletAddress is the address
-	// the Nodes advertise for it (their InternalIP: kube-apiserver dials
-	// it), required with KubeletListen.
+	// KubeletListen is where the kubelet API of the nodes is served,
+	// host:port: each node on a port of its own, the first free from port
+	// on (":10250"), or any free one with port 0; "" serves none. The paths
+	// of the Summary API and the resource metrics do not name the node:
+	// its port does. KubeletAddress is the address the Nodes advertise for
+	// it (their InternalIP: kube-apiserver dials it), required with
+	// KubeletListen.
 	KubeletListen, KubeletAddress string
 	// ClientCAFile is the CA whose client certificates the kubelet API
 	// accepts (the cluster's: kube-apiserver's --kubelet-client-certificate
@@ -95,10 +99,14 @@ type Bridge struct {
 	// nodes are the bridged nodes by name, owned by Run's goroutine (the
 	// node watch's callback).
 	nodes map[string]*nodeBridge
-	// kubeletPort is the kubelet API's port, set by Run before any node
-	// is bridged; 0 without one.
-	kubeletPort int32
+	// kubeletTLS is the kubelet API's TLS, set by Run before any node is
+	// bridged; nil without one.
+	kubeletTLS *tls.Config
 }
+
+// maxKubeletPorts is how many ports from KubeletListen's are tried for a
+// node's kubelet API.
+const maxKubeletPorts = 1000
 
 // eventSource is the component of the Events the bridge records.
 const eventSource = "jetlet-bridge"
@@ -125,17 +133,11 @@ func New(kube kubernetes.Interface, jetlet *client.Client, log zerolog.Logger, c
 func (b *Bridge) Run(ctx context.Context) error {
 	ctx = b.log.WithContext(vklog.WithLogger(ctx, vkLogger{b.log}))
 	// What can fail comes first: nothing has started yet.
-	var kubelet net.Listener
-	var kubeletTLSConfig *tls.Config
 	if b.cfg.KubeletListen != "" {
 		var err error
-		if kubeletTLSConfig, err = kubeletTLS(b.cfg.TLSCertFile, b.cfg.TLSKeyFile, b.cfg.ClientCAFile, b.cfg.KubeletAddress); err != nil {
+		if b.kubeletTLS, err = kubeletTLS(b.cfg.TLSCertFile, b.cfg.TLSKeyFile, b.cfg.ClientCAFile, b.cfg.KubeletAddress); err != nil {
 			return err
 		}
-		if kubelet, err = net.Listen("tcp", b.cfg.KubeletListen); err != nil {
-			return fmt.Errorf("bridge: the kubelet API: %w", err)
-		}
-		b.kubeletPort = int32(kubelet.Addr().(*net.TCPAddr).Port)
 	}
 	// The informers are registered before the factory starts; the nodes
 	// are bridged once they hold what there is.
@@ -146,9 +148,6 @@ func (b *Bridge) Run(ctx context.Context) error {
 		secret   bool
 	}{{core.ConfigMaps().Informer(), false}, {core.Secrets().Informer(), true}} {
 		if _, err := h.informer.AddEventHandler(b.configs.handler(ctx, h.secret)); err != nil {
-			if kubelet != nil {
-				kubelet.Close()
-			}
 			return err
 		}
 	}
@@ -162,14 +161,6 @@ func (b *Bridge) Run(ctx context.Context) error {
 	var background sync.WaitGroup
 	defer background.Wait()
 	background.Go(func() { b.tokens.renew(ctx) })
-	if kubelet != nil {
-		background.Go(func() {
-			a := &kubeletAPI{kube: b.kube, jetlet: b.jetlet}
-			if err := a.serve(ctx, kubelet, kubeletTLSConfig); err != nil {
-				zerolog.Ctx(ctx).Error().Err(err).Msg("the kubelet API stopped")
-			}
-		})
-	}
 	defer b.stopAll()
 	b.retry(ctx, "watching jetlet_nodes", func(ctx context.Context) error {
 		return b.jetlet.WatchNodes(ctx, func(n *client.Node) error {
@@ -178,6 +169,28 @@ func (b *Bridge) Run(ctx context.Context) error {
 		})
 	})
 	return nil
+}
+
+// listenKubelet listens for a node's kubelet API: on the first free port
+// from KubeletListen's, or on any with port 0.
+func (b *Bridge) listenKubelet() (net.Listener, error) {
+	host, port, err := net.SplitHostPort(b.cfg.KubeletListen)
+	if err != nil {
+		return nil, fmt.Errorf("bridge: --kubelet-listen %q: %w", b.cfg.KubeletListen, err)
+	}
+	first, err := strconv.Atoi(port)
+	if err != nil || first < 0 || first > 65535 {
+		return nil, fmt.Errorf("bridge: --kubelet-listen %q: the port is not a number", b.cfg.KubeletListen)
+	}
+	if first == 0 {
+		return net.Listen("tcp", b.cfg.KubeletListen)
+	}
+	for p := first; p < first+maxKubeletPorts && p <= 65535; p++ {
+		if ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p))); err == nil {
+			return ln, nil
+		}
+	}
+	return nil, fmt.Errorf("bridge: no free port for a kubelet API from %s on (%d tried)", b.cfg.KubeletListen, maxKubeletPorts)
 }
 
 // retry runs fn until ctx ends, again after RetryDelay each time it

@@ -18,41 +18,44 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/jetlet/jetlet/client"
 	"github.com/jetlet/jetlet/schemas"
 )
 
-// kubeletAPI is the kubelet API of every bridged node, what kube-apiserver
-// calls for `kubectl logs`, `exec`, `attach` and `port-forward`:
-// virtual-kubelet's handlers, each call carried to the pod's node over the
-// bus by the client package. It trusts a caller by its client certificate
-// (verified by the TLS config against the cluster's CA) and asks the API
-// server, as kubelet's webhook authorizer does, whether that user may
-// reach the pod's node (nodes/proxy).
+// kubeletAPI is one bridged node's kubelet API, what kube-apiserver calls
+// for `kubectl logs`, `exec`, `attach` and `port-forward`, and
+// metrics-server for usage: virtual-kubelet's handlers, each call carried
+// to the node over the bus by the client package. It trusts a caller by
+// its client certificate (verified by the TLS config against the
+// cluster's CA) and asks the API server, as kubelet's webhook authorizer
+// does, whether that user may reach the node (nodes/proxy, nodes/stats,
+// nodes/metrics).
 type kubeletAPI struct {
+	node   string
 	kube   kubernetes.Interface
 	jetlet *client.Client
 }
 
 func (a *kubeletAPI) handler() http.Handler {
 	return a.authorize(api.PodHandler(api.PodHandlerConfig{
-		GetContainerLogs:  a.logs,
-		RunInContainer:    a.exec,
-		AttachToContainer: a.attach,
-		PortForward:       a.portForward,
-		// One listener serves every node: which node's pods a call means
-		// is not in these paths.
-		GetPodsFromKubernetes: func(context.Context) ([]*corev1.Pod, error) {
-			return nil, errdefs.InvalidInput("the bridge serves many nodes: list a node's pods through the API server")
-		},
+		GetContainerLogs:      a.logs,
+		RunInContainer:        a.exec,
+		AttachToContainer:     a.attach,
+		PortForward:           a.portForward,
+		GetPodsFromKubernetes: a.pods,
+		GetStatsSummary:       func(ctx context.Context) (*statsv1alpha1.Summary, error) { return a.jetlet.Stats(ctx, a.node) },
+		GetMetricsResource:    a.metricsResource,
 	}, false))
 }
 
 // authorize lets a request through when its client certificate's user
-// may reach the node of the pod it names.
+// may reach the node, as kubelet maps paths to subresources, and the pod
+// it names is the node's.
 func (a *kubeletAPI) authorize(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
@@ -60,20 +63,13 @@ func (a *kubeletAPI) authorize(next http.Handler) http.Handler {
 			return
 		}
 		cert := r.TLS.VerifiedChains[0][0]
-		// /<verb>/<namespace>/<pod>[/<container>]
 		parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")
-		if len(parts) < 3 {
-			http.NotFound(w, r)
-			return
-		}
-		pod, err := a.kube.CoreV1().Pods(parts[1]).Get(r.Context(), parts[2], metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			http.Error(w, err.Error(), http.StatusNotFound)
-			return
-		}
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
+		subresource := "proxy"
+		switch parts[0] {
+		case "stats":
+			subresource = "stats"
+		case "metrics":
+			subresource = "metrics"
 		}
 		verb := "get"
 		if r.Method == http.MethodPost {
@@ -82,7 +78,7 @@ func (a *kubeletAPI) authorize(next http.Handler) http.Handler {
 		review, err := a.kube.AuthorizationV1().SubjectAccessReviews().Create(r.Context(), &authorizationv1.SubjectAccessReview{
 			Spec: authorizationv1.SubjectAccessReviewSpec{
 				User: cert.Subject.CommonName, Groups: cert.Subject.Organization,
-				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Resource: "nodes", Subresource: "proxy", Name: pod.Spec.NodeName},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Resource: "nodes", Subresource: subresource, Name: a.node},
 			},
 		}, metav1.CreateOptions{})
 		if err != nil {
@@ -90,14 +86,15 @@ func (a *kubeletAPI) authorize(next http.Handler) http.Handler {
 			return
 		}
 		if !review.Status.Allowed {
-			http.Error(w, fmt.Sprintf("Forbidden: user %s may not %s nodes/proxy of %s", cert.Subject.CommonName, verb, pod.Spec.NodeName), http.StatusForbidden)
+			http.Error(w, fmt.Sprintf("Forbidden: user %s may not %s nodes/%s of %s", cert.Subject.CommonName, verb, subresource, a.node), http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// pod is the bus's name of a pod of the API server: its node and uid.
+// pod is the bus's name of a pod of the API server on this node: its
+// node and uid. A pod of another node is not found here.
 func (a *kubeletAPI) pod(ctx context.Context, namespace, name string) (*client.Pod, error) {
 	pod, err := a.kube.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -106,10 +103,23 @@ func (a *kubeletAPI) pod(ctx context.Context, namespace, name string) (*client.P
 	if err != nil {
 		return nil, err
 	}
-	if pod.Spec.NodeName == "" {
-		return nil, errdefs.InvalidInputf("pod %s/%s is on no node yet", namespace, name)
+	if pod.Spec.NodeName != a.node {
+		return nil, errdefs.NotFoundf("pod %s/%s is not on node %s", namespace, name, a.node)
 	}
-	return &client.Pod{Node: pod.Spec.NodeName, UID: string(pod.UID), Namespace: namespace, Name: name}, nil
+	return &client.Pod{Node: a.node, UID: string(pod.UID), Namespace: namespace, Name: name}, nil
+}
+
+// pods are the pods bound to the node.
+func (a *kubeletAPI) pods(ctx context.Context) ([]*corev1.Pod, error) {
+	list, err := a.kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", a.node).String()})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
 }
 
 func (a *kubeletAPI) logs(ctx context.Context, namespace, name, container string, opts api.ContainerLogOpts) (io.ReadCloser, error) {

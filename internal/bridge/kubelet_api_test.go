@@ -3,11 +3,15 @@ package bridge_test
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +20,7 @@ import (
 	"github.com/creack/pty"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/jetlet/jetlet/test/kubetest"
 	"github.com/jetlet/jetlet/test/poll"
@@ -116,6 +121,63 @@ func TestKubectlReachesAPodThroughTheBridge(t *testing.T) {
 		}
 		if err := cmd.Wait(); cmd.ProcessState.ExitCode() != 5 {
 			t.Errorf("kubectl exec -it ended %v, want exit status 5 (the shell's)", err)
+		}
+	})
+
+	// The Summary API and the resource metrics, as metrics-server scrapes
+	// them: straight from the node's kubelet API (its own port), with a
+	// client certificate of the cluster's CA whose user may get
+	// nodes/stats (kube-apiserver's node proxy refuses a loopback address).
+	t.Run("stats and resource metrics", func(t *testing.T) {
+		n, err := f.cp.Client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := fmt.Sprintf("https://127.0.0.1:%d", n.Status.DaemonEndpoints.KubeletEndpoint.Port)
+		get := func(user, path string) (int, string, error) {
+			tlsConfig := &tls.Config{InsecureSkipVerify: true} // self-signed, as kube-apiserver takes it
+			if user != "" {
+				pki := filepath.Join(f.cp.Dir, "pki", user)
+				cert, err := tls.LoadX509KeyPair(pki+".crt", pki+".key")
+				if err != nil {
+					t.Fatal(err)
+				}
+				tlsConfig.Certificates = []tls.Certificate{cert}
+			}
+			c := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}, Timeout: 30 * time.Second}
+			resp, err := c.Get(base + path)
+			if err != nil {
+				return 0, "", err
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(body), nil
+		}
+		var summary statsv1alpha1.Summary
+		var code int
+		var raw string
+		poll.Until(t, 30*time.Second, func() string { return fmt.Sprintf("a Summary of n1 with pod web: %d %.500q %v", code, raw, err) }, func() bool {
+			code, raw, err = get("kube-apiserver-kubelet-client", "/stats/summary")
+			if err != nil || code != http.StatusOK || json.Unmarshal([]byte(raw), &summary) != nil {
+				return false
+			}
+			return summary.Node.NodeName == "n1" && slices.ContainsFunc(summary.Pods, func(p statsv1alpha1.PodStats) bool { return p.PodRef.Name == "web" })
+		})
+		code, metrics, err := get("kube-apiserver-kubelet-client", "/metrics/resource")
+		if err != nil || code != http.StatusOK {
+			t.Fatalf("/metrics/resource: %d %v", code, err)
+		}
+		for _, want := range []string{"node_memory_working_set_bytes ", `container_memory_working_set_bytes{container="app",namespace="default",pod="web"} `} {
+			if !strings.Contains(metrics, want) {
+				t.Errorf("/metrics/resource has no %q:\n%s", want, metrics)
+			}
+		}
+		// Who may not: no certificate at all, and a user without nodes/stats.
+		if _, _, err := get("", "/stats/summary"); err == nil {
+			t.Error("/stats/summary answered a client without a certificate")
+		}
+		if code, body, err := get("kube-scheduler", "/stats/summary"); err != nil || code != http.StatusForbidden {
+			t.Errorf("/stats/summary for system:kube-scheduler: %d %q %v, want 403", code, body, err)
 		}
 	})
 

@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -33,6 +34,10 @@ type nodeBridge struct {
 	notify func(*corev1.Node) // the running NodeController's, nil before
 	sent   *corev1.Node       // the last Node handed to notify
 
+	// kubeletPort is the port of the node's kubelet API (0: none), set by
+	// run before it starts the controllers that read it.
+	kubeletPort int32
+
 	changed chan struct{}   // a new record to feed (1-buffered: a wake-up)
 	ctx     context.Context // run's: ends at stop
 	cancel  context.CancelFunc
@@ -56,6 +61,22 @@ func (nb *nodeBridge) run() {
 	ctx := log.WithContext(nb.ctx)
 	var pods sync.WaitGroup
 	defer pods.Wait()
+	if nb.b.kubeletTLS != nil {
+		ln, err := nb.b.listenKubelet()
+		for ; err != nil; ln, err = nb.b.listenKubelet() {
+			log.Warn().Err(err).Dur("retry_in", nb.b.cfg.RetryDelay).Msg("listening for the kubelet API")
+			if !sleep(ctx, nb.b.cfg.RetryDelay) {
+				return
+			}
+		}
+		nb.kubeletPort = int32(ln.Addr().(*net.TCPAddr).Port)
+		pods.Go(func() {
+			a := &kubeletAPI{node: nb.name, kube: nb.b.kube, jetlet: nb.b.jetlet}
+			if err := a.serve(ctx, ln, nb.b.kubeletTLS); err != nil {
+				log.Error().Err(err).Msg("the kubelet API stopped")
+			}
+		})
+	}
 	pods.Go(func() { nb.b.retry(ctx, "running the pod controller", nb.runPods) })
 	nb.b.retry(ctx, "registering the Node", nb.runController)
 }
@@ -113,7 +134,7 @@ func (nb *nodeBridge) record() *schemas.NodeRecord {
 
 func (nb *nodeBridge) runController(ctx context.Context) error {
 	nb.mu.Lock()
-	first := nodeOf(nb.rec, nb.b.kubeletPort, nb.b.cfg.KubeletAddress)
+	first := nodeOf(nb.rec, nb.kubeletPort, nb.b.cfg.KubeletAddress)
 	nb.notify, nb.sent = nil, first
 	nb.mu.Unlock()
 	seconds := int32(nb.b.cfg.LeaseDuration / time.Second)
@@ -142,7 +163,7 @@ func (nb *nodeBridge) runController(ctx context.Context) error {
 func (nb *nodeBridge) feed(ctx context.Context) {
 	for {
 		nb.mu.Lock()
-		n := nodeOf(nb.rec, nb.b.kubeletPort, nb.b.cfg.KubeletAddress)
+		n := nodeOf(nb.rec, nb.kubeletPort, nb.b.cfg.KubeletAddress)
 		notify := nb.notify
 		if notify != nil && sameNode(n, nb.sent) {
 			notify = nil

@@ -49,7 +49,7 @@ func NewCommand() *cobra.Command {
 	fs.StringVar(&f.logLevel, "log-level", "info", "trace, debug, info, warn or error")
 	fs.Float32Var(&f.qps, "kube-api-qps", 50, "requests per second to the API server, Events apart (kubelet's default, for one node: raise it for a large fleet)")
 	fs.IntVar(&f.burst, "kube-api-burst", 100, "burst of requests to the API server (kubelet's default), Events apart")
-	fs.StringVar(&f.bridge.KubeletListen, "kubelet-listen", "", "host:port where the kubelet API of every node is served, for kubectl logs, exec, attach and port-forward (\":10250\"); empty: none")
+	fs.StringVar(&f.bridge.KubeletListen, "kubelet-listen", "", "host:port from which each node's kubelet API takes a port of its own, for kubectl logs, exec, attach, port-forward and metrics-server (\":10250\"; port 0: any free one); empty: none")
 	fs.StringVar(&f.bridge.KubeletAddress, "kubelet-address", "", "the address the Nodes advertise for the kubelet API (their InternalIP, which kube-apiserver dials)")
 	fs.StringVar(&f.bridge.ClientCAFile, "client-ca-file", "", "CA of the client certificates the kubelet API accepts (the cluster's, which signs kube-apiserver's --kubelet-client-certificate)")
 	fs.StringVar(&f.bridge.TLSCertFile, "tls-cert-file", "", "the kubelet API's serving certificate (default: one made for --kubelet-address, signed by itself)")
