@@ -71,8 +71,13 @@ func (c *Config) Validate() error {
 	if c.LeaseDuration < 4*time.Second {
 		return fmt.Errorf("bridge: lease duration %s: at least 4s (it is renewed at a quarter of it)", c.LeaseDuration)
 	}
-	if c.KubeletListen != "" && (c.KubeletAddress == "" || c.ClientCAFile == "") {
-		return errors.New("bridge: the kubelet API needs the address the Nodes advertise (--kubelet-address) and the client CA (--client-ca-file)")
+	if c.KubeletListen != "" {
+		if c.KubeletAddress == "" || c.ClientCAFile == "" {
+			return errors.New("bridge: the kubelet API needs the address the Nodes advertise (--kubelet-address) and the client CA (--client-ca-file)")
+		}
+		if _, _, err := kubeletListen(c.KubeletListen); err != nil {
+			return err
+		}
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return errors.New("bridge: --tls-cert-file and --tls-private-key-file go together")
@@ -174,13 +179,9 @@ func (b *Bridge) Run(ctx context.Context) error {
 // listenKubelet listens for a node's kubelet API: on the first free port
 // from KubeletListen's, or on any with port 0.
 func (b *Bridge) listenKubelet() (net.Listener, error) {
-	host, port, err := net.SplitHostPort(b.cfg.KubeletListen)
+	host, first, err := kubeletListen(b.cfg.KubeletListen)
 	if err != nil {
-		return nil, fmt.Errorf("bridge: --kubelet-listen %q: %w", b.cfg.KubeletListen, err)
-	}
-	first, err := strconv.Atoi(port)
-	if err != nil || first < 0 || first > 65535 {
-		return nil, fmt.Errorf("bridge: --kubelet-listen %q: the port is not a number", b.cfg.KubeletListen)
+		return nil, err
 	}
 	if first == 0 {
 		return net.Listen("tcp", b.cfg.KubeletListen)
@@ -191,6 +192,19 @@ func (b *Bridge) listenKubelet() (net.Listener, error) {
 		}
 	}
 	return nil, fmt.Errorf("bridge: no free port for a kubelet API from %s on (%d tried)", b.cfg.KubeletListen, maxKubeletPorts)
+}
+
+// kubeletListen splits --kubelet-listen into its host and first port.
+func kubeletListen(listen string) (host string, port int, err error) {
+	host, p, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", 0, fmt.Errorf("bridge: --kubelet-listen %q: %w", listen, err)
+	}
+	port, err = strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("bridge: --kubelet-listen %q: the port is not a port number", listen)
+	}
+	return host, port, nil
 }
 
 // retry runs fn until ctx ends, again after RetryDelay each time it
