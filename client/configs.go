@@ -99,27 +99,38 @@ func (c *Client) PrepareSecret(ctx context.Context, s *corev1.Secret, nodes []st
 	}
 	var out []*ConfigWrite
 	for _, node := range nodes {
-		w := &ConfigWrite{Kind: "Secret", Namespace: s.Namespace, Name: s.Name, bucket: schemas.BucketSecrets, key: sealed.SecretKey(node, s.Namespace, s.Name), Node: node, Result: ConfigCreated}
+		w, err := SealSecret(s, node, xkeys[node])
+		if err != nil {
+			return nil, err
+		}
 		old, err := c.getKV(ctx, w.bucket, w.key)
 		if err != nil {
 			return nil, err
 		}
-		if old != nil {
-			if create {
-				return nil, fmt.Errorf("%s already exists on node %s (jetlet apply -f replaces it)", label, node)
-			}
-			w.Result = ConfigConfigured
-		}
-		ss, err := sealed.Seal(s, node, xkeys[node])
-		if err != nil {
-			return nil, err // names the key, never the content
-		}
-		if w.value, err = json.Marshal(ss); err != nil {
-			return nil, fmt.Errorf("%s: %w", label, err)
+		if old == nil {
+			w.Result = ConfigCreated
+		} else if create {
+			return nil, fmt.Errorf("%s already exists on node %s (jetlet apply -f replaces it)", label, node)
 		}
 		out = append(out, w)
 	}
 	return out, nil
+}
+
+// SealSecret seals s for node with xkey, the curve public key of node's
+// record (Node.Record.XKey), reading nothing: for a program that follows
+// the node records already (WatchNodes) and stores many Secrets. Its
+// Result is ConfigConfigured; StoreConfigs stores it.
+func SealSecret(s *corev1.Secret, node, xkey string) (*ConfigWrite, error) {
+	w := &ConfigWrite{Kind: "Secret", Namespace: s.Namespace, Name: s.Name, bucket: schemas.BucketSecrets, key: sealed.SecretKey(node, s.Namespace, s.Name), Node: node, Result: ConfigConfigured}
+	ss, err := sealed.Seal(s, node, xkey)
+	if err != nil {
+		return nil, err // names the key, never the content
+	}
+	if w.value, err = json.Marshal(ss); err != nil {
+		return nil, fmt.Errorf("secret/%s/%s: %w", s.Namespace, s.Name, err)
+	}
+	return w, nil
 }
 
 // nodeXKeys reads the curve public key of each node from its record in

@@ -75,8 +75,8 @@
 // # Logs, exec, configuration, images
 //
 // Logs and Exec ask a pod's node over its node service. PrepareConfigMap,
-// PrepareSecret (sealed for each node with its record's key) and
-// StoreConfigs store what pods mount; PushImage stores an image in the
+// PrepareSecret (sealed for each node with its record's key; SealSecret
+// for a key the caller has) and StoreConfigs store what pods mount; PushImage stores an image in the
 // fleet's object store, where every node's registry finds it.
 //
 // # Errors

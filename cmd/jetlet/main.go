@@ -1,5 +1,6 @@
-// Command jetlet is the node agent (`jetlet run`, package agent) and its
-// client commands (package client).
+// Command jetlet is the node agent (`jetlet run`, package agent), its
+// client commands (package client) and the Kubernetes bridge (`jetlet
+// bridge`, package bridge).
 package main
 
 import (
@@ -9,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/jetlet/jetlet/cmd/jetlet/agent"
+	"github.com/jetlet/jetlet/cmd/jetlet/bridge"
 	"github.com/jetlet/jetlet/cmd/jetlet/client"
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/runtime/embedded/shim"
@@ -21,7 +23,7 @@ func main() {
 		os.Exit(shim.Main())
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	root := cli.NewRoot(append([]*cobra.Command{agent.NewRunCommand(), cli.NewVersionCommand()}, client.Commands()...)...)
+	root := cli.NewRoot(append([]*cobra.Command{agent.NewRunCommand(), bridge.NewCommand(), cli.NewVersionCommand()}, client.Commands()...)...)
 	code := cli.Execute(ctx, root, os.Args[1:], os.Stderr)
 	stop()
 	os.Exit(code)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/poll"
+	"github.com/jetlet/jetlet/test/procstat"
 )
 
 // BenchmarkProbesCPU measures the CPU a jetlet spends on probes: 100 running
@@ -85,38 +86,18 @@ func BenchmarkProbesCPU(b *testing.B) {
 				return true
 			})
 			syncs0 := metric(b, n, "jetlet_sync_duration_seconds_count")
-			self0, children0 := cpuTime(b, n.proc.Pid())
+			self0, children0 := procstat.CPU(b, n.proc.Pid())
 			start := time.Now()
 			b.ResetTimer()
 			time.Sleep(span) // the measured span: jetlet runs on its own
 			b.StopTimer()
-			self1, children1 := cpuTime(b, n.proc.Pid())
+			self1, children1 := procstat.CPU(b, n.proc.Pid())
 			elapsed := time.Since(start)
 			b.ReportMetric(100*float64(self1-self0)/float64(elapsed), "%core-jetlet")
 			b.ReportMetric((metric(b, n, "jetlet_sync_duration_seconds_count")-syncs0)/elapsed.Seconds(), "syncs/s")
 			b.ReportMetric(100*float64(children1-children0)/float64(elapsed), "%core-children")
 		})
 	}
-}
-
-// cpuTime is a process's user+system CPU time and that of its reaped
-// children, from /proc/<pid>/stat (in clock ticks of 10 ms, Linux's USER_HZ).
-func cpuTime(b *testing.B, pid int) (self, children time.Duration) {
-	b.Helper()
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		b.Fatal(err)
-	}
-	// The fields after the command name (which may hold spaces) start at state.
-	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
-	tick := func(i int) time.Duration { // i: the field's number in proc(5), from 1
-		v, err := strconv.ParseInt(f[i-3], 10, 64)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return time.Duration(v) * 10 * time.Millisecond
-	}
-	return tick(14) + tick(15), tick(16) + tick(17)
 }
 
 // metricsText reads jetlet's /metrics.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jetlet/jetlet/test/procstat"
 )
 
 // The benchmarks that run jetlet measure it from outside; to see where its
@@ -97,7 +99,7 @@ type loadCost struct {
 
 func costOf(b *testing.B, n *node) loadCost {
 	b.Helper()
-	self, _ := cpuTime(b, n.proc.Pid())
+	self, _ := procstat.CPU(b, n.proc.Pid())
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", n.proc.Pid()))
 	if err != nil {
 		b.Fatal(err)
@@ -153,8 +155,8 @@ type startCPU struct {
 
 func startCPUOf(b *testing.B, n *node, srv *natsServerProc) startCPU {
 	b.Helper()
-	jetlet, _ := cpuTime(b, n.proc.Pid())
-	nats, _ := cpuTime(b, srv.cmd.Process.Pid)
+	jetlet, _ := procstat.CPU(b, n.proc.Pid())
+	nats, _ := procstat.CPU(b, srv.cmd.Process.Pid)
 	return startCPU{n: n, srv: srv, jetlet: jetlet, nats: nats}
 }
 
@@ -166,11 +168,11 @@ func startCPUOf(b *testing.B, n *node, srv *natsServerProc) startCPU {
 // exec are not counted) and their reaped children's; pods the starts.
 func (c startCPU) report(b *testing.B, pods int) {
 	b.Helper()
-	jetlet, _ := cpuTime(b, c.n.proc.Pid())
-	nats, _ := cpuTime(b, c.srv.cmd.Process.Pid)
+	jetlet, _ := procstat.CPU(b, c.n.proc.Pid())
+	nats, _ := procstat.CPU(b, c.srv.cmd.Process.Pid)
 	var shims time.Duration
 	for pid := range podShims(b, c.n.dataDir).procs {
-		_, reaped := cpuTime(b, pid)
+		_, reaped := procstat.CPU(b, pid)
 		shims += reaped + runTime(b, pid)
 		kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
 		if err != nil {

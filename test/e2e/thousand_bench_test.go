@@ -22,6 +22,7 @@ import (
 	"github.com/jetlet/jetlet/schemas"
 	"github.com/jetlet/jetlet/test/cnitest"
 	"github.com/jetlet/jetlet/test/poll"
+	"github.com/jetlet/jetlet/test/procstat"
 )
 
 // BenchmarkThousandPods brings pods (two containers each) up on the embedded
@@ -94,10 +95,10 @@ func benchThousand(b *testing.B, pods int) {
 	b.ReportMetric(1000*relist1.since(relist0).quantile(0.99), "start-relist-p99-ms")
 
 	// At rest: nothing is asked of jetlet; it relists and keeps its pods.
-	cpu0, _ := cpuTime(b, n.proc.Pid())
+	cpu0, _ := procstat.CPU(b, n.proc.Pid())
 	rest := time.Now()
 	time.Sleep(quiet) // the measured window: jetlet runs on its own
-	cpu1, _ := cpuTime(b, n.proc.Pid())
+	cpu1, _ := procstat.CPU(b, n.proc.Pid())
 	b.ReportMetric(100*float64(cpu1-cpu0)/float64(time.Since(rest)), "%core-jetlet")
 	relist2 := histogram(b, n, "jetlet_relist_duration_seconds")
 	b.ReportMetric(1000*relist2.since(relist1).quantile(0.5), "relist-p50-ms")

@@ -48,3 +48,51 @@ func TestPrebuiltDir(t *testing.T) {
 		t.Errorf("a missing prebuilt command: %v, want an error naming %s", err, PrebuiltEnv)
 	}
 }
+
+// A Cached command is built once into the cache and found there by the
+// next process; a change to its module's files is another key, another
+// build.
+func TestCachedBuildsOncePerModuleContent(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv(CacheEnv, cache)
+	module := t.TempDir()
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(module, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go.mod", "module tiny\n\ngo 1.26\n")
+	write("main.go", "package main\n\nfunc main() { println(\"one\") }\n")
+	first := (&Command{Pkg: ".", Name: "tiny", Module: module, Cached: true}).Path(t)
+	if !strings.HasPrefix(first, cache+string(filepath.Separator)) {
+		t.Fatalf("Path = %s, want it in the cache %s", first, cache)
+	}
+	// The next process's Command: the cached binary, not a new build (a
+	// build would replace it, a new inode).
+	before, err := os.Stat(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := (&Command{Pkg: ".", Name: "tiny", Module: module, Cached: true}).Path(t); again != first {
+		t.Errorf("second Path = %s, want the cached %s", again, first)
+	}
+	if after, err := os.Stat(first); err != nil || !os.SameFile(before, after) {
+		t.Errorf("the cached binary was rebuilt (%v)", err)
+	}
+	write("main.go", "package main\n\nfunc main() { println(\"two\") }\n")
+	changed := (&Command{Pkg: ".", Name: "tiny", Module: module, Cached: true}).Path(t)
+	if changed == first {
+		t.Fatalf("Path after a change = %s, the old key's", changed)
+	}
+	if out, err := exec.Command(changed).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "two" {
+		t.Errorf("the new build prints %q (%v), want two", out, err)
+	}
+}
+
+// Cached needs a Module to key on.
+func TestCachedWithoutModuleRefused(t *testing.T) {
+	t.Setenv(CacheEnv, t.TempDir())
+	if _, err := (&Command{Pkg: ".", Name: "x", Cached: true}).cached(t.TempDir()); err == nil || !strings.Contains(err.Error(), "without a Module") {
+		t.Errorf("cached without Module: %v", err)
+	}
+}

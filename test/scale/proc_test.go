@@ -15,10 +15,6 @@ import (
 	"github.com/jetlet/jetlet/test/natscluster"
 )
 
-// clockTick is Linux's USER_HZ, the unit of /proc/<pid>/stat's CPU times: 100
-// on every architecture Go runs Linux on.
-const clockTick = 10 * time.Millisecond
-
 // serverPID finds the process of a cluster server by its command line
 // (natscluster does not expose the process; it starts each with -p <port>).
 func serverPID(b *testing.B, s *natscluster.Server) int {
@@ -40,44 +36,6 @@ func serverPID(b *testing.B, s *natscluster.Server) int {
 		}
 	}
 	b.Fatalf("no nats-server process listening on %d", s.Port)
-	return 0
-}
-
-// processCPU is the user plus system CPU time process pid has used.
-func processCPU(b *testing.B, pid int) time.Duration {
-	b.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	// Fields after the command (which may hold spaces) in parentheses:
-	// state is field 3, utime 14, stime 15.
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
-	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
-	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		b.Fatalf("/proc/%d/stat: %q", pid, data)
-	}
-	return time.Duration(utime+stime) * clockTick
-}
-
-// processRSS is the resident memory of process pid in bytes.
-func processRSS(b *testing.B, pid int) int64 {
-	b.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for line := range strings.Lines(string(data)) {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				b.Fatalf("VmRSS %q: %v", rest, err)
-			}
-			return kb << 10
-		}
-	}
-	b.Fatalf("/proc/%d/status has no VmRSS", pid)
 	return 0
 }
 

@@ -33,6 +33,7 @@ import (
 	"github.com/jetlet/jetlet/schemas/natsjs"
 	"github.com/jetlet/jetlet/test/natscluster"
 	"github.com/jetlet/jetlet/test/poll"
+	"github.com/jetlet/jetlet/test/procstat"
 )
 
 var (
@@ -84,7 +85,7 @@ func BenchmarkScale100Nodes(b *testing.B) {
 	}
 	rss := func() (sum int64) {
 		for _, pid := range pids {
-			sum += processRSS(b, pid)
+			sum += procstat.RSS(b, pid)
 		}
 		return sum
 	}
@@ -211,7 +212,8 @@ func connect(b testing.TB, urls string) *nats.Conn {
 
 func sumCPU(b *testing.B, pids []int) (sum time.Duration) {
 	for _, pid := range pids {
-		sum += processCPU(b, pid)
+		self, _ := procstat.CPU(b, pid)
+		sum += self
 	}
 	return sum
 }

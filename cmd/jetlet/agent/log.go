@@ -1,38 +1,25 @@
 package agent
 
 import (
-	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 )
 
 // logger is the process logger; components derive theirs with component=...
 var logger = zerolog.New(os.Stderr).With().Timestamp().Logger()
 
-// setupLogging makes logs JSON, or human-readable when stderr is a terminal,
-// at the given level.
+// setupLogging makes the process logger (cli.NewLogger).
 func setupLogging(level string, w io.Writer) error {
-	lvl, err := zerolog.ParseLevel(level)
-	if err != nil || level == "" {
-		return fmt.Errorf("log level %q: want trace, debug, info, warn or error", level)
+	l, err := cli.NewLogger(level, w)
+	if err != nil {
+		return err
 	}
-	if f, ok := w.(*os.File); ok && isTerminal(f) {
-		w = zerolog.ConsoleWriter{Out: f, TimeFormat: time.TimeOnly}
-	}
-	zerolog.TimeFieldFormat = time.RFC3339Nano
-	// Every duration is logged under a name ending in _ms, in milliseconds
-	// with a fraction.
-	zerolog.DurationFieldUnit, zerolog.DurationFieldInteger = time.Millisecond, false
-	logger = zerolog.New(w).Level(lvl).With().Timestamp().Logger()
+	logger = l
 	return nil
-}
-
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // natsServerLogger sends the embedded nats-server's logs to zerolog.

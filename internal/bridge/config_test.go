@@ -1,0 +1,36 @@
+package bridge
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestConfigValidate(t *testing.T) {
+	kubelet := Config{KubeletListen: ":10250", KubeletAddress: "10.0.0.5", ClientCAFile: "ca.crt"}
+	tests := []struct {
+		name    string
+		edit    func(*Config)
+		wantErr string
+	}{
+		{"defaults", func(c *Config) { *c = Config{} }, ""},
+		{"kubelet API", func(*Config) {}, ""},
+		{"any port", func(c *Config) { c.KubeletListen = "127.0.0.1:0" }, ""},
+		{"no address", func(c *Config) { c.KubeletAddress = "" }, "--kubelet-address"},
+		{"no client CA", func(c *Config) { c.ClientCAFile = "" }, "--client-ca-file"},
+		{"no port", func(c *Config) { c.KubeletListen = "10.0.0.5" }, "--kubelet-listen"},
+		{"a port too high", func(c *Config) { c.KubeletListen = ":70000" }, "not a port number"},
+		{"a cert without its key", func(c *Config) { c.TLSCertFile = "tls.crt" }, "--tls-private-key-file"},
+		{"a short lease", func(c *Config) { c.LeaseDuration = 2_000_000_000 }, "lease duration"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := kubelet
+			tt.edit(&c)
+			c.setDefaults()
+			err := c.Validate()
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Errorf("Validate() = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
