@@ -280,6 +280,36 @@ func (s *suite) deletePods() {
 			return
 		}
 	}
+	s.awaitCollection(n)
+}
+
+// awaitCollection waits, up to jetlet's garbage collection period and a
+// margin, until the runtime holds no sandbox of this run. A delete's result
+// comes after its collection, yet rarely (seen on containerd 2 only, the
+// cause not found) a sandbox stays NOTREADY until the collection after:
+// each that outlived its pod's delete is logged with jetlet's lines about
+// it. What is still there at the deadline fails the sweep.
+func (s *suite) awaitCollection(n *node) {
+	start := time.Now()
+	outlived := map[string]*runtimeapi.PodSandbox{}
+	for time.Since(start) < time.Minute+15*time.Second {
+		left, err := s.cri.ListPodSandbox(context.Background(), &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{runLabel: s.runID}})
+		if err != nil || len(left) == 0 {
+			break
+		}
+		for _, p := range left {
+			outlived[p.Id] = p
+		}
+		time.Sleep(250 * time.Millisecond) // polling with a deadline
+	}
+	for _, p := range outlived {
+		s.t.Logf("cleanup: sandbox %s (%s) outlived its pod's delete (%s waited); jetlet's lines about it:", p.Id, p.State, time.Since(start).Round(time.Second))
+		for _, line := range strings.Split(n.proc.Logs(), "\n") {
+			if strings.Contains(line, p.Id[:12]) || strings.Contains(line, p.Metadata.GetUid()) {
+				s.t.Log(line)
+			}
+		}
+	}
 }
 
 func (n *node) subject(uid string) string { return "jetlet.intent." + n.name + "." + uid }
