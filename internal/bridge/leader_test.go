@@ -26,7 +26,8 @@ func bridgedNodes(p *jetlettest.Process) int {
 // Two bridges of one fleet: one holds the Lease and bridges each node
 // once, the other stands by and bridges none. The leader killed, the
 // standby takes the Lease once it expires and bridges the nodes: the Nodes
-// stay Ready and a pod created then runs.
+// stay Ready and a pod created then runs. A leader that loses its Lease
+// exits non-zero; one stopped releases it.
 func TestTwoBridgesOneLeadsTheOtherTakesOver(t *testing.T) {
 	f := newFleet(t, "n1", "n2")
 	ctx := t.Context()
@@ -100,6 +101,40 @@ func TestTwoBridgesOneLeadsTheOtherTakesOver(t *testing.T) {
 		}
 	}
 	if standby.Exited() {
-		t.Errorf("the new leader exited\n%s", standby.Logs())
+		t.Fatalf("the new leader exited\n%s", standby.Logs())
+	}
+
+	// The Lease taken from the leader (another holder, renewed): the
+	// leader cannot renew and exits non-zero, for its supervisor to start
+	// it again; a third bridge takes over once the thief's Lease expires.
+	third := f.startBridge(t, shortLeaderElection...)
+	byID[third.WaitLog("electing a leader", time.Minute)["identity"].(string)] = third
+	third.WaitLog("standing by: another bridge leads", time.Minute)
+	l, err := leases.Get(ctx, "jetlet-bridge", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	thief, now := "thief", metav1.NowMicro()
+	l.Spec.HolderIdentity, l.Spec.AcquireTime, l.Spec.RenewTime = &thief, &now, &now
+	if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if code := standby.Wait(time.Minute); code != 1 || !strings.Contains(standby.Logs(), "leaderelection lost") {
+		t.Errorf("a leader that lost its Lease exited %d, want 1 with leaderelection lost\n%s", code, standby.Logs())
+	}
+	third.WaitLog("leading: bridging", time.Minute)
+	f.bridge = third
+	poll.Until(t, time.Minute, func() string { return "the third bridge bridges both nodes\n" + third.Logs() }, func() bool {
+		return bridgedNodes(third) == 2
+	})
+
+	// Stopped, a leader stops bridging and then releases the Lease: the
+	// next bridge need not wait for it to expire.
+	third.Signal(syscall.SIGTERM)
+	if code := third.Wait(time.Minute); code != 0 {
+		t.Errorf("a leader stopped exited %d, want 0\n%s", code, third.Logs())
+	}
+	if h := holder(); h != "" {
+		t.Errorf("Lease held by %q after its leader stopped, want released", h)
 	}
 }
