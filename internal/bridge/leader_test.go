@@ -1,6 +1,8 @@
 package bridge_test
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -81,6 +83,15 @@ func TestTwoBridgesOneLeadsTheOtherTakesOver(t *testing.T) {
 	poll.Until(t, time.Minute, func() string { return "the standby bridges both nodes\n" + standby.Logs() }, func() bool {
 		return bridgedNodes(standby) == 2
 	})
+	// The Nodes advertise the new leader's kubelet API.
+	for _, name := range []string{"n1", "n2"} {
+		f.node(t, name, "advertising the new leader's kubelet API", func(n *corev1.Node) bool {
+			return slices.ContainsFunc(strings.Split(standby.Logs(), "\n"), func(line string) bool {
+				return strings.Contains(line, `"message":"serving the kubelet API"`) &&
+					strings.Contains(line, fmt.Sprintf(`"address":"127.0.0.1:%d"`, n.Status.DaemonEndpoints.KubeletEndpoint.Port))
+			})
+		})
+	}
 
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "after", Namespace: metav1.NamespaceDefault, Labels: map[string]string{"app": "after"}}, Spec: sleeper()}
 	if _, err := f.cp.Client.CoreV1().Pods(metav1.NamespaceDefault).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
