@@ -55,6 +55,9 @@ type Config struct {
 	// Events is the client Events are sent with, a rate limit of its own;
 	// default the bridge's client.
 	Events kubernetes.Interface
+	// LeaderElection chooses the bridge that bridges among those of a
+	// fleet.
+	LeaderElection LeaderElection
 }
 
 func (c *Config) setDefaults() {
@@ -64,6 +67,7 @@ func (c *Config) setDefaults() {
 	if c.RetryDelay == 0 {
 		c.RetryDelay = 2 * time.Second
 	}
+	c.LeaderElection.setDefaults()
 }
 
 // Validate checks the config.
@@ -82,7 +86,7 @@ func (c *Config) Validate() error {
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return errors.New("bridge: --tls-cert-file and --tls-private-key-file go together")
 	}
-	return nil
+	return c.LeaderElection.validate()
 }
 
 // Bridge keeps a Node for each node of a jetlet fleet.
@@ -91,6 +95,8 @@ type Bridge struct {
 	kube   kubernetes.Interface
 	jetlet *client.Client
 	log    zerolog.Logger
+	// identity is this bridge's in the leader election's Lease.
+	identity string
 
 	// shared are the informers of the objects pods refer to (ConfigMaps,
 	// Secrets, Services), shared by the nodes' pod controllers and configs,
@@ -127,23 +133,39 @@ func New(kube kubernetes.Interface, jetlet *client.Client, log zerolog.Logger, c
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Bridge{cfg: cfg, kube: kube, jetlet: jetlet, log: log.With().Str("component", "bridge").Logger(),
+	var id string
+	if cfg.LeaderElection.Enabled {
+		var err error
+		if id, err = identity(); err != nil {
+			return nil, err
+		}
+	}
+	return &Bridge{cfg: cfg, kube: kube, jetlet: jetlet, log: log.With().Str("component", "bridge").Logger(), identity: id,
 		shared: informers.NewSharedInformerFactory(kube, 0), events: record.NewBroadcaster(), tokens: newTokenIssuer(kube, jetlet),
 		nodes: map[string]*nodeBridge{}}, nil
 }
 
-// Run bridges until ctx ends: it follows jetlet_nodes, making a Node of
-// each node that comes and deleting the Node of each that stops. A Node
-// outlives the bridge: a bridge started again takes it over.
+// Run bridges until ctx ends, once it leads (with LeaderElection): it
+// follows jetlet_nodes, making a Node of each node that comes and deleting
+// the Node of each that stops. A Node outlives the bridge: a bridge
+// started again, or another one elected, takes it over.
 func (b *Bridge) Run(ctx context.Context) error {
 	ctx = b.log.WithContext(vklog.WithLogger(ctx, vkLogger{b.log}))
-	// What can fail comes first: nothing has started yet.
+	// What can fail comes first, a standby's too: nothing has started yet.
 	if b.cfg.KubeletListen != "" {
 		var err error
 		if b.kubeletTLS, err = kubeletTLS(b.cfg.TLSCertFile, b.cfg.TLSKeyFile, b.cfg.ClientCAFile, b.cfg.KubeletAddress); err != nil {
 			return err
 		}
 	}
+	if !b.cfg.LeaderElection.Enabled {
+		return b.bridge(ctx)
+	}
+	return b.lead(ctx, b.bridge)
+}
+
+// bridge is Run's work, the leader's.
+func (b *Bridge) bridge(ctx context.Context) error {
 	// The informers are registered before the factory starts; the nodes
 	// are bridged once they hold what there is.
 	core := b.shared.Core().V1()

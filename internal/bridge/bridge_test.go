@@ -34,6 +34,14 @@ type fleet struct {
 
 func startFleet(t testing.TB, names ...string) *fleet {
 	t.Helper()
+	f := newFleet(t, names...)
+	f.bridge = f.startBridge(t)
+	return f
+}
+
+// newFleet is a fleet without its bridge yet.
+func newFleet(t testing.TB, names ...string) *fleet {
+	t.Helper()
 	f := &fleet{cp: kubetest.Start(t), url: natstest.RunServer(t).ClientURL(), nodes: map[string]*jetlettest.Process{}}
 	for _, name := range names {
 		f.nodes[name] = jetlettest.StartNode(t, f.url, name)
@@ -44,16 +52,15 @@ func startFleet(t testing.TB, names ...string) *fleet {
 	}
 	t.Cleanup(c.Close)
 	f.jetlet = c
-	f.bridge = f.startBridge(t)
 	return f
 }
 
 // startBridge starts `jetlet bridge` between the control plane and the
-// bus, its kubelet API on a free port.
-func (f *fleet) startBridge(t testing.TB) *jetlettest.Process {
+// bus, its kubelet API on a free port, with args added.
+func (f *fleet) startBridge(t testing.TB, args ...string) *jetlettest.Process {
 	t.Helper()
-	return jetlettest.Start(t, "bridge", "--kubeconfig", f.cp.Kubeconfig, "--nats-url", f.url, "--data-dir", t.TempDir(),
-		"--kubelet-listen", "127.0.0.1:0", "--kubelet-address", "127.0.0.1", "--client-ca-file", filepath.Join(f.cp.Dir, "pki", "ca.crt"))
+	return jetlettest.Start(t, append([]string{"bridge", "--kubeconfig", f.cp.Kubeconfig, "--nats-url", f.url, "--data-dir", t.TempDir(),
+		"--kubelet-listen", "127.0.0.1:0", "--kubelet-address", "127.0.0.1", "--client-ca-file", filepath.Join(f.cp.Dir, "pki", "ca.crt")}, args...)...)
 }
 
 // node waits until the Node called name satisfies ok, and returns it.

@@ -220,9 +220,11 @@ func (a *kubeletAPI) portForward(ctx context.Context, namespace, name string, po
 	return a.jetlet.PortForward(ctx, p, port, "", stream)
 }
 
-// serve serves the kubelet API on ln with tlsConfig until ctx ends.
+// serve serves the kubelet API on ln with a copy of tlsConfig until ctx
+// ends: ServeTLS writes its server's config (NextProtos), and the nodes'
+// servers share tlsConfig.
 func (a *kubeletAPI) serve(ctx context.Context, ln net.Listener, tlsConfig *tls.Config) error {
-	srv := &http.Server{Handler: a.handler(), TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: a.handler(), TLSConfig: tlsConfig.Clone(), ReadHeaderTimeout: 10 * time.Second}
 	stop := context.AfterFunc(ctx, func() { _ = srv.Close() })
 	defer stop()
 	zerolog.Ctx(ctx).Info().Str("address", ln.Addr().String()).Msg("serving the kubelet API")

@@ -55,6 +55,13 @@ func NewCommand() *cobra.Command {
 	fs.StringVar(&f.bridge.TLSCertFile, "tls-cert-file", "", "the kubelet API's serving certificate (default: one made for --kubelet-address, signed by itself)")
 	fs.StringVar(&f.bridge.TLSKeyFile, "tls-private-key-file", "", "the key of --tls-cert-file")
 	fs.DurationVar(&f.bridge.LeaseDuration, "node-lease-duration", 40*time.Second, "each Node's Lease duration, renewed at a quarter of it while the node's heartbeat is fresh")
+	le := &f.bridge.LeaderElection
+	fs.BoolVar(&le.Enabled, "leader-elect", true, "elect the bridge that bridges among those of the fleet, by a Lease; the others stand by (false: bridge at once, the only bridge)")
+	fs.DurationVar(&le.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits from the leader's last renewal before it takes over")
+	fs.DurationVar(&le.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew before it stops leading (and exits); shorter than the lease duration")
+	fs.DurationVar(&le.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "the wait between tries to take or renew the Lease; shorter than the renew deadline")
+	fs.StringVar(&le.Namespace, "leader-elect-resource-namespace", "kube-system", "namespace of the leader election's Lease")
+	fs.StringVar(&le.Name, "leader-elect-resource-name", "jetlet-bridge", "name of the leader election's Lease")
 	return cmd
 }
 
