@@ -1,6 +1,6 @@
 // Command jetlet is the node agent (`jetlet run`, package agent), its
-// client commands (package client) and the Kubernetes bridge (`jetlet
-// bridge`, package bridge).
+// client commands (package client), and `jetlet bridge`, which runs the
+// Kubernetes bridge's own program (cmd/jetlet-bridge).
 package main
 
 import (
@@ -10,7 +10,6 @@ import (
 	"syscall"
 
 	"github.com/jetlet/jetlet/cmd/jetlet/agent"
-	"github.com/jetlet/jetlet/cmd/jetlet/bridge"
 	"github.com/jetlet/jetlet/cmd/jetlet/client"
 	"github.com/jetlet/jetlet/cmd/jetlet/internal/cli"
 	"github.com/jetlet/jetlet/runtime/embedded/shim"
@@ -23,7 +22,7 @@ func main() {
 		os.Exit(shim.Main())
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	root := cli.NewRoot(append([]*cobra.Command{agent.NewRunCommand(), bridge.NewCommand(), cli.NewVersionCommand()}, client.Commands()...)...)
+	root := cli.NewRoot(append([]*cobra.Command{agent.NewRunCommand(), newBridgeCommand(), cli.NewVersionCommand()}, client.Commands()...)...)
 	code := cli.Execute(ctx, root, os.Args[1:], os.Stderr)
 	stop()
 	os.Exit(code)

@@ -59,7 +59,7 @@ func newFleet(t testing.TB, names ...string) *fleet {
 // bus, its kubelet API on a free port, with args added.
 func (f *fleet) startBridge(t testing.TB, args ...string) *jetlettest.Process {
 	t.Helper()
-	return jetlettest.Start(t, append([]string{"bridge", "--kubeconfig", f.cp.Kubeconfig, "--nats-url", f.url, "--data-dir", t.TempDir(),
+	return jetlettest.StartBridge(t, append([]string{"--kubeconfig", f.cp.Kubeconfig, "--nats-url", f.url, "--data-dir", t.TempDir(),
 		"--kubelet-listen", "127.0.0.1:0", "--kubelet-address", "127.0.0.1", "--client-ca-file", filepath.Join(f.cp.Dir, "pki", "ca.crt")}, args...)...)
 }
 

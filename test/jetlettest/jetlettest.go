@@ -31,6 +31,17 @@ var jetlet = &gobuild.Command{
 // binary has it), and ./cmd/jetlet-shim beside it, and returns jetlet's path.
 func Binary(t testing.TB) string { return jetlet.Path(t) }
 
+// bridge is `jetlet bridge`'s own program, built as jetlet is (with -race
+// when the tests have it) but only by the tests that run it.
+var bridge = &gobuild.Command{Pkg: "github.com/jetlet/jetlet/cmd/jetlet-bridge", Name: "jetlet-bridge", Flags: raceFlags}
+
+// StartBridge runs `jetlet bridge` with args: the jetlet-bridge program
+// that jetlet runs for it.
+func StartBridge(t testing.TB, args ...string) *Process {
+	t.Helper()
+	return start(t, bridge.Path(t), nil, args)
+}
+
 // Process is a running jetlet.
 type Process struct {
 	t    testing.TB
@@ -53,9 +64,15 @@ func Start(t testing.TB, args ...string) *Process {
 // StartEnv is Start with extra environment variables.
 func StartEnv(t testing.TB, env []string, args ...string) *Process {
 	t.Helper()
+	return start(t, Binary(t), env, args)
+}
+
+// start runs the program at path with args and env added to the test's.
+func start(t testing.TB, path string, env, args []string) *Process {
+	t.Helper()
 	p := &Process{t: t, done: make(chan struct{})}
 	p.cond = sync.NewCond(&p.mu)
-	p.cmd = exec.Command(Binary(t), args...)
+	p.cmd = exec.Command(path, args...)
 	// Nodes of parallel tests would race for the default port of the
 	// registry of the bus (127.0.0.1:5050): each gets a free one unless the
 	// test says otherwise (a flag wins over the environment).

@@ -1,11 +1,18 @@
 // Package bridge is `jetlet bridge`: the flags of internal/bridge, which
 // makes each node of a jetlet fleet a Node of a Kubernetes control plane.
+// It is the jetlet-bridge program's (cmd/jetlet-bridge), which `jetlet
+// bridge` runs: linked into jetlet, the bridge's Kubernetes libraries
+// (apiserver, client-go, virtual-kubelet) doubled the binary and the memory
+// of every jetlet process, `jetlet run` and its pod shims included.
 package bridge
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -28,6 +35,13 @@ type flags struct {
 	qps           float32
 	burst         int
 	bridge        bridge.Config
+}
+
+// Main runs `jetlet bridge` with args, as the jetlet-bridge program.
+func Main(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return cli.Execute(ctx, cli.NewRoot(NewCommand()), append([]string{"bridge"}, args...), os.Stderr)
 }
 
 // NewCommand is `jetlet bridge`.
