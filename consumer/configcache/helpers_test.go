@@ -1,7 +1,6 @@
 package configcache_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"github.com/jetlet/jetlet/schemas/sealed/sealedtest"
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/natstest"
+	"github.com/jetlet/jetlet/test/syncbuf"
 )
 
 // marker is the value of every test Secret: it must never show in an
@@ -93,28 +93,10 @@ func (r *badReports) wait(t testing.TB, key string) error {
 	}
 }
 
-// syncBuffer is a log sink the watches write to while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type started struct {
 	*configcache.Objects
 	bad *badReports
-	log *syncBuffer
+	log *syncbuf.Buffer
 }
 
 // start runs Objects for node n1 until the test ends, and checks that Run
@@ -138,7 +120,7 @@ func running(t testing.TB) (*env, started) {
 
 func (e *env) new(t testing.TB, cfg configcache.Config) started {
 	t.Helper()
-	s := started{bad: newBadReports(), log: &syncBuffer{}}
+	s := started{bad: newBadReports(), log: &syncbuf.Buffer{}}
 	cfg.OnBadObject = s.bad.report
 	cfg.Logger = zerolog.New(s.log).Level(zerolog.TraceLevel)
 	o, err := configcache.New(e.js, "n1", e.key, cfg)

@@ -2,7 +2,6 @@ package bridge_test
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,26 +22,8 @@ import (
 
 	"github.com/jetlet/jetlet/test/kubetest"
 	"github.com/jetlet/jetlet/test/poll"
+	"github.com/jetlet/jetlet/test/syncbuf"
 )
-
-// syncBuffer is a buffer written by a process's reader and read by the
-// test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // kubectl starts kubectl with args in the background, ended with the test.
 func (f *fleet) kubectl(t *testing.T, args ...string) *exec.Cmd {
@@ -97,7 +77,7 @@ func TestKubectlReachesAPodThroughTheBridge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out syncBuffer
+		var out syncbuf.Buffer
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -187,7 +167,7 @@ func TestKubectlReachesAPodThroughTheBridge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var stderr syncBuffer
+		var stderr syncbuf.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -249,24 +249,6 @@ func digestOf(t testing.TB, d interface{ Digest() (v1.Hash, error) }) v1.Hash {
 	return h
 }
 
-// syncBuffer is a log sink many goroutines write.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func openStore(t testing.TB, opts Options) *Store {
 	t.Helper()
 	if opts.Dir == "" {

@@ -17,6 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/rs/zerolog"
+
+	"github.com/jetlet/jetlet/test/syncbuf"
 )
 
 func TestPullRecordsTheImage(t *testing.T) {
@@ -147,7 +149,7 @@ func TestPullFromAPrivateRegistry(t *testing.T) {
 		})
 	})
 	ref := reg.pushImage(t, "private:1", simpleImage(t, "private"))
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	s := openStore(t, Options{Logger: zerolog.New(&logs).Level(zerolog.DebugLevel)})
 
 	_, err := s.Pull(t.Context(), ref, nil)
@@ -182,7 +184,7 @@ func TestPullFromAPrivateRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var zl syncBuffer
+	var zl syncbuf.Buffer
 	zlog := zerolog.New(&zl)
 	zlog.Info().Object("auth", &a).Msg("")
 	for _, out := range []string{fmt.Sprint(a), fmt.Sprintf("%+v", a), fmt.Sprintf("%#v", a), fmt.Sprint(&a), string(js), zl.String()} {
