@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,6 +73,23 @@ func (term *Terminal) WaitFor(offset int, re string) int {
 		return loc != nil
 	})
 	return offset + loc[1]
+}
+
+// Resize gives the terminal rows and cols and waits until the shell at it
+// reports them (`stty size`, asked until it shows: the new size reaches
+// the container's terminal asynchronously); it returns the offset after.
+func (term *Terminal) Resize(rows, cols uint16) int {
+	term.t.Helper()
+	at := len(term.Out.String())
+	if err := pty.Setsize(term.Pty, &pty.Winsize{Rows: rows, Cols: cols}); err != nil {
+		term.t.Fatal(err)
+	}
+	want := fmt.Sprintf("%d %d\r\n", rows, cols)
+	poll.Until(term.t, 30*time.Second, func() string { return "the new size; the terminal shows " + term.Out.String() }, func() bool {
+		term.TypeIn("stty size\r")
+		return strings.Contains(term.Out.String()[at:], want)
+	})
+	return len(term.Out.String())
 }
 
 // ExitCode waits for the process and returns its exit code.

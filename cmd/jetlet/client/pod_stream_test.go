@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/creack/pty"
-
 	"github.com/jetlet/jetlet/test/jetlettest"
 	"github.com/jetlet/jetlet/test/poll"
 	"github.com/jetlet/jetlet/test/syncbuf"
@@ -48,17 +46,8 @@ func TestStreamsAgainstJetletRun(t *testing.T) {
 	t.Run("exec -it: typing, resize, Ctrl-C, Ctrl-D and the exit code", func(t *testing.T) {
 		term := jetlettest.StartTerminal(t, 24, 80, "exec", "--nats-url", c.url, "-it", "default/shell", "--", "sh")
 		term.TypeIn("stty size\r")
-		at := term.WaitFor(0, `24 80\r\n`)
-		if err := pty.Setsize(term.Pty, &pty.Winsize{Rows: 50, Cols: 132}); err != nil {
-			t.Fatal(err)
-		}
-		// The resize reaches the container's terminal asynchronously: ask
-		// until it shows.
-		poll.Until(t, 30*time.Second, func() string { return "the new size; the terminal shows " + term.Out.String() }, func() bool {
-			term.TypeIn("stty size\r")
-			return strings.Contains(term.Out.String()[at:], "50 132\r\n")
-		})
-		at = len(term.Out.String())
+		term.WaitFor(0, `24 80\r\n`)
+		at := term.Resize(50, 132)
 		// Ctrl-C once the sleep runs (its line read, the shell's line
 		// editing is off): the container's terminal interrupts it.
 		term.TypeIn("echo sleeping; sleep 600\r")
