@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -34,8 +35,36 @@ type streamingRuntime struct {
 	urls    streaming.Server
 	running atomic.Int64 // execs in the runtime now
 	// portForwards counts the CRI's PortForward calls; forwarding the
-	// connections to a port open now.
-	portForwards, forwarding atomic.Int64
+	// connections to a port open now; conns the connections to the
+	// streaming server open now.
+	portForwards, forwarding, conns atomic.Int64
+}
+
+// countingListener counts its connections open in *conns.
+type countingListener struct {
+	net.Listener
+	conns *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.conns.Add(1)
+	return &countedConn{Conn: c, conns: l.conns}, nil
+}
+
+// countedConn is a connection countingListener counts until it is closed.
+type countedConn struct {
+	net.Conn
+	conns  *atomic.Int64
+	closed sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.closed.Do(func() { c.conns.Add(-1) })
+	return c.Conn.Close()
 }
 
 func newStreamingRuntime(t *testing.T) *streamingRuntime {
@@ -51,7 +80,7 @@ func newStreamingRuntime(t *testing.T) *streamingRuntime {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: r.urls, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(lis) }()
+	go func() { _ = srv.Serve(countingListener{lis, &r.conns}) }()
 	t.Cleanup(func() { srv.Close() })
 	return r
 }
@@ -218,8 +247,12 @@ func TestPortForwardsOfOneSessionShareOneRuntimeConnection(t *testing.T) {
 			t.Fatalf("connection %d: %v", i, err)
 		}
 	}
-	// Session s1's connection closed with its last stream: a new stream
-	// of s1 dials again.
+	// Session s1's connection closes with its last stream, once the node
+	// has seen that stream end (after its client did): a new stream of s1
+	// dials again.
+	poll.Until(t, 10*time.Second, func() string {
+		return fmt.Sprintf("the sessions' connections closed; %d open", rt.conns.Load())
+	}, func() bool { return rt.conns.Load() == 0 })
 	f := open("s1")
 	if _, err := f.typed.Write([]byte("again\n")); err != nil {
 		t.Fatal(err)
