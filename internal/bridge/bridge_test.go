@@ -34,15 +34,21 @@ type fleet struct {
 
 func startFleet(t testing.TB, names ...string) *fleet {
 	t.Helper()
-	f := newFleet(t, names...)
+	return startFleetOn(t, kubetest.Start(t), names...)
+}
+
+// startFleetOn is startFleet on the control plane cp.
+func startFleetOn(t testing.TB, cp *kubetest.ControlPlane, names ...string) *fleet {
+	t.Helper()
+	f := newFleet(t, cp, names...)
 	f.bridge = f.startBridge(t)
 	return f
 }
 
-// newFleet is a fleet without its bridge yet.
-func newFleet(t testing.TB, names ...string) *fleet {
+// newFleet is a fleet on cp without its bridge yet.
+func newFleet(t testing.TB, cp *kubetest.ControlPlane, names ...string) *fleet {
 	t.Helper()
-	f := &fleet{cp: kubetest.Start(t), url: natstest.RunServer(t).ClientURL(), nodes: map[string]*jetlettest.Process{}}
+	f := &fleet{cp: cp, url: natstest.RunServer(t).ClientURL(), nodes: map[string]*jetlettest.Process{}}
 	for _, name := range names {
 		f.nodes[name] = jetlettest.StartNode(t, f.url, name)
 	}

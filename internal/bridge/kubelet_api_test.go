@@ -31,12 +31,13 @@ func (f *fleet) kubectl(t *testing.T, args ...string) *exec.Cmd {
 	return exec.Command(kubetest.Binary(t), append([]string{"kubectl", "--kubeconfig", f.cp.Kubeconfig}, args...)...)
 }
 
-// kubectl logs, exec (with an exit code, and -it through a terminal) and
-// port-forward reach a pod on a jetlet node: kube-apiserver calls the
-// bridge's kubelet API (TLS, its client certificate checked), which
-// carries each call to the node over the bus.
+// kubectl logs, exec (with an exit code, and -it through a terminal),
+// port-forward and top reach a pod on a jetlet node: kube-apiserver calls
+// the bridge's kubelet API (TLS, its client certificate checked), which
+// carries each call to the node over the bus; for top, metrics-server
+// scrapes that API and kube-apiserver serves what it kept.
 func TestKubectlReachesAPodThroughTheBridge(t *testing.T) {
-	f := startFleet(t, "n1")
+	f := startFleetOn(t, kubetest.Start(t, kubetest.WithMetricsServer), "n1")
 	ctx := t.Context()
 	f.schedulable(t, "n1")
 	spec := sleeper()
@@ -158,6 +159,26 @@ func TestKubectlReachesAPodThroughTheBridge(t *testing.T) {
 		}
 		if code, body, err := get("kube-scheduler", "/stats/summary"); err != nil || code != http.StatusForbidden {
 			t.Errorf("/stats/summary for system:kube-scheduler: %d %q %v, want 403", code, body, err)
+		}
+	})
+
+	// metrics-server has a rate of CPU once it has scraped twice, 10 s apart.
+	t.Run("top", func(t *testing.T) {
+		for _, c := range []struct {
+			args []string
+			want *regexp.Regexp
+		}{
+			{[]string{"top", "pod", "web", "--no-headers"}, regexp.MustCompile(`^web\s+\d+m\s+\d+Mi$`)},
+			{[]string{"top", "node", "n1", "--no-headers"}, regexp.MustCompile(`^n1\s+\d+m\s+\d+%\s+\d+Mi\s+\d+%$`)},
+		} {
+			var out string
+			var err error
+			poll.Until(t, time.Minute, func() string {
+				return fmt.Sprintf("kubectl %s: %q %v\n%s", strings.Join(c.args, " "), out, err, f.cp.Logs())
+			}, func() bool {
+				out, err = f.cp.Kubectl(ctx, c.args...)
+				return err == nil && c.want.MatchString(strings.TrimSpace(out))
+			})
 		}
 	})
 

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/jetlet/jetlet/test/jetlettest"
+	"github.com/jetlet/jetlet/test/kubetest"
 	"github.com/jetlet/jetlet/test/poll"
 )
 
@@ -31,7 +32,7 @@ func bridgedNodes(p *jetlettest.Process) int {
 // stay Ready and a pod created then runs. A leader that loses its Lease
 // exits non-zero; one stopped releases it.
 func TestTwoBridgesOneLeadsTheOtherTakesOver(t *testing.T) {
-	f := newFleet(t, "n1", "n2")
+	f := newFleet(t, kubetest.Start(t), "n1", "n2")
 	ctx := t.Context()
 	byID := map[string]*jetlettest.Process{}
 	for range 2 {

@@ -59,8 +59,10 @@ func resourceMetrics(s *statsv1alpha1.Summary) []*dto.MetricFamily {
 			labels := append([]string{"container", c.Name}, pod...)
 			cpu("container_cpu_usage_seconds_total", "Cumulative cpu time consumed by the container in core-seconds", c.CPU, labels...)
 			memory("container_memory_working_set_bytes", "Current working set of the container in bytes", c.Memory, labels...)
-			add("container_start_time_seconds", "Start time of the container since unix epoch in seconds", dto.MetricType_GAUGE,
-				float64(c.StartTime.UnixNano())/1e9, c.StartTime.UnixMilli(), labels...)
+			if c.StartTime.Unix() > 0 { // as kubelet: none for a container without one
+				add("container_start_time_seconds", "Start time of the container since unix epoch in seconds", dto.MetricType_GAUGE,
+					float64(c.StartTime.UnixNano())/1e9, c.StartTime.UnixMilli(), labels...)
+			}
 		}
 		cpu("pod_cpu_usage_seconds_total", "Cumulative cpu time consumed by the pod in core-seconds", p.CPU, pod...)
 		memory("pod_memory_working_set_bytes", "Current working set of the pod in bytes", p.Memory, pod...)

@@ -23,6 +23,11 @@ func TestResourceMetrics(t *testing.T) {
 			Containers: []statsv1alpha1.ContainerStats{{Name: "app", StartTime: at,
 				CPU:    &statsv1alpha1.CPUStats{Time: at, UsageCoreNanoSeconds: u(500_000_000)},
 				Memory: &statsv1alpha1.MemoryStats{Time: at}}}, // no working set: no sample
+		}, {
+			PodRef: statsv1alpha1.PodReference{Name: "new", Namespace: "default"},
+			// No start time: no sample (a zero one is a negative timestamp,
+			// which metrics-server's parser refuses, failing the scrape).
+			Containers: []statsv1alpha1.ContainerStats{{Name: "app", CPU: &statsv1alpha1.CPUStats{Time: at, UsageCoreNanoSeconds: u(1)}}},
 		}},
 	}
 	var out bytes.Buffer
@@ -46,5 +51,8 @@ func TestResourceMetrics(t *testing.T) {
 	}
 	if strings.Contains(text, "container_memory_working_set_bytes") {
 		t.Errorf("a working set the summary has not:\n%s", text)
+	}
+	if strings.Contains(text, `container_start_time_seconds{container="app",namespace="default",pod="new"}`) {
+		t.Errorf("a start time the summary has not:\n%s", text)
 	}
 }

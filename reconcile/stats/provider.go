@@ -20,11 +20,13 @@ import (
 	"github.com/jetlet/jetlet/runtime/crilabels"
 )
 
-// Runtime reports pods' and containers' usage, with *runtime.Client's
-// signatures.
+// Runtime reports pods' and containers' usage, and when each was created,
+// with *runtime.Client's signatures.
 type Runtime interface {
 	ListPodSandboxStats(ctx context.Context, filter *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error)
 	ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error)
+	ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
+	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
 }
 
 // DefaultMaxWindow is the longest window a CPU rate is averaged over: a
@@ -101,6 +103,10 @@ func (p *Provider) Summary(ctx context.Context) (*statsapi.Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	created, err := p.createdAt(ctx)
+	if err != nil {
+		return nil, err
+	}
 	node, err := p.node()
 	if err != nil {
 		return nil, err
@@ -127,6 +133,7 @@ func (p *Provider) Summary(ctx context.Context) (*statsapi.Summary, error) {
 			continue
 		}
 		linux := s.GetLinux()
+		pod.StartTime = created[s.GetAttributes().GetId()]
 		pod.CPU = p.cpuStats("pod/"+s.GetAttributes().GetId(), linux.GetCpu())
 		pod.Memory = memoryStats(linux.GetMemory())
 		pod.IO = ioStats(linux.GetIo())
@@ -141,11 +148,12 @@ func (p *Provider) Summary(ctx context.Context) (*statsapi.Summary, error) {
 			continue
 		}
 		pod.Containers = append(pod.Containers, statsapi.ContainerStats{
-			Name:   labels[crilabels.LabelContainerName],
-			CPU:    p.cpuStats("container/"+c.GetAttributes().GetId(), c.GetCpu()),
-			Memory: memoryStats(c.GetMemory()),
-			IO:     ioStats(c.GetIo()),
-			Swap:   swapStats(c.GetSwap()),
+			Name:      labels[crilabels.LabelContainerName],
+			StartTime: created[c.GetAttributes().GetId()],
+			CPU:       p.cpuStats("container/"+c.GetAttributes().GetId(), c.GetCpu()),
+			Memory:    memoryStats(c.GetMemory()),
+			IO:        ioStats(c.GetIo()),
+			Swap:      swapStats(c.GetSwap()),
 		})
 	}
 	p.rates.done()
@@ -154,6 +162,29 @@ func (p *Provider) Summary(ctx context.Context) (*statsapi.Summary, error) {
 		out.Pods = append(out.Pods, *pods[uid])
 	}
 	return out, nil
+}
+
+// createdAt is when each sandbox and container (by id) was created: the
+// start time of its stats, as kubelet's CRI stats provider gives it
+// (metrics-server takes a container whose start time changed for a new
+// one, and starts its CPU rate over).
+func (p *Provider) createdAt(ctx context.Context) (map[string]metav1.Time, error) {
+	sandboxes, err := p.rt.ListPodSandbox(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	containers, err := p.rt.ListContainers(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	created := make(map[string]metav1.Time, len(sandboxes)+len(containers))
+	for _, s := range sandboxes {
+		created[s.GetId()] = metav1.NewTime(time.Unix(0, s.GetCreatedAt()))
+	}
+	for _, c := range containers {
+		created[c.GetId()] = metav1.NewTime(time.Unix(0, c.GetCreatedAt()))
+	}
+	return created, nil
 }
 
 // Node measures the node alone, asking the runtime nothing (the node

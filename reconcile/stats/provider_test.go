@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/jetlet/jetlet/runtime/crilabels"
@@ -83,10 +84,28 @@ func TestNodeCPU(t *testing.T) {
 	}
 }
 
-// fakeRuntime reports the stats it holds.
+// fakeRuntime reports the stats it holds, each sandbox and container
+// created at its id's entry in created (nanoseconds since the epoch).
 type fakeRuntime struct {
 	sandboxes  []*runtimeapi.PodSandboxStats
 	containers []*runtimeapi.ContainerStats
+	created    map[string]int64
+}
+
+func (f *fakeRuntime) ListPodSandbox(context.Context, *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	var out []*runtimeapi.PodSandbox
+	for _, s := range f.sandboxes {
+		out = append(out, &runtimeapi.PodSandbox{Id: s.GetAttributes().GetId(), CreatedAt: f.created[s.GetAttributes().GetId()]})
+	}
+	return out, nil
+}
+
+func (f *fakeRuntime) ListContainers(context.Context, *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	var out []*runtimeapi.Container
+	for _, c := range f.containers {
+		out = append(out, &runtimeapi.Container{Id: c.GetAttributes().GetId(), CreatedAt: f.created[c.GetAttributes().GetId()]})
+	}
+	return out, nil
 }
 
 func (f *fakeRuntime) ListPodSandboxStats(context.Context, *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
@@ -138,6 +157,7 @@ func TestSummaryRates(t *testing.T) {
 					Psi: &runtimeapi.PsiStats{Some: &runtimeapi.PsiData{Total: 5000, Avg10: 1.5}}}},
 			{Attributes: &runtimeapi.ContainerAttributes{Id: "c2", Labels: podLabels("u2", "app")}, Cpu: cpu(10*s, 8e9)},
 		},
+		created: map[string]int64{"sb": int64(3 * s), "c1": int64(4 * s)},
 	}
 	p, err := New(rt, Config{Node: "n1", ProcDir: proc, CgroupDir: cgroup})
 	if err != nil {
@@ -152,6 +172,9 @@ func TestSummaryRates(t *testing.T) {
 	}
 	if m := first.Node.Memory; *m.WorkingSetBytes != 200<<20 || *m.AvailableBytes != (1<<30)-(200<<20) {
 		t.Errorf("node memory: working set %d, available %d", *m.WorkingSetBytes, *m.AvailableBytes)
+	}
+	if pod, c := first.Pods[0], first.Pods[0].Containers[0]; !pod.StartTime.Equal(&metav1.Time{Time: time.Unix(3, 0)}) || !c.StartTime.Equal(&metav1.Time{Time: time.Unix(4, 0)}) {
+		t.Errorf("start times: pod %v, container %v; want when the runtime created them", pod.StartTime, c.StartTime)
 	}
 	if psi := first.Pods[0].Containers[0].Memory.PSI; psi == nil || psi.Some.Total != 5000 || psi.Some.Avg10 != 1.5 {
 		t.Errorf("memory PSI %+v, want the CRI's", psi)

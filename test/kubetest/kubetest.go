@@ -44,14 +44,24 @@ const (
 var binary = &gobuild.Command{
 	Pkg:    ".",
 	Name:   "kube-controlplane",
-	Module: moduleDir(),
+	Module: moduleDir("controlplane"),
 	Flags:  []string{"-ldflags=-s -w"},
 	Cached: true,
 }
 
-func moduleDir() string {
+// metricsServer is test/kube/metricsserver's command: metrics-server, built
+// against the Kubernetes libraries of its own release.
+var metricsServer = &gobuild.Command{
+	Pkg:    ".",
+	Name:   "kube-metrics-server",
+	Module: moduleDir("metricsserver"),
+	Flags:  []string{"-ldflags=-s -w"},
+	Cached: true,
+}
+
+func moduleDir(name string) string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "kube", "controlplane")
+	return filepath.Join(filepath.Dir(file), "..", "kube", name)
 }
 
 // Binary returns the control plane's binary, built on first use.
@@ -70,15 +80,30 @@ type ControlPlane struct {
 	bin        string
 }
 
+// Option is an addition to a control plane that Start starts.
+type Option func(t testing.TB, upArgs []string) []string
+
+// WithMetricsServer adds metrics-server behind kube-apiserver's
+// aggregation layer, which kubectl top reads: it scrapes each Node's
+// kubelet API (/metrics/resource, at the Node's InternalIP and its
+// status's port) every 10 s.
+func WithMetricsServer(t testing.TB, upArgs []string) []string {
+	return append(upArgs, "--metrics-server", metricsServer.Path(t))
+}
+
 // Start starts a control plane in a temp dir and returns it once
 // kube-apiserver's /readyz is ok and the default namespace and its default
 // service account exist (kube-controller-manager made it). It has no nodes.
-func Start(t testing.TB) *ControlPlane {
+func Start(t testing.TB, options ...Option) *ControlPlane {
 	t.Helper()
 	cp := &ControlPlane{Dir: t.TempDir(), bin: Binary(t)}
 	cp.Kubeconfig = filepath.Join(cp.Dir, "admin.kubeconfig")
+	upArgs := []string{"up", "--dir", cp.Dir}
+	for _, add := range options {
+		upArgs = add(t, upArgs)
+	}
 	begin := time.Now()
-	up := exec.Command(cp.bin, "up", "--dir", cp.Dir)
+	up := exec.Command(cp.bin, upArgs...)
 	up.Env = append(os.Environ(), dirEnv+"="+cp.Dir)
 	var out bytes.Buffer
 	up.Stdout, up.Stderr = &out, &out
@@ -95,11 +120,11 @@ func Start(t testing.TB) *ControlPlane {
 
 	var last error
 	poll.Until(t, readyTimeout, func() string {
-		return fmt.Sprintf("the control plane to be ready (last: %v)\n%s", last, cp.logTails())
+		return fmt.Sprintf("the control plane to be ready (last: %v)\n%s", last, cp.Logs())
 	}, func() bool {
 		select {
 		case <-exited:
-			t.Fatalf("controlplane up exited (%v) before it was ready:\n%s\n%s", upErr, out.Bytes(), cp.logTails())
+			t.Fatalf("controlplane up exited (%v) before it was ready:\n%s\n%s", upErr, out.Bytes(), cp.Logs())
 		default:
 		}
 		last = cp.ready(t.Context())
@@ -156,15 +181,15 @@ func (cp *ControlPlane) stop(t testing.TB, up *exec.Cmd, exited <-chan struct{})
 	select {
 	case <-exited:
 	case <-time.After(stopTimeout):
-		t.Errorf("controlplane up did not stop within %s of SIGTERM: killed\n%s", stopTimeout, cp.logTails())
+		t.Errorf("controlplane up did not stop within %s of SIGTERM: killed\n%s", stopTimeout, cp.Logs())
 		_ = up.Process.Kill()
 		<-exited
 	}
 	leftovers.KillMarked(t, dirEnv, cp.Dir)
 }
 
-// logTails is the end of each component's log, for a failure's message.
-func (cp *ControlPlane) logTails() string {
+// Logs is the end of each component's log, for a failure's message.
+func (cp *ControlPlane) Logs() string {
 	logs, _ := filepath.Glob(filepath.Join(cp.Dir, "logs", "*.log"))
 	var b bytes.Buffer
 	for _, log := range logs {

@@ -36,14 +36,21 @@ type pki struct {
 
 func (p *pki) path(name string) string { return filepath.Join(p.dir, name) }
 
-// newPKI makes a CA and the service-account signing key.
-func newPKI(dir string) (*pki, error) {
+// frontProxyClient is the user of kube-apiserver's client cert to
+// extension API servers, the only one they take request headers from.
+const frontProxyClient = "front-proxy-client"
+
+// newPKI makes a CA called cn in dir.
+func newPKI(dir, cn string) (*pki, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
 	p := &pki{dir: dir}
 	key, err := p.writeKey("ca.key")
 	if err != nil {
 		return nil, err
 	}
-	tmpl := p.template("controlplane-ca")
+	tmpl := p.template(cn)
 	tmpl.IsCA = true
 	tmpl.BasicConstraintsValid = true
 	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature
@@ -56,9 +63,6 @@ func newPKI(dir string) (*pki, error) {
 	}
 	p.caKey = key
 	if err := writePEM(p.path("ca.crt"), "CERTIFICATE", der); err != nil {
-		return nil, err
-	}
-	if _, err := p.writeKey("sa.key"); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -74,12 +78,18 @@ func (p *pki) template(cn string, org ...string) *x509.Certificate {
 	}
 }
 
-// serving issues kube-apiserver's serving cert: name.crt and name.key.
-func (p *pki) serving(name string) error {
-	tmpl := p.template("kube-apiserver")
+// serving issues a serving cert for cn on the loopback address, localhost
+// and sans (addresses and names): name.crt and name.key.
+func (p *pki) serving(name, cn string, sans ...string) error {
+	tmpl := p.template(cn)
 	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-	tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(serviceIP)}
-	tmpl.DNSNames = []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
+	for _, san := range append([]string{"127.0.0.1", "localhost"}, sans...) {
+		if ip := net.ParseIP(san); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, san)
+		}
+	}
 	return p.issue(name, tmpl)
 }
 

@@ -32,11 +32,12 @@ const (
 func up(args []string) int {
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
 	dir := fs.String("dir", "", "directory for the control plane's state, certs, logs and kubeconfigs (required)")
+	metricsServer := fs.String("metrics-server", "", "metrics-server's binary (test/kube/metricsserver), to run behind kube-apiserver's aggregation layer (kubectl top); none when empty")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if *dir == "" || fs.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: controlplane up --dir DIR")
+		fmt.Fprintln(os.Stderr, "usage: controlplane up --dir DIR [--metrics-server BINARY]")
 		return 2
 	}
 	// A child's Pdeathsig fires when the thread that started it ends, not the
@@ -44,7 +45,7 @@ func up(args []string) int {
 	runtime.LockOSThread()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if err := run(ctx, *dir); err != nil {
+	if err := run(ctx, *dir, *metricsServer); err != nil {
 		fmt.Fprintf(os.Stderr, "controlplane: %v\n", err)
 		return 1
 	}
@@ -59,18 +60,31 @@ type component struct {
 	err  error         // Wait's result, set before done closes
 }
 
-func run(ctx context.Context, dir string) error {
+func run(ctx context.Context, dir, metricsServer string) error {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return err
 	}
-	for _, sub := range []string{"pki", "logs", "etcd", "kube-scheduler", "kube-controller-manager"} {
+	for _, sub := range []string{"pki", "logs", "etcd", "kube-scheduler", "kube-controller-manager", "metrics-server"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
 			return err
 		}
 	}
-	p, err := newPKI(filepath.Join(dir, "pki"))
+	p, err := newPKI(filepath.Join(dir, "pki"), "controlplane-ca")
 	if err != nil {
+		return fmt.Errorf("certs: %w", err)
+	}
+	if _, err := p.writeKey("sa.key"); err != nil {
+		return fmt.Errorf("certs: %w", err)
+	}
+	// The aggregation layer's own CA, as kubeadm's front-proxy-ca: a
+	// client cert of it lets kube-apiserver name the user to an
+	// extension API server (metrics-server) in request headers.
+	frontProxy, err := newPKI(filepath.Join(dir, "pki", "front-proxy"), "front-proxy-ca")
+	if err != nil {
+		return fmt.Errorf("certs: %w", err)
+	}
+	if err := frontProxy.client("front-proxy-client", frontProxyClient); err != nil {
 		return fmt.Errorf("certs: %w", err)
 	}
 	for _, c := range []struct{ name, cn, org string }{
@@ -81,9 +95,17 @@ func run(ctx context.Context, dir string) error {
 		// What kube-apiserver shows a node's kubelet API (logs, exec,
 		// port-forward): kubeadm's apiserver-kubelet-client.
 		{"kube-apiserver-kubelet-client", "kube-apiserver-kubelet-client", "system:masters"},
+		// metrics-server's user, to kube-apiserver and to the nodes'
+		// kubelet APIs, with the rights its upstream manifest gives.
+		{"metrics-server", "system:metrics-server", ""},
+		{"metrics-server-serving", "", ""},
 	} {
-		if c.cn == "" {
-			err = p.serving(c.name)
+		if c.name == "metrics-server-serving" {
+			// The aggregation layer checks the name of the APIService's
+			// Service.
+			err = p.serving(c.name, "metrics-server", "metrics-server.kube-system.svc")
+		} else if c.cn == "" {
+			err = p.serving(c.name, "kube-apiserver", serviceIP, "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local")
 		} else if c.org == "" {
 			err = p.client(c.name, c.cn)
 		} else {
@@ -101,13 +123,13 @@ func run(ctx context.Context, dir string) error {
 	defer etcd.Close()
 	etcdURL := "http://" + etcd.Clients[0].Addr().String()
 
-	ports, err := freePorts(3)
+	ports, err := freePorts(4)
 	if err != nil {
 		return err
 	}
 	server := "https://127.0.0.1:" + strconv.Itoa(ports[0])
 	kubeconfig := func(name string) string { return filepath.Join(dir, "pki", name+".kubeconfig") }
-	for _, name := range []string{"kube-scheduler", "kube-controller-manager"} {
+	for _, name := range []string{"kube-scheduler", "kube-controller-manager", "metrics-server", "admin"} {
 		if err := p.kubeconfig(kubeconfig(name), name, server); err != nil {
 			return err
 		}
@@ -129,6 +151,12 @@ func run(ctx context.Context, dir string) error {
 			"--service-account-key-file=" + pki("sa.key"), "--service-account-signing-key-file=" + pki("sa.key"),
 			"--allow-privileged=true",
 			"--profiling=false",
+			// The aggregation layer, as kubeadm sets it up.
+			"--requestheader-client-ca-file=" + frontProxy.path("ca.crt"),
+			"--requestheader-allowed-names=" + frontProxyClient,
+			"--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
+			"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+			"--proxy-client-cert-file=" + frontProxy.path("front-proxy-client.crt"), "--proxy-client-key-file=" + frontProxy.path("front-proxy-client.key"),
 		},
 		"kube-scheduler": {
 			"--kubeconfig=" + kubeconfig("kube-scheduler"),
@@ -148,16 +176,44 @@ func run(ctx context.Context, dir string) error {
 			"--cluster-signing-cert-file=" + pki("ca.crt"), "--cluster-signing-key-file=" + pki("ca.key"),
 			"--profiling=false",
 		},
+		// As its upstream manifest runs it, but at its shortest resolution
+		// (kubectl top needs two scrapes) and with the nodes' kubelet API
+		// on their own ports at their InternalIP. Their serving certs are
+		// self-signed, as a kubelet's are without --tls-cert-file.
+		"metrics-server": {
+			"--kubeconfig=" + kubeconfig("metrics-server"),
+			"--authentication-kubeconfig=" + kubeconfig("metrics-server"), "--authorization-kubeconfig=" + kubeconfig("metrics-server"),
+			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(ports[3]),
+			"--tls-cert-file=" + pki("metrics-server-serving.crt"), "--tls-private-key-file=" + pki("metrics-server-serving.key"),
+			"--kubelet-preferred-address-types=InternalIP", "--kubelet-use-node-status-port", "--kubelet-insecure-tls",
+			"--metric-resolution=10s", "--kubelet-request-timeout=5s",
+			"--profiling=false",
+		},
 	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
+	names := []string{"kube-apiserver", "kube-scheduler", "kube-controller-manager"}
+	if metricsServer != "" {
+		names = append(names, "metrics-server")
+	}
 	var running []*component
 	defer func() { stopAll(running) }()
-	exited := make(chan *component, 3)
-	for _, name := range []string{"kube-apiserver", "kube-scheduler", "kube-controller-manager"} {
-		c, err := start(self, name, args[name], filepath.Join(dir, "logs", name+".log"), exited)
+	exited := make(chan *component, len(names))
+	for _, name := range names {
+		if name == "metrics-server" {
+			// Its rights and its APIService first: it reads its
+			// authentication config from kube-system at start.
+			if err := registerMetricsServer(self, dir, kubeconfig("admin"), ports[3], p); err != nil {
+				return err
+			}
+		}
+		argv := append([]string{self, name}, args[name]...)
+		if name == "metrics-server" {
+			argv = append([]string{metricsServer}, args[name]...)
+		}
+		c, err := start(name, argv, filepath.Join(dir, "logs", name+".log"), exited)
 		if err != nil {
 			return err
 		}
@@ -268,13 +324,14 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-func start(self, name string, args []string, logPath string, exited chan<- *component) (*component, error) {
+// start runs argv as the component called name, its output to logPath.
+func start(name string, argv []string, logPath string, exited chan<- *component) (*component, error) {
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	defer log.Close()
-	cmd := exec.Command(self, append([]string{name}, args...)...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
