@@ -112,6 +112,7 @@ func (f *fleet) lease(ctx context.Context, name string) (*coordinationv1.Lease, 
 // renewing: the node lifecycle controller marks its Node Ready Unknown. A
 // node stopped cleanly (its record deleted) loses its Node and its Lease.
 func TestEachNodeIsANodeWithALease(t *testing.T) {
+	t.Parallel() // most of it waits for a killed node to go Unknown
 	f := startFleet(t, "n1", "n2")
 	ctx := t.Context()
 

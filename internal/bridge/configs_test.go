@@ -21,6 +21,7 @@ import (
 // service account token (the default projection) is one the API server
 // issued for that pod, and the API server takes it.
 func TestConfigMapsSecretsAndTokensOfABridgedPod(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, "n1", "n2")
 	ctx := t.Context()
 	for _, name := range []string{"n1", "n2"} {

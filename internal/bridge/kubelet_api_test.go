@@ -37,6 +37,7 @@ func (f *fleet) kubectl(t *testing.T, args ...string) *exec.Cmd {
 // carries each call to the node over the bus; for top, metrics-server
 // scrapes that API and kube-apiserver serves what it kept.
 func TestKubectlReachesAPodThroughTheBridge(t *testing.T) {
+	t.Parallel()
 	f := startFleetOn(t, kubetest.Start(t, kubetest.WithMetricsServer), "n1")
 	ctx := t.Context()
 	f.schedulable(t, "n1")

@@ -85,6 +85,7 @@ func podStates(pods []corev1.Pod) string {
 // its IP, its node's IP, its container running). Deleting the Deployment
 // deletes the pods on the nodes and then from the API server.
 func TestADeploymentSpreadOverTwoNodes(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, "n1", "n2")
 	ctx := t.Context()
 	for _, name := range []string{"n1", "n2"} {
@@ -141,6 +142,7 @@ func TestADeploymentSpreadOverTwoNodes(t *testing.T) {
 // A pod the node refuses at admission (more cpu than it has) is Failed
 // with kubelet's reason, OutOfcpu.
 func TestARefusedPodIsFailed(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, "n1")
 	ctx := t.Context()
 	f.schedulable(t, "n1")

@@ -56,6 +56,7 @@ func (f *fleet) noLivePods(t *testing.T, node string) {
 // (Unknown), the control plane evicts its pods, and they run again on the
 // node left.
 func TestRollingUpdateDrainAndALostNode(t *testing.T) {
+	t.Parallel() // most of it waits for a killed node to go Unknown
 	f := startFleet(t, "n1", "n2")
 	ctx := t.Context()
 	for _, name := range []string{"n1", "n2"} {
@@ -112,6 +113,7 @@ func TestRollingUpdateDrainAndALostNode(t *testing.T) {
 // takes the Nodes over and places and reports pods as before, and deletes
 // the Node of a node that stopped meanwhile.
 func TestPodsRunOnWhileTheBridgeIsGone(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, "n1", "n2")
 	ctx := t.Context()
 	f.schedulable(t, "n1")

@@ -174,6 +174,10 @@ func run(ctx context.Context, dir, metricsServer string) error {
 			"--service-account-private-key-file=" + pki("sa.key"),
 			"--use-service-account-credentials=true",
 			"--cluster-signing-cert-file=" + pki("ca.crt"), "--cluster-signing-key-file=" + pki("ca.key"),
+			// A Node whose Lease is not renewed goes Unknown after 20 s, not
+			// the default 50 s (tests wait for it): still twice the 10 s at
+			// which kubelet, and the bridge, renew a Lease.
+			"--node-monitor-grace-period=20s",
 			"--profiling=false",
 		},
 		// As its upstream manifest runs it, but at its shortest resolution
