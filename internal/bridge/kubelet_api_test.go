@@ -180,6 +180,7 @@ func TestKubectlReachesAPodThroughTheBridge(t *testing.T) {
 				out, err = f.cp.Kubectl(ctx, c.args...)
 				return err == nil && c.want.MatchString(strings.TrimSpace(out))
 			})
+			t.Logf("kubectl %s: %s", strings.Join(c.args, " "), strings.TrimSpace(out))
 		}
 	})
 
