@@ -32,7 +32,7 @@ func (f *fleet) kubectl(t *testing.T, args ...string) *exec.Cmd {
 }
 
 // kubectl logs, exec (with an exit code, and -it through a terminal),
-// port-forward and top reach a pod on a jetlet node: kube-apiserver calls
+// attach, port-forward and top reach a pod on a jetlet node: kube-apiserver calls
 // the bridge's kubelet API (TLS, its client certificate checked), which
 // carries each call to the node over the bus; for top, metrics-server
 // scrapes that API and kube-apiserver serves what it kept.
@@ -182,6 +182,39 @@ func TestKubectlReachesAPodThroughTheBridge(t *testing.T) {
 			})
 			t.Logf("kubectl %s: %s", strings.Join(c.args, " "), strings.TrimSpace(out))
 		}
+	})
+
+	// kubectl attach -i joins the main process's stdin and stdout.
+	t.Run("attach", func(t *testing.T) {
+		spec := sleeper()
+		spec.Containers[0].Command = []string{"sh", "-c", "while read line; do echo got:$line; done"}
+		spec.Containers[0].Stdin = true
+		talk := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "talk", Namespace: metav1.NamespaceDefault, Labels: map[string]string{"app": "talk"}}, Spec: spec}
+		if _, err := f.cp.Client.CoreV1().Pods(metav1.NamespaceDefault).Create(ctx, talk, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var pods []corev1.Pod
+		poll.Until(t, 2*time.Minute, func() string { return "talk Running: " + podStates(pods) }, func() bool {
+			pods = f.pods(t, "app=talk")
+			return len(pods) == 1 && pods[0].Status.Phase == corev1.PodRunning
+		})
+		cmd := f.kubectl(t, "attach", "-i", "talk")
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out syncbuf.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		if _, err := io.WriteString(stdin, "hello\n"); err != nil { // kubectl sends it once attached
+			t.Fatal(err)
+		}
+		poll.Until(t, 30*time.Second, func() string { return fmt.Sprintf("kubectl attach -i to echo the line back (shows %q)", out.String()) }, func() bool {
+			return strings.Contains(out.String(), "got:hello")
+		})
 	})
 
 	t.Run("port-forward", func(t *testing.T) {
