@@ -46,15 +46,7 @@ func TestConfigMapsSecretsAndTokensOfABridgedPod(t *testing.T) {
 	spec.Containers[0].Env = []corev1.EnvVar{{Name: "GREETING", ValueFrom: &corev1.EnvVarSource{
 		ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}, Key: "greeting"},
 	}}}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "reader", Namespace: metav1.NamespaceDefault, Labels: map[string]string{"app": "reader"}}, Spec: spec}
-	if _, err := core.Pods(metav1.NamespaceDefault).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	var pods []corev1.Pod
-	poll.Until(t, 2*time.Minute, func() string { return "reader Running: " + podStates(pods) + "\n" + f.bridge.Logs() }, func() bool {
-		pods = f.pods(t, "app=reader")
-		return len(pods) == 1 && pods[0].Status.Phase == corev1.PodRunning
-	})
+	reader := f.runPod(t, "reader", spec)
 	read := func(want string) {
 		t.Helper()
 		var out string
@@ -98,8 +90,8 @@ func TestConfigMapsSecretsAndTokensOfABridgedPod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := review.Status; !st.Authenticated || st.User.Username != "system:serviceaccount:default:default" || !slices.Contains(st.User.Extra["authentication.kubernetes.io/pod-uid"], string(pods[0].UID)) {
-		t.Errorf("the pod's token reviewed: %+v, want the default service account's, bound to pod %s", st, pods[0].UID)
+	if st := review.Status; !st.Authenticated || st.User.Username != "system:serviceaccount:default:default" || !slices.Contains(st.User.Extra["authentication.kubernetes.io/pod-uid"], string(reader.UID)) {
+		t.Errorf("the pod's token reviewed: %+v, want the default service account's, bound to pod %s", st, reader.UID)
 	}
 	if out, err := f.cp.Kubectl(ctx, "exec", "reader", "--", "sh", "-c", "cat "+sa+"/namespace; grep -c 'BEGIN CERTIFICATE' "+sa+"/ca.crt"); err != nil || out != "default1\n" {
 		t.Errorf("the service account's namespace and CA: %q, %v", out, err)

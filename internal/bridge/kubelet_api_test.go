@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/creack/pty"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
@@ -43,15 +42,7 @@ func TestKubectlReachesAPodThroughTheBridge(t *testing.T) {
 	f.schedulable(t, "n1")
 	spec := sleeper()
 	spec.Containers[0].Command = []string{"sh", "-c", "echo hello-from-jetlet; mkdir -p /www; echo port-forwarded > /www/index.html; exec httpd -f -p 8080 -h /www"}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: metav1.NamespaceDefault, Labels: map[string]string{"app": "web"}}, Spec: spec}
-	if _, err := f.cp.Client.CoreV1().Pods(metav1.NamespaceDefault).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	var pods []corev1.Pod
-	poll.Until(t, 2*time.Minute, func() string { return "web Running: " + podStates(pods) }, func() bool {
-		pods = f.pods(t, "app=web")
-		return len(pods) == 1 && pods[0].Status.Phase == corev1.PodRunning
-	})
+	f.runPod(t, "web", spec)
 
 	t.Run("logs", func(t *testing.T) {
 		var out string
@@ -189,15 +180,7 @@ func TestKubectlReachesAPodThroughTheBridge(t *testing.T) {
 		spec := sleeper()
 		spec.Containers[0].Command = []string{"sh", "-c", "while read line; do echo got:$line; done"}
 		spec.Containers[0].Stdin = true
-		talk := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "talk", Namespace: metav1.NamespaceDefault, Labels: map[string]string{"app": "talk"}}, Spec: spec}
-		if _, err := f.cp.Client.CoreV1().Pods(metav1.NamespaceDefault).Create(ctx, talk, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		var pods []corev1.Pod
-		poll.Until(t, 2*time.Minute, func() string { return "talk Running: " + podStates(pods) }, func() bool {
-			pods = f.pods(t, "app=talk")
-			return len(pods) == 1 && pods[0].Status.Phase == corev1.PodRunning
-		})
+		f.runPod(t, "talk", spec)
 		cmd := f.kubectl(t, "attach", "-i", "talk")
 		stdin, err := cmd.StdinPipe()
 		if err != nil {

@@ -71,6 +71,22 @@ func (f *fleet) pods(t testing.TB, selector string) []corev1.Pod {
 	return list.Items
 }
 
+// runPod creates the pod name (labelled app=name) in the default namespace
+// and returns it once it is Running. It needs the fleet's bridge.
+func (f *fleet) runPod(t *testing.T, name string, spec corev1.PodSpec) corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault, Labels: map[string]string{"app": name}}, Spec: spec}
+	if _, err := f.cp.Client.CoreV1().Pods(metav1.NamespaceDefault).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var pods []corev1.Pod
+	poll.Until(t, 2*time.Minute, func() string { return name + " Running: " + podStates(pods) + "\n" + f.bridge.Logs() }, func() bool {
+		pods = f.pods(t, "app="+name)
+		return len(pods) == 1 && pods[0].Status.Phase == corev1.PodRunning
+	})
+	return pods[0]
+}
+
 func podStates(pods []corev1.Pod) string {
 	var out []string
 	for _, p := range pods {
