@@ -6,6 +6,8 @@
 //
 //	controlplane up --dir DIR           certs, etcd and the three components;
 //	                                    DIR/admin.kubeconfig is the admin's
+//	  [--metrics-server BINARY]         and metrics-server (test/kube/metricsserver)
+//	                                    behind the aggregation layer
 //	controlplane kubectl ARGS...        kubectl
 //	controlplane kube-apiserver ARGS... one component (what up runs)
 package main
