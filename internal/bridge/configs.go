@@ -154,6 +154,9 @@ func (c *configCopier) nodesUsing(r configRef) []string {
 // stored for each of nodes already: a ConfigMap once, a Secret sealed for
 // each of nodes. One the API server does not have is left.
 func (c *configCopier) copy(ctx context.Context, r configRef, nodes []string) error {
+	if len(nodes) == 0 { // an object no bridged pod uses: most of the cluster's
+		return nil
+	}
 	var obj metav1.Object
 	var err error
 	if r.secret {

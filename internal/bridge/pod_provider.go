@@ -220,25 +220,29 @@ func (p *nodePods) onStatus(ctx context.Context, st *schemas.PodStatus) {
 	if err != nil || string(pod.UID) != st.UID {
 		return // not (or no longer) this Node's pod
 	}
+	terminated := st.Phase == schemas.PhaseTerminated
 	p.mu.Lock()
-	p.statuses[pod.UID] = st
 	notify := p.notify
-	if st.Phase == schemas.PhaseTerminated {
-		p.configs.forget(p.node, pod)
-		p.tokens.forget(pod.UID)
+	if terminated {
 		delete(p.statuses, pod.UID)
 		key := podKey(pod.Namespace, pod.Name)
 		if pp := p.published[key]; pp != nil && pp.pod.UID == pod.UID {
 			delete(p.published, key)
 		}
+	} else {
+		p.statuses[pod.UID] = st
 	}
 	p.mu.Unlock()
+	if terminated { // outside p.mu: the copier and the issuer have locks of their own
+		p.configs.forget(p.node, pod)
+		p.tokens.forget(pod.UID)
+	}
 	withStatus := pod.DeepCopy()
 	withStatus.Status = statusOf(pod, st, hostIPsOf(p.record()))
 	if notify != nil {
 		notify(withStatus)
 	}
-	if st.Phase == schemas.PhaseTerminated && pod.DeletionTimestamp != nil {
+	if terminated && pod.DeletionTimestamp != nil {
 		p.deleteStopped(ctx, pod)
 	}
 }
