@@ -292,16 +292,13 @@ func (s *suite) deletePods() {
 func (s *suite) awaitCollection(n *node) {
 	start := time.Now()
 	outlived := map[string]*runtimeapi.PodSandbox{}
-	for time.Since(start) < time.Minute+15*time.Second {
+	poll.Within(time.Minute+15*time.Second, func() bool {
 		left, err := s.cri.ListPodSandbox(context.Background(), &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{runLabel: s.runID}})
-		if err != nil || len(left) == 0 {
-			break
-		}
 		for _, p := range left {
 			outlived[p.Id] = p
 		}
-		time.Sleep(250 * time.Millisecond) // polling with a deadline
-	}
+		return err != nil || len(left) == 0
+	})
 	for _, p := range outlived {
 		s.t.Logf("cleanup: sandbox %s (%s) outlived its pod's delete (%s waited); jetlet's lines about it:", p.Id, p.State, time.Since(start).Round(time.Second))
 		for _, line := range strings.Split(n.proc.Logs(), "\n") {
