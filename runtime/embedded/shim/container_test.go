@@ -426,10 +426,13 @@ func TestShimUserAndNoNewPrivs(t *testing.T) {
 	iso := &Isolation{Capabilities: capsOf(defaultCapabilities), NoNewPrivs: true}
 	dir := newContainer(t, iso, func(s *ContainerSpec) {
 		s.User = &User{UID: 1000, GID: 1001, Groups: []uint32{2000, 3000}}
-	}, sh("id -u; id -g; id -G; grep -E '^(NoNewPrivs|CapEff)' /proc/self/status")...)
+	}, sh("id -u; id -g; id -G; grep -E '^(Uid|Gid|NoNewPrivs|CapEff)' /proc/self/status")...)
 	res := runTestPod(t, podStep{Dir: dir})
+	// Real, effective, saved and file system ids alike: the init sets
+	// its own thread's, the one that executes the command.
 	// A non-root user keeps no capability across exec (none is ambient).
-	wantRun(t, res[0], "1000\n1001\n1001 2000 3000\n", "NoNewPrivs:\t1", "CapEff:\t0000000000000000")
+	wantRun(t, res[0], "1000\n1001\n1001 2000 3000\n", "Uid:\t1000\t1000\t1000\t1000\n", "Gid:\t1001\t1001\t1001\t1001\n",
+		"NoNewPrivs:\t1", "CapEff:\t0000000000000000")
 }
 
 func TestShimAmbientCapability(t *testing.T) {
