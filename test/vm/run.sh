@@ -67,9 +67,11 @@ done
 if [ -n "$missing" ]; then
 	echo "== guest: apt-get install$missing"
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get -qq -o DPkg::Lock::Timeout=300 update
+	# One apt-get at a time (CI runs the containerd and guest stages side
+	# by side): a second update fails at once on apt's lists lock.
 	# shellcheck disable=SC2086
-	apt-get -qq -y -o DPkg::Lock::Timeout=300 --no-install-recommends install $missing >/dev/null
+	flock /run/lock/jetlet-ci-apt sh -c 'apt-get -qq -o DPkg::Lock::Timeout=300 update &&
+		apt-get -qq -y -o DPkg::Lock::Timeout=300 --no-install-recommends install "$@" >/dev/null' apt-get $missing
 fi
 
 image=$CACHE/vm-$(sha256sum "$here/image.sh" | cut -c1-16)

@@ -88,9 +88,11 @@ done
 if [ -n "$missing" ]; then
 	log "apt-get install$missing"
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get -qq -o DPkg::Lock::Timeout=300 update
+	# One apt-get at a time (CI runs the containerd and guest stages side
+	# by side): a second update fails at once on apt's lists lock.
 	# shellcheck disable=SC2086
-	apt-get -qq -y -o DPkg::Lock::Timeout=300 --no-install-recommends install $missing >/dev/null
+	flock /run/lock/jetlet-ci-apt sh -c 'apt-get -qq -o DPkg::Lock::Timeout=300 update &&
+		apt-get -qq -y -o DPkg::Lock::Timeout=300 --no-install-recommends install "$@" >/dev/null' apt-get $missing
 else
 	log "packages present: $pkgs"
 fi
