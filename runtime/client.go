@@ -97,6 +97,7 @@ func (c *Client) Connect(ctx context.Context) error {
 		grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(c.cfg.MaxMsgSize),
 			grpc.MaxCallSendMsgSize(c.cfg.MaxMsgSize),
+			grpc.ForceCodecV2(newListCodec()),
 		),
 	)
 	if err != nil {

@@ -66,7 +66,9 @@ func (c *Client) RemoveContainer(ctx context.Context, id string) error {
 	return c.idempotent("RemoveContainer", id, err)
 }
 
-// ListContainers lists the containers matching filter (nil: all).
+// ListContainers lists the containers matching filter (nil: all). A
+// container unchanged since an earlier list is the value that list
+// returned (see listCodec): read it, never change it.
 func (c *Client) ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
 	conn, err := c.connection("ListContainers")
 	if err != nil {

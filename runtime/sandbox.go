@@ -86,7 +86,9 @@ func (c *Client) PodSandboxStatus(ctx context.Context, id string, verbose bool) 
 		&runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: verbose}, conn.runtime.PodSandboxStatus)
 }
 
-// ListPodSandbox lists the sandboxes matching filter (nil: all).
+// ListPodSandbox lists the sandboxes matching filter (nil: all). A sandbox
+// unchanged since an earlier list is the value that list returned (see
+// listCodec): read it, never change it.
 func (c *Client) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
 	conn, err := c.connection("ListPodSandbox")
 	if err != nil {
