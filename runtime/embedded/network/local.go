@@ -79,6 +79,10 @@ func (l *Local) Add(ctx context.Context, pod Pod) ([]string, error) {
 	return []string{addr.String()}, nil
 }
 
+// maxBridgePorts is how many ports a Linux bridge holds (the kernel's
+// BR_MAX_PORTS, less port 0): the most pods one node-local network attaches.
+const maxBridgePorts = 1023
+
 // attach makes the veth pair, its host end a port of br (hairpin on, as the
 // plugin's hairpinMode), and configures the pod's end in its namespace.
 func (l *Local) attach(pod Pod, br netlink.Link, addr netip.Addr) error {
@@ -98,6 +102,9 @@ func (l *Local) attach(pod Pod, br netlink.Link, addr netip.Addr) error {
 	attrs.Flags = net.FlagUp
 	veth := &netlink.Veth{LinkAttrs: attrs, PeerName: PodInterface, PeerNamespace: netlink.NsFd(int(ns.Fd()))}
 	if err := netlink.LinkAdd(veth); err != nil {
+		if errors.Is(err, unix.EXFULL) {
+			return fmt.Errorf("add veth %s: bridge %s has all its %d ports in use, a Linux bridge's most: %w", host, br.Attrs().Name, maxBridgePorts, err)
+		}
 		return fmt.Errorf("add veth %s: %w", host, err)
 	}
 	err = func() error {
