@@ -41,7 +41,14 @@ func setUpMountNamespace(dir string, iso *Isolation, cgroupProcs []string, u *po
 	if err := unix.Mount("", "/", "", unix.MS_SLAVE|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("make the host's mounts slaves: %w", err)
 	}
-	hostMounts, err := readMountPoints()
+	// The host's mount points the root is made of: /sys's for an image's
+	// root (mountKernelFS), every one for the host tree.
+	var hostMounts []string
+	if iso.Rootfs != nil {
+		hostMounts, err = mountPointsUnder("/sys")
+	} else {
+		hostMounts, err = readMountPoints()
+	}
 	if err != nil {
 		return err
 	}
@@ -737,10 +744,12 @@ func under(path, dir string) bool {
 	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
 }
 
-// readMountPoints returns the mount points of this mount namespace, each
-// once, parents before children as /proc/self/mountinfo lists them.
+// readMountPoints returns the mount points of this thread's mount
+// namespace, each once, parents before children as mountinfo lists them.
+// (/proc/self is the process's first thread's: a thread that unshared its
+// mount namespace, as the tests do, sees its own through thread-self.)
 func readMountPoints() ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	f, err := os.Open("/proc/thread-self/mountinfo")
 	if err != nil {
 		return nil, err
 	}

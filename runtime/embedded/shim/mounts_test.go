@@ -1,6 +1,15 @@
 package shim
 
-import "testing"
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
 
 func TestUnescapeMountPoint(t *testing.T) {
 	for in, want := range map[string]string{
@@ -13,4 +22,76 @@ func TestUnescapeMountPoint(t *testing.T) {
 			t.Errorf("%q: %q, want %q", in, got, want)
 		}
 	}
+}
+
+// mountPointsUnder lists through listmount(2) what /proc/self/mountinfo
+// lists under a directory: nested mounts, a name with a space (escaped in
+// mountinfo), a mount stacked on another's mount point (listed once),
+// parents before children, and nothing of a sibling tree.
+func TestMountPointsUnderListsWhatMountinfoDoes(t *testing.T) {
+	dir := t.TempDir()
+	top := filepath.Join(dir, "top")
+	inMountNamespace(t, func() error {
+		mount := func(path string) error {
+			if err := os.MkdirAll(path, 0o755); err != nil {
+				return err
+			}
+			return unix.Mount("tmpfs", path, "tmpfs", 0, "")
+		}
+		for _, p := range []string{top, filepath.Join(top, "a b"), filepath.Join(top, "a b", "c"), filepath.Join(top, "a b"), filepath.Join(top, "d"), filepath.Join(dir, "sibling")} {
+			if err := mount(p); err != nil {
+				return err
+			}
+		}
+		want := []string{top, filepath.Join(top, "a b"), filepath.Join(top, "a b", "c"), filepath.Join(top, "d")}
+		got, err := listMountPointsUnder(top)
+		if errors.Is(err, errNoListmount) {
+			return fmt.Errorf("listmount(2) not usable on %s: %w (Linux 6.8 or later has it)", top, err)
+		}
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("through listmount: %q, want %q", got, want)
+		}
+		all, err := readMountPoints()
+		if err != nil {
+			return err
+		}
+		var fromMountinfo []string
+		for _, mp := range all {
+			if under(mp, top) {
+				fromMountinfo = append(fromMountinfo, mp)
+			}
+		}
+		if !slices.Equal(fromMountinfo, want) {
+			return fmt.Errorf("through mountinfo: %q, want %q", fromMountinfo, want)
+		}
+		// The host's /sys, what a container's init asks for.
+		sys, err := listMountPointsUnder("/sys")
+		if err != nil {
+			return err
+		}
+		var sysFromMountinfo []string
+		for _, mp := range all {
+			if under(mp, "/sys") {
+				sysFromMountinfo = append(sysFromMountinfo, mp)
+			}
+		}
+		if !slices.Equal(sys, sysFromMountinfo) {
+			return fmt.Errorf("/sys through listmount: %q, through mountinfo: %q", sys, sysFromMountinfo)
+		}
+		// A directory that is not a mount of its own: mountinfo answers.
+		plain := filepath.Join(top, "d", "plain")
+		if err := os.Mkdir(plain, 0o755); err != nil {
+			return err
+		}
+		if _, err := listMountPointsUnder(plain); !errors.Is(err, errNoListmount) {
+			return fmt.Errorf("listMountPointsUnder of a directory that is no mount root: %v, want errNoListmount", err)
+		}
+		if got, err := mountPointsUnder(plain); err != nil || len(got) != 0 {
+			return fmt.Errorf("mountPointsUnder of a directory with no mount: %q, %v", got, err)
+		}
+		return nil
+	})
 }
