@@ -20,7 +20,7 @@ import (
 // inMountNamespace runs f on a thread of its own in a new mount namespace
 // whose mounts reach nowhere else, and fails t with what f returns. The
 // thread ends with f: its namespace goes with it.
-func inMountNamespace(t *testing.T, f func() error) {
+func inMountNamespace(t testing.TB, f func() error) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("namespaces and mounts need root")

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -94,4 +95,49 @@ func TestMountPointsUnderListsWhatMountinfoDoes(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// BenchmarkMountPointsUnder is what finding /sys's mounts costs a
+// container's init beside a node's other mounts (two a pod: its network
+// namespace and /dev/shm), through listmount(2) and through mountinfo.
+func BenchmarkMountPointsUnder(b *testing.B) {
+	for _, others := range []int{0, 2000} {
+		for _, how := range []struct {
+			name string
+			list func() ([]string, error)
+		}{
+			{"listmount", func() ([]string, error) { return listMountPointsUnder("/sys") }},
+			{"mountinfo", func() ([]string, error) {
+				all, err := readMountPoints()
+				var sys []string
+				for _, mp := range all {
+					if under(mp, "/sys") {
+						sys = append(sys, mp)
+					}
+				}
+				return sys, err
+			}},
+		} {
+			b.Run(fmt.Sprintf("others=%d/%s", others, how.name), func(b *testing.B) {
+				dir := b.TempDir()
+				inMountNamespace(b, func() error {
+					for i := range others {
+						p := filepath.Join(dir, strconv.Itoa(i))
+						if err := os.Mkdir(p, 0o755); err != nil {
+							return err
+						}
+						if err := unix.Mount("tmpfs", p, "tmpfs", 0, ""); err != nil {
+							return err
+						}
+					}
+					for b.Loop() {
+						if _, err := how.list(); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+			})
+		}
+	}
 }
