@@ -64,8 +64,8 @@ func BenchmarkPodStart(b *testing.B) {
 //	go test -run '^$' -bench PodStartAt100 -benchtime 1000x ./test/e2e
 func BenchmarkPodStartAt100(b *testing.B) { benchPodStart(b, 100, 0, 1000, false, nil) }
 
-// benchPodStart offers b.N new pods at rate a second, at most most of
-// them, beside running ones.
+// benchPodStart offers b.N new pods (most at the most) at rate a second,
+// beside running ones started first.
 func benchPodStart(b *testing.B, rate, running, most int, hostNetwork bool, extra []string) {
 	if probeRun(b) {
 		return
@@ -85,9 +85,7 @@ func benchPodStart(b *testing.B, rate, running, most int, hostNetwork bool, extr
 	}
 	statuses := watchStatuses(b, n)
 	publishAll(b, n.js, beside, func(i int) []byte { return []byte(podJSON(beside[i], 1, "Always", "exec sleep 3600")) })
-	statuses.await(b, beside, func(st *schemas.PodStatus) bool {
-		return st.Phase == schemas.PhaseRunning && len(st.Containers) == 1 && st.Containers[0].State == schemas.ContainerRunning
-	}, 2*time.Minute)
+	statuses.await(b, beside, runningWith(1), 2*time.Minute)
 
 	var mu sync.Mutex
 	sent := map[string]time.Time{}

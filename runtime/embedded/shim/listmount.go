@@ -19,14 +19,19 @@ import (
 // its time among a thousand pods). Elsewhere it reads mountinfo.
 func mountPointsUnder(dir string) ([]string, error) {
 	points, err := listMountPointsUnder(dir)
-	if !errors.Is(err, errNoListmount) {
-		return points, err
+	if errors.Is(err, errNoListmount) {
+		return readMountPointsUnder(dir)
 	}
+	return points, err
+}
+
+// readMountPointsUnder is mountPointsUnder through mountinfo.
+func readMountPointsUnder(dir string) ([]string, error) {
 	all, err := readMountPoints()
 	if err != nil {
 		return nil, err
 	}
-	points = nil
+	var points []string
 	for _, mp := range all {
 		if under(mp, dir) {
 			points = append(points, mp)
