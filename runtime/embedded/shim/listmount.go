@@ -45,7 +45,10 @@ func readMountPointsUnder(dir string) ([]string, error) {
 var errNoListmount = errors.New("no listmount")
 
 // listMountPointsUnder is mountPointsUnder through listmount(2) and
-// statmount(2): dir's mount, then its tree, depth first.
+// statmount(2). listmount lists every mount below the one it is asked of,
+// not only its children, in the order of their unique ids, the order
+// mountinfo lists them in: one call, not one a mount (each call walks the
+// whole namespace's mounts).
 func listMountPointsUnder(dir string) ([]string, error) {
 	var st unix.Statx_t
 	if err := unix.Statx(unix.AT_FDCWD, dir, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID_UNIQUE, &st); err != nil {
@@ -55,40 +58,29 @@ func listMountPointsUnder(dir string) ([]string, error) {
 	if st.Mask&unix.STATX_MNT_ID_UNIQUE == 0 || st.Attributes&unix.STATX_ATTR_MOUNT_ROOT == 0 {
 		return nil, errNoListmount
 	}
+	below, err := listmount(st.Mnt_id)
+	// Without the calls, or refused them by a seccomp filter (a container
+	// runtime's default one answers EPERM to calls it does not know).
+	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
+		return nil, errNoListmount
+	}
+	if err != nil {
+		return nil, err
+	}
 	points := []string{dir}
 	seen := map[string]bool{dir: true}
-	var walk func(id uint64) error
-	walk = func(id uint64) error {
-		children, err := listmount(id)
+	for _, id := range below {
+		mp, err := statmountPoint(id)
+		if errors.Is(err, unix.ENOENT) {
+			continue // unmounted since the list
+		}
 		if err != nil {
-			return err
+			return nil, err
 		}
-		for _, child := range children {
-			mp, err := statmountPoint(child)
-			if errors.Is(err, unix.ENOENT) {
-				continue // unmounted since the list
-			}
-			if err != nil {
-				return err
-			}
-			if !seen[mp] { // a mount stacked on another's mount point
-				seen[mp] = true
-				points = append(points, mp)
-			}
-			if err := walk(child); err != nil {
-				return err
-			}
+		if !seen[mp] { // a mount stacked on another's mount point
+			seen[mp] = true
+			points = append(points, mp)
 		}
-		return nil
-	}
-	if err := walk(st.Mnt_id); err != nil {
-		// Without the calls, or refused them by a seccomp filter (a
-		// container runtime's default one answers EPERM to calls it does
-		// not know).
-		if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
-			return nil, errNoListmount
-		}
-		return nil, err
 	}
 	return points, nil
 }
@@ -101,7 +93,8 @@ type mntIDReq struct {
 	param uint64
 }
 
-// listmount returns the unique ids of the mounts whose parent is id.
+// listmount returns the unique ids of the mounts below mount id, at any
+// depth.
 func listmount(id uint64) ([]uint64, error) {
 	req := mntIDReq{size: uint32(unsafe.Sizeof(mntIDReq{})), mntID: id}
 	var ids []uint64
