@@ -108,7 +108,7 @@ func run(gatesPath, aPath, bPath string, partial bool, out io.Writer) (bool, err
 		}
 		return strings.Compare(x.unit, y.unit)
 	})
-	ok := true
+	var failed []key
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "benchmark\tmeasure\tA median\tB median\tB vs A\truns A/B\tgate\t")
 	for _, k := range keys {
@@ -121,11 +121,12 @@ func run(gatesPath, aPath, bPath string, partial bool, out io.Writer) (bool, err
 		if g, isGated := gated[k]; isGated {
 			verdict = g.judge(a[k], b[k])
 			if !strings.HasPrefix(verdict, "ok") {
-				ok = false
+				failed = append(failed, k)
 			}
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t\n", k.bench, k.unit, format(a[k], ma), format(b[k], mb), change, len(a[k]), len(b[k]), verdict)
 	}
+	ok := len(failed) == 0
 	for _, g := range gates {
 		if _, seen := a[g.key]; !seen {
 			if _, seen := b[g.key]; !seen {
@@ -136,6 +137,11 @@ func run(gatesPath, aPath, bPath string, partial bool, out io.Writer) (bool, err
 	}
 	if err := w.Flush(); err != nil {
 		return false, err
+	}
+	// A failed gate's every run, in the order run: the spread a median
+	// hides, for whoever reads the failure.
+	for _, k := range failed {
+		fmt.Fprintf(out, "benchab: %s %s, each run: A %s; B %s\n", k.bench, k.unit, list(a[k]), list(b[k]))
 	}
 	if ok {
 		fmt.Fprintln(out, "benchab: every gated measure of B is within its margin of A")
@@ -185,6 +191,17 @@ func format(xs []float64, m float64) string {
 		return "-"
 	}
 	return strconv.FormatFloat(m, 'g', 4, 64)
+}
+
+func list(xs []float64) string {
+	if len(xs) == 0 {
+		return "-"
+	}
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.FormatFloat(x, 'g', 4, 64)
+	}
+	return strings.Join(s, " ")
 }
 
 // readSamples reads every result of a go test -bench output: each

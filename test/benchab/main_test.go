@@ -53,6 +53,9 @@ func TestBeyondTheMarginFails(t *testing.T) {
 	if ok || !strings.Contains(out.String(), "FAIL: 30% worse, margin 25%") {
 		t.Fatalf("a p99 30%% worse passed:\n%s", out.String())
 	}
+	if !strings.Contains(out.String(), "BenchmarkPodStart/shim=light p99-ms, each run: A 100 100 100; B 130 126 140") {
+		t.Errorf("the failed gate's runs are not listed:\n%s", out.String())
+	}
 }
 
 func TestHigherIsBetterFailsOnALowerB(t *testing.T) {
