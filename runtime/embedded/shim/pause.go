@@ -141,7 +141,7 @@ func startPauseProcess(exe string) (*exec.Cmd, *os.File, error) {
 	cmd := &exec.Cmd{
 		Path:        fmt.Sprintf("/proc/self/fd/%d", pauseExeFD),
 		Args:        []string{"pause"},
-		Env:         []string{ModeEnv + "=" + modePause},
+		Env:         []string{ModeEnv + "=" + modePause, "GOMAXPROCS=1"}, // it waits on signals
 		ExtraFiles:  []*os.File{child, root, bin},
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS},
 	}
