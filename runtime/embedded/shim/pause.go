@@ -296,6 +296,9 @@ func enterEmptyRoot() error {
 
 // runPauseReap is the pause's second stage.
 func runPauseReap() error {
+	// One P, as its first stage: it waits on signals. Set here, not in its
+	// environment, which the pod's containers may read.
+	runtime.GOMAXPROCS(1)
 	sync := os.NewFile(pauseSyncFD, "sync")
 	fail := func(err error) error {
 		_, _ = sync.WriteString("error " + err.Error() + "\n")
