@@ -108,7 +108,7 @@ func run(gatesPath, aPath, bPath string, partial bool, out io.Writer) (bool, err
 		}
 		return strings.Compare(x.unit, y.unit)
 	})
-	var failed []key
+	var failed, judged []key
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "benchmark\tmeasure\tA median\tB median\tB vs A\truns A/B\tgate\t")
 	for _, k := range keys {
@@ -120,6 +120,7 @@ func run(gatesPath, aPath, bPath string, partial bool, out io.Writer) (bool, err
 		}
 		if g, isGated := gated[k]; isGated {
 			verdict = g.judge(a[k], b[k])
+			judged = append(judged, k)
 			if !strings.HasPrefix(verdict, "ok") {
 				failed = append(failed, k)
 			}
@@ -138,9 +139,9 @@ func run(gatesPath, aPath, bPath string, partial bool, out io.Writer) (bool, err
 	if err := w.Flush(); err != nil {
 		return false, err
 	}
-	// A failed gate's every run, in the order run: the spread a median
-	// hides, for whoever reads the failure.
-	for _, k := range failed {
+	// Each gated measure's every run, in the order run: the spread a
+	// median hides, for whoever reads a failure or sets a margin.
+	for _, k := range judged {
 		fmt.Fprintf(out, "benchab: %s %s, each run: A %s; B %s\n", k.bench, k.unit, list(a[k]), list(b[k]))
 	}
 	if ok {

@@ -42,6 +42,9 @@ func TestWithinTheMarginPasses(t *testing.T) {
 	if !strings.Contains(out.String(), "BenchmarkPodStart/shim=light") || !strings.Contains(out.String(), "+24.0%") {
 		t.Errorf("the table lacks both columns' change:\n%s", out.String())
 	}
+	if !strings.Contains(out.String(), "BenchmarkPodStart/shim=light p99-ms, each run: A 100 40 110; B 124 900 120") {
+		t.Errorf("a gated measure's runs are not listed:\n%s", out.String())
+	}
 }
 
 func TestBeyondTheMarginFails(t *testing.T) {
