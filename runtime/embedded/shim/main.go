@@ -3,7 +3,6 @@ package shim
 import (
 	"fmt"
 	"os"
-	"runtime"
 	"time"
 )
 
@@ -41,14 +40,6 @@ func Requested() bool {
 
 // Main runs the mode ModeEnv names and returns the process's exit code.
 func Main() int {
-	// One P in every mode: each is a process that mostly waits (a pod's
-	// supervisor, a container's init until it executes the command, the
-	// pause), and with a second P idle the runtime woke a thread at each
-	// yield: a third of a pod shim's CPU at a start went to it, in the
-	// sweep of dropColdCode's debug.FreeOSMemory (docs/pipeline.md).
-	// Called here, not set in the environment: the pause's is what a
-	// container with CAP_SYS_PTRACE reads of its PID 1.
-	runtime.GOMAXPROCS(1)
 	dir := os.Getenv(DirEnv)
 	var err error
 	switch os.Getenv(ModeEnv) {

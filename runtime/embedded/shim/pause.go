@@ -141,7 +141,7 @@ func startPauseProcess(exe string) (*exec.Cmd, *os.File, error) {
 	cmd := &exec.Cmd{
 		Path:        fmt.Sprintf("/proc/self/fd/%d", pauseExeFD),
 		Args:        []string{"pause"},
-		Env:         []string{ModeEnv + "=" + modePause},
+		Env:         []string{ModeEnv + "=" + modePause, "GOMAXPROCS=1"}, // it waits on signals
 		ExtraFiles:  []*os.File{child, root, bin},
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS},
 	}
@@ -296,6 +296,9 @@ func enterEmptyRoot() error {
 
 // runPauseReap is the pause's second stage.
 func runPauseReap() error {
+	// One P, as its first stage: it waits on signals. Set here, not in its
+	// environment, which the pod's containers may read.
+	runtime.GOMAXPROCS(1)
 	sync := os.NewFile(pauseSyncFD, "sync")
 	fail := func(err error) error {
 		_, _ = sync.WriteString("error " + err.Error() + "\n")
