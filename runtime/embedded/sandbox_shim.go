@@ -205,11 +205,7 @@ func (r *Runtime) startPodShim(ctx context.Context, s *sandbox) (int, error) {
 		return 0, err
 	}
 	cmd := exec.Command(r.cfg.ShimPath)
-	// One P, as containerd bounds its shims' (to two): a pod shim mostly
-	// waits, and each start's debug.FreeOSMemory (dropColdCode) sweeps the
-	// heap a span at a time with a runtime.Gosched after each, which with
-	// an idle P wakes a thread to look for work every time.
-	cmd.Env = []string{shim.ModeEnv + "=" + shim.ModePod, shim.DirEnv + "=" + s.dir, "PATH=" + defaultPath, "GOMAXPROCS=1"}
+	cmd.Env = []string{shim.ModeEnv + "=" + shim.ModePod, shim.DirEnv + "=" + s.dir, "PATH=" + defaultPath, shim.OnePEnv}
 	cmd.Dir = s.dir
 	cmd.Stdout = shimLog // stdin stays /dev/null; nothing ties the shim to us
 	cmd.Stderr = shimLog

@@ -134,9 +134,7 @@ func (p initProcess) start() (*exec.Cmd, int, error) {
 	cmd := &exec.Cmd{
 		Path: fmt.Sprintf("/proc/self/fd/%d", initExeFD), // the child's, once its files are in place
 		Args: append([]string{"jetlet-init"}, p.execArgs...),
-		// One P: the init runs one goroutine until it executes the
-		// command, and idle Ps would only spin looking for work.
-		Env: []string{ModeEnv + "=" + ModeInit, DirEnv + "=" + p.dir, "GOMAXPROCS=1"},
+		Env:  []string{ModeEnv + "=" + ModeInit, DirEnv + "=" + p.dir, OnePEnv},
 		// fd 3: initSyncFD; 4: initSpecFD, an exec's only (prepareExec);
 		// 5: initExeFD.
 		ExtraFiles:  []*os.File{child, nil, exe},

@@ -141,7 +141,7 @@ func startPauseProcess(exe string) (*exec.Cmd, *os.File, error) {
 	cmd := &exec.Cmd{
 		Path:        fmt.Sprintf("/proc/self/fd/%d", pauseExeFD),
 		Args:        []string{"pause"},
-		Env:         []string{ModeEnv + "=" + modePause, "GOMAXPROCS=1"}, // it waits on signals
+		Env:         []string{ModeEnv + "=" + modePause, OnePEnv},
 		ExtraFiles:  []*os.File{child, root, bin},
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS},
 	}
@@ -296,8 +296,8 @@ func enterEmptyRoot() error {
 
 // runPauseReap is the pause's second stage.
 func runPauseReap() error {
-	// One P, as its first stage: it waits on signals. Set here, not in its
-	// environment, which the pod's containers may read.
+	// One P, as its first stage (OnePEnv): set here, not in its
+	// environment, which a container with CAP_SYS_PTRACE reads.
 	runtime.GOMAXPROCS(1)
 	sync := os.NewFile(pauseSyncFD, "sync")
 	fail := func(err error) error {
