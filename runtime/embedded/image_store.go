@@ -82,14 +82,13 @@ func (r *Runtime) storeListImages(filter *runtimeapi.ImageFilter) []*runtimeapi.
 
 // storeRemoveImage removes the image's record; the layers of an image a
 // container uses stay until that container is removed (images.Store.Hold).
-// Removing an unknown image succeeds, as the CRI asks.
+// Removing an unknown image succeeds, as the CRI asks: so does losing the
+// race to a concurrent RemoveImage of the same image, which is why the
+// lookup is Remove's own, under the store's lock.
 func (r *Runtime) storeRemoveImage(req *runtimeapi.RemoveImageRequest) error {
-	im := r.store.Lookup(req.GetImage().GetImage())
-	if im == nil {
-		return nil
-	}
-	if err := r.store.Remove(im.ID); err != nil {
-		return errorf(crierr.ErrInternal, "remove image %s: %v", im.ID, err)
+	err := r.store.Remove(req.GetImage().GetImage())
+	if err != nil && !errors.Is(err, images.ErrNotFound) {
+		return errorf(crierr.ErrInternal, "%v", err)
 	}
 	return nil
 }

@@ -158,6 +158,39 @@ func TestPullErrors(t *testing.T) {
 	}
 }
 
+// Concurrent RemoveImage calls of one image all succeed (critest's "should
+// not fail on simultaneous RemoveImage calls"): the ones that lose the race
+// find the image gone, which is what they asked for.
+func TestConcurrentRemoveImage(t *testing.T) {
+	h := newHarness(t)
+	requireImages(t, h)
+	const rounds, callers = 20, 8
+	for range rounds {
+		id, err := h.pull("layered:1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := make(chan struct{})
+		errs := make(chan error, callers)
+		for range callers {
+			go func() {
+				<-start
+				_, err := h.is.RemoveImage(ctxT(t), &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: id}})
+				errs <- err
+			}()
+		}
+		close(start)
+		for range callers {
+			if err := <-errs; err != nil {
+				t.Fatalf("a concurrent RemoveImage: %v", err)
+			}
+		}
+		if st, err := h.is.ImageStatus(ctxT(t), &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: id}}); err != nil || st.GetImage() != nil {
+			t.Fatalf("the removed image's status: %v, %v", st, err)
+		}
+	}
+}
+
 // An image removed while a container uses it stays on disk until the
 // container goes: the container still starts.
 func TestRemoveAnImageInUse(t *testing.T) {
